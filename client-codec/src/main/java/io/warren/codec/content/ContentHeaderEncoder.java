@@ -1,0 +1,46 @@
+package io.warren.codec.content;
+
+import io.netty.buffer.ByteBuf;
+
+/**
+ * Writes a content header's payload (class basic) from {@link BasicProperties}, whose flags word and
+ * values were encoded once when the properties were built: writing one is a few fixed fields and one
+ * copy.
+ *
+ * <pre>
+ * +----------+--------+-----------+------------------------------------------+
+ * | class-id | weight | body-size | property-flags + values                  |
+ * | 60       | 0      | longlong  | BasicProperties.encodedLength() bytes    |
+ * | 2        | 2      | 8         |                                          |
+ * +----------+--------+-----------+------------------------------------------+
+ * </pre>
+ *
+ * <p>For whole frames see {@link io.warren.codec.Frames#contentHeader} and {@link PublishFraming}.
+ */
+public final class ContentHeaderEncoder {
+
+    /** Class id, weight and body size. */
+    public static final int FIXED_LENGTH = 12;
+
+    private ContentHeaderEncoder() {
+    }
+
+    /** The exact payload length for {@code properties}. */
+    public static int encodedLength(BasicProperties properties) {
+        return FIXED_LENGTH + properties.encodedLength();
+    }
+
+    /**
+     * Appends the payload announcing {@code bodySize} bytes of body.
+     *
+     * @throws IllegalArgumentException for a negative body size
+     */
+    public static void encode(ByteBuf out, long bodySize, BasicProperties properties) {
+        if (bodySize < 0) {
+            throw new IllegalArgumentException("body size must not be negative: " + bodySize);
+        }
+        out.writeInt(ContentHeader.BASIC_CLASS_ID << 16); // class id, then weight 0
+        out.writeLong(bodySize);
+        properties.writeTo(out);
+    }
+}

@@ -1,0 +1,165 @@
+package io.warren.codec.content;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.buffer.CompositeByteBuf;
+import io.warren.codec.FrameType;
+import io.warren.codec.Frames;
+import io.warren.codec.method.BasicPublishEncoder;
+import io.warren.codec.method.MethodEncoder;
+
+/**
+ * Frames a message for the wire without copying its body: the method frame and the content-header
+ * frame go into one pooled buffer, sized exactly before it is allocated; the body is cut at
+ * frame-max - 8 into retained slices of the caller's buffer, each wrapped in its 7-byte frame header
+ * and 0xCE end byte, and everything is returned as one {@link CompositeByteBuf}.
+ *
+ * <pre>
+ * head buffer (one allocation)                                        caller's body (no copy)
+ * +--------------------+--------------------+-----------------+      +----------------------+
+ * | method frame       | header frame       | body hdr #1 (7) |  ... | slice #1             |
+ * +--------------------+--------------------+-----------------+      +----------------------+
+ * | CE + body hdr #2 (8) | CE + body hdr #3 (8) | ... | CE (1) |       | slice #2 | slice #3 |
+ * +----------------------+----------------------+-----+--------+
+ * composite: [head up to body hdr #1] [slice #1] [CE + hdr #2] [slice #2] ... [slice #n] [CE]
+ * </pre>
+ *
+ * <p>The 7 + 1 byte pieces around the slices live after the head frames in the same buffer and are
+ * added as slices of it, so a publish costs one buffer allocation whatever the number of body
+ * frames (slices and the composite come from Netty's recyclers with a pooled allocator). An empty
+ * body sends no body frame: the result is then the head buffer alone.
+ *
+ * <p><b>Ownership.</b> The caller's reference to {@code body} passes to the framing: the framing
+ * releases it exactly once, whether it returns or throws (the returned buffer holds its own
+ * references to the body's memory). The caller owns the returned buffer; writing it to a channel
+ * passes that on. Do not touch the body's bytes until the returned buffer is released: they are
+ * sent from where they lie.
+ *
+ * <p>The hot publisher encodes nothing per message: keep one {@link BasicPublishEncoder} per channel
+ * with {@link ShortString} exchange and routing key, and reuse {@link BasicProperties} objects (they
+ * encode themselves once).
+ */
+public final class PublishFraming {
+
+    private PublishFraming() {
+    }
+
+    /**
+     * Frames basic.publish, its content header and {@code body}. See the class comment for ownership.
+     *
+     * @param frameMax the negotiated frame-max, 0 for no limit
+     * @return the frames; the caller owns the buffer
+     * @throws IllegalArgumentException for an invalid channel, frame-max or null argument (the body,
+     *         when given, is released all the same)
+     */
+    public static ByteBuf publish(ByteBufAllocator alloc, int channel, int frameMax, BasicPublishEncoder publish,
+            BasicProperties properties, ByteBuf body) {
+        return frame(alloc, channel, frameMax, publish, properties, body);
+    }
+
+    /**
+     * Frames any content-carrying method (basic.publish from a client; basic.deliver, basic.return or
+     * basic.get-ok from a server or a test peer), its content header and {@code body}. See the class
+     * comment for ownership.
+     *
+     * @param frameMax the negotiated frame-max, 0 for no limit
+     * @return the frames; the caller owns the buffer
+     * @throws IllegalArgumentException for an invalid channel or frame-max, a method without content, or
+     *         a null argument (the body, when given, is released all the same)
+     */
+    public static ByteBuf frame(ByteBufAllocator alloc, int channel, int frameMax, MethodEncoder method,
+            BasicProperties properties, ByteBuf body) {
+        if (body == null) {
+            throw new IllegalArgumentException("body must not be null");
+        }
+        ByteBuf head = null;
+        CompositeByteBuf out = null;
+        try {
+            check(alloc, channel, frameMax, method, properties);
+            int bodyLength = body.readableBytes();
+            // frame-max counts the header and end byte: a body frame carries at most frame-max - 8 bytes
+            int maxChunk = frameMax == 0 ? Integer.MAX_VALUE : frameMax - Frames.FRAME_OVERHEAD;
+            int chunks = bodyLength == 0 ? 0 : 1 + (bodyLength - 1) / maxChunk;
+            int headLength = method.encodedLength() + ContentHeaderEncoder.encodedLength(properties)
+                    + 2 * Frames.FRAME_OVERHEAD;
+            if (chunks == 0) {
+                head = alloc.buffer(headLength, headLength);
+                writeHead(head, channel, method, properties, 0);
+                ByteBuf result = head;
+                head = null;
+                return result;
+            }
+            // the first body frame's header (7), an end byte and header between chunks (8), the last end byte (1)
+            int piecesLength = Frames.FRAME_HEADER_SIZE + (chunks - 1) * Frames.FRAME_OVERHEAD + 1;
+            head = alloc.buffer(headLength + piecesLength, headLength + piecesLength);
+            writeHead(head, channel, method, properties, bodyLength);
+            Frames.writeHeader(head, FrameType.BODY, channel, Math.min(maxChunk, bodyLength));
+            int firstPart = head.writerIndex();
+            for (int i = 1; i < chunks; i++) {
+                head.writeByte(Frames.FRAME_END);
+                Frames.writeHeader(head, FrameType.BODY, channel, Math.min(maxChunk, bodyLength - i * maxChunk));
+            }
+            head.writeByte(Frames.FRAME_END);
+            // the pieces after firstPart are reached through slices; the head itself ends at the first body header
+            head.writerIndex(firstPart);
+
+            out = alloc.compositeBuffer(2 * chunks + 1);
+            ByteBuf pieces = head;
+            out.addComponent(true, head);
+            head = null; // the composite owns it now
+            int bodyIndex = body.readerIndex();
+            int piece = firstPart;
+            for (int i = 0; i < chunks; i++) {
+                int start = i * maxChunk;
+                out.addComponent(true, body.retainedSlice(bodyIndex + start, Math.min(maxChunk, bodyLength - start)));
+                int pieceLength = i == chunks - 1 ? 1 : Frames.FRAME_OVERHEAD;
+                out.addComponent(true, pieces.retainedSlice(piece, pieceLength));
+                piece += pieceLength;
+            }
+            ByteBuf result = out;
+            out = null;
+            return result;
+        } finally {
+            body.release();
+            if (head != null) {
+                head.release();
+            }
+            if (out != null) {
+                out.release();
+            }
+        }
+    }
+
+    /** The number of body frames a body of {@code bodyLength} bytes needs under {@code frameMax} (0: no limit). */
+    public static int bodyFrameCount(long bodyLength, int frameMax) {
+        if (bodyLength == 0) {
+            return 0;
+        }
+        long maxChunk = frameMax == 0 ? Integer.MAX_VALUE : frameMax - Frames.FRAME_OVERHEAD;
+        return (int) (1 + (bodyLength - 1) / maxChunk);
+    }
+
+    private static void writeHead(ByteBuf head, int channel, MethodEncoder method, BasicProperties properties,
+            long bodyLength) {
+        Frames.writeMethod(head, channel, method);
+        Frames.writeContentHeader(head, channel, bodyLength, properties);
+    }
+
+    private static void check(ByteBufAllocator alloc, int channel, int frameMax, MethodEncoder method,
+            BasicProperties properties) {
+        if (alloc == null || method == null || properties == null) {
+            throw new IllegalArgumentException("alloc, method and properties must not be null");
+        }
+        Frames.checkChannel(channel);
+        if (channel == 0) {
+            throw new IllegalArgumentException("content cannot be sent on channel 0");
+        }
+        if (frameMax != 0 && frameMax < Frames.FRAME_MIN_SIZE) {
+            throw new IllegalArgumentException("frameMax must be 0 (unlimited) or at least " + Frames.FRAME_MIN_SIZE
+                    + ": " + frameMax);
+        }
+        if (!method.info().hasContent()) {
+            throw new IllegalArgumentException(method.info().name() + " carries no content");
+        }
+    }
+}
