@@ -1,0 +1,61 @@
+package io.warren.perf;
+
+/**
+ * One AMQP client under test, as warren-perf drives it. A run calls, in this order and from one thread:
+ * {@link #connect}, {@link #declare}, {@link #startConsumers}, {@link #startProducers}, then
+ * {@link #stop} when the time is up, the counts are reached, Ctrl-C is pressed or a failure was
+ * reported; {@link #close} always ends it, also after any step threw.
+ *
+ * <p>To compare clients fairly every driver does the same work:
+ * <ul>
+ *   <li>one connection and one channel per producer and per consumer (PerfTest's shape);</li>
+ *   <li>producers publish bodies of exactly {@link RunOptions#size()} bytes stamped with
+ *       {@link MessageBody#stamp} right before the publish call, count each publish with
+ *       {@link Metrics#published()}, pace themselves to {@link RunOptions#rate()} with a {@link Pacer},
+ *       and with confirms keep at most {@link RunOptions#confirm()} publishes outstanding
+ *       ({@link ConfirmTracker} does the window and the latency) and report acks, nacks and, when
+ *       mandatory, returns;</li>
+ *   <li>consumers report each delivery with {@link Metrics#received(long)} given the body's
+ *       {@link MessageBody#publishNanos}, acknowledge as {@link RunOptions#autoAck()},
+ *       {@link RunOptions#multiAckEvery()} and {@link RunOptions#qos()} say, and after
+ *       {@link RunOptions#consumerMessages()} deliveries call {@link Metrics#consumerDone()} and cancel;</li>
+ *   <li>a producer that published {@link RunOptions#producerMessages()} waits for its outstanding confirms,
+ *       then calls {@link Metrics#producerDone()};</li>
+ *   <li>an error that ends a producer or a consumer (channel or connection closed under it) goes to
+ *       {@link Metrics#fail(Throwable)}: the run stops and reports it.</li>
+ * </ul>
+ *
+ * A driver is created by {@link Clients} with a public no-argument constructor and used for one run.
+ */
+public interface ClientDriver extends AutoCloseable {
+
+  /** The name the tool prints and writes to JSON ({@code amqp-client}, {@code warren}). */
+  String name();
+
+  /**
+   * Opens the producers' and consumers' connections and channels to {@link RunOptions#uri()}, enables
+   * confirms and sets the prefetch. Throws {@link java.net.ConnectException} (possibly as the cause)
+   * when nothing listens there, so the tool can say so.
+   */
+  void connect(RunOptions options, Metrics metrics) throws Exception;
+
+  /** Declares the exchange and queues and binds them, as {@link RunOptions} describes. */
+  void declare() throws Exception;
+
+  /** Starts consuming on every consumer channel; returns once the broker confirmed each consume. */
+  void startConsumers() throws Exception;
+
+  /** Starts the producers (threads or loops of the driver's own) and returns at once. */
+  void startProducers() throws Exception;
+
+  /**
+   * Stops publishing and consuming: producers stop after their current publish, consumers are
+   * cancelled. Returns within a few seconds whatever the broker does. Counting after this call does not
+   * matter any more: the run has taken its final reading before calling it.
+   */
+  void stop() throws Exception;
+
+  /** Closes every connection and releases every resource; idempotent, never throws. */
+  @Override
+  void close();
+}

@@ -1,0 +1,209 @@
+package io.warren.perf;
+
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.WriteBufferWaterMark;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.handler.codec.ByteToMessageDecoder;
+import io.netty.util.concurrent.DefaultThreadFactory;
+import io.warren.codec.FrameDecoder;
+import io.warren.codec.ProtocolHeader;
+import java.net.InetSocketAddress;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.LongAdder;
+
+/**
+ * The loopback AMQP peer: a Netty server on 127.0.0.1 that speaks just enough AMQP 0-9-1 for a client
+ * to be measured without a broker. It is a benchmark instrument, not a broker: nothing is routed or
+ * stored.
+ *
+ * <ul>
+ *   <li>Handshake: connection.start (PLAIN/AMQPLAIN, RabbitMQ's capabilities), tune (channel-max
+ *       2047, frame-max 131072, heartbeat 60 s, the client's answer is obeyed, heartbeats are sent),
+ *       open; channel.open/close, connection.close; confirm.select; exchange and queue
+ *       declare/bind/unbind/purge/delete answered with their -ok (a server-named queue gets an
+ *       {@code amq.gen-N} name); basic.qos, basic.consume (an {@code amq.ctag-N} tag when none is
+ *       given), basic.cancel; basic.get answers get-empty; tx select/commit/rollback; anything else
+ *       closes the channel with 540 NOT_IMPLEMENTED.</li>
+ *   <li>{@link Mode#SINK}: every publish (method, header, body frames) is read and counted; a channel in
+ *       confirm mode is confirmed with one basic.ack(multiple=true) per channel per socket read, so
+ *       confirms are batched as a broker batches them. Consumers get nothing.</li>
+ *   <li>{@link Mode#SOURCE}: as SINK for publishes, and every consumer is streamed deliveries as fast
+ *       as the socket takes them: the content (header frame and body frames, zero bodies of the
+ *       configured size) is encoded once per consumer into one buffer and written as
+ *       {@code retainedDuplicate()}s, after a small basic.deliver frame copied from a template with the
+ *       delivery tag patched in. Writing stops while the channel is not writable and, without no-ack,
+ *       while the prefetch (basic.qos) is used up; acks (single or multiple) reopen it. A flush every
+ *       {@value PeerConnection#FLUSH_EVERY} deliveries.</li>
+ * </ul>
+ *
+ * Frames are decoded with Warren's {@link FrameDecoder} and method views, and written with its
+ * encoders. The peer's threads are named {@code warren-peer-*}: the tool leaves their CPU and
+ * allocation out of the client's. Run it on its own with
+ * {@code java -cp warren-perf.jar io.warren.perf.LoopbackPeer sink|source [port] [body-size]}.
+ */
+public final class LoopbackPeer implements AutoCloseable {
+
+  /** What the peer does with a client's traffic. */
+  public enum Mode {
+    /** Read and confirm publishes; deliver nothing. */
+    SINK,
+    /** Read and confirm publishes; stream deliveries to every consumer. */
+    SOURCE
+  }
+
+  private final Mode mode;
+  private final int bodySize;
+  private final long deliveriesPerConsumer;
+  private final EventLoopGroup group;
+  private final Channel server;
+  final Counters counters = new Counters();
+
+  private LoopbackPeer(Mode mode, int bodySize, long deliveriesPerConsumer, int port, int threads)
+      throws InterruptedException {
+    this.mode = mode;
+    this.bodySize = bodySize;
+    this.deliveriesPerConsumer = deliveriesPerConsumer;
+    this.group = new MultiThreadIoEventLoopGroup(threads, new DefaultThreadFactory("warren-peer", true),
+        NioIoHandler.newFactory());
+    try {
+      this.server = new ServerBootstrap()
+          .group(group)
+          .channel(NioServerSocketChannel.class)
+          .childOption(ChannelOption.TCP_NODELAY, true)
+          .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, new WriteBufferWaterMark(256 * 1024, 512 * 1024))
+          .childHandler(new ChannelInitializer<SocketChannel>() {
+            @Override
+            protected void initChannel(SocketChannel ch) {
+              ch.pipeline().addLast("protocol-header", new ProtocolHeaderHandler());
+              ch.pipeline().addLast("connection", new PeerConnection(LoopbackPeer.this));
+            }
+          })
+          .bind(new InetSocketAddress("127.0.0.1", port)).sync().channel();
+    } catch (InterruptedException | RuntimeException e) {
+      group.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+      throw e;
+    }
+  }
+
+  /**
+   * Starts a peer on an ephemeral port of 127.0.0.1.
+   *
+   * @param bodySize the body size of SOURCE deliveries
+   * @param deliveriesPerConsumer deliveries each consumer gets in SOURCE mode; 0 = no end
+   */
+  public static LoopbackPeer start(Mode mode, int bodySize, long deliveriesPerConsumer) throws InterruptedException {
+    return new LoopbackPeer(mode, bodySize, deliveriesPerConsumer, 0,
+        Math.max(1, Math.min(4, Runtime.getRuntime().availableProcessors() / 2)));
+  }
+
+  public Mode mode() {
+    return mode;
+  }
+
+  int bodySize() {
+    return bodySize;
+  }
+
+  long deliveriesPerConsumer() {
+    return deliveriesPerConsumer;
+  }
+
+  /** The port the peer listens on. */
+  public int port() {
+    return ((InetSocketAddress) server.localAddress()).getPort();
+  }
+
+  /** {@code amqp://guest:guest@127.0.0.1:PORT}: any credentials are accepted. */
+  public String uri() {
+    return "amqp://guest:guest@127.0.0.1:" + port();
+  }
+
+  /** What the peer counted since it started (publishes read, publishes confirmed, deliveries written). */
+  public RunResult.PeerStats stats() {
+    return new RunResult.PeerStats(counters.publishes.sum(), counters.confirms.sum(), counters.deliveries.sum());
+  }
+
+  /** Number of client connections open now. */
+  public long connections() {
+    return counters.connections.sum();
+  }
+
+  /** Closes the server and every connection, and waits for the threads to end. */
+  @Override
+  public void close() {
+    server.close().awaitUninterruptibly();
+    group.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly();
+  }
+
+  /** The peer on its own: {@code sink|source [port] [body-size]}; prints its rates every second. */
+  public static void main(String[] args) throws Exception {
+    if (args.length < 1 || !(args[0].equals("sink") || args[0].equals("source"))) {
+      System.err.println("usage: LoopbackPeer sink|source [port] [body-size]");
+      System.exit(2);
+    }
+    Mode mode = Mode.valueOf(args[0].toUpperCase(Locale.ROOT));
+    int port = args.length > 1 ? Integer.parseInt(args[1]) : 5673;
+    int size = args.length > 2 ? Integer.parseInt(args[2]) : MessageBody.MIN_SIZE;
+    try (LoopbackPeer peer = new LoopbackPeer(mode, size, 0, port,
+        Math.max(1, Math.min(4, Runtime.getRuntime().availableProcessors() / 2)))) {
+      System.out.println("loopback peer (" + args[0] + ") listening on " + peer.uri());
+      RunResult.PeerStats last = peer.stats();
+      while (true) {
+        Thread.sleep(1000);
+        RunResult.PeerStats now = peer.stats();
+        System.out.printf(Locale.ROOT, "%d connection(s) | read %,d publishes/s | confirmed %,d/s | wrote %,d deliveries/s%n",
+            peer.connections(), now.publishes() - last.publishes(), now.confirms() - last.confirms(),
+            now.deliveries() - last.deliveries());
+        last = now;
+      }
+    }
+  }
+
+  /** Counters the connections add to in batches (once per socket read or pump pass). */
+  static final class Counters {
+    final LongAdder publishes = new LongAdder();
+    final LongAdder confirms = new LongAdder();
+    final LongAdder deliveries = new LongAdder();
+    final LongAdder connections = new LongAdder();
+  }
+
+  /**
+   * Reads the client's 8-byte protocol header, then hands the stream to a {@link FrameDecoder} (which
+   * takes the bytes that came after the header) and tells the connection to start. A client asking for
+   * another protocol gets our header back and the socket is closed, as the spec says.
+   */
+  static final class ProtocolHeaderHandler extends ByteToMessageDecoder {
+    @Override
+    protected void decode(ChannelHandlerContext ctx, ByteBuf in, List<Object> out) {
+      if (in.readableBytes() < ProtocolHeader.LENGTH) {
+        return;
+      }
+      ByteBuf expected = ProtocolHeader.encode(ctx.alloc());
+      try {
+        boolean ok = in.readSlice(ProtocolHeader.LENGTH).equals(expected);
+        if (!ok) {
+          in.skipBytes(in.readableBytes());
+          ctx.writeAndFlush(expected.retain()).addListener(f -> ctx.close());
+          return;
+        }
+      } finally {
+        expected.release();
+      }
+      FrameDecoder frames = new FrameDecoder();
+      ctx.pipeline().addAfter(ctx.name(), "frames", frames);
+      ctx.pipeline().get(PeerConnection.class).start(frames);
+      ctx.pipeline().remove(this); // what followed the header goes on to the frame decoder
+    }
+  }
+}

@@ -1,0 +1,569 @@
+package io.warren.perf;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.util.concurrent.ScheduledFuture;
+import io.warren.codec.Frame;
+import io.warren.codec.FrameDecoder;
+import io.warren.codec.FrameType;
+import io.warren.codec.Frames;
+import io.warren.codec.ReplyCode;
+import io.warren.codec.content.BasicProperties;
+import io.warren.codec.content.ContentHeader;
+import io.warren.codec.method.BasicAck;
+import io.warren.codec.method.BasicAckEncoder;
+import io.warren.codec.method.BasicCancel;
+import io.warren.codec.method.BasicCancelOkEncoder;
+import io.warren.codec.method.BasicConsume;
+import io.warren.codec.method.BasicConsumeOkEncoder;
+import io.warren.codec.method.BasicDeliverEncoder;
+import io.warren.codec.method.BasicGetEmptyEncoder;
+import io.warren.codec.method.BasicNack;
+import io.warren.codec.method.BasicQos;
+import io.warren.codec.method.BasicQosOkEncoder;
+import io.warren.codec.method.BasicRecoverOkEncoder;
+import io.warren.codec.method.BasicReject;
+import io.warren.codec.method.ChannelCloseEncoder;
+import io.warren.codec.method.ChannelCloseOkEncoder;
+import io.warren.codec.method.ChannelFlow;
+import io.warren.codec.method.ChannelFlowOkEncoder;
+import io.warren.codec.method.ChannelOpenOkEncoder;
+import io.warren.codec.method.ConfirmSelect;
+import io.warren.codec.method.ConfirmSelectOkEncoder;
+import io.warren.codec.method.ConnectionCloseEncoder;
+import io.warren.codec.method.ConnectionCloseOkEncoder;
+import io.warren.codec.method.ConnectionOpenOkEncoder;
+import io.warren.codec.method.ConnectionStartEncoder;
+import io.warren.codec.method.ConnectionTuneEncoder;
+import io.warren.codec.method.ConnectionTuneOk;
+import io.warren.codec.method.ExchangeBind;
+import io.warren.codec.method.ExchangeBindOkEncoder;
+import io.warren.codec.method.ExchangeDeclare;
+import io.warren.codec.method.ExchangeDeclareOkEncoder;
+import io.warren.codec.method.ExchangeDelete;
+import io.warren.codec.method.ExchangeDeleteOkEncoder;
+import io.warren.codec.method.ExchangeUnbind;
+import io.warren.codec.method.ExchangeUnbindOkEncoder;
+import io.warren.codec.method.MethodEncoder;
+import io.warren.codec.method.MethodIds;
+import io.warren.codec.method.MethodTable;
+import io.warren.codec.method.QueueBind;
+import io.warren.codec.method.QueueBindOkEncoder;
+import io.warren.codec.method.QueueDeclare;
+import io.warren.codec.method.QueueDeclareOkEncoder;
+import io.warren.codec.method.QueueDelete;
+import io.warren.codec.method.QueueDeleteOkEncoder;
+import io.warren.codec.method.QueuePurge;
+import io.warren.codec.method.QueuePurgeOkEncoder;
+import io.warren.codec.method.QueueUnbindOkEncoder;
+import io.warren.codec.method.TxCommitOkEncoder;
+import io.warren.codec.method.TxRollbackOkEncoder;
+import io.warren.codec.method.TxSelectOkEncoder;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * One client connection to the {@link LoopbackPeer}: answers the handshake and the channel-level
+ * methods, counts and confirms publishes, and in SOURCE mode streams deliveries to consumers. Every
+ * method runs on the connection's event loop. Every {@link Frame} read is released here, in
+ * {@code finally}; each consumer's pre-encoded content buffer is released when the consumer is
+ * cancelled, its channel closed or the connection closed.
+ */
+final class PeerConnection extends ChannelInboundHandlerAdapter {
+
+  /** Deliveries written between two flushes. */
+  static final int FLUSH_EVERY = 128;
+  /** Deliveries one pump pass writes before it lets the event loop read (acks, cancels) again. */
+  private static final int PUMP_BUDGET = 4096;
+  private static final int CHANNEL_MAX = 2047;
+  private static final int FRAME_MAX = 131072;
+  private static final int HEARTBEAT_SECONDS = 60;
+  private static final AtomicLong NAMES = new AtomicLong();
+
+  private final LoopbackPeer peer;
+
+  // event loop only
+  private ChannelHandlerContext ctx;
+  private FrameDecoder frames;
+  private final PeerChannel[] channels = new PeerChannel[CHANNEL_MAX + 1];
+  private final List<PeerChannel> toConfirm = new ArrayList<>();
+  private final List<Source> sources = new ArrayList<>();
+  private int frameMax = Frames.FRAME_MIN_SIZE;
+  private ScheduledFuture<?> heartbeats;
+  private boolean pumpScheduled;
+  private boolean closing;
+  private long publishesInBatch;
+
+  // views and encoders, reused (event loop only)
+  private final ContentHeader contentHeader = new ContentHeader();
+  private final ConnectionTuneOk tuneOk = new ConnectionTuneOk();
+  private final ChannelFlow channelFlow = new ChannelFlow();
+  private final ConfirmSelect confirmSelect = new ConfirmSelect();
+  private final ExchangeDeclare exchangeDeclare = new ExchangeDeclare();
+  private final ExchangeDelete exchangeDelete = new ExchangeDelete();
+  private final ExchangeBind exchangeBind = new ExchangeBind();
+  private final ExchangeUnbind exchangeUnbind = new ExchangeUnbind();
+  private final QueueDeclare queueDeclare = new QueueDeclare();
+  private final QueueBind queueBind = new QueueBind();
+  private final QueuePurge queuePurge = new QueuePurge();
+  private final QueueDelete queueDelete = new QueueDelete();
+  private final BasicQos basicQos = new BasicQos();
+  private final BasicConsume basicConsume = new BasicConsume();
+  private final BasicCancel basicCancel = new BasicCancel();
+  private final BasicAck basicAck = new BasicAck();
+  private final BasicNack basicNack = new BasicNack();
+  private final BasicReject basicReject = new BasicReject();
+  private final BasicAckEncoder ackEncoder = new BasicAckEncoder();
+
+  PeerConnection(LoopbackPeer peer) {
+    this.peer = peer;
+  }
+
+  @Override
+  public void handlerAdded(ChannelHandlerContext ctx) {
+    this.ctx = ctx;
+  }
+
+  @Override
+  public void channelActive(ChannelHandlerContext ctx) {
+    peer.counters.connections.increment();
+    ctx.fireChannelActive();
+  }
+
+  /** The protocol header arrived: the frame decoder is in place, the handshake starts. */
+  void start(FrameDecoder decoder) {
+    this.frames = decoder;
+    Map<String, Object> capabilities = new LinkedHashMap<>();
+    for (String c : new String[] {"publisher_confirms", "exchange_exchange_bindings", "basic.nack",
+        "consumer_cancel_notify", "connection.blocked", "consumer_priorities", "authentication_failure_close",
+        "per_consumer_qos", "direct_reply_to"}) {
+      capabilities.put(c, true);
+    }
+    Map<String, Object> properties = new LinkedHashMap<>();
+    properties.put("product", "warren loopback peer");
+    properties.put("version", "0");
+    properties.put("platform", "Java / Netty");
+    properties.put("information", "a benchmark instrument, not a broker: nothing is routed or stored");
+    properties.put("capabilities", capabilities);
+    send(0, new ConnectionStartEncoder().versionMajor(0).versionMinor(9).serverProperties(properties)
+        .mechanisms("PLAIN AMQPLAIN").locales("en_US"));
+    ctx.flush();
+  }
+
+  @Override
+  public void channelRead(ChannelHandlerContext ctx, Object msg) {
+    if (!(msg instanceof Frame frame)) {
+      ctx.fireChannelRead(msg);
+      return;
+    }
+    try {
+      if (closing) {
+        return;
+      }
+      switch (frame.type()) {
+        case METHOD -> method(frame.channel(), frame.payload());
+        case HEADER -> header(frame.channel(), frame.payload());
+        case BODY -> body(frame.channel(), frame.payload());
+        case HEARTBEAT -> { } // ours go out on a timer; the client's only prove it lives
+        default -> { }
+      }
+    } finally {
+      frame.release();
+    }
+  }
+
+  @Override
+  public void channelReadComplete(ChannelHandlerContext ctx) {
+    // one multiple ack per confirming channel per read: the batching a broker does
+    long confirmed = 0;
+    for (PeerChannel ch : toConfirm) {
+      ch.confirmQueued = false;
+      if (channels[ch.number] == ch && ch.publishSeq > ch.confirmedSeq) {
+        send(ch.number, ackEncoder.deliveryTag(ch.publishSeq).multiple(true));
+        confirmed += ch.publishSeq - ch.confirmedSeq;
+        ch.confirmedSeq = ch.publishSeq;
+      }
+    }
+    toConfirm.clear();
+    if (publishesInBatch > 0) {
+      peer.counters.publishes.add(publishesInBatch);
+      publishesInBatch = 0;
+    }
+    if (confirmed > 0) {
+      peer.counters.confirms.add(confirmed);
+    }
+    ctx.flush();
+  }
+
+  @Override
+  public void channelWritabilityChanged(ChannelHandlerContext ctx) {
+    if (ctx.channel().isWritable()) {
+      schedulePump(); // not inline: this may fire inside the pump's own flush
+    }
+    ctx.fireChannelWritabilityChanged();
+  }
+
+  @Override
+  public void channelInactive(ChannelHandlerContext ctx) {
+    peer.counters.connections.decrement();
+    if (heartbeats != null) {
+      heartbeats.cancel(false);
+    }
+    for (Source s : sources) {
+      s.release();
+    }
+    sources.clear();
+    ctx.fireChannelInactive();
+  }
+
+  @Override
+  public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+    if (!(cause instanceof IOException)) {
+      System.err.println("loopback peer: closing a connection: " + cause);
+    }
+    ctx.close();
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // methods
+
+  private void method(int channel, ByteBuf p) {
+    int at = p.readerIndex();
+    int key = p.getInt(at); // class id << 16 | method id
+    if (channel == 0) {
+      connectionMethod(key, p, at);
+      return;
+    }
+    PeerChannel ch = channels[channel];
+    if (key == MethodIds.CHANNEL_OPEN) {
+      channels[channel] = new PeerChannel(channel);
+      send(channel, new ChannelOpenOkEncoder());
+      return;
+    }
+    if (ch == null) {
+      return; // a channel we closed: the client's frames in flight are dropped until its close-ok
+    }
+    if (ch.closing) {
+      if (key == MethodIds.CHANNEL_CLOSE_OK) {
+        closeChannel(ch);
+      }
+      return;
+    }
+    switch (key) {
+      case MethodIds.BASIC_PUBLISH -> ch.contentExpected = true;
+      case MethodIds.BASIC_ACK -> acked(ch, basicAck.wrap(p, at).deliveryTag(), basicAck.multiple());
+      case MethodIds.BASIC_NACK -> acked(ch, basicNack.wrap(p, at).deliveryTag(), basicNack.multiple());
+      case MethodIds.BASIC_REJECT -> acked(ch, basicReject.wrap(p, at).deliveryTag(), false);
+      case MethodIds.CHANNEL_CLOSE -> {
+        closeChannel(ch);
+        send(channel, new ChannelCloseOkEncoder());
+      }
+      case MethodIds.CHANNEL_FLOW -> send(channel, new ChannelFlowOkEncoder().active(channelFlow.wrap(p, at).active()));
+      case MethodIds.CONFIRM_SELECT -> {
+        ch.confirm = true;
+        reply(channel, confirmSelect.wrap(p, at).nowait(), new ConfirmSelectOkEncoder());
+      }
+      case MethodIds.EXCHANGE_DECLARE -> reply(channel, exchangeDeclare.wrap(p, at).nowait(), new ExchangeDeclareOkEncoder());
+      case MethodIds.EXCHANGE_DELETE -> reply(channel, exchangeDelete.wrap(p, at).nowait(), new ExchangeDeleteOkEncoder());
+      case MethodIds.EXCHANGE_BIND -> reply(channel, exchangeBind.wrap(p, at).nowait(), new ExchangeBindOkEncoder());
+      case MethodIds.EXCHANGE_UNBIND -> reply(channel, exchangeUnbind.wrap(p, at).nowait(), new ExchangeUnbindOkEncoder());
+      case MethodIds.QUEUE_DECLARE -> {
+        queueDeclare.wrap(p, at);
+        CharSequence name = queueDeclare.queue().isEmpty() ? "amq.gen-" + NAMES.incrementAndGet() : queueDeclare.queue();
+        reply(channel, queueDeclare.nowait(), new QueueDeclareOkEncoder().queue(name));
+      }
+      case MethodIds.QUEUE_BIND -> reply(channel, queueBind.wrap(p, at).nowait(), new QueueBindOkEncoder());
+      case MethodIds.QUEUE_UNBIND -> send(channel, new QueueUnbindOkEncoder());
+      case MethodIds.QUEUE_PURGE -> reply(channel, queuePurge.wrap(p, at).nowait(), new QueuePurgeOkEncoder());
+      case MethodIds.QUEUE_DELETE -> reply(channel, queueDelete.wrap(p, at).nowait(), new QueueDeleteOkEncoder());
+      case MethodIds.BASIC_QOS -> {
+        ch.prefetch = basicQos.wrap(p, at).prefetchCount();
+        send(channel, new BasicQosOkEncoder());
+        schedulePump();
+      }
+      case MethodIds.BASIC_CONSUME -> consume(ch, p, at);
+      case MethodIds.BASIC_CANCEL -> {
+        basicCancel.wrap(p, at);
+        String tag = basicCancel.consumerTagAsString();
+        sources.removeIf(s -> s.channel == ch && s.tag.equals(tag) && s.release());
+        reply(channel, basicCancel.nowait(), new BasicCancelOkEncoder().consumerTag(tag));
+      }
+      case MethodIds.BASIC_GET -> send(channel, new BasicGetEmptyEncoder());
+      case MethodIds.BASIC_RECOVER -> send(channel, new BasicRecoverOkEncoder());
+      case MethodIds.TX_SELECT -> send(channel, new TxSelectOkEncoder());
+      case MethodIds.TX_COMMIT -> send(channel, new TxCommitOkEncoder());
+      case MethodIds.TX_ROLLBACK -> send(channel, new TxRollbackOkEncoder());
+      default -> {
+        ch.closing = true;
+        send(channel, new ChannelCloseEncoder().replyCode(ReplyCode.NOT_IMPLEMENTED)
+            .replyText("NOT_IMPLEMENTED - the loopback peer does not implement "
+                + MethodTable.describe(key >>> 16, key & 0xFFFF))
+            .classId(key >>> 16).methodId(key & 0xFFFF));
+      }
+    }
+  }
+
+  private void connectionMethod(int key, ByteBuf p, int at) {
+    switch (key) {
+      case MethodIds.CONNECTION_START_OK ->
+          send(0, new ConnectionTuneEncoder().channelMax(CHANNEL_MAX).frameMax(FRAME_MAX).heartbeat(HEARTBEAT_SECONDS));
+      case MethodIds.CONNECTION_TUNE_OK -> {
+        tuneOk.wrap(p, at);
+        frameMax = (int) Math.min(Integer.MAX_VALUE, tuneOk.frameMax());
+        frames.setFrameMax(frameMax);
+        int heartbeat = tuneOk.heartbeat();
+        if (heartbeat > 0) {
+          long every = Math.max(1, TimeUnit.SECONDS.toMillis(heartbeat) / 2);
+          heartbeats = ctx.executor().scheduleAtFixedRate(
+              () -> ctx.writeAndFlush(Frames.heartbeat(ctx.alloc()), ctx.voidPromise()),
+              every, every, TimeUnit.MILLISECONDS);
+        }
+      }
+      case MethodIds.CONNECTION_OPEN -> send(0, new ConnectionOpenOkEncoder());
+      case MethodIds.CONNECTION_CLOSE -> {
+        closing = true;
+        ctx.writeAndFlush(Frames.method(ctx.alloc(), 0, new ConnectionCloseOkEncoder()))
+            .addListener(ChannelFutureListener.CLOSE);
+      }
+      case MethodIds.CONNECTION_CLOSE_OK -> ctx.close();
+      default -> {
+        closing = true;
+        ctx.writeAndFlush(Frames.method(ctx.alloc(), 0, new ConnectionCloseEncoder()
+            .replyCode(ReplyCode.NOT_IMPLEMENTED)
+            .replyText("NOT_IMPLEMENTED - the loopback peer does not implement "
+                + MethodTable.describe(key >>> 16, key & 0xFFFF))
+            .classId(key >>> 16).methodId(key & 0xFFFF)));
+      }
+    }
+  }
+
+  private void consume(PeerChannel ch, ByteBuf p, int at) {
+    basicConsume.wrap(p, at);
+    String tag = basicConsume.consumerTag().isEmpty()
+        ? "amq.ctag-" + NAMES.incrementAndGet() : basicConsume.consumerTagAsString();
+    boolean noAck = basicConsume.noAck();
+    reply(ch.number, basicConsume.nowait(), new BasicConsumeOkEncoder().consumerTag(tag));
+    if (peer.mode() == LoopbackPeer.Mode.SOURCE) {
+      sources.add(new Source(ch, tag, noAck, peer.deliveriesPerConsumer(), ctx, peer.bodySize(), frameMax));
+      schedulePump();
+    }
+  }
+
+  private void closeChannel(PeerChannel ch) {
+    channels[ch.number] = null;
+    sources.removeIf(s -> s.channel == ch && s.release());
+  }
+
+  private void acked(PeerChannel ch, long tag, boolean multiple) {
+    boolean wasFull = ch.prefetch > 0 && ch.outstanding >= ch.prefetch;
+    if (multiple) {
+      if (tag > ch.ackedThrough) {
+        ch.outstanding -= tag - ch.ackedThrough;
+        ch.ackedThrough = tag;
+      }
+    } else {
+      ch.outstanding--;
+    }
+    // a client mixing single and multiple acks can make this undercount: the window then opens early
+    ch.outstanding = Math.max(0, ch.outstanding);
+    if (wasFull && ch.outstanding < ch.prefetch) {
+      schedulePump();
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // content (publishes)
+
+  private void header(int channel, ByteBuf p) {
+    PeerChannel ch = channels[channel];
+    if (ch == null || ch.closing || !ch.contentExpected) {
+      return;
+    }
+    ch.contentExpected = false;
+    ch.bodyRemaining = contentHeader.wrap(p, p.readerIndex()).bodySize();
+    if (ch.bodyRemaining == 0) {
+      published(ch);
+    }
+  }
+
+  private void body(int channel, ByteBuf p) {
+    PeerChannel ch = channels[channel];
+    if (ch == null || ch.closing || ch.bodyRemaining <= 0) {
+      return;
+    }
+    ch.bodyRemaining -= p.readableBytes();
+    if (ch.bodyRemaining <= 0) {
+      published(ch);
+    }
+  }
+
+  private void published(PeerChannel ch) {
+    publishesInBatch++;
+    if (ch.confirm) {
+      ch.publishSeq++;
+      if (!ch.confirmQueued) {
+        ch.confirmQueued = true;
+        toConfirm.add(ch);
+      }
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // deliveries (SOURCE)
+
+  private void schedulePump() {
+    if (!pumpScheduled && !sources.isEmpty()) {
+      pumpScheduled = true;
+      ctx.executor().execute(this::pump);
+    }
+  }
+
+  private void pump() {
+    pumpScheduled = false;
+    if (closing || !ctx.channel().isActive()) {
+      return;
+    }
+    int written = 0;
+    int sinceFlush = 0;
+    boolean progress = true;
+    while (progress && written < PUMP_BUDGET && ctx.channel().isWritable()) {
+      progress = false;
+      for (int i = 0; i < sources.size(); i++) {
+        Source s = sources.get(i);
+        if (s.ready()) {
+          s.write(ctx);
+          written++;
+          progress = true;
+          if (++sinceFlush == FLUSH_EVERY) {
+            ctx.flush();
+            sinceFlush = 0;
+          }
+        }
+      }
+    }
+    if (written > 0) {
+      ctx.flush();
+      peer.counters.deliveries.add(written);
+    }
+    if (written >= PUMP_BUDGET && ctx.channel().isWritable()) {
+      schedulePump(); // more to write: after the reads waiting on this event loop
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  private void reply(int channel, boolean nowait, MethodEncoder ok) {
+    if (!nowait) {
+      send(channel, ok);
+    }
+  }
+
+  /** Writes one method frame; flushed at the end of the read (or by the caller). */
+  private void send(int channel, MethodEncoder method) {
+    ctx.write(Frames.method(ctx.alloc(), channel, method), ctx.voidPromise());
+  }
+
+  /** A client channel's state. Event loop only. */
+  private static final class PeerChannel {
+    final int number;
+    boolean closing;
+    // publishing
+    boolean confirm;
+    boolean confirmQueued;
+    long publishSeq;
+    long confirmedSeq;
+    boolean contentExpected;
+    long bodyRemaining;
+    // consuming
+    int prefetch;
+    long nextDeliveryTag = 1;
+    long outstanding;
+    long ackedThrough;
+
+    PeerChannel(int number) {
+      this.number = number;
+    }
+  }
+
+  /**
+   * One consumer in SOURCE mode and its pre-encoded delivery: a basic.deliver frame template (the
+   * delivery tag is patched into a copy per delivery) and the content frames in one buffer this
+   * source owns, written as retained duplicates.
+   */
+  private static final class Source {
+    final PeerChannel channel;
+    final String tag;
+    final boolean noAck;
+    final long limit;
+    final byte[] deliverTemplate;
+    final int deliveryTagOffset;
+    final ByteBuf content;
+    long sent;
+
+    Source(PeerChannel channel, String tag, boolean noAck, long limit, ChannelHandlerContext ctx, int bodySize,
+        int frameMax) {
+      this.channel = channel;
+      this.tag = tag;
+      this.noAck = noAck;
+      this.limit = limit;
+      BasicDeliverEncoder deliver = new BasicDeliverEncoder().consumerTag(tag).exchange("").routingKey("perf");
+      ByteBuf method = Frames.method(ctx.alloc(), channel.number, deliver);
+      try {
+        deliverTemplate = new byte[method.readableBytes()];
+        method.getBytes(method.readerIndex(), deliverTemplate);
+      } finally {
+        method.release();
+      }
+      // frame header (7), class and method ids (4), the consumer tag (1 + n): then the delivery tag
+      deliveryTagOffset = Frames.FRAME_HEADER_SIZE + 4 + 1 + tag.getBytes(StandardCharsets.UTF_8).length;
+      int maxBody = frameMax == 0 ? Math.max(1, bodySize) : frameMax - Frames.FRAME_OVERHEAD;
+      int bodyFrames = bodySize == 0 ? 0 : (bodySize + maxBody - 1) / maxBody;
+      ByteBuf c = ctx.alloc().directBuffer();
+      try {
+        Frames.writeContentHeader(c, channel.number, bodySize, BasicProperties.EMPTY);
+        for (int i = 0, left = bodySize; i < bodyFrames; i++) {
+          int n = Math.min(maxBody, left);
+          Frames.writeHeader(c, FrameType.BODY, channel.number, n);
+          c.writeZero(n);
+          c.writeByte(Frames.FRAME_END);
+          left -= n;
+        }
+      } catch (RuntimeException e) {
+        c.release();
+        throw e;
+      }
+      content = c;
+    }
+
+    boolean ready() {
+      return (limit == 0 || sent < limit)
+          && (noAck || channel.prefetch == 0 || channel.outstanding < channel.prefetch);
+    }
+
+    void write(ChannelHandlerContext ctx) {
+      ByteBuf method = ctx.alloc().buffer(deliverTemplate.length);
+      method.writeBytes(deliverTemplate);
+      method.setLong(deliveryTagOffset, channel.nextDeliveryTag++);
+      ctx.write(method, ctx.voidPromise());
+      ctx.write(content.retainedDuplicate(), ctx.voidPromise());
+      sent++;
+      if (!noAck) {
+        channel.outstanding++;
+      }
+    }
+
+    /** Releases the content; returns true so it can sit in a {@code removeIf}. */
+    boolean release() {
+      content.release();
+      return true;
+    }
+  }
+}

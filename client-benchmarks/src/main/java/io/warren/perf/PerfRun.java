@@ -1,0 +1,166 @@
+package io.warren.perf;
+
+import java.io.PrintStream;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
+
+/**
+ * One measured run of one {@link ClientDriver}: connect, declare, consume, publish, watch the stop
+ * conditions, take the final readings, stop, close.
+ *
+ * <p>The run stops at the first of:
+ * <ul>
+ *   <li>{@code --time} seconds after the producers started;</li>
+ *   <li>the counts: every producer published its {@code --pmessages} (and saw them confirmed), and every
+ *       consumer took its {@code --cmessages}; consumers without a count are done when they received
+ *       every copy of what was published, or received nothing for {@value #IDLE_SECONDS} s once the
+ *       producers were done; producers without a count are stopped once the consumers are done;</li>
+ *   <li>a failure reported to {@link Metrics#fail};</li>
+ *   <li>a {@link StopSignal} (Ctrl-C).</li>
+ * </ul>
+ */
+final class PerfRun {
+
+  static final int IDLE_SECONDS = 3;
+
+  private final RunOptions options;
+  private final long timeSeconds;
+  private final String target;
+  private final PrintStream out;
+  private final StopSignal stop;
+  private final Supplier<RunResult.PeerStats> peer;
+
+  /**
+   * @param timeSeconds the time limit, 0 for none
+   * @param target where the run goes, as printed and written ({@link RunResult#target})
+   * @param peer the in-process peer's cumulative counts, or null against a broker
+   */
+  PerfRun(RunOptions options, long timeSeconds, String target, PrintStream out, StopSignal stop,
+      Supplier<RunResult.PeerStats> peer) {
+    this.options = options;
+    this.timeSeconds = timeSeconds;
+    this.target = target;
+    this.out = out;
+    this.stop = stop;
+    this.peer = peer;
+  }
+
+  /** Runs {@code driver} once and closes it. Exceptions from connecting or declaring propagate. */
+  RunResult run(ClientDriver driver, int runNumber) throws Exception {
+    Metrics metrics = new Metrics();
+    try {
+      out.printf("%s run %d: %d producer(s), %d consumer(s), %d B messages, to %s%n", driver.name(),
+          runNumber, options.producers(), options.consumers(), options.size(), target);
+      driver.connect(options, metrics);
+      driver.declare();
+      driver.startConsumers();
+
+      // every run starts from a collected heap, so earlier runs' garbage is not billed to this one
+      System.gc();
+      ResourceMeter meter = new ResourceMeter();
+      ProgressTicker ticker = new ProgressTicker(metrics, meter, out, driver.name());
+      RunResult.PeerStats peerBefore = peer == null ? null : peer.get();
+      meter.start();
+      long start = System.nanoTime();
+      ticker.start(start);
+      driver.startProducers();
+
+      String stoppedBy = awaitEnd(metrics, ticker, start);
+      long end = System.nanoTime();
+      ResourceMeter.Usage usage = meter.stop();
+      RunResult.PeerStats peerAfter = peer == null ? null : peer.get();
+      ticker.finish(end);
+      Throwable failure = metrics.failure();
+      driver.stop();
+
+      RunResult.PeerStats peerStats = peer == null ? null : new RunResult.PeerStats(
+          peerAfter.publishes() - peerBefore.publishes(), peerAfter.confirms() - peerBefore.confirms(),
+          peerAfter.deliveries() - peerBefore.deliveries());
+      return new RunResult(driver.name(), runNumber, options, target, (end - start) / 1e9, ticker.totals(),
+          ticker.confirmLatency(), ticker.consumerLatency(), ticker.timeline(), usage, peerStats, stoppedBy,
+          failure == null ? null : describe(failure));
+    } finally {
+      driver.close();
+    }
+  }
+
+  private String awaitEnd(Metrics metrics, ProgressTicker ticker, long start) throws InterruptedException {
+    long deadline = timeSeconds > 0 ? start + TimeUnit.SECONDS.toNanos(timeSeconds) : Long.MAX_VALUE;
+    long lastReceived = -1;
+    long lastReceivedChange = System.nanoTime();
+    while (true) {
+      if (stop.await(20)) {
+        return "interrupted";
+      }
+      if (metrics.failure() != null) {
+        return "failure";
+      }
+      long now = System.nanoTime();
+      if (deadline != Long.MAX_VALUE && now - deadline >= 0) {
+        return "time";
+      }
+      Metrics.Counters c = ticker.current();
+      if (c.received() != lastReceived) {
+        lastReceived = c.received();
+        lastReceivedChange = now;
+      }
+      boolean idle = now - lastReceivedChange > TimeUnit.SECONDS.toNanos(IDLE_SECONDS);
+      if (countsReached(c, idle)) {
+        return "counts";
+      }
+    }
+  }
+
+  /** The count-based stop condition (see the class comment); false when no count was given. */
+  boolean countsReached(Metrics.Counters c, boolean consumersIdle) {
+    long pmessages = options.producerMessages();
+    long cmessages = options.consumerMessages();
+    if (pmessages == 0 && cmessages == 0) {
+      return false;
+    }
+    boolean producersDone = options.producers() == 0 || c.producersDone() >= options.producers();
+    if (pmessages > 0 && !producersDone) {
+      return false;
+    }
+    if (options.consumers() == 0) {
+      return true;
+    }
+    if (cmessages > 0) {
+      return c.consumersDone() >= options.consumers()
+          || (pmessages > 0 && consumersIdle); // producers sent less than the consumers wait for
+    }
+    long copies = options.serverNamedQueues() ? options.consumers() : 1;
+    return c.received() >= c.published() * copies || consumersIdle;
+  }
+
+  /** "what failed: why", walking the causes for the most telling message. */
+  static String describe(Throwable failure) {
+    StringBuilder s = new StringBuilder(failure.toString());
+    for (Throwable cause = failure.getCause(); cause != null && cause != failure; cause = cause.getCause()) {
+      s.append("; caused by ").append(cause);
+      if (cause.getCause() == cause) {
+        break;
+      }
+    }
+    return s.toString();
+  }
+
+  /** Ctrl-C, as the shutdown hook tells the running run. */
+  static final class StopSignal {
+    private final CountDownLatch requested = new CountDownLatch(1);
+
+    void request() {
+      requested.countDown();
+    }
+
+    boolean requested() {
+      return requested.getCount() == 0;
+    }
+
+    /** Waits up to {@code millis} for a stop request; returns whether one came. */
+    boolean await(long millis) throws InterruptedException {
+      return requested.await(millis, TimeUnit.MILLISECONDS);
+    }
+  }
+}

@@ -1,0 +1,246 @@
+package io.warren.perf;
+
+import com.sun.management.GarbageCollectionNotificationInfo;
+import com.sun.management.GcInfo;
+import io.netty.util.internal.PlatformDependent;
+import java.lang.management.BufferPoolMXBean;
+import java.lang.management.GarbageCollectorMXBean;
+import java.lang.management.ManagementFactory;
+import java.lang.management.MemoryPoolMXBean;
+import java.lang.management.MemoryType;
+import java.lang.management.MemoryUsage;
+import java.lang.management.ThreadInfo;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import javax.management.Notification;
+import javax.management.NotificationEmitter;
+import javax.management.NotificationListener;
+import javax.management.openmbean.CompositeData;
+
+/**
+ * What the client cost the JVM during the measured interval: CPU time, heap allocation, peak heap,
+ * live heap after collections, peak direct memory, collections.
+ *
+ * <p>How each one is measured, and what it includes:
+ * <ul>
+ *   <li><b>CPU</b>: the process's CPU time ({@code OperatingSystemMXBean.getProcessCpuTime}, user +
+ *       system, every thread including GC and JIT compiler threads) over the interval, less the CPU
+ *       time of the tool's own threads that are not the client's work: the in-process loopback peer's
+ *       ({@code warren-peer-*}) and the progress ticker ({@code warren-perf-progress}), each read with
+ *       {@code ThreadMXBean.getThreadCpuTime}. Producer threads are counted: publishing is the client's work.</li>
+ *   <li><b>Allocation</b>: {@code com.sun.management.ThreadMXBean.getTotalThreadAllocatedBytes()}, the
+ *       heap bytes allocated by all threads, terminated ones included, over the interval, less what the
+ *       same excluded threads allocated ({@code getThreadAllocatedBytes}). Direct (off-heap) buffers are
+ *       not heap allocation and are not in it.</li>
+ *   <li><b>Peak heap</b>: each heap {@link MemoryPoolMXBean}'s peak is reset at the start; at the end the
+ *       peaks are added up. Pools peak at different moments, so this is an upper bound, and it follows
+ *       the collector's sizing (the young generation fills before it is collected) as much as the
+ *       client's needs.</li>
+ *   <li><b>Live heap peak</b>: the largest heap occupancy right after a collection during the interval
+ *       (GC notifications): what the client actually kept alive. Null when no collection happened.</li>
+ *   <li><b>Peak direct memory</b>: sampled every 100 ms: NIO direct buffers
+ *       ({@link BufferPoolMXBean} "direct") plus Netty's own direct-memory counter. It includes the
+ *       in-process peer's buffers.</li>
+ * </ul>
+ * The thread this meter is created on calls {@link #start()} and {@link #stop()}; {@link #sampleDirect()}
+ * runs on the progress ticker.
+ */
+final class ResourceMeter {
+
+  private static final String[] EXCLUDED_THREADS = {"warren-peer", "warren-perf-progress"};
+
+  private final com.sun.management.OperatingSystemMXBean os =
+      (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
+  private final com.sun.management.ThreadMXBean threads =
+      (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+  private final List<MemoryPoolMXBean> heapPools = new ArrayList<>();
+  private final Set<String> heapPoolNames = new HashSet<>();
+  private final List<GarbageCollectorMXBean> collectors = ManagementFactory.getGarbageCollectorMXBeans();
+  private final BufferPoolMXBean directPool;
+  private final NotificationListener gcListener = this::onGc;
+
+  // start/stop thread only
+  private long cpuAtStart;
+  private long allocatedAtStart;
+  private Map<Long, long[]> excludedAtStart;
+  private long gcCountAtStart;
+  private long gcMillisAtStart;
+
+  // written by the ticker (direct) and by GC notification threads (live heap)
+  private volatile long peakDirect;
+  private volatile long liveHeapPeak = -1;
+  private volatile boolean measuring;
+
+  ResourceMeter() {
+    for (MemoryPoolMXBean pool : ManagementFactory.getMemoryPoolMXBeans()) {
+      if (pool.getType() == MemoryType.HEAP && pool.isValid()) {
+        heapPools.add(pool);
+        heapPoolNames.add(pool.getName());
+      }
+    }
+    BufferPoolMXBean direct = null;
+    for (BufferPoolMXBean pool : ManagementFactory.getPlatformMXBeans(BufferPoolMXBean.class)) {
+      if (pool.getName().equals("direct")) {
+        direct = pool;
+      }
+    }
+    directPool = direct;
+    if (threads.isThreadCpuTimeSupported()) {
+      threads.setThreadCpuTimeEnabled(true);
+    }
+    if (threads.isThreadAllocatedMemorySupported()) {
+      threads.setThreadAllocatedMemoryEnabled(true);
+    }
+  }
+
+  /** Starts measuring now. */
+  void start() {
+    for (GarbageCollectorMXBean gc : collectors) {
+      if (gc instanceof NotificationEmitter emitter) {
+        emitter.addNotificationListener(gcListener, null, null);
+      }
+    }
+    heapPools.forEach(MemoryPoolMXBean::resetPeakUsage);
+    liveHeapPeak = -1;
+    peakDirect = directUsed();
+    gcCountAtStart = gcCount();
+    gcMillisAtStart = gcMillis();
+    excludedAtStart = excludedThreads();
+    allocatedAtStart = totalAllocated();
+    cpuAtStart = os.getProcessCpuTime();
+    measuring = true;
+  }
+
+  /** Samples direct memory (progress ticker, every 100 ms). */
+  void sampleDirect() {
+    long used = directUsed();
+    if (used > peakDirect) {
+      peakDirect = used;
+    }
+  }
+
+  /** Stops measuring and returns the usage over the interval. */
+  Usage stop() {
+    long cpu = os.getProcessCpuTime();
+    long allocated = totalAllocated();
+    measuring = false;
+    Map<Long, long[]> excludedAtEnd = excludedThreads();
+    sampleDirect();
+    long excludedCpu = 0;
+    long excludedAlloc = 0;
+    for (Map.Entry<Long, long[]> e : excludedAtEnd.entrySet()) {
+      long[] before = excludedAtStart.getOrDefault(e.getKey(), new long[2]);
+      excludedCpu += Math.max(0, e.getValue()[0] - before[0]);
+      excludedAlloc += Math.max(0, e.getValue()[1] - before[1]);
+    }
+    long peakHeap = 0;
+    for (MemoryPoolMXBean pool : heapPools) {
+      MemoryUsage peak = pool.getPeakUsage();
+      if (peak != null) {
+        peakHeap += peak.getUsed();
+      }
+    }
+    for (GarbageCollectorMXBean gc : collectors) {
+      if (gc instanceof NotificationEmitter emitter) {
+        try {
+          emitter.removeNotificationListener(gcListener);
+        } catch (javax.management.ListenerNotFoundException ignored) {
+          // never added: nothing to remove
+        }
+      }
+    }
+    Long cpuNanos = cpu < 0 || cpuAtStart < 0 ? null : Math.max(0, cpu - cpuAtStart - excludedCpu);
+    Long allocBytes = allocated < 0 || allocatedAtStart < 0 ? null
+        : Math.max(0, allocated - allocatedAtStart - excludedAlloc);
+    long live = liveHeapPeak;
+    return new Usage(cpuNanos, allocBytes, peakHeap, live < 0 ? null : live,
+        directPool == null && PlatformDependent.usedDirectMemory() < 0 ? null : peakDirect,
+        gcCount() - gcCountAtStart, gcMillis() - gcMillisAtStart);
+  }
+
+  private long totalAllocated() {
+    return threads.isThreadAllocatedMemoryEnabled() ? threads.getTotalThreadAllocatedBytes() : -1;
+  }
+
+  /** Thread id -> {cpu ns, allocated bytes} of the threads that are the tool's, not the client's. */
+  private Map<Long, long[]> excludedThreads() {
+    Map<Long, long[]> result = new HashMap<>();
+    long[] ids = threads.getAllThreadIds();
+    ThreadInfo[] infos = threads.getThreadInfo(ids);
+    for (int i = 0; i < ids.length; i++) {
+      if (infos[i] != null && excluded(infos[i].getThreadName())) {
+        long cpu = Math.max(0, threads.getThreadCpuTime(ids[i]));
+        long alloc = Math.max(0, threads.getThreadAllocatedBytes(ids[i]));
+        result.put(ids[i], new long[] {cpu, alloc});
+      }
+    }
+    return result;
+  }
+
+  private static boolean excluded(String name) {
+    for (String prefix : EXCLUDED_THREADS) {
+      if (name.startsWith(prefix)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private long directUsed() {
+    long used = directPool == null ? 0 : Math.max(0, directPool.getMemoryUsed());
+    return used + Math.max(0, PlatformDependent.usedDirectMemory());
+  }
+
+  private long gcCount() {
+    long n = 0;
+    for (GarbageCollectorMXBean gc : collectors) {
+      n += Math.max(0, gc.getCollectionCount());
+    }
+    return n;
+  }
+
+  private long gcMillis() {
+    long n = 0;
+    for (GarbageCollectorMXBean gc : collectors) {
+      n += Math.max(0, gc.getCollectionTime());
+    }
+    return n;
+  }
+
+  private void onGc(Notification notification, Object handback) {
+    if (!measuring
+        || !GarbageCollectionNotificationInfo.GARBAGE_COLLECTION_NOTIFICATION.equals(notification.getType())) {
+      return;
+    }
+    GcInfo info = GarbageCollectionNotificationInfo.from((CompositeData) notification.getUserData()).getGcInfo();
+    long used = 0;
+    for (Map.Entry<String, MemoryUsage> e : info.getMemoryUsageAfterGc().entrySet()) {
+      if (heapPoolNames.contains(e.getKey())) {
+        used += e.getValue().getUsed();
+      }
+    }
+    synchronized (this) {
+      if (used > liveHeapPeak) {
+        liveHeapPeak = used;
+      }
+    }
+  }
+
+  /**
+   * Usage over one measured interval; null where the JVM does not measure it.
+   *
+   * @param cpuNanos client CPU time
+   * @param allocatedBytes client heap allocation
+   * @param peakHeapBytes sum of the heap pools' peaks
+   * @param liveHeapPeakBytes largest heap occupancy after a collection, null without a collection
+   * @param peakDirectBytes largest direct memory in use (sampled)
+   * @param gcCount collections during the interval
+   * @param gcMillis time the collectors reported for them
+   */
+  record Usage(Long cpuNanos, Long allocatedBytes, long peakHeapBytes, Long liveHeapPeakBytes,
+      Long peakDirectBytes, long gcCount, long gcMillis) {}
+}

@@ -1,0 +1,208 @@
+package io.warren.perf;
+
+import java.net.URI;
+import java.net.URISyntaxException;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.HdrHistogram.Histogram;
+
+/**
+ * Everything one client run measured, and its JSON form. Rates are over {@link #durationSeconds}: from
+ * the producers' start to the moment the run decided to stop (connecting, declaring and closing are not
+ * in it). Latencies are kept in nanoseconds and reported in microseconds.
+ *
+ * @param client the driver's name
+ * @param run the run's number for this client, from 1 (several with {@code --runs} or {@code --compare})
+ * @param options what the run did
+ * @param target where it ran: the URI without its password, or {@code peer:sink} / {@code peer:source}
+ * @param durationSeconds the measured interval
+ * @param totals counts over the interval
+ * @param confirmLatency confirm latencies (ns) over the interval
+ * @param consumerLatency consumer latencies (ns) over the interval
+ * @param timeline one point per second
+ * @param usage CPU, allocation and memory over the interval
+ * @param peer the loopback peer's own counts over the interval, or null against a broker
+ * @param stoppedBy why the run ended: {@code time}, {@code counts}, {@code interrupted}, {@code failure}
+ * @param failure what failed, or null
+ */
+record RunResult(
+    String client,
+    int run,
+    RunOptions options,
+    String target,
+    double durationSeconds,
+    Metrics.Counters totals,
+    Histogram confirmLatency,
+    Histogram consumerLatency,
+    List<ProgressTicker.TimelinePoint> timeline,
+    ResourceMeter.Usage usage,
+    PeerStats peer,
+    String stoppedBy,
+    String failure) {
+
+  /** The percentiles written for the latency distribution charts. */
+  static final double[] PERCENTILES = {50, 75, 90, 95, 99, 99.9, 99.99, 100};
+
+  double sentRate() {
+    return totals.published() / durationSeconds;
+  }
+
+  double confirmedRate() {
+    return totals.confirmed() / durationSeconds;
+  }
+
+  double receivedRate() {
+    return totals.received() / durationSeconds;
+  }
+
+  /** Body megabytes (10^6 bytes) per second published. */
+  double sentMegabytesPerSecond() {
+    return sentRate() * options.size() / 1e6;
+  }
+
+  /** Body megabytes (10^6 bytes) per second received. */
+  double receivedMegabytesPerSecond() {
+    return receivedRate() * options.size() / 1e6;
+  }
+
+  /** Publishes plus deliveries: the client operations CPU and allocation are divided by. */
+  long messageOperations() {
+    return totals.published() + totals.received();
+  }
+
+  Double cpuNanosPerMessage() {
+    return perMessage(usage.cpuNanos());
+  }
+
+  Double allocatedBytesPerMessage() {
+    return perMessage(usage.allocatedBytes());
+  }
+
+  private Double perMessage(Long total) {
+    long n = messageOperations();
+    return total == null || n == 0 ? null : (double) total / n;
+  }
+
+  /** The confirm latency at {@code percentile} in microseconds, null without samples. */
+  Double confirmLatencyMicros(double percentile) {
+    return micros(confirmLatency, percentile);
+  }
+
+  /** The consumer latency at {@code percentile} in microseconds, null without samples. */
+  Double consumerLatencyMicros(double percentile) {
+    return micros(consumerLatency, percentile);
+  }
+
+  private static Double micros(Histogram h, double percentile) {
+    return h.getTotalCount() == 0 ? null : h.getValueAtPercentile(percentile) / 1000.0;
+  }
+
+  /** The JSON object of this run (field names in the spelling, units in their suffix). */
+  Map<String, Object> toJson() {
+    Map<String, Object> m = new LinkedHashMap<>();
+    m.put("client", client);
+    m.put("run", run);
+    m.put("target", target);
+    m.put("producers", options.producers());
+    m.put("consumers", options.consumers());
+    m.put("size", options.size());
+    m.put("confirm", options.confirms() ? options.confirm() : null);
+    m.put("rate", options.rate() > 0 ? options.rate() : null);
+    m.put("qos", options.qos());
+    m.put("multi_ack_every", options.multiAckEvery());
+    m.put("autoack", options.autoAck());
+    m.put("persistent", options.persistent());
+    m.put("mandatory", options.mandatory());
+    m.put("pmessages", options.producerMessages());
+    m.put("cmessages", options.consumerMessages());
+    m.put("duration_s", durationSeconds);
+    m.put("stopped_by", stoppedBy);
+    m.put("sent", totals.published());
+    m.put("confirmed", totals.confirmed());
+    m.put("nacked", totals.nacked());
+    m.put("returned", totals.returned());
+    m.put("received", totals.received());
+    m.put("sent_rate", sentRate());
+    m.put("confirmed_rate", confirmedRate());
+    m.put("received_rate", receivedRate());
+    m.put("sent_mb_s", sentMegabytesPerSecond());
+    m.put("received_mb_s", receivedMegabytesPerSecond());
+    m.put("confirm_latency_p50_us", confirmLatencyMicros(50));
+    m.put("confirm_latency_p99_us", confirmLatencyMicros(99));
+    m.put("confirm_latency_p999_us", confirmLatencyMicros(99.9));
+    m.put("confirm_latency_max_us", confirmLatencyMicros(100));
+    m.put("consumer_latency_p50_us", consumerLatencyMicros(50));
+    m.put("consumer_latency_p99_us", consumerLatencyMicros(99));
+    m.put("consumer_latency_p999_us", consumerLatencyMicros(99.9));
+    m.put("consumer_latency_max_us", consumerLatencyMicros(100));
+    m.put("cpu_ns_per_msg", cpuNanosPerMessage());
+    m.put("alloc_bytes_per_msg", allocatedBytesPerMessage());
+    m.put("peak_heap_bytes", usage.peakHeapBytes());
+    m.put("live_heap_peak_bytes", usage.liveHeapPeakBytes());
+    m.put("peak_direct_bytes", usage.peakDirectBytes());
+    m.put("cpu_ns", usage.cpuNanos());
+    m.put("alloc_bytes", usage.allocatedBytes());
+    m.put("gc_count", usage.gcCount());
+    m.put("gc_time_ms", usage.gcMillis());
+    m.put("peer", peer == null ? null : peer.toJson(durationSeconds));
+    m.put("failure", failure);
+    m.put("confirm_latency_percentiles_us", percentiles(confirmLatency));
+    m.put("consumer_latency_percentiles_us", percentiles(consumerLatency));
+    List<Object> points = new ArrayList<>(timeline.size());
+    for (ProgressTicker.TimelinePoint p : timeline) {
+      // [t_s, sent_rate, confirmed_rate, received_rate, confirm p50, p99, consumer p50, p99] (us)
+      points.add(List.of(p.seconds(), p.sentRate(), p.confirmedRate(), p.receivedRate(),
+          p.confirmP50Micros(), p.confirmP99Micros(), p.consumerP50Micros(), p.consumerP99Micros()));
+    }
+    m.put("timeline_fields", List.of("t_s", "sent_rate", "confirmed_rate", "received_rate",
+        "confirm_p50_us", "confirm_p99_us", "consumer_p50_us", "consumer_p99_us"));
+    m.put("timeline", points);
+    return m;
+  }
+
+  private static List<Object> percentiles(Histogram h) {
+    List<Object> pairs = new ArrayList<>();
+    if (h.getTotalCount() == 0) {
+      return pairs;
+    }
+    for (double p : PERCENTILES) {
+      pairs.add(List.of(p, h.getValueAtPercentile(p) / 1000.0));
+    }
+    return pairs;
+  }
+
+  /** {@code uri} without its password, for printing and for the JSON. */
+  static String redact(String uri) {
+    try {
+      URI u = new URI(uri);
+      if (u.getUserInfo() == null) {
+        return uri;
+      }
+      String user = u.getUserInfo().split(":", 2)[0];
+      return new URI(u.getScheme(), user, u.getHost(), u.getPort(), u.getPath(), u.getQuery(), null).toString();
+    } catch (URISyntaxException e) {
+      return "(unparsable URI)";
+    }
+  }
+
+  /**
+   * What the loopback peer itself counted over the run: the instrument's side of the figures.
+   *
+   * @param publishes complete publishes (method, header, body) the peer read
+   * @param confirms publishes the peer confirmed (counted per publish, sent as multiple acks)
+   * @param deliveries deliveries the peer wrote
+   */
+  record PeerStats(long publishes, long confirms, long deliveries) {
+    Map<String, Object> toJson(double seconds) {
+      Map<String, Object> m = new LinkedHashMap<>();
+      m.put("publishes", publishes);
+      m.put("confirms", confirms);
+      m.put("deliveries", deliveries);
+      m.put("publish_rate", publishes / seconds);
+      m.put("delivery_rate", deliveries / seconds);
+      return m;
+    }
+  }
+}

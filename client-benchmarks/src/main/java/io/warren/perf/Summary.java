@@ -1,0 +1,178 @@
+package io.warren.perf;
+
+import java.io.PrintStream;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+/** The text the tool prints at the end of a run, and the side-by-side table of a comparison. */
+final class Summary {
+
+  /** The figures compared side by side: JSON key, label, whether higher is better. */
+  static final List<Row> COMPARED = List.of(
+      new Row("sent_rate", "sent msg/s", 0),
+      new Row("confirmed_rate", "confirmed msg/s", 0),
+      new Row("received_rate", "received msg/s", 0),
+      new Row("sent_mb_s", "sent MB/s", 1),
+      new Row("received_mb_s", "received MB/s", 1),
+      new Row("confirm_latency_p50_us", "confirm latency p50 (us)", 0),
+      new Row("confirm_latency_p99_us", "confirm latency p99 (us)", 0),
+      new Row("consumer_latency_p50_us", "consumer latency p50 (us)", 0),
+      new Row("consumer_latency_p99_us", "consumer latency p99 (us)", 0),
+      new Row("cpu_ns_per_msg", "client CPU ns/msg", 0),
+      new Row("alloc_bytes_per_msg", "allocated B/msg", 0),
+      new Row("peak_heap_bytes", "peak heap (MiB)", -1),
+      new Row("live_heap_peak_bytes", "live heap after GC peak (MiB)", -1),
+      new Row("peak_direct_bytes", "peak direct memory (MiB)", -1));
+
+  private Summary() {}
+
+  /** The end-of-run summary of one run. */
+  static void print(RunResult r, PrintStream out) {
+    RunOptions o = r.options();
+    out.printf(Locale.ROOT, "%n== %s run %d: %.1f s (stopped by %s) to %s, %d producer(s), %d consumer(s), %d B%s%s ==%n",
+        r.client(), r.run(), r.durationSeconds(), r.stoppedBy(), r.target(), o.producers(), o.consumers(),
+        o.size(), o.confirms() ? ", confirm " + o.confirm() : "", o.rate() > 0 ? ", rate " + o.rate() : "");
+    if (r.failure() != null) {
+      out.println("  FAILED: " + r.failure());
+    }
+    line(out, "sent", r.totals().published(), r.sentRate(), r.sentMegabytesPerSecond());
+    if (o.confirms()) {
+      line(out, "confirmed", r.totals().confirmed(), r.confirmedRate(), Double.NaN);
+    }
+    line(out, "received", r.totals().received(), r.receivedRate(), r.receivedMegabytesPerSecond());
+    if (r.totals().nacked() > 0 || r.totals().returned() > 0) {
+      out.printf(Locale.ROOT, "  %-17s %s nacked, %s returned%n", "", Format.count(r.totals().nacked()),
+          Format.count(r.totals().returned()));
+    }
+    latency(out, "confirm latency", r.confirmLatency().getTotalCount(), r::confirmLatencyMicros);
+    latency(out, "consumer latency", r.consumerLatency().getTotalCount(), r::consumerLatencyMicros);
+    ResourceMeter.Usage u = r.usage();
+    out.printf(Locale.ROOT, "  %-17s %s ns/msg (%s s CPU over %s publishes + deliveries; in-process peer excluded)%n",
+        "client CPU", Format.number(r.cpuNanosPerMessage(), 0),
+        u.cpuNanos() == null ? "-" : Format.number(u.cpuNanos() / 1e9, 2), Format.count(r.messageOperations()));
+    out.printf(Locale.ROOT, "  %-17s %s B/msg (%s on the heap in total)%n", "allocation",
+        Format.number(r.allocatedBytesPerMessage(), 0), Format.bytes(u.allocatedBytes()));
+    out.printf(Locale.ROOT, "  %-17s peak %s (heap pools' peaks added up), live after GC peak %s, %d GC(s) %d ms%n",
+        "heap", Format.bytes(u.peakHeapBytes()), Format.bytes(u.liveHeapPeakBytes()), u.gcCount(), u.gcMillis());
+    out.printf(Locale.ROOT, "  %-17s peak %s (sampled every 100 ms)%n", "direct memory",
+        Format.bytes(u.peakDirectBytes()));
+    if (r.peer() != null) {
+      RunResult.PeerStats p = r.peer();
+      out.printf(Locale.ROOT, "  %-17s read %s publishes (%s), confirmed %s, wrote %s deliveries (%s)%n", "peer",
+          Format.count(p.publishes()), Format.rate(p.publishes() / r.durationSeconds()),
+          Format.count(p.confirms()), Format.count(p.deliveries()),
+          Format.rate(p.deliveries() / r.durationSeconds()));
+    }
+    out.println();
+  }
+
+  private static void line(PrintStream out, String what, long count, double rate, double megabytes) {
+    out.printf(Locale.ROOT, "  %-17s %15s msg  %18s%s%n", what, Format.count(count), Format.rate(rate),
+        Double.isNaN(megabytes) ? "" : String.format(Locale.ROOT, "  %.2f MB/s", megabytes));
+  }
+
+  private interface Percentile {
+    Double at(double percentile);
+  }
+
+  private static void latency(PrintStream out, String what, long samples, Percentile p) {
+    if (samples == 0) {
+      return;
+    }
+    out.printf(Locale.ROOT, "  %-17s p50 %s  p75 %s  p95 %s  p99 %s  p99.9 %s  max %s  (%s samples)%n", what,
+        Format.micros(p.at(50)), Format.micros(p.at(75)), Format.micros(p.at(95)), Format.micros(p.at(99)),
+        Format.micros(p.at(99.9)), Format.micros(p.at(100)), Format.count(samples));
+  }
+
+  /**
+   * The Markdown table of a comparison: per client the median over its runs of each figure, and the
+   * ratio of every other client's median to the first client's.
+   */
+  static List<String> comparisonTable(List<Map<String, Object>> runs, List<String> clients) {
+    List<List<String>> rows = comparison(runs, clients);
+    List<String> lines = new ArrayList<>();
+    for (int i = 0; i < rows.size(); i++) {
+      lines.add("| " + String.join(" | ", rows.get(i)) + " |");
+      if (i == 0) {
+        StringBuilder rule = new StringBuilder("|---|");
+        rule.append("---:|".repeat(rows.get(0).size() - 1));
+        lines.add(rule.toString());
+      }
+    }
+    return lines;
+  }
+
+  /**
+   * The comparison as rows of cells, the first row being the header: figure, one median per client,
+   * then one ratio per client after the first ({@code other / first}). Figures no client has are left out.
+   */
+  static List<List<String>> comparison(List<Map<String, Object>> runs, List<String> clients) {
+    List<List<String>> rows = new ArrayList<>();
+    List<String> head = new ArrayList<>();
+    head.add("figure (median of runs)");
+    head.addAll(clients);
+    for (int i = 1; i < clients.size(); i++) {
+      head.add(clients.get(i) + " / " + clients.get(0));
+    }
+    rows.add(head);
+    for (Row row : COMPARED) {
+      List<Double> medians = new ArrayList<>();
+      for (String c : clients) {
+        medians.add(median(runs, c, row.key()));
+      }
+      if (medians.stream().allMatch(m -> m == null)) {
+        continue;
+      }
+      List<String> cells = new ArrayList<>();
+      cells.add(row.label());
+      for (Double m : medians) {
+        cells.add(row.format(m));
+      }
+      for (int i = 1; i < clients.size(); i++) {
+        Double base = medians.get(0);
+        Double other = medians.get(i);
+        cells.add(base == null || other == null || base == 0 ? "-" : String.format(Locale.ROOT, "%.2f", other / base));
+      }
+      rows.add(cells);
+    }
+    return rows;
+  }
+
+  /** The median of {@code key} over {@code client}'s runs, null when none has it. */
+  static Double median(List<Map<String, Object>> runs, String client, String key) {
+    List<Double> values = new ArrayList<>();
+    for (Map<String, Object> run : runs) {
+      if (client.equals(run.get("client")) && run.get(key) instanceof Number n) {
+        values.add(n.doubleValue());
+      }
+    }
+    if (values.isEmpty()) {
+      return null;
+    }
+    Collections.sort(values);
+    int n = values.size();
+    return n % 2 == 1 ? values.get(n / 2) : (values.get(n / 2 - 1) + values.get(n / 2)) / 2;
+  }
+
+  /**
+   * One compared figure.
+   *
+   * @param key its JSON field
+   * @param label what the table calls it
+   * @param decimals decimals to show; -1 = bytes shown in MiB with one decimal
+   */
+  record Row(String key, String label, int decimals) {
+    String format(Double value) {
+      if (value == null) {
+        return "-";
+      }
+      if (decimals < 0) {
+        return String.format(Locale.ROOT, "%,.1f", value / (1024 * 1024));
+      }
+      return Format.number(value, decimals);
+    }
+  }
+}

@@ -1,0 +1,432 @@
+package io.warren.perf;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.io.PrintWriter;
+import java.net.ConnectException;
+import java.net.NoRouteToHostException;
+import java.net.SocketTimeoutException;
+import java.net.UnknownHostException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
+
+/**
+ * warren-perf: a PerfTest-compatible load tool that runs Warren and the official Java client side by
+ * side. Option names and meanings follow RabbitMQ PerfTest where PerfTest has them (note that
+ * {@code -h} is {@code --uri}, as in PerfTest; help is {@code --help}).
+ *
+ * <p>Exit codes: 0 done, 1 the run failed (no broker, a channel error, ...), 2 bad options.
+ */
+@Command(name = "warren-perf", sortOptions = false, usageHelpAutoWidth = true,
+    description = {
+        "Measures an AMQP 0-9-1 client (Warren or amqp-client) against RabbitMQ or the built-in loopback peer.",
+        "Prints one progress line per second and a summary at the end (Ctrl-C prints the summary so far)."},
+    footer = {"",
+        "Examples:",
+        "  java -jar warren-perf.jar                              1 producer, 1 consumer, 10 s, against localhost",
+        "  java -jar warren-perf.jar -x 2 -y 2 -s 1024 -c 100 -z 30",
+        "  java -jar warren-perf.jar --compare --runs 3 --json out.json --report out.html",
+        "  java -jar warren-perf.jar --peer sink -c 1000          the client's publishing alone, no broker",
+        "  java -jar warren-perf.jar --peer source -a             the client's consuming alone, no broker"})
+public final class WarrenPerf implements Callable<Integer> {
+
+  static final String DEFAULT_URI = "amqp://guest:guest@localhost:5672";
+  static final int DEFAULT_TIME_SECONDS = 10;
+
+  @Spec
+  private CommandSpec spec;
+
+  @Option(names = {"-h", "--uri"}, paramLabel = "URI",
+      description = "Broker URI (default: " + DEFAULT_URI + ").")
+  private String uri;
+
+  @Option(names = {"-x", "--producers"}, defaultValue = "1",
+      description = "Producers, each with its own connection (default: ${DEFAULT-VALUE}; 0 with --peer source).")
+  private int producers;
+
+  @Option(names = {"-y", "--consumers"}, defaultValue = "1",
+      description = "Consumers, each with its own connection (default: ${DEFAULT-VALUE}; 0 with --peer sink).")
+  private int consumers;
+
+  @Option(names = {"-s", "--size"}, defaultValue = "12",
+      description = "Message body size in bytes, at least 12 (default: ${DEFAULT-VALUE}).")
+  private int size;
+
+  @Option(names = {"-z", "--time"}, paramLabel = "SECONDS",
+      description = "Run duration in seconds; 0 = until the counts are reached or Ctrl-C "
+          + "(default: " + DEFAULT_TIME_SECONDS + " when neither -C nor -D is given, else 0).")
+  private Long time;
+
+  @Option(names = {"-C", "--pmessages"}, defaultValue = "0",
+      description = "Messages each producer publishes; 0 = no limit (default: ${DEFAULT-VALUE}).")
+  private long producerMessages;
+
+  @Option(names = {"-D", "--cmessages"}, defaultValue = "0",
+      description = "Messages each consumer takes; 0 = no limit (default: ${DEFAULT-VALUE}).")
+  private long consumerMessages;
+
+  @Option(names = {"-r", "--rate"}, defaultValue = "-1",
+      description = "Publishing rate limit per producer, msg/s; -1 = none (default: ${DEFAULT-VALUE}).")
+  private double rate;
+
+  @Option(names = {"-c", "--confirm"}, defaultValue = "-1",
+      description = "Publisher confirms with at most this many outstanding per producer; -1 = no confirms "
+          + "(default: ${DEFAULT-VALUE}).")
+  private int confirm;
+
+  @Option(names = {"-q", "--qos"}, defaultValue = "0",
+      description = "Consumer prefetch count; 0 = unlimited (default: ${DEFAULT-VALUE}).")
+  private int qos;
+
+  @Option(names = {"-A", "--multi-ack-every"}, defaultValue = "0",
+      description = "Acknowledge with multiple=true every this many messages; 0 = each one (default: ${DEFAULT-VALUE}).")
+  private int multiAckEvery;
+
+  @Option(names = {"-a", "--autoack"}, description = "Consume with automatic acknowledgement (no-ack).")
+  private boolean autoAck;
+
+  @Option(names = {"-u", "--queue"}, defaultValue = "",
+      description = "Queue name, shared by every consumer; default: one server-named queue per consumer.")
+  private String queue;
+
+  @Option(names = {"-f", "--flag"}, paramLabel = "FLAG",
+      description = "Message flag, repeatable: persistent, mandatory.")
+  private List<String> flags = new ArrayList<>();
+
+  @Option(names = {"-k", "--routing-key"}, description = "Routing key (default: a random UUID).")
+  private String routingKey;
+
+  @Option(names = {"-e", "--exchange"}, defaultValue = "direct",
+      description = "Exchange name; \"\" is the default exchange (default: ${DEFAULT-VALUE}).")
+  private String exchange;
+
+  @Option(names = {"-t", "--type"}, defaultValue = "direct",
+      description = "Exchange type (default: ${DEFAULT-VALUE}).")
+  private String exchangeType;
+
+  @Option(names = {"-qa", "--queue-args"}, paramLabel = "K=V[,K=V...]",
+      description = "Arguments of a named queue, e.g. x-queue-type=quorum,x-max-length=1000 "
+          + "(integers and true/false are typed, the rest are strings).")
+  private String queueArgs;
+
+  @Option(names = {"-ad", "--auto-delete"}, defaultValue = "true", arity = "1",
+      description = "Declare a named queue auto-delete (default: ${DEFAULT-VALUE}).")
+  private boolean autoDelete;
+
+  @Option(names = "--client", paramLabel = "warren|amqp-client",
+      description = "The client to run (default: warren when its driver is in this build, else amqp-client).")
+  private String client;
+
+  @Option(names = "--compare", arity = "0..1", paramLabel = "CLIENT,CLIENT",
+      fallbackValue = Clients.AMQP_CLIENT + "," + Clients.WARREN,
+      description = "Run both clients, alternating, and print a side-by-side table with ratios to the first "
+          + "(default pair: amqp-client,warren).")
+  private String compare;
+
+  @Option(names = "--runs", defaultValue = "1",
+      description = "Runs per client; with --compare their order alternates A B B A ... (default: ${DEFAULT-VALUE}).")
+  private int runs;
+
+  @Option(names = "--peer", paramLabel = "sink|source",
+      description = "Run against the built-in loopback AMQP peer instead of a broker: sink discards publishes "
+          + "(confirming them), source streams deliveries to every consumer. Measures the client alone.")
+  private String peer;
+
+  @Option(names = "--json", paramLabel = "FILE",
+      description = "Write the results as JSON: one object per run, an array when there are several.")
+  private Path json;
+
+  @Option(names = "--report", paramLabel = "FILE.html",
+      description = "Write a self-contained HTML report with charts.")
+  private Path report;
+
+  @Option(names = "--help", usageHelp = true, description = "Show this help and exit.")
+  private boolean help;
+
+  private final PrintStream out;
+  private final PrintStream err;
+
+  private WarrenPerf(PrintStream out, PrintStream err) {
+    this.out = out;
+    this.err = err;
+  }
+
+  public static void main(String[] args) {
+    System.exit(run(args, System.out, System.err));
+  }
+
+  /** Runs the tool with {@code args}; returns the exit code (0, 1 on failure, 2 for bad options). */
+  public static int run(String[] args, PrintStream out, PrintStream err) {
+    CommandLine commandLine = new CommandLine(new WarrenPerf(out, err));
+    commandLine.setOut(new PrintWriter(out, true, StandardCharsets.UTF_8));
+    commandLine.setErr(new PrintWriter(err, true, StandardCharsets.UTF_8));
+    return commandLine.execute(args);
+  }
+
+  @Override
+  public Integer call() throws Exception {
+    List<String> clients = clients();
+    LoopbackPeer.Mode peerMode = peerMode();
+    RunOptions options = options(peerMode);
+    long timeLimit = time != null ? time
+        : options.producerMessages() > 0 || options.consumerMessages() > 0 ? 0 : DEFAULT_TIME_SECONDS;
+    for (String c : clients) {
+      if (!Clients.available(c)) {
+        err.println("warren-perf: the Warren driver (" + Clients.WARREN_DRIVER + ") is not in this build yet: "
+            + "it needs Warren's publish and consume API. Use --client amqp-client.");
+        return 1;
+      }
+    }
+
+    PerfRun.StopSignal stop = new PerfRun.StopSignal();
+    CountDownLatch finished = new CountDownLatch(1);
+    Thread hook = new Thread(() -> {
+      stop.request();
+      try {
+        finished.await(15, TimeUnit.SECONDS); // let the run print its summary before the JVM goes
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }, "warren-perf-shutdown");
+    Runtime.getRuntime().addShutdownHook(hook);
+
+    LoopbackPeer loopback = null;
+    List<RunResult> results = new ArrayList<>();
+    int exit = 0;
+    try {
+      String target = RunResult.redact(options.uri());
+      if (peerMode != null) {
+        loopback = LoopbackPeer.start(peerMode, options.size(), 0);
+        options = options.withUri(loopback.uri());
+        target = "peer:" + peerMode.name().toLowerCase();
+        out.println("loopback peer (" + target + ") listening on " + loopback.uri());
+      }
+      LoopbackPeer peerForStats = loopback;
+      PerfRun perfRun = new PerfRun(options, timeLimit, target, out, stop,
+          peerForStats == null ? null : peerForStats::stats);
+      Map<String, Integer> runNumbers = new LinkedHashMap<>();
+      rounds:
+      for (int round = 0; round < runs; round++) {
+        // A B, then B A, ...: neither client always runs first on a warmer JVM
+        List<String> order = round % 2 == 0 ? clients : reversed(clients);
+        for (String c : order) {
+          if (stop.requested()) {
+            break rounds;
+          }
+          int number = runNumbers.merge(c, 1, Integer::sum);
+          RunResult result = perfRun.run(Clients.create(c), number);
+          results.add(result);
+          Summary.print(result, out);
+          if (result.failure() != null) {
+            err.println("warren-perf: " + c + " run " + number + " failed: " + result.failure());
+            exit = 1;
+            break rounds;
+          }
+        }
+      }
+      if (clients.size() > 1 && !results.isEmpty()) {
+        out.println("== comparison ==");
+        Summary.comparisonTable(jsonOf(results), clients).forEach(out::println);
+        out.println();
+      }
+    } catch (Exception e) {
+      err.println("warren-perf: " + explain(e, options.uri()));
+      exit = 1;
+    } finally {
+      if (loopback != null) {
+        loopback.close();
+      }
+      try {
+        writeFiles(results);
+      } catch (IOException e) {
+        err.println("warren-perf: cannot write results: " + e);
+        exit = 1;
+      }
+      finished.countDown();
+      try {
+        Runtime.getRuntime().removeShutdownHook(hook);
+      } catch (IllegalStateException shuttingDown) {
+        // Ctrl-C: the hook is running and waited for the summary above
+      }
+    }
+    return exit;
+  }
+
+  private void writeFiles(List<RunResult> results) throws IOException {
+    if (results.isEmpty()) {
+      return;
+    }
+    List<Map<String, Object>> runsJson = jsonOf(results);
+    if (json != null) {
+      Object value = runsJson.size() == 1 ? runsJson.get(0) : runsJson;
+      Files.writeString(json, Json.pretty(value), StandardCharsets.UTF_8);
+      out.println("results written to " + json);
+    }
+    if (report != null) {
+      Files.writeString(report, HtmlReport.render(runsJson), StandardCharsets.UTF_8);
+      out.println("report written to " + report);
+    }
+  }
+
+  private static List<Map<String, Object>> jsonOf(List<RunResult> results) {
+    List<Map<String, Object>> list = new ArrayList<>();
+    for (RunResult r : results) {
+      list.add(r.toJson());
+    }
+    return list;
+  }
+
+  private List<String> clients() {
+    if (compare != null && client != null) {
+      throw usage("--client and --compare exclude each other: --compare runs the clients it names");
+    }
+    List<String> names = compare != null ? List.of(compare.split(",")) : List.of(
+        client != null ? client : Clients.defaultClient());
+    for (String name : names) {
+      if (!Clients.NAMES.contains(name)) {
+        throw usage("unknown client '" + name + "': expected one of " + String.join(", ", Clients.NAMES));
+      }
+    }
+    if (compare != null && (names.size() < 2 || names.stream().distinct().count() != names.size())) {
+      throw usage("--compare needs two or more different clients, e.g. --compare amqp-client,warren");
+    }
+    return names;
+  }
+
+  private LoopbackPeer.Mode peerMode() {
+    if (peer == null) {
+      return null;
+    }
+    if (uri != null) {
+      throw usage("--peer runs against the built-in loopback peer: leave out --uri/-h");
+    }
+    return switch (peer) {
+      case "sink" -> LoopbackPeer.Mode.SINK;
+      case "source" -> LoopbackPeer.Mode.SOURCE;
+      default -> throw usage("--peer must be sink or source, not '" + peer + "'");
+    };
+  }
+
+  private RunOptions options(LoopbackPeer.Mode peerMode) {
+    CommandLine.ParseResult parsed = spec.commandLine().getParseResult();
+    int p = producers;
+    int c = consumers;
+    // against the peer the other side has nothing to do unless asked for explicitly
+    if (peerMode == LoopbackPeer.Mode.SOURCE && !parsed.hasMatchedOption("--producers")) {
+      p = 0;
+    }
+    if (peerMode == LoopbackPeer.Mode.SINK && !parsed.hasMatchedOption("--consumers")) {
+      c = 0;
+    }
+    if (p < 0 || c < 0) {
+      throw usage("--producers and --consumers must be 0 or more");
+    }
+    if (p == 0 && c == 0) {
+      throw usage("nothing to run: no producer and no consumer");
+    }
+    if (size < 0) {
+      throw usage("--size must be 0 or more");
+    }
+    int bodySize = size;
+    if (size < MessageBody.MIN_SIZE) {
+      err.println("warren-perf: --size " + size + " raised to " + MessageBody.MIN_SIZE
+          + ": every body carries its publish time (PerfTest's minimum too)");
+      bodySize = MessageBody.MIN_SIZE;
+    }
+    if (time != null && time < 0) {
+      throw usage("--time must be 0 or more");
+    }
+    if (producerMessages < 0 || consumerMessages < 0) {
+      throw usage("--pmessages and --cmessages must be 0 or more");
+    }
+    if (qos < 0 || qos > 65535) {
+      throw usage("--qos must be within 0..65535");
+    }
+    if (multiAckEvery < 0) {
+      throw usage("--multi-ack-every must be 0 or more");
+    }
+    if (runs < 1) {
+      throw usage("--runs must be 1 or more");
+    }
+    boolean persistent = false;
+    boolean mandatory = false;
+    for (String flag : flags) {
+      switch (flag) {
+        case "persistent" -> persistent = true;
+        case "mandatory" -> mandatory = true;
+        default -> throw usage("unknown --flag '" + flag + "': expected persistent or mandatory");
+      }
+    }
+    String key = routingKey != null ? routingKey : UUID.randomUUID().toString();
+    return new RunOptions(uri != null ? uri : DEFAULT_URI, p, c, bodySize, producerMessages, consumerMessages,
+        rate, confirm, qos, multiAckEvery, autoAck, queue, persistent, mandatory, key, exchange, exchangeType,
+        parseQueueArgs(queueArgs), autoDelete);
+  }
+
+  /** {@code k=v,k2=v2}: integers become Long, true/false Boolean, the rest String. */
+  private Map<String, Object> parseQueueArgs(String text) {
+    Map<String, Object> args = new LinkedHashMap<>();
+    if (text == null || text.isBlank()) {
+      return args;
+    }
+    for (String pair : text.split(",")) {
+      int eq = pair.indexOf('=');
+      if (eq <= 0) {
+        throw usage("--queue-args expects key=value pairs separated by commas, not '" + pair + "'");
+      }
+      String key = pair.substring(0, eq).trim();
+      String value = pair.substring(eq + 1).trim();
+      Object typed;
+      if (value.matches("-?\\d{1,18}")) {
+        typed = Long.parseLong(value);
+      } else if (value.equals("true") || value.equals("false")) {
+        typed = Boolean.parseBoolean(value);
+      } else {
+        typed = value;
+      }
+      args.put(key, typed);
+    }
+    return args;
+  }
+
+  private ParameterException usage(String message) {
+    return new ParameterException(spec.commandLine(), message);
+  }
+
+  private static <T> List<T> reversed(List<T> list) {
+    List<T> copy = new ArrayList<>(list);
+    java.util.Collections.reverse(copy);
+    return copy;
+  }
+
+  /** A message that says what failed and, when nothing answered, what to do about it. */
+  static String explain(Exception e, String uri) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof ConnectException || t instanceof NoRouteToHostException
+          || t instanceof UnknownHostException || t instanceof SocketTimeoutException) {
+        return "no AMQP broker answers at " + RunResult.redact(uri) + " (" + t + "). Start RabbitMQ there, "
+            + "point --uri/-h at one, or measure the client alone against the built-in loopback peer: "
+            + "--peer sink (publishing) or --peer source (consuming).";
+      }
+      if (t.getCause() == t) {
+        break;
+      }
+    }
+    return PerfRun.describe(e);
+  }
+}
