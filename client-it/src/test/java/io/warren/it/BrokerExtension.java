@@ -1,11 +1,15 @@
 package io.warren.it;
 
+import io.warren.AmqpClient;
+import io.warren.Connection;
+import io.warren.ConnectionOptions;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentLinkedDeque;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.extension.AfterEachCallback;
 import org.junit.jupiter.api.extension.BeforeAllCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
@@ -21,14 +25,16 @@ import org.junit.jupiter.api.extension.ParameterResolver;
  * these works the test <b>fails</b> with a message that says what was tried: a missing broker is
  * never a silent skip.
  *
- * <p>Parameters it resolves: {@link Broker} and {@link TestNames}. Resources registered with
- * {@link TestNames#onCleanup(AutoCloseable)} are closed after the test, last first.
+ * <p>Parameters it resolves: {@link Broker}, {@link TestNames}, and a Warren {@link Connection} opened to
+ * the broker for the test and closed after it (by one {@link AmqpClient} shared by the test JVM).
+ * Resources registered with {@link TestNames#onCleanup(AutoCloseable)} are closed after the test, last first.
  */
 public final class BrokerExtension implements BeforeAllCallback, AfterEachCallback, ParameterResolver {
 
     private static final ExtensionContext.Namespace NS = ExtensionContext.Namespace.create(BrokerExtension.class);
     private static volatile Broker broker;
     private static volatile String failure;
+    private static AmqpClient client;
 
     @Override
     public void beforeAll(ExtensionContext context) {
@@ -92,7 +98,7 @@ public final class BrokerExtension implements BeforeAllCallback, AfterEachCallba
     @Override
     public boolean supportsParameter(ParameterContext parameter, ExtensionContext context) {
         Class<?> type = parameter.getParameter().getType();
-        return type == Broker.class || type == TestNames.class;
+        return type == Broker.class || type == TestNames.class || type == Connection.class;
     }
 
     @Override
@@ -102,11 +108,37 @@ public final class BrokerExtension implements BeforeAllCallback, AfterEachCallba
             return broker();
         }
         if (type == TestNames.class) {
-            return context.getStore(NS).getOrComputeIfAbsent(TestNames.class,
-                    k -> new TestNames(context.getRequiredTestClass().getSimpleName(),
-                            context.getRequiredTestMethod().getName()), TestNames.class);
+            return names(context);
+        }
+        if (type == Connection.class) {
+            Broker b = broker();
+            Connection connection;
+            try {
+                connection = client().connect(new ConnectionOptions(ConnectionOptions.fromUri(b.uri()))
+                                .connectionName("warren-it " + context.getRequiredTestMethod().getName()))
+                        .toCompletableFuture().get(30, TimeUnit.SECONDS);
+            } catch (Exception e) {
+                throw new ParameterResolutionException("could not open a Warren connection to " + b.host() + ":"
+                        + b.port() + " (" + b.source() + "): " + e, e);
+            }
+            names(context).onCleanup(() -> connection.close().toCompletableFuture().get(30, TimeUnit.SECONDS));
+            return connection;
         }
         throw new ParameterResolutionException("unsupported parameter " + type);
+    }
+
+    private static TestNames names(ExtensionContext context) {
+        return context.getStore(NS).getOrComputeIfAbsent(TestNames.class,
+                k -> new TestNames(context.getRequiredTestClass().getSimpleName(),
+                        context.getRequiredTestMethod().getName()), TestNames.class);
+    }
+
+    /** The Warren client the tests of this JVM share (its event loops are daemon threads). */
+    public static synchronized AmqpClient client() {
+        if (client == null) {
+            client = AmqpClient.create();
+        }
+        return client;
     }
 
     /** Unique names for one test, and the resources to close after it. */

@@ -1,0 +1,112 @@
+package io.warren;
+
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.util.concurrent.DefaultThreadFactory;
+import io.warren.impl.Connector;
+import io.warren.impl.Transport;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * The entry point: connects to RabbitMQ. One client holds the event loops its connections run on, its
+ * own (created here, shut down by {@link #close()}) or the application's ({@link ClientOptions#eventLoopGroup}).
+ * Each connection lives on one event loop of the group.
+ *
+ * <pre>{@code
+ * AmqpClient client = AmqpClient.create();
+ * client.connect("amqp://guest:guest@localhost:5672/%2F")
+ *       .thenCompose(Connection::openChannel)
+ *       .thenCompose(ch -> ch.queueDeclare(QueueDeclare.named("orders").durable(true)))
+ *       .thenAccept(ok -> System.out.println(ok.queue() + " has " + ok.messageCount() + " messages"));
+ * }</pre>
+ *
+ * Thread-safe; nothing here blocks.
+ */
+public final class AmqpClient {
+
+    private final EventLoopGroup group;
+    private final boolean ownsGroup;
+    private final Connector connector;
+    private final String transport;
+    private final Set<Connection> connections = ConcurrentHashMap.newKeySet();
+
+    private AmqpClient(ClientOptions options) {
+        if (options.eventLoopGroup() != null) {
+            this.group = options.eventLoopGroup();
+            this.ownsGroup = false;
+            Class<? extends io.netty.channel.Channel> channelClass = Transport.channelClassFor(group);
+            this.connector = new Connector(group, channelClass);
+            this.transport = channelClass.getSimpleName();
+        } else {
+            Transport t = Transport.best(options.preferNativeTransport());
+            this.group = new MultiThreadIoEventLoopGroup(options.ioThreads(),
+                    new DefaultThreadFactory("warren-io", true), t.ioHandlerFactory());
+            this.ownsGroup = true;
+            this.connector = new Connector(group, t.channelClass());
+            this.transport = t.name();
+        }
+    }
+
+    /** A client with its own event loops (native transport when available). */
+    public static AmqpClient create() {
+        return new AmqpClient(new ClientOptions());
+    }
+
+    public static AmqpClient create(ClientOptions options) {
+        return new AmqpClient(new ClientOptions(Objects.requireNonNull(options, "options")));
+    }
+
+    /**
+     * Opens a connection. Completes with the open connection after connection.open-ok, or fails with an
+     * {@link AuthenticationException} (bad credentials), a {@link ConnectionClosedException} carrying the
+     * broker's reply code and text (an unknown virtual host, for example), a
+     * {@link ConnectionTimeoutException}, or the socket's failure for the last address tried.
+     */
+    public CompletionStage<Connection> connect(ConnectionOptions options) {
+        ConnectionOptions copy = new ConnectionOptions(Objects.requireNonNull(options, "options"));
+        return connector.connect(copy).thenApply(c -> {
+            connections.add(c);
+            c.closeFuture().thenRun(() -> connections.remove(c));
+            return c;
+        });
+    }
+
+    /** Opens a connection from an AMQP URI ({@link AmqpUri}); a malformed URI fails the stage. */
+    public CompletionStage<Connection> connect(String uri) {
+        ConnectionOptions options;
+        try {
+            options = ConnectionOptions.fromUri(uri);
+        } catch (IllegalArgumentException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+        return connect(options);
+    }
+
+    /** The socket transport in use: {@code io_uring}, {@code epoll}, {@code nio}, or the given group's channel. */
+    public String transport() {
+        return transport;
+    }
+
+    /**
+     * Closes every connection of this client, then shuts down the client's own event loops (an
+     * application's group is left running). Completes when done.
+     */
+    public CompletionStage<Void> close() {
+        CompletableFuture<?>[] closes = connections.stream()
+                .map(c -> c.close().toCompletableFuture())
+                .toArray(CompletableFuture[]::new);
+        return CompletableFuture.allOf(closes).handle((v, e) -> null).thenCompose(v -> {
+            if (!ownsGroup) {
+                return CompletableFuture.completedFuture(null);
+            }
+            CompletableFuture<Void> done = new CompletableFuture<>();
+            group.shutdownGracefully(0, 2, java.util.concurrent.TimeUnit.SECONDS)
+                    .addListener(f -> done.complete(null));
+            return done;
+        });
+    }
+}

@@ -1,0 +1,137 @@
+package io.warren;
+
+import java.util.Map;
+import java.util.concurrent.CompletionStage;
+
+/**
+ * An AMQP channel. Thread-safe and non-blocking: synchronous methods (declare, bind, purge, ...) are
+ * queued first in, first out on the channel and answered by futures that fail after the RPC timeout;
+ * any number may be in flight from any number of threads.
+ *
+ * <p>Failures: caller input that cannot be sent (a null name, a name over 255 UTF-8 bytes, a value a
+ * field table cannot carry) fails the returned stage with {@link IllegalArgumentException} before
+ * anything is written. When the broker closes the channel (404 NOT_FOUND, 406 PRECONDITION_FAILED,
+ * ...) every pending operation fails with a {@link ChannelClosedException} carrying the broker's reply
+ * code, text, class and method; the connection goes on working. After {@link #close()} is called,
+ * pending operations fail with the close's cause at once.
+ */
+public interface Channel {
+
+    /** The channel number, 1..channel-max. */
+    int channelNumber();
+
+    Connection connection();
+
+    /** True until the channel starts closing. */
+    boolean isOpen();
+
+    /**
+     * Completes (normally) once the channel is closed, with the reason: a {@link ChannelClosedException}
+     * (the broker's or the application's close) or a {@link ConnectionClosedException}.
+     */
+    CompletionStage<AmqpException> closeFuture();
+
+    /** Closes the channel with 200 OK and completes on close-ok. Closing a closed channel completes at once. */
+    CompletionStage<Void> close();
+
+    CompletionStage<Void> close(int replyCode, String replyText);
+
+    // exchange class
+
+    /** exchange.declare of a non-durable exchange. */
+    CompletionStage<Void> exchangeDeclare(String exchange, String type);
+
+    CompletionStage<Void> exchangeDeclare(ExchangeDeclare declare);
+
+    CompletionStage<Void> exchangeDelete(String exchange);
+
+    /** exchange.delete; {@code ifUnused} refuses (406) when the exchange has bindings. */
+    CompletionStage<Void> exchangeDelete(String exchange, boolean ifUnused, boolean noWait);
+
+    /** exchange.bind: messages routed by {@code source} with {@code routingKey} go to {@code destination}. */
+    CompletionStage<Void> exchangeBind(String destination, String source, String routingKey);
+
+    CompletionStage<Void> exchangeBind(String destination, String source, String routingKey,
+                                       Map<String, ?> arguments, boolean noWait);
+
+    CompletionStage<Void> exchangeUnbind(String destination, String source, String routingKey);
+
+    CompletionStage<Void> exchangeUnbind(String destination, String source, String routingKey,
+                                         Map<String, ?> arguments, boolean noWait);
+
+    // queue class
+
+    /** queue.declare of a non-durable, non-exclusive, non-auto-delete queue. */
+    CompletionStage<QueueDeclareOk> queueDeclare(String queue);
+
+    CompletionStage<QueueDeclareOk> queueDeclare(QueueDeclare declare);
+
+    CompletionStage<Void> queueBind(String queue, String exchange, String routingKey);
+
+    CompletionStage<Void> queueBind(String queue, String exchange, String routingKey,
+                                    Map<String, ?> arguments, boolean noWait);
+
+    /** queue.unbind (the spec gives it no nowait). */
+    CompletionStage<Void> queueUnbind(String queue, String exchange, String routingKey);
+
+    CompletionStage<Void> queueUnbind(String queue, String exchange, String routingKey, Map<String, ?> arguments);
+
+    /** queue.purge; completes with the number of messages purged. */
+    CompletionStage<Long> queuePurge(String queue);
+
+    /** queue.purge with nowait: completes once written. */
+    CompletionStage<Void> queuePurgeNoWait(String queue);
+
+    /** queue.delete; completes with the number of messages deleted with the queue. */
+    CompletionStage<Long> queueDelete(String queue);
+
+    /** queue.delete; {@code ifUnused}/{@code ifEmpty} refuse (406) a queue with consumers / messages. */
+    CompletionStage<Long> queueDelete(String queue, boolean ifUnused, boolean ifEmpty);
+
+    /** queue.delete with nowait: completes once written. */
+    CompletionStage<Void> queueDeleteNoWait(String queue, boolean ifUnused, boolean ifEmpty);
+
+    // basic class
+
+    /** basic.qos per consumer (RabbitMQ's reading of {@code global=false}). */
+    CompletionStage<Void> basicQos(int prefetchCount);
+
+    /**
+     * basic.qos. RabbitMQ reads {@code global=false} as a limit per new consumer and {@code global=true}
+     * as a limit shared by the channel's consumers; {@code prefetchSize} must be 0 for RabbitMQ.
+     */
+    CompletionStage<Void> basicQos(int prefetchSize, int prefetchCount, boolean global);
+
+    /**
+     * basic.get: completes with the message, or with {@code null} when the queue is empty (basic.get-empty).
+     * The caller owns the returned {@link GetResponse} and must {@link GetResponse#release() release} it.
+     */
+    CompletionStage<GetResponse> basicGet(String queue, boolean autoAck);
+
+    /** basic.ack, fire and forget (the spec has no reply). */
+    void basicAck(long deliveryTag, boolean multiple);
+
+    /** basic.nack, fire and forget. */
+    void basicNack(long deliveryTag, boolean multiple, boolean requeue);
+
+    /** basic.reject, fire and forget. */
+    void basicReject(long deliveryTag, boolean requeue);
+
+    /** basic.recover: redeliver this channel's unacknowledged messages ({@code requeue} is what RabbitMQ supports). */
+    CompletionStage<Void> basicRecover(boolean requeue);
+
+    // tx class
+
+    CompletionStage<Void> txSelect();
+
+    CompletionStage<Void> txCommit();
+
+    CompletionStage<Void> txRollback();
+
+    // confirm class
+
+    /** confirm.select: puts the channel in publisher-confirm mode. */
+    CompletionStage<Void> confirmSelect();
+
+    CompletionStage<Void> confirmSelect(boolean noWait);
+}

@@ -1,0 +1,57 @@
+package io.warren;
+
+import io.netty.channel.EventLoopGroup;
+
+/**
+ * How an {@link AmqpClient} runs its connections: on its own event loops (native epoll or io_uring when
+ * their Netty transport is on the classpath, NIO otherwise), or on an {@link EventLoopGroup} the
+ * application already has (a Vert.x instance's, for example), which the client then never shuts down.
+ */
+public final class ClientOptions {
+
+    private EventLoopGroup eventLoopGroup;
+    private int ioThreads;
+    private boolean preferNativeTransport = true;
+
+    public ClientOptions() {
+    }
+
+    public ClientOptions(ClientOptions other) {
+        this.eventLoopGroup = other.eventLoopGroup;
+        this.ioThreads = other.ioThreads;
+        this.preferNativeTransport = other.preferNativeTransport;
+    }
+
+    /** Run on this group (owned by the caller: {@link AmqpClient#close()} leaves it running). */
+    public ClientOptions eventLoopGroup(EventLoopGroup group) {
+        this.eventLoopGroup = group;
+        return this;
+    }
+
+    public EventLoopGroup eventLoopGroup() {
+        return eventLoopGroup;
+    }
+
+    /** Threads of the client's own group; 0 (the default) for Netty's default (2 × cores). */
+    public ClientOptions ioThreads(int ioThreads) {
+        if (ioThreads < 0) {
+            throw new IllegalArgumentException("ioThreads must not be negative: " + ioThreads);
+        }
+        this.ioThreads = ioThreads;
+        return this;
+    }
+
+    public int ioThreads() {
+        return ioThreads;
+    }
+
+    /** Use io_uring or epoll when present on the classpath and usable (default); false forces NIO. */
+    public ClientOptions preferNativeTransport(boolean preferNativeTransport) {
+        this.preferNativeTransport = preferNativeTransport;
+        return this;
+    }
+
+    public boolean preferNativeTransport() {
+        return preferNativeTransport;
+    }
+}

@@ -1,0 +1,134 @@
+package io.warren;
+
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * The arguments of queue.declare. Spec defaults: not passive, not durable, not exclusive, not
+ * auto-delete, no arguments, wait for declare-ok.
+ *
+ * <pre>{@code
+ * channel.queueDeclare(QueueDeclare.named("orders").durable(true).quorum())
+ * channel.queueDeclare(QueueDeclare.serverNamed())   // exclusive, auto-delete, name from the broker
+ * }</pre>
+ */
+public final class QueueDeclare {
+
+    private final String queue;
+    private boolean passive;
+    private boolean durable;
+    private boolean exclusive;
+    private boolean autoDelete;
+    private boolean noWait;
+    private final Map<String, Object> arguments = new LinkedHashMap<>();
+
+    private QueueDeclare(String queue) {
+        this.queue = Objects.requireNonNull(queue, "queue");
+    }
+
+    public static QueueDeclare named(String queue) {
+        return new QueueDeclare(queue);
+    }
+
+    /**
+     * A queue the broker names (queue.declare with an empty name), exclusive and auto-delete as the
+     * official clients' {@code queueDeclare()} does: read the name from {@link QueueDeclareOk#queue()}.
+     */
+    public static QueueDeclare serverNamed() {
+        QueueDeclare d = new QueueDeclare("");
+        d.exclusive = true;
+        d.autoDelete = true;
+        return d;
+    }
+
+    /** Checks that {@code queue} exists and reads its counts (404 NOT_FOUND closes the channel if not). */
+    public static QueueDeclare passive(String queue) {
+        QueueDeclare d = new QueueDeclare(queue);
+        d.passive = true;
+        return d;
+    }
+
+    public QueueDeclare durable(boolean durable) {
+        this.durable = durable;
+        return this;
+    }
+
+    public QueueDeclare exclusive(boolean exclusive) {
+        this.exclusive = exclusive;
+        return this;
+    }
+
+    public QueueDeclare autoDelete(boolean autoDelete) {
+        this.autoDelete = autoDelete;
+        return this;
+    }
+
+    /** Do not wait for declare-ok: the stage completes once written, with counts of -1. Needs a name. */
+    public QueueDeclare noWait(boolean noWait) {
+        this.noWait = noWait;
+        return this;
+    }
+
+    /** An argument such as {@code x-queue-type}, {@code x-message-ttl}, {@code x-max-length}. */
+    public QueueDeclare argument(String key, Object value) {
+        arguments.put(Objects.requireNonNull(key, "key"), value);
+        return this;
+    }
+
+    public QueueDeclare arguments(Map<String, ?> arguments) {
+        this.arguments.putAll(arguments);
+        return this;
+    }
+
+    /** {@code x-queue-type=quorum}; quorum queues must be durable, so this sets durable too. */
+    public QueueDeclare quorum() {
+        durable = true;
+        return argument("x-queue-type", "quorum");
+    }
+
+    /** {@code x-queue-type=stream}; streams must be durable, so this sets durable too. */
+    public QueueDeclare stream() {
+        durable = true;
+        return argument("x-queue-type", "stream");
+    }
+
+    /** {@code x-message-ttl} in milliseconds. */
+    public QueueDeclare messageTtl(Duration ttl) {
+        return argument("x-message-ttl", ttl.toMillis());
+    }
+
+    /** {@code x-max-length}: the most ready messages the queue keeps. */
+    public QueueDeclare maxLength(long maxLength) {
+        return argument("x-max-length", maxLength);
+    }
+
+    public String queue() {
+        return queue;
+    }
+
+    public boolean passive() {
+        return passive;
+    }
+
+    public boolean durable() {
+        return durable;
+    }
+
+    public boolean exclusive() {
+        return exclusive;
+    }
+
+    public boolean autoDelete() {
+        return autoDelete;
+    }
+
+    public boolean noWait() {
+        return noWait;
+    }
+
+    public Map<String, Object> arguments() {
+        return java.util.Collections.unmodifiableMap(arguments);
+    }
+}

@@ -1,0 +1,39 @@
+package io.warren.impl;
+
+import io.warren.GetResponse;
+import io.warren.codec.Frame;
+import io.warren.codec.method.MethodIds;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * The reply side of basic.get: get-empty completes with {@code null}; get-ok starts assembling the content
+ * that follows and completes with a {@link GetResponse} once the body is complete. Event loop only.
+ */
+final class BasicGet {
+
+    private BasicGet() {
+    }
+
+    static void onReply(ChannelState channel, Frame reply, CompletableFuture<GetResponse> future) {
+        var p = reply.payload();
+        if (p.getInt(p.readerIndex()) == MethodIds.BASIC_GET_EMPTY) {
+            future.complete(null);
+            return;
+        }
+        // The frame is borrowed (ChannelRpc releases it): keep a retained slice of its payload.
+        channel.beginContent(p.retainedSlice(), new ContentAssembler.Listener() {
+            @Override
+            public void onContent(AssembledContent content) {
+                GetResponseImpl response = new GetResponseImpl(content);
+                if (!future.complete(response)) {
+                    content.release(); // timed out meanwhile: nobody will release it
+                }
+            }
+
+            @Override
+            public void onAbort(Throwable cause) {
+                future.completeExceptionally(cause);
+            }
+        });
+    }
+}

@@ -1,0 +1,351 @@
+package io.warren.impl;
+
+import io.netty.buffer.ByteBuf;
+import io.warren.codec.method.MethodIds;
+import io.warren.AmqpException;
+import io.warren.Channel;
+import io.warren.Connection;
+import io.warren.ExchangeDeclare;
+import io.warren.GetResponse;
+import io.warren.QueueDeclare;
+import io.warren.QueueDeclareOk;
+import io.warren.codec.ReplyCode;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.function.Supplier;
+
+/**
+ * The public face of a channel. Every method may be called from any thread: it validates and encodes the
+ * request on the caller's thread (so bad input fails the returned stage before anything is written, and
+ * encoding work is spread over the callers), then hands the request to the event loop through the
+ * connection's {@link OutboundPath}, which keeps one thread's calls in order. Futures complete on the event
+ * loop: code chained to them without an executor must not block.
+ */
+public final class ChannelImpl implements Channel {
+
+    private final ChannelState state;
+    private final int number;
+
+    // any thread (volatile)
+    private volatile boolean open;
+    private final CompletableFuture<AmqpException> closeFuture = new CompletableFuture<>();
+
+    ChannelImpl(ChannelState state) {
+        this.state = state;
+        this.number = state.number();
+    }
+
+    /** The event-loop state behind this channel, for the publish and consume extensions. */
+    public ChannelState state() {
+        return state;
+    }
+
+    void markOpen() {
+        open = true;
+    }
+
+    void markClosed(AmqpException cause) {
+        open = false;
+        closeFuture.complete(cause);
+    }
+
+    @Override
+    public int channelNumber() {
+        return number;
+    }
+
+    @Override
+    public Connection connection() {
+        return state.connection().facade();
+    }
+
+    @Override
+    public boolean isOpen() {
+        return open;
+    }
+
+    @Override
+    public CompletionStage<AmqpException> closeFuture() {
+        return closeFuture;
+    }
+
+    @Override
+    public CompletionStage<Void> close() {
+        return close(ReplyCode.REPLY_SUCCESS, "OK");
+    }
+
+    @Override
+    public CompletionStage<Void> close(int replyCode, String replyText) {
+        CompletableFuture<Void> result = new CompletableFuture<>();
+        if (replyCode < 0 || replyCode > 0xFFFF || replyText == null) {
+            result.completeExceptionally(new IllegalArgumentException(
+                    "replyCode must be within 0..65535 and replyText not null"));
+            return result;
+        }
+        state.outbound().execute(() -> state.close(replyCode, replyText, null, result));
+        return result;
+    }
+
+    // ---- exchange ----------------------------------------------------------------------------------------
+
+    @Override
+    public CompletionStage<Void> exchangeDeclare(String exchange, String type) {
+        if (exchange == null || type == null) {
+            return invalid("exchange and type must not be null");
+        }
+        return exchangeDeclare(ExchangeDeclare.of(exchange, type));
+    }
+
+    @Override
+    public CompletionStage<Void> exchangeDeclare(ExchangeDeclare d) {
+        if (d == null) {
+            return invalid("declare must not be null");
+        }
+        return voidRpc(MethodIds.EXCHANGE_DECLARE, MethodIds.EXCHANGE_DECLARE_OK, d.noWait(),
+                () -> Requests.exchangeDeclare(state.alloc(), number, d));
+    }
+
+    @Override
+    public CompletionStage<Void> exchangeDelete(String exchange) {
+        return exchangeDelete(exchange, false, false);
+    }
+
+    @Override
+    public CompletionStage<Void> exchangeDelete(String exchange, boolean ifUnused, boolean noWait) {
+        return voidRpc(MethodIds.EXCHANGE_DELETE, MethodIds.EXCHANGE_DELETE_OK, noWait,
+                () -> Requests.exchangeDelete(state.alloc(), number, exchange, ifUnused, noWait));
+    }
+
+    @Override
+    public CompletionStage<Void> exchangeBind(String destination, String source, String routingKey) {
+        return exchangeBind(destination, source, routingKey, Map.of(), false);
+    }
+
+    @Override
+    public CompletionStage<Void> exchangeBind(String destination, String source, String routingKey,
+                                              Map<String, ?> arguments, boolean noWait) {
+        return voidRpc(MethodIds.EXCHANGE_BIND, MethodIds.EXCHANGE_BIND_OK, noWait,
+                () -> Requests.exchangeBind(state.alloc(), number, true, destination, source, routingKey, arguments,
+                        noWait));
+    }
+
+    @Override
+    public CompletionStage<Void> exchangeUnbind(String destination, String source, String routingKey) {
+        return exchangeUnbind(destination, source, routingKey, Map.of(), false);
+    }
+
+    @Override
+    public CompletionStage<Void> exchangeUnbind(String destination, String source, String routingKey,
+                                                Map<String, ?> arguments, boolean noWait) {
+        return voidRpc(MethodIds.EXCHANGE_UNBIND, MethodIds.EXCHANGE_UNBIND_OK, noWait,
+                () -> Requests.exchangeBind(state.alloc(), number, false, destination, source, routingKey, arguments,
+                        noWait));
+    }
+
+    // ---- queue -------------------------------------------------------------------------------------------
+
+    @Override
+    public CompletionStage<QueueDeclareOk> queueDeclare(String queue) {
+        if (queue == null) {
+            return invalid("queue must not be null");
+        }
+        return queueDeclare(QueueDeclare.named(queue));
+    }
+
+    @Override
+    public CompletionStage<QueueDeclareOk> queueDeclare(QueueDeclare d) {
+        if (d == null) {
+            return invalid("declare must not be null");
+        }
+        if (d.noWait() && d.queue().isEmpty()) {
+            return invalid("a server-named queue cannot be declared with nowait: its name comes in declare-ok");
+        }
+        if (d.noWait()) {
+            return rpc(MethodIds.QUEUE_DECLARE, -1, true, new QueueDeclareOk(d.queue(), -1, -1),
+                    () -> Requests.queueDeclare(state.alloc(), number, d), null);
+        }
+        return rpc(MethodIds.QUEUE_DECLARE, MethodIds.QUEUE_DECLARE_OK, false, null,
+                () -> Requests.queueDeclare(state.alloc(), number, d),
+                (frame, f) -> f.complete(Replies.queueDeclareOk(frame)));
+    }
+
+    @Override
+    public CompletionStage<Void> queueBind(String queue, String exchange, String routingKey) {
+        return queueBind(queue, exchange, routingKey, Map.of(), false);
+    }
+
+    @Override
+    public CompletionStage<Void> queueBind(String queue, String exchange, String routingKey,
+                                           Map<String, ?> arguments, boolean noWait) {
+        return voidRpc(MethodIds.QUEUE_BIND, MethodIds.QUEUE_BIND_OK, noWait,
+                () -> Requests.queueBind(state.alloc(), number, queue, exchange, routingKey, arguments, noWait));
+    }
+
+    @Override
+    public CompletionStage<Void> queueUnbind(String queue, String exchange, String routingKey) {
+        return queueUnbind(queue, exchange, routingKey, Map.of());
+    }
+
+    @Override
+    public CompletionStage<Void> queueUnbind(String queue, String exchange, String routingKey,
+                                             Map<String, ?> arguments) {
+        return voidRpc(MethodIds.QUEUE_UNBIND, MethodIds.QUEUE_UNBIND_OK, false,
+                () -> Requests.queueUnbind(state.alloc(), number, queue, exchange, routingKey, arguments));
+    }
+
+    @Override
+    public CompletionStage<Long> queuePurge(String queue) {
+        return rpc(MethodIds.QUEUE_PURGE, MethodIds.QUEUE_PURGE_OK, false, null,
+                () -> Requests.queuePurge(state.alloc(), number, queue, false),
+                (frame, f) -> f.complete(Replies.messageCount(frame)));
+    }
+
+    @Override
+    public CompletionStage<Void> queuePurgeNoWait(String queue) {
+        return voidRpc(MethodIds.QUEUE_PURGE, -1, true, () -> Requests.queuePurge(state.alloc(), number, queue, true));
+    }
+
+    @Override
+    public CompletionStage<Long> queueDelete(String queue) {
+        return queueDelete(queue, false, false);
+    }
+
+    @Override
+    public CompletionStage<Long> queueDelete(String queue, boolean ifUnused, boolean ifEmpty) {
+        return rpc(MethodIds.QUEUE_DELETE, MethodIds.QUEUE_DELETE_OK, false, null,
+                () -> Requests.queueDelete(state.alloc(), number, queue, ifUnused, ifEmpty, false),
+                (frame, f) -> f.complete(Replies.messageCount(frame)));
+    }
+
+    @Override
+    public CompletionStage<Void> queueDeleteNoWait(String queue, boolean ifUnused, boolean ifEmpty) {
+        return voidRpc(MethodIds.QUEUE_DELETE, -1, true,
+                () -> Requests.queueDelete(state.alloc(), number, queue, ifUnused, ifEmpty, true));
+    }
+
+    // ---- basic -------------------------------------------------------------------------------------------
+
+    @Override
+    public CompletionStage<Void> basicQos(int prefetchCount) {
+        return basicQos(0, prefetchCount, false);
+    }
+
+    @Override
+    public CompletionStage<Void> basicQos(int prefetchSize, int prefetchCount, boolean global) {
+        if (prefetchSize < 0 || prefetchCount < 0 || prefetchCount > 0xFFFF) {
+            return invalid("prefetchSize must not be negative and prefetchCount must be within 0..65535");
+        }
+        return voidRpc(MethodIds.BASIC_QOS, MethodIds.BASIC_QOS_OK, false,
+                () -> Requests.basicQos(state.alloc(), number, prefetchSize, prefetchCount, global));
+    }
+
+    @Override
+    public CompletionStage<GetResponse> basicGet(String queue, boolean autoAck) {
+        CompletableFuture<GetResponse> future = new CompletableFuture<>();
+        ByteBuf frame;
+        try {
+            frame = Requests.basicGet(state.alloc(), number, queue, autoAck);
+        } catch (RuntimeException e) {
+            future.completeExceptionally(e);
+            return future;
+        }
+        ChannelRpc.Request<GetResponse> request = ChannelRpc.Request.of(MethodIds.BASIC_GET, MethodIds.BASIC_GET_OK,
+                MethodIds.BASIC_GET_EMPTY, frame, (reply, f) -> BasicGet.onReply(state, reply, f), future);
+        state.outbound().execute(() -> state.call(request));
+        return future;
+    }
+
+    @Override
+    public void basicAck(long deliveryTag, boolean multiple) {
+        ByteBuf frame = Requests.basicAck(state.alloc(), number, deliveryTag, multiple);
+        state.outbound().execute(() -> state.send(frame));
+    }
+
+    @Override
+    public void basicNack(long deliveryTag, boolean multiple, boolean requeue) {
+        ByteBuf frame = Requests.basicNack(state.alloc(), number, deliveryTag, multiple, requeue);
+        state.outbound().execute(() -> state.send(frame));
+    }
+
+    @Override
+    public void basicReject(long deliveryTag, boolean requeue) {
+        ByteBuf frame = Requests.basicReject(state.alloc(), number, deliveryTag, requeue);
+        state.outbound().execute(() -> state.send(frame));
+    }
+
+    @Override
+    public CompletionStage<Void> basicRecover(boolean requeue) {
+        return voidRpc(MethodIds.BASIC_RECOVER, MethodIds.BASIC_RECOVER_OK, false,
+                () -> Requests.basicRecover(state.alloc(), number, requeue));
+    }
+
+    // ---- tx, confirm -------------------------------------------------------------------------------------
+
+    @Override
+    public CompletionStage<Void> txSelect() {
+        return voidRpc(MethodIds.TX_SELECT, MethodIds.TX_SELECT_OK, false, () -> Requests.txSelect(state.alloc(), number));
+    }
+
+    @Override
+    public CompletionStage<Void> txCommit() {
+        return voidRpc(MethodIds.TX_COMMIT, MethodIds.TX_COMMIT_OK, false, () -> Requests.txCommit(state.alloc(), number));
+    }
+
+    @Override
+    public CompletionStage<Void> txRollback() {
+        return voidRpc(MethodIds.TX_ROLLBACK, MethodIds.TX_ROLLBACK_OK, false,
+                () -> Requests.txRollback(state.alloc(), number));
+    }
+
+    @Override
+    public CompletionStage<Void> confirmSelect() {
+        return confirmSelect(false);
+    }
+
+    @Override
+    public CompletionStage<Void> confirmSelect(boolean noWait) {
+        return voidRpc(MethodIds.CONFIRM_SELECT, MethodIds.CONFIRM_SELECT_OK, noWait,
+                () -> Requests.confirmSelect(state.alloc(), number, noWait));
+    }
+
+    // ---- plumbing ----------------------------------------------------------------------------------------
+
+    /**
+     * Sends a synchronous request whose reply carries nothing the caller needs. Public so that the publish
+     * and consume extensions send their own requests the same way (basic.consume, basic.cancel, ...).
+     */
+    public CompletionStage<Void> voidRpc(int requestKey, int replyKey, boolean noWait, Supplier<ByteBuf> encode) {
+        return rpc(requestKey, replyKey, noWait, null, encode, (frame, f) -> f.complete(null));
+    }
+
+    /**
+     * Encodes on the caller's thread (an {@link IllegalArgumentException} fails the stage, nothing is
+     * written), then queues the request on the event loop.
+     */
+    public <T> CompletionStage<T> rpc(int requestKey, int replyKey, boolean noWait, T noWaitResult,
+                                      Supplier<ByteBuf> encode, ChannelRpc.ReplyHandler<T> handler) {
+        CompletableFuture<T> future = new CompletableFuture<>();
+        ByteBuf frame;
+        try {
+            frame = encode.get();
+        } catch (RuntimeException e) {
+            future.completeExceptionally(e);
+            return future;
+        }
+        ChannelRpc.Request<T> request = noWait
+                ? ChannelRpc.Request.noWait(requestKey, frame, noWaitResult, future)
+                : ChannelRpc.Request.of(requestKey, replyKey, -1, frame, handler, future);
+        state.outbound().execute(() -> state.call(request));
+        return future;
+    }
+
+    private static <T> CompletionStage<T> invalid(String message) {
+        return CompletableFuture.failedFuture(new IllegalArgumentException(message));
+    }
+
+    @Override
+    public String toString() {
+        return "Channel(" + number + ", " + (open ? "open" : "closed") + ")";
+    }
+}

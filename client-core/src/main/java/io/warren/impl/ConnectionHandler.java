@@ -1,0 +1,446 @@
+package io.warren.impl;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.util.ReferenceCountUtil;
+import io.netty.util.concurrent.ScheduledFuture;
+import io.warren.AmqpException;
+import io.warren.Address;
+import io.warren.AuthenticationException;
+import io.warren.Channel;
+import io.warren.ConnectionClosedException;
+import io.warren.ConnectionOptions;
+import io.warren.codec.AmqpProtocolException;
+import io.warren.codec.Frame;
+import io.warren.codec.FrameDecoder;
+import io.warren.codec.FrameType;
+import io.warren.codec.ProtocolVersionMismatchException;
+import io.warren.codec.ReplyCode;
+import io.warren.codec.method.ConnectionBlocked;
+import io.warren.codec.method.MethodIds;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The connection's protocol state, after the {@link FrameDecoder} in the pipeline: the handshake, the
+ * demultiplexing of frames to channels by number, heartbeats, connection.blocked, and the close
+ * handshake in both directions. Every method runs on the connection's event loop; the public face is
+ * {@link ConnectionImpl}, which hands calls over through the {@link OutboundPath}.
+ *
+ * <p>Every {@link Frame} read here is released exactly once: here, or by the channel it is passed to.
+ * A malformed frame ({@link AmqpProtocolException} from the decoder or from a channel) closes the connection
+ * with the exception's reply code (501, 502, 503, 505) and a {@link ConnectionClosedException} that names it.
+ */
+public final class ConnectionHandler extends ChannelInboundHandlerAdapter implements Handshake.Callbacks {
+
+    private static final Logger LOG = LoggerFactory.getLogger(ConnectionHandler.class);
+
+    enum State { HANDSHAKE, OPEN, CLOSING, CLOSED }
+
+    private final ConnectionOptions options;
+    private final Address address;
+    private final CompletableFuture<ConnectionImpl> connected;
+    private final ConnectionImpl facade;
+    private final long rpcTimeoutNanos;
+
+    // set once in handlerAdded, then read-only
+    private ChannelHandlerContext ctx;
+    private OutboundPath outbound;
+    private Heartbeats heartbeats;
+    private Handshake handshake;
+
+    // event loop only
+    private State state = State.HANDSHAKE;
+    private ChannelTable channels;
+    private AmqpException closeCause;
+    private AmqpException connectFailure;
+    private ScheduledFuture<?> closeTimer;
+
+    /**
+     * @param connected completed with the connection at connection.open-ok, or failed with why the
+     *                  connection could not be opened (authentication, virtual host, timeout, socket)
+     */
+    public ConnectionHandler(ConnectionOptions options, Address address, CompletableFuture<ConnectionImpl> connected) {
+        this.options = options;
+        this.address = address;
+        this.connected = connected;
+        this.rpcTimeoutNanos = options.rpcTimeout().toNanos();
+        this.facade = new ConnectionImpl(this, options, address);
+    }
+
+    // ---- accessors (any thread unless noted) -------------------------------------------------------------
+
+    public ConnectionImpl facade() {
+        return facade;
+    }
+
+    /** The connection's one outbound path. */
+    public OutboundPath outbound() {
+        return outbound;
+    }
+
+    public ByteBufAllocator alloc() {
+        return ctx.alloc();
+    }
+
+    ConnectionOptions options() {
+        return options;
+    }
+
+    /** Where the handshake is, for timeout messages. Event loop. */
+    String stageDescription() {
+        return handshake == null ? "connecting" : handshake.stage().description;
+    }
+
+    // ---- pipeline events ---------------------------------------------------------------------------------
+
+    @Override
+    public void handlerAdded(ChannelHandlerContext ctx) {
+        this.ctx = ctx;
+        this.outbound = new OutboundPath(ctx);
+        this.heartbeats = new Heartbeats(outbound, ctx.alloc(), this::missedHeartbeats);
+        this.handshake = new Handshake(options, outbound, ctx.alloc(), this);
+    }
+
+    @Override
+    public void channelActive(ChannelHandlerContext ctx) {
+        handshake.start();
+        ctx.fireChannelActive();
+    }
+
+    @Override
+    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+        if (!(msg instanceof Frame frame)) {
+            ReferenceCountUtil.release(msg);
+            return;
+        }
+        outbound.beginReadBatch();
+        heartbeats.onRead();
+        try {
+            onFrame(frame);
+        } catch (AmqpProtocolException e) {
+            protocolError(e);
+        } catch (AmqpException e) {
+            // the handshake refused something (a SASL mechanism the broker does not offer)
+            failHandshake(e);
+        }
+    }
+
+    @Override
+    public void channelReadComplete(ChannelHandlerContext ctx) {
+        outbound.endReadBatch();
+        ctx.fireChannelReadComplete();
+    }
+
+    @Override
+    public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+        if (cause instanceof ProtocolVersionMismatchException e) {
+            failHandshake(new ConnectionClosedException(address + " does not speak AMQP 0-9-1: " + e.getMessage(), e));
+        } else if (cause instanceof AmqpProtocolException e) {
+            protocolError(e);
+        } else if (state != State.CLOSED) {
+            String what = cause instanceof javax.net.ssl.SSLException || cause.getCause() instanceof javax.net.ssl.SSLException
+                    ? "TLS failure" : "I/O failure";
+            LOG.debug("connection to {}: {}", address, what, cause);
+            recordCause(new ConnectionClosedException("connection to " + address + " lost: " + what + ": " + cause,
+                    cause));
+            ctx.close();
+        }
+    }
+
+    @Override
+    public void channelInactive(ChannelHandlerContext ctx) {
+        finish();
+        ctx.fireChannelInactive();
+    }
+
+    // ---- inbound -----------------------------------------------------------------------------------------
+
+    private void onFrame(Frame frame) {
+        if (state == State.CLOSED) {
+            frame.release();
+            return;
+        }
+        int channel = frame.channel();
+        if (channel == 0) {
+            try {
+                if (frame.type() == FrameType.METHOD) {
+                    ByteBuf p = frame.payload();
+                    onConnectionMethod(p.getInt(p.readerIndex()), frame);
+                }
+                // heartbeats: their arrival was all that mattered
+            } finally {
+                frame.release();
+            }
+            return;
+        }
+        if (state == State.HANDSHAKE) {
+            frame.release();
+            throw new AmqpProtocolException(ReplyCode.UNEXPECTED_FRAME, "frame on channel " + channel
+                    + " before connection.open-ok", frame.type(), channel, -1, -1, -1);
+        }
+        ChannelState target = state == State.OPEN ? channels.get(channel) : null;
+        if (target == null) {
+            // Closing (the spec says discard all but close/close-ok), or a channel already forgotten.
+            frame.release();
+            return;
+        }
+        target.onFrame(frame);
+    }
+
+    /** A method on channel 0; the frame is borrowed. */
+    private void onConnectionMethod(int key, Frame frame) {
+        if (key == MethodIds.CONNECTION_CLOSE) {
+            onBrokerClose(frame);
+        } else if (key == MethodIds.CONNECTION_CLOSE_OK) {
+            if (state == State.CLOSING) {
+                ctx.close();
+            }
+        } else if (state == State.HANDSHAKE) {
+            handshake.onMethod(key, frame);
+        } else if (state == State.CLOSING) {
+            // only close and close-ok matter now
+        } else if (key == MethodIds.CONNECTION_BLOCKED) {
+            ByteBuf p = frame.payload();
+            facade.blocked(new ConnectionBlocked().wrap(p, p.readerIndex()).reasonAsString());
+        } else if (key == MethodIds.CONNECTION_UNBLOCKED) {
+            facade.unblocked();
+        } else if (key != MethodIds.CONNECTION_UPDATE_SECRET_OK) {
+            throw new AmqpProtocolException(ReplyCode.UNEXPECTED_FRAME, "unexpected " + MethodNames.describe(key)
+                    + " on an open connection", FrameType.METHOD, 0, MethodIds.classId(key), MethodIds.methodId(key), -1);
+        }
+    }
+
+    // ---- handshake callbacks -----------------------------------------------------------------------------
+
+    @Override
+    public void tuned(Handshake.Tuned tuned) {
+        // channel-max 0 means "no limit": the wire's limit, 65535.
+        channels = new ChannelTable(tuned.channelMax() == 0 ? 0xFFFF : tuned.channelMax());
+        FrameDecoder decoder = ctx.pipeline().get(FrameDecoder.class);
+        if (decoder != null) {
+            decoder.setFrameMax(tuned.frameMax());
+        }
+        facade.tuned(channels.channelMax(), tuned.frameMax(), tuned.heartbeat());
+        heartbeats.start(tuned.heartbeat());
+    }
+
+    @Override
+    public void opened(Map<String, Object> serverProperties) {
+        state = State.OPEN;
+        facade.opened(serverProperties);
+        LOG.debug("connected to {} (vhost '{}', {} {})", address, options.virtualHost(),
+                serverProperties.get("product"), serverProperties.get("version"));
+        connected.complete(facade);
+    }
+
+    // ---- channels ----------------------------------------------------------------------------------------
+
+    /** Opens a channel on a free number. Event loop. */
+    void openChannel(CompletableFuture<Channel> result) {
+        if (state != State.OPEN) {
+            result.completeExceptionally(closedError());
+            return;
+        }
+        ChannelState channel = channels.allocate(n -> new ChannelState(n, this, rpcTimeoutNanos,
+                options.maxInboundMessageBodySize()));
+        if (channel == null) {
+            result.completeExceptionally(new AmqpException("no free channel number on " + address + ": all "
+                    + channels.channelMax() + " (the negotiated channel-max) are in use"));
+            return;
+        }
+        channel.open(result);
+    }
+
+    /** The channel's number may be reused: the broker has forgotten it. Event loop. */
+    void channelClosed(ChannelState channel) {
+        if (channels != null) {
+            channels.remove(channel);
+        }
+    }
+
+    /** Number of channels holding a number (open, opening or awaiting close-ok). Event loop. */
+    int channelCount() {
+        return channels == null ? 0 : channels.size();
+    }
+
+    // ---- close -------------------------------------------------------------------------------------------
+
+    /**
+     * Application close: connection.close, then close-ok or the close timeout, then the socket. A blocked
+     * connection may never get close-ok from RabbitMQ, hence the timeout. {@code result} completes once the
+     * socket is closed. Event loop.
+     */
+    void close(int replyCode, String replyText, CompletableFuture<Void> result) {
+        ctx.channel().closeFuture().addListener(f -> result.complete(null));
+        switch (state) {
+            case HANDSHAKE -> {
+                failHandshake(new ConnectionClosedException("connection to " + address
+                        + " closed by the application during the handshake", null));
+            }
+            case OPEN -> {
+                ConnectionClosedException cause = new ConnectionClosedException("connection to " + address
+                        + " closed by the application" + (replyCode == ReplyCode.REPLY_SUCCESS ? ""
+                        : ": " + replyCode + " " + replyText), null, replyCode, replyText, 0, 0, false);
+                startClosing(cause, replyCode, replyText, 0, 0);
+            }
+            default -> {
+                // closing already: the socket close completes the result
+            }
+        }
+    }
+
+    private void startClosing(AmqpException cause, int replyCode, String replyText, int classId, int methodId) {
+        recordCause(cause);
+        state = State.CLOSING;
+        facade.closing();
+        failChannels(closeCause);
+        outbound.write(Requests.connectionClose(ctx.alloc(), replyCode, replyText, classId, methodId));
+        closeTimer = ctx.executor().schedule(() -> {
+            LOG.debug("no connection.close-ok from {} within {}; closing the socket", address, options.closeTimeout());
+            ctx.close();
+        }, options.closeTimeout().toNanos(), TimeUnit.NANOSECONDS);
+    }
+
+    private void onBrokerClose(Frame frame) {
+        Replies.Close close = Replies.close(frame);
+        ConnectionClosedException cause;
+        if (state == State.HANDSHAKE) {
+            cause = handshakeRefusal(close);
+            connectFailure = cause;
+        } else {
+            cause = new ConnectionClosedException("connection to " + address + " closed by the broker: "
+                    + close.describe(), null, close.replyCode(), close.replyText(), close.classId(), close.methodId(),
+                    true);
+        }
+        recordCause(cause);
+        if (state == State.OPEN || state == State.HANDSHAKE) {
+            LOG.debug("connection to {} closed by the broker: {}", address, close.describe());
+        }
+        state = State.CLOSING;
+        facade.closing();
+        failChannels(closeCause);
+        // The broker closes the socket once it has our close-ok; we close it too, in case it does not.
+        outbound.write(Requests.connectionCloseOk(ctx.alloc()), c -> ctx.close());
+    }
+
+    private ConnectionClosedException handshakeRefusal(Replies.Close close) {
+        if (close.replyCode() == ReplyCode.ACCESS_REFUSED && handshake.stage() == Handshake.Stage.AUTHENTICATING) {
+            return new AuthenticationException("authentication failed for user '" + options.username() + "' on "
+                    + address + " with " + options.authMechanism() + ": " + close.describe(), null, close.replyCode(),
+                    close.replyText(), close.classId(), close.methodId());
+        }
+        return new ConnectionClosedException("the broker at " + address + " refused the connection ("
+                + handshake.stage().description + "): " + close.describe(), null, close.replyCode(), close.replyText(),
+                close.classId(), close.methodId(), true);
+    }
+
+    /** Malformed or unexpected input: close with its reply code and an exception that names it. */
+    private void protocolError(AmqpProtocolException e) {
+        if (state == State.CLOSED) {
+            return;
+        }
+        LOG.warn("protocol error on the connection to {}: {}", address, e.getMessage());
+        ConnectionClosedException cause = new ConnectionClosedException("connection to " + address
+                + " closed by the client after a protocol error: " + e.getMessage(), e, e.replyCode(), e.detail(),
+                Math.max(e.classId(), 0), Math.max(e.methodId(), 0), false);
+        if (state == State.HANDSHAKE) {
+            connectFailure = cause;
+        }
+        if (state == State.CLOSING) {
+            ctx.close();
+            return;
+        }
+        startClosing(cause, e.replyCode(), ReplyCode.name(e.replyCode()) + " - " + e.detail(),
+                Math.max(e.classId(), 0), Math.max(e.methodId(), 0));
+    }
+
+    private void missedHeartbeats(long silentMillis) {
+        recordCause(new ConnectionClosedException("missed heartbeats from " + address + ": no frame for "
+                + silentMillis + " ms (two heartbeat intervals of " + facade.heartbeat() + " s)", null));
+        LOG.warn(closeCause.getMessage());
+        ctx.close();
+    }
+
+    /** The connect attempt took too long: the connector fails it with {@code cause}. Event loop. */
+    void connectTimedOut(AmqpException cause) {
+        if (state == State.HANDSHAKE) {
+            failHandshake(cause);
+        }
+    }
+
+    private void failHandshake(AmqpException cause) {
+        if (connectFailure == null) {
+            connectFailure = cause;
+        }
+        recordCause(cause);
+        ctx.close();
+    }
+
+    private void recordCause(AmqpException cause) {
+        if (closeCause == null) {
+            closeCause = cause;
+        }
+    }
+
+    private void failChannels(AmqpException cause) {
+        if (channels != null) {
+            for (ChannelState c : channels.all()) {
+                c.onConnectionClosed(cause);
+            }
+        }
+    }
+
+    /** The socket is closed: everything still pending fails with the recorded cause. */
+    private void finish() {
+        if (state == State.CLOSED) {
+            return;
+        }
+        boolean wasHandshaking = state == State.HANDSHAKE;
+        if (closeCause == null) {
+            if (wasHandshaking && handshake.stage() == Handshake.Stage.AUTHENTICATING) {
+                // Brokers without authentication_failure_close just drop the socket on bad credentials.
+                connectFailure = new AuthenticationException("the broker at " + address
+                        + " closed the connection during authentication: wrong credentials for user '"
+                        + options.username() + "' (" + options.authMechanism() + ")?", null, ReplyCode.ACCESS_REFUSED,
+                        null, 10, 11);
+            }
+            recordCause(new ConnectionClosedException("connection to " + address + " lost"
+                    + (wasHandshaking ? " during the handshake (" + handshake.stage().description + ")" : ""), null));
+        }
+        state = State.CLOSED;
+        heartbeats.stop();
+        if (closeTimer != null) {
+            closeTimer.cancel(false);
+        }
+        ConnectionClosedException cause = closeCause instanceof ConnectionClosedException cce ? cce
+                : new ConnectionClosedException(closeCause.getMessage(), closeCause);
+        failChannels(cause);
+        outbound.discardQueued(cause);
+        if (!connected.isDone()) {
+            connected.completeExceptionally(connectFailure != null ? connectFailure : closeCause);
+        }
+        facade.closed(cause);
+        if (!wasHandshaking) {
+            LOG.debug("connection to {} closed: {}", address, cause.getMessage());
+        }
+    }
+
+    /** The error for an operation on a connection that is not open. */
+    ConnectionClosedException closedError() {
+        AmqpException cause = closeCause;
+        if (state == State.HANDSHAKE) {
+            return new ConnectionClosedException("connection to " + address + " is not open yet", null);
+        }
+        return new ConnectionClosedException("connection to " + address + " is closed"
+                + (cause == null ? "" : ": " + cause.getMessage()), cause,
+                cause == null ? 0 : cause.replyCode(), cause == null ? null : cause.replyText(),
+                cause == null ? 0 : cause.classId(), cause == null ? 0 : cause.methodId(),
+                cause instanceof ConnectionClosedException c && c.initiatedByBroker());
+    }
+}

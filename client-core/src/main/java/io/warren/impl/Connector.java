@@ -1,0 +1,163 @@
+package io.warren.impl;
+
+import io.netty.bootstrap.Bootstrap;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.ChannelPipeline;
+import io.netty.channel.EventLoopGroup;
+import io.netty.handler.ssl.SslContext;
+import io.netty.handler.ssl.SslContextBuilder;
+import io.netty.handler.ssl.SslHandler;
+import io.netty.util.concurrent.ScheduledFuture;
+import io.warren.Address;
+import io.warren.AmqpException;
+import io.warren.AuthMechanism;
+import io.warren.Connection;
+import io.warren.ConnectionClosedException;
+import io.warren.ConnectionOptions;
+import io.warren.ConnectionTimeoutException;
+import io.warren.TlsOptions;
+import io.warren.codec.FrameDecoder;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
+import javax.net.ssl.SSLException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Opens a connection: tries the addresses in order (or shuffled), each attempt bounded by the connection
+ * timeout (TCP connect, TLS and AMQP handshake together). An attempt the broker refused at the AMQP level
+ * (bad credentials, unknown virtual host) is not retried on the next address: the next would refuse too.
+ *
+ * <p>The pipeline: {@code [SslHandler] -> FrameDecoder -> ConnectionHandler}.
+ */
+public final class Connector {
+
+    private static final Logger LOG = LoggerFactory.getLogger(Connector.class);
+
+    private final EventLoopGroup group;
+    private final Class<? extends io.netty.channel.Channel> channelClass;
+
+    public Connector(EventLoopGroup group, Class<? extends io.netty.channel.Channel> channelClass) {
+        this.group = group;
+        this.channelClass = channelClass;
+    }
+
+    /** Connects with {@code options} (copied by the caller). Never throws: failures fail the stage. */
+    public CompletionStage<Connection> connect(ConnectionOptions options) {
+        CompletableFuture<Connection> result = new CompletableFuture<>();
+        SslContext ssl;
+        try {
+            ssl = options.tls() == null ? null : sslContext(options.tls());
+            if (options.authMechanism() == AuthMechanism.EXTERNAL && options.tls() == null) {
+                throw new IllegalArgumentException("EXTERNAL authentication needs TLS (amqps) with a client certificate");
+            }
+        } catch (SSLException | RuntimeException e) {
+            result.completeExceptionally(e instanceof SSLException
+                    ? new AmqpException("invalid TLS settings: " + e.getMessage(), e) : e);
+            return result;
+        }
+        List<Address> addresses = new ArrayList<>(options.addresses());
+        if (options.shuffleAddresses()) {
+            Collections.shuffle(addresses);
+        }
+        attempt(options, ssl, addresses, 0, new ArrayList<>(), result);
+        return result;
+    }
+
+    private void attempt(ConnectionOptions options, SslContext ssl, List<Address> addresses, int index,
+                         List<Throwable> failures, CompletableFuture<Connection> result) {
+        Address address = addresses.get(index);
+        CompletableFuture<ConnectionImpl> connected = new CompletableFuture<>();
+        ConnectionHandler handler = new ConnectionHandler(options, address, connected);
+        long timeoutMillis = options.connectionTimeout().toMillis();
+        Bootstrap bootstrap = new Bootstrap()
+                .group(group)
+                .channel(channelClass)
+                .option(ChannelOption.TCP_NODELAY, true)
+                .option(ChannelOption.SO_KEEPALIVE, true)
+                .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.min(timeoutMillis, Integer.MAX_VALUE))
+                .handler(new ChannelInitializer<>() {
+                    @Override
+                    protected void initChannel(io.netty.channel.Channel ch) {
+                        ChannelPipeline p = ch.pipeline();
+                        if (ssl != null) {
+                            String host = options.tls().serverName() != null ? options.tls().serverName()
+                                    : address.host();
+                            SslHandler sslHandler = ssl.newHandler(ch.alloc(), host, address.port());
+                            sslHandler.setHandshakeTimeoutMillis(timeoutMillis);
+                            p.addLast("tls", sslHandler);
+                        }
+                        p.addLast("frames", new FrameDecoder());
+                        p.addLast("amqp", handler);
+                    }
+                });
+        ChannelFuture connect = bootstrap.connect(address.host(), address.port());
+        ScheduledFuture<?> timer = connect.channel().eventLoop().schedule(() -> {
+            if (!connected.isDone()) {
+                String stage = connect.isSuccess() ? handler.stageDescription() : "TCP connect";
+                handler.connectTimedOut(new ConnectionTimeoutException("could not connect to " + address + " within "
+                        + timeoutMillis + " ms (connection_timeout); stage reached: " + stage));
+                connected.completeExceptionally(new ConnectionTimeoutException("could not connect to " + address
+                        + " within " + timeoutMillis + " ms (connection_timeout); stage reached: " + stage));
+                connect.channel().close();
+            }
+        }, timeoutMillis, TimeUnit.MILLISECONDS);
+        connect.addListener(f -> {
+            if (!f.isSuccess()) {
+                connected.completeExceptionally(new ConnectionClosedException("could not connect to " + address
+                        + ": " + f.cause(), f.cause()));
+            }
+        });
+        connected.whenComplete((connection, error) -> {
+            timer.cancel(false);
+            if (error == null) {
+                result.complete(connection);
+                return;
+            }
+            failures.add(error);
+            boolean refusedByBroker = error instanceof ConnectionClosedException cce && cce.replyCode() != 0
+                    && cce.initiatedByBroker();
+            if (!refusedByBroker && index + 1 < addresses.size()) {
+                LOG.debug("connecting to {} failed, trying the next address: {}", address, error.getMessage());
+                attempt(options, ssl, addresses, index + 1, failures, result);
+                return;
+            }
+            result.completeExceptionally(failure(addresses, failures));
+        });
+    }
+
+    private static Throwable failure(List<Address> addresses, List<Throwable> failures) {
+        Throwable last = failures.get(failures.size() - 1);
+        if (failures.size() == 1) {
+            return last;
+        }
+        AmqpException all = new ConnectionClosedException("could not connect to any of " + addresses
+                + "; last failure: " + last.getMessage(), last);
+        for (Throwable t : failures.subList(0, failures.size() - 1)) {
+            all.addSuppressed(t);
+        }
+        return all;
+    }
+
+    static SslContext sslContext(TlsOptions tls) throws SSLException {
+        SslContextBuilder builder = SslContextBuilder.forClient();
+        if (tls.trustManagerFactory() != null) {
+            builder.trustManager(tls.trustManagerFactory());
+        }
+        if (tls.keyManagerFactory() != null) {
+            builder.keyManager(tls.keyManagerFactory());
+        }
+        if (tls.protocols() != null) {
+            builder.protocols(tls.protocols());
+        }
+        // HTTPS rules: the certificate must name the host we connect to (or serverName).
+        builder.endpointIdentificationAlgorithm(tls.hostnameVerification() ? "HTTPS" : null);
+        return builder.build();
+    }
+}

@@ -1,0 +1,226 @@
+package io.warren.impl;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelPromise;
+import io.netty.util.ReferenceCountUtil;
+import io.netty.util.concurrent.EventExecutor;
+import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
+import org.jctools.queues.MessagePassingQueue;
+import org.jctools.queues.MpscUnboundedArrayQueue;
+
+/**
+ * The one way out of a connection: every frame Warren writes, from any thread, goes through here.
+ *
+ * <ul>
+ *   <li>On the event loop a write goes straight to the pipeline. The flush is coalesced: once at the end
+ *       of the read batch ({@link #endReadBatch()}), at the end of a drain, or else by one flush task
+ *       scheduled for the end of the current event-loop pass. Never one flush per frame when busy.</li>
+ *   <li>Off the event loop a write (or a task, see {@link #execute}) is offered to an MPSC queue, and the
+ *       thread that takes the queue from idle schedules ONE drain task; the drain writes everything queued
+ *       (running queued tasks in place, so a caller's writes and tasks keep their order) and flushes once.</li>
+ *   <li>Each item is atomic: a buffer handed to {@link #write} is written whole, so the frames of one
+ *       message (one buffer or composite) are never interleaved with another's.</li>
+ * </ul>
+ *
+ * <p>Ownership: a buffer passed to {@code write} belongs to the path from the call on; it is released
+ * when written, or when the write fails (including on a closed connection).
+ */
+public final class OutboundPath {
+
+    /** Told, on the event loop, that a write finished: {@code cause} is {@code null} on success. */
+    @FunctionalInterface
+    public interface WriteListener {
+        void written(Throwable cause);
+    }
+
+    private static final AtomicIntegerFieldUpdater<OutboundPath> DRAIN_SCHEDULED =
+            AtomicIntegerFieldUpdater.newUpdater(OutboundPath.class, "drainScheduled");
+
+    private final ChannelHandlerContext ctx;
+    private final EventExecutor loop;
+    private final Runnable drainTask = this::drain;
+    private final Runnable flushTask = this::flushTask;
+
+    // any thread (volatile / MPSC)
+    private final MessagePassingQueue<Object> queue = new MpscUnboundedArrayQueue<>(256);
+    private volatile int drainScheduled;
+
+    // event loop only
+    private boolean inBatch;
+    private boolean flushPending;
+    private boolean flushTaskScheduled;
+    private boolean writtenSinceCheck;
+
+    public OutboundPath(ChannelHandlerContext ctx) {
+        this.ctx = ctx;
+        this.loop = ctx.executor();
+    }
+
+    /** The event loop that owns the connection. */
+    public EventExecutor eventLoop() {
+        return loop;
+    }
+
+    public boolean inEventLoop() {
+        return loop.inEventLoop();
+    }
+
+    /** Writes {@code frames} (one or more whole frames) without notification; any thread. Takes ownership. */
+    public void write(ByteBuf frames) {
+        if (loop.inEventLoop()) {
+            writeNow(frames, null);
+        } else {
+            offer(frames);
+        }
+    }
+
+    /**
+     * Writes {@code frames} and tells {@code listener} on the event loop when they are written or failed;
+     * any thread. Takes ownership.
+     */
+    public void write(ByteBuf frames, WriteListener listener) {
+        if (listener == null) {
+            write(frames);
+        } else if (loop.inEventLoop()) {
+            writeNow(frames, listener);
+        } else {
+            offer(new PendingWrite(frames, listener));
+        }
+    }
+
+    /**
+     * Runs {@code task} on the event loop: at once when called there, else queued behind the writes this
+     * thread already queued, so that "write X, then close" from one thread keeps its order.
+     */
+    public void execute(Runnable task) {
+        if (loop.inEventLoop()) {
+            task.run();
+        } else {
+            offer(task);
+        }
+    }
+
+    /** The event loop reads: writes made until {@link #endReadBatch()} are flushed together then. */
+    public void beginReadBatch() {
+        inBatch = true;
+    }
+
+    /** The read batch is over (channelReadComplete): flush what it wrote, once. */
+    public void endReadBatch() {
+        inBatch = false;
+        flushIfPending();
+    }
+
+    /**
+     * True when anything was written since the last call; clears the mark. Used by the heartbeat sender,
+     * which sends only when the connection has been silent.
+     */
+    public boolean takeWrittenMark() {
+        boolean w = writtenSinceCheck;
+        writtenSinceCheck = false;
+        return w;
+    }
+
+    /**
+     * Releases everything still queued and fails its listeners; event loop, when the connection is closed.
+     * Items queued later are written to the closed channel, which releases them and fails their listeners.
+     */
+    public void discardQueued(Throwable cause) {
+        Object item;
+        while ((item = queue.relaxedPoll()) != null) {
+            if (item instanceof Runnable r) {
+                r.run();
+            } else if (item instanceof PendingWrite pw) {
+                ReferenceCountUtil.release(pw.frames);
+                pw.listener.written(cause);
+            } else {
+                ReferenceCountUtil.release(item);
+            }
+        }
+    }
+
+    private void offer(Object item) {
+        queue.offer(item);
+        // Only the thread that takes the queue from idle schedules: one drain task however many writers.
+        if (drainScheduled == 0 && DRAIN_SCHEDULED.compareAndSet(this, 0, 1)) {
+            try {
+                loop.execute(drainTask);
+            } catch (RuntimeException rejected) {
+                // The event loop is shut down: nothing will ever write; release what is queued.
+                drainScheduled = 0;
+                discardRejected(rejected);
+            }
+        }
+    }
+
+    private void discardRejected(Throwable cause) {
+        Object item;
+        while ((item = queue.poll()) != null) {
+            if (item instanceof PendingWrite pw) {
+                ReferenceCountUtil.release(pw.frames);
+                pw.listener.written(cause);
+            } else if (!(item instanceof Runnable)) {
+                ReferenceCountUtil.release(item);
+            }
+        }
+    }
+
+    private void drain() {
+        // Cleared before polling: an offer that finds it 0 schedules a new drain, so nothing is stranded.
+        drainScheduled = 0;
+        boolean outerBatch = inBatch;
+        inBatch = true;
+        try {
+            Object item;
+            while ((item = queue.relaxedPoll()) != null) {
+                if (item instanceof ByteBuf buf) {
+                    writeNow(buf, null);
+                } else if (item instanceof PendingWrite pw) {
+                    writeNow(pw.frames, pw.listener);
+                } else {
+                    ((Runnable) item).run();
+                }
+            }
+        } finally {
+            inBatch = outerBatch;
+            if (!outerBatch) {
+                flushIfPending();
+            }
+        }
+    }
+
+    private void writeNow(ByteBuf frames, WriteListener listener) {
+        writtenSinceCheck = true;
+        if (listener == null) {
+            ctx.write(frames, ctx.voidPromise());
+        } else {
+            ChannelPromise promise = ctx.newPromise();
+            promise.addListener((ChannelFutureListener) (ChannelFuture f) -> listener.written(f.cause()));
+            ctx.write(frames, promise);
+        }
+        flushPending = true;
+        if (!inBatch && !flushTaskScheduled) {
+            // Written outside a batch (a timer, a callback on the loop): flush at the end of this pass.
+            flushTaskScheduled = true;
+            loop.execute(flushTask);
+        }
+    }
+
+    private void flushTask() {
+        flushTaskScheduled = false;
+        flushIfPending();
+    }
+
+    private void flushIfPending() {
+        if (flushPending) {
+            flushPending = false;
+            ctx.flush();
+        }
+    }
+
+    private record PendingWrite(ByteBuf frames, WriteListener listener) {
+    }
+}

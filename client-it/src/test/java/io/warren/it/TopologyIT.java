@@ -1,0 +1,163 @@
+package io.warren.it;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.warren.Channel;
+import io.warren.ChannelClosedException;
+import io.warren.Connection;
+import io.warren.ExchangeDeclare;
+import io.warren.QueueDeclare;
+import io.warren.QueueDeclareOk;
+import io.warren.it.BrokerExtension.TestNames;
+import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * Declare, bind, unbind, purge and delete round trips, checked through the broker's own answers: message
+ * counts, passive declares, and the channel errors (404, 406) that leave the connection working.
+ */
+@ExtendWith(BrokerExtension.class)
+class TopologyIT {
+
+    static <T> T await(CompletionStage<T> stage) throws Exception {
+        return stage.toCompletableFuture().get(30, TimeUnit.SECONDS);
+    }
+
+    static Throwable failure(CompletionStage<?> stage) throws Exception {
+        ExecutionException e = assertThrows(ExecutionException.class,
+                () -> stage.toCompletableFuture().get(30, TimeUnit.SECONDS));
+        return e.getCause();
+    }
+
+    @Test
+    void declarePassiveDeclareAndDeleteAQueue(Connection connection, TestNames names) throws Exception {
+        Channel ch = await(connection.openChannel());
+        String q = names.queue("q");
+        QueueDeclareOk ok = await(ch.queueDeclare(QueueDeclare.named(q).durable(false).autoDelete(false)));
+        assertEquals(q, ok.queue());
+        assertEquals(0, ok.messageCount());
+        assertEquals(0, ok.consumerCount());
+        QueueDeclareOk passive = await(ch.queueDeclare(QueueDeclare.passive(q)));
+        assertEquals(q, passive.queue());
+        assertEquals(0L, await(ch.queueDelete(q)));
+        Throwable gone = failure(ch.queueDeclare(QueueDeclare.passive(q)));
+        ChannelClosedException e = assertInstanceOf(ChannelClosedException.class, gone);
+        assertEquals(404, e.replyCode());
+        assertEquals(50, e.classId());
+        assertEquals(10, e.methodId());
+        assertTrue(e.replyText().contains(q), e.replyText());
+        assertFalse(ch.isOpen());
+        assertTrue(connection.isOpen());
+        await(ch.closeFuture());
+    }
+
+    @Test
+    void serverNamedQueue(Connection connection) throws Exception {
+        Channel ch = await(connection.openChannel());
+        QueueDeclareOk ok = await(ch.queueDeclare(QueueDeclare.serverNamed()));
+        assertTrue(ok.queue().startsWith("amq.gen-"), ok.queue());
+        assertEquals(ok.queue(), await(ch.queueDeclare(QueueDeclare.passive(ok.queue()))).queue());
+        await(ch.close());
+        assertFalse(ch.isOpen());
+    }
+
+    @Test
+    void queueArgumentsAndTypes(Connection connection, TestNames names) throws Exception {
+        Channel ch = await(connection.openChannel());
+        String quorum = names.queue("quorum");
+        String stream = names.queue("stream");
+        String classic = names.queue("classic");
+        assertEquals(quorum, await(ch.queueDeclare(QueueDeclare.named(quorum).quorum())).queue());
+        assertEquals(stream, await(ch.queueDeclare(QueueDeclare.named(stream).stream())).queue());
+        assertEquals(classic, await(ch.queueDeclare(QueueDeclare.named(classic)
+                .messageTtl(Duration.ofMinutes(5)).maxLength(10).exclusive(true))).queue());
+        // the same arguments again: idempotent
+        await(ch.queueDeclare(QueueDeclare.named(quorum).quorum()));
+        await(ch.queueDelete(quorum));
+        await(ch.queueDelete(stream));
+        await(ch.queueDelete(classic));
+        await(ch.close());
+    }
+
+    @Test
+    void redeclareWithOtherArgumentsIs406AndTheConnectionSurvives(Connection connection, TestNames names)
+            throws Exception {
+        Channel ch = await(connection.openChannel());
+        String q = names.queue("q");
+        await(ch.queueDeclare(QueueDeclare.named(q).maxLength(10)));
+        CompletionStage<QueueDeclareOk> second = ch.queueDeclare(QueueDeclare.named(q).maxLength(20));
+        CompletionStage<Long> queuedBehind = ch.queuePurge(q);
+        ChannelClosedException e = assertInstanceOf(ChannelClosedException.class, failure(second));
+        assertEquals(406, e.replyCode());
+        assertTrue(e.initiatedByBroker());
+        assertEquals(ch.channelNumber(), e.channelNumber());
+        assertEquals(50, e.classId());
+        assertEquals(10, e.methodId());
+        assertTrue(e.replyText().startsWith("PRECONDITION_FAILED"), e.replyText());
+        // what was queued behind the failing declare fails with the same cause
+        ChannelClosedException behind = assertInstanceOf(ChannelClosedException.class, failure(queuedBehind));
+        assertEquals(406, behind.replyCode());
+        Channel again = await(connection.openChannel());
+        assertEquals(0L, await(again.queueDelete(q)));
+        await(again.close());
+    }
+
+    @Test
+    void exchangesBindUnbindPurgeThroughTheBrokersAnswers(Connection connection, TestNames names) throws Exception {
+        Channel ch = await(connection.openChannel());
+        String x = names.exchange("x");
+        String x2 = names.exchange("x2");
+        String q = names.queue("q");
+        await(ch.exchangeDeclare(ExchangeDeclare.of(x, "topic").autoDelete(false)));
+        await(ch.exchangeDeclare(x2, "fanout"));
+        await(ch.exchangeDeclare(ExchangeDeclare.passive(x)));
+        await(ch.queueDeclare(q));
+        await(ch.exchangeBind(x2, x, "a.#"));
+        await(ch.queueBind(q, x2, ""));
+        await(ch.exchangeUnbind(x2, x, "a.#"));
+        await(ch.queueUnbind(q, x2, ""));
+        assertEquals(0L, await(ch.queuePurge(q)));
+        await(ch.exchangeBind(x2, x, "b.*", Map.of("x-note", "hi"), true));
+        await(ch.queueBind(q, x, "c", Map.of(), true));
+        await(ch.exchangeDelete(x2));
+        await(ch.exchangeDelete(x, false, false));
+        ChannelClosedException e = assertInstanceOf(ChannelClosedException.class,
+                failure(ch.exchangeDeclare(ExchangeDeclare.passive(x))));
+        assertEquals(404, e.replyCode());
+        assertEquals(40, e.classId());
+        Channel ch2 = await(connection.openChannel());
+        await(ch2.queueDelete(q, false, true));
+        await(ch2.close());
+    }
+
+    @Test
+    void basicGetEmptyAndQosRecoverTxConfirm(Connection connection, TestNames names) throws Exception {
+        Channel ch = await(connection.openChannel());
+        String q = names.queue("q");
+        await(ch.queueDeclare(q));
+        assertNull(await(ch.basicGet(q, true)));
+        await(ch.basicQos(10));
+        await(ch.basicQos(0, 100, true));
+        await(ch.basicRecover(true));
+        await(ch.txSelect());
+        await(ch.txCommit());
+        await(ch.txRollback());
+        Channel confirms = await(connection.openChannel());
+        await(confirms.confirmSelect());
+        await(ch.queueDelete(q));
+        await(ch.close());
+        await(confirms.close());
+        assertNotNull(connection.serverProperties().get("product"));
+    }
+}
