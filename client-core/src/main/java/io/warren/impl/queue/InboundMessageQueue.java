@@ -1,0 +1,378 @@
+package io.warren.impl.queue;
+
+import io.netty.util.ReferenceCountUtil;
+import io.netty.util.concurrent.EventExecutor;
+import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
+import java.util.concurrent.atomic.AtomicLongFieldUpdater;
+import java.util.function.Predicate;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Carries messages from a producer event loop (the connection's Netty loop) to a consumer context
+ * (the same loop, another loop, a worker pool, virtual threads, a Vert.x context: any
+ * {@link Executor}) with demand-driven delivery and water-mark back-pressure. It schedules everything
+ * itself on top of the lock-free {@link HandoffQueue}; subclasses override the hooks.
+ *
+ * <h2>Threads</h2>
+ * <ul>
+ *   <li>{@link #write} — producer loop only. {@link #handlePause()} and {@link #handleResume()} run on
+ *       the producer loop.</li>
+ *   <li>{@link #handleMessage} runs in the consumer context, one message at a time and never
+ *       concurrently, even when the executor runs every task on a different thread: only the holder of
+ *       the queue's ownership (see {@link HandoffQueue}) drains, and there is one ownership.</li>
+ *   <li>{@link #pause()}, {@link #resume()}, {@link #fetch(long)}, {@link #close()} — any thread,
+ *       including from inside {@link #handleMessage}.</li>
+ *   <li>{@link #handleDispose} runs in the consumer context for queued messages and on the producer
+ *       loop for messages written after {@link #close()}.</li>
+ * </ul>
+ *
+ * <h2>Flavour</h2>
+ * When the producer loop and the consumer context are the same event loop, the same-thread flavour is
+ * used and a {@link #write} drains at once, in the caller's stack, without a task hand-off. Otherwise
+ * the cross-thread flavour hands the drain to the consumer with one {@code execute} each time the queue
+ * goes from idle to busy (not per message) and hands the writable-again signal back to the producer
+ * loop with an {@code execute}.
+ *
+ * <h2>Demand</h2>
+ * Demand starts unbounded ({@code Long.MAX_VALUE}). {@link #pause()} sets it to 0; {@link #fetch(long)}
+ * adds to it (saturating) and wakes the consumer; each delivered message takes one unit unless it is
+ * unbounded. A message that finds no demand is parked and delivered first when demand returns.
+ *
+ * <h2>Back-pressure</h2>
+ * When the pending count reaches the high-water mark, {@link #handlePause()} is called once on the
+ * producer loop (stop reading: {@code autoRead} off, or withhold credit). When the consumer has brought
+ * it below the low-water mark, {@link #handleResume()} is called once on the producer loop. Pause and
+ * resume strictly alternate; they stay balanced across {@link #close()} (disposal counts as draining),
+ * so a producer that counts paused queues never leaks a pause.
+ *
+ * <h2>Disposal</h2>
+ * {@link #close()} makes every queued message, the parked one included, and every message written
+ * later go to {@link #handleDispose} (by default {@link ReferenceCountUtil#release(Object)}) instead of
+ * {@link #handleMessage}. A message handed to {@link #handleMessage} is the handler's to release.
+ *
+ * @param <M> the message type; {@code null} is refused
+ */
+public abstract class InboundMessageQueue<M> {
+
+    private static final Logger LOG = LoggerFactory.getLogger(InboundMessageQueue.class);
+
+    @SuppressWarnings({"rawtypes", "unchecked"})
+    private static final AtomicLongFieldUpdater<InboundMessageQueue<?>> DEMAND =
+            (AtomicLongFieldUpdater) AtomicLongFieldUpdater.newUpdater(InboundMessageQueue.class, "demand");
+
+    @SuppressWarnings({"rawtypes", "unchecked"})
+    private static final AtomicIntegerFieldUpdater<InboundMessageQueue<?>> SUSPENDED =
+            (AtomicIntegerFieldUpdater) AtomicIntegerFieldUpdater.newUpdater(InboundMessageQueue.class, "suspended");
+
+    // immutable
+    private final Executor producer;
+    private final Executor consumer;
+    private final boolean sameThread;
+    private final HandoffQueue<M> queue;
+    private final Predicate<M> deliver = this::deliver;
+    private final Runnable drainTask = this::drainOwned;
+    private final Runnable writableTask = this::acknowledgeWritable;
+
+    // any thread (volatile)
+    private volatile long demand = Long.MAX_VALUE;
+    /**
+     * 1 while a drain that found no demand holds the ownership at rest; whoever sets it back to 0
+     * (a fetch, a close, or the drain itself on its re-check) owns the queue and must drain it.
+     */
+    private volatile int suspended;
+    private volatile boolean closed;
+
+    /**
+     * Picks the flavour with {@link #sameEventLoop(Executor, Executor)}.
+     *
+     * @param producerLoop the producer's event loop: {@link #write}, {@link #handlePause()} and
+     *     {@link #handleResume()} run there
+     * @param consumerContext runs the drains, hence {@link #handleMessage}
+     * @param lowWaterMark resume the producer when the pending count falls below this (at least 1)
+     * @param highWaterMark pause the producer when the pending count reaches this (at least
+     *     {@code lowWaterMark})
+     */
+    protected InboundMessageQueue(Executor producerLoop, Executor consumerContext, int lowWaterMark, int highWaterMark) {
+        this(producerLoop, consumerContext, lowWaterMark, highWaterMark, sameEventLoop(producerLoop, consumerContext));
+    }
+
+    /**
+     * For adapters that know better than {@link #sameEventLoop(Executor, Executor)}, e.g. a Vert.x
+     * event-loop context on the connection's loop.
+     *
+     * @param sameThread {@code true} only if every task given to {@code consumerContext} runs on the
+     *     producer loop's thread, so a drain may run in {@link #write}'s stack
+     */
+    protected InboundMessageQueue(Executor producerLoop, Executor consumerContext, int lowWaterMark, int highWaterMark,
+            boolean sameThread) {
+        if (producerLoop == null || consumerContext == null) {
+            throw new NullPointerException("producerLoop and consumerContext are required");
+        }
+        this.producer = producerLoop;
+        this.consumer = consumerContext;
+        this.sameThread = sameThread;
+        this.queue = sameThread
+                ? HandoffQueue.sameThread(lowWaterMark, highWaterMark)
+                : HandoffQueue.crossThread(lowWaterMark, highWaterMark);
+    }
+
+    /**
+     * Whether two executors are the same event loop: the same object, or two Netty
+     * {@link EventExecutor}s that both run the calling thread (so call this on the producer loop).
+     */
+    public static boolean sameEventLoop(Executor producerLoop, Executor consumerContext) {
+        if (producerLoop == consumerContext) {
+            return true;
+        }
+        return producerLoop instanceof EventExecutor p && consumerContext instanceof EventExecutor c
+                && p.inEventLoop() && c.inEventLoop();
+    }
+
+    // ---------------------------------------------------------------- hooks
+
+    /**
+     * Consumer context. Delivers one message; the handler owns it from here (release it, or retain and
+     * release later). An exception goes to {@link #handleFailure} and delivery continues.
+     */
+    protected abstract void handleMessage(M message);
+
+    /** Producer loop. The pending count reached the high-water mark: stop producing. */
+    protected void handlePause() {
+    }
+
+    /** Producer loop. The pending count fell below the low-water mark after a pause: produce again. */
+    protected void handleResume() {
+    }
+
+    /**
+     * Consumer context for queued messages, producer loop for messages written after {@link #close()}.
+     * Releases a message that will never be delivered. The default is
+     * {@link ReferenceCountUtil#release(Object)}, which ignores messages that are not reference counted.
+     */
+    protected void handleDispose(M message) {
+        ReferenceCountUtil.release(message);
+    }
+
+    /** Any of the two threads. A hook threw; the default logs it. */
+    protected void handleFailure(Throwable failure) {
+        LOG.warn("InboundMessageQueue callback failed", failure);
+    }
+
+    // ---------------------------------------------------------------- producer
+
+    /**
+     * Producer loop only. Queues {@code message} and schedules its delivery; after {@link #close()},
+     * disposes of it instead. Ownership of {@code message} passes to the queue.
+     */
+    public final void write(M message) {
+        assert inProducerLoop() : "write must be called on the producer loop";
+        if (closed) {
+            dispose(message);
+            return;
+        }
+        int bits = queue.add(message);
+        if (HandoffQueue.unwritable(bits)) {
+            // Before the drain: a same-thread drain may resume the producer at once, and pause must come first.
+            pauseProducer();
+        }
+        if (HandoffQueue.drainRequired(bits)) {
+            if (sameThread) {
+                drainOwned();
+            } else {
+                scheduleDrain();
+            }
+        }
+    }
+
+    // ---------------------------------------------------------------- demand, any thread
+
+    /** Any thread. Stops delivery after the message being delivered, if any. */
+    public final void pause() {
+        demand = 0;
+    }
+
+    /** Any thread. Unbounded demand: {@code fetch(Long.MAX_VALUE)}. */
+    public final void resume() {
+        fetch(Long.MAX_VALUE);
+    }
+
+    /**
+     * Any thread. Adds {@code amount} to the demand (saturating at {@code Long.MAX_VALUE}, which means
+     * unbounded) and wakes the consumer if it was waiting for demand.
+     *
+     * @throws IllegalArgumentException if {@code amount} is negative
+     */
+    public final void fetch(long amount) {
+        if (amount < 0) {
+            throw new IllegalArgumentException("amount must not be negative: " + amount);
+        }
+        if (amount == 0) {
+            return;
+        }
+        while (true) {
+            long current = demand;
+            long next = current + amount;
+            if (next < 0) {
+                next = Long.MAX_VALUE;
+            }
+            if (next == current || DEMAND.compareAndSet(this, current, next)) {
+                break;
+            }
+        }
+        wakeOwner();
+    }
+
+    /**
+     * Any thread, idempotent. Disposes of every queued message in the consumer context and of every
+     * message written from now on, on the producer loop. A pause signalled before is still followed by
+     * its resume.
+     */
+    public final void close() {
+        if (!closed) {
+            closed = true;
+            wakeOwner();
+        }
+    }
+
+    /** Any thread. Whether {@link #close()} was called. */
+    public final boolean isClosed() {
+        return closed;
+    }
+
+    /** Any thread. The current demand; {@code Long.MAX_VALUE} means unbounded. */
+    public final long demand() {
+        return demand;
+    }
+
+    /** Whether the same-thread flavour was chosen. */
+    public final boolean isSameThread() {
+        return sameThread;
+    }
+
+    /** The pending count; see {@link HandoffQueue#pending()} for when it is exact. */
+    public final long pending() {
+        return queue.pending();
+    }
+
+    /** For tests: a drain holds the ownership at rest, waiting for demand. */
+    final boolean isSuspended() {
+        return suspended == 1;
+    }
+
+    /** For tests. */
+    final HandoffQueue<M> handoff() {
+        return queue;
+    }
+
+    // ---------------------------------------------------------------- internals
+
+    private void wakeOwner() {
+        // Pairs with the re-check in drainOwned: we wrote demand or closed, then read suspended; the
+        // drain wrote suspended, then reads demand and closed. One of the two sees the other.
+        if (suspended == 1 && SUSPENDED.compareAndSet(this, 1, 0)) {
+            scheduleDrain();
+        }
+    }
+
+    /** Called by the owner only: hands the ownership to a drain in the consumer context. */
+    private void scheduleDrain() {
+        try {
+            consumer.execute(drainTask);
+        } catch (RejectedExecutionException e) {
+            // The consumer context is gone, so nothing can be delivered any more. We hold the ownership,
+            // so draining here cannot overlap another drain: dispose of everything rather than leak it.
+            closed = true;
+            handleFailure(e);
+            drainOwned();
+        }
+    }
+
+    /** Consumer context, owner only: the drain task. */
+    private void drainOwned() {
+        while (true) {
+            int bits = queue.drain(deliver);
+            if (HandoffQueue.writableAgain(bits)) {
+                if (sameThread) {
+                    acknowledgeWritable();
+                } else {
+                    scheduleWritable();
+                }
+            }
+            if (!HandoffQueue.drainRequired(bits)) {
+                return; // the queue is empty: the ownership is given up
+            }
+            // No demand: put the ownership at rest for fetch or close to claim. Nothing below may touch
+            // consumer state unless the CAS wins, since a claimer's drain may already be running.
+            suspended = 1;
+            if ((demand == 0 && !closed) || !SUSPENDED.compareAndSet(this, 1, 0)) {
+                return;
+            }
+        }
+    }
+
+    private void scheduleWritable() {
+        try {
+            producer.execute(writableTask);
+        } catch (RejectedExecutionException e) {
+            // The producer loop is gone: there is nobody left to resume.
+            handleFailure(e);
+        }
+    }
+
+    /** Producer loop: completes a writable-again signal. */
+    private void acknowledgeWritable() {
+        if (queue.acknowledgeWritable()) {
+            try {
+                handleResume();
+            } catch (Throwable t) {
+                handleFailure(t);
+            }
+        }
+    }
+
+    private void pauseProducer() {
+        try {
+            handlePause();
+        } catch (Throwable t) {
+            handleFailure(t);
+        }
+    }
+
+    /** Consumer context: the drain predicate. Refuses only when there is no demand. */
+    private boolean deliver(M message) {
+        if (closed) {
+            dispose(message);
+            return true;
+        }
+        while (true) {
+            long current = demand;
+            if (current == 0) {
+                return false;
+            }
+            if (current == Long.MAX_VALUE || DEMAND.compareAndSet(this, current, current - 1)) {
+                break;
+            }
+        }
+        try {
+            handleMessage(message);
+        } catch (Throwable t) {
+            handleFailure(t);
+        }
+        return true;
+    }
+
+    private void dispose(M message) {
+        try {
+            handleDispose(message);
+        } catch (Throwable t) {
+            handleFailure(t);
+        }
+    }
+
+    private boolean inProducerLoop() {
+        return !(producer instanceof EventExecutor loop) || loop.inEventLoop();
+    }
+}
