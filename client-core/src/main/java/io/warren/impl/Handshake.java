@@ -161,9 +161,10 @@ final class Handshake {
                 channelMax, frameMax, heartbeat, tune.channelMax(), tune.frameMax(), tune.heartbeat());
         outbound.write(Frames.method(alloc, 0, new ConnectionTuneOkEncoder()
                 .channelMax(channelMax).frameMax(frameMax).heartbeat(heartbeat)));
-        callbacks.tuned(new Tuned(channelMax, frameMax, heartbeat));
         outbound.write(Frames.method(alloc, 0, new ConnectionOpenEncoder().virtualHost(options.virtualHost())));
         stage = Stage.AWAITING_OPEN_OK;
+        // after the writes: the heartbeat clock starts at tune, and the handshake's writes do not count
+        callbacks.tuned(new Tuned(channelMax, frameMax, heartbeat));
     }
 
     /** The lower non-zero of the two; 0 only when both are 0. */

@@ -1,0 +1,283 @@
+package io.warren.impl;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.netty.buffer.ByteBuf;
+import io.warren.BlockedListener;
+import io.warren.Channel;
+import io.warren.ChannelClosedException;
+import io.warren.ConnectionClosedException;
+import io.warren.ConnectionOptions;
+import io.warren.QueueDeclareOk;
+import io.warren.codec.Frame;
+import io.warren.codec.FrameType;
+import io.warren.codec.Frames;
+import io.warren.codec.method.ConnectionBlockedEncoder;
+import io.warren.codec.method.ConnectionClose;
+import io.warren.codec.method.ConnectionCloseEncoder;
+import io.warren.codec.method.ConnectionCloseOkEncoder;
+import io.warren.codec.method.ConnectionUnblockedEncoder;
+import io.warren.codec.method.MethodIds;
+import io.warren.codec.method.QueueDeclareOkEncoder;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+
+/** The connection's close handshake in both directions, connection.blocked, heartbeats and protocol errors. */
+class ConnectionLifecycleTest {
+
+    private static ConnectionClose closeView(Frame f) {
+        return new ConnectionClose().wrap(f.payload(), f.payload().readerIndex());
+    }
+
+    @Test
+    void applicationCloseSendsCloseWaitsForCloseOkAndFailsPendingWork() {
+        try (FakeBroker broker = new FakeBroker()) {
+            ConnectionImpl c = broker.handshake();
+            Channel ch = broker.openChannel(c, 1);
+            CompletionStage<QueueDeclareOk> pending = ch.queueDeclare("q");
+            broker.expectAndRelease(1, MethodIds.QUEUE_DECLARE);
+            CompletionStage<Void> closed = c.close();
+            Frame close = broker.expect(0, MethodIds.CONNECTION_CLOSE);
+            assertEquals(200, closeView(close).replyCode());
+            close.release();
+            assertFalse(c.isOpen());
+            ConnectionClosedException e = assertInstanceOf(ConnectionClosedException.class,
+                    ChannelTest.failure(pending));
+            assertFalse(e.initiatedByBroker());
+            assertFalse(closed.toCompletableFuture().isDone());
+            broker.send(1, new QueueDeclareOkEncoder().queue("q")); // dropped: we are closing
+            broker.send(0, new ConnectionCloseOkEncoder());
+            assertFalse(broker.client.isActive());
+            closed.toCompletableFuture().join();
+            ConnectionClosedException reason = c.closeFuture().toCompletableFuture().join();
+            assertEquals(200, reason.replyCode());
+            assertFalse(ch.isOpen());
+            // closing again completes at once
+            c.close().toCompletableFuture().join();
+            assertInstanceOf(ConnectionClosedException.class, ChannelTest.failure(c.openChannel()));
+        }
+    }
+
+    @Test
+    void brokerCloseIsAnsweredAndSurfacesTheBrokersReason() {
+        try (FakeBroker broker = new FakeBroker()) {
+            ConnectionImpl c = broker.handshake();
+            Channel ch = broker.openChannel(c, 1);
+            CompletionStage<QueueDeclareOk> pending = ch.queueDeclare("q");
+            broker.expectAndRelease(1, MethodIds.QUEUE_DECLARE);
+            broker.send(0, new ConnectionCloseEncoder().replyCode(320)
+                    .replyText("CONNECTION_FORCED - Closed via management plugin"));
+            broker.expectAndRelease(0, MethodIds.CONNECTION_CLOSE_OK);
+            broker.client.runPendingTasks();
+            assertFalse(broker.client.isActive());
+            ConnectionClosedException reason = c.closeFuture().toCompletableFuture().join();
+            assertEquals(320, reason.replyCode());
+            assertEquals("CONNECTION_FORCED - Closed via management plugin", reason.replyText());
+            assertTrue(reason.initiatedByBroker());
+            ConnectionClosedException e = assertInstanceOf(ConnectionClosedException.class,
+                    ChannelTest.failure(pending));
+            assertEquals(320, e.replyCode());
+            AmqpExceptionAssert.mentions(ch.closeFuture().toCompletableFuture().join(), "CONNECTION_FORCED");
+        }
+    }
+
+    @Test
+    void closeSentByBothSidesAtOnce() {
+        try (FakeBroker broker = new FakeBroker()) {
+            ConnectionImpl c = broker.handshake();
+            CompletionStage<Void> closed = c.close();
+            broker.expectAndRelease(0, MethodIds.CONNECTION_CLOSE);
+            broker.send(0, new ConnectionCloseEncoder().replyCode(320).replyText("CONNECTION_FORCED - shutdown"));
+            broker.expectAndRelease(0, MethodIds.CONNECTION_CLOSE_OK);
+            broker.client.runPendingTasks();
+            closed.toCompletableFuture().join();
+            // the application's close came first and is the reason
+            assertEquals(200, c.closeFuture().toCompletableFuture().join().replyCode());
+        }
+    }
+
+    @Test
+    void blockedIsVisibleAndAClosingBlockedConnectionStillClosesAfterTheTimeout() {
+        try (FakeBroker broker = new FakeBroker(new ConnectionOptions().closeTimeout(Duration.ofSeconds(2)))) {
+            ConnectionImpl c = broker.handshake();
+            List<String> events = new ArrayList<>();
+            c.addBlockedListener(new BlockedListener() {
+                @Override
+                public void blocked(String reason) {
+                    events.add("blocked:" + reason);
+                }
+
+                @Override
+                public void unblocked() {
+                    events.add("unblocked");
+                }
+            });
+            broker.send(0, new ConnectionBlockedEncoder().reason("low on memory"));
+            assertTrue(c.isBlocked());
+            broker.send(0, new ConnectionUnblockedEncoder());
+            assertFalse(c.isBlocked());
+            broker.send(0, new ConnectionBlockedEncoder().reason("low on disk"));
+            assertEquals(List.of("blocked:low on memory", "unblocked", "blocked:low on disk"), events);
+            CompletionStage<Void> closed = c.close();
+            broker.expectAndRelease(0, MethodIds.CONNECTION_CLOSE);
+            // a blocked RabbitMQ does not read: no close-ok comes
+            broker.client.advanceTimeBy(1, TimeUnit.SECONDS);
+            broker.client.runScheduledPendingTasks();
+            assertFalse(closed.toCompletableFuture().isDone());
+            broker.client.advanceTimeBy(1, TimeUnit.SECONDS);
+            broker.client.runScheduledPendingTasks();
+            assertTrue(closed.toCompletableFuture().isDone());
+            assertFalse(broker.client.isActive());
+        }
+    }
+
+    @Test
+    void heartbeatsGoOutWhenIdleAndTwoSilentIntervalsCloseTheConnection() {
+        try (FakeBroker broker = new FakeBroker(new ConnectionOptions().requestedHeartbeat(4))) {
+            ConnectionImpl c = broker.handshake(2047, 131072, 4);
+            assertEquals(4, c.heartbeat());
+            // first heartbeat half an interval after tune
+            broker.client.advanceTimeBy(1900, TimeUnit.MILLISECONDS);
+            broker.client.runScheduledPendingTasks();
+            assertNull(broker.next());
+            broker.client.advanceTimeBy(100, TimeUnit.MILLISECONDS);
+            broker.client.runScheduledPendingTasks();
+            Frame hb = broker.next();
+            assertNotNull(hb);
+            assertEquals(FrameType.HEARTBEAT, hb.type());
+            hb.release();
+            // the broker's heartbeats keep it alive
+            for (int i = 0; i < 6; i++) {
+                broker.sendRaw(Frames.heartbeat(FakeBroker.ALLOC));
+                broker.client.advanceTimeBy(2, TimeUnit.SECONDS);
+                broker.client.runScheduledPendingTasks();
+                Frame f = broker.next();
+                if (f != null) {
+                    f.release();
+                }
+            }
+            assertTrue(c.isOpen());
+            // silence: two intervals (8 s) without a frame
+            for (int i = 0; i < 5 && broker.client.isActive(); i++) {
+                broker.client.advanceTimeBy(2, TimeUnit.SECONDS);
+                broker.client.runScheduledPendingTasks();
+                Frame f = broker.next();
+                if (f != null) {
+                    f.release();
+                }
+            }
+            assertFalse(broker.client.isActive());
+            ConnectionClosedException reason = c.closeFuture().toCompletableFuture().join();
+            assertTrue(reason.getMessage().contains("missed heartbeats"), reason.getMessage());
+        }
+    }
+
+    @Test
+    void aBusyConnectionSendsNoHeartbeat() {
+        try (FakeBroker broker = new FakeBroker(new ConnectionOptions().requestedHeartbeat(4))) {
+            ConnectionImpl c = broker.handshake(2047, 131072, 4);
+            Channel ch = broker.openChannel(c, 1);
+            for (int i = 0; i < 4; i++) {
+                ch.basicAck(i + 1, false);
+                broker.client.advanceTimeBy(1900, TimeUnit.MILLISECONDS);
+                broker.client.runScheduledPendingTasks();
+                broker.expectAndRelease(1, MethodIds.BASIC_ACK);
+                broker.sendRaw(Frames.heartbeat(FakeBroker.ALLOC));
+                broker.client.advanceTimeBy(100, TimeUnit.MILLISECONDS);
+                broker.client.runScheduledPendingTasks();
+                broker.expectNothing();
+            }
+        }
+    }
+
+    @Test
+    void aMalformedMethodFrameClosesTheConnectionWith502() {
+        try (FakeBroker broker = new FakeBroker()) {
+            ConnectionImpl c = broker.handshake();
+            Channel ch = broker.openChannel(c, 1);
+            CompletionStage<QueueDeclareOk> pending = ch.queueDeclare("q");
+            broker.expectAndRelease(1, MethodIds.QUEUE_DECLARE);
+            // queue.declare-ok whose short string claims 200 bytes in a 10-byte payload
+            ByteBuf bad = FakeBroker.ALLOC.buffer();
+            Frames.writeHeader(bad, FrameType.METHOD, 1, 10);
+            bad.writeShort(50).writeShort(11).writeByte(200).writeBytes(new byte[5]).writeByte(Frames.FRAME_END);
+            broker.sendRaw(bad);
+            Frame close = broker.expect(0, MethodIds.CONNECTION_CLOSE);
+            ConnectionClose view = closeView(close);
+            assertEquals(502, view.replyCode());
+            assertTrue(view.replyTextAsString().startsWith("SYNTAX_ERROR"), view.replyTextAsString());
+            close.release();
+            ConnectionClosedException e = assertInstanceOf(ConnectionClosedException.class,
+                    ChannelTest.failure(pending));
+            assertEquals(502, e.replyCode());
+            assertTrue(e.getMessage().contains("channel 1"), e.getMessage());
+            // the decoder discards everything now; the broker answers and drops the socket
+            broker.client.close();
+            assertEquals(502, c.closeFuture().toCompletableFuture().join().replyCode());
+        }
+    }
+
+    @Test
+    void anUnexpectedMethodClosesTheConnectionWith505() {
+        try (FakeBroker broker = new FakeBroker()) {
+            ConnectionImpl c = broker.handshake();
+            broker.openChannel(c, 1);
+            broker.send(1, new QueueDeclareOkEncoder().queue("nobody-asked"));
+            Frame close = broker.expect(0, MethodIds.CONNECTION_CLOSE);
+            ConnectionClose view = closeView(close);
+            assertEquals(505, view.replyCode());
+            assertEquals(50, view.classId());
+            assertEquals(11, view.methodId());
+            close.release();
+            broker.send(0, new ConnectionCloseOkEncoder());
+            ConnectionClosedException reason = c.closeFuture().toCompletableFuture().join();
+            assertEquals(505, reason.replyCode());
+            assertFalse(reason.initiatedByBroker());
+        }
+    }
+
+    @Test
+    void aBodyFrameWithoutAHeaderIs505() {
+        try (FakeBroker broker = new FakeBroker()) {
+            ConnectionImpl c = broker.handshake();
+            broker.openChannel(c, 1);
+            broker.sendRaw(Frames.body(FakeBroker.ALLOC, 1, io.netty.buffer.Unpooled.wrappedBuffer(new byte[3])));
+            Frame close = broker.expect(0, MethodIds.CONNECTION_CLOSE);
+            assertEquals(505, closeView(close).replyCode());
+            close.release();
+        }
+    }
+
+    @Test
+    void channelErrorsOnOneChannelLeaveTheOthersAlone() {
+        try (FakeBroker broker = new FakeBroker()) {
+            ConnectionImpl c = broker.handshake();
+            Channel a = broker.openChannel(c, 1);
+            Channel b = broker.openChannel(c, 2);
+            broker.sendChannelClose(1, 406, "PRECONDITION_FAILED - inequivalent arg", 50, 10);
+            broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
+            assertFalse(a.isOpen());
+            assertTrue(b.isOpen());
+            ChannelClosedException reason = (ChannelClosedException) a.closeFuture().toCompletableFuture().join();
+            assertEquals(406, reason.replyCode());
+            assertTrue(c.isOpen());
+        }
+    }
+
+    /** Small assertion helpers. */
+    static final class AmqpExceptionAssert {
+        static void mentions(Throwable t, String text) {
+            assertNotNull(t);
+            assertTrue(t.getMessage().contains(text), t.getMessage());
+        }
+    }
+}
