@@ -1,0 +1,43 @@
+package io.warren.it;
+
+import static io.warren.it.TopologyIT.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.netty.channel.EventLoopGroup;
+import io.vertx.core.Vertx;
+import io.vertx.core.internal.VertxInternal;
+import io.warren.AmqpClient;
+import io.warren.Channel;
+import io.warren.ClientOptions;
+import io.warren.Connection;
+import io.warren.QueueDeclare;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/** Warren on an event loop group the application owns: a Vert.x instance's. */
+@ExtendWith(BrokerExtension.class)
+class EventLoopGroupIT {
+
+    @Test
+    void runsOnAVertxEventLoopAndLeavesTheGroupRunning(Broker broker) throws Exception {
+        Vertx vertx = Vertx.vertx();
+        try {
+            EventLoopGroup group = ((VertxInternal) vertx).nettyEventLoopGroup();
+            AmqpClient client = AmqpClient.create(new ClientOptions().eventLoopGroup(group));
+            Connection c = await(client.connect(broker.uri()));
+            Channel ch = await(c.openChannel());
+            CompletableFuture<String> thread = new CompletableFuture<>();
+            ch.queueDeclare(QueueDeclare.serverNamed())
+                    .whenComplete((ok, e) -> thread.complete(Thread.currentThread().getName()));
+            assertTrue(thread.get(30, TimeUnit.SECONDS).startsWith("vert.x-eventloop-thread"), thread.join());
+            await(client.close());
+            assertEquals(false, c.isOpen());
+            assertEquals(false, group.isShuttingDown(), "the application's group is left running");
+        } finally {
+            vertx.close().toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
+        }
+    }
+}
