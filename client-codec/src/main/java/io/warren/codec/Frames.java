@@ -67,8 +67,15 @@ public final class Frames {
         out.ensureWritable(length + FRAME_OVERHEAD);
         writeHeader(out, FrameType.METHOD, channel, length);
         int start = out.writerIndex();
-        encoder.encode(out);
-        checkWritten(encoder, start, out.writerIndex(), length);
+        try {
+            encoder.encode(out);
+        } catch (IndexOutOfBoundsException e) {
+            // an exactly sized buffer overflowed: the encoder wrote more than it announced
+            throw changedArgument(encoder, "more than", length, e);
+        }
+        if (out.writerIndex() - start != length) {
+            throw changedArgument(encoder, (out.writerIndex() - start) + " bytes, not", length, null);
+        }
         out.writeByte(FRAME_END);
     }
 
@@ -138,11 +145,10 @@ public final class Frames {
         }
     }
 
-    private static void checkWritten(MethodEncoder encoder, int start, int end, int expected) {
-        if (end - start != expected) {
-            // Only possible when an argument (a table's Map) was modified after it was given.
-            throw new IllegalStateException(encoder.info().name() + " wrote " + (end - start) + " bytes but announced "
-                    + expected + ": was an argument modified after it was set?");
-        }
+    private static IllegalStateException changedArgument(MethodEncoder encoder, String wrote, int announced,
+            Throwable cause) {
+        // Only possible when an argument (a table's Map) was modified after it was set.
+        return new IllegalStateException(encoder.info().name() + " wrote " + wrote + " the " + announced
+                + " bytes it announced: was an argument modified after it was set?", cause);
     }
 }
