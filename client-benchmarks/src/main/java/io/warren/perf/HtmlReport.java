@@ -55,7 +55,7 @@ final class HtmlReport {
         th, td { border: 1px solid #dadce0; padding: 3px 8px; text-align: right; white-space: nowrap; }
         th:first-child, td:first-child { text-align: left; }
         th { background: #f1f3f4; font-weight: 600; }
-        svg { display: block; margin: 8px 0 16px; background: #fff; }
+        svg { display: block; margin: 8px 0 16px; background: #fff; max-width: 1180px; }
         svg text { font: 12px system-ui, sans-serif; fill: #3c4043; }
         svg .title { font-size: 14px; font-weight: 600; }
         svg .grid { stroke: #e8eaed; }
@@ -77,6 +77,7 @@ final class HtmlReport {
         var COLORS = { 'amqp-client': '#e8710a', 'warren': '#1a73e8' };
         var SPARE = ['#188038', '#a142f4', '#d93025', '#007b83'];
         var DASHES = ['', '7 4', '2 3', '10 3 2 3', '4 4'];
+        var LEGEND_PER_ROW = 5;
 
         function el(tag, attrs, text) {
           var e = document.createElement(tag);
@@ -107,6 +108,11 @@ final class HtmlReport {
           if (a >= 1e4) { return fmt(v / 1e3, a % 1e3 === 0 ? 0 : 1) + 'k'; }
           return fmt(v, a < 10 && a % 1 !== 0 ? 1 : 0);
         }
+        function duration(us) {
+          if (us >= 1e6) { return shortNumber(us / 1e6) + ' s'; }
+          if (us >= 1e3) { return shortNumber(us / 1e3) + ' ms'; }
+          return shortNumber(us) + ' us';
+        }
         function runLabel(run, data) {
           var many = data.runs.filter(function (r) { return r.client === run.client; }).length > 1;
           return run.client + (many ? ' #' + run.run : '');
@@ -119,7 +125,7 @@ final class HtmlReport {
 
         // One chart; series: [{label, color, dash, run, points: [[x, y], ...]}]. Returns null without data.
         function lineChart(o) {
-          var W = 1180, H = 330, L = 84, R = 24, T = 40, B = 48;
+          var W = 1180, L = 84, R = 24, B = 48;
           var xs = [], ys = [];
           o.series.forEach(function (s) {
             s.points = s.points.filter(function (p) { return p[1] !== null && p[1] !== undefined && isFinite(p[1]); });
@@ -127,6 +133,7 @@ final class HtmlReport {
           });
           o.series = o.series.filter(function (s) { return s.points.length > 0; });
           if (ys.length === 0) { return null; }
+          var T = 44 + Math.ceil(o.series.length / LEGEND_PER_ROW) * 16, H = T + 260 + B;
           var xmin = Math.min.apply(null, xs), xmax = Math.max.apply(null, xs);
           if (o.xmin !== undefined) { xmin = o.xmin; }
           if (xmax === xmin) { xmax = xmin + 1; }
@@ -150,7 +157,7 @@ final class HtmlReport {
             var f = yLog ? (Math.log(y) - Math.log(ymin)) / (Math.log(ymax) - Math.log(ymin)) : (y - ymin) / (ymax - ymin);
             return H - B - f * (H - T - B);
           }
-          var svg = svgEl('svg', { width: W, height: H, viewBox: '0 0 ' + W + ' ' + H, 'data-chart': o.id,
+          var svg = svgEl('svg', { width: '100%', viewBox: '0 0 ' + W + ' ' + H, 'data-chart': o.id,
             role: 'img', 'aria-label': o.title });
           svg.appendChild(svgEl('text', { x: L, y: 20, 'class': 'title' }, o.title));
           yTicks.forEach(function (t) {
@@ -175,8 +182,7 @@ final class HtmlReport {
           svg.appendChild(svgEl('text', { x: (L + W - R) / 2, y: H - 8, 'text-anchor': 'middle' }, o.xLabel));
           svg.appendChild(svgEl('text', { x: 16, y: (T + H - B) / 2, 'text-anchor': 'middle',
             transform: 'rotate(-90 16 ' + (T + H - B) / 2 + ')' }, o.yLabel));
-          var legendX = W - R - 10;
-          o.series.forEach(function (s, i) {
+          o.series.forEach(function (s) {
             var pts = s.points.map(function (p) { return px(p[0]).toFixed(1) + ',' + py(p[1]).toFixed(1); }).join(' ');
             var max = Math.max.apply(null, s.points.map(function (p) { return p[1]; }));
             svg.appendChild(svgEl('polyline', { points: pts, fill: 'none', stroke: s.color, 'stroke-width': 2,
@@ -185,10 +191,13 @@ final class HtmlReport {
             if (s.points.length === 1) {
               svg.appendChild(svgEl('circle', { cx: px(s.points[0][0]), cy: py(s.points[0][1]), r: 3, fill: s.color }));
             }
-            var ly = T + 4 + i * 16;
-            svg.appendChild(svgEl('line', { x1: legendX - 150, x2: legendX - 122, y1: ly, y2: ly, stroke: s.color,
+          });
+          // the legend: a row of entries under the title, wrapping, above the plot
+          o.series.forEach(function (s, i) {
+            var lx = L + (i % LEGEND_PER_ROW) * 190, ly = 34 + Math.floor(i / LEGEND_PER_ROW) * 16;
+            svg.appendChild(svgEl('line', { x1: lx, x2: lx + 26, y1: ly, y2: ly, stroke: s.color,
               'stroke-width': 2, 'stroke-dasharray': s.dash }));
-            svg.appendChild(svgEl('text', { x: legendX - 116, y: ly + 4, 'data-legend': s.label }, s.label));
+            svg.appendChild(svgEl('text', { x: lx + 32, y: ly + 4, 'data-legend': s.label }, s.label));
           });
           return svg;
         }
@@ -200,12 +209,12 @@ final class HtmlReport {
           }
         }
 
-        function timelineSeries(data, field, suffix, dash) {
+        function timelineSeries(data, field) {
           return data.runs.map(function (run, i) {
             var idx = run.timeline_fields.indexOf(field);
             var st = runStyle(run, data);
-            return { label: runLabel(run, data) + (suffix || ''), color: st.color, dash: dash !== undefined ? dash : st.dash,
-              run: i, points: run.timeline.map(function (p) { return [p[0], p[idx]]; }) };
+            return { label: runLabel(run, data), color: st.color, dash: st.dash, run: i,
+              points: run.timeline.map(function (p) { return [p[0], p[idx]]; }) };
           });
         }
 
@@ -231,17 +240,21 @@ final class HtmlReport {
             ['confirm_latency_p50_us', 'confirm p50 (us)', 0], ['confirm_latency_p99_us', 'confirm p99 (us)', 0],
             ['consumer_latency_p50_us', 'consumer p50 (us)', 0], ['consumer_latency_p99_us', 'consumer p99 (us)', 0],
             ['cpu_ns_per_msg', 'CPU ns/msg', 0], ['alloc_bytes_per_msg', 'alloc B/msg', 0],
-            ['peak_heap_bytes', 'peak heap (MiB)', -1], ['live_heap_peak_bytes', 'live heap (MiB)', -1]];
+            ['peak_heap_bytes', 'peak heap (MiB)', -1], ['live_heap_peak_bytes', 'live heap after GC (MiB)', -1],
+            ['peak_direct_bytes', 'peak direct (MiB)', -1]];
+          // one row per figure, one column per run
           var table = el('table', { id: 'runs' });
           var head = el('tr');
-          cols.forEach(function (c) { head.appendChild(el('th', {}, c[1])); });
+          head.appendChild(el('th', {}, 'figure'));
+          data.runs.forEach(function (run, i) { head.appendChild(el('th', { 'data-run': i }, runLabel(run, data))); });
           table.appendChild(head);
-          data.runs.forEach(function (run, i) {
-            var tr = el('tr', { 'data-run': i });
-            cols.forEach(function (c) {
+          cols.slice(1).forEach(function (c) {
+            var tr = el('tr', { 'data-key': c[0] });
+            tr.appendChild(el('td', {}, c[1]));
+            data.runs.forEach(function (run, i) {
               var v = run[c[0]];
-              var text = c[2] === null ? runLabel(run, data) : c[2] < 0 ? (v === null ? '-' : fmt(v / 1048576, 1)) : fmt(v, c[2]);
-              tr.appendChild(el('td', { 'data-key': c[0], 'data-value': v === null ? '' : String(v) }, text));
+              var text = c[2] < 0 ? (v === null ? '-' : fmt(v / 1048576, 1)) : fmt(v, c[2]);
+              tr.appendChild(el('td', { 'data-run': i, 'data-key': c[0], 'data-value': v === null ? '' : String(v) }, text));
             });
             table.appendChild(tr);
           });
@@ -286,19 +299,20 @@ final class HtmlReport {
           }
           addChart(charts, { id: 'received-rate', title: 'Received (msg/s)', xLabel: 'time (s)', yLabel: 'msg/s', xmin: 0,
             series: timelineSeries(data, 'received_rate') });
-          charts.appendChild(el('h2', {}, 'Latency over time (p50 solid, p99 dashed)'));
-          addChart(charts, { id: 'confirm-latency-time', title: 'Confirm latency (us)', xLabel: 'time (s)', yLabel: 'us',
-            xmin: 0, series: timelineSeries(data, 'confirm_p50_us', ' p50', '').concat(
-              timelineSeries(data, 'confirm_p99_us', ' p99', '6 4')) });
-          addChart(charts, { id: 'consumer-latency-time', title: 'Consumer latency (us)', xLabel: 'time (s)', yLabel: 'us',
-            xmin: 0, series: timelineSeries(data, 'consumer_p50_us', ' p50', '').concat(
-              timelineSeries(data, 'consumer_p99_us', ' p99', '6 4')) });
+          charts.appendChild(el('h2', {}, 'Latency over time'));
+          [['confirm', 'Confirm'], ['consumer', 'Consumer']].forEach(function (kind) {
+            ['p50', 'p99'].forEach(function (p) {
+              addChart(charts, { id: kind[0] + '-latency-' + p, title: kind[1] + ' latency ' + p + ' per second',
+                xLabel: 'time (s)', yLabel: 'latency', xmin: 0, yFormat: duration,
+                series: timelineSeries(data, kind[0] + '_' + p + '_us') });
+            });
+          });
           charts.appendChild(el('h2', {}, 'Latency percentiles over the whole run'));
-          addChart(charts, { id: 'confirm-latency-percentiles', title: 'Confirm latency by percentile (us, log scale)',
-            xLabel: 'percentile', yLabel: 'us', xTicks: PCT_TICKS, xmin: nines(50), yLog: true, yFormat: shortNumber,
+          addChart(charts, { id: 'confirm-latency-percentiles', title: 'Confirm latency by percentile (log scale)',
+            xLabel: 'percentile', yLabel: 'latency', xTicks: PCT_TICKS, xmin: nines(50), yLog: true, yFormat: duration,
             series: percentileSeries(data, 'confirm_latency_percentiles_us') });
-          addChart(charts, { id: 'consumer-latency-percentiles', title: 'Consumer latency by percentile (us, log scale)',
-            xLabel: 'percentile', yLabel: 'us', xTicks: PCT_TICKS, xmin: nines(50), yLog: true, yFormat: shortNumber,
+          addChart(charts, { id: 'consumer-latency-percentiles', title: 'Consumer latency by percentile (log scale)',
+            xLabel: 'percentile', yLabel: 'latency', xTicks: PCT_TICKS, xmin: nines(50), yLog: true, yFormat: duration,
             series: percentileSeries(data, 'consumer_latency_percentiles_us') });
         }
 

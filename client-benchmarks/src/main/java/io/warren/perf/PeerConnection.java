@@ -453,8 +453,12 @@ final class PeerConnection extends ChannelInboundHandlerAdapter {
       ctx.flush();
       peer.counters.deliveries.add(written);
     }
-    if (written >= PUMP_BUDGET && ctx.channel().isWritable()) {
-      schedulePump(); // more to write: after the reads waiting on this event loop
+    if (written >= PUMP_BUDGET && ctx.channel().isWritable() && !pumpScheduled) {
+      // More to write, but first the socket reads (acks, publishes of other connections): a task
+      // submitted with execute() would run in the same task pass, and Netty 4.2 lets tasks run up to a
+      // second before it goes back to I/O; a scheduled one waits for the next pass.
+      pumpScheduled = true;
+      ctx.executor().schedule(this::pump, 1, TimeUnit.MICROSECONDS);
     }
   }
 

@@ -11,7 +11,7 @@ import java.util.function.Supplier;
  *
  * <p>The run stops at the first of:
  * <ul>
- *   <li>{@code --time} seconds after the producers started;</li>
+ *   <li>{@code --time} seconds after the consumers and producers started;</li>
  *   <li>the counts: every producer published its {@code --pmessages} (and saw them confirmed), and every
  *       consumer took its {@code --cmessages}; consumers without a count are done when they received
  *       every copy of what was published, or received nothing for {@value #IDLE_SECONDS} s once the
@@ -54,16 +54,18 @@ final class PerfRun {
           runNumber, options.producers(), options.consumers(), options.size(), target);
       driver.connect(options, metrics);
       driver.declare();
-      driver.startConsumers();
 
       // every run starts from a collected heap, so earlier runs' garbage is not billed to this one
       System.gc();
       ResourceMeter meter = new ResourceMeter();
       ProgressTicker ticker = new ProgressTicker(metrics, meter, out, driver.name());
       RunResult.PeerStats peerBefore = peer == null ? null : peer.get();
+      // the measured interval starts before the consumers do: a source (the loopback peer, a full
+      // queue) starts delivering at basic.consume, and those deliveries belong to the run
       meter.start();
       long start = System.nanoTime();
       ticker.start(start);
+      driver.startConsumers();
       driver.startProducers();
 
       String stoppedBy = awaitEnd(metrics, ticker, start);

@@ -10,8 +10,8 @@ import org.HdrHistogram.Histogram;
 
 /**
  * Everything one client run measured, and its JSON form. Rates are over {@link #durationSeconds}: from
- * the producers' start to the moment the run decided to stop (connecting, declaring and closing are not
- * in it). Latencies are kept in nanoseconds and reported in microseconds.
+ * the moment the consumers start (then the producers) to the moment the run decided to stop
+ * (connecting, declaring and closing are not in it). Latencies are kept in nanoseconds and reported in microseconds.
  *
  * @param client the driver's name
  * @param run the run's number for this client, from 1 (several with {@code --runs} or {@code --compare})

@@ -55,15 +55,15 @@ public final class WarrenPerf implements Callable<Integer> {
       description = "Broker URI (default: " + DEFAULT_URI + ").")
   private String uri;
 
-  @Option(names = {"-x", "--producers"}, defaultValue = "1",
+  @Option(names = {"-x", "--producers"}, paramLabel = "N", defaultValue = "1",
       description = "Producers, each with its own connection (default: ${DEFAULT-VALUE}; 0 with --peer source).")
   private int producers;
 
-  @Option(names = {"-y", "--consumers"}, defaultValue = "1",
+  @Option(names = {"-y", "--consumers"}, paramLabel = "N", defaultValue = "1",
       description = "Consumers, each with its own connection (default: ${DEFAULT-VALUE}; 0 with --peer sink).")
   private int consumers;
 
-  @Option(names = {"-s", "--size"}, defaultValue = "12",
+  @Option(names = {"-s", "--size"}, paramLabel = "BYTES", defaultValue = "12",
       description = "Message body size in bytes, at least 12 (default: ${DEFAULT-VALUE}).")
   private int size;
 
@@ -72,35 +72,35 @@ public final class WarrenPerf implements Callable<Integer> {
           + "(default: " + DEFAULT_TIME_SECONDS + " when neither -C nor -D is given, else 0).")
   private Long time;
 
-  @Option(names = {"-C", "--pmessages"}, defaultValue = "0",
+  @Option(names = {"-C", "--pmessages"}, paramLabel = "N", defaultValue = "0",
       description = "Messages each producer publishes; 0 = no limit (default: ${DEFAULT-VALUE}).")
   private long producerMessages;
 
-  @Option(names = {"-D", "--cmessages"}, defaultValue = "0",
+  @Option(names = {"-D", "--cmessages"}, paramLabel = "N", defaultValue = "0",
       description = "Messages each consumer takes; 0 = no limit (default: ${DEFAULT-VALUE}).")
   private long consumerMessages;
 
-  @Option(names = {"-r", "--rate"}, defaultValue = "-1",
+  @Option(names = {"-r", "--rate"}, paramLabel = "MSG/S", defaultValue = "-1",
       description = "Publishing rate limit per producer, msg/s; -1 = none (default: ${DEFAULT-VALUE}).")
   private double rate;
 
-  @Option(names = {"-c", "--confirm"}, defaultValue = "-1",
+  @Option(names = {"-c", "--confirm"}, paramLabel = "N", defaultValue = "-1",
       description = "Publisher confirms with at most this many outstanding per producer; -1 = no confirms "
           + "(default: ${DEFAULT-VALUE}).")
   private int confirm;
 
-  @Option(names = {"-q", "--qos"}, defaultValue = "0",
+  @Option(names = {"-q", "--qos"}, paramLabel = "N", defaultValue = "0",
       description = "Consumer prefetch count; 0 = unlimited (default: ${DEFAULT-VALUE}).")
   private int qos;
 
-  @Option(names = {"-A", "--multi-ack-every"}, defaultValue = "0",
+  @Option(names = {"-A", "--multi-ack-every"}, paramLabel = "N", defaultValue = "0",
       description = "Acknowledge with multiple=true every this many messages; 0 = each one (default: ${DEFAULT-VALUE}).")
   private int multiAckEvery;
 
   @Option(names = {"-a", "--autoack"}, description = "Consume with automatic acknowledgement (no-ack).")
   private boolean autoAck;
 
-  @Option(names = {"-u", "--queue"}, defaultValue = "",
+  @Option(names = {"-u", "--queue"}, paramLabel = "NAME", defaultValue = "",
       description = "Queue name, shared by every consumer; default: one server-named queue per consumer.")
   private String queue;
 
@@ -108,14 +108,14 @@ public final class WarrenPerf implements Callable<Integer> {
       description = "Message flag, repeatable: persistent, mandatory.")
   private List<String> flags = new ArrayList<>();
 
-  @Option(names = {"-k", "--routing-key"}, description = "Routing key (default: a random UUID).")
+  @Option(names = {"-k", "--routing-key"}, paramLabel = "KEY", description = "Routing key (default: a random UUID).")
   private String routingKey;
 
-  @Option(names = {"-e", "--exchange"}, defaultValue = "direct",
+  @Option(names = {"-e", "--exchange"}, paramLabel = "NAME", defaultValue = "direct",
       description = "Exchange name; \"\" is the default exchange (default: ${DEFAULT-VALUE}).")
   private String exchange;
 
-  @Option(names = {"-t", "--type"}, defaultValue = "direct",
+  @Option(names = {"-t", "--type"}, paramLabel = "TYPE", defaultValue = "direct",
       description = "Exchange type (default: ${DEFAULT-VALUE}).")
   private String exchangeType;
 
@@ -124,7 +124,7 @@ public final class WarrenPerf implements Callable<Integer> {
           + "(integers and true/false are typed, the rest are strings).")
   private String queueArgs;
 
-  @Option(names = {"-ad", "--auto-delete"}, defaultValue = "true", arity = "1",
+  @Option(names = {"-ad", "--auto-delete"}, paramLabel = "true|false", defaultValue = "true", arity = "1",
       description = "Declare a named queue auto-delete (default: ${DEFAULT-VALUE}).")
   private boolean autoDelete;
 
@@ -138,7 +138,7 @@ public final class WarrenPerf implements Callable<Integer> {
           + "(default pair: amqp-client,warren).")
   private String compare;
 
-  @Option(names = "--runs", defaultValue = "1",
+  @Option(names = "--runs", paramLabel = "N", defaultValue = "1",
       description = "Runs per client; with --compare their order alternates A B B A ... (default: ${DEFAULT-VALUE}).")
   private int runs;
 
@@ -178,13 +178,36 @@ public final class WarrenPerf implements Callable<Integer> {
     return commandLine.execute(args);
   }
 
-  @Override
-  public Integer call() throws Exception {
+  /**
+   * What the command line asks for, checked: the clients in run order, the run's options, the time
+   * limit, the peer, the number of runs per client and the output files.
+   */
+  record Plan(List<String> clients, RunOptions options, long timeSeconds, LoopbackPeer.Mode peer, int runs,
+      Path json, Path report) {}
+
+  /** Parses and checks {@code args} without running anything; bad options throw {@link ParameterException}. */
+  static Plan plan(String... args) {
+    CommandLine commandLine = new CommandLine(new WarrenPerf(System.out, System.err));
+    commandLine.parseArgs(args);
+    return ((WarrenPerf) commandLine.getCommand()).plan();
+  }
+
+  private Plan plan() {
     List<String> clients = clients();
     LoopbackPeer.Mode peerMode = peerMode();
     RunOptions options = options(peerMode);
     long timeLimit = time != null ? time
         : options.producerMessages() > 0 || options.consumerMessages() > 0 ? 0 : DEFAULT_TIME_SECONDS;
+    return new Plan(clients, options, timeLimit, peerMode, runs, json, report);
+  }
+
+  @Override
+  public Integer call() throws Exception {
+    Plan plan = plan();
+    List<String> clients = plan.clients();
+    LoopbackPeer.Mode peerMode = plan.peer();
+    RunOptions options = plan.options();
+    long timeLimit = plan.timeSeconds();
     for (String c : clients) {
       if (!Clients.available(c)) {
         err.println("warren-perf: the Warren driver (" + Clients.WARREN_DRIVER + ") is not in this build yet: "

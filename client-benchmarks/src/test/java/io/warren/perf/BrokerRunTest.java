@@ -1,0 +1,66 @@
+package io.warren.perf;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.net.URI;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A short end-to-end run of amqp-client against the real broker (AMQP_URI, or guest/guest on
+ * 127.0.0.1:5672), and what the tool says when no broker answers. A missing broker fails this test, with
+ * the tool's own message: it is never skipped.
+ */
+class BrokerRunTest {
+
+  static String brokerUri() {
+    String env = System.getenv("AMQP_URI");
+    return env != null && !env.isBlank() ? env : "amqp://guest:guest@127.0.0.1:5672";
+  }
+
+  @Test
+  void amqpClientPublishesConfirmsAndConsumesThroughRabbitMq(@TempDir Path dir) throws Exception {
+    String uri = brokerUri();
+    URI parsed = URI.create(uri);
+    try (Socket probe = new Socket()) {
+      probe.connect(new InetSocketAddress(parsed.getHost(), parsed.getPort() < 0 ? 5672 : parsed.getPort()), 3_000);
+    } catch (java.io.IOException e) {
+      throw new AssertionError("no RabbitMQ answers at " + RunResult.redact(uri) + " (" + e
+          + "): start one (.ci/run does) or set AMQP_URI", e);
+    }
+    Path json = dir.resolve("broker.json");
+    OptionsTest.Captured run = OptionsTest.run("-h", uri, "-x", "1", "-y", "2", "-C", "2000", "-c", "100",
+        "-q", "200", "-A", "20", "-s", "256", "--json", json.toString());
+    assertEquals(0, run.exit(), run.out() + run.err());
+
+    Map<String, Object> r = PeerRunTest.asObject(JsonParser.parse(Files.readString(json)));
+    PeerRunTest.assertHasEveryField(r);
+    assertEquals(2000.0, r.get("sent"));
+    assertEquals(2000.0, r.get("confirmed"));
+    assertEquals(4000.0, r.get("received"), "each consumer's server-named queue gets a copy");
+    assertEquals("counts", r.get("stopped_by"));
+    assertTrue(PeerRunTest.number(r, "consumer_latency_p99_us") >= PeerRunTest.number(r, "consumer_latency_p50_us"));
+    assertTrue(PeerRunTest.number(r, "confirm_latency_p50_us") > 0);
+    assertEquals(null, r.get("peer"));
+    assertTrue(!String.valueOf(r.get("target")).contains(":guest@"), "no password in the results: " + r.get("target"));
+  }
+
+  @Test
+  void noBrokerSaysSoAndSuggestsThePeer() throws Exception {
+    int closedPort;
+    try (ServerSocket socket = new ServerSocket(0)) {
+      closedPort = socket.getLocalPort();
+    }
+    OptionsTest.Captured run = OptionsTest.run("-h", "amqp://guest:guest@127.0.0.1:" + closedPort, "-z", "1");
+    assertEquals(1, run.exit(), run.out() + run.err());
+    assertTrue(run.err().contains("no AMQP broker answers at amqp://guest@127.0.0.1:" + closedPort), run.err());
+    assertTrue(run.err().contains("--peer sink"), run.err());
+  }
+}

@@ -1,0 +1,99 @@
+package io.warren.perf;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The whole tool, in-process, against the loopback peer: the sink counts and confirms what amqp-client
+ * publishes, the source streams what it consumes, and --json writes every field the issue lists.
+ */
+class PeerRunTest {
+
+  /** The fields the issue asks for in every run object. */
+  static final List<String> REQUIRED = List.of("client", "producers", "consumers", "size", "duration_s", "sent",
+      "confirmed", "received", "sent_rate", "received_rate", "confirm_latency_p50_us", "confirm_latency_p99_us",
+      "consumer_latency_p50_us", "consumer_latency_p99_us", "cpu_ns_per_msg", "alloc_bytes_per_msg",
+      "peak_heap_bytes");
+
+  @Test
+  void sinkCountsAndConfirmsEveryPublishAndJsonHasEveryField(@TempDir Path dir) throws Exception {
+    Path json = dir.resolve("sink.json");
+    OptionsTest.Captured run = OptionsTest.run("--peer", "sink", "-C", "3000", "-c", "100", "-s", "64",
+        "--json", json.toString());
+    assertEquals(0, run.exit(), run.out() + run.err());
+    assertTrue(run.out().contains("== amqp-client run 1"), run.out());
+    assertTrue(run.out().contains("stopped by counts"), run.out());
+
+    Map<String, Object> r = asObject(JsonParser.parse(Files.readString(json)));
+    assertHasEveryField(r);
+    assertEquals("amqp-client", r.get("client"));
+    assertEquals("peer:sink", r.get("target"));
+    assertEquals(1.0, r.get("producers"));
+    assertEquals(0.0, r.get("consumers"));
+    assertEquals(64.0, r.get("size"));
+    assertEquals(3000.0, r.get("sent"));
+    assertEquals(3000.0, r.get("confirmed"));
+    assertEquals(0.0, r.get("received"));
+    assertTrue(number(r, "sent_rate") > 0);
+    assertTrue(number(r, "confirm_latency_p99_us") >= number(r, "confirm_latency_p50_us"));
+    assertNull(r.get("consumer_latency_p50_us"), "no consumer: not measured");
+    assertTrue(number(r, "cpu_ns_per_msg") > 0);
+    assertTrue(number(r, "alloc_bytes_per_msg") > 0);
+    assertTrue(number(r, "peak_heap_bytes") > 0);
+    Map<String, Object> peer = asObject(r.get("peer"));
+    assertEquals(3000.0, peer.get("publishes"), "the peer read every publish");
+    assertEquals(3000.0, peer.get("confirms"), "and confirmed each");
+    assertInstanceOf(List.class, r.get("timeline"));
+  }
+
+  @Test
+  void sourceStreamsToEveryConsumerAndSeveralRunsWriteAnArray(@TempDir Path dir) throws Exception {
+    Path json = dir.resolve("source.json");
+    OptionsTest.Captured run = OptionsTest.run("--peer", "source", "-y", "2", "-D", "2000", "-q", "100",
+        "-A", "10", "--runs", "2", "--json", json.toString());
+    assertEquals(0, run.exit(), run.out() + run.err());
+
+    List<?> runs = assertInstanceOf(List.class, JsonParser.parse(Files.readString(json)));
+    assertEquals(2, runs.size());
+    for (int i = 0; i < 2; i++) {
+      Map<String, Object> r = asObject(runs.get(i));
+      assertHasEveryField(r);
+      assertEquals(i + 1.0, r.get("run"));
+      assertEquals("peer:source", r.get("target"));
+      assertEquals(0.0, r.get("sent"));
+      assertEquals(4000.0, r.get("received"), "2 consumers x 2000");
+      assertEquals("counts", r.get("stopped_by"));
+      assertTrue(number(r, "received_rate") > 0);
+      assertNull(r.get("consumer_latency_p50_us"), "the peer's bodies carry no publish time");
+      assertTrue(number(asObject(r.get("peer")), "deliveries") >= 4000);
+    }
+  }
+
+  static void assertHasEveryField(Map<String, Object> run) {
+    for (String field : REQUIRED) {
+      assertTrue(run.containsKey(field), "missing " + field + " in " + run.keySet());
+      Object v = run.get(field);
+      if (!field.equals("client")) {
+        assertTrue(v == null || v instanceof Double, field + " should be a number or null: " + v);
+      }
+    }
+  }
+
+  static double number(Map<String, Object> run, String field) {
+    return assertInstanceOf(Double.class, run.get(field), field);
+  }
+
+  @SuppressWarnings("unchecked")
+  static Map<String, Object> asObject(Object value) {
+    return (Map<String, Object>) assertInstanceOf(Map.class, value);
+  }
+}
