@@ -1,7 +1,6 @@
 package io.warren.impl;
 
 import io.netty.buffer.ByteBuf;
-import io.warren.codec.method.MethodIds;
 import io.warren.AmqpException;
 import io.warren.Channel;
 import io.warren.Connection;
@@ -10,6 +9,7 @@ import io.warren.GetResponse;
 import io.warren.QueueDeclare;
 import io.warren.QueueDeclareOk;
 import io.warren.codec.ReplyCode;
+import io.warren.codec.method.MethodIds;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;

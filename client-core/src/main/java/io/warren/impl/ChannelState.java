@@ -2,13 +2,13 @@ package io.warren.impl;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
-import io.warren.codec.method.MethodIds;
 import io.warren.AmqpException;
 import io.warren.ChannelClosedException;
 import io.warren.MessageTooLargeException;
 import io.warren.codec.AmqpProtocolException;
 import io.warren.codec.Frame;
 import io.warren.codec.ReplyCode;
+import io.warren.codec.method.MethodIds;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;

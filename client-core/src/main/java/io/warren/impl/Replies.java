@@ -1,12 +1,15 @@
 package io.warren.impl;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.util.concurrent.FastThreadLocal;
 import io.warren.QueueDeclareOk;
 import io.warren.codec.Frame;
 import io.warren.codec.method.ChannelClose;
 import io.warren.codec.method.ChannelFlow;
 import io.warren.codec.method.ConnectionClose;
+import io.warren.codec.method.MethodIds;
 import io.warren.codec.method.MethodTable;
+import io.warren.codec.method.QueueDeleteOk;
 import io.warren.codec.method.QueuePurgeOk;
 
 /**
@@ -25,7 +28,12 @@ final class Replies {
         }
     }
 
-    private static final ThreadLocal<Views> VIEWS = ThreadLocal.withInitial(Views::new);
+    private static final FastThreadLocal<Views> VIEWS = new FastThreadLocal<>() {
+        @Override
+        protected Views initialValue() {
+            return new Views();
+        }
+    };
 
     private Replies() {
     }
@@ -52,11 +60,13 @@ final class Replies {
         return new QueueDeclareOk(ok.queueAsString(), ok.messageCount(), ok.consumerCount());
     }
 
-    /** The message-count of queue.purge-ok or queue.delete-ok (same layout: one long after the ids). */
+    /** The message-count of queue.purge-ok or queue.delete-ok. */
     static long messageCount(Frame frame) {
         ByteBuf p = frame.payload();
-        // queue.purge-ok and queue.delete-ok both carry only message-count (long) after the ids
-        return VIEWS.get().queuePurgeOk.wrap(p, p.readerIndex()).messageCount();
+        Views v = VIEWS.get();
+        return p.getInt(p.readerIndex()) == MethodIds.QUEUE_DELETE_OK
+                ? v.queueDeleteOk.wrap(p, p.readerIndex()).messageCount()
+                : v.queuePurgeOk.wrap(p, p.readerIndex()).messageCount();
     }
 
     private static final class Views {
@@ -65,5 +75,6 @@ final class Replies {
         final ChannelFlow channelFlow = new ChannelFlow();
         final io.warren.codec.method.QueueDeclareOk queueDeclareOk = new io.warren.codec.method.QueueDeclareOk();
         final QueuePurgeOk queuePurgeOk = new QueuePurgeOk();
+        final QueueDeleteOk queueDeleteOk = new QueueDeleteOk();
     }
 }
