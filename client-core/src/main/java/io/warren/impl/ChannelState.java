@@ -2,6 +2,7 @@ package io.warren.impl;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
+import io.netty.util.concurrent.ScheduledFuture;
 import io.warren.AmqpException;
 import io.warren.ChannelClosedException;
 import io.warren.MessageTooLargeException;
@@ -13,6 +14,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -52,6 +54,7 @@ public final class ChannelState {
     private final ChannelRpc rpc;
     private final ContentAssembler content;
     private final ChannelImpl facade;
+    private final long rpcTimeoutNanos;
 
     // event loop only
     private State state = State.OPENING;
@@ -61,11 +64,13 @@ public final class ChannelState {
     private AmqpException closeCause;
     private CompletableFuture<Void> closeRequest;
     private boolean numberFreed;
+    private ScheduledFuture<?> closeTimer;
 
     ChannelState(int number, ConnectionHandler connection, long rpcTimeoutNanos, long maxBodySize) {
         this.number = number;
         this.connection = connection;
         this.outbound = connection.outbound();
+        this.rpcTimeoutNanos = rpcTimeoutNanos;
         this.rpc = new ChannelRpc(this, rpcTimeoutNanos);
         this.content = new ContentAssembler(number, maxBodySize, connection.alloc());
         this.facade = new ChannelImpl(this);
@@ -300,8 +305,7 @@ public final class ChannelState {
             return;
         }
         LOG.debug("channel {} closed by the broker: {}", number, close.describe());
-        shutDown(cause);
-        state = State.CLOSED;
+        shutDown(cause, State.CLOSED);
         freeNumber();
         completeCloseRequest();
     }
@@ -313,8 +317,16 @@ public final class ChannelState {
                     null, number, 20, 41, -1);
         }
         state = State.CLOSED;
+        cancelCloseTimer();
         freeNumber();
         completeCloseRequest();
+    }
+
+    private void cancelCloseTimer() {
+        if (closeTimer != null) {
+            closeTimer.cancel(false);
+            closeTimer = null;
+        }
     }
 
     // ---- close -------------------------------------------------------------------------------------------
@@ -344,29 +356,42 @@ public final class ChannelState {
             }
             return;
         }
-        state = State.CLOSING;
         closeRequest = result;
         outbound.write(Requests.channelClose(alloc(), number, replyCode, replyText));
+        // A broker that never answers must not hang close(): after the RPC timeout the caller is told, but
+        // the number stays reserved until close-ok (or the connection's end), so it is never reused early.
+        closeTimer = outbound.eventLoop().schedule(() -> {
+            if (state == State.CLOSING) {
+                LOG.debug("channel {}: no close-ok within the RPC timeout; number kept until it comes", number);
+                completeCloseRequest();
+            }
+        }, rpcTimeoutNanos, TimeUnit.NANOSECONDS);
         String text = replyCode == ReplyCode.REPLY_SUCCESS && error == null
                 ? "channel " + number + " closed by the application"
                 : "channel " + number + " closed by the client: " + replyCode + " " + replyText;
-        shutDown(new ChannelClosedException(text, error, replyCode, replyText, 0, 0, number, false));
+        shutDown(new ChannelClosedException(text, error, replyCode, replyText, 0, 0, number, false), State.CLOSING);
     }
 
     /** The connection is gone: everything fails with {@code cause}; nothing is written. */
     void onConnectionClosed(AmqpException cause) {
         if (state != State.CLOSED && state != State.CLOSING) {
-            shutDown(cause);
+            shutDown(cause, State.CLOSED);
         }
         state = State.CLOSED;
+        cancelCloseTimer();
         completeCloseRequest();
     }
 
-    private void shutDown(AmqpException cause) {
+    /**
+     * Moves to {@code next} first, so that code run by the futures completed here (user callbacks run inline
+     * on the event loop) finds the channel closed and cannot send on it; then fails what is pending.
+     */
+    private void shutDown(AmqpException cause, State next) {
+        state = next;
         closeCause = cause;
-        facade.markClosed(cause);
         rpc.failAll(cause);
         content.abort(cause);
+        facade.markClosed(cause);
         List<Consumer<AmqpException>> hooks = new ArrayList<>(closeHooks);
         closeHooks.clear();
         for (Consumer<AmqpException> hook : hooks) {

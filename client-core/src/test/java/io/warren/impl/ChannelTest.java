@@ -213,6 +213,39 @@ class ChannelTest {
     }
 
     @Test
+    void aCloseWithoutCloseOkCompletesAfterTheRpcTimeoutButKeepsTheNumber() {
+        try (FakeBroker broker = new FakeBroker(new ConnectionOptions().requestedChannelMax(1)
+                .rpcTimeout(Duration.ofSeconds(2)))) {
+            ConnectionImpl c = broker.handshake(1, 131072, 0);
+            Channel ch = broker.openChannel(c, 1);
+            CompletionStage<Void> closed = ch.close();
+            broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE);
+            broker.client.advanceTimeBy(2, TimeUnit.SECONDS);
+            broker.client.runScheduledPendingTasks();
+            closed.toCompletableFuture().join();
+            assertInstanceOf(AmqpException.class, failure(c.openChannel()));
+            broker.sendChannelCloseOk(1);
+            broker.openChannel(c, 1);
+        }
+    }
+
+    @Test
+    void callbacksOfFailedOperationsCannotSendOnTheClosedChannel() {
+        try (FakeBroker broker = new FakeBroker()) {
+            ConnectionImpl c = broker.handshake();
+            Channel ch = broker.openChannel(c, 1);
+            List<CompletionStage<QueueDeclareOk>> retried = new ArrayList<>();
+            CompletionStage<QueueDeclareOk> pending = ch.queueDeclare(QueueDeclare.passive("missing"));
+            pending.whenComplete((ok, e) -> retried.add(ch.queueDeclare("retry"))); // runs on the event loop
+            broker.expectAndRelease(1, MethodIds.QUEUE_DECLARE);
+            broker.sendChannelClose(1, 404, "NOT_FOUND - no queue 'missing'", 50, 10);
+            broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
+            broker.expectNothing(); // nothing sent on the channel after close-ok
+            assertInstanceOf(ChannelClosedException.class, failure(retried.get(0)));
+        }
+    }
+
+    @Test
     void numbersAreReusedOnlyAfterCloseOk() {
         try (FakeBroker broker = new FakeBroker(new ConnectionOptions().requestedChannelMax(2))) {
             ConnectionImpl c = broker.handshake(2, 131072, 0);

@@ -8,6 +8,9 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelOutboundHandlerAdapter;
+import io.netty.channel.ChannelPromise;
 import io.warren.BlockedListener;
 import io.warren.Channel;
 import io.warren.ChannelClosedException;
@@ -178,6 +181,35 @@ class ConnectionLifecycleTest {
             assertFalse(broker.client.isActive());
             ConnectionClosedException reason = c.closeFuture().toCompletableFuture().join();
             assertTrue(reason.getMessage().contains("missed heartbeats"), reason.getMessage());
+        }
+    }
+
+    @Test
+    void aFailedHeartbeatWriteAloneDoesNotCloseTheConnection() {
+        try (FakeBroker broker = new FakeBroker(new ConnectionOptions().requestedHeartbeat(4))) {
+            ConnectionImpl c = broker.handshake(2047, 131072, 4);
+            List<Integer> failed = new ArrayList<>();
+            broker.client.pipeline().addFirst(new ChannelOutboundHandlerAdapter() {
+                @Override
+                public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
+                    ByteBuf b = (ByteBuf) msg;
+                    if (b.readableBytes() == Frames.FRAME_OVERHEAD && b.getByte(b.readerIndex()) == 8) {
+                        failed.add(1);
+                        b.release();
+                        promise.setFailure(new java.io.IOException("simulated write failure"));
+                    } else {
+                        ctx.write(msg, promise);
+                    }
+                }
+            });
+            for (int i = 0; i < 3; i++) {
+                broker.sendRaw(Frames.heartbeat(FakeBroker.ALLOC));
+                broker.client.advanceTimeBy(2, TimeUnit.SECONDS);
+                broker.client.runScheduledPendingTasks();
+            }
+            assertTrue(failed.size() >= 2, "heartbeats were attempted: " + failed.size());
+            assertTrue(broker.client.isActive());
+            assertTrue(c.isOpen());
         }
     }
 
