@@ -16,7 +16,14 @@ import io.warren.QueueDeclare;
 import io.warren.QueueDeclareOk;
 import io.warren.it.BrokerExtension.TestNames;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -139,6 +146,48 @@ class TopologyIT {
         Channel ch2 = await(connection.openChannel());
         await(ch2.queueDelete(q, false, true));
         await(ch2.close());
+    }
+
+    @Test
+    void manyRequestsInFlightFromManyThreadsGetTheirOwnReplies(Connection connection, TestNames names)
+            throws Exception {
+        List<Channel> channels = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            channels.add(await(connection.openChannel()));
+        }
+        int threads = 8;
+        int perThread = 100;
+        CyclicBarrier start = new CyclicBarrier(threads);
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        try {
+            List<Future<List<String>>> results = new ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                int thread = t;
+                results.add(pool.submit(() -> {
+                    start.await();
+                    List<CompletableFuture<QueueDeclareOk>> mine = new ArrayList<>();
+                    for (int i = 0; i < perThread; i++) {
+                        String q = names.queue("t" + thread + "-" + i);
+                        // exclusive: removed with the connection, no cleanup round trip needed
+                        mine.add(channels.get(i % channels.size())
+                                .queueDeclare(QueueDeclare.named(q).exclusive(true)).toCompletableFuture());
+                    }
+                    List<String> declared = new ArrayList<>();
+                    for (CompletableFuture<QueueDeclareOk> f : mine) {
+                        declared.add(f.get(60, TimeUnit.SECONDS).queue());
+                    }
+                    return declared;
+                }));
+            }
+            for (int t = 0; t < threads; t++) {
+                List<String> got = results.get(t).get(120, TimeUnit.SECONDS);
+                for (int i = 0; i < perThread; i++) {
+                    assertEquals(names.queue("t" + t + "-" + i), got.get(i));
+                }
+            }
+        } finally {
+            pool.shutdownNow();
+        }
     }
 
     @Test
