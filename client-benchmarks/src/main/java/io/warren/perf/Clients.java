@@ -14,10 +14,12 @@ final class Clients {
 
   static final String WARREN = "warren";
   static final String AMQP_CLIENT = "amqp-client";
+  /** Not a client: pre-encoded frames, the reference point ({@link RawDriver}). */
+  static final String RAW = "raw";
   static final String WARREN_DRIVER = "io.warren.perf.WarrenDriver";
 
   /** Every name the options accept. */
-  static final List<String> NAMES = List.of(WARREN, AMQP_CLIENT);
+  static final List<String> NAMES = List.of(WARREN, AMQP_CLIENT, RAW);
 
   private Clients() {}
 
@@ -29,7 +31,7 @@ final class Clients {
   /** Whether {@link #create} can make this client's driver. */
   static boolean available(String name) {
     return switch (name) {
-      case AMQP_CLIENT -> true;
+      case AMQP_CLIENT, RAW -> true;
       case WARREN -> warrenDriverClass() != null;
       default -> false;
     };
@@ -40,6 +42,8 @@ final class Clients {
     switch (name) {
       case AMQP_CLIENT:
         return new AmqpClientDriver();
+      case RAW:
+        return new RawDriver();
       case WARREN:
         Class<?> type = warrenDriverClass();
         if (type == null) {

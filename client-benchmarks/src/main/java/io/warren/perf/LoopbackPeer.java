@@ -2,6 +2,7 @@ package io.warren.perf;
 
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.PooledByteBufAllocator;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInitializer;
@@ -81,6 +82,9 @@ public final class LoopbackPeer implements AutoCloseable {
           .group(group)
           .channel(NioServerSocketChannel.class)
           .childOption(ChannelOption.TCP_NODELAY, true)
+          // Netty 4.2's default adaptive allocator has no recycled slices: FrameDecoder's retainedSlice
+          // would allocate a slice object per frame; the pooled allocator recycles them
+          .childOption(ChannelOption.ALLOCATOR, PooledByteBufAllocator.DEFAULT)
           .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, new WriteBufferWaterMark(256 * 1024, 512 * 1024))
           .childHandler(new ChannelInitializer<SocketChannel>() {
             @Override

@@ -35,6 +35,11 @@ public final class Metrics {
     published.increment();
   }
 
+  /** {@code n} messages handed to the client for publishing at once (a batch). */
+  public void published(int n) {
+    published.add(n);
+  }
+
   /** {@code n} publishes confirmed by basic.ack. */
   public void confirmed(int n) {
     confirmed.add(n);

@@ -11,7 +11,8 @@ import java.util.function.Supplier;
  *
  * <p>The run stops at the first of:
  * <ul>
- *   <li>{@code --time} seconds after the consumers and producers started;</li>
+ *   <li>{@code --time} seconds after the consumers and producers started (after the {@code --warmup},
+ *       when one is given: the counts of the warmup are not kept);</li>
  *   <li>the counts: every producer published its {@code --pmessages} (and saw them confirmed), and every
  *       consumer took its {@code --cmessages}; consumers without a count are done when they received
  *       every copy of what was published, or received nothing for {@value #IDLE_SECONDS} s once the
@@ -26,6 +27,7 @@ final class PerfRun {
 
   private final RunOptions options;
   private final long timeSeconds;
+  private final long warmupSeconds;
   private final String target;
   private final PrintStream out;
   private final StopSignal stop;
@@ -33,13 +35,15 @@ final class PerfRun {
 
   /**
    * @param timeSeconds the time limit, 0 for none
+   * @param warmupSeconds how long traffic flows before the measured interval starts, 0 for none
    * @param target where the run goes, as printed and written ({@link RunResult#target})
    * @param peer the in-process peer's cumulative counts, or null against a broker
    */
-  PerfRun(RunOptions options, long timeSeconds, String target, PrintStream out, StopSignal stop,
-      Supplier<RunResult.PeerStats> peer) {
+  PerfRun(RunOptions options, long timeSeconds, long warmupSeconds, String target, PrintStream out,
+      StopSignal stop, Supplier<RunResult.PeerStats> peer) {
     this.options = options;
     this.timeSeconds = timeSeconds;
+    this.warmupSeconds = warmupSeconds;
     this.target = target;
     this.out = out;
     this.stop = stop;
@@ -58,6 +62,19 @@ final class PerfRun {
       // every run starts from a collected heap, so earlier runs' garbage is not billed to this one
       System.gc();
       ResourceMeter meter = new ResourceMeter();
+      if (warmupSeconds > 0) {
+        // traffic flows, progress is printed, nothing is kept: the JIT compiles the hot paths first
+        ProgressTicker warmup = new ProgressTicker(metrics, meter, out, driver.name() + " warmup");
+        long warmupStart = System.nanoTime();
+        warmup.start(warmupStart);
+        driver.startConsumers();
+        driver.startProducers();
+        long warmupEnd = warmupStart + TimeUnit.SECONDS.toNanos(warmupSeconds);
+        while (System.nanoTime() - warmupEnd < 0 && metrics.failure() == null && !stop.await(20)) {
+          // warming up
+        }
+        warmup.finish(System.nanoTime());
+      }
       ProgressTicker ticker = new ProgressTicker(metrics, meter, out, driver.name());
       RunResult.PeerStats peerBefore = peer == null ? null : peer.get();
       // the measured interval starts before the consumers do: a source (the loopback peer, a full
@@ -65,8 +82,10 @@ final class PerfRun {
       meter.start();
       long start = System.nanoTime();
       ticker.start(start);
-      driver.startConsumers();
-      driver.startProducers();
+      if (warmupSeconds == 0) {
+        driver.startConsumers();
+        driver.startProducers();
+      }
 
       String stoppedBy = awaitEnd(metrics, ticker, start);
       long end = System.nanoTime();
@@ -79,7 +98,8 @@ final class PerfRun {
       RunResult.PeerStats peerStats = peer == null ? null : new RunResult.PeerStats(
           peerAfter.publishes() - peerBefore.publishes(), peerAfter.confirms() - peerBefore.confirms(),
           peerAfter.deliveries() - peerBefore.deliveries());
-      return new RunResult(driver.name(), runNumber, options, target, (end - start) / 1e9, ticker.totals(),
+      return new RunResult(driver.name(), runNumber, options, target, warmupSeconds, (end - start) / 1e9,
+          ticker.totals(),
           ticker.confirmLatency(), ticker.consumerLatency(), ticker.timeline(), usage, peerStats, stoppedBy,
           failure == null ? null : describe(failure));
     } finally {

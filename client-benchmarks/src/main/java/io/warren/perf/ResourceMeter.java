@@ -51,7 +51,8 @@ import javax.management.openmbean.CompositeData;
  */
 final class ResourceMeter {
 
-  private static final String[] EXCLUDED_THREADS = {"warren-peer", "warren-perf-progress"};
+  private static final String PEER_THREADS = "warren-peer";
+  private static final String[] EXCLUDED_THREADS = {PEER_THREADS, "warren-perf-progress"};
 
   private final com.sun.management.OperatingSystemMXBean os =
       (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
@@ -132,10 +133,18 @@ final class ResourceMeter {
     sampleDirect();
     long excludedCpu = 0;
     long excludedAlloc = 0;
+    long peerCpu = 0;
+    long peerAlloc = 0;
     for (Map.Entry<Long, long[]> e : excludedAtEnd.entrySet()) {
-      long[] before = excludedAtStart.getOrDefault(e.getKey(), new long[2]);
-      excludedCpu += Math.max(0, e.getValue()[0] - before[0]);
-      excludedAlloc += Math.max(0, e.getValue()[1] - before[1]);
+      long[] before = excludedAtStart.getOrDefault(e.getKey(), new long[3]);
+      long cpuDelta = Math.max(0, e.getValue()[0] - before[0]);
+      long allocDelta = Math.max(0, e.getValue()[1] - before[1]);
+      excludedCpu += cpuDelta;
+      excludedAlloc += allocDelta;
+      if (e.getValue()[2] == 1) {
+        peerCpu += cpuDelta;
+        peerAlloc += allocDelta;
+      }
     }
     long peakHeap = 0;
     for (MemoryPoolMXBean pool : heapPools) {
@@ -159,14 +168,14 @@ final class ResourceMeter {
     long live = liveHeapPeak;
     return new Usage(cpuNanos, allocBytes, peakHeap, live < 0 ? null : live,
         directPool == null && PlatformDependent.usedDirectMemory() < 0 ? null : peakDirect,
-        gcCount() - gcCountAtStart, gcMillis() - gcMillisAtStart);
+        gcCount() - gcCountAtStart, gcMillis() - gcMillisAtStart, peerCpu, peerAlloc);
   }
 
   private long totalAllocated() {
     return threads.isThreadAllocatedMemoryEnabled() ? threads.getTotalThreadAllocatedBytes() : -1;
   }
 
-  /** Thread id -> {cpu ns, allocated bytes} of the threads that are the tool's, not the client's. */
+  /** Thread id -> {cpu ns, allocated bytes, 1 for a peer thread} of the threads that are the tool's, not the client's. */
   private Map<Long, long[]> excludedThreads() {
     Map<Long, long[]> result = new HashMap<>();
     long[] ids = threads.getAllThreadIds();
@@ -175,7 +184,7 @@ final class ResourceMeter {
       if (infos[i] != null && excluded(infos[i].getThreadName())) {
         long cpu = Math.max(0, threads.getThreadCpuTime(ids[i]));
         long alloc = Math.max(0, threads.getThreadAllocatedBytes(ids[i]));
-        result.put(ids[i], new long[] {cpu, alloc});
+        result.put(ids[i], new long[] {cpu, alloc, infos[i].getThreadName().startsWith(PEER_THREADS) ? 1 : 0});
       }
     }
     return result;
@@ -240,7 +249,9 @@ final class ResourceMeter {
    * @param peakDirectBytes largest direct memory in use (sampled)
    * @param gcCount collections during the interval
    * @param gcMillis time the collectors reported for them
+   * @param peerCpuNanos CPU time of the in-process loopback peer's threads (left out of {@code cpuNanos})
+   * @param peerAllocatedBytes heap allocated by the peer's threads (left out of {@code allocatedBytes})
    */
   record Usage(Long cpuNanos, Long allocatedBytes, long peakHeapBytes, Long liveHeapPeakBytes,
-      Long peakDirectBytes, long gcCount, long gcMillis) {}
+      Long peakDirectBytes, long gcCount, long gcMillis, long peerCpuNanos, long peerAllocatedBytes) {}
 }

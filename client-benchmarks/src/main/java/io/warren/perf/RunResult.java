@@ -17,6 +17,7 @@ import org.HdrHistogram.Histogram;
  * @param run the run's number for this client, from 1 (several with {@code --runs} or {@code --compare})
  * @param options what the run did
  * @param target where it ran: the URI without its password, or {@code peer:sink} / {@code peer:source}
+ * @param warmupSeconds how long traffic flowed before the measured interval (not in any figure)
  * @param durationSeconds the measured interval
  * @param totals counts over the interval
  * @param confirmLatency confirm latencies (ns) over the interval
@@ -32,6 +33,7 @@ record RunResult(
     int run,
     RunOptions options,
     String target,
+    long warmupSeconds,
     double durationSeconds,
     Metrics.Counters totals,
     Histogram confirmLatency,
@@ -117,6 +119,7 @@ record RunResult(
     m.put("mandatory", options.mandatory());
     m.put("pmessages", options.producerMessages());
     m.put("cmessages", options.consumerMessages());
+    m.put("warmup_s", warmupSeconds);
     m.put("duration_s", durationSeconds);
     m.put("stopped_by", stoppedBy);
     m.put("sent", totals.published());
@@ -146,7 +149,7 @@ record RunResult(
     m.put("alloc_bytes", usage.allocatedBytes());
     m.put("gc_count", usage.gcCount());
     m.put("gc_time_ms", usage.gcMillis());
-    m.put("peer", peer == null ? null : peer.toJson(durationSeconds));
+    m.put("peer", peer == null ? null : peer.toJson(durationSeconds, usage));
     m.put("failure", failure);
     m.put("confirm_latency_percentiles_us", percentiles(confirmLatency));
     m.put("consumer_latency_percentiles_us", percentiles(consumerLatency));
@@ -195,14 +198,22 @@ record RunResult(
    * @param deliveries deliveries the peer wrote
    */
   record PeerStats(long publishes, long confirms, long deliveries) {
-    Map<String, Object> toJson(double seconds) {
+    Map<String, Object> toJson(double seconds, ResourceMeter.Usage usage) {
       Map<String, Object> m = new LinkedHashMap<>();
       m.put("publishes", publishes);
       m.put("confirms", confirms);
       m.put("deliveries", deliveries);
       m.put("publish_rate", publishes / seconds);
       m.put("delivery_rate", deliveries / seconds);
+      m.put("cpu_ns_per_msg", perMessage(usage.peerCpuNanos()));
+      m.put("alloc_bytes_per_msg", perMessage(usage.peerAllocatedBytes()));
       return m;
+    }
+
+    /** A peer total divided by the messages the peer handled (publishes read plus deliveries written). */
+    Double perMessage(long total) {
+      long n = publishes + deliveries;
+      return n == 0 ? null : (double) total / n;
     }
   }
 }

@@ -61,10 +61,12 @@ final class Summary {
         Format.bytes(u.peakDirectBytes()));
     if (r.peer() != null) {
       RunResult.PeerStats p = r.peer();
-      out.printf(Locale.ROOT, "  %-17s read %s publishes (%s), confirmed %s, wrote %s deliveries (%s)%n", "peer",
+      out.printf(Locale.ROOT, "  %-17s read %s publishes (%s), confirmed %s, wrote %s deliveries (%s); "
+              + "peer threads %s ns and %s B per message%n", "peer",
           Format.count(p.publishes()), Format.rate(p.publishes() / r.durationSeconds()),
           Format.count(p.confirms()), Format.count(p.deliveries()),
-          Format.rate(p.deliveries() / r.durationSeconds()));
+          Format.rate(p.deliveries() / r.durationSeconds()),
+          Format.number(p.perMessage(u.peerCpuNanos()), 0), Format.number(p.perMessage(u.peerAllocatedBytes()), 0));
     }
     out.println();
   }

@@ -128,8 +128,10 @@ public final class WarrenPerf implements Callable<Integer> {
       description = "Declare a named queue auto-delete (default: ${DEFAULT-VALUE}).")
   private boolean autoDelete;
 
-  @Option(names = "--client", paramLabel = "warren|amqp-client",
-      description = "The client to run (default: warren when its driver is in this build, else amqp-client).")
+  @Option(names = "--client", paramLabel = "warren|amqp-client|raw",
+      description = "The client to run (default: warren when its driver is in this build, else amqp-client). "
+          + "raw is no client but the reference point: pre-encoded frames written straight to the socket, "
+          + "to show what the peer or broker takes when the client costs nothing.")
   private String client;
 
   @Option(names = "--compare", arity = "0..1", paramLabel = "CLIENT,CLIENT",
@@ -137,6 +139,10 @@ public final class WarrenPerf implements Callable<Integer> {
       description = "Run both clients, alternating, and print a side-by-side table with ratios to the first "
           + "(default pair: amqp-client,warren).")
   private String compare;
+
+  @Option(names = "--warmup", paramLabel = "SECONDS", defaultValue = "0",
+      description = "Let traffic flow this long before measuring (not in PerfTest; default: ${DEFAULT-VALUE}).")
+  private long warmup;
 
   @Option(names = "--runs", paramLabel = "N", defaultValue = "1",
       description = "Runs per client; with --compare their order alternates A B B A ... (default: ${DEFAULT-VALUE}).")
@@ -182,8 +188,8 @@ public final class WarrenPerf implements Callable<Integer> {
    * What the command line asks for, checked: the clients in run order, the run's options, the time
    * limit, the peer, the number of runs per client and the output files.
    */
-  record Plan(List<String> clients, RunOptions options, long timeSeconds, LoopbackPeer.Mode peer, int runs,
-      Path json, Path report) {}
+  record Plan(List<String> clients, RunOptions options, long timeSeconds, long warmupSeconds, LoopbackPeer.Mode peer,
+      int runs, Path json, Path report) {}
 
   /** Parses and checks {@code args} without running anything; bad options throw {@link ParameterException}. */
   static Plan plan(String... args) {
@@ -198,7 +204,10 @@ public final class WarrenPerf implements Callable<Integer> {
     RunOptions options = options(peerMode);
     long timeLimit = time != null ? time
         : options.producerMessages() > 0 || options.consumerMessages() > 0 ? 0 : DEFAULT_TIME_SECONDS;
-    return new Plan(clients, options, timeLimit, peerMode, runs, json, report);
+    if (warmup < 0) {
+      throw usage("--warmup must be 0 or more");
+    }
+    return new Plan(clients, options, timeLimit, warmup, peerMode, runs, json, report);
   }
 
   @Override
@@ -240,7 +249,7 @@ public final class WarrenPerf implements Callable<Integer> {
         out.println("loopback peer (" + target + ") listening on " + loopback.uri());
       }
       LoopbackPeer peerForStats = loopback;
-      PerfRun perfRun = new PerfRun(options, timeLimit, target, out, stop,
+      PerfRun perfRun = new PerfRun(options, timeLimit, plan.warmupSeconds(), target, out, stop,
           peerForStats == null ? null : peerForStats::stats);
       Map<String, Integer> runNumbers = new LinkedHashMap<>();
       rounds:

@@ -106,9 +106,12 @@ class OptionsTest {
   @Test
   void toolOptions() {
     WarrenPerf.Plan plan = WarrenPerf.plan("--client", "amqp-client", "--runs", "3", "--json", "out.json",
-        "--report", "out.html");
+        "--report", "out.html", "--warmup", "2");
     assertEquals(List.of("amqp-client"), plan.clients());
     assertEquals(3, plan.runs());
+    assertEquals(2, plan.warmupSeconds());
+    assertEquals(0, WarrenPerf.plan().warmupSeconds());
+    assertEquals(List.of("raw"), WarrenPerf.plan("--client", "raw").clients());
     assertEquals("out.json", plan.json().toString());
     assertEquals("out.html", plan.report().toString());
 
@@ -149,6 +152,7 @@ class OptionsTest {
     assertRefused("--queue-args expects key=value", "-qa", "novalue");
     assertRefused("--qos must be within", "-q", "70000");
     assertRefused("--runs must be 1 or more", "--runs", "0");
+    assertRefused("--warmup must be 0 or more", "--warmup", "-1");
   }
 
   private static void assertRefused(String expected, String... args) {

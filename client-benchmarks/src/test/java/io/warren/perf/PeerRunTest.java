@@ -78,6 +78,29 @@ class PeerRunTest {
     }
   }
 
+  @Test
+  void theRawReferenceClientPublishesAndConsumesExactCounts(@TempDir Path dir) throws Exception {
+    Path sinkJson = dir.resolve("raw-sink.json");
+    OptionsTest.Captured sink = OptionsTest.run("--peer", "sink", "--client", "raw", "-C", "50000", "-c", "1000",
+        "--json", sinkJson.toString());
+    assertEquals(0, sink.exit(), sink.out() + sink.err());
+    Map<String, Object> s = asObject(JsonParser.parse(Files.readString(sinkJson)));
+    assertEquals("raw", s.get("client"));
+    assertEquals(50000.0, s.get("sent"));
+    assertEquals(50000.0, s.get("confirmed"));
+    assertEquals(50000.0, asObject(s.get("peer")).get("publishes"));
+
+    Path sourceJson = dir.resolve("raw-source.json");
+    OptionsTest.Captured source = OptionsTest.run("--peer", "source", "--client", "raw", "-D", "20000", "-q", "500",
+        "--warmup", "1", "--json", sourceJson.toString());
+    assertEquals(0, source.exit(), source.out() + source.err());
+    assertTrue(source.out().contains("raw warmup"), source.out());
+    Map<String, Object> r = asObject(JsonParser.parse(Files.readString(sourceJson)));
+    assertEquals(1.0, r.get("warmup_s"));
+    assertEquals("counts", r.get("stopped_by"));
+    assertTrue(number(r, "received") <= 20000, "what the warmup received is not counted: " + r.get("received"));
+  }
+
   static void assertHasEveryField(Map<String, Object> run) {
     for (String field : REQUIRED) {
       assertTrue(run.containsKey(field), "missing " + field + " in " + run.keySet());
