@@ -154,6 +154,22 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
     }
 
     @Override
+    public void channelWritabilityChanged(ChannelHandlerContext ctx) {
+        outbound.writabilityChanged();
+        ctx.fireChannelWritabilityChanged();
+    }
+
+    /**
+     * Stops or resumes reading from the socket: the consumer side's back-pressure (an InboundMessageQueue
+     * that reports "unwritable"). While reading is paused the broker's silence is not held against it by
+     * the heartbeat check. Event loop.
+     */
+    public void autoRead(boolean on) {
+        ctx.channel().config().setAutoRead(on);
+        heartbeats.readingPaused(!on);
+    }
+
+    @Override
     public void channelInactive(ChannelHandlerContext ctx) {
         finish();
         ctx.fireChannelInactive();

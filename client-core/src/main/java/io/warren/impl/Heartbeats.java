@@ -36,6 +36,7 @@ final class Heartbeats {
     private long intervalNanos;
     private long lastReadNanos;
     private boolean readSinceTick;
+    private boolean paused;
     private ScheduledFuture<?> timer;
 
     /** @param onSilence told the milliseconds of silence when the broker missed two intervals */
@@ -60,6 +61,17 @@ final class Heartbeats {
         timer = loop.scheduleAtFixedRate(this::tick, half, half, TimeUnit.NANOSECONDS);
     }
 
+    /**
+     * Reading from the socket was paused (back-pressure) or resumed. While paused, silence is ours, not
+     * the broker's: the receive check is suspended, and the clock restarts on resume.
+     */
+    void readingPaused(boolean paused) {
+        this.paused = paused;
+        if (!paused) {
+            lastReadNanos = loop.ticker().nanoTime();
+        }
+    }
+
     /** A frame arrived. */
     void onRead() {
         readSinceTick = true;
@@ -74,7 +86,7 @@ final class Heartbeats {
 
     private void tick() {
         long now = loop.ticker().nanoTime();
-        if (readSinceTick) {
+        if (readSinceTick || paused) {
             readSinceTick = false;
             lastReadNanos = now;
         } else if (now - lastReadNanos >= 2 * intervalNanos) {

@@ -36,6 +36,15 @@ public final class OutboundPath {
         void written(Throwable cause);
     }
 
+    /**
+     * A task that owns resources (a publish's buffers, its future): if the event loop is gone and the task
+     * will never run, {@link #discard} is called instead, on the thread that found out, so it can release
+     * them and fail its caller.
+     */
+    public interface DiscardableTask extends Runnable {
+        void discard(Throwable cause);
+    }
+
     private static final AtomicIntegerFieldUpdater<OutboundPath> DRAIN_SCHEDULED =
             AtomicIntegerFieldUpdater.newUpdater(OutboundPath.class, "drainScheduled");
 
@@ -47,6 +56,8 @@ public final class OutboundPath {
     // any thread (volatile / MPSC)
     private final MessagePassingQueue<Object> queue = new MpscUnboundedArrayQueue<>(256);
     private volatile int drainScheduled;
+    private final java.util.concurrent.CopyOnWriteArrayList<Runnable> writabilityListeners =
+            new java.util.concurrent.CopyOnWriteArrayList<>();
 
     // event loop only
     private boolean inBatch;
@@ -57,6 +68,30 @@ public final class OutboundPath {
     public OutboundPath(ChannelHandlerContext ctx) {
         this.ctx = ctx;
         this.loop = ctx.executor();
+    }
+
+    /**
+     * Whether the socket's outbound buffer is below Netty's high-water mark. Any thread. Publishers check it
+     * and wait for {@link #addWritabilityListener a writability change} instead of growing memory.
+     */
+    public boolean isWritable() {
+        return ctx.channel().isWritable();
+    }
+
+    /** Runs {@code listener} on the event loop each time the socket's writability changes. Any thread. */
+    public void addWritabilityListener(Runnable listener) {
+        writabilityListeners.add(listener);
+    }
+
+    public void removeWritabilityListener(Runnable listener) {
+        writabilityListeners.remove(listener);
+    }
+
+    /** Called by the connection handler on channelWritabilityChanged. Event loop. */
+    void writabilityChanged() {
+        for (Runnable l : writabilityListeners) {
+            l.run();
+        }
     }
 
     /** The event loop that owns the connection. */
@@ -162,6 +197,8 @@ public final class OutboundPath {
             if (item instanceof PendingWrite pw) {
                 ReferenceCountUtil.release(pw.frames);
                 pw.listener.written(cause);
+            } else if (item instanceof DiscardableTask task) {
+                task.discard(cause);
             } else if (!(item instanceof Runnable)) {
                 ReferenceCountUtil.release(item);
             }

@@ -214,6 +214,33 @@ class ConnectionLifecycleTest {
     }
 
     @Test
+    void silenceWhileReadingIsPausedIsNotAMissedHeartbeat() {
+        try (FakeBroker broker = new FakeBroker(new ConnectionOptions().requestedHeartbeat(4))) {
+            ConnectionImpl c = broker.handshake(2047, 131072, 4);
+            broker.handler.autoRead(false);
+            for (int i = 0; i < 10; i++) {
+                broker.client.advanceTimeBy(2, TimeUnit.SECONDS);
+                broker.client.runScheduledPendingTasks();
+                Frame f = broker.next();
+                if (f != null) {
+                    f.release();
+                }
+            }
+            assertTrue(c.isOpen());
+            broker.handler.autoRead(true);
+            for (int i = 0; i < 5 && broker.client.isActive(); i++) {
+                broker.client.advanceTimeBy(2, TimeUnit.SECONDS);
+                broker.client.runScheduledPendingTasks();
+                Frame f = broker.next();
+                if (f != null) {
+                    f.release();
+                }
+            }
+            assertFalse(c.isOpen(), "silence after resuming counts again");
+        }
+    }
+
+    @Test
     void aBusyConnectionSendsNoHeartbeat() {
         try (FakeBroker broker = new FakeBroker(new ConnectionOptions().requestedHeartbeat(4))) {
             ConnectionImpl c = broker.handshake(2047, 131072, 4);
