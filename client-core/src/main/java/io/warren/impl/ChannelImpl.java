@@ -83,7 +83,7 @@ public final class ChannelImpl implements Channel {
                     "replyCode must be within 0..65535 and replyText not null"));
             return result;
         }
-        state.outbound().execute(() -> state.close(replyCode, replyText, null, result));
+        HandOver.run(state.outbound(), () -> state.close(replyCode, replyText, null, result), null, result);
         return result;
     }
 
@@ -252,26 +252,26 @@ public final class ChannelImpl implements Channel {
         }
         ChannelRpc.Request<GetResponse> request = ChannelRpc.Request.of(MethodIds.BASIC_GET, MethodIds.BASIC_GET_OK,
                 MethodIds.BASIC_GET_EMPTY, frame, (reply, f) -> BasicGet.onReply(state, reply, f), future);
-        state.outbound().execute(() -> state.call(request));
+        HandOver.run(state.outbound(), () -> state.call(request), frame, future);
         return future;
     }
 
     @Override
     public void basicAck(long deliveryTag, boolean multiple) {
         ByteBuf frame = Requests.basicAck(state.alloc(), number, deliveryTag, multiple);
-        state.outbound().execute(() -> state.send(frame));
+        HandOver.run(state.outbound(), () -> state.send(frame), frame, null);
     }
 
     @Override
     public void basicNack(long deliveryTag, boolean multiple, boolean requeue) {
         ByteBuf frame = Requests.basicNack(state.alloc(), number, deliveryTag, multiple, requeue);
-        state.outbound().execute(() -> state.send(frame));
+        HandOver.run(state.outbound(), () -> state.send(frame), frame, null);
     }
 
     @Override
     public void basicReject(long deliveryTag, boolean requeue) {
         ByteBuf frame = Requests.basicReject(state.alloc(), number, deliveryTag, requeue);
-        state.outbound().execute(() -> state.send(frame));
+        HandOver.run(state.outbound(), () -> state.send(frame), frame, null);
     }
 
     @Override
@@ -336,7 +336,7 @@ public final class ChannelImpl implements Channel {
         ChannelRpc.Request<T> request = noWait
                 ? ChannelRpc.Request.noWait(requestKey, frame, noWaitResult, future)
                 : ChannelRpc.Request.of(requestKey, replyKey, -1, frame, handler, future);
-        state.outbound().execute(() -> state.call(request));
+        HandOver.run(state.outbound(), () -> state.call(request), frame, future);
         return future;
     }
 

@@ -107,7 +107,7 @@ public final class ConnectionImpl implements Connection {
                     + cause.getMessage(), cause));
             return result;
         }
-        handler.outbound().execute(() -> handler.openChannel(result));
+        HandOver.run(handler.outbound(), () -> handler.openChannel(result), null, result);
         return result;
     }
 
@@ -128,7 +128,7 @@ public final class ConnectionImpl implements Connection {
             result.complete(null);
             return result;
         }
-        handler.outbound().execute(() -> handler.close(replyCode, replyText, result));
+        HandOver.run(handler.outbound(), () -> handler.close(replyCode, replyText, result), null, result);
         return result;
     }
 

@@ -156,6 +156,34 @@ class OutboundPathTest {
     }
 
     @Test
+    void whenTheEventLoopIsGoneQueuedWorkIsDiscardedNotLeaked() throws Exception {
+        DefaultEventLoopGroup group = new DefaultEventLoopGroup(1);
+        Holder holder = new Holder();
+        LocalAddress address = new LocalAddress("outbound-path-gone-" + System.nanoTime());
+        io.netty.channel.Channel server = new ServerBootstrap().group(group).channel(LocalServerChannel.class)
+                .childHandler(new ChannelInboundHandlerAdapter()).bind(address).sync().channel();
+        new Bootstrap().group(group).channel(LocalChannel.class).handler(holder).connect(address).sync();
+        server.close().sync();
+        group.shutdownGracefully(0, 0, TimeUnit.SECONDS).sync();
+        ByteBuf buf = Unpooled.directBuffer(4).writeInt(1);
+        holder.path.write(buf);
+        assertEquals(0, buf.refCnt(), "released, not stranded in the queue");
+        List<Throwable> discarded = new ArrayList<>();
+        holder.path.execute(new OutboundPath.DiscardableTask() {
+            @Override
+            public void run() {
+                throw new AssertionError("must not run");
+            }
+
+            @Override
+            public void discard(Throwable cause) {
+                discarded.add(cause);
+            }
+        });
+        assertEquals(1, discarded.size());
+    }
+
+    @Test
     void aWriteToAClosedChannelReleasesTheBufferAndTellsTheListener() {
         Holder holder = new Holder();
         EmbeddedChannel ch = new EmbeddedChannel(holder);
