@@ -29,6 +29,7 @@ final class PerfRun {
   private final long timeSeconds;
   private final long warmupSeconds;
   private final String target;
+  private final String id;
   private final PrintStream out;
   private final StopSignal stop;
   private final Supplier<RunResult.PeerStats> peer;
@@ -37,10 +38,12 @@ final class PerfRun {
    * @param timeSeconds the time limit, 0 for none
    * @param warmupSeconds how long traffic flows before the measured interval starts, 0 for none
    * @param target where the run goes, as printed and written ({@link RunResult#target})
+   * @param id the test's name ({@code --id}), or null
    * @param peer the in-process peer's cumulative counts, or null against a broker
    */
-  PerfRun(RunOptions options, long timeSeconds, long warmupSeconds, String target, PrintStream out,
+  PerfRun(RunOptions options, long timeSeconds, long warmupSeconds, String target, String id, PrintStream out,
       StopSignal stop, Supplier<RunResult.PeerStats> peer) {
+    this.id = id;
     this.options = options;
     this.timeSeconds = timeSeconds;
     this.warmupSeconds = warmupSeconds;
@@ -64,7 +67,7 @@ final class PerfRun {
       ResourceMeter meter = new ResourceMeter();
       if (warmupSeconds > 0) {
         // traffic flows, progress is printed, nothing is kept: the JIT compiles the hot paths first
-        ProgressTicker warmup = new ProgressTicker(metrics, meter, out, driver.name() + " warmup");
+        ProgressTicker warmup = new ProgressTicker(metrics, meter, out, label(driver) + " warmup");
         long warmupStart = System.nanoTime();
         warmup.start(warmupStart);
         driver.startConsumers();
@@ -75,7 +78,7 @@ final class PerfRun {
         }
         warmup.finish(System.nanoTime());
       }
-      ProgressTicker ticker = new ProgressTicker(metrics, meter, out, driver.name());
+      ProgressTicker ticker = new ProgressTicker(metrics, meter, out, label(driver));
       RunResult.PeerStats peerBefore = peer == null ? null : peer.get();
       // the measured interval starts before the consumers do: a source (the loopback peer, a full
       // queue) starts delivering at basic.consume, and those deliveries belong to the run
@@ -98,13 +101,17 @@ final class PerfRun {
       RunResult.PeerStats peerStats = peer == null ? null : new RunResult.PeerStats(
           peerAfter.publishes() - peerBefore.publishes(), peerAfter.confirms() - peerBefore.confirms(),
           peerAfter.deliveries() - peerBefore.deliveries());
-      return new RunResult(driver.name(), runNumber, options, target, warmupSeconds, (end - start) / 1e9,
+      return new RunResult(id, driver.name(), runNumber, options, target, warmupSeconds, (end - start) / 1e9,
           ticker.totals(),
           ticker.confirmLatency(), ticker.consumerLatency(), ticker.timeline(), usage, peerStats, stoppedBy,
           failure == null ? null : describe(failure));
     } finally {
       driver.close();
     }
+  }
+
+  private String label(ClientDriver driver) {
+    return id == null ? driver.name() : id + " " + driver.name();
   }
 
   private String awaitEnd(Metrics metrics, ProgressTicker ticker, long start) throws InterruptedException {

@@ -13,6 +13,7 @@ import org.HdrHistogram.Histogram;
  * the moment the consumers start (then the producers) to the moment the run decided to stop
  * (connecting, declaring and closing are not in it). Latencies are kept in nanoseconds and reported in microseconds.
  *
+ * @param id the test's name ({@code --id}), or null
  * @param client the driver's name
  * @param run the run's number for this client, from 1 (several with {@code --runs} or {@code --compare})
  * @param options what the run did
@@ -29,6 +30,7 @@ import org.HdrHistogram.Histogram;
  * @param failure what failed, or null
  */
 record RunResult(
+    String id,
     String client,
     int run,
     RunOptions options,
@@ -104,6 +106,7 @@ record RunResult(
   /** The JSON object of this run (field names in the spelling, units in their suffix). */
   Map<String, Object> toJson() {
     Map<String, Object> m = new LinkedHashMap<>();
+    m.put("id", id);
     m.put("client", client);
     m.put("run", run);
     m.put("target", target);

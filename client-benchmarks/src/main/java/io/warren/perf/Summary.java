@@ -32,8 +32,8 @@ final class Summary {
   /** The end-of-run summary of one run. */
   static void print(RunResult r, PrintStream out) {
     RunOptions o = r.options();
-    out.printf(Locale.ROOT, "%n== %s run %d: %.1f s (stopped by %s) to %s, %d producer(s), %d consumer(s), %d B%s%s ==%n",
-        r.client(), r.run(), r.durationSeconds(), r.stoppedBy(), r.target(), o.producers(), o.consumers(),
+    out.printf(Locale.ROOT, "%n== %s%s run %d: %.1f s (stopped by %s) to %s, %d producer(s), %d consumer(s), %d B%s%s ==%n",
+        r.id() == null ? "" : r.id() + ": ", r.client(), r.run(), r.durationSeconds(), r.stoppedBy(), r.target(), o.producers(), o.consumers(),
         o.size(), o.confirms() ? ", confirm " + o.confirm() : "", o.rate() > 0 ? ", rate " + o.rate() : "");
     if (r.failure() != null) {
       out.println("  FAILED: " + r.failure());

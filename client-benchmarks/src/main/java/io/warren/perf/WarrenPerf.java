@@ -161,6 +161,10 @@ public final class WarrenPerf implements Callable<Integer> {
       description = "Write a self-contained HTML report with charts.")
   private Path report;
 
+  @Option(names = "--id", paramLabel = "NAME",
+      description = "The test's name: it prefixes the progress lines and goes into the JSON (as in PerfTest).")
+  private String id;
+
   @Option(names = "--help", usageHelp = true, description = "Show this help and exit.")
   private boolean help;
 
@@ -188,8 +192,8 @@ public final class WarrenPerf implements Callable<Integer> {
    * What the command line asks for, checked: the clients in run order, the run's options, the time
    * limit, the peer, the number of runs per client and the output files.
    */
-  record Plan(List<String> clients, RunOptions options, long timeSeconds, long warmupSeconds, LoopbackPeer.Mode peer,
-      int runs, Path json, Path report) {}
+  record Plan(String id, List<String> clients, RunOptions options, long timeSeconds, long warmupSeconds,
+      LoopbackPeer.Mode peer, int runs, Path json, Path report) {}
 
   /** Parses and checks {@code args} without running anything; bad options throw {@link ParameterException}. */
   static Plan plan(String... args) {
@@ -207,7 +211,7 @@ public final class WarrenPerf implements Callable<Integer> {
     if (warmup < 0) {
       throw usage("--warmup must be 0 or more");
     }
-    return new Plan(clients, options, timeLimit, warmup, peerMode, runs, json, report);
+    return new Plan(id, clients, options, timeLimit, warmup, peerMode, runs, json, report);
   }
 
   @Override
@@ -249,7 +253,7 @@ public final class WarrenPerf implements Callable<Integer> {
         out.println("loopback peer (" + target + ") listening on " + loopback.uri());
       }
       LoopbackPeer peerForStats = loopback;
-      PerfRun perfRun = new PerfRun(options, timeLimit, plan.warmupSeconds(), target, out, stop,
+      PerfRun perfRun = new PerfRun(options, timeLimit, plan.warmupSeconds(), target, plan.id(), out, stop,
           peerForStats == null ? null : peerForStats::stats);
       Map<String, Integer> runNumbers = new LinkedHashMap<>();
       rounds:

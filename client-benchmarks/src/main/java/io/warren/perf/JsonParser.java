@@ -6,9 +6,10 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * A strict JSON parser for the tests (RFC 8259: objects, arrays, strings with escapes, numbers, true,
- * false, null; anything else throws). Numbers come back as {@link Double}, objects as insertion-ordered
- * maps: enough to check what warren-perf writes is well-formed and holds the right fields.
+ * A strict JSON parser (RFC 8259: objects, arrays, strings with escapes, numbers, true, false, null;
+ * anything else throws {@link IllegalArgumentException}). Numbers come back as {@link Double}, objects
+ * as insertion-ordered maps. It reads back what {@link Json} writes: {@link BenchmarksTable} uses it on
+ * result files, the tests to check them.
  */
 final class JsonParser {
 
