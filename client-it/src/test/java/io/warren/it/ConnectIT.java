@@ -101,7 +101,7 @@ class ConnectIT {
             ConnectionTimeoutException e = assertInstanceOf(ConnectionTimeoutException.class,
                     failure(client().connect(options)));
             long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
-            assertTrue(tookMs < 5_000, "took " + tookMs + " ms");
+            assertTrue(tookMs < 10_000, "took " + tookMs + " ms");
             assertTrue(e.getMessage().contains("500 ms"), e.getMessage());
             assertTrue(e.getMessage().contains("connection.start"), e.getMessage());
         }
@@ -154,7 +154,8 @@ class ConnectIT {
     }
 
     private static String findConnectionPid(String connectionName) throws Exception {
-        for (int attempt = 0; attempt < 20; attempt++) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (System.nanoTime() < deadline) {
             String out = run("rabbitmqctl", "-q", "list_connections", "pid", "client_properties");
             for (String line : out.split("\n")) {
                 if (line.contains(connectionName)) {
