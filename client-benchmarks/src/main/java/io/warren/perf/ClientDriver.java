@@ -25,6 +25,13 @@ package io.warren.perf;
  *       {@link Metrics#fail(Throwable)}: the run stops and reports it.</li>
  * </ul>
  *
+ * <p>A client whose publish returns a future completed by the confirm (Warren's) may keep the window
+ * with {@link ConfirmTracker} (numbering its publishes 1, 2, 3, ... on the channel) or on its own; either
+ * way every confirmed publish is counted once with {@link Metrics#confirmed(int)} and its latency, from
+ * the publish call to the confirm, recorded with {@link Metrics#confirmLatency(long)}. Bodies that are
+ * {@code ByteBuf}s are stamped with {@link MessageBody#stamp(io.netty.buffer.ByteBuf, long)} and read
+ * with {@link MessageBody#publishNanos(io.netty.buffer.ByteBuf)}.
+ *
  * A driver is created by {@link Clients} with a public no-argument constructor and used for one run.
  */
 public interface ClientDriver extends AutoCloseable {

@@ -70,6 +70,14 @@ final class HtmlReport {
       <div id="comparison"></div>
       <div id="summary"></div>
       <div id="charts"></div>
+      <h2>How the figures are measured</h2>
+      <ul class="meta" id="method">
+        <li>Rates are over the measured interval: from the consumers' start (after any warmup) to the stop; connecting, declaring and closing are left out. MB/s counts body bytes, 10<sup>6</sup> per MB.</li>
+        <li>Confirm latency: from the publish call to the basic.ack that covers it. Consumer latency: from the publish call (its time is in the body) to the delivery reaching the application; the loopback peer's deliveries carry no time.</li>
+        <li>Client CPU: the process's CPU time (all threads, GC and JIT included) less the in-process loopback peer's threads and the progress thread, divided by publishes + deliveries.</li>
+        <li>Allocation: heap bytes allocated by all threads (terminated ones too) less the same excluded threads, divided by publishes + deliveries; direct buffers are not heap allocation.</li>
+        <li>Peak heap: the heap pools' peaks added up (an upper bound that follows the collector's sizing); live heap: the largest occupancy right after a collection; direct memory: sampled every 100 ms.</li>
+      </ul>
       <script id="data" type="application/json">@DATA@</script>
       <script>
       (function () {
