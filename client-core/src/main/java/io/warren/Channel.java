@@ -104,21 +104,54 @@ public interface Channel {
 
     /**
      * basic.get: completes with the message, or with {@code null} when the queue is empty (basic.get-empty).
-     * The caller owns the returned {@link GetResponse} and must {@link GetResponse#release() release} it.
+     * The caller owns the returned {@link GetResponse} (a {@link Delivery}, with the same accessors and
+     * settlement as a consumer's) and must {@link GetResponse#release() release} it.
      */
     CompletionStage<GetResponse> basicGet(String queue, boolean autoAck);
 
-    /** basic.ack, fire and forget (the spec has no reply). */
+    /**
+     * basic.ack, fire and forget (the spec has no reply). Like {@link Delivery#ack()}, it goes through the
+     * channel's acknowledgement coalescing: acks may be merged into one basic.ack with {@code multiple=true}
+     * where every lower tag is settled, and a tag that is already settled is dropped (with a warning) rather
+     * than sent for the broker to close the channel over. Settlements go out before any synchronous method or
+     * close called after them.
+     */
     void basicAck(long deliveryTag, boolean multiple);
 
-    /** basic.nack, fire and forget. */
+    /** basic.nack, fire and forget; see {@link #basicAck}. */
     void basicNack(long deliveryTag, boolean multiple, boolean requeue);
 
-    /** basic.reject, fire and forget. */
+    /** basic.reject, fire and forget; see {@link #basicAck}. */
     void basicReject(long deliveryTag, boolean requeue);
 
     /** basic.recover: redeliver this channel's unacknowledged messages ({@code requeue} is what RabbitMQ supports). */
     CompletionStage<Void> basicRecover(boolean requeue);
+
+    // consuming
+
+    /**
+     * Starts a consumer on {@code queue} (basic.qos first when the options have a prefetch, then
+     * basic.consume). Completes with the consumer once the broker answered consume-ok, before any delivery
+     * reaches the handler; fails with {@link IllegalArgumentException} for bad options (nothing is sent), or
+     * with a {@link ChannelClosedException} when the broker refuses (404 no such queue, 403 exclusive, ...).
+     *
+     * <p>{@code handler} runs on the consumer's context ({@link ConsumeOptions#executor()}, by default the
+     * connection's event loop) and borrows each {@link Delivery}: see {@link DeliveryHandler} for ownership and
+     * {@link ConsumerHandle} for flow control and how the consumer ends. The stage completes on the event loop.
+     */
+    CompletionStage<ConsumerHandle> consume(String queue, ConsumeOptions options, DeliveryHandler handler);
+
+    /** {@link #consume(String, ConsumeOptions, DeliveryHandler)} with {@link ConsumeOptions#defaults()}. */
+    default CompletionStage<ConsumerHandle> consume(String queue, DeliveryHandler handler) {
+        return consume(queue, ConsumeOptions.defaults(), handler);
+    }
+
+    /**
+     * As {@link #consume(String, ConsumeOptions, DeliveryHandler)} with a handler that returns a stage: each
+     * delivery is borrowed until its stage completes, and up to {@link ConsumeOptions#concurrency()} are in
+     * flight at once (see {@link AsyncDeliveryHandler}).
+     */
+    CompletionStage<ConsumerHandle> consumeAsync(String queue, ConsumeOptions options, AsyncDeliveryHandler handler);
 
     // tx class
 

@@ -14,19 +14,21 @@ final class BasicGet {
     private BasicGet() {
     }
 
-    static void onReply(ChannelState channel, Frame reply, CompletableFuture<GetResponse> future) {
+    static void onReply(ChannelState channel, Frame reply, CompletableFuture<GetResponse> future, boolean autoAck) {
         var p = reply.payload();
         if (p.getInt(p.readerIndex()) == MethodIds.BASIC_GET_EMPTY) {
             future.complete(null);
             return;
         }
+        // the tag takes its place among the channel's deliveries now, in arrival order (ack coalescing)
+        channel.consumers().gotMessage(p.getLong(p.readerIndex() + 4), autoAck);
         // The frame is borrowed (ChannelRpc releases it): keep a retained slice of its payload.
         channel.beginContent(p.retainedSlice(), new ContentAssembler.Listener() {
             @Override
             public void onContent(AssembledContent content) {
-                GetResponseImpl response = new GetResponseImpl(content);
+                GetResponseImpl response = GetResponseImpl.of(channel.consumers(), content, autoAck);
                 if (!future.complete(response)) {
-                    content.release(); // timed out meanwhile: nobody will release it
+                    response.abandon(); // timed out meanwhile: nobody will release it
                 }
             }
 

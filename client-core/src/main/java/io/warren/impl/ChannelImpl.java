@@ -2,14 +2,19 @@ package io.warren.impl;
 
 import io.netty.buffer.ByteBuf;
 import io.warren.AmqpException;
+import io.warren.AsyncDeliveryHandler;
 import io.warren.Channel;
 import io.warren.Connection;
+import io.warren.ConsumeOptions;
+import io.warren.ConsumerHandle;
+import io.warren.DeliveryHandler;
 import io.warren.ExchangeDeclare;
 import io.warren.GetResponse;
 import io.warren.QueueDeclare;
 import io.warren.QueueDeclareOk;
 import io.warren.codec.ReplyCode;
 import io.warren.codec.method.MethodIds;
+import io.warren.impl.consume.ChannelConsumers;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
@@ -251,33 +256,45 @@ public final class ChannelImpl implements Channel {
             return future;
         }
         ChannelRpc.Request<GetResponse> request = ChannelRpc.Request.of(MethodIds.BASIC_GET, MethodIds.BASIC_GET_OK,
-                MethodIds.BASIC_GET_EMPTY, frame, (reply, f) -> BasicGet.onReply(state, reply, f), future);
+                MethodIds.BASIC_GET_EMPTY, frame, (reply, f) -> BasicGet.onReply(state, reply, f, autoAck), future);
         HandOver.run(state.outbound(), () -> state.call(request), frame, future);
         return future;
     }
 
+    // settlements go through the channel's coalescer, which must see every tag (ChannelConsumers)
+
     @Override
     public void basicAck(long deliveryTag, boolean multiple) {
-        ByteBuf frame = Requests.basicAck(state.alloc(), number, deliveryTag, multiple);
-        HandOver.run(state.outbound(), () -> state.send(frame), frame, null);
+        state.consumers().settle(deliveryTag, multiple, false, ChannelConsumers.ACK);
     }
 
     @Override
     public void basicNack(long deliveryTag, boolean multiple, boolean requeue) {
-        ByteBuf frame = Requests.basicNack(state.alloc(), number, deliveryTag, multiple, requeue);
-        HandOver.run(state.outbound(), () -> state.send(frame), frame, null);
+        state.consumers().settle(deliveryTag, multiple, requeue, ChannelConsumers.NACK);
     }
 
     @Override
     public void basicReject(long deliveryTag, boolean requeue) {
-        ByteBuf frame = Requests.basicReject(state.alloc(), number, deliveryTag, requeue);
-        HandOver.run(state.outbound(), () -> state.send(frame), frame, null);
+        state.consumers().settle(deliveryTag, false, requeue, ChannelConsumers.REJECT);
     }
 
     @Override
     public CompletionStage<Void> basicRecover(boolean requeue) {
         return voidRpc(MethodIds.BASIC_RECOVER, MethodIds.BASIC_RECOVER_OK, false,
                 () -> Requests.basicRecover(state.alloc(), number, requeue));
+    }
+
+    // ---- consuming (ChannelConsumers) --------------------------------------------------------------------
+
+    @Override
+    public CompletionStage<ConsumerHandle> consume(String queue, ConsumeOptions options, DeliveryHandler handler) {
+        return state.consumers().consume(queue, options, handler, null);
+    }
+
+    @Override
+    public CompletionStage<ConsumerHandle> consumeAsync(String queue, ConsumeOptions options,
+                                                        AsyncDeliveryHandler handler) {
+        return state.consumers().consume(queue, options, null, handler);
     }
 
     // ---- tx, confirm -------------------------------------------------------------------------------------

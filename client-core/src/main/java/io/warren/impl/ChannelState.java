@@ -10,6 +10,7 @@ import io.warren.codec.AmqpProtocolException;
 import io.warren.codec.Frame;
 import io.warren.codec.ReplyCode;
 import io.warren.codec.method.MethodIds;
+import io.warren.impl.consume.ChannelConsumers;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -55,6 +56,7 @@ public final class ChannelState {
     private final ContentAssembler content;
     private final ChannelImpl facade;
     private final long rpcTimeoutNanos;
+    private final ChannelConsumers consumers;
 
     // event loop only
     private State state = State.OPENING;
@@ -74,6 +76,7 @@ public final class ChannelState {
         this.rpc = new ChannelRpc(this, rpcTimeoutNanos);
         this.content = new ContentAssembler(number, maxBodySize, connection.alloc());
         this.facade = new ChannelImpl(this);
+        this.consumers = new ChannelConsumers(this);
     }
 
     /** The channel number. Any thread. */
@@ -98,6 +101,11 @@ public final class ChannelState {
     /** The public face of this channel. Any thread. */
     public ChannelImpl facade() {
         return facade;
+    }
+
+    /** The consuming side: consumers, deliveries, acknowledgements. Any thread. */
+    public ChannelConsumers consumers() {
+        return consumers;
     }
 
     /** True while requests may be sent: opening or open. */
@@ -167,6 +175,7 @@ public final class ChannelState {
             request.future().completeExceptionally(closedError());
             return;
         }
+        consumers.flush(); // acks made before this request go before it (a tx.commit must cover them)
         rpc.enqueue(request);
     }
 
@@ -357,6 +366,7 @@ public final class ChannelState {
             return;
         }
         closeRequest = result;
+        consumers.flush(); // acks made before the close go before it, or the broker would requeue their messages
         outbound.write(Requests.channelClose(alloc(), number, replyCode, replyText));
         // A broker that never answers must not hang close(): after the RPC timeout the caller is told, but
         // the number stays reserved until close-ok (or the connection's end), so it is never reused early.

@@ -60,6 +60,8 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
     private AmqpException closeCause;
     private AmqpException connectFailure;
     private ScheduledFuture<?> closeTimer;
+    /** Consumers' queues over their high-water mark: reading stays paused while above 0. */
+    private int readPauses;
 
     /**
      * @param connected completed with the connection at connection.open-ok, or failed with why the
@@ -167,6 +169,28 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
     public void autoRead(boolean on) {
         ctx.channel().config().setAutoRead(on);
         heartbeats.readingPaused(!on);
+    }
+
+    /**
+     * A consumer's queue reached its high-water mark: stop reading. Counted over the connection's consumers,
+     * so reading resumes only when every queue that asked has drained ({@link #resumeReading()}). Event loop.
+     */
+    public void pauseReading() {
+        if (readPauses++ == 0) {
+            autoRead(false);
+        }
+    }
+
+    /** A consumer's queue fell below its low-water mark after {@link #pauseReading()}. Event loop. */
+    public void resumeReading() {
+        if (readPauses > 0 && --readPauses == 0) {
+            autoRead(true);
+        }
+    }
+
+    /** How many consumers' queues hold reading paused now. Event loop. */
+    public int readPauses() {
+        return readPauses;
     }
 
     @Override

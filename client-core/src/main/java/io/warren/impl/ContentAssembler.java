@@ -31,6 +31,14 @@ public final class ContentAssembler {
     public interface Listener {
         void onContent(AssembledContent content);
 
+        /**
+         * The same, as the three buffers (owned by the listener from here): a listener on the hot path (basic.deliver)
+         * overrides this one so that no {@link AssembledContent} is made per message.
+         */
+        default void onContent(int channel, ByteBuf method, ByteBuf header, ByteBuf body) {
+            onContent(new AssembledContent(channel, method, header, body));
+        }
+
         /** The message was dropped before it was complete (channel or connection closing, size limit). */
         default void onAbort(Throwable cause) {
         }
@@ -171,10 +179,12 @@ public final class ContentAssembler {
     }
 
     private void complete() {
-        AssembledContent content = new AssembledContent(channel, method, header, body);
         Listener l = listener;
+        ByteBuf m = method;
+        ByteBuf h = header;
+        ByteBuf b = body;
         reset();
-        l.onContent(content);
+        l.onContent(channel, m, h, b);
     }
 
     private void reset() {

@@ -2,54 +2,41 @@ package io.warren.impl;
 
 import io.netty.buffer.ByteBuf;
 import io.warren.GetResponse;
-import io.warren.codec.content.BasicProperties;
-import io.warren.codec.content.ContentHeader;
 import io.warren.codec.method.BasicGetOk;
+import io.warren.impl.consume.ChannelConsumers;
+import io.warren.impl.consume.MessageDelivery;
 
 /**
- * A basic.get response over an {@link AssembledContent}: the envelope is read from the get-ok payload at
- * construction, the properties from the content header on first use, and the body is the assembled one.
+ * A basic.get response: a delivery over an {@link AssembledContent} (it takes the three buffers), with the
+ * get-ok's delivery tag, redelivered flag and message count read at construction and the rest read when asked.
+ *
+ * <pre>
+ * get-ok payload: class-id 60 | method-id 71 | delivery-tag 8 | redelivered 1 | exchange shortstr | routing-key shortstr | message-count 4
+ * </pre>
  */
-final class GetResponseImpl implements GetResponse {
+final class GetResponseImpl extends MessageDelivery implements GetResponse {
 
-    private final AssembledContent content;
-    private final long deliveryTag;
-    private final boolean redelivered;
-    private final String exchange;
-    private final String routingKey;
+    /** The get-ok's exchange field: after class and method ids (4), delivery-tag (8) and redelivered (1). */
+    private static final int EXCHANGE_OFFSET = 13;
+
     private final long messageCount;
-    private BasicProperties properties;
-    private boolean released;
 
-    GetResponseImpl(AssembledContent content) {
-        this.content = content;
+    private GetResponseImpl(ChannelConsumers channel, AssembledContent content, long deliveryTag, boolean redelivered,
+                            boolean autoAck, long messageCount) {
+        super(channel, content.method(), content.header(), content.body(), deliveryTag, redelivered, !autoAck);
+        this.messageCount = messageCount;
+    }
+
+    /** Takes {@code content}'s buffers. */
+    static GetResponseImpl of(ChannelConsumers channel, AssembledContent content, boolean autoAck) {
         ByteBuf m = content.method();
         BasicGetOk ok = new BasicGetOk().wrap(m, m.readerIndex());
-        this.deliveryTag = ok.deliveryTag();
-        this.redelivered = ok.redelivered();
-        this.exchange = ok.exchangeAsString();
-        this.routingKey = ok.routingKeyAsString();
-        this.messageCount = ok.messageCount();
+        return new GetResponseImpl(channel, content, ok.deliveryTag(), ok.redelivered(), autoAck, ok.messageCount());
     }
 
     @Override
-    public long deliveryTag() {
-        return deliveryTag;
-    }
-
-    @Override
-    public boolean redelivered() {
-        return redelivered;
-    }
-
-    @Override
-    public String exchange() {
-        return exchange;
-    }
-
-    @Override
-    public String routingKey() {
-        return routingKey;
+    public String consumerTag() {
+        return null;
     }
 
     @Override
@@ -58,39 +45,19 @@ final class GetResponseImpl implements GetResponse {
     }
 
     @Override
-    public synchronized BasicProperties properties() {
-        if (properties == null) {
-            checkNotReleased();
-            ByteBuf h = content.header();
-            properties = new ContentHeader().wrap(h, h.readerIndex()).toProperties();
-        }
-        return properties;
+    protected int exchangeIndex() {
+        return method.readerIndex() + EXCHANGE_OFFSET;
     }
 
-    @Override
-    public ByteBuf body() {
-        checkNotReleased();
-        return content.body();
-    }
-
-    @Override
-    public synchronized void release() {
-        if (released) {
-            throw new IllegalStateException("GetResponse already released");
-        }
-        released = true;
-        content.release();
-    }
-
-    private void checkNotReleased() {
-        if (released) {
-            throw new IllegalStateException("GetResponse already released");
-        }
+    /** Nobody will take this response (the get timed out): give the message back to the queue and release it. */
+    void abandon() {
+        settleQuietly(REJECT_REQUEUE);
+        release();
     }
 
     @Override
     public String toString() {
-        return "GetResponse(deliveryTag " + deliveryTag + ", exchange '" + exchange + "', routingKey '" + routingKey
-                + "', " + content.body().readableBytes() + " bytes)";
+        return "GetResponse(channel " + channel.number() + ", deliveryTag " + deliveryTag() + ", " + bodySize()
+                + " bytes, " + messageCount + " left)";
     }
 }

@@ -1,0 +1,64 @@
+package io.warren;
+
+import java.util.concurrent.CompletionStage;
+
+/**
+ * A consumer started with {@link Channel#consume}: its tag, its flow control and its end. Thread-safe; nothing
+ * here blocks.
+ *
+ * <h2>Flow control</h2>
+ * Deliveries wait in the consumer's queue until its handler takes them. {@link #pause()} stops handing them
+ * over (the one being handled finishes), {@link #resume()} hands them over again, {@link #fetch(long)} hands
+ * over a given number more. What that does to the broker depends on the acknowledgement mode:
+ * <ul>
+ *   <li>manual acknowledgement with a prefetch ({@link ConsumeOptions.Builder#prefetch}): the broker stops at
+ *       the prefetch, so the queue never holds more; other consumers of the connection go on;</li>
+ *   <li>noAck (or no prefetch): when the queue reaches its high-water mark the connection stops reading from
+ *       the socket until every such queue of the connection is below its low-water mark again, so memory stays
+ *       bounded whatever the consumer's speed; the other consumers of the connection wait meanwhile.</li>
+ * </ul>
+ *
+ * <h2>End</h2>
+ * {@link #endFuture()} completes once, when the consumer ends: {@link #cancel()} (completes with
+ * {@code null}), a broker-sent basic.cancel ({@link ConsumerCancelledException}: queue deleted, ...), the
+ * channel's close ({@link ChannelClosedException}) or the connection's ({@link ConnectionClosedException}).
+ * Deliveries still queued then are released without reaching the handler; on an open channel, with manual
+ * acknowledgement, they are rejected with requeue so that the broker delivers them again.
+ */
+public interface ConsumerHandle {
+
+    /** The consumer tag: the one asked for, or the one the broker generated. */
+    String consumerTag();
+
+    /** The queue consumed from. */
+    String queue();
+
+    Channel channel();
+
+    /** True until the consumer ends. */
+    boolean isActive();
+
+    /** Stops handing deliveries to the handler after the ones already handed over. Any thread. */
+    void pause();
+
+    /** Hands deliveries to the handler again, without limit. Any thread. */
+    void resume();
+
+    /** Hands {@code count} more deliveries to the handler (added to what is left; {@code Long.MAX_VALUE} = no limit). */
+    void fetch(long count);
+
+    /** The number of deliveries received and waiting for the handler (exact on the consumer's context). */
+    long queued();
+
+    /**
+     * Cancels the consumer (basic.cancel); completes on cancel-ok. Deliveries that arrive before cancel-ok
+     * are handed to the handler as usual. Cancelling an ended consumer completes at once.
+     */
+    CompletionStage<Void> cancel();
+
+    /**
+     * Completes (normally, never exceptionally) when the consumer ends, with the reason: {@code null} after
+     * {@link #cancel()}, else the exception that ended it.
+     */
+    CompletionStage<AmqpException> endFuture();
+}

@@ -1,0 +1,98 @@
+package io.warren;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.util.ReferenceCounted;
+import io.warren.codec.content.BasicProperties;
+import io.warren.codec.content.ContentHeader;
+
+/**
+ * A message delivered to a consumer (basic.deliver) or fetched with {@link Channel#basicGet} (then a
+ * {@link GetResponse}): the envelope, the content header and the body, as a view over the frames they came
+ * in. No body byte is copied: {@link #body()} is the payload of the one frame that carried it, or a
+ * {@code CompositeByteBuf} of the frames' payloads when the body spanned frames.
+ *
+ * <h2>Ownership</h2>
+ * A delivery is reference counted. A {@link DeliveryHandler} borrows it: Warren releases it when the handler
+ * returns, unless the handler called {@link #retain()}, in which case whoever retained calls
+ * {@link #release()} once per retain. An {@link AsyncDeliveryHandler} borrows it until the stage it returned
+ * completes. A {@link GetResponse} belongs to the caller, who releases it. {@link #body()} and
+ * {@link #header()} are valid only while the delivery is not released; {@code body().retain()} keeps the bytes
+ * on their own (release them later). Do not release the body separately.
+ *
+ * <h2>Settlement</h2>
+ * {@link #ack()}, {@link #nack(boolean)}, {@link #reject(boolean)} and their {@code multiple} forms may be
+ * called from any thread, once per delivery, and also after the delivery was released (they need only its
+ * tag). They are fire and forget: Warren hands them to the connection's event loop, which coalesces acks
+ * into one basic.ack with {@code multiple=true} where that is safe (when every lower delivery tag of the
+ * channel is settled). They throw {@link IllegalStateException} for a delivery taken with noAck / autoAck
+ * (there is nothing to acknowledge) and for a second settlement of the same delivery. On a closed channel
+ * they do nothing: the broker has already requeued the message.
+ *
+ * <p>The accessors may be called from any thread, one thread at a time.
+ */
+public interface Delivery extends ReferenceCounted {
+
+    /** The channel the message was delivered on (acknowledgements go to this channel). */
+    Channel channel();
+
+    /** The consumer's tag; {@code null} for a {@link GetResponse}. */
+    String consumerTag();
+
+    /** The delivery tag, unique on the channel; what basic.ack and friends name. */
+    long deliveryTag();
+
+    /** True when the broker delivered the message before and it was not acknowledged. */
+    boolean redelivered();
+
+    /** The exchange the message was published to ({@code ""} for the default exchange). */
+    String exchange();
+
+    /** The routing key the message was published with. */
+    String routingKey();
+
+    /**
+     * The content header as a zero-copy view: properties are read in place when asked
+     * ({@code header().contentType()}, {@code header().headers()}, ...). Valid until the delivery is released.
+     */
+    ContentHeader header();
+
+    /** The properties decoded into a new immutable object (on first call), valid after the release too. */
+    BasicProperties properties();
+
+    /**
+     * The body (no copy). Valid until the delivery is released; do not release it yourself, and
+     * {@code retain()} it to keep it longer. Reading it moves its reader index: use {@code duplicate()} or
+     * absolute reads to read it twice.
+     */
+    ByteBuf body();
+
+    /** Acknowledges this delivery (basic.ack). Any thread. */
+    void ack();
+
+    /**
+     * Acknowledges this delivery and, with {@code multiple}, every lower unsettled delivery of the channel,
+     * whichever consumer it went to (AMQP's semantics).
+     */
+    void ack(boolean multiple);
+
+    /** Negatively acknowledges this delivery (basic.nack); {@code requeue} puts it back in its queue. */
+    void nack(boolean requeue);
+
+    /** basic.nack; with {@code multiple}, every lower unsettled delivery of the channel too. */
+    void nack(boolean multiple, boolean requeue);
+
+    /** Rejects this delivery (basic.reject); {@code requeue} puts it back in its queue. */
+    void reject(boolean requeue);
+
+    @Override
+    Delivery retain();
+
+    @Override
+    Delivery retain(int increment);
+
+    @Override
+    Delivery touch();
+
+    @Override
+    Delivery touch(Object hint);
+}

@@ -1,0 +1,348 @@
+package io.warren.impl.consume;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import java.util.Arrays;
+
+/**
+ * One channel's delivery tags and their settlements: turns the application's acks into as few basic.ack
+ * frames as is safe. Event loop only; it writes nothing itself but appends frames to a buffer that
+ * {@link #takeFrames()} hands over.
+ *
+ * <h2>Why it is safe</h2>
+ * A basic.ack with {@code multiple=true} acknowledges <em>every</em> unacknowledged delivery of the channel up
+ * to its tag, whichever consumer (or basic.get) it went to. So acks are coalesced only over a run of tags that
+ * are all settled: the run starts at the lowest tag not yet settled ({@code base}) and stops at the first
+ * tag still waiting for its handler. The run's highest acked tag goes out as one ack with
+ * {@code multiple=true}. Acks above a tag still waiting (out of order, e.g. with concurrent handlers) go out
+ * one by one at the same flush rather than wait: a delivery that is held for long must not hold back the
+ * others' acks, or the prefetch would fill with deliveries the application has long acknowledged.
+ *
+ * <h2>State</h2>
+ * RabbitMQ numbers a channel's deliveries 1, 2, 3, ... (deliver and get-ok alike), so one byte per tag in a
+ * ring indexed by {@code tag & mask} covers the window {@code [base, next)}: {@link #PENDING} (waits for
+ * the application), {@link #ACKED} (acked, frame not written yet) or settled (0; also noAck deliveries, which
+ * need nothing). The ring grows to {@value #MAX_CAPACITY} tags; beyond that the lowest waiting tags are moved
+ * to a sorted side list ("stragglers": deliveries held for a very long time), and while any exists no ack is
+ * sent with {@code multiple=true}, since it would cover them.
+ *
+ * <h2>Nacks and rejects</h2>
+ * They are appended at once (in call order with everything else). A multiple nack first writes the acks not
+ * yet written, so that it cannot cover them, then names the highest waiting tag up to the one asked for.
+ *
+ * <p>Settling a tag that is already settled is dropped ({@link #settle} returns false): the broker would
+ * close the channel with 406 PRECONDITION_FAILED "unknown delivery tag". A tag never delivered on the channel
+ * is passed through, for the broker to judge.
+ */
+final class AckCoalescer {
+
+    static final int ACK = 0;
+    static final int NACK = 1;
+    static final int REJECT = 2;
+    static final int KIND_MASK = 3;
+    static final int MULTIPLE = 4;
+    static final int REQUEUE = 8;
+
+    static final int INITIAL_CAPACITY = 64;
+    static final int MAX_CAPACITY = 1 << 16;
+
+    private static final byte SETTLED = 0;
+    private static final byte PENDING = 1;
+    private static final byte ACKED = 2;
+
+    private final int channel;
+    private final ByteBufAllocator alloc;
+
+    // event loop only
+    private byte[] ring = new byte[INITIAL_CAPACITY];
+    /** Every tag below is settled and its frame appended, or a straggler. */
+    private long base = 1;
+    /** One past the highest tag delivered. Ring entries outside [base, next) are always SETTLED. */
+    private long next = 1;
+    /** ACKED entries in the ring. */
+    private int acked;
+    private long[] stragglers = new long[0];
+    private int stragglerCount;
+    private ByteBuf out;
+
+    AckCoalescer(int channel, ByteBufAllocator alloc) {
+        this.channel = channel;
+        this.alloc = alloc;
+    }
+
+    /** A delivery (basic.deliver or basic.get-ok) arrived; {@code needsAck} unless noAck / autoAck. */
+    void delivered(long tag, boolean needsAck) {
+        if (tag < next) {
+            return; // tags only grow on a channel; one that does not is left to the broker to judge
+        }
+        if (!needsAck && base == next) {
+            base = next = tag + 1; // nothing waits: a noAck consumer costs nothing here
+            return;
+        }
+        makeRoom(tag);
+        ring[index(tag)] = needsAck ? PENDING : SETTLED;
+        next = tag + 1;
+    }
+
+    /**
+     * The application settled {@code tag}; {@code op} is {@link #ACK}, {@link #NACK} or {@link #REJECT}, plus
+     * {@link #MULTIPLE} and {@link #REQUEUE}. Returns false when the settlement was dropped because the tag
+     * (or, for a multiple one, every tag it covers) is already settled.
+     */
+    boolean settle(long tag, int op) {
+        int kind = op & KIND_MASK;
+        boolean multiple = (op & MULTIPLE) != 0 && kind != REJECT;
+        boolean requeue = (op & REQUEUE) != 0;
+        if (tag < 1 || tag >= next) {
+            appendFrame(kind, tag, multiple, requeue);
+            return true;
+        }
+        if (!multiple) {
+            if (tag >= base) {
+                int i = index(tag);
+                if (ring[i] != PENDING) {
+                    return false;
+                }
+                if (kind == ACK) {
+                    ring[i] = ACKED;
+                    acked++;
+                    return true;
+                }
+                ring[i] = SETTLED;
+            } else if (!removeStraggler(tag)) {
+                return false;
+            }
+            appendFrame(kind, tag, false, requeue);
+            return true;
+        }
+        return kind == ACK ? ackMultiple(tag) : nackMultiple(tag, requeue);
+    }
+
+    private boolean ackMultiple(long tag) {
+        boolean any = false;
+        int covered = stragglersUpTo(tag);
+        if (covered > 0) {
+            // Stragglers lie below base, where everything else is settled: one multiple ack covers just them.
+            appendAck(stragglers[covered - 1], true);
+            removeStragglers(covered);
+            any = true;
+        }
+        long top = Math.min(tag, next - 1);
+        for (long t = base; t <= top; t++) {
+            int i = index(t);
+            if (ring[i] == PENDING) {
+                ring[i] = ACKED;
+                acked++;
+                any = true;
+            }
+        }
+        return any;
+    }
+
+    private boolean nackMultiple(long tag, boolean requeue) {
+        appendAcks(); // acked but unwritten tags below must not be covered by the nack
+        long highest = -1;
+        int covered = stragglersUpTo(tag);
+        if (covered > 0) {
+            highest = stragglers[covered - 1];
+            removeStragglers(covered);
+        }
+        long top = Math.min(tag, next - 1);
+        for (long t = base; t <= top; t++) {
+            int i = index(t);
+            if (ring[i] == PENDING) {
+                ring[i] = SETTLED;
+                highest = t;
+            }
+        }
+        if (highest < 0) {
+            return false;
+        }
+        appendFrame(NACK, highest, true, requeue);
+        advance();
+        return true;
+    }
+
+    /** Appends the acks not yet written, coalesced where safe. */
+    void appendAcks() {
+        if (acked == 0) {
+            advance();
+            return;
+        }
+        long highest = 0;
+        int run = 0;
+        while (base < next) {
+            int i = index(base);
+            byte s = ring[i];
+            if (s == PENDING) {
+                break;
+            }
+            if (s == ACKED) {
+                ring[i] = SETTLED;
+                acked--;
+                if (stragglerCount == 0) {
+                    highest = base;
+                    run++;
+                } else {
+                    appendAck(base, false); // a multiple ack would cover the stragglers
+                }
+            }
+            base++;
+        }
+        if (run > 0) {
+            appendAck(highest, run > 1);
+        }
+        for (long t = base; acked > 0 && t < next; t++) {
+            int i = index(t);
+            if (ring[i] == ACKED) {
+                ring[i] = SETTLED;
+                acked--;
+                appendAck(t, false);
+            }
+        }
+    }
+
+    /** {@link #appendAcks()}, then hands over everything appended (the caller owns it), or null. */
+    ByteBuf takeFrames() {
+        appendAcks();
+        ByteBuf frames = out;
+        out = null;
+        return frames;
+    }
+
+    /** True when acks or other settlements wait to be taken. */
+    boolean hasWork() {
+        return acked > 0 || out != null;
+    }
+
+    /** The channel is closed: the broker requeued everything unsettled; forget it all. */
+    void clear() {
+        Arrays.fill(ring, SETTLED);
+        base = next;
+        acked = 0;
+        stragglerCount = 0;
+        if (out != null) {
+            out.release();
+            out = null;
+        }
+    }
+
+    // ---- for tests -----------------------------------------------------------------------------------------
+
+    /** Tags delivered and not yet settled (waiting for the application), stragglers included. */
+    int pendingCount() {
+        int n = stragglerCount;
+        for (long t = base; t < next; t++) {
+            if (ring[index(t)] == PENDING) {
+                n++;
+            }
+        }
+        return n;
+    }
+
+    int capacity() {
+        return ring.length;
+    }
+
+    int stragglerCount() {
+        return stragglerCount;
+    }
+
+    // ---- internals -----------------------------------------------------------------------------------------
+
+    private int index(long tag) {
+        return (int) tag & (ring.length - 1);
+    }
+
+    /** Moves base over settled tags so that the window stays small. */
+    private void advance() {
+        while (base < next && ring[index(base)] == SETTLED) {
+            base++;
+        }
+    }
+
+    private void makeRoom(long tag) {
+        advance();
+        if (base == next) {
+            base = next = tag; // empty window: start it at the new tag
+            return;
+        }
+        while (tag - base >= ring.length) {
+            if (ring.length < MAX_CAPACITY) {
+                grow();
+            } else {
+                spillBase();
+            }
+        }
+    }
+
+    private void grow() {
+        byte[] bigger = new byte[ring.length << 1];
+        int mask = bigger.length - 1;
+        for (long t = base; t < next; t++) {
+            bigger[(int) t & mask] = ring[index(t)];
+        }
+        ring = bigger;
+    }
+
+    /** The ring is at its largest: the lowest tag leaves it (as a straggler if it still waits). */
+    private void spillBase() {
+        int i = index(base);
+        if (ring[i] == PENDING) {
+            addStraggler(base);
+        } else if (ring[i] == ACKED) {
+            acked--;
+            appendAck(base, false);
+        }
+        ring[i] = SETTLED;
+        base++;
+        advance();
+    }
+
+    private void addStraggler(long tag) {
+        if (stragglerCount == stragglers.length) {
+            stragglers = Arrays.copyOf(stragglers, Math.max(16, stragglerCount * 2));
+        }
+        stragglers[stragglerCount++] = tag; // spilled in tag order: the list stays sorted
+    }
+
+    private boolean removeStraggler(long tag) {
+        int i = Arrays.binarySearch(stragglers, 0, stragglerCount, tag);
+        if (i < 0) {
+            return false;
+        }
+        System.arraycopy(stragglers, i + 1, stragglers, i, stragglerCount - i - 1);
+        stragglerCount--;
+        return true;
+    }
+
+    /** How many stragglers are at most {@code tag}. */
+    private int stragglersUpTo(long tag) {
+        int i = Arrays.binarySearch(stragglers, 0, stragglerCount, tag);
+        return i >= 0 ? i + 1 : -i - 1;
+    }
+
+    private void removeStragglers(int count) {
+        System.arraycopy(stragglers, count, stragglers, 0, stragglerCount - count);
+        stragglerCount -= count;
+    }
+
+    private void appendAck(long tag, boolean multiple) {
+        ConsumeFrames.writeAck(buffer(), channel, tag, multiple);
+    }
+
+    private void appendFrame(int kind, long tag, boolean multiple, boolean requeue) {
+        switch (kind) {
+            case ACK -> ConsumeFrames.writeAck(buffer(), channel, tag, multiple);
+            case NACK -> ConsumeFrames.writeNack(buffer(), channel, tag, multiple, requeue);
+            default -> ConsumeFrames.writeReject(buffer(), channel, tag, requeue);
+        }
+    }
+
+    private ByteBuf buffer() {
+        if (out == null) {
+            out = alloc.buffer(ConsumeFrames.SETTLEMENT_FRAME_SIZE * 4);
+        }
+        return out;
+    }
+}

@@ -1,0 +1,424 @@
+package io.warren.impl.consume;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.util.concurrent.EventExecutor;
+import io.warren.AmqpException;
+import io.warren.AsyncDeliveryHandler;
+import io.warren.ConnectionClosedException;
+import io.warren.ConsumeOptions;
+import io.warren.ConsumerCancelledException;
+import io.warren.ConsumerHandle;
+import io.warren.DeliveryHandler;
+import io.warren.codec.Frame;
+import io.warren.codec.method.BasicCancel;
+import io.warren.codec.method.BasicConsumeOk;
+import io.warren.codec.method.MethodIds;
+import io.warren.impl.AssembledContent;
+import io.warren.impl.ChannelRpc;
+import io.warren.impl.ChannelState;
+import io.warren.impl.ContentAssembler;
+import io.warren.impl.OutboundPath;
+import java.util.Arrays;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
+import org.jctools.queues.MessagePassingQueue;
+import org.jctools.queues.MpscUnboundedArrayQueue;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The consuming side of one channel: its consumers by tag, basic.deliver and the broker's basic.cancel (through
+ * the channel's {@code MethodHandler} seam), the deliveries' content assembly, and the channel's
+ * acknowledgements ({@link AckCoalescer}). One per channel, made with the channel; event loop only unless a
+ * method says otherwise.
+ *
+ * <h2>Settlements</h2>
+ * Acks, nacks and rejects, from a {@link io.warren.Delivery} or from {@code Channel.basicAck} and friends, all
+ * come here so that the coalescer sees every tag of the channel:
+ * <ul>
+ *   <li>on the event loop they go to the coalescer at once, and its frames are written by one task at the end
+ *       of the current event-loop pass: the acks of a whole read batch become one basic.ack;</li>
+ *   <li>from another thread the settlement (the delivery itself, or a small {@link Settlement.Tagged}) is
+ *       offered to an MPSC queue, and the thread that takes the queue from idle hands ONE drain to the event
+ *       loop through the connection's {@link OutboundPath} (so that a thread's "ack, then close" keeps its
+ *       order); the drain settles everything queued and writes the frames at once.</li>
+ * </ul>
+ * Frames the coalescer holds are written before any synchronous method or channel.close the channel sends
+ * ({@link #flush()}, called by {@code ChannelState}), so an ack made before a close is never lost to it.
+ */
+public final class ChannelConsumers implements ContentAssembler.Listener {
+
+    private static final Logger LOG = LoggerFactory.getLogger(ChannelConsumers.class);
+
+    private static final AtomicIntegerFieldUpdater<ChannelConsumers> DRAIN_SCHEDULED =
+            AtomicIntegerFieldUpdater.newUpdater(ChannelConsumers.class, "drainScheduled");
+
+    private static final ContentAssembler.Listener DROP = AssembledContent::release;
+
+    /** The operation codes for {@link #settle(long, boolean, boolean, int)}. */
+    public static final int ACK = AckCoalescer.ACK;
+    public static final int NACK = AckCoalescer.NACK;
+    public static final int REJECT = AckCoalescer.REJECT;
+
+    // immutable
+    private final ChannelState state;
+    private final int number;
+    private final EventExecutor loop;
+    private final AckCoalescer acks;
+    private final ShortStrings exchangeNames = new ShortStrings();
+    private final ShortStrings routingKeyNames = new ShortStrings();
+    private final Runnable flushTask = this::flushTask;
+    private final Runnable drainTask = this::drainSettlements;
+
+    // event loop only
+    private ConsumerImpl[] consumers = new ConsumerImpl[0];
+    private ConsumerImpl assembling;
+    private long assemblingTag;
+    private boolean assemblingRedelivered;
+    private boolean flushScheduled;
+
+    // any thread (MPSC queue, volatile)
+    private final MessagePassingQueue<Settlement> settlements = new MpscUnboundedArrayQueue<>(64);
+    private volatile int drainScheduled;
+    private volatile boolean closed;
+
+    /** Made by the channel's constructor, on the event loop: registers the handlers and the close hook. */
+    public ChannelConsumers(ChannelState state) {
+        this.state = state;
+        this.number = state.number();
+        this.loop = state.outbound().eventLoop();
+        this.acks = new AckCoalescer(number, state.alloc());
+        state.register(MethodIds.CLASS_BASIC, MethodIds.methodId(MethodIds.BASIC_DELIVER), this::onDeliver);
+        state.register(MethodIds.CLASS_BASIC, MethodIds.methodId(MethodIds.BASIC_CANCEL), this::onBrokerCancel);
+        state.onClose(this::onClose);
+    }
+
+    /** Any thread. */
+    public ChannelState state() {
+        return state;
+    }
+
+    /** The channel number. Any thread. */
+    public int number() {
+        return number;
+    }
+
+    /** Whether the channel has closed. Any thread. */
+    boolean isClosed() {
+        return closed;
+    }
+
+    ShortStrings exchangeNames() {
+        return exchangeNames;
+    }
+
+    ShortStrings routingKeyNames() {
+        return routingKeyNames;
+    }
+
+    // ---- starting a consumer ---------------------------------------------------------------------------------
+
+    /**
+     * basic.qos (when the options have a prefetch), then basic.consume. Any thread: the frames are encoded here
+     * (bad input fails the stage before anything is written), the rest runs on the event loop. Completes on
+     * consume-ok, with the consumer registered before any of its deliveries can arrive.
+     */
+    public CompletionStage<ConsumerHandle> consume(String queue, ConsumeOptions options, DeliveryHandler handler,
+                                                  AsyncDeliveryHandler asyncHandler) {
+        if (queue == null || options == null || (handler == null && asyncHandler == null)) {
+            return CompletableFuture.failedFuture(
+                    new IllegalArgumentException("queue, options and handler must not be null"));
+        }
+        if (handler != null && options.concurrency() > 1 && options.executor() == null) {
+            return CompletableFuture.failedFuture(new IllegalArgumentException("a DeliveryHandler with concurrency "
+                    + options.concurrency() + " needs an executor: the event loop runs one delivery at a time"));
+        }
+        ByteBuf qos = null;
+        ByteBuf consume;
+        try {
+            consume = ConsumeFrames.basicConsume(state.alloc(), number, queue, options.consumerTag(), options.noAck(),
+                    options.exclusive(), options.arguments());
+            if (options.prefetch() >= 0) {
+                qos = ConsumeFrames.basicQos(state.alloc(), number, options.prefetch());
+            }
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+        CompletableFuture<ConsumerHandle> result = new CompletableFuture<>();
+        ByteBuf qosFrame = qos;
+        state.outbound().execute(new Task(() -> start(queue, options, handler, asyncHandler, qosFrame, consume, result),
+                result, consume, qosFrame));
+        return result;
+    }
+
+    private void start(String queue, ConsumeOptions options, DeliveryHandler handler,
+                       AsyncDeliveryHandler asyncHandler, ByteBuf qos, ByteBuf consume,
+                       CompletableFuture<ConsumerHandle> result) {
+        ConsumerImpl consumer = new ConsumerImpl(this, queue, options, handler, asyncHandler);
+        if (qos != null) {
+            // the RPC queue is FIFO: consume goes out once qos-ok is in; a refused qos closes the channel,
+            // which fails the consume too
+            state.call(ChannelRpc.Request.of(MethodIds.BASIC_QOS, MethodIds.BASIC_QOS_OK, -1, qos,
+                    (reply, f) -> f.complete(null), new CompletableFuture<Void>()));
+        }
+        state.call(ChannelRpc.Request.of(MethodIds.BASIC_CONSUME, MethodIds.BASIC_CONSUME_OK, -1, consume,
+                (reply, f) -> {
+                    ByteBuf p = reply.payload();
+                    String tag = new BasicConsumeOk().wrap(p, p.readerIndex()).consumerTagAsString();
+                    consumer.activate(tag);
+                    add(consumer);
+                    f.complete(consumer);
+                }, result));
+    }
+
+    private void add(ConsumerImpl consumer) {
+        consumers = Arrays.copyOf(consumers, consumers.length + 1);
+        consumers[consumers.length - 1] = consumer;
+    }
+
+    private void remove(ConsumerImpl consumer) {
+        for (int i = 0; i < consumers.length; i++) {
+            if (consumers[i] == consumer) {
+                ConsumerImpl[] fewer = new ConsumerImpl[consumers.length - 1];
+                System.arraycopy(consumers, 0, fewer, 0, i);
+                System.arraycopy(consumers, i + 1, fewer, i, fewer.length - i);
+                consumers = fewer;
+                return;
+            }
+        }
+    }
+
+    /**
+     * The consumer whose tag is the {@code length} bytes at {@code index}. A channel has few consumers, so a
+     * scan comparing bytes beats decoding the tag and hashing it.
+     */
+    private ConsumerImpl find(ByteBuf buf, int index, int length) {
+        for (ConsumerImpl c : consumers) {
+            if (c.hasTag(buf, index, length)) {
+                return c;
+            }
+        }
+        return null;
+    }
+
+    /** A consumer ended on its own (cancel-ok): forget it. Event loop. */
+    void ended(ConsumerImpl consumer) {
+        remove(consumer);
+    }
+
+    // ---- inbound: deliver, cancel, close ---------------------------------------------------------------------
+
+    /**
+     * basic.deliver: the envelope's consumer tag picks the consumer, the tag goes to the coalescer, and the
+     * content that follows is assembled ({@link #onContent}). The frame is handed to the assembler.
+     */
+    private void onDeliver(ChannelState channel, Frame frame) {
+        ByteBuf p = frame.payload();
+        int at = p.readerIndex();
+        int tagLength = p.getUnsignedByte(at + 4);
+        int afterTag = at + 5 + tagLength;
+        long deliveryTag = p.getLong(afterTag);
+        boolean redelivered = (p.getByte(afterTag + 8) & 1) != 0;
+        ConsumerImpl consumer = find(p, at + 5, tagLength);
+        if (consumer == null) {
+            LOG.warn("channel {}: basic.deliver {} for consumer '{}', which is not (or no longer) here; dropped",
+                    number, deliveryTag, p.toString(at + 5, tagLength, java.nio.charset.StandardCharsets.UTF_8));
+            acks.delivered(deliveryTag, false);
+            state.beginContent(frame, DROP);
+            return;
+        }
+        acks.delivered(deliveryTag, !consumer.noAck());
+        assembling = consumer;
+        assemblingTag = deliveryTag;
+        assemblingRedelivered = redelivered;
+        state.beginContent(frame, this);
+    }
+
+    @Override
+    public void onContent(AssembledContent content) {
+        onContent(content.channel(), content.method(), content.header(), content.body());
+    }
+
+    /** The delivery's content is complete: the three buffers become a delivery in the consumer's queue. */
+    @Override
+    public void onContent(int channel, ByteBuf method, ByteBuf header, ByteBuf body) {
+        ConsumerImpl consumer = assembling;
+        assembling = null;
+        consumer.deliver(new DeliveryImpl(consumer, this, method, header, body, assemblingTag,
+                assemblingRedelivered));
+    }
+
+    @Override
+    public void onAbort(Throwable cause) {
+        assembling = null; // the assembler released what it held
+    }
+
+    /** The broker cancelled a consumer (queue deleted, HA failover): answer and end it. */
+    private void onBrokerCancel(ChannelState channel, Frame frame) {
+        String tag;
+        boolean noWait;
+        try {
+            ByteBuf p = frame.payload();
+            BasicCancel cancel = new BasicCancel().wrap(p, p.readerIndex());
+            tag = cancel.consumerTagAsString();
+            noWait = cancel.nowait();
+        } finally {
+            frame.release();
+        }
+        if (!noWait) {
+            state.send(ConsumeFrames.basicCancelOk(state.alloc(), number, tag));
+        }
+        for (ConsumerImpl c : consumers) {
+            if (c.consumerTag().equals(tag)) {
+                remove(c);
+                LOG.debug("channel {}: the broker cancelled consumer '{}' on queue '{}'", number, tag, c.queue());
+                c.end(new ConsumerCancelledException("consumer '" + tag + "' on queue '" + c.queue() + "' (channel "
+                        + number + ") was cancelled by the broker: the queue was deleted, or its leader moved"
+                        + " (x-cancel-on-ha-failover)", tag, c.queue(), number));
+                return;
+            }
+        }
+    }
+
+    /** The channel closed (any reason): every consumer ends with the cause; settlements are dropped. */
+    private void onClose(AmqpException cause) {
+        closed = true;
+        ByteBuf frames = acks.takeFrames();
+        if (frames != null) {
+            if (cause instanceof ConnectionClosedException c && !c.initiatedByBroker()) {
+                // the application is closing the connection: connection.close follows, so these still count
+                state.outbound().write(frames);
+            } else {
+                frames.release(); // the broker has requeued everything unsettled
+            }
+        }
+        acks.clear();
+        ConsumerImpl[] all = consumers;
+        consumers = new ConsumerImpl[0];
+        for (ConsumerImpl c : all) {
+            c.end(cause);
+        }
+    }
+
+    // ---- settlements -----------------------------------------------------------------------------------------
+
+    /** A basic.get-ok arrived; {@code autoAck} as asked. Event loop. */
+    public void gotMessage(long deliveryTag, boolean autoAck) {
+        acks.delivered(deliveryTag, !autoAck);
+    }
+
+    /**
+     * {@code Channel.basicAck / basicNack / basicReject}: {@code op} is {@link AckCoalescer#ACK} etc. with its
+     * flags. Any thread.
+     */
+    public void settle(long deliveryTag, boolean multiple, boolean requeue, int kind) {
+        int op = kind | (multiple ? AckCoalescer.MULTIPLE : 0) | (requeue ? AckCoalescer.REQUEUE : 0);
+        if (loop.inEventLoop()) {
+            settleNow(deliveryTag, op);
+        } else {
+            offer(new Settlement.Tagged(deliveryTag, op));
+        }
+    }
+
+    /** A delivery settled. Any thread. */
+    void settle(MessageDelivery delivery, int op) {
+        if (loop.inEventLoop()) {
+            settleNow(delivery.settleTag(), op);
+        } else {
+            delivery.settleOp = op;
+            offer(delivery);
+        }
+    }
+
+    private void offer(Settlement s) {
+        settlements.offer(s);
+        // Only the thread that takes the queue from idle hands a drain over: one task however many settle.
+        if (drainScheduled == 0 && DRAIN_SCHEDULED.compareAndSet(this, 0, 1)) {
+            state.outbound().execute(drainTask);
+        }
+    }
+
+    private void settleNow(long tag, int op) {
+        if (closed) {
+            return; // the broker requeued it with the channel's close
+        }
+        if (!acks.settle(tag, op)) {
+            LOG.warn("channel {}: delivery tag {} is already settled; the second settlement is dropped (the broker"
+                    + " would close the channel with 406 PRECONDITION_FAILED)", number, tag);
+        }
+        if (!flushScheduled && acks.hasWork()) {
+            flushScheduled = true;
+            loop.execute(flushTask);
+        }
+    }
+
+    private void drainSettlements() {
+        // Cleared before polling: an offer that finds it 0 hands a new drain over, so nothing is stranded.
+        drainScheduled = 0;
+        Settlement s;
+        while ((s = settlements.relaxedPoll()) != null) {
+            if (!closed && !acks.settle(s.settleTag(), s.settleOp)) {
+                LOG.warn("channel {}: delivery tag {} is already settled; the second settlement is dropped (the "
+                        + "broker would close the channel with 406 PRECONDITION_FAILED)", number, s.settleTag());
+            }
+        }
+        flush();
+    }
+
+    private void flushTask() {
+        flushScheduled = false;
+        flush();
+    }
+
+    /**
+     * Writes what the coalescer holds. Event loop; {@code ChannelState} calls it before sending a synchronous
+     * method or channel.close, so settlements made before them go first.
+     */
+    public void flush() {
+        if (acks.hasWork()) {
+            ByteBuf frames = acks.takeFrames();
+            if (frames != null) {
+                state.send(frames);
+            }
+        }
+    }
+
+    /** For tests. Event loop. */
+    AckCoalescer acks() {
+        return acks;
+    }
+
+    /**
+     * A task handed to the event loop that owns frames and a future: if the loop is gone and it never runs,
+     * the frames are released and the future failed.
+     */
+    static final class Task implements OutboundPath.DiscardableTask {
+        private final Runnable onLoop;
+        private final CompletableFuture<?> future;
+        private final ByteBuf[] frames;
+
+        /** {@code frames} may hold nulls. */
+        Task(Runnable onLoop, CompletableFuture<?> future, ByteBuf... frames) {
+            this.onLoop = onLoop;
+            this.future = future;
+            this.frames = frames;
+        }
+
+        @Override
+        public void run() {
+            onLoop.run();
+        }
+
+        @Override
+        public void discard(Throwable cause) {
+            for (ByteBuf frame : frames) {
+                if (frame != null) {
+                    frame.release();
+                }
+            }
+            future.completeExceptionally(new ConnectionClosedException("the connection's event loop is shut down "
+                    + "(was the client or its event loop group closed?)", cause));
+        }
+    }
+}

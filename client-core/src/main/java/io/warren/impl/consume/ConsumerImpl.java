@@ -1,0 +1,471 @@
+package io.warren.impl.consume;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.util.IllegalReferenceCountException;
+import io.netty.util.concurrent.EventExecutor;
+import io.warren.AmqpException;
+import io.warren.AsyncDeliveryHandler;
+import io.warren.Channel;
+import io.warren.ConsumeOptions;
+import io.warren.ConsumerHandle;
+import io.warren.DeliveryHandler;
+import io.warren.impl.ChannelRpc;
+import io.warren.impl.ChannelState;
+import io.warren.impl.queue.InboundMessageQueue;
+import io.warren.codec.method.MethodIds;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.atomic.AtomicLongFieldUpdater;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One consumer: its {@link InboundMessageQueue} from the event loop to its context, the handler calls, the
+ * demand, and its end. The public face is itself ({@link ConsumerHandle}).
+ *
+ * <h2>Two ways of handing deliveries over</h2>
+ * <ul>
+ *   <li><b>One at a time, synchronously</b> (a {@link DeliveryHandler}, concurrency 1): the queue's drain
+ *       calls the handler in place; the application's pause/resume/fetch are the queue's demand, exactly.</li>
+ *   <li><b>Counted in flight</b> (an {@link AsyncDeliveryHandler}, or concurrency n &gt; 1): the queue's
+ *       demand is the free slots. It starts at n and a completed delivery gives one back, by raising the total
+ *       granted to {@code completed + n} with a CAS, so at most n deliveries are ever out of the queue and
+ *       not completed, without a lock. The application's demand is a second gate applied as the drain takes a
+ *       delivery: without demand it is held (at most n) and started when demand returns. A synchronous handler
+ *       runs on the executor, one task per delivery (the delivery is the task); an asynchronous one is called
+ *       on the drain and its stage says when the slot is free.</li>
+ * </ul>
+ *
+ * <h2>Back-pressure</h2>
+ * The queue reports its high-water mark (once) and its return below the low-water mark (once), on the event
+ * loop. With noAck, or without a prefetch, that pauses and resumes the connection's reading
+ * ({@code ConnectionHandler.pauseReading}, counted over the connection's consumers). With manual
+ * acknowledgement and a prefetch the broker never sends more than the prefetch, so nothing is paused and the
+ * other consumers of the connection go on.
+ *
+ * <h2>End</h2>
+ * {@link #end} (event loop) closes the queue: what is queued or held goes to {@link #dispose}: released,
+ * and rejected with requeue when the channel is still open and the consumer acknowledges manually.
+ */
+public final class ConsumerImpl implements ConsumerHandle {
+
+    private static final Logger LOG = LoggerFactory.getLogger(ConsumerImpl.class);
+
+    private static final AtomicLongFieldUpdater<ConsumerImpl> USER_DEMAND =
+            AtomicLongFieldUpdater.newUpdater(ConsumerImpl.class, "userDemand");
+    private static final AtomicLongFieldUpdater<ConsumerImpl> GRANTED =
+            AtomicLongFieldUpdater.newUpdater(ConsumerImpl.class, "granted");
+    private static final AtomicLongFieldUpdater<ConsumerImpl> COMPLETED =
+            AtomicLongFieldUpdater.newUpdater(ConsumerImpl.class, "completed");
+
+    // immutable
+    private final ChannelConsumers channel;
+    private final String queueName;
+    private final boolean noAck;
+    private final DeliveryHandler handler;
+    private final AsyncDeliveryHandler asyncHandler;
+    private final Executor executor;
+    private final int concurrency;
+    /** Deliveries are counted in flight (async handler or concurrency above 1). */
+    private final boolean slots;
+    /** A synchronous handler run in parallel on the executor. */
+    private final boolean parallel;
+    /** Back-pressure stops the connection's reading (noAck, or no prefetch bounding the broker). */
+    private final boolean pausesReading;
+    private final DeliveryQueue queue;
+    private final ConcurrentLinkedQueue<DeliveryImpl> held;
+    private final CompletableFuture<AmqpException> endFuture = new CompletableFuture<>();
+
+    // event loop only
+    private byte[] tagBytes;
+
+    // any thread (volatile): the tag is written once, at consume-ok, before the handle is published
+    private volatile String consumerTag = "";
+    private volatile boolean ended;
+
+    // any thread (volatile, field updaters): the counted mode's demand
+    private volatile long userDemand = Long.MAX_VALUE;
+    private volatile long granted;
+    private volatile long completed;
+
+    /** Event loop. */
+    ConsumerImpl(ChannelConsumers channel, String queueName, ConsumeOptions options, DeliveryHandler handler,
+                 AsyncDeliveryHandler asyncHandler) {
+        EventExecutor loop = channel.state().outbound().eventLoop();
+        this.channel = channel;
+        this.queueName = queueName;
+        this.noAck = options.noAck();
+        this.handler = handler;
+        this.asyncHandler = asyncHandler;
+        this.executor = options.executor() == null ? loop : options.executor();
+        this.concurrency = options.concurrency();
+        this.slots = asyncHandler != null || concurrency > 1;
+        this.parallel = asyncHandler == null && concurrency > 1;
+        this.pausesReading = noAck || options.prefetch() <= 0;
+        this.queue = new DeliveryQueue(loop, executor, options.lowWaterMark(), options.highWaterMark());
+        if (slots) {
+            held = new ConcurrentLinkedQueue<>();
+            queue.pause();
+            granted = concurrency;
+            queue.fetch(concurrency);
+        } else {
+            held = null;
+        }
+    }
+
+    // ---- event loop: registration, deliveries, end ------------------------------------------------------------
+
+    /** consume-ok named the tag. Event loop. */
+    void activate(String tag) {
+        this.tagBytes = tag.getBytes(StandardCharsets.UTF_8);
+        this.consumerTag = tag;
+    }
+
+    /** Whether the shortstr bytes at {@code index} (length {@code length}) are this consumer's tag. Event loop. */
+    boolean hasTag(ByteBuf buf, int index, int length) {
+        byte[] tag = tagBytes;
+        if (tag == null || tag.length != length) {
+            return false;
+        }
+        for (int i = length - 1; i >= 0; i--) { // tags differ at the end: amq.ctag-... and app-1, app-2
+            if (buf.getByte(index + i) != tag[i]) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** A complete delivery for this consumer (ownership passes to the queue). Event loop. */
+    void deliver(DeliveryImpl delivery) {
+        queue.write(delivery);
+    }
+
+    /** Ends the consumer with {@code cause} ({@code null}: cancelled by the application). Event loop. */
+    void end(AmqpException cause) {
+        if (ended) {
+            return;
+        }
+        ended = true;
+        channel.ended(this);
+        queue.close();
+        if (held != null) {
+            disposeHeld();
+        }
+        endFuture.complete(cause);
+    }
+
+    boolean noAck() {
+        return noAck;
+    }
+
+    // ---- consumer context: handing over ------------------------------------------------------------------
+
+    /** Consumer context, one at a time (the queue's drain). */
+    private void onDelivery(DeliveryImpl d) {
+        if (!slots) {
+            process(d);
+        } else if (takeUserDemand()) {
+            if (parallel) {
+                start(d);
+            } else {
+                processAsync(d);
+            }
+        } else {
+            held.offer(d);
+            // a resume or an end racing with the offer either sees the delivery or is seen here
+            if (userDemand != 0 || ended) {
+                startHeld();
+            }
+        }
+    }
+
+    /** Runs the synchronous handler, or starts the asynchronous one. Consumer's executor. */
+    void process(DeliveryImpl d) {
+        if (asyncHandler != null) {
+            processAsync(d);
+            return;
+        }
+        try {
+            handler.handle(d);
+        } catch (Throwable t) {
+            handlerFailed(d, t);
+        } finally {
+            releaseBorrow(d);
+            if (slots) {
+                completed();
+            }
+        }
+    }
+
+    private void processAsync(DeliveryImpl d) {
+        CompletionStage<?> stage;
+        try {
+            stage = asyncHandler.handle(d);
+        } catch (Throwable t) {
+            handlerFailed(d, t);
+            releaseBorrow(d);
+            completed();
+            return;
+        }
+        if (stage == null) {
+            releaseBorrow(d);
+            completed();
+            return;
+        }
+        stage.whenComplete((v, failure) -> {
+            if (failure != null) {
+                handlerFailed(d, failure);
+            }
+            releaseBorrow(d);
+            completed();
+        });
+    }
+
+    /** Starts a delivery on the executor (the delivery is the task). */
+    private void start(DeliveryImpl d) {
+        try {
+            executor.execute(d);
+        } catch (RejectedExecutionException e) {
+            LOG.warn("consumer '{}' on channel {}: its executor refused delivery {}; dropped", consumerTag,
+                    channel.number(), d.deliveryTag(), e);
+            dispose(d);
+            completed();
+        }
+    }
+
+    /** A delivery is done: its slot is free. Raises the total granted to completed + concurrency. */
+    private void completed() {
+        long done = COMPLETED.incrementAndGet(this);
+        while (true) {
+            long g = granted;
+            long target = done + concurrency;
+            if (target <= g) {
+                return; // a later completion granted for us
+            }
+            if (GRANTED.compareAndSet(this, g, target)) {
+                queue.fetch(target - g);
+                return;
+            }
+        }
+    }
+
+    private boolean takeUserDemand() {
+        while (true) {
+            long d = userDemand;
+            if (d == 0) {
+                return false;
+            }
+            if (d == Long.MAX_VALUE || USER_DEMAND.compareAndSet(this, d, d - 1)) {
+                return true;
+            }
+        }
+    }
+
+    private void giveBackUserDemand() {
+        addUserDemand(1);
+    }
+
+    private void addUserDemand(long amount) {
+        while (true) {
+            long d = userDemand;
+            long next = d + amount;
+            if (next < 0 || d == Long.MAX_VALUE) {
+                next = Long.MAX_VALUE;
+            }
+            if (next == d || USER_DEMAND.compareAndSet(this, d, next)) {
+                return;
+            }
+        }
+    }
+
+    /** Starts held deliveries while there is demand; any thread. */
+    private void startHeld() {
+        while (!held.isEmpty()) {
+            if (ended) {
+                disposeHeld();
+                return;
+            }
+            if (!takeUserDemand()) {
+                return;
+            }
+            DeliveryImpl d = held.poll();
+            if (d == null) {
+                giveBackUserDemand(); // another thread took it
+                return;
+            }
+            start(d);
+        }
+    }
+
+    private void disposeHeld() {
+        DeliveryImpl d;
+        while ((d = held.poll()) != null) {
+            dispose(d);
+            completed();
+        }
+    }
+
+    /** A delivery that will not reach the handler: requeued when possible, released. Any thread. */
+    void dispose(DeliveryImpl d) {
+        if (!channel.isClosed()) {
+            d.settleQuietly(AckCoalescer.REJECT | AckCoalescer.REQUEUE);
+        }
+        releaseBorrow(d);
+    }
+
+    private void releaseBorrow(DeliveryImpl d) {
+        try {
+            d.release();
+        } catch (IllegalReferenceCountException e) {
+            LOG.warn("consumer '{}' on channel {}: delivery {} was released by the application, which only borrows "
+                    + "it (retain() it first to keep it)", consumerTag, channel.number(), d.deliveryTag());
+        }
+    }
+
+    private void handlerFailed(DeliveryImpl d, Throwable t) {
+        LOG.warn("consumer '{}' on channel {} (queue '{}'): the handler failed on delivery {}{}", consumerTag,
+                channel.number(), queueName, d.deliveryTag(), noAck ? "" : "; it stays unacknowledged", t);
+    }
+
+    // ---- ConsumerHandle (any thread) -------------------------------------------------------------------------
+
+    @Override
+    public String consumerTag() {
+        return consumerTag;
+    }
+
+    @Override
+    public String queue() {
+        return queueName;
+    }
+
+    @Override
+    public Channel channel() {
+        return channel.state().facade();
+    }
+
+    @Override
+    public boolean isActive() {
+        return !ended;
+    }
+
+    @Override
+    public void pause() {
+        if (slots) {
+            userDemand = 0;
+        } else {
+            queue.pause();
+        }
+    }
+
+    @Override
+    public void resume() {
+        fetch(Long.MAX_VALUE);
+    }
+
+    @Override
+    public void fetch(long count) {
+        if (count < 0) {
+            throw new IllegalArgumentException("count must not be negative: " + count);
+        }
+        if (!slots) {
+            queue.fetch(count);
+        } else if (count > 0) {
+            addUserDemand(count);
+            startHeld();
+        }
+    }
+
+    @Override
+    public long queued() {
+        return queue.pending() + (held == null ? 0 : held.size());
+    }
+
+    @Override
+    public CompletionStage<Void> cancel() {
+        CompletableFuture<Void> result = new CompletableFuture<>();
+        ChannelState state = channel.state();
+        ByteBuf frame;
+        try {
+            frame = ConsumeFrames.basicCancel(state.alloc(), state.number(), consumerTag);
+        } catch (RuntimeException e) {
+            result.completeExceptionally(e);
+            return result;
+        }
+        CompletableFuture<Void> rpc = new CompletableFuture<>();
+        rpc.whenComplete((v, e) -> {
+            // a consumer that ended meanwhile (channel closed, broker cancel) is cancelled all the same
+            if (e == null || ended) {
+                result.complete(null);
+            } else {
+                result.completeExceptionally(e);
+            }
+        });
+        state.outbound().execute(new ChannelConsumers.Task(() -> {
+            if (ended) {
+                frame.release();
+                rpc.complete(null);
+                return;
+            }
+            state.call(ChannelRpc.Request.of(MethodIds.BASIC_CANCEL, MethodIds.BASIC_CANCEL_OK, -1, frame,
+                    (reply, f) -> {
+                        end(null);
+                        f.complete(null);
+                    }, rpc));
+        }, rpc, frame));
+        return result;
+    }
+
+    @Override
+    public CompletionStage<AmqpException> endFuture() {
+        return endFuture;
+    }
+
+    @Override
+    public String toString() {
+        return "Consumer('" + consumerTag + "' on queue '" + queueName + "', channel " + channel.number()
+                + (noAck ? ", noAck" : "") + (ended ? ", ended" : "") + ")";
+    }
+
+    /** The queue between the event loop and the consumer's context; its hooks call back into the consumer. */
+    private final class DeliveryQueue extends InboundMessageQueue<DeliveryImpl> {
+
+        DeliveryQueue(EventExecutor loop, Executor context, int lowWaterMark, int highWaterMark) {
+            super(loop, context, lowWaterMark, highWaterMark);
+        }
+
+        @Override
+        protected void handleMessage(DeliveryImpl message) {
+            onDelivery(message);
+        }
+
+        @Override
+        protected void handlePause() {
+            if (pausesReading) {
+                channel.state().connection().pauseReading();
+            }
+        }
+
+        @Override
+        protected void handleResume() {
+            if (pausesReading) {
+                channel.state().connection().resumeReading();
+            }
+        }
+
+        @Override
+        protected void handleDispose(DeliveryImpl message) {
+            dispose(message);
+        }
+
+        @Override
+        protected void handleFailure(Throwable failure) {
+            LOG.warn("consumer '{}' on channel {}: delivery queue callback failed", consumerTag, channel.number(),
+                    failure);
+        }
+    }
+}

@@ -1,0 +1,255 @@
+package io.warren.impl.consume;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.util.IllegalReferenceCountException;
+import io.warren.Channel;
+import io.warren.Delivery;
+import io.warren.codec.AsciiStringCache;
+import io.warren.codec.content.BasicProperties;
+import io.warren.codec.content.ContentHeader;
+import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
+
+/**
+ * What {@link DeliveryImpl} (basic.deliver) and {@code GetResponseImpl} (basic.get-ok) share: the three
+ * buffers {@code ContentAssembler} put together, a reference count, and the settlement.
+ *
+ * <p>Nothing is decoded up front but what the event loop needs anyway (the delivery tag, redelivered):
+ * exchange and routing key are read from the method payload when asked, through the codec's
+ * {@link AsciiStringCache} and a per-channel {@link ShortStrings} cache, so a handler that never asks costs
+ * nothing and one that asks allocates nothing in the steady state.
+ *
+ * <p>Ownership: the object owns the method, header and body buffers from construction and releases all three
+ * when its count reaches 0. The object is not recycled, so the tag and the settlement stay usable after the
+ * release (only the buffer-backed accessors check the count).
+ */
+public abstract class MessageDelivery extends Settlement implements Delivery {
+
+    private static final AtomicIntegerFieldUpdater<MessageDelivery> REF_CNT =
+            AtomicIntegerFieldUpdater.newUpdater(MessageDelivery.class, "refCnt");
+    private static final AtomicIntegerFieldUpdater<MessageDelivery> SETTLED =
+            AtomicIntegerFieldUpdater.newUpdater(MessageDelivery.class, "settled");
+
+    // immutable, published to the consumer's thread by the queue hand-off
+    protected final ChannelConsumers channel;
+    protected final ByteBuf method;
+    private final ByteBuf header;
+    private final ByteBuf body;
+    private final long deliveryTag;
+    private final boolean redelivered;
+    private final boolean needsAck;
+
+    // any thread (volatile, field updaters)
+    private volatile int refCnt = 1;
+    private volatile int settled;
+
+    // the thread using the delivery (one at a time)
+    private ContentHeader view;
+    private BasicProperties properties;
+
+    /** Takes ownership of the three buffers. */
+    protected MessageDelivery(ChannelConsumers channel, ByteBuf method, ByteBuf header, ByteBuf body, long deliveryTag,
+                              boolean redelivered, boolean needsAck) {
+        this.channel = channel;
+        this.method = method;
+        this.header = header;
+        this.body = body;
+        this.deliveryTag = deliveryTag;
+        this.redelivered = redelivered;
+        this.needsAck = needsAck;
+    }
+
+    /** The index of the exchange shortstr in the method payload. */
+    protected abstract int exchangeIndex();
+
+    @Override
+    public final Channel channel() {
+        return channel.state().facade();
+    }
+
+    @Override
+    public final long deliveryTag() {
+        return deliveryTag;
+    }
+
+    @Override
+    public final boolean redelivered() {
+        return redelivered;
+    }
+
+    @Override
+    public final String exchange() {
+        checkAlive();
+        return channel.exchangeNames().get(AsciiStringCache.shortString(method, exchangeIndex()));
+    }
+
+    @Override
+    public final String routingKey() {
+        checkAlive();
+        int exchange = exchangeIndex();
+        int routingKey = exchange + 1 + method.getUnsignedByte(exchange);
+        return channel.routingKeyNames().get(AsciiStringCache.shortString(method, routingKey));
+    }
+
+    @Override
+    public final ContentHeader header() {
+        checkAlive();
+        if (view == null) {
+            view = new ContentHeader().wrap(header, header.readerIndex());
+        }
+        return view;
+    }
+
+    @Override
+    public final BasicProperties properties() {
+        if (properties == null) {
+            properties = header().toProperties();
+        }
+        return properties;
+    }
+
+    @Override
+    public final ByteBuf body() {
+        checkAlive();
+        return body;
+    }
+
+    /** The body size, readable after the release too (for logs). */
+    protected final int bodySize() {
+        return body.writerIndex() - body.readerIndex();
+    }
+
+    // ---- settlement -----------------------------------------------------------------------------------------
+
+    @Override
+    public final void ack() {
+        settle(AckCoalescer.ACK);
+    }
+
+    @Override
+    public final void ack(boolean multiple) {
+        settle(AckCoalescer.ACK | (multiple ? AckCoalescer.MULTIPLE : 0));
+    }
+
+    @Override
+    public final void nack(boolean requeue) {
+        settle(AckCoalescer.NACK | (requeue ? AckCoalescer.REQUEUE : 0));
+    }
+
+    @Override
+    public final void nack(boolean multiple, boolean requeue) {
+        settle(AckCoalescer.NACK | (multiple ? AckCoalescer.MULTIPLE : 0) | (requeue ? AckCoalescer.REQUEUE : 0));
+    }
+
+    @Override
+    public final void reject(boolean requeue) {
+        settle(AckCoalescer.REJECT | (requeue ? AckCoalescer.REQUEUE : 0));
+    }
+
+    private void settle(int op) {
+        if (!needsAck) {
+            throw new IllegalStateException("delivery " + deliveryTag + " on channel " + channel.number()
+                    + " was taken without manual acknowledgement (noAck / autoAck): there is nothing to settle");
+        }
+        if (!SETTLED.compareAndSet(this, 0, 1)) {
+            throw new IllegalStateException("delivery " + deliveryTag + " on channel " + channel.number()
+                    + " is already acknowledged, nacked or rejected");
+        }
+        channel.settle(this, op);
+    }
+
+    /** {@link #settleQuietly} with a reject that requeues. */
+    protected static final int REJECT_REQUEUE = AckCoalescer.REJECT | AckCoalescer.REQUEUE;
+
+    /** Settles unless settled already (or noAck); for deliveries dropped unhandled. */
+    protected final void settleQuietly(int op) {
+        if (needsAck && SETTLED.compareAndSet(this, 0, 1)) {
+            channel.settle(this, op);
+        }
+    }
+
+    final boolean needsAck() {
+        return needsAck;
+    }
+
+    @Override
+    final long settleTag() {
+        return deliveryTag;
+    }
+
+    // ---- reference count ------------------------------------------------------------------------------------
+
+    @Override
+    public final int refCnt() {
+        return refCnt;
+    }
+
+    @Override
+    public final Delivery retain() {
+        return retain(1);
+    }
+
+    @Override
+    public final Delivery retain(int increment) {
+        if (increment <= 0) {
+            throw new IllegalArgumentException("increment must be positive: " + increment);
+        }
+        while (true) {
+            int current = refCnt;
+            if (current <= 0 || current + increment < current) {
+                throw new IllegalReferenceCountException(current, increment);
+            }
+            if (REF_CNT.compareAndSet(this, current, current + increment)) {
+                return this;
+            }
+        }
+    }
+
+    @Override
+    public final boolean release() {
+        return release(1);
+    }
+
+    @Override
+    public final boolean release(int decrement) {
+        if (decrement <= 0) {
+            throw new IllegalArgumentException("decrement must be positive: " + decrement);
+        }
+        while (true) {
+            int current = refCnt;
+            if (current < decrement) {
+                throw new IllegalReferenceCountException(current, -decrement);
+            }
+            if (REF_CNT.compareAndSet(this, current, current - decrement)) {
+                if (current == decrement) {
+                    deallocate();
+                    return true;
+                }
+                return false;
+            }
+        }
+    }
+
+    private void deallocate() {
+        method.release();
+        header.release();
+        body.release();
+    }
+
+    @Override
+    public final Delivery touch() {
+        return this;
+    }
+
+    @Override
+    public final Delivery touch(Object hint) {
+        body.touch(hint);
+        return this;
+    }
+
+    private void checkAlive() {
+        if (refCnt <= 0) {
+            throw new IllegalReferenceCountException("delivery " + deliveryTag + " on channel " + channel.number()
+                    + " is released: retain() it in the handler to use it afterwards");
+        }
+    }
+}
