@@ -6,8 +6,14 @@ import org.jctools.queues.SpscUnboundedArrayQueue;
 /**
  * {@link HandoffQueue} for one producer thread and a consumer that drains on other threads: a
  * {@code volatile} counter updated through a field updater and a JCTools
- * {@link SpscUnboundedArrayQueue}. The queue's ring is reused while the consumer keeps up; a new chunk
- * is linked only when the backlog outgrows it, so steady state allocates nothing per message.
+ * {@link SpscUnboundedArrayQueue}.
+ *
+ * <p>The JCTools queue reuses its ring for as long as the backlog fits in it, and links a freshly
+ * allocated chunk whenever the backlog outgrows it; chunks are not recycled. The ring is therefore sized
+ * for the backlog a producer that honours {@link HandoffQueue#UNWRITABLE} leaves: the high-water mark
+ * plus the tail of the read batch that crossed it, hence twice the mark. Steady state then allocates
+ * nothing per message; a backlog beyond that (no back-pressure, or a producer that keeps writing) costs
+ * one chunk per ring's worth of overflow.
  *
  * <p>The JCTools queue is single-consumer in the sense of one consumer <em>at a time</em>: its
  * consumer-side fields are plain, which is safe because successive drains are ordered by the
@@ -19,24 +25,24 @@ final class CrossThreadHandoffQueue<M> extends HandoffQueue<M> {
     private static final AtomicLongFieldUpdater<CrossThreadHandoffQueue<?>> WIP =
             (AtomicLongFieldUpdater) AtomicLongFieldUpdater.newUpdater(CrossThreadHandoffQueue.class, "wip");
 
-    /** Smallest and largest ring: small queues stay small, a deep backlog grows in 1024-slot chunks. */
-    private static final int MIN_CHUNK = 32;
-    private static final int MAX_CHUNK = 1024;
+    /** Smallest and largest ring: a mark of 2048 or more (or none) gets 4096 slots, 16 KiB of references. */
+    private static final int MIN_RING = 32;
+    private static final int MAX_RING = 4096;
 
     // any thread (volatile): producer increments, the owning consumer decrements
     private volatile long wip;
 
     CrossThreadHandoffQueue(int lowWaterMark, int highWaterMark) {
-        super(new SpscUnboundedArrayQueue<>(chunkSize(lowWaterMark, highWaterMark)), lowWaterMark, highWaterMark);
+        super(new SpscUnboundedArrayQueue<>(ringSize(lowWaterMark, highWaterMark)), lowWaterMark, highWaterMark);
     }
 
-    private static int chunkSize(int lowWaterMark, int highWaterMark) {
+    static int ringSize(int lowWaterMark, int highWaterMark) {
         checkWaterMarks(lowWaterMark, highWaterMark);
-        // The backlog hovers around the high-water mark (plus the tail of a read batch after it).
-        if (highWaterMark >= MAX_CHUNK) {
-            return MAX_CHUNK;
+        if (highWaterMark >= MAX_RING / 2) {
+            return MAX_RING;
         }
-        return Math.max(MIN_CHUNK, Integer.highestOneBit(highWaterMark - 1) << 1);
+        // Twice the next power of two: the high-water mark plus as much again for a read batch's tail.
+        return Math.max(MIN_RING, Integer.highestOneBit(highWaterMark - 1) << 2);
     }
 
     @Override

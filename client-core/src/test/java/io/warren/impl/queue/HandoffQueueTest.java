@@ -221,6 +221,17 @@ class HandoffQueueTest {
     }
 
     @Test
+    void crossThreadRingHoldsTwiceTheHighWaterMark() {
+        assertEquals(32, CrossThreadHandoffQueue.ringSize(1, 1));
+        assertEquals(32, CrossThreadHandoffQueue.ringSize(8, 16));
+        assertEquals(512, CrossThreadHandoffQueue.ringSize(128, 256));
+        assertEquals(1024, CrossThreadHandoffQueue.ringSize(128, 300));
+        assertEquals(4096, CrossThreadHandoffQueue.ringSize(1, 2047));
+        assertEquals(4096, CrossThreadHandoffQueue.ringSize(1, 2048));
+        assertEquals(4096, CrossThreadHandoffQueue.ringSize(1, Integer.MAX_VALUE));
+    }
+
+    @Test
     void bitHelpersReadDistinctBits() {
         assertEquals(3, Integer.bitCount(DRAIN_REQUIRED | UNWRITABLE | WRITABLE_AGAIN));
         assertTrue(HandoffQueue.drainRequired(DRAIN_REQUIRED));
