@@ -1,0 +1,77 @@
+package io.warren.it;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * {@code rabbitmqctl} for tests that act on the broker's side: closing connections, stopping the broker's
+ * application, raising a memory alarm. Every call is bounded in time; a failure names the command and its output.
+ */
+public final class Rabbitmqctl {
+
+    private Rabbitmqctl() {
+    }
+
+    /** Runs {@code rabbitmqctl args...} and returns its output; fails when it exits non-zero. */
+    public static String run(String... args) throws IOException, InterruptedException {
+        List<String> command = new ArrayList<>();
+        command.add("rabbitmqctl");
+        command.addAll(List.of(args));
+        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        if (!p.waitFor(120, TimeUnit.SECONDS) || p.exitValue() != 0) {
+            throw new AssertionError(String.join(" ", command) + " failed: " + out);
+        }
+        return out;
+    }
+
+    /** The broker's pids of the open connections whose client properties mention {@code connectionName}. */
+    public static List<String> connectionPids(String connectionName) throws IOException, InterruptedException {
+        List<String> pids = new ArrayList<>();
+        String out = run("-q", "list_connections", "pid", "client_properties");
+        for (String line : out.split("\n")) {
+            if (line.contains(connectionName)) {
+                pids.add(line.split("\t")[0].trim());
+            }
+        }
+        return pids;
+    }
+
+    /**
+     * Closes, on the broker's side (320 CONNECTION_FORCED), the connection named {@code connectionName}: waits up
+     * to 30 s for the broker to list it (it does once it is fully open).
+     */
+    public static void closeConnection(String connectionName, String reason) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (System.nanoTime() < deadline) {
+            List<String> pids = connectionPids(connectionName);
+            if (!pids.isEmpty()) {
+                for (String pid : pids) {
+                    run("close_connection", pid, reason);
+                }
+                return;
+            }
+            Thread.sleep(250);
+        }
+        throw new AssertionError("rabbitmqctl does not list a connection named " + connectionName);
+    }
+
+    /** stop_app: the node stays up, AMQP listeners close, every connection is dropped. */
+    public static void stopApp() throws IOException, InterruptedException {
+        run("stop_app");
+    }
+
+    /** start_app then await_startup: the broker accepts connections again when this returns. */
+    public static void startApp() throws IOException, InterruptedException {
+        run("start_app");
+        run("await_startup");
+    }
+
+    /** Sets the memory high watermark (a fraction of RAM): 0.00001 raises the memory alarm at once. */
+    public static void setVmMemoryHighWatermark(String fraction) throws IOException, InterruptedException {
+        run("set_vm_memory_high_watermark", fraction);
+    }
+}
