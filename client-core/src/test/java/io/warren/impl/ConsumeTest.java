@@ -1,0 +1,508 @@
+package io.warren.impl;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.netty.buffer.CompositeByteBuf;
+import io.netty.util.IllegalReferenceCountException;
+import io.warren.AmqpException;
+import io.warren.Channel;
+import io.warren.ChannelClosedException;
+import io.warren.ConnectionClosedException;
+import io.warren.ConsumeOptions;
+import io.warren.ConsumerCancelledException;
+import io.warren.ConsumerHandle;
+import io.warren.Delivery;
+import io.warren.GetResponse;
+import io.warren.codec.Frame;
+import io.warren.codec.content.BasicProperties;
+import io.warren.codec.method.BasicAck;
+import io.warren.codec.method.BasicCancel;
+import io.warren.codec.method.BasicCancelEncoder;
+import io.warren.codec.method.BasicCancelOkEncoder;
+import io.warren.codec.method.BasicConsume;
+import io.warren.codec.method.BasicConsumeOkEncoder;
+import io.warren.codec.method.BasicDeliverEncoder;
+import io.warren.codec.method.BasicGetOkEncoder;
+import io.warren.codec.method.BasicNack;
+import io.warren.codec.method.BasicQos;
+import io.warren.codec.method.BasicQosOkEncoder;
+import io.warren.codec.method.BasicReject;
+import io.warren.codec.method.MethodIds;
+import io.warren.codec.method.TxCommitOkEncoder;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletionStage;
+import java.util.function.Consumer;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Consuming through a scripted broker ({@link FakeBroker}): the handler on the event loop (the default
+ * context), so every step is deterministic. Threads (executors, virtual threads, Vert.x) are covered against
+ * the real broker in client-it.
+ */
+class ConsumeTest {
+
+    private static final byte[] HELLO = "hello".getBytes(StandardCharsets.UTF_8);
+
+    /** A consumer started on channel 1 with tag {@code tag}, its basic.consume checked and answered. */
+    private static ConsumerHandle consume(FakeBroker broker, Channel ch, String tag, ConsumeOptions options,
+                                          io.warren.DeliveryHandler handler) {
+        CompletionStage<ConsumerHandle> stage = ch.consume("q", options, handler);
+        if (options.prefetch() >= 0) {
+            Frame qos = broker.expect(1, MethodIds.BASIC_QOS);
+            BasicQos view = new BasicQos().wrap(qos.payload(), qos.payload().readerIndex());
+            assertEquals(options.prefetch(), view.prefetchCount());
+            assertFalse(view.global());
+            qos.release();
+            broker.expectNothing(); // consume waits for qos-ok
+            broker.send(1, new BasicQosOkEncoder());
+        }
+        Frame consume = broker.expect(1, MethodIds.BASIC_CONSUME);
+        BasicConsume view = new BasicConsume().wrap(consume.payload(), consume.payload().readerIndex());
+        assertEquals("q", view.queueAsString());
+        assertEquals(options.consumerTag(), view.consumerTagAsString());
+        assertEquals(options.noAck(), view.noAck());
+        consume.release();
+        assertFalse(stage.toCompletableFuture().isDone());
+        broker.send(1, new BasicConsumeOkEncoder().consumerTag(tag));
+        ConsumerHandle handle = stage.toCompletableFuture().join();
+        assertEquals(tag, handle.consumerTag());
+        return handle;
+    }
+
+    private static void deliver(FakeBroker broker, String tag, long deliveryTag, byte[]... body) {
+        broker.send(1, new BasicDeliverEncoder().consumerTag(tag).deliveryTag(deliveryTag).exchange("x")
+                .routingKey("rk"));
+        broker.sendContent(1, BasicProperties.builder().messageId("m-" + deliveryTag).build(), body);
+    }
+
+    private static String settlement(Frame f) {
+        try {
+            var p = f.payload();
+            int at = p.readerIndex();
+            return switch (p.getInt(at)) {
+                case MethodIds.BASIC_ACK -> {
+                    BasicAck a = new BasicAck().wrap(p, at);
+                    yield "ack " + a.deliveryTag() + (a.multiple() ? " multiple" : "");
+                }
+                case MethodIds.BASIC_NACK -> {
+                    BasicNack n = new BasicNack().wrap(p, at);
+                    yield "nack " + n.deliveryTag() + (n.multiple() ? " multiple" : "") + (n.requeue() ? " requeue" : "");
+                }
+                case MethodIds.BASIC_REJECT -> {
+                    BasicReject r = new BasicReject().wrap(p, at);
+                    yield "reject " + r.deliveryTag() + (r.requeue() ? " requeue" : "");
+                }
+                default -> "method " + io.warren.codec.method.MethodTable.lookup(p, at).name();
+            };
+        } finally {
+            f.release();
+        }
+    }
+
+    /** Every frame the client wrote, as text (settlements) or method names. */
+    private static List<String> written(FakeBroker broker) {
+        List<String> out = new ArrayList<>();
+        Frame f;
+        while ((f = broker.next()) != null) {
+            out.add(settlement(f));
+        }
+        return out;
+    }
+
+    @Test
+    void deliveriesReachTheHandlerOnTheEventLoopAsBorrowedViews() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            List<String> seen = new ArrayList<>();
+            List<Delivery> kept = new ArrayList<>();
+            ConsumerHandle c = consume(broker, ch, "ctag-1", ConsumeOptions.builder().prefetch(10).build(), d -> {
+                assertTrue(broker.client.eventLoop().inEventLoop());
+                seen.add(d.consumerTag() + " " + d.deliveryTag() + " " + d.exchange() + " " + d.routingKey() + " "
+                        + d.redelivered() + " " + d.header().messageIdAsString() + " " + d.properties().messageId() + " "
+                        + d.body().toString(StandardCharsets.UTF_8));
+                assertSame(ch, d.channel());
+                kept.add(d);
+            });
+            assertEquals("q", c.queue());
+            assertSame(ch, c.channel());
+            assertTrue(c.isActive());
+            deliver(broker, "ctag-1", 1, HELLO);
+            deliver(broker, "ctag-1", 2, "two ".getBytes(), "frames".getBytes());
+            assertEquals(List.of("ctag-1 1 x rk false m-1 m-1 hello", "ctag-1 2 x rk false m-2 m-2 two frames"), seen);
+            // released when the handler returned: the buffers are gone, the tag and settlement still work
+            for (Delivery d : kept) {
+                assertEquals(0, d.refCnt());
+                assertThrows(IllegalReferenceCountException.class, d::body);
+            }
+            kept.get(1).ack(true);
+            assertEquals(List.of("ack 2 multiple"), written(broker));
+        }
+    }
+
+    @Test
+    void aRetainedDeliveryOutlivesTheHandlerAndABodyInFramesIsAComposite() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            List<Delivery> kept = new ArrayList<>();
+            consume(broker, ch, "c", ConsumeOptions.defaults(), d -> kept.add(d.retain()));
+            deliver(broker, "c", 1, "a".getBytes(), "b".getBytes(), "c".getBytes());
+            Delivery d = kept.get(0);
+            assertEquals(1, d.refCnt());
+            assertInstanceOf(CompositeByteBuf.class, d.body());
+            assertEquals("abc", d.body().toString(StandardCharsets.UTF_8));
+            assertTrue(d.release());
+            d.ack();
+            assertEquals(List.of("ack 1"), written(broker));
+        }
+    }
+
+    @Test
+    void acksMadeOnTheEventLoopAreCoalescedOncePerPass() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            consume(broker, ch, "c", ConsumeOptions.builder().prefetch(100).build(), Delivery::ack);
+            // 50 deliveries in one socket read: EmbeddedChannel runs the loop's tasks once, after it
+            io.netty.buffer.CompositeByteBuf read = FakeBroker.ALLOC.compositeBuffer();
+            for (long t = 1; t <= 50; t++) {
+                read.addComponent(true, io.warren.codec.Frames.method(FakeBroker.ALLOC, 1, new BasicDeliverEncoder()
+                        .consumerTag("c").deliveryTag(t).exchange("x").routingKey("rk")));
+                read.addComponent(true, io.warren.codec.Frames.contentHeader(FakeBroker.ALLOC, 1, HELLO.length,
+                        BasicProperties.EMPTY));
+                read.addComponent(true, io.warren.codec.Frames.body(FakeBroker.ALLOC, 1,
+                        io.netty.buffer.Unpooled.wrappedBuffer(HELLO)));
+            }
+            broker.sendRaw(read);
+            assertEquals(List.of("ack 50 multiple"), written(broker));
+            deliver(broker, "c", 51, HELLO);
+            assertEquals(List.of("ack 51"), written(broker));
+        }
+    }
+
+    @Test
+    void outOfOrderAcksNeverCoverAWaitingDelivery() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            List<Delivery> kept = new ArrayList<>();
+            consume(broker, ch, "c", ConsumeOptions.defaults(), d -> kept.add(d.retain()));
+            for (long t = 1; t <= 4; t++) {
+                deliver(broker, "c", t, HELLO);
+            }
+            kept.get(1).ack();
+            kept.get(3).ack();
+            assertEquals(List.of("ack 2", "ack 4"), written(broker));
+            kept.get(0).nack(true);
+            kept.get(2).reject(false);
+            assertEquals(List.of("nack 1 requeue", "reject 3"), written(broker));
+            kept.forEach(Delivery::release);
+        }
+    }
+
+    @Test
+    void settlingTwiceOrANoAckDeliveryIsRefused() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            List<Delivery> kept = new ArrayList<>();
+            consume(broker, ch, "manual", ConsumeOptions.defaults(), kept::add);
+            consume(broker, ch, "auto", ConsumeOptions.builder().noAck(true).consumerTag("auto").build(), kept::add);
+            deliver(broker, "manual", 1, HELLO);
+            deliver(broker, "auto", 2, HELLO);
+            kept.get(0).ack();
+            assertThrows(IllegalStateException.class, () -> kept.get(0).ack());
+            assertThrows(IllegalStateException.class, () -> kept.get(0).nack(true));
+            IllegalStateException noAck = assertThrows(IllegalStateException.class, () -> kept.get(1).ack());
+            assertTrue(noAck.getMessage().contains("noAck"), noAck.getMessage());
+            assertEquals(List.of("ack 1"), written(broker));
+            // Channel.basicAck of a tag already settled is dropped, not sent for the broker to close the channel
+            ch.basicAck(1, false);
+            assertEquals(List.of(), written(broker));
+        }
+    }
+
+    @Test
+    void getResponsesAndDeliveriesShareTheChannelsTagsAndAccessors() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            List<Delivery> kept = new ArrayList<>();
+            consume(broker, ch, "c", ConsumeOptions.defaults(), d -> kept.add(d.retain()));
+            deliver(broker, "c", 1, HELLO);
+            CompletionStage<GetResponse> get = ch.basicGet("q", false);
+            broker.expectAndRelease(1, MethodIds.BASIC_GET);
+            broker.send(1, new BasicGetOkEncoder().deliveryTag(2).exchange("ex").routingKey("key").messageCount(5));
+            broker.sendContent(1, BasicProperties.builder().contentType("text/plain").build(), HELLO);
+            deliver(broker, "c", 3, HELLO);
+            GetResponse r = get.toCompletableFuture().join();
+            Delivery asDelivery = r;
+            assertNull(asDelivery.consumerTag());
+            assertEquals(2, asDelivery.deliveryTag());
+            assertEquals("ex", asDelivery.exchange());
+            assertEquals("key", asDelivery.routingKey());
+            assertEquals("text/plain", asDelivery.header().contentTypeAsString());
+            assertEquals("text/plain", asDelivery.properties().contentType());
+            assertEquals(5, r.messageCount());
+            kept.get(0).ack();
+            kept.get(1).ack();
+            // 1 and 3 acked, 2 (the get) waits: no multiple ack may cover it
+            assertEquals(List.of("ack 1", "ack 3"), written(broker));
+            r.ack();
+            r.close();
+            assertEquals(0, r.refCnt());
+            assertEquals(List.of("ack 2"), written(broker));
+            kept.forEach(Delivery::release);
+        }
+    }
+
+    @Test
+    void settlementsGoOutBeforeALaterSynchronousMethodOrClose() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            List<Delivery> kept = new ArrayList<>();
+            consume(broker, ch, "c", ConsumeOptions.defaults(), kept::add);
+            deliver(broker, "c", 1, HELLO);
+            deliver(broker, "c", 2, HELLO);
+            kept.get(0).ack();
+            CompletionStage<Void> commit = ch.txCommit();
+            kept.get(1).ack();
+            ch.close();
+            assertEquals(List.of("ack 1", "method tx.commit", "ack 2", "method channel.close"), written(broker));
+            broker.send(1, new TxCommitOkEncoder());
+            broker.sendChannelCloseOk(1);
+            assertTrue(commit.toCompletableFuture().isCompletedExceptionally(), "failed by the close");
+        }
+    }
+
+    @Test
+    void theBrokersCancelEndsTheConsumerWithAClearReason() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            ConsumerHandle c = consume(broker, ch, "c", ConsumeOptions.defaults(), d -> { });
+            broker.send(1, new BasicCancelEncoder().consumerTag("c").nowait(false));
+            Frame ok = broker.expect(1, MethodIds.BASIC_CANCEL_OK);
+            ok.release();
+            AmqpException reason = c.endFuture().toCompletableFuture().join();
+            ConsumerCancelledException e = assertInstanceOf(ConsumerCancelledException.class, reason);
+            assertEquals("c", e.consumerTag());
+            assertEquals("q", e.queue());
+            assertTrue(e.getMessage().contains("cancelled by the broker"), e.getMessage());
+            assertFalse(c.isActive());
+            assertTrue(ch.isOpen());
+            // its deliveries after the cancel have nobody to go to: dropped (and released)
+            deliver(broker, "c", 1, HELLO);
+            assertTrue(c.cancel().toCompletableFuture().isDone(), "cancelling an ended consumer completes at once");
+            broker.expectNothing();
+        }
+    }
+
+    @Test
+    void cancelByTheApplicationRequeuesWhatTheHandlerDidNotGet() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            List<Long> seen = new ArrayList<>();
+            ConsumerHandle c = consume(broker, ch, "c", ConsumeOptions.builder().prefetch(10).build(), d -> {
+                seen.add(d.deliveryTag());
+                d.ack();
+            });
+            deliver(broker, "c", 1, HELLO);
+            c.pause();
+            deliver(broker, "c", 2, HELLO);
+            deliver(broker, "c", 3, HELLO);
+            assertEquals(2, c.queued());
+            CompletionStage<Void> cancel = c.cancel();
+            assertEquals(List.of("ack 1", "method basic.cancel"), written(broker));
+            deliver(broker, "c", 4, HELLO); // before cancel-ok: still the consumer's
+            broker.send(1, new BasicCancelOkEncoder().consumerTag("c"));
+            assertTrue(cancel.toCompletableFuture().isDone());
+            assertNull(c.endFuture().toCompletableFuture().join());
+            assertEquals(List.of(1L), seen);
+            assertEquals(List.of("reject 2 requeue", "reject 3 requeue", "reject 4 requeue"), written(broker));
+        }
+    }
+
+    @Test
+    void theChannelsCloseEndsItsConsumersAndReleasesWhatIsQueued() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            ConsumerHandle c = consume(broker, ch, "c", ConsumeOptions.defaults(), d -> { });
+            c.pause();
+            deliver(broker, "c", 1, HELLO);
+            deliver(broker, "c", 2, "a".getBytes(), "b".getBytes());
+            broker.sendChannelClose(1, 406, "PRECONDITION_FAILED - unknown delivery tag 9", 60, 80);
+            broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
+            ChannelClosedException e = assertInstanceOf(ChannelClosedException.class,
+                    c.endFuture().toCompletableFuture().join());
+            assertEquals(406, e.replyCode());
+            broker.expectNothing(); // nothing requeued on a closed channel: the broker did it
+            // paranoid leak detection fails the test if the two queued deliveries were not released
+        }
+    }
+
+    @Test
+    void theConnectionsCloseEndsConsumersWithItsCause() {
+        try (FakeBroker broker = new FakeBroker()) {
+            ConnectionImpl connection = broker.handshake();
+            Channel ch = broker.openChannel(connection, 1);
+            ConsumerHandle c = consume(broker, ch, "c", ConsumeOptions.defaults(), d -> { });
+            c.pause();
+            deliver(broker, "c", 1, HELLO);
+            broker.client.close();
+            assertInstanceOf(ConnectionClosedException.class, c.endFuture().toCompletableFuture().join());
+        }
+    }
+
+    @Test
+    void noAckConsumersOverTheirHighWaterMarkStopReadingUntilAllDrained() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            ConsumeOptions noAck = ConsumeOptions.builder().noAck(true).waterMarks(2, 4).build();
+            List<Long> seen = new ArrayList<>();
+            ConsumerHandle a = consume(broker, ch, "a", noAck.toBuilder().consumerTag("a").build(),
+                    d -> seen.add(d.deliveryTag()));
+            ConsumerHandle b = consume(broker, ch, "b", noAck.toBuilder().consumerTag("b").build(),
+                    d -> seen.add(d.deliveryTag()));
+            a.pause();
+            b.pause();
+            for (long t = 1; t <= 4; t++) {
+                deliver(broker, "a", t, HELLO);
+            }
+            assertFalse(broker.client.config().isAutoRead(), "a reached its high-water mark");
+            assertEquals(1, broker.handler.readPauses());
+            for (long t = 5; t <= 8; t++) {
+                deliver(broker, "b", t, HELLO);
+            }
+            assertEquals(2, broker.handler.readPauses());
+            a.resume();
+            broker.client.runPendingTasks();
+            assertEquals(List.of(1L, 2L, 3L, 4L), seen);
+            assertEquals(1, broker.handler.readPauses());
+            assertFalse(broker.client.config().isAutoRead(), "b still holds reading");
+            b.fetch(2);
+            broker.client.runPendingTasks();
+            assertEquals(List.of(1L, 2L, 3L, 4L, 5L, 6L), seen);
+            assertEquals(1, broker.handler.readPauses(), "b holds 2, not below its low-water mark of 2");
+            b.fetch(1);
+            broker.client.runPendingTasks();
+            assertEquals(0, broker.handler.readPauses());
+            assertTrue(broker.client.config().isAutoRead());
+            broker.expectNothing(); // noAck: nothing to settle
+            b.resume();
+        }
+    }
+
+    @Test
+    void aPausedManualAckConsumerWithAPrefetchDoesNotStopReading() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            ConsumerHandle c = consume(broker, ch, "c",
+                    ConsumeOptions.builder().prefetch(8).waterMarks(2, 4).build(), Delivery::ack);
+            c.pause();
+            for (long t = 1; t <= 8; t++) {
+                deliver(broker, "c", t, HELLO);
+            }
+            assertEquals(8, c.queued());
+            assertTrue(broker.client.config().isAutoRead(), "the prefetch bounds the broker, not the socket");
+            assertEquals(0, broker.handler.readPauses());
+            c.resume();
+            assertEquals(List.of("ack 8 multiple"), written(broker));
+        }
+    }
+
+    @Test
+    void handlerFailuresAreLoggedAndTheDeliveryReleased() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            List<Long> seen = new ArrayList<>();
+            consume(broker, ch, "c", ConsumeOptions.defaults(), d -> {
+                seen.add(d.deliveryTag());
+                if (d.deliveryTag() == 1) {
+                    throw new IllegalStateException("boom");
+                }
+                d.ack();
+            });
+            deliver(broker, "c", 1, HELLO);
+            deliver(broker, "c", 2, HELLO);
+            assertEquals(List.of(1L, 2L), seen);
+            assertEquals(List.of("ack 2"), written(broker), "1 stays unacknowledged");
+        }
+    }
+
+    @Test
+    void asyncHandlersHoldTheirDeliveryUntilTheStageCompletesAndCountTowardsConcurrency() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            List<java.util.concurrent.CompletableFuture<Void>> stages = new ArrayList<>();
+            List<Delivery> seen = new ArrayList<>();
+            CompletionStage<ConsumerHandle> stage = ch.consumeAsync("q", ConsumeOptions.builder().concurrency(2)
+                    .build(), d -> {
+                        seen.add(d);
+                        var f = new java.util.concurrent.CompletableFuture<Void>();
+                        stages.add(f);
+                        return f.thenRun(d::ack);
+                    });
+            broker.expectAndRelease(1, MethodIds.BASIC_CONSUME);
+            broker.send(1, new BasicConsumeOkEncoder().consumerTag("c"));
+            ConsumerHandle c = stage.toCompletableFuture().join();
+            for (long t = 1; t <= 4; t++) {
+                deliver(broker, "c", t, HELLO);
+            }
+            assertEquals(2, seen.size(), "two in flight");
+            assertEquals(2, c.queued());
+            assertEquals("hello", seen.get(0).body().toString(StandardCharsets.UTF_8), "still borrowed");
+            stages.get(1).complete(null);
+            broker.client.runPendingTasks();
+            assertEquals(0, seen.get(1).refCnt());
+            assertEquals(3, seen.size());
+            c.pause();
+            stages.get(0).complete(null);
+            broker.client.runPendingTasks();
+            assertEquals(3, seen.size(), "paused: the free slot is not used");
+            c.resume();
+            broker.client.runPendingTasks();
+            assertEquals(4, seen.size());
+            stages.get(2).complete(null);
+            stages.get(3).complete(null);
+            // 2 and 1 were flushed as they completed (1 while 3 waited); 3 and 4 in one pass
+            assertEquals(List.of("ack 2", "ack 1", "ack 4 multiple"), written(broker));
+        }
+    }
+
+    @Test
+    void badOptionsFailBeforeAnythingIsSent() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            Consumer<CompletionStage<ConsumerHandle>> refused = stage -> assertInstanceOf(IllegalArgumentException.class,
+                    ChannelTest.failure(stage));
+            refused.accept(ch.consume("q", ConsumeOptions.builder().concurrency(4).build(), d -> { }));
+            refused.accept(ch.consume("q", ConsumeOptions.builder().argument("bad", new Object()).build(), d -> { }));
+            refused.accept(ch.consume("q".repeat(300), ConsumeOptions.defaults(), d -> { }));
+            refused.accept(ch.consume(null, ConsumeOptions.defaults(), d -> { }));
+            assertThrows(IllegalArgumentException.class, () -> ConsumeOptions.builder().waterMarks(5, 4));
+            assertThrows(IllegalArgumentException.class, () -> ConsumeOptions.builder().prefetch(70000));
+            broker.expectNothing();
+            assertEquals(Map.of("x-priority", 5, "x-stream-offset", "first"),
+                    ConsumeOptions.builder().priority(5).streamOffset("first").build().arguments());
+        }
+    }
+
+    @Test
+    void theBrokerGeneratedTagIsTheConsumersAndACancelNamesIt() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            ConsumerHandle c = consume(broker, ch, "amq.ctag-xyz", ConsumeOptions.defaults(), d -> { });
+            CompletionStage<Void> cancel = c.cancel();
+            Frame f = broker.expect(1, MethodIds.BASIC_CANCEL);
+            assertEquals("amq.ctag-xyz", new BasicCancel().wrap(f.payload(), f.payload().readerIndex())
+                    .consumerTagAsString());
+            f.release();
+            broker.send(1, new BasicCancelOkEncoder().consumerTag("amq.ctag-xyz"));
+            assertTrue(cancel.toCompletableFuture().isDone());
+        }
+    }
+}
