@@ -1,0 +1,122 @@
+package io.warren.impl.recovery;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.warren.ExchangeDeclare;
+import io.warren.QueueDeclare;
+import io.warren.impl.recovery.TopologyRecorder.Binding;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+class TopologyRecorderTest {
+
+    private final TopologyRecorder r = new TopologyRecorder();
+
+    @Test
+    void recordsInOrderAndSnapshotsArguments() {
+        Map<String, Object> args = new HashMap<>(Map.of("x-max-length", 10));
+        r.exchangeDeclared(ExchangeDeclare.of("x1", "topic").durable(true));
+        r.queueDeclared(QueueDeclare.named("q1").arguments(args), "q1");
+        args.put("x-max-length", 99); // the application's map changes after the declare
+        r.bound(false, "q1", "x1", "a.#", null);
+        assertEquals(List.of("x1"), r.exchanges().stream().map(TopologyRecorder.Exchange::name).toList());
+        assertEquals(10, r.queues().get(0).arguments().get("x-max-length"));
+        assertTrue(r.exchanges().get(0).durable());
+        assertEquals(List.of(new Binding(false, "q1", "x1", "a.#", Map.of())), r.bindings());
+        assertEquals("q1", r.queues().get(0).toDeclare().queue());
+    }
+
+    @Test
+    void passiveAndPredeclaredAreNotRecorded() {
+        r.exchangeDeclared(ExchangeDeclare.passive("x"));
+        r.exchangeDeclared(ExchangeDeclare.of("amq.direct", "direct"));
+        r.exchangeDeclared(ExchangeDeclare.of("", "direct"));
+        r.queueDeclared(QueueDeclare.passive("q"), "q");
+        assertTrue(r.isEmpty());
+    }
+
+    @Test
+    void redeclaringReplacesAndBindingsAreASet() {
+        r.queueDeclared(QueueDeclare.named("q").durable(false), "q");
+        r.queueDeclared(QueueDeclare.named("q").durable(true), "q");
+        r.bound(false, "q", "amq.topic", "k", Map.of());
+        r.bound(false, "q", "amq.topic", "k", Map.of());
+        assertEquals(1, r.queues().size());
+        assertTrue(r.queues().get(0).durable());
+        assertEquals(1, r.bindings().size());
+    }
+
+    @Test
+    void deletingAQueueForgetsItsBindings() {
+        r.queueDeclared(QueueDeclare.named("q"), "q");
+        r.queueDeclared(QueueDeclare.named("other"), "other");
+        r.bound(false, "q", "amq.topic", "k", Map.of());
+        r.bound(false, "other", "amq.topic", "k", Map.of());
+        r.queueDeleted("q");
+        assertEquals(List.of("other"), r.queues().stream().map(TopologyRecorder.Queue::name).toList());
+        assertEquals(1, r.bindings().size());
+        assertEquals("other", r.bindings().get(0).destination());
+    }
+
+    @Test
+    void deletingAnExchangeForgetsBindingsFromAndToIt() {
+        r.exchangeDeclared(ExchangeDeclare.of("src", "fanout"));
+        r.exchangeDeclared(ExchangeDeclare.of("dst", "fanout"));
+        r.queueDeclared(QueueDeclare.named("q"), "q");
+        r.bound(true, "dst", "src", "", Map.of());
+        r.bound(false, "q", "dst", "", Map.of());
+        r.bound(false, "q", "amq.fanout", "", Map.of());
+        r.exchangeDeleted("dst");
+        assertEquals(List.of(new Binding(false, "q", "amq.fanout", "", Map.of())), r.bindings());
+    }
+
+    @Test
+    void unbindForgetsOneBindingAndTheLastOneTakesAnAutoDeleteExchange() {
+        r.exchangeDeclared(ExchangeDeclare.of("ad", "direct").autoDelete(true));
+        r.queueDeclared(QueueDeclare.named("q"), "q");
+        r.bound(false, "q", "ad", "a", Map.of());
+        r.bound(false, "q", "ad", "b", Map.of());
+        r.unbound(false, "q", "ad", "a", Map.of());
+        assertEquals(1, r.exchanges().size());
+        r.unbound(false, "q", "ad", "b", Map.of());
+        assertTrue(r.exchanges().isEmpty(), "the broker deleted the auto-delete exchange with its last binding");
+    }
+
+    @Test
+    void anAutoDeleteQueueGoesWithItsLastConsumer() {
+        r.queueDeclared(QueueDeclare.named("ad").autoDelete(true), "ad");
+        r.queueDeclared(QueueDeclare.named("kept"), "kept");
+        r.consumerStarted("ad");
+        r.consumerStarted("ad");
+        r.consumerStarted("kept");
+        r.consumerEnded("ad");
+        assertEquals(2, r.queues().size());
+        r.consumerEnded("ad");
+        r.consumerEnded("kept");
+        assertEquals(List.of("kept"), r.queues().stream().map(TopologyRecorder.Queue::name).toList());
+    }
+
+    @Test
+    void aServerNamedQueueIsRenamedWithItsBindingsAndConsumers() {
+        r.queueDeclared(QueueDeclare.serverNamed(), "amq.gen-1");
+        r.bound(false, "amq.gen-1", "amq.topic", "k", Map.of());
+        r.consumerStarted("amq.gen-1");
+        TopologyRecorder.Queue q = r.queues().get(0);
+        assertTrue(q.serverNamed());
+        assertEquals("", q.toDeclare().queue(), "declared again with an empty name");
+        assertTrue(q.toDeclare().exclusive());
+        r.renameQueue("amq.gen-1", "amq.gen-2");
+        assertEquals("amq.gen-2", r.queues().get(0).name());
+        assertEquals("amq.gen-2", r.bindings().get(0).destination());
+        assertEquals(1, r.consumers("amq.gen-2"));
+        assertEquals("amq.gen-2", r.currentName("amq.gen-1"));
+        r.renameQueue("amq.gen-2", "amq.gen-3");
+        assertEquals("amq.gen-3", r.currentName("amq.gen-1"), "names older still follow");
+        assertEquals("plain", r.currentName("plain"));
+        assertFalse(r.isEmpty());
+    }
+}
