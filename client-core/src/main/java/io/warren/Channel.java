@@ -163,8 +163,98 @@ public interface Channel {
 
     // confirm class
 
-    /** confirm.select: puts the channel in publisher-confirm mode. */
+    /**
+     * confirm.select: puts the channel in publisher-confirm mode. From then on every publish's stage completes
+     * on the broker's basic.ack ({@link PublishOutcome#CONFIRMED}, or {@link PublishOutcome.Status#RETURNED}
+     * for a mandatory publish the broker returned), fails on basic.nack ({@link PublishNackedException}) or
+     * when the channel or connection closes first ({@link PublishNotConfirmedException}, retryable).
+     * Publishes made after this call are held until the broker answers, so their sequence numbers match the
+     * broker's. At most {@link PublishOptions#maxOutstandingConfirms()} are on the wire unconfirmed; the
+     * rest wait in the client ({@link #isWritable()} is false meanwhile).
+     */
     CompletionStage<Void> confirmSelect();
 
     CompletionStage<Void> confirmSelect(boolean noWait);
+
+    // publishing
+
+    /**
+     * basic.publish of {@code body} to {@code exchange} with {@code routingKey}, from any thread, without
+     * blocking and without copying the body.
+     *
+     * <p><b>Ownership of {@code body}:</b> the caller's reference passes to Warren at the call, whatever
+     * happens. Warren releases it once its bytes are written to the socket, or when the publish fails (refused,
+     * channel closed, connection lost). Do not modify, reuse or release it afterwards; to publish the same bytes
+     * again pass {@code body.retainedDuplicate()}. The buffer object itself may be written to the socket (its
+     * reader index moves). Publishing a buffer from a pooled allocator costs no garbage.
+     *
+     * <p>Order: publishes from one thread reach the broker in call order; the frames of one message are never
+     * interleaved with another's. Writes from many threads are handed to the event loop in batches and
+     * flushed once per batch.
+     *
+     * <p>The stage completes on the event loop: without confirm mode with {@link PublishOutcome#SENT} once the
+     * frames are written to the socket; in confirm mode see {@link #confirmSelect()}. It fails with
+     * {@link IllegalArgumentException} (an exchange or routing key over 255 bytes), {@link BackPressureException}
+     * (over {@link PublishOptions#maxPendingBytes()}), {@link ConnectionBlockedException} (blocked, policy
+     * FAIL), or {@link PublishNotConfirmedException} (channel closed).
+     *
+     * @param exchange the exchange, "" for the default exchange; a {@code String}, or a
+     *                 {@link io.warren.codec.content.ShortString} encoded once for a hot path
+     * @param routingKey the routing key, as {@code exchange}
+     * @param mandatory ask the broker to return the message (basic.return) when no queue takes it; see
+     *                  {@link #addReturnListener}
+     * @param properties the message properties; {@code null} for none
+     * @param body the body; ownership passes to Warren (see above)
+     */
+    CompletionStage<PublishOutcome> publish(CharSequence exchange, CharSequence routingKey, boolean mandatory,
+                                            io.warren.codec.content.BasicProperties properties,
+                                            io.netty.buffer.ByteBuf body);
+
+    /**
+     * As {@link #publish(CharSequence, CharSequence, boolean, io.warren.codec.content.BasicProperties,
+     * io.netty.buffer.ByteBuf)} with the array wrapped, not copied: do not modify it until the stage completes.
+     */
+    CompletionStage<PublishOutcome> publish(CharSequence exchange, CharSequence routingKey, boolean mandatory,
+                                            io.warren.codec.content.BasicProperties properties, byte[] body);
+
+    /**
+     * As {@link #publish(CharSequence, CharSequence, boolean, io.warren.codec.content.BasicProperties,
+     * io.netty.buffer.ByteBuf)} with the buffer's remaining bytes wrapped, not copied (its position does not
+     * move): do not modify them until the stage completes.
+     */
+    CompletionStage<PublishOutcome> publish(CharSequence exchange, CharSequence routingKey, boolean mandatory,
+                                            io.warren.codec.content.BasicProperties properties,
+                                            java.nio.ByteBuffer body);
+
+    /**
+     * Fire and forget: as {@link #publish(CharSequence, CharSequence, boolean, io.warren.codec.content.BasicProperties,
+     * io.netty.buffer.ByteBuf)} (same ownership of {@code body}) without an outcome, so nothing is allocated per
+     * message. In confirm mode the publish still counts in the confirm window; a nack or a lost confirm is only
+     * logged (debug). A refusal is thrown on the caller's thread, the body released: the exceptions the stage
+     * of {@code publish} would fail with.
+     */
+    void publishNoOutcome(CharSequence exchange, CharSequence routingKey, boolean mandatory,
+                          io.warren.codec.content.BasicProperties properties, io.netty.buffer.ByteBuf body);
+
+    /**
+     * True when a publish now is written at once: the socket's outbound buffer and the client's queue of
+     * publishes are below Netty's write-buffer high-water mark, the broker has not blocked the connection, and
+     * in confirm mode the confirm window has room. Publishing while false is allowed (the message is queued or
+     * held, within {@link PublishOptions#maxPendingBytes()}); a publisher that waits for {@link #whenWritable()}
+     * instead keeps memory at a few high-water marks. Any thread, never blocks.
+     */
+    boolean isWritable();
+
+    /** Completes (on the event loop) when {@link #isWritable()} is true; at once when it is. Fails if the channel closes. */
+    CompletionStage<Void> whenWritable();
+
+    /** Adds a listener told (on the event loop) when {@link #isWritable()} changes. */
+    void addWritabilityListener(WritabilityListener listener);
+
+    void removeWritabilityListener(WritabilityListener listener);
+
+    /** Adds a listener for messages the broker returns (basic.return of mandatory publishes no queue took). */
+    void addReturnListener(ReturnListener listener);
+
+    void removeReturnListener(ReturnListener listener);
 }

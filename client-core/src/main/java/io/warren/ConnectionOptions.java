@@ -35,6 +35,7 @@ public final class ConnectionOptions {
     private TlsOptions tls;
     private String connectionName;
     private final Map<String, Object> clientProperties = new LinkedHashMap<>();
+    private PublishOptions publishOptions = new PublishOptions();
 
     public ConnectionOptions() {
     }
@@ -56,6 +57,7 @@ public final class ConnectionOptions {
         this.tls = other.tls == null ? null : new TlsOptions(other.tls);
         this.connectionName = other.connectionName;
         this.clientProperties.putAll(other.clientProperties);
+        this.publishOptions = new PublishOptions(other.publishOptions);
     }
 
     /** Options from an AMQP URI as RabbitMQ specifies it; see {@link AmqpUri}. */
@@ -249,6 +251,20 @@ public final class ConnectionOptions {
 
     public Map<String, Object> clientProperties() {
         return java.util.Collections.unmodifiableMap(new LinkedHashMap<>(clientProperties));
+    }
+
+    /**
+     * How the connection's channels publish: the confirm window, the bound on bytes not yet written, and what
+     * a publish does while the broker blocks the connection. Copied.
+     */
+    public ConnectionOptions publishOptions(PublishOptions options) {
+        this.publishOptions = new PublishOptions(Objects.requireNonNull(options, "options"));
+        return this;
+    }
+
+    /** A copy of the publish options. */
+    public PublishOptions publishOptions() {
+        return new PublishOptions(publishOptions);
     }
 
     private static Duration positive(Duration d, String name) {

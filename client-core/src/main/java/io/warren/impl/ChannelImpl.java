@@ -1,6 +1,7 @@
 package io.warren.impl;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
 import io.warren.AmqpException;
 import io.warren.AsyncDeliveryHandler;
 import io.warren.Channel;
@@ -10,11 +11,16 @@ import io.warren.ConsumerHandle;
 import io.warren.DeliveryHandler;
 import io.warren.ExchangeDeclare;
 import io.warren.GetResponse;
+import io.warren.PublishOutcome;
 import io.warren.QueueDeclare;
 import io.warren.QueueDeclareOk;
+import io.warren.ReturnListener;
+import io.warren.WritabilityListener;
 import io.warren.codec.ReplyCode;
+import io.warren.codec.content.BasicProperties;
 import io.warren.codec.method.MethodIds;
 import io.warren.impl.consume.ChannelConsumers;
+import java.nio.ByteBuffer;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
@@ -31,6 +37,7 @@ public final class ChannelImpl implements Channel {
 
     private final ChannelState state;
     private final int number;
+    private final Publisher publisher;
 
     // any thread (volatile)
     private volatile boolean open;
@@ -39,6 +46,12 @@ public final class ChannelImpl implements Channel {
     ChannelImpl(ChannelState state) {
         this.state = state;
         this.number = state.number();
+        this.publisher = new Publisher(state, this);
+    }
+
+    /** Publishing, confirms and returns for this channel. */
+    public Publisher publisher() {
+        return publisher;
     }
 
     /** The event-loop state behind this channel, for the publish and consume extensions. */
@@ -322,8 +335,71 @@ public final class ChannelImpl implements Channel {
 
     @Override
     public CompletionStage<Void> confirmSelect(boolean noWait) {
-        return voidRpc(MethodIds.CONFIRM_SELECT, MethodIds.CONFIRM_SELECT_OK, noWait,
-                () -> Requests.confirmSelect(state.alloc(), number, noWait));
+        // through the publisher: it holds publishes until the select is answered, so sequence numbers match
+        return publisher.confirmSelect(noWait);
+    }
+
+    // ---- publishing (Publisher) --------------------------------------------------------------------------
+
+    @Override
+    public CompletionStage<PublishOutcome> publish(CharSequence exchange, CharSequence routingKey, boolean mandatory,
+                                                   BasicProperties properties, ByteBuf body) {
+        return publisher.publish(exchange, routingKey, mandatory, properties, body);
+    }
+
+    @Override
+    public CompletionStage<PublishOutcome> publish(CharSequence exchange, CharSequence routingKey, boolean mandatory,
+                                                   BasicProperties properties, byte[] body) {
+        if (body == null) {
+            return invalid("body must not be null");
+        }
+        return publisher.publish(exchange, routingKey, mandatory, properties, Unpooled.wrappedBuffer(body));
+    }
+
+    @Override
+    public CompletionStage<PublishOutcome> publish(CharSequence exchange, CharSequence routingKey, boolean mandatory,
+                                                   BasicProperties properties, ByteBuffer body) {
+        if (body == null) {
+            return invalid("body must not be null");
+        }
+        // wrappedBuffer reads from a slice: the caller's position and limit stay where they are
+        return publisher.publish(exchange, routingKey, mandatory, properties, Unpooled.wrappedBuffer(body));
+    }
+
+    @Override
+    public void publishNoOutcome(CharSequence exchange, CharSequence routingKey, boolean mandatory,
+                                 BasicProperties properties, ByteBuf body) {
+        publisher.publishNoOutcome(exchange, routingKey, mandatory, properties, body);
+    }
+
+    @Override
+    public boolean isWritable() {
+        return publisher.isWritable();
+    }
+
+    @Override
+    public CompletionStage<Void> whenWritable() {
+        return publisher.whenWritable();
+    }
+
+    @Override
+    public void addWritabilityListener(WritabilityListener listener) {
+        publisher.addWritabilityListener(listener);
+    }
+
+    @Override
+    public void removeWritabilityListener(WritabilityListener listener) {
+        publisher.removeWritabilityListener(listener);
+    }
+
+    @Override
+    public void addReturnListener(ReturnListener listener) {
+        publisher.addReturnListener(listener);
+    }
+
+    @Override
+    public void removeReturnListener(ReturnListener listener) {
+        publisher.removeReturnListener(listener);
     }
 
     // ---- plumbing ----------------------------------------------------------------------------------------

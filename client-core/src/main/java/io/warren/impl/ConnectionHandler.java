@@ -53,6 +53,7 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
     private OutboundPath outbound;
     private Heartbeats heartbeats;
     private Handshake handshake;
+    private PublishFlow publishFlow;
 
     // event loop only
     private State state = State.HANDSHAKE;
@@ -90,6 +91,11 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
         return ctx.alloc();
     }
 
+    /** The connection's publishing back-pressure, shared by its channels' publishers. */
+    public PublishFlow publishFlow() {
+        return publishFlow;
+    }
+
     ConnectionOptions options() {
         return options;
     }
@@ -107,6 +113,8 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
         this.outbound = new OutboundPath(ctx);
         this.heartbeats = new Heartbeats(outbound, ctx.alloc(), this::missedHeartbeats);
         this.handshake = new Handshake(options, outbound, ctx.alloc(), this);
+        this.publishFlow = new PublishFlow(ctx, facade, options.publishOptions());
+        outbound.addWritabilityListener(publishFlow::onWritabilityChanged);
     }
 
     @Override

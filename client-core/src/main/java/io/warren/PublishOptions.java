@@ -1,0 +1,99 @@
+package io.warren;
+
+import java.util.Objects;
+
+/**
+ * How publishing behaves on a connection's channels: the bound on unconfirmed publishes, the bound on bytes
+ * accepted but not yet written, and what a publish does while the broker blocks the connection. Mutable with
+ * fluent setters; {@link ConnectionOptions#publishOptions(PublishOptions)} copies it.
+ *
+ * <p>Memory never grows without bound, whatever the application does: a publish is written at once when it
+ * can be; held (its bytes counted) while the channel's confirm window is full or the connection is blocked;
+ * and refused with a {@link BackPressureException} when the connection already holds {@link #maxPendingBytes()}
+ * of such publishes. A publisher that waits on {@link Channel#whenWritable()} whenever
+ * {@link Channel#isWritable()} is false is never refused.
+ */
+public final class PublishOptions {
+
+    /** What a publish does while the broker has blocked the connection. */
+    public enum BlockedPolicy {
+        /**
+         * The publish is accepted and held by the client, not written, until connection.unblocked; held bytes
+         * count against {@link #maxPendingBytes()}. The socket stays free for heartbeats, acks and close while
+         * the broker is blocked.
+         */
+        HOLD,
+        /** The publish fails at once with a {@link ConnectionBlockedException}; nothing is written. */
+        FAIL
+    }
+
+    /** Default bound on a channel's unconfirmed publishes: 8192. */
+    public static final int DEFAULT_MAX_OUTSTANDING_CONFIRMS = 8192;
+
+    /** Default bound on bytes accepted but not yet written, per connection: 64 MiB. */
+    public static final long DEFAULT_MAX_PENDING_BYTES = 64L * 1024 * 1024;
+
+    private int maxOutstandingConfirms = DEFAULT_MAX_OUTSTANDING_CONFIRMS;
+    private long maxPendingBytes = DEFAULT_MAX_PENDING_BYTES;
+    private BlockedPolicy blockedPolicy = BlockedPolicy.HOLD;
+
+    public PublishOptions() {
+    }
+
+    public PublishOptions(PublishOptions other) {
+        this.maxOutstandingConfirms = other.maxOutstandingConfirms;
+        this.maxPendingBytes = other.maxPendingBytes;
+        this.blockedPolicy = other.blockedPolicy;
+    }
+
+    /**
+     * The most publishes a channel in confirm mode has on the wire without their confirm, counted as the span
+     * from the oldest unconfirmed sequence number to the newest. Past it, publishes are held by the client (not
+     * written) until confirms arrive, and {@link Channel#isWritable()} is false. 1..16,777,216.
+     */
+    public PublishOptions maxOutstandingConfirms(int max) {
+        if (max < 1 || max > (1 << 24)) {
+            throw new IllegalArgumentException("maxOutstandingConfirms must be within 1..16777216: " + max);
+        }
+        this.maxOutstandingConfirms = max;
+        return this;
+    }
+
+    public int maxOutstandingConfirms() {
+        return maxOutstandingConfirms;
+    }
+
+    /**
+     * The most bytes of publishes a connection accepts and has not yet written to the socket: queued for the
+     * event loop, held by a full confirm window or a blocked connection, or in Netty's outbound buffer. A
+     * publish that would go over it is refused with a {@link BackPressureException}, except when the connection
+     * holds nothing at all (so one message larger than the bound can still be sent). At least 64 KiB.
+     */
+    public PublishOptions maxPendingBytes(long bytes) {
+        if (bytes < 64 * 1024) {
+            throw new IllegalArgumentException("maxPendingBytes must be at least 65536: " + bytes);
+        }
+        this.maxPendingBytes = bytes;
+        return this;
+    }
+
+    public long maxPendingBytes() {
+        return maxPendingBytes;
+    }
+
+    /** What a publish does while the broker blocks the connection; {@link BlockedPolicy#HOLD} by default. */
+    public PublishOptions blockedPolicy(BlockedPolicy policy) {
+        this.blockedPolicy = Objects.requireNonNull(policy, "policy");
+        return this;
+    }
+
+    public BlockedPolicy blockedPolicy() {
+        return blockedPolicy;
+    }
+
+    @Override
+    public String toString() {
+        return "PublishOptions{maxOutstandingConfirms=" + maxOutstandingConfirms + ", maxPendingBytes="
+                + maxPendingBytes + ", blockedPolicy=" + blockedPolicy + "}";
+    }
+}

@@ -1,0 +1,260 @@
+package io.warren.impl;
+
+import io.netty.util.collection.LongObjectHashMap;
+import io.warren.PublishNackedException;
+import io.warren.PublishNotConfirmedException;
+import io.warren.PublishOutcome;
+import java.util.ArrayDeque;
+import java.util.concurrent.CompletableFuture;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The unconfirmed publishes of one channel in confirm mode, keyed by sequence number. Event loop only.
+ *
+ * <p>A ring of slots indexed by {@code sequenceNumber & mask}: no boxed key, no entry object, nothing
+ * allocated per publish. The window is the span {@code [lowest, next)}: RabbitMQ confirms nearly in order,
+ * so the span is close to the number outstanding, and bounding the span (rather than the count) is what keeps
+ * every outstanding sequence number in its own slot. The ring grows (doubling) up to the span the publisher
+ * allows. A slot holds the publish's future, or {@link #NO_OUTCOME} for a publish without one.
+ *
+ * <h2>basic.return in confirm mode</h2>
+ * A returned publish must complete as {@link PublishOutcome.Status#RETURNED}, but basic.return does not say
+ * which publish it returns. What RabbitMQ does (rabbit_channel, 3.8 to 4.x): a channel process handles one
+ * publish at a time; for an unroutable mandatory message it writes basic.return at once and records the
+ * message as confirmed ("basic.returns must be sent before confirms"); the confirms it has recorded are sent
+ * when it finishes handling that publish, before it handles the next one. So <b>the first basic.ack after a
+ * basic.return carries the returned message's sequence number</b> as its delivery tag (with multiple=true
+ * too: the returned message is the newest sequence number the broker has seen, so it ends the range).
+ * <p>A plain FIFO of outstanding mandatory publishes is not enough: an earlier mandatory publish that was
+ * routed, to a durable or quorum queue that confirms later, is still outstanding when a later one is returned,
+ * and would take its return. Returns do come in publish order, so when the tag rule cannot apply (several
+ * returns before one ack, which RabbitMQ does only while pausing for a network partition), returns are matched
+ * to the oldest mandatory publishes not yet returned, up to the tag, and a debug line says so.
+ */
+final class ConfirmTracker {
+
+    private static final Logger LOG = LoggerFactory.getLogger(ConfirmTracker.class);
+
+    /** The slot of a publish made without an outcome future. */
+    static final Object NO_OUTCOME = new Object();
+
+    private static final byte MANDATORY = 1;
+    private static final byte RETURNED = 2;
+
+    private record ReturnInfo(int replyCode, String replyText) {
+    }
+
+    private final int channel;
+    private final int maxSpan;
+
+    // event loop only
+    private Object[] slots;
+    private byte[] flags;
+    private int mask;
+    private long next = 1;
+    private long lowest = 1;
+    private int outstanding;
+    private final ArrayDeque<ReturnInfo> pendingReturns = new ArrayDeque<>(2);
+    private LongObjectHashMap<ReturnInfo> returned;
+
+    ConfirmTracker(int channel, int maxSpan) {
+        this.channel = channel;
+        this.maxSpan = maxSpan;
+        int capacity = Math.min(1024, ceilPowerOfTwo(maxSpan));
+        this.slots = new Object[capacity];
+        this.flags = new byte[capacity];
+        this.mask = capacity - 1;
+    }
+
+    /** True when the span of outstanding sequence numbers has reached the bound: hold further publishes. */
+    boolean isFull() {
+        return next - lowest >= maxSpan;
+    }
+
+    /** Number of publishes without their confirm yet. */
+    int outstanding() {
+        return outstanding;
+    }
+
+    /** The sequence number the next publish gets. */
+    long nextSequenceNumber() {
+        return next;
+    }
+
+    /** Records the next publish; {@code future} may be null (no outcome). Returns its sequence number. */
+    long add(CompletableFuture<PublishOutcome> future, boolean mandatory) {
+        if (next - lowest >= slots.length) {
+            grow();
+        }
+        long seq = next++;
+        int i = (int) seq & mask;
+        slots[i] = future == null ? NO_OUTCOME : future;
+        flags[i] = mandatory ? MANDATORY : 0;
+        outstanding++;
+        return seq;
+    }
+
+    /** basic.return on this channel (confirm mode): matched to its publish at the next ack or nack. */
+    void returned(int replyCode, String replyText) {
+        pendingReturns.add(new ReturnInfo(replyCode, replyText));
+    }
+
+    /** basic.ack from the broker. */
+    void ack(long tag, boolean multiple) {
+        settle(tag, multiple, true);
+    }
+
+    /** basic.nack from the broker. */
+    void nack(long tag, boolean multiple) {
+        settle(tag, multiple, false);
+    }
+
+    private void settle(long tag, boolean multiple, boolean ack) {
+        if (!pendingReturns.isEmpty()) {
+            attributeReturns(tag);
+        }
+        if (tag >= next || (tag < lowest && !(multiple && tag == 0))) {
+            LOG.debug("channel {}: basic.{} for unknown sequence number {} (outstanding {}..{}); ignored", channel,
+                    ack ? "ack" : "nack", tag, lowest, next - 1);
+            return;
+        }
+        if (multiple) {
+            // multiple with tag 0 would mean "everything"; RabbitMQ never sends it, treated as up to the newest
+            long last = tag == 0 ? next - 1 : tag;
+            // Fields are read again at every step: completing a future runs application code that may publish
+            // (add) or grow the ring.
+            while (lowest <= last) {
+                settleOne(lowest++, ack);
+            }
+        } else {
+            settleOne(tag, ack);
+        }
+        skipSettled();
+    }
+
+    private void settleOne(long seq, boolean ack) {
+        int i = (int) seq & mask;
+        Object slot = slots[i];
+        if (slot == null) {
+            return; // settled already (a single ack before a multiple one), or never published
+        }
+        byte f = flags[i];
+        slots[i] = null;
+        flags[i] = 0;
+        outstanding--;
+        ReturnInfo r = (f & RETURNED) != 0 ? returned.remove(seq) : null;
+        if (slot == NO_OUTCOME) {
+            if (!ack) {
+                LOG.debug("channel {}: publish {} (without outcome) nacked by the broker", channel, seq);
+            }
+            return;
+        }
+        @SuppressWarnings("unchecked")
+        CompletableFuture<PublishOutcome> future = (CompletableFuture<PublishOutcome>) slot;
+        if (!ack) {
+            future.completeExceptionally(new PublishNackedException("the broker nacked publish " + seq
+                    + " on channel " + channel + (r == null ? "" : " (returned: " + r.replyCode + " " + r.replyText + ")"),
+                    channel, seq));
+        } else if (r != null) {
+            future.complete(PublishOutcome.returned(r.replyCode, r.replyText));
+        } else {
+            future.complete(PublishOutcome.CONFIRMED);
+        }
+    }
+
+    private void skipSettled() {
+        while (lowest < next && slots[(int) lowest & mask] == null) {
+            lowest++;
+        }
+    }
+
+    private void attributeReturns(long tag) {
+        if (pendingReturns.size() == 1 && isUnreturnedMandatory(tag)) {
+            markReturned(tag, pendingReturns.poll());
+            return;
+        }
+        ReturnInfo r;
+        while ((r = pendingReturns.poll()) != null) {
+            long seq = oldestUnreturnedMandatory(tag);
+            if (seq < 0) {
+                LOG.debug("channel {}: a basic.return matches no outstanding mandatory publish up to {}; the return"
+                        + " listener had it, no outcome is changed", channel, tag);
+                continue;
+            }
+            LOG.debug("channel {}: {} returns before one ack (tag {}); matched to publish {} by publish order",
+                    channel, pendingReturns.size() + 1, tag, seq);
+            markReturned(seq, r);
+        }
+    }
+
+    private boolean isUnreturnedMandatory(long seq) {
+        if (seq < lowest || seq >= next) {
+            return false;
+        }
+        int i = (int) seq & mask;
+        return slots[i] != null && flags[i] == MANDATORY;
+    }
+
+    private long oldestUnreturnedMandatory(long upTo) {
+        long end = Math.min(upTo, next - 1);
+        for (long s = lowest; s <= end; s++) {
+            if (isUnreturnedMandatory(s)) {
+                return s;
+            }
+        }
+        return -1;
+    }
+
+    private void markReturned(long seq, ReturnInfo info) {
+        flags[(int) seq & mask] |= RETURNED;
+        if (returned == null) {
+            returned = new LongObjectHashMap<>(4);
+        }
+        returned.put(seq, info);
+    }
+
+    /**
+     * The channel or connection closed: every outstanding publish fails with a retryable
+     * {@link PublishNotConfirmedException} (its message was written, so the broker may have it).
+     */
+    void failAll(Throwable cause) {
+        pendingReturns.clear();
+        while (lowest < next) {
+            long seq = lowest++;
+            int i = (int) seq & mask;
+            Object slot = slots[i];
+            slots[i] = null;
+            flags[i] = 0;
+            if (slot != null) {
+                outstanding--;
+                if (slot != NO_OUTCOME) {
+                    ((CompletableFuture<?>) slot).completeExceptionally(new PublishNotConfirmedException("publish "
+                            + seq + " on channel " + channel + " was not confirmed: " + cause.getMessage(), cause,
+                            channel, true));
+                }
+            }
+        }
+        if (returned != null) {
+            returned.clear();
+        }
+    }
+
+    private void grow() {
+        int capacity = slots.length * 2;
+        Object[] s = new Object[capacity];
+        byte[] f = new byte[capacity];
+        int m = capacity - 1;
+        for (long seq = lowest; seq < next; seq++) {
+            s[(int) seq & m] = slots[(int) seq & mask];
+            f[(int) seq & m] = flags[(int) seq & mask];
+        }
+        slots = s;
+        flags = f;
+        mask = m;
+    }
+
+    private static int ceilPowerOfTwo(int n) {
+        return n <= 1 ? 1 : Integer.highestOneBit(n - 1) << 1;
+    }
+}

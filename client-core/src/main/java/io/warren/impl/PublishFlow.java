@@ -1,0 +1,173 @@
+package io.warren.impl;
+
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelOutboundBuffer;
+import io.warren.BlockedListener;
+import io.warren.PublishOptions;
+import java.util.ArrayList;
+import java.util.concurrent.atomic.AtomicLongFieldUpdater;
+
+/**
+ * A connection's publishing back-pressure: what every channel's {@link Publisher} asks before it accepts,
+ * writes or holds a publish. One per connection, created by {@link ConnectionHandler}.
+ *
+ * <p>Three sources, folded into one answer:
+ * <ul>
+ *   <li>Netty's writability: its outbound buffer above the write-buffer high-water mark (64 KiB by default);</li>
+ *   <li>bytes of publishes accepted but not yet handed to Netty ({@code queuedBytes}, in the outbound path's
+ *       queue, which Netty does not count): above the same high-water mark the connection reads unwritable too,
+ *       so publishers from other threads cannot outrun the event loop;</li>
+ *   <li>connection.blocked from the broker.</li>
+ * </ul>
+ * Memory is bounded by {@link PublishOptions#maxPendingBytes()} over queued + held + Netty's pending bytes:
+ * {@link #tryReserve} refuses past it.
+ *
+ * <p>Threads: {@link #tryReserve}, {@link #isWritable} and {@link #isBlocked} on any thread; the rest on the
+ * event loop. The event loop tells publishers of changes ({@link Publisher#onFlowChanged()}) when Netty's
+ * writability flips, when queued bytes fall below the mark, and on blocked / unblocked.
+ */
+public final class PublishFlow implements BlockedListener {
+
+    private static final AtomicLongFieldUpdater<PublishFlow> QUEUED =
+            AtomicLongFieldUpdater.newUpdater(PublishFlow.class, "queuedBytes");
+    private static final AtomicLongFieldUpdater<PublishFlow> HELD =
+            AtomicLongFieldUpdater.newUpdater(PublishFlow.class, "heldBytes");
+
+    private final ChannelHandlerContext ctx;
+    private final PublishOptions options;
+    private final long maxPendingBytes;
+
+    // any thread (volatile, updated atomically)
+    private volatile long queuedBytes;
+    private volatile long heldBytes;
+    // any thread (volatile, written by the event loop)
+    private volatile boolean blocked;
+    private volatile String blockedReason;
+
+    // event loop only
+    private final ArrayList<Publisher> publishers = new ArrayList<>();
+
+    public PublishFlow(ChannelHandlerContext ctx, ConnectionImpl connection, PublishOptions options) {
+        this.ctx = ctx;
+        this.options = new PublishOptions(options);
+        this.maxPendingBytes = options.maxPendingBytes();
+        connection.addBlockedListener(this);
+    }
+
+    PublishOptions options() {
+        return options;
+    }
+
+    // ---- any thread --------------------------------------------------------------------------------------
+
+    /**
+     * Counts {@code bytes} of a new publish as queued, unless that would take the connection past
+     * {@link PublishOptions#maxPendingBytes()}: then false and nothing counted. A connection that holds
+     * nothing accepts any size, so one message over the bound can still be sent.
+     */
+    boolean tryReserve(long bytes) {
+        long before = QUEUED.getAndAdd(this, bytes);
+        long others = before + heldBytes + nettyPendingBytes();
+        if (others > 0 && others + bytes > maxPendingBytes) {
+            QUEUED.getAndAdd(this, -bytes);
+            return false;
+        }
+        return true;
+    }
+
+    /** True when the socket takes more without waiting: Netty writable, little queued, not blocked. */
+    boolean isWritable() {
+        return !blocked && queuedBytes < highWaterMark() && ctx.channel().isWritable();
+    }
+
+    boolean isBlocked() {
+        return blocked;
+    }
+
+    String blockedReason() {
+        return blockedReason;
+    }
+
+    /** True when publishes wait while blocked (policy HOLD and the broker blocked the connection). */
+    boolean holdsWhileBlocked() {
+        return blocked && options.blockedPolicy() == PublishOptions.BlockedPolicy.HOLD;
+    }
+
+    /** Bytes accepted and not yet written to the socket, Netty's outbound buffer included (diagnostics, tests). */
+    long pendingBytes() {
+        return queuedBytes + heldBytes + nettyPendingBytes();
+    }
+
+    private long nettyPendingBytes() {
+        ChannelOutboundBuffer out = ctx.channel().unsafe().outboundBuffer();
+        return out == null ? 0 : out.totalPendingWriteBytes();
+    }
+
+    private int highWaterMark() {
+        return ctx.channel().config().getWriteBufferHighWaterMark();
+    }
+
+    // ---- event loop --------------------------------------------------------------------------------------
+
+    void add(Publisher publisher) {
+        publishers.add(publisher);
+    }
+
+    void remove(Publisher publisher) {
+        publishers.remove(publisher);
+    }
+
+    /** A queued publish was handed to Netty (or failed before): its bytes leave the queue. */
+    void dequeued(long bytes) {
+        long after = QUEUED.addAndGet(this, -bytes);
+        int mark = highWaterMark();
+        if (after < mark && after + bytes >= mark) {
+            changed();
+        }
+    }
+
+    /** A queued publish is held by its channel: its bytes move from queued to held. */
+    void hold(long bytes) {
+        HELD.getAndAdd(this, bytes);
+        dequeued(bytes);
+    }
+
+    /** A held publish was written or failed: its bytes are no longer held. */
+    void unhold(long bytes) {
+        HELD.getAndAdd(this, -bytes);
+    }
+
+    /** Writes a flush now (the diagnostic flush-per-message mode). */
+    void flush() {
+        ctx.flush();
+    }
+
+    /** Netty's writability changed ({@code channelWritabilityChanged}). */
+    public void onWritabilityChanged() {
+        changed();
+    }
+
+    @Override
+    public void blocked(String reason) {
+        blockedReason = reason;
+        blocked = true;
+        changed();
+    }
+
+    @Override
+    public void unblocked() {
+        blocked = false;
+        blockedReason = null;
+        changed();
+    }
+
+    private void changed() {
+        // Backwards and without a copy (this runs at every writability flip): a publisher told of the change may
+        // close a channel and remove a publisher, which at worst makes us tell one publisher twice (harmless).
+        for (int i = publishers.size() - 1; i >= 0; i--) {
+            if (i < publishers.size()) {
+                publishers.get(i).onFlowChanged();
+            }
+        }
+    }
+}

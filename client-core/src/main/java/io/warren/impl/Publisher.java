@@ -1,0 +1,481 @@
+package io.warren.impl;
+
+import io.netty.buffer.ByteBuf;
+import io.warren.AmqpException;
+import io.warren.BackPressureException;
+import io.warren.ChannelClosedException;
+import io.warren.ConnectionBlockedException;
+import io.warren.PublishNotConfirmedException;
+import io.warren.PublishOptions;
+import io.warren.PublishOutcome;
+import io.warren.ReturnListener;
+import io.warren.WritabilityListener;
+import io.warren.codec.Frame;
+import io.warren.codec.content.BasicProperties;
+import io.warren.codec.method.BasicAck;
+import io.warren.codec.method.BasicNack;
+import io.warren.codec.method.MethodIds;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.CopyOnWriteArrayList;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One channel's publishing: framing on the caller's thread, the hand-over to the event loop, publisher
+ * confirms ({@link ConfirmTracker}), basic.return, and back-pressure (the confirm window, the connection's
+ * {@link PublishFlow}, writability listeners and waiters).
+ *
+ * <h2>Path of a publish</h2>
+ * <ol>
+ *   <li>Caller's thread: {@link PublishFrames} frames it (the body is not copied), {@link PublishFlow#tryReserve}
+ *       counts its bytes or refuses it, and a pooled {@link PublishTask} goes to the connection's
+ *       {@link OutboundPath} with {@code execute}: in order with this thread's other writes and tasks, and
+ *       drained by the event loop in batches with one flush per batch.</li>
+ *   <li>Event loop ({@link #onTask}): written at once, or held in {@code held} (FIFO) while the confirm window
+ *       is full, confirm.select is in flight, or the broker blocks the connection (policy HOLD). Held publishes
+ *       go out in order as acks arrive, on select-ok, on unblock.</li>
+ *   <li>In confirm mode the publish gets the next sequence number when it is written; the broker numbers
+ *       publishes in the order it reads them, which is the order they are written here.</li>
+ * </ol>
+ *
+ * <h2>Confirm mode</h2>
+ * {@link #confirmSelect} holds every publish that reaches the event loop after it until confirm.select-ok (or,
+ * with nowait, until the select is written): those held publishes are then the broker's numbers 1, 2, ...,
+ * while publishes written before the select are not numbered by the broker nor tracked here. This is what
+ * makes the numbering exact even when the select waits in the channel's RPC queue behind another request.
+ *
+ * <p>Threads: the public methods run on any thread; {@code on*} methods and everything under
+ * "event loop only" on the connection's event loop.
+ */
+public final class Publisher {
+
+    private static final Logger LOG = LoggerFactory.getLogger(Publisher.class);
+
+    /**
+     * Bytes a publish counts beyond its frames against the connection's bounds: its task, queue slot and
+     * Netty's outbound entries (so a flood of empty messages is bounded too).
+     */
+    static final int TASK_OVERHEAD = 64;
+
+    private static final CompletionStage<Void> WRITABLE = CompletableFuture.completedStage(null);
+
+    /** Diagnostic: flush after every publish instead of once per batch. For benchmarks that compare the two. */
+    private static volatile boolean flushPerMessage = Boolean.getBoolean("warren.publish.flushPerMessage");
+
+    private final ChannelState state;
+    private final ChannelImpl channel;
+    private final int number;
+    private final OutboundPath outbound;
+    private final PublishFlow flow;
+    private final PublishOptions options;
+
+    // any thread
+    private final CopyOnWriteArrayList<ReturnListener> returnListeners = new CopyOnWriteArrayList<>();
+    private final CopyOnWriteArrayList<WritabilityListener> writabilityListeners = new CopyOnWriteArrayList<>();
+    /** Written by the event loop when it changes: publishes are held, or the confirm window is full. */
+    private volatile boolean windowFull;
+
+    // event loop only
+    private final ArrayDeque<PublishTask> held = new ArrayDeque<>();
+    private final BasicAck ackView = new BasicAck();
+    private final BasicNack nackView = new BasicNack();
+    private final ContentAssembler.Listener returnAssembly = new ReturnAssembly();
+    private ConfirmTracker confirms;
+    private int selecting;
+    private boolean closed;
+    private AmqpException closeCause;
+    private ArrayList<CompletableFuture<Void>> waiters;
+    private boolean lastWritable = true;
+
+    /** Created with its channel, on the event loop: registers basic.ack, basic.nack and basic.return. */
+    Publisher(ChannelState state, ChannelImpl channel) {
+        this.state = state;
+        this.channel = channel;
+        this.number = state.number();
+        this.outbound = state.outbound();
+        this.flow = state.connection().publishFlow();
+        this.options = flow.options();
+        flow.add(this);
+        state.register(60, 80, (ch, frame) -> onAck(frame));
+        state.register(60, 120, (ch, frame) -> onNack(frame));
+        state.register(60, 50, (ch, frame) -> ch.beginContent(frame, returnAssembly));
+        state.onClose(this::onClosed);
+    }
+
+    /** Diagnostic for benchmarks: flush after every publish (true) or once per batch (false, the default). */
+    public static void flushPerMessage(boolean on) {
+        flushPerMessage = on;
+    }
+
+    // ---- any thread --------------------------------------------------------------------------------------
+
+    /** See {@link io.warren.Channel#publish(CharSequence, CharSequence, boolean, BasicProperties, ByteBuf)}. */
+    public CompletableFuture<PublishOutcome> publish(CharSequence exchange, CharSequence routingKey, boolean mandatory,
+                                                     BasicProperties properties, ByteBuf body) {
+        CompletableFuture<PublishOutcome> future = new CompletableFuture<>();
+        RuntimeException refused = submit(exchange, routingKey, mandatory, properties, body, future);
+        if (refused != null) {
+            future.completeExceptionally(refused);
+        }
+        return future;
+    }
+
+    /** See {@link io.warren.Channel#publishNoOutcome}. */
+    public void publishNoOutcome(CharSequence exchange, CharSequence routingKey, boolean mandatory,
+                                 BasicProperties properties, ByteBuf body) {
+        RuntimeException refused = submit(exchange, routingKey, mandatory, properties, body, null);
+        if (refused != null) {
+            throw refused;
+        }
+    }
+
+    /** Frames, counts and queues a publish; returns why it was refused (body released), or null. */
+    private RuntimeException submit(CharSequence exchange, CharSequence routingKey, boolean mandatory,
+                                    BasicProperties properties, ByteBuf body, CompletableFuture<PublishOutcome> future) {
+        if (body == null) {
+            return new IllegalArgumentException("body must not be null");
+        }
+        if (!channel.isOpen()) {
+            body.release();
+            return notWritten(channel.closeFuture().toCompletableFuture().getNow(null));
+        }
+        if (flow.isBlocked() && options.blockedPolicy() == PublishOptions.BlockedPolicy.FAIL) {
+            body.release();
+            return new ConnectionBlockedException("channel " + number + ": the broker blocked the connection ("
+                    + flow.blockedReason() + "); publish refused (PublishOptions.blockedPolicy FAIL)",
+                    flow.blockedReason(), number);
+        }
+        PublishTask task;
+        try {
+            task = PublishFrames.frame(state.alloc(), number, state.connection().facade().frameMax(), exchange,
+                    routingKey, mandatory, properties == null ? BasicProperties.EMPTY : properties, body);
+        } catch (RuntimeException e) {
+            return e; // the framing released the body
+        }
+        if (!flow.tryReserve(task.bytes)) {
+            long bytes = task.bytes;
+            task.releaseBuffers();
+            task.recycle();
+            return new BackPressureException("channel " + number + ": publish of " + bytes + " bytes refused: the"
+                    + " connection holds " + flow.pendingBytes() + " bytes not yet written (PublishOptions"
+                    + ".maxPendingBytes " + options.maxPendingBytes() + "); wait for Channel.whenWritable()", number);
+        }
+        task.publisher = this;
+        task.future = future;
+        outbound.execute(task);
+        return null;
+    }
+
+    /** True when a publish now would be written at once; see {@link io.warren.Channel#isWritable()}. */
+    public boolean isWritable() {
+        return !windowFull && channel.isOpen() && flow.isWritable();
+    }
+
+    /** Completes (on the event loop) when {@link #isWritable()}; at once when it is already. */
+    public CompletionStage<Void> whenWritable() {
+        if (isWritable()) {
+            return WRITABLE;
+        }
+        CompletableFuture<Void> f = new CompletableFuture<>();
+        // Behind this thread's queued publishes: they are counted by the time the event loop looks.
+        outbound.execute(() -> addWaiter(f));
+        return f;
+    }
+
+    public void addWritabilityListener(WritabilityListener listener) {
+        writabilityListeners.add(Objects.requireNonNull(listener, "listener"));
+    }
+
+    public void removeWritabilityListener(WritabilityListener listener) {
+        writabilityListeners.remove(listener);
+    }
+
+    public void addReturnListener(ReturnListener listener) {
+        returnListeners.add(Objects.requireNonNull(listener, "listener"));
+    }
+
+    public void removeReturnListener(ReturnListener listener) {
+        returnListeners.remove(listener);
+    }
+
+    /**
+     * confirm.select through the channel's RPC queue. Publishes reaching the event loop after this call are
+     * held until the select is answered (see the class comment).
+     */
+    public CompletionStage<Void> confirmSelect(boolean noWait) {
+        CompletableFuture<Void> result = new CompletableFuture<>();
+        ByteBuf frame = Requests.confirmSelect(state.alloc(), number, noWait);
+        CompletableFuture<Void> selected = new CompletableFuture<>();
+        ChannelRpc.Request<Void> request = noWait
+                ? ChannelRpc.Request.noWait(MethodIds.CONFIRM_SELECT, frame, null, selected)
+                : ChannelRpc.Request.of(MethodIds.CONFIRM_SELECT, MethodIds.CONFIRM_SELECT_OK, -1, frame,
+                        (reply, f) -> f.complete(null), selected);
+        outbound.execute(() -> {
+            boolean entering = confirms == null;
+            if (entering) {
+                selecting++;
+                updateWritability();
+            }
+            // The only dependent of `selected`: confirm mode is on before the caller's code sees the result.
+            selected.whenComplete((v, e) -> onSelected(entering, e, result));
+            state.call(request);
+        });
+        return result;
+    }
+
+    // ---- event loop --------------------------------------------------------------------------------------
+
+    /** A publish from the outbound path's queue. */
+    void onTask(PublishTask task) {
+        long bytes = task.bytes;
+        if (closed) {
+            flow.dequeued(bytes);
+            failNotWritten(task, closeCause);
+            return;
+        }
+        if (mustHold()) {
+            held.add(task);
+            flow.hold(bytes);
+            updateWritability();
+            return;
+        }
+        send(task);
+        flow.dequeued(bytes);
+        updateWritability();
+    }
+
+    /** The event loop refused the task (the client's event loop group is shut down). Any thread. */
+    void onDiscarded(PublishTask task, Throwable cause) {
+        flow.dequeued(task.bytes);
+        failNotWritten(task, cause);
+    }
+
+    /** The connection's back-pressure changed (writability, blocked, queued bytes). */
+    void onFlowChanged() {
+        releaseHeld();
+        updateWritability();
+    }
+
+    private boolean mustHold() {
+        return !held.isEmpty() || selecting > 0 || flow.holdsWhileBlocked() || (confirms != null && confirms.isFull());
+    }
+
+    private void releaseHeld() {
+        PublishTask task;
+        while ((task = held.peek()) != null && !closed && selecting == 0 && !flow.holdsWhileBlocked()
+                && (confirms == null || !confirms.isFull())) {
+            held.poll();
+            long bytes = task.bytes;
+            send(task);
+            flow.unhold(bytes);
+        }
+    }
+
+    /** Writes a publish's frames (one event-loop step: nothing comes between them) and recycles its task. */
+    private void send(PublishTask task) {
+        CompletableFuture<PublishOutcome> future = task.future;
+        ByteBuf head = task.head;
+        ByteBuf body = task.body;
+        ByteBuf tail = task.tail;
+        boolean mandatory = task.mandatory;
+        task.recycle();
+        OutboundPath.WriteListener whenWritten = null;
+        if (confirms != null) {
+            confirms.add(future, mandatory);
+        } else if (future != null) {
+            whenWritten = cause -> written(future, cause);
+        }
+        if (body == null) {
+            outbound.write(head, whenWritten);
+        } else {
+            outbound.write(head);
+            outbound.write(body);
+            outbound.write(tail, whenWritten);
+        }
+        if (flushPerMessage) {
+            flow.flush();
+        }
+    }
+
+    private void written(CompletableFuture<PublishOutcome> future, Throwable cause) {
+        if (cause == null) {
+            future.complete(PublishOutcome.SENT);
+        } else {
+            future.completeExceptionally(new PublishNotConfirmedException("publish on channel " + number
+                    + " could not be written: " + cause, cause, number, true));
+        }
+    }
+
+    private void onSelected(boolean entering, Throwable error, CompletableFuture<Void> result) {
+        if (entering) {
+            selecting--;
+            if (error == null && confirms == null && !closed) {
+                confirms = new ConfirmTracker(number, options.maxOutstandingConfirms());
+            }
+            releaseHeld();
+            updateWritability();
+        }
+        if (error == null) {
+            result.complete(null);
+        } else {
+            result.completeExceptionally(error);
+        }
+    }
+
+    private void onAck(Frame frame) {
+        long tag;
+        boolean multiple;
+        try {
+            ByteBuf p = frame.payload();
+            ackView.wrap(p, p.readerIndex());
+            tag = ackView.deliveryTag();
+            multiple = ackView.multiple();
+        } finally {
+            frame.release();
+        }
+        if (confirms == null) {
+            LOG.warn("channel {}: basic.ack {} from the broker but the channel is not in confirm mode; ignored", number,
+                    tag);
+            return;
+        }
+        confirms.ack(tag, multiple);
+        releaseHeld();
+        updateWritability();
+    }
+
+    private void onNack(Frame frame) {
+        long tag;
+        boolean multiple;
+        try {
+            ByteBuf p = frame.payload();
+            nackView.wrap(p, p.readerIndex());
+            tag = nackView.deliveryTag();
+            multiple = nackView.multiple();
+        } finally {
+            frame.release();
+        }
+        if (confirms == null) {
+            LOG.warn("channel {}: basic.nack {} from the broker but the channel is not in confirm mode; ignored", number,
+                    tag);
+            return;
+        }
+        confirms.nack(tag, multiple);
+        releaseHeld();
+        updateWritability();
+    }
+
+    /** basic.return assembled: tell the tracker (confirm mode) and the listeners, then release it. */
+    private final class ReturnAssembly implements ContentAssembler.Listener {
+        @Override
+        public void onContent(AssembledContent content) {
+            try {
+                ReturnedMessageImpl message = new ReturnedMessageImpl(channel, content);
+                if (confirms != null) {
+                    confirms.returned(message.replyCode(), message.replyText());
+                }
+                if (returnListeners.isEmpty()) {
+                    LOG.debug("channel {}: {} with no return listener", number, message);
+                }
+                for (ReturnListener l : returnListeners) {
+                    try {
+                        l.onReturn(message);
+                    } catch (RuntimeException e) {
+                        LOG.warn("channel {}: return listener failed", number, e);
+                    }
+                }
+            } finally {
+                content.release();
+            }
+        }
+    }
+
+    private void onClosed(AmqpException cause) {
+        closed = true;
+        closeCause = cause;
+        flow.remove(this);
+        if (confirms != null) {
+            confirms.failAll(cause);
+        }
+        PublishTask task;
+        while ((task = held.poll()) != null) {
+            flow.unhold(task.bytes);
+            failNotWritten(task, cause);
+        }
+        windowFull = false;
+        if (waiters != null) {
+            ArrayList<CompletableFuture<Void>> w = waiters;
+            waiters = null;
+            for (CompletableFuture<Void> f : w) {
+                f.completeExceptionally(closedError(cause));
+            }
+        }
+    }
+
+    private void addWaiter(CompletableFuture<Void> f) {
+        if (closed) {
+            f.completeExceptionally(closedError(closeCause));
+            return;
+        }
+        if (!windowFull && flow.isWritable()) {
+            f.complete(null);
+            return;
+        }
+        if (waiters == null) {
+            waiters = new ArrayList<>(2);
+        }
+        waiters.add(f);
+    }
+
+    /** Refreshes {@code windowFull}; tells listeners of a change and completes waiters when writable. */
+    private void updateWritability() {
+        boolean full = !held.isEmpty() || selecting > 0 || (confirms != null && confirms.isFull());
+        if (full != windowFull) {
+            windowFull = full;
+        }
+        if (waiters == null && writabilityListeners.isEmpty()) {
+            return;
+        }
+        boolean writable = !full && !closed && flow.isWritable();
+        if (writable != lastWritable) {
+            lastWritable = writable;
+            for (WritabilityListener l : writabilityListeners) {
+                try {
+                    l.writabilityChanged(channel, writable);
+                } catch (RuntimeException e) {
+                    LOG.warn("channel {}: writability listener failed", number, e);
+                }
+            }
+        }
+        if (writable && waiters != null) {
+            ArrayList<CompletableFuture<Void>> w = waiters;
+            waiters = null;
+            for (CompletableFuture<Void> f : w) {
+                f.complete(null);
+            }
+        }
+    }
+
+    private void failNotWritten(PublishTask task, Throwable cause) {
+        CompletableFuture<PublishOutcome> future = task.future;
+        task.releaseBuffers();
+        task.recycle();
+        if (future != null) {
+            future.completeExceptionally(notWritten(cause));
+        }
+    }
+
+    private PublishNotConfirmedException notWritten(Throwable cause) {
+        return new PublishNotConfirmedException("channel " + number + " is closed; the message was not published"
+                + (cause == null ? "" : ": " + cause.getMessage()), cause, number, false);
+    }
+
+    private ChannelClosedException closedError(AmqpException cause) {
+        return new ChannelClosedException("channel " + number + " is closed" + (cause == null ? ""
+                : ": " + cause.getMessage()), cause, cause == null ? 0 : cause.replyCode(),
+                cause == null ? null : cause.replyText(), 0, 0, number, false);
+    }
+}

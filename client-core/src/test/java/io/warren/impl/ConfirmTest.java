@@ -1,0 +1,312 @@
+package io.warren.impl;
+
+import static io.warren.impl.PublishFixture.ack;
+import static io.warren.impl.PublishFixture.assertPending;
+import static io.warren.impl.PublishFixture.confirmMode;
+import static io.warren.impl.PublishFixture.expectPublish;
+import static io.warren.impl.PublishFixture.failure;
+import static io.warren.impl.PublishFixture.nack;
+import static io.warren.impl.PublishFixture.text;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.netty.buffer.ByteBuf;
+import io.warren.Channel;
+import io.warren.ChannelClosedException;
+import io.warren.ConnectionClosedException;
+import io.warren.ConnectionOptions;
+import io.warren.PublishNackedException;
+import io.warren.PublishNotConfirmedException;
+import io.warren.PublishOptions;
+import io.warren.PublishOutcome;
+import io.warren.ReturnedMessage;
+import io.warren.codec.content.BasicProperties;
+import io.warren.codec.method.BasicReturnEncoder;
+import io.warren.codec.method.ConfirmSelectOkEncoder;
+import io.warren.codec.method.ConnectionCloseEncoder;
+import io.warren.codec.method.MethodIds;
+import io.warren.impl.PublishFixture.TrackedBody;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletionStage;
+import org.junit.jupiter.api.Test;
+
+/** Publisher confirms and returns through a scripted broker. */
+class ConfirmTest {
+
+    static final BasicProperties PROPS = BasicProperties.EMPTY;
+
+    static List<CompletionStage<PublishOutcome>> publish(Channel ch, int n, boolean mandatory) {
+        List<CompletionStage<PublishOutcome>> out = new ArrayList<>();
+        for (int i = 1; i <= n; i++) {
+            out.add(ch.publish("", "q", mandatory, PROPS, text("m" + i)));
+        }
+        return out;
+    }
+
+    static void read(FakeBroker broker, int n) {
+        for (int i = 0; i < n; i++) {
+            expectPublish(broker, 1);
+        }
+    }
+
+    @Test
+    void multipleAcksCompleteTheirRangeAndSingleAcksTheirOwn() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            confirmMode(broker, ch);
+            List<CompletionStage<PublishOutcome>> f = publish(ch, 5, false);
+            read(broker, 5);
+            f.forEach(PublishFixture::assertPending);
+            ack(broker, 1, 3, true);
+            for (int i = 0; i < 3; i++) {
+                assertSame(PublishOutcome.CONFIRMED, f.get(i).toCompletableFuture().join());
+            }
+            assertPending(f.get(3));
+            ack(broker, 1, 5, false);
+            assertSame(PublishOutcome.CONFIRMED, f.get(4).toCompletableFuture().join());
+            assertPending(f.get(3));
+            ack(broker, 1, 4, false);
+            assertSame(PublishOutcome.CONFIRMED, f.get(3).toCompletableFuture().join());
+            // a late duplicate is ignored
+            ack(broker, 1, 5, true);
+            broker.expectNothing();
+        }
+    }
+
+    @Test
+    void aNackFailsExactlyTheNackedPublishes() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            confirmMode(broker, ch);
+            List<CompletionStage<PublishOutcome>> f = publish(ch, 5, false);
+            read(broker, 5);
+            nack(broker, 1, 2, false);
+            PublishNackedException e = assertInstanceOf(PublishNackedException.class, failure(f.get(1)));
+            assertEquals(2, e.sequenceNumber());
+            assertEquals(1, e.channelNumber());
+            nack(broker, 1, 4, true); // 1, 3, 4
+            for (int i : new int[] {0, 2, 3}) {
+                assertInstanceOf(PublishNackedException.class, failure(f.get(i)));
+            }
+            ack(broker, 1, 5, true);
+            assertSame(PublishOutcome.CONFIRMED, f.get(4).toCompletableFuture().join());
+        }
+    }
+
+    @Test
+    void channelCloseFailsOutstandingPublishesWithARetryableException() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            confirmMode(broker, ch);
+            List<CompletionStage<PublishOutcome>> f = publish(ch, 3, false);
+            read(broker, 3);
+            ack(broker, 1, 1, false);
+            broker.sendChannelClose(1, 406, "PRECONDITION_FAILED - x", 60, 40);
+            broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
+            assertSame(PublishOutcome.CONFIRMED, f.get(0).toCompletableFuture().join());
+            for (int i = 1; i < 3; i++) {
+                PublishNotConfirmedException e = assertInstanceOf(PublishNotConfirmedException.class, failure(f.get(i)));
+                assertTrue(e.mayHaveReachedBroker());
+                assertInstanceOf(ChannelClosedException.class, e.getCause());
+                assertEquals(406, e.replyCode());
+            }
+        }
+    }
+
+    @Test
+    void connectionCloseFailsOutstandingAndHeldPublishes() {
+        ConnectionOptions options = new ConnectionOptions().publishOptions(new PublishOptions().maxOutstandingConfirms(2));
+        try (FakeBroker broker = new FakeBroker(options)) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            confirmMode(broker, ch);
+            TrackedBody heldBody = new TrackedBody("held".getBytes());
+            List<CompletionStage<PublishOutcome>> f = publish(ch, 2, false);
+            CompletionStage<PublishOutcome> held = ch.publish("", "q", false, PROPS, heldBody);
+            read(broker, 2);
+            broker.expectNothing();
+            broker.send(0, new ConnectionCloseEncoder().replyCode(320).replyText("CONNECTION_FORCED - shutdown"));
+            for (CompletionStage<PublishOutcome> s : f) {
+                PublishNotConfirmedException e = assertInstanceOf(PublishNotConfirmedException.class, failure(s));
+                assertTrue(e.mayHaveReachedBroker());
+                assertInstanceOf(ConnectionClosedException.class, e.getCause());
+            }
+            PublishNotConfirmedException e = assertInstanceOf(PublishNotConfirmedException.class, failure(held));
+            assertFalse(e.mayHaveReachedBroker());
+            heldBody.assertReleasedOnce();
+        }
+    }
+
+    @Test
+    void aReturnedMandatoryPublishCompletesAsReturnedAtItsAck() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            List<String> returnedBodies = new ArrayList<>();
+            List<ByteBuf> seenBodies = new ArrayList<>();
+            ch.addReturnListener(m -> {
+                returnedBodies.add(m.replyCode() + " " + m.replyText() + " " + m.exchange() + "/" + m.routingKey() + " "
+                        + m.body().toString(StandardCharsets.UTF_8) + " " + m.properties().messageId());
+                seenBodies.add(m.body());
+                assertSame(ch, m.channel());
+            });
+            confirmMode(broker, ch);
+            List<CompletionStage<PublishOutcome>> f = publish(ch, 3, true);
+            read(broker, 3);
+            // m1 was routed to a queue that confirms late; m2 is unroutable: its return, then its ack (tag 2)
+            sendReturn(broker, "m2");
+            ack(broker, 1, 2, false);
+            assertEquals(List.of("312 NO_ROUTE /q m2 id-m2"), returnedBodies);
+            assertEquals(0, seenBodies.get(0).refCnt(), "the returned body is released after the listeners");
+            PublishOutcome outcome = f.get(1).toCompletableFuture().join();
+            assertTrue(outcome.isReturned());
+            assertEquals(312, outcome.replyCode());
+            assertEquals("NO_ROUTE", outcome.replyText());
+            assertPending(f.get(0)); // a FIFO would have given m2's return to m1
+            ack(broker, 1, 3, true);
+            assertSame(PublishOutcome.CONFIRMED, f.get(0).toCompletableFuture().join());
+            assertSame(PublishOutcome.CONFIRMED, f.get(2).toCompletableFuture().join());
+        }
+    }
+
+    @Test
+    void severalReturnsBeforeOneAckAreMatchedInPublishOrder() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            confirmMode(broker, ch);
+            CompletionStage<PublishOutcome> plain = ch.publish("", "q", false, PROPS, text("p"));
+            List<CompletionStage<PublishOutcome>> f = publish(ch, 2, true);
+            read(broker, 3);
+            sendReturn(broker, "m1");
+            sendReturn(broker, "m2");
+            ack(broker, 1, 3, true);
+            assertSame(PublishOutcome.CONFIRMED, plain.toCompletableFuture().join());
+            assertTrue(f.get(0).toCompletableFuture().join().isReturned());
+            assertTrue(f.get(1).toCompletableFuture().join().isReturned());
+        }
+    }
+
+    @Test
+    void returnsWithoutConfirmModeGoToTheListenerOnly() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            List<ReturnedMessage> seen = new ArrayList<>();
+            ch.addReturnListener(m -> seen.add(m));
+            CompletionStage<PublishOutcome> f = ch.publish("", "nowhere", true, PROPS, text("m1"));
+            read(broker, 1);
+            broker.client.runPendingTasks();
+            assertSame(PublishOutcome.SENT, f.toCompletableFuture().join());
+            sendReturn(broker, "m1");
+            assertEquals(1, seen.size());
+            broker.expectNothing();
+        }
+    }
+
+    @Test
+    void publishesPastTheBoundAreHeldUntilConfirmsArrive() {
+        ConnectionOptions options = new ConnectionOptions().publishOptions(new PublishOptions().maxOutstandingConfirms(2));
+        try (FakeBroker broker = new FakeBroker(options)) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            confirmMode(broker, ch);
+            List<Boolean> changes = new ArrayList<>();
+            ch.addWritabilityListener((c, writable) -> changes.add(writable));
+            List<CompletionStage<PublishOutcome>> f = publish(ch, 5, false);
+            read(broker, 2);
+            broker.expectNothing(); // 3, 4, 5 held: nothing more is written
+            assertFalse(ch.isWritable());
+            CompletionStage<Void> writable = ch.whenWritable();
+            assertPending(writable);
+            ack(broker, 1, 1, false);
+            read(broker, 1); // a slot freed: the third goes out
+            broker.expectNothing();
+            assertPending(writable);
+            ack(broker, 1, 3, true);
+            read(broker, 2);
+            assertPending(writable); // window full again (4, 5 outstanding)
+            ack(broker, 1, 5, true);
+            assertTrue(writable.toCompletableFuture().isDone());
+            assertTrue(ch.isWritable());
+            for (CompletionStage<PublishOutcome> s : f) {
+                assertSame(PublishOutcome.CONFIRMED, s.toCompletableFuture().join());
+            }
+            assertEquals(List.of(false, true), changes);
+        }
+    }
+
+    @Test
+    void publishesAfterConfirmSelectWaitForSelectOkSoNumbersMatch() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            CompletionStage<PublishOutcome> before = ch.publish("", "q", false, PROPS, text("before"));
+            ch.queueDeclare("q"); // on the wire: the select waits behind it
+            CompletionStage<Void> select = ch.confirmSelect();
+            CompletionStage<PublishOutcome> after = ch.publish("", "q", false, PROPS, text("after"));
+            assertEquals("before", expectPublish(broker, 1).text());
+            broker.expectAndRelease(1, MethodIds.QUEUE_DECLARE);
+            broker.expectNothing();
+            broker.send(1, new io.warren.codec.method.QueueDeclareOkEncoder().queue("q"));
+            broker.expectAndRelease(1, MethodIds.CONFIRM_SELECT);
+            broker.expectNothing(); // "after" is held until select-ok
+            broker.send(1, new ConfirmSelectOkEncoder());
+            select.toCompletableFuture().join();
+            assertEquals("after", expectPublish(broker, 1).text());
+            assertSame(PublishOutcome.SENT, before.toCompletableFuture().join());
+            assertPending(after);
+            ack(broker, 1, 1, false); // the broker's number 1 is "after"
+            assertSame(PublishOutcome.CONFIRMED, after.toCompletableFuture().join());
+        }
+    }
+
+    @Test
+    void publishNoOutcomeCountsInTheWindowWithoutAFuture() {
+        ConnectionOptions options = new ConnectionOptions().publishOptions(new PublishOptions().maxOutstandingConfirms(1));
+        try (FakeBroker broker = new FakeBroker(options)) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            confirmMode(broker, ch);
+            ch.publishNoOutcome("", "q", false, PROPS, text("a"));
+            CompletionStage<PublishOutcome> b = ch.publish("", "q", false, PROPS, text("b"));
+            read(broker, 1);
+            broker.expectNothing();
+            ack(broker, 1, 1, false);
+            read(broker, 1);
+            ack(broker, 1, 2, false);
+            assertSame(PublishOutcome.CONFIRMED, b.toCompletableFuture().join());
+        }
+    }
+
+    @Test
+    void everyOutcomeCompletesOnceUnderManyPublishes() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            confirmMode(broker, ch);
+            int n = 5_000;
+            int[] completions = new int[n];
+            List<CompletionStage<PublishOutcome>> all = new ArrayList<>(n);
+            for (int i = 0; i < n; i++) {
+                int index = i;
+                CompletionStage<PublishOutcome> s = ch.publish("", "q", false, PROPS, text("x"));
+                s.whenComplete((o, e) -> completions[index]++);
+                all.add(s);
+                if (i % 100 == 99) {
+                    read(broker, 100);
+                    // the broker acks in bursts, out of order within a burst, with overlapping multiples
+                    ack(broker, 1, i - 50 + 1, false);
+                    ack(broker, 1, i + 1, true);
+                    ack(broker, 1, i - 10 + 1, true);
+                }
+            }
+            for (int i = 0; i < n; i++) {
+                assertEquals(1, completions[i], "publish " + (i + 1));
+                assertSame(PublishOutcome.CONFIRMED, all.get(i).toCompletableFuture().join());
+            }
+        }
+    }
+
+    static void sendReturn(FakeBroker broker, String body) {
+        broker.send(1, new BasicReturnEncoder().replyCode(312).replyText("NO_ROUTE").exchange("").routingKey("q"));
+        broker.sendContent(1, BasicProperties.builder().messageId("id-" + body).build(), body.getBytes());
+    }
+}

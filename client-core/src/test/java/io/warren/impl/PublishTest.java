@@ -1,0 +1,418 @@
+package io.warren.impl;
+
+import static io.warren.impl.PublishFixture.assertPending;
+import static io.warren.impl.PublishFixture.expectPublish;
+import static io.warren.impl.PublishFixture.failure;
+import static io.warren.impl.PublishFixture.text;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.buffer.ByteBufUtil;
+import io.netty.buffer.CompositeByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.embedded.EmbeddedChannel;
+import io.warren.BackPressureException;
+import io.warren.Channel;
+import io.warren.ConnectionBlockedException;
+import io.warren.ConnectionOptions;
+import io.warren.PublishNotConfirmedException;
+import io.warren.PublishOptions;
+import io.warren.PublishOutcome;
+import io.warren.codec.Frame;
+import io.warren.codec.FrameDecoder;
+import io.warren.codec.FrameType;
+import io.warren.codec.content.BasicProperties;
+import io.warren.codec.content.ShortString;
+import io.warren.codec.method.ConnectionBlockedEncoder;
+import io.warren.codec.method.ConnectionUnblockedEncoder;
+import io.warren.codec.method.MethodIds;
+import io.warren.impl.PublishFixture.Published;
+import io.warren.impl.PublishFixture.TrackedBody;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.concurrent.CompletionStage;
+import org.junit.jupiter.api.Test;
+
+/** Publishing through a scripted broker: framing without copies, order, ownership of bodies, back-pressure. */
+class PublishTest {
+
+    static final BasicProperties PROPS = BasicProperties.builder().contentType("text/plain").messageId("m").build();
+
+    @Test
+    void publishesMethodHeaderAndBodyWithTheGivenArguments() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            CompletionStage<PublishOutcome> sent = ch.publish("ex", ShortString.of("key"), true, PROPS, text("hello"));
+            Published p = expectPublish(broker, 1);
+            assertEquals("ex", p.exchange());
+            assertEquals("key", p.routingKey());
+            assertTrue(p.mandatory());
+            assertEquals(PROPS, p.properties());
+            assertEquals("hello", p.text());
+            broker.client.runPendingTasks();
+            assertSame(PublishOutcome.SENT, sent.toCompletableFuture().join(), "written: SENT without confirm mode");
+            broker.expectNothing();
+        }
+    }
+
+    @Test
+    void emptyBodySendsNoBodyFrameAndNullPropertiesAreNone() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            ByteBuf empty = ByteBufAllocator.DEFAULT.buffer(8);
+            ch.publish("", "q", false, null, empty);
+            Published p = expectPublish(broker, 1);
+            assertEquals(0, p.body().length);
+            assertEquals(BasicProperties.EMPTY, p.properties());
+            broker.expectNothing();
+            assertEquals(0, empty.refCnt(), "the empty body is released");
+        }
+    }
+
+    @Test
+    void aSingleFrameBodyIsWrittenAsTheCallersBufferItself() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            ByteBuf body = ByteBufAllocator.DEFAULT.directBuffer(16).writeBytes("0123456789abcdef".getBytes());
+            ch.publish("", "q", false, PROPS, body);
+            broker.client.runPendingTasks();
+            ByteBuf head = broker.client.readOutbound();
+            ByteBuf written = broker.client.readOutbound();
+            ByteBuf tail = broker.client.readOutbound();
+            assertNull(broker.client.readOutbound());
+            assertSame(body, written, "the caller's buffer object goes to the socket: no slice, no copy");
+            assertEquals(1, tail.readableBytes());
+            assertEquals(0xCE, tail.getUnsignedByte(tail.readerIndex()));
+            // the bytes are valid frames: method, header, body
+            List<Frame> frames = decode(head, written, tail);
+            try {
+                assertEquals(List.of(FrameType.METHOD, FrameType.HEADER, FrameType.BODY),
+                        frames.stream().map(Frame::type).toList());
+                assertEquals("0123456789abcdef", frames.get(2).payload().toString(StandardCharsets.US_ASCII));
+            } finally {
+                frames.forEach(Frame::release);
+            }
+            assertEquals(0, body.refCnt(), "released once written");
+        }
+    }
+
+    @Test
+    void bytesOnTheWireAreReadFromTheCallersMemoryForEveryBodyType() {
+        try (FakeBroker broker = new FakeBroker()) {
+            // frame-max 4096: the 10,000-byte bodies go in three body frames (4088 + 4088 + 1824)
+            Channel ch = broker.openChannel(broker.handshake(2047, 4096, 0), 1);
+            byte[] array = filled(10_000, 'a');
+            ByteBuffer direct = ByteBuffer.allocateDirect(10_000).put(filled(10_000, 'b')).flip();
+            ByteBuf pooled = ByteBufAllocator.DEFAULT.directBuffer(10_000).writeBytes(filled(10_000, 'c'));
+            byte[] small = filled(100, 'd');
+            ch.publish("", "q", false, PROPS, array);
+            ch.publish("", "q", false, PROPS, direct);
+            ch.publish("", "q", false, PROPS, pooled);
+            ch.publish("", "q", false, PROPS, small);
+            assertEquals(0, direct.position(), "the ByteBuffer's position does not move");
+            // Change the caller's memory after publish returned and before the socket reads it: the wire shows
+            // the change, so no copy was taken.
+            array[5000] = 'X';
+            direct.put(5000, (byte) 'Y');
+            pooled.setByte(5000, 'Z');
+            small[50] = 'W';
+            assertEquals('X', expectPublish(broker, 1).body()[5000]);
+            assertEquals('Y', expectPublish(broker, 1).body()[5000]);
+            assertEquals('Z', expectPublish(broker, 1).body()[5000]);
+            assertEquals('W', expectPublish(broker, 1).body()[50]);
+        }
+    }
+
+    @Test
+    void aBodySpanningFramesIsACompositeOfSlicesOfTheCallersBuffer() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(2047, 4096, 0), 1);
+            byte[] array = filled(10_000, 'a');
+            ch.publish("", "q", false, PROPS, array);
+            broker.client.runPendingTasks();
+            ByteBuf written = broker.client.readOutbound();
+            assertNull(broker.client.readOutbound(), "one buffer for the whole message");
+            CompositeByteBuf composite = assertInstanceOf(CompositeByteBuf.class, written);
+            int slicesOfTheArray = 0;
+            for (int i = 0; i < composite.numComponents(); i++) {
+                ByteBuf c = composite.component(i);
+                if (c.hasArray() && c.array() == array) {
+                    slicesOfTheArray++;
+                }
+            }
+            assertEquals(3, slicesOfTheArray, "three body frames, each a slice of the caller's array");
+            List<Frame> frames = decode(written);
+            try {
+                assertEquals(5, frames.size());
+                assertEquals(4088, frames.get(2).payload().readableBytes());
+                assertEquals(1824, frames.get(4).payload().readableBytes());
+            } finally {
+                frames.forEach(Frame::release);
+            }
+        }
+    }
+
+    @Test
+    void aBufferPublishedTwiceWithRetainIsNotCorrupted() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            ByteBuf body = text("twice");
+            body.retain();
+            ch.publish("", "q", false, PROPS, body);
+            ch.publish("", "q", false, PROPS, body);
+            assertEquals("twice", expectPublish(broker, 1).text());
+            assertEquals("twice", expectPublish(broker, 1).text());
+            assertEquals(0, body.refCnt());
+        }
+    }
+
+    @Test
+    void publishesFromOneThreadKeepTheirOrderWithOtherRequests() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(2047, 4096, 0), 1);
+            ch.publish("", "q", false, PROPS, text("one"));
+            ch.queueDeclare("between");
+            ch.publish("", "q", false, PROPS, Unpooled.wrappedBuffer(filled(9000, 'x')));
+            ch.publish("", "q", false, PROPS, text("three"));
+            assertEquals("one", expectPublish(broker, 1).text());
+            broker.expectAndRelease(1, MethodIds.QUEUE_DECLARE);
+            assertEquals(9000, expectPublish(broker, 1).body().length);
+            assertEquals("three", expectPublish(broker, 1).text());
+        }
+    }
+
+    // ---- ownership of the body on every path -------------------------------------------------------------
+
+    @Test
+    void bodyReleasedOnceWhenWritten() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(2047, 4096, 0), 1);
+            TrackedBody small = new TrackedBody(filled(10, 's'));
+            TrackedBody large = new TrackedBody(filled(10_000, 'l'));
+            ch.publish("", "q", false, PROPS, small);
+            ch.publishNoOutcome("", "q", false, PROPS, large);
+            expectPublish(broker, 1);
+            expectPublish(broker, 1);
+            small.assertReleasedOnce();
+            large.assertReleasedOnce();
+        }
+    }
+
+    @Test
+    void bodyReleasedOnceWhenRefusedForInvalidArguments() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            TrackedBody body = new TrackedBody(filled(10, 'x'));
+            String tooLong = "k".repeat(256);
+            assertInstanceOf(IllegalArgumentException.class, failure(ch.publish("", tooLong, false, PROPS, body)));
+            body.assertReleasedOnce();
+            TrackedBody other = new TrackedBody(filled(10, 'x'));
+            assertThrows(IllegalArgumentException.class, () -> ch.publishNoOutcome(tooLong, "", false, PROPS, other));
+            other.assertReleasedOnce();
+            assertInstanceOf(IllegalArgumentException.class,
+                    failure(ch.publish("", "q", false, PROPS, (ByteBuf) null)));
+            broker.expectNothing();
+        }
+    }
+
+    @Test
+    void bodyReleasedOnceOnAClosedChannel() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            broker.sendChannelClose(1, 404, "NOT_FOUND - no exchange 'x'", 60, 40);
+            broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
+            TrackedBody body = new TrackedBody(filled(10, 'x'));
+            PublishNotConfirmedException e = assertInstanceOf(PublishNotConfirmedException.class,
+                    failure(ch.publish("x", "", false, PROPS, body)));
+            assertFalse(e.mayHaveReachedBroker());
+            assertEquals(404, e.replyCode());
+            body.assertReleasedOnce();
+        }
+    }
+
+    @Test
+    void bodyReleasedOnceWhenTheSocketDiesBeforeTheWrite() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(2047, 4096, 0), 1);
+            PublishFixture.StalledSocket.install(broker);
+            TrackedBody small = new TrackedBody(filled(10, 's'));
+            TrackedBody large = new TrackedBody(filled(10_000, 'l'));
+            CompletionStage<PublishOutcome> a = ch.publish("", "q", false, PROPS, small);
+            CompletionStage<PublishOutcome> b = ch.publish("", "q", false, PROPS, large);
+            // written to Netty, not flushed yet, when the socket dies: Netty fails and releases them
+            broker.client.unsafe().close(broker.client.unsafe().voidPromise());
+            broker.client.runPendingTasks();
+            assertInstanceOf(PublishNotConfirmedException.class, failure(a));
+            assertInstanceOf(PublishNotConfirmedException.class, failure(b));
+            small.assertReleasedOnce();
+            large.assertReleasedOnce();
+        }
+    }
+
+    @Test
+    void bodyReleasedOnceWhenRefusedOverMaxPendingBytes() {
+        ConnectionOptions options = new ConnectionOptions().publishOptions(new PublishOptions().maxPendingBytes(65536));
+        try (FakeBroker broker = new FakeBroker(options)) {
+            Channel ch = broker.openChannel(broker.handshake(2047, 0, 0), 1);
+            PublishFixture.StalledSocket socket = PublishFixture.StalledSocket.install(broker);
+            // nothing pending: a message over the bound is accepted, and stays in Netty's buffer (no flush yet)
+            ch.publish("", "q", false, PROPS, Unpooled.wrappedBuffer(new byte[70_000]));
+            assertFalse(ch.isWritable(), "over Netty's high-water mark");
+            TrackedBody body = new TrackedBody(filled(10, 'x'));
+            assertInstanceOf(BackPressureException.class, failure(ch.publish("", "q", false, PROPS, body)));
+            body.assertReleasedOnce();
+            TrackedBody other = new TrackedBody(filled(10, 'x'));
+            assertThrows(BackPressureException.class, () -> ch.publishNoOutcome("", "q", false, PROPS, other));
+            other.assertReleasedOnce();
+            CompletionStage<Void> writable = ch.whenWritable();
+            assertPending(writable);
+            socket.drain();
+            assertEquals(70_000, expectPublish(broker, 1).body().length);
+            assertTrue(writable.toCompletableFuture().isDone(), "writable again once the socket drained");
+            assertTrue(ch.isWritable());
+        }
+    }
+
+    // ---- connection.blocked ------------------------------------------------------------------------------
+
+    @Test
+    void whileBlockedPublishesAreHeldAndGoOutOnUnblock() {
+        try (FakeBroker broker = new FakeBroker()) {
+            ConnectionImpl c = broker.handshake();
+            Channel ch = broker.openChannel(c, 1);
+            List<Boolean> changes = new ArrayList<>();
+            ch.addWritabilityListener((channel, writable) -> changes.add(writable));
+            broker.send(0, new ConnectionBlockedEncoder().reason("low on memory"));
+            assertTrue(c.isBlocked());
+            assertFalse(ch.isWritable());
+            CompletionStage<Void> writable = ch.whenWritable();
+            TrackedBody body = new TrackedBody("held".getBytes());
+            CompletionStage<PublishOutcome> held = ch.publish("", "q", false, PROPS, body);
+            broker.expectNothing();
+            assertPending(held);
+            assertPending(writable);
+            broker.send(0, new ConnectionUnblockedEncoder());
+            assertEquals("held", expectPublish(broker, 1).text());
+            broker.client.runPendingTasks();
+            assertSame(PublishOutcome.SENT, held.toCompletableFuture().join());
+            assertTrue(writable.toCompletableFuture().isDone());
+            assertTrue(ch.isWritable());
+            assertEquals(List.of(false, true), changes);
+            body.assertReleasedOnce();
+        }
+    }
+
+    @Test
+    void heldWhileBlockedAndTheChannelClosesReleasesTheBody() {
+        try (FakeBroker broker = new FakeBroker()) {
+            ConnectionImpl c = broker.handshake();
+            Channel ch = broker.openChannel(c, 1);
+            broker.send(0, new ConnectionBlockedEncoder().reason("low on disk"));
+            TrackedBody body = new TrackedBody("held".getBytes());
+            CompletionStage<PublishOutcome> held = ch.publish("", "q", false, PROPS, body);
+            broker.sendChannelClose(1, 406, "PRECONDITION_FAILED", 50, 10);
+            broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
+            PublishNotConfirmedException e = assertInstanceOf(PublishNotConfirmedException.class, failure(held));
+            assertFalse(e.mayHaveReachedBroker(), "never written");
+            body.assertReleasedOnce();
+            broker.expectNothing();
+        }
+    }
+
+    @Test
+    void whileBlockedWithPolicyFailPublishesAreRefusedAtOnce() {
+        ConnectionOptions options = new ConnectionOptions()
+                .publishOptions(new PublishOptions().blockedPolicy(PublishOptions.BlockedPolicy.FAIL));
+        try (FakeBroker broker = new FakeBroker(options)) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            broker.send(0, new ConnectionBlockedEncoder().reason("low on memory"));
+            TrackedBody body = new TrackedBody("x".getBytes());
+            ConnectionBlockedException e = assertInstanceOf(ConnectionBlockedException.class,
+                    failure(ch.publish("", "q", false, PROPS, body)));
+            assertEquals("low on memory", e.reason());
+            body.assertReleasedOnce();
+            TrackedBody other = new TrackedBody("x".getBytes());
+            assertThrows(ConnectionBlockedException.class, () -> ch.publishNoOutcome("", "q", false, PROPS, other));
+            other.assertReleasedOnce();
+            broker.send(0, new ConnectionUnblockedEncoder());
+            ch.publish("", "q", false, PROPS, text("after"));
+            assertEquals("after", expectPublish(broker, 1).text());
+        }
+    }
+
+    // ---- Netty writability -------------------------------------------------------------------------------
+
+    @Test
+    void writabilityFollowsTheSocketBufferAndWaitersCompleteWhenItDrains() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(2047, 0, 0), 1);
+            PublishFixture.StalledSocket socket = PublishFixture.StalledSocket.install(broker);
+            List<Boolean> changes = new ArrayList<>();
+            ch.addWritabilityListener((channel, writable) -> changes.add(writable));
+            assertTrue(ch.isWritable());
+            assertSame(ch.whenWritable(), ch.whenWritable(), "writable: one shared completed stage");
+            ch.publish("", "q", false, PROPS, Unpooled.wrappedBuffer(new byte[40_000]));
+            ch.publish("", "q", false, PROPS, Unpooled.wrappedBuffer(new byte[40_000]));
+            assertFalse(ch.isWritable(), "80 KB written, not drained: above the 64 KiB high-water mark");
+            CompletionStage<Void> writable = ch.whenWritable();
+            assertPending(writable);
+            assertEquals(List.of(false), changes);
+            socket.drain();
+            expectPublish(broker, 1);
+            expectPublish(broker, 1);
+            assertTrue(writable.toCompletableFuture().isDone());
+            assertTrue(ch.isWritable());
+            assertEquals(List.of(false, true), changes);
+        }
+    }
+
+    @Test
+    void whenWritableFailsWhenTheChannelCloses() {
+        try (FakeBroker broker = new FakeBroker()) {
+            ConnectionImpl c = broker.handshake();
+            Channel ch = broker.openChannel(c, 1);
+            broker.send(0, new ConnectionBlockedEncoder().reason("low on memory"));
+            CompletionStage<Void> writable = ch.whenWritable();
+            broker.sendChannelClose(1, 406, "PRECONDITION_FAILED", 50, 10);
+            broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
+            assertInstanceOf(io.warren.ChannelClosedException.class, failure(writable));
+            assertFalse(ch.isWritable());
+        }
+    }
+
+    // ---- helpers -----------------------------------------------------------------------------------------
+
+    static byte[] filled(int length, char c) {
+        byte[] b = new byte[length];
+        Arrays.fill(b, (byte) c);
+        return b;
+    }
+
+    /** Decodes buffers the client wrote (ownership taken) into frames the caller releases. */
+    static List<Frame> decode(ByteBuf... written) {
+        FrameDecoder decoder = new FrameDecoder();
+        decoder.setFrameMax(0);
+        EmbeddedChannel server = new EmbeddedChannel(decoder);
+        for (ByteBuf b : written) {
+            server.writeInbound(b);
+        }
+        List<Frame> frames = new ArrayList<>();
+        Frame f;
+        while ((f = server.readInbound()) != null) {
+            frames.add(f);
+        }
+        assertFalse(server.finish());
+        return frames;
+    }
+}
