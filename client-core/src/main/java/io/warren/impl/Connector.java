@@ -81,6 +81,10 @@ public final class Connector {
                 .channel(channelClass)
                 .option(ChannelOption.TCP_NODELAY, true)
                 .option(ChannelOption.SO_KEEPALIVE, true)
+                // Netty 4.2's default adaptive allocator hands out slices that are not recycled: with it,
+                // FrameDecoder's retainedSlice cost ~100 B per frame (measured on the loopback peer's sink:
+                // 135 B -> 30 B per publish with the pooled one). The pooled allocator recycles them.
+                .option(ChannelOption.ALLOCATOR, io.netty.buffer.PooledByteBufAllocator.DEFAULT)
                 .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.min(timeoutMillis, Integer.MAX_VALUE))
                 .handler(new ChannelInitializer<>() {
                     @Override
