@@ -27,6 +27,9 @@ import org.slf4j.LoggerFactory;
  *       including from inside {@link #handleMessage}.</li>
  *   <li>{@link #handleDispose} runs in the consumer context for queued messages and on the producer
  *       loop for messages written after {@link #close()}.</li>
+ *   <li>If the consumer context rejects a task ({@link RejectedExecutionException}: it was shut down),
+ *       nothing can be delivered any more: the queue closes itself, reports the rejection to
+ *       {@link #handleFailure} and disposes of what it holds on the thread that was refused.</li>
  * </ul>
  *
  * <h2>Flavour</h2>
@@ -148,7 +151,8 @@ public abstract class InboundMessageQueue<M> {
     }
 
     /**
-     * Consumer context for queued messages, producer loop for messages written after {@link #close()}.
+     * Consumer context for queued messages, producer loop for messages written after {@link #close()}
+     * (or, once the consumer context has rejected a task, the thread it rejected).
      * Releases a message that will never be delivered. The default is
      * {@link ReferenceCountUtil#release(Object)}, which ignores messages that are not reference counted.
      */
