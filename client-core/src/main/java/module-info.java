@@ -1,0 +1,20 @@
+/**
+ * Warren: an asynchronous AMQP 0-9-1 client for RabbitMQ on Netty.
+ *
+ * <p>Exported: the public API ({@code io.warren}) and the optional adapters. {@code io.warren.impl} and its
+ * subpackages are internal, not exported, and may change at will. The adapters' dependencies (Vert.x,
+ * Micrometer, OpenTelemetry) are optional: {@code requires static}, needed only by an application that uses
+ * the adapter.
+ */
+module io.warren.core {
+    requires transitive io.warren.codec;
+    requires transitive io.netty.buffer;
+    requires transitive io.netty.common;
+    requires transitive io.netty.transport;
+    requires io.netty.handler;
+    requires org.jctools.core;
+    requires org.slf4j;
+    requires static io.vertx.core;
+
+    exports io.warren;
+}
