@@ -239,11 +239,11 @@ def view_accessors(m):
             raise ValueError(a.type)
     for after, pos, a in m.after_methods:
         p = pos_expr(pos) if pos[0] is not None else "offset + " + offset_const_name(a)
-        if a.type == "shortstr":
-            body = f"int p = {p};\nreturn p + 1 + buf.getUnsignedByte(p);"
-        else:
-            body = f"int p = {p};\nreturn p + 4 + buf.getInt(p);"
-        out.append(f"    /** The index after {{@code {a.name}}}. */\n    private int {after}() {{\n" + indent(body, 8) + "\n    }")
+        length = "1 + buf.getUnsignedByte(p)" if a.type == "shortstr" else "4 + buf.getInt(p)"
+        body = (f"int after = {after};\nif (after < 0) {{\n    int p = {p};\n    after = {after} = p + {length};\n}}\n"
+                "return after;")
+        out.append(f"    /** The index after {{@code {a.name}}}, computed when first asked after a wrap. */\n"
+                   f"    private int {after}() {{\n" + indent(body, 8) + "\n    }")
     return out
 
 
@@ -278,6 +278,27 @@ def wrap(text, width, prefix):
             cur = w if not cur else cur + " " + w
     lines.append(prefix + cur if cur else prefix.rstrip())
     return lines
+
+
+def view_validate(m):
+    """Straight-line checks of every argument, in order; used by MethodTable.validate."""
+    lines = ["int end = offset + length;", "int p = offset + 4;"]
+    bit_count = 0
+    for a in m.args:
+        if a.type == "bit":
+            if bit_count % 8 == 0:
+                lines.append(f'p = Validation.fixed(p, 1, end, "{a.name}", "bit");')
+            bit_count += 1
+            continue
+        bit_count = 0
+        if a.type in FIXED_SIZES:
+            lines.append(f'p = Validation.fixed(p, {FIXED_SIZES[a.type]}, end, "{a.name}", "{a.type}");')
+        else:
+            lines.append(f'p = Validation.{a.type}(buf, p, end, "{a.name}");')
+    lines.append("Validation.end(p, end);")
+    return ("    /**\n     * Checks that every argument lies within the payload and nothing follows the last one.\n"
+            "     *\n     * @throws io.warren.codec.AmqpProtocolException 502, its offset an absolute buffer index\n     */\n"
+            "    static void validate(ByteBuf buf, int offset, int length) {\n" + indent("\n".join(lines), 8) + "\n    }")
 
 
 def view_tostring(m):
@@ -341,23 +362,28 @@ def gen_view(m):
             seen.add(offset_const_name(a))
             consts.append(f"    private static final int {offset_const_name(a)} = {a.pos[1]};")
     fields = ["    private ByteBuf buf;", "    private int offset;"]
+    for after, _, _ in m.after_methods:
+        fields.append(f"    /** Cached index after a variable-length field; -1 until computed. */\n    private int {after} = -1;"
+                      if after == m.after_methods[0][0] else f"    private int {after} = -1;")
     for a in m.args:
         if a.type == "table":
             fields.append(f"    private FieldTable {a.camel}Table;")
     body = []
     body.append("\n".join(consts))
     body.append("\n".join(fields))
+    resets = "".join(f"        this.{after} = -1;\n" for after, _, _ in m.after_methods)
     body.append(f"""    @Override
     public {m.java} wrap(ByteBuf buf, int offset) {{
         this.buf = buf;
         this.offset = offset;
-        return this;
+{resets}        return this;
     }}""")
     body.append(f"""    @Override
     public MethodInfo info() {{
         return MethodTable.{m.const};
     }}""")
     body.extend(view_accessors(m))
+    body.append(view_validate(m))
     body.append("    @Override\n    public String toString() {\n" + view_tostring(m) + "\n    }")
     return java_file(imports, javadoc("\n".join(doc), 0),
                      f"public final class {m.java} implements MethodView", body)
@@ -620,7 +646,7 @@ def gen_table(spec, methods):
             f"    public static final MethodInfo {m.const} = new MethodInfo({i}, {m.class_id}, {m.id}, "
             f"{java_string(m.cls)}, {java_string(m.name)},\n            {str(m.synchronous).lower()}, "
             f"{str(m.content).lower()}, new String[] {{{names}}},\n            new ArgumentType[] {{{types}}},\n"
-            f"            {m.java}::new, {m.encoder}::new);")
+            f"            {m.java}::new, {m.encoder}::new, {m.java}::validate);")
     all_list = ",\n".join("        " + m.const for m in methods)
     max_class = max(c["id"] for c in spec["classes"])
     members.append(f"    private static final MethodInfo[] ALL = {{\n{all_list}\n    }};")
@@ -690,8 +716,9 @@ def gen_table(spec, methods):
                     + " bytes, too short for class and method ids", FrameType.METHOD, channel, -1, -1,
                     Frames.FRAME_HEADER_SIZE);
         }}
-        int classId = buf.getUnsignedShort(offset);
-        int methodId = buf.getUnsignedShort(offset + 2);
+        int ids = buf.getInt(offset);
+        int classId = ids >>> 16;
+        int methodId = ids & 0xFFFF;
         MethodInfo info = lookup(classId, methodId);
         if (info == null) {{
             throw new AmqpProtocolException(ReplyCode.COMMAND_INVALID, "unknown class id " + classId
@@ -699,7 +726,7 @@ def gen_table(spec, methods):
                     Frames.FRAME_HEADER_SIZE);
         }}
         try {{
-            MethodValidator.validate(info, buf, offset, length);
+            info.validateArguments(buf, offset, length);
         }} catch (AmqpProtocolException e) {{
             throw e.inFrame(FrameType.METHOD, channel, classId, methodId, offset);
         }}

@@ -2,6 +2,8 @@ package io.warren.codec;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.util.AsciiString;
+import io.netty.util.concurrent.FastThreadLocal;
+import java.util.Arrays;
 
 /**
  * Turns short strings read from a frame into {@link AsciiString}s without allocating when the same
@@ -28,6 +30,14 @@ public final class AsciiStringCache {
 
     private static final AsciiString[] ENTRIES = new AsciiString[SIZE];
 
+    /** Per-thread scratch for the bytes being looked up (an indexed load on Netty's event-loop threads). */
+    private static final FastThreadLocal<byte[]> SCRATCH = new FastThreadLocal<>() {
+        @Override
+        protected byte[] initialValue() {
+            return new byte[MAX_CACHED_LENGTH];
+        }
+    };
+
     private AsciiStringCache() {
     }
 
@@ -44,13 +54,17 @@ public final class AsciiStringCache {
         if (length > MAX_CACHED_LENGTH) {
             return copy(buf, index, length);
         }
-        int hash = hash(buf, index, length);
-        int slot = (hash ^ (hash >>> 16)) & (SIZE - 1);
+        // One checked read into a per-thread scratch array, then plain array work: every ByteBuf
+        // accessor pays for bounds and reference-count checks, which would dominate byte-wise hashing.
+        byte[] scratch = SCRATCH.get();
+        buf.getBytes(index, scratch, 0, length);
+        int slot = hash(scratch, length) & (SIZE - 1);
         AsciiString cached = ENTRIES[slot];
-        if (cached != null && sameBytes(cached, buf, index, length)) {
+        if (cached != null && cached.length() == length && Arrays.equals(cached.array(), cached.arrayOffset(),
+                cached.arrayOffset() + length, scratch, 0, length)) {
             return cached;
         }
-        AsciiString fresh = copy(buf, index, length);
+        AsciiString fresh = new AsciiString(Arrays.copyOf(scratch, length), false);
         ENTRIES[slot] = fresh;
         return fresh;
     }
@@ -61,31 +75,19 @@ public final class AsciiStringCache {
         return new AsciiString(bytes, false);
     }
 
-    private static int hash(ByteBuf buf, int index, int length) {
+    /**
+     * A hash of the length and the first and last eight bytes: enough to spread names that share a
+     * prefix ({@code amq.ctag-...}) or a suffix over the slots, and cheap; equality is always checked.
+     */
+    private static int hash(byte[] bytes, int length) {
         int h = length;
-        int i = index;
-        int end = index + length;
-        // four bytes per step: short strings are read with few bounds checks
-        for (; i + 4 <= end; i += 4) {
-            h = h * 0x01000193 ^ buf.getInt(i);
+        int head = Math.min(length, 8);
+        for (int i = 0; i < head; i++) {
+            h = 31 * h + bytes[i];
         }
-        for (; i < end; i++) {
-            h = h * 0x01000193 ^ buf.getByte(i);
+        for (int i = Math.max(head, length - 8); i < length; i++) {
+            h = 31 * h + bytes[i];
         }
-        return h * 0x9E3779B9;
-    }
-
-    private static boolean sameBytes(AsciiString s, ByteBuf buf, int index, int length) {
-        if (s.length() != length) {
-            return false;
-        }
-        byte[] array = s.array();
-        int off = s.arrayOffset();
-        for (int i = 0; i < length; i++) {
-            if (array[off + i] != buf.getByte(index + i)) {
-                return false;
-            }
-        }
-        return true;
+        return h ^ (h >>> 11) ^ (h >>> 22);
     }
 }

@@ -136,16 +136,22 @@ public class FrameDecoder extends ByteToMessageDecoder {
     /** One frame from {@code in}, or {@code null} when more bytes are needed. */
     private Frame decodeFrame(ByteBuf in) {
         int start = in.readerIndex();
-        int typeId = in.getUnsignedByte(start);
+        // type (8 bits), channel (16), size (32): one read when a whole frame's minimum is there, since
+        // every ByteBuf accessor pays for its bounds and reference-count checks
+        long header = in.readableBytes() >= Frames.FRAME_OVERHEAD
+                ? in.getLong(start) >>> 8
+                : ((long) in.getUnsignedByte(start) << 48) | ((long) in.getUnsignedShort(start + 1) << 32)
+                        | in.getUnsignedInt(start + 3);
+        int typeId = (int) (header >>> 48);
         if (streamOffset == 0 && typeId == 'A') {
             return protocolHeader(in, start);
         }
         FrameType type = FrameType.fromId(typeId);
-        int channel = in.getUnsignedShort(start + 1);
+        int channel = (int) (header >>> 32) & 0xFFFF;
         if (type == null) {
             throw frameError("unknown frame type " + typeId, null, channel, 0);
         }
-        long size = in.getUnsignedInt(start + 3);
+        long size = header & 0xFFFFFFFFL;
         checkSize(type, channel, size);
         int payloadSize = (int) size;
         if (in.readableBytes() < payloadSize + Frames.FRAME_OVERHEAD) {

@@ -36,11 +36,14 @@ public final class AccessRequest implements MethodView {
 
     private ByteBuf buf;
     private int offset;
+    /** Cached index after a variable-length field; -1 until computed. */
+    private int afterRealm = -1;
 
     @Override
     public AccessRequest wrap(ByteBuf buf, int offset) {
         this.buf = buf;
         this.offset = offset;
+        this.afterRealm = -1;
         return this;
     }
 
@@ -88,10 +91,27 @@ public final class AccessRequest implements MethodView {
         return (buf.getByte(afterRealm()) & 0x10) != 0;
     }
 
-    /** The index after {@code realm}. */
+    /** The index after {@code realm}, computed when first asked after a wrap. */
     private int afterRealm() {
-        int p = offset + REALM_OFFSET;
-        return p + 1 + buf.getUnsignedByte(p);
+        int after = afterRealm;
+        if (after < 0) {
+            int p = offset + REALM_OFFSET;
+            after = afterRealm = p + 1 + buf.getUnsignedByte(p);
+        }
+        return after;
+    }
+
+    /**
+     * Checks that every argument lies within the payload and nothing follows the last one.
+     *
+     * @throws io.warren.codec.AmqpProtocolException 502, its offset an absolute buffer index
+     */
+    static void validate(ByteBuf buf, int offset, int length) {
+        int end = offset + length;
+        int p = offset + 4;
+        p = Validation.shortstr(buf, p, end, "realm");
+        p = Validation.fixed(p, 1, end, "exclusive", "bit");
+        Validation.end(p, end);
     }
 
     @Override

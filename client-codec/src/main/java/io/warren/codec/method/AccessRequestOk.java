@@ -49,6 +49,18 @@ public final class AccessRequestOk implements MethodView {
         return buf.getUnsignedShort(offset + TICKET_OFFSET);
     }
 
+    /**
+     * Checks that every argument lies within the payload and nothing follows the last one.
+     *
+     * @throws io.warren.codec.AmqpProtocolException 502, its offset an absolute buffer index
+     */
+    static void validate(ByteBuf buf, int offset, int length) {
+        int end = offset + length;
+        int p = offset + 4;
+        p = Validation.fixed(p, 2, end, "ticket", "short");
+        Validation.end(p, end);
+    }
+
     @Override
     public String toString() {
         return "access.request-ok("

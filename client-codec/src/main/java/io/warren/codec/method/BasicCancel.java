@@ -35,11 +35,14 @@ public final class BasicCancel implements MethodView {
 
     private ByteBuf buf;
     private int offset;
+    /** Cached index after a variable-length field; -1 until computed. */
+    private int afterConsumerTag = -1;
 
     @Override
     public BasicCancel wrap(ByteBuf buf, int offset) {
         this.buf = buf;
         this.offset = offset;
+        this.afterConsumerTag = -1;
         return this;
     }
 
@@ -67,10 +70,27 @@ public final class BasicCancel implements MethodView {
         return (buf.getByte(afterConsumerTag()) & 0x01) != 0;
     }
 
-    /** The index after {@code consumer-tag}. */
+    /** The index after {@code consumer-tag}, computed when first asked after a wrap. */
     private int afterConsumerTag() {
-        int p = offset + CONSUMER_TAG_OFFSET;
-        return p + 1 + buf.getUnsignedByte(p);
+        int after = afterConsumerTag;
+        if (after < 0) {
+            int p = offset + CONSUMER_TAG_OFFSET;
+            after = afterConsumerTag = p + 1 + buf.getUnsignedByte(p);
+        }
+        return after;
+    }
+
+    /**
+     * Checks that every argument lies within the payload and nothing follows the last one.
+     *
+     * @throws io.warren.codec.AmqpProtocolException 502, its offset an absolute buffer index
+     */
+    static void validate(ByteBuf buf, int offset, int length) {
+        int end = offset + length;
+        int p = offset + 4;
+        p = Validation.shortstr(buf, p, end, "consumer-tag");
+        p = Validation.fixed(p, 1, end, "nowait", "bit");
+        Validation.end(p, end);
     }
 
     @Override

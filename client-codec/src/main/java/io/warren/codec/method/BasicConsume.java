@@ -37,12 +37,17 @@ public final class BasicConsume implements MethodView {
 
     private ByteBuf buf;
     private int offset;
+    /** Cached index after a variable-length field; -1 until computed. */
+    private int afterQueue = -1;
+    private int afterConsumerTag = -1;
     private FieldTable argumentsTable;
 
     @Override
     public BasicConsume wrap(ByteBuf buf, int offset) {
         this.buf = buf;
         this.offset = offset;
+        this.afterQueue = -1;
+        this.afterConsumerTag = -1;
         return this;
     }
 
@@ -117,16 +122,40 @@ public final class BasicConsume implements MethodView {
         return table.wrap(buf, afterConsumerTag() + 1);
     }
 
-    /** The index after {@code queue}. */
+    /** The index after {@code queue}, computed when first asked after a wrap. */
     private int afterQueue() {
-        int p = offset + QUEUE_OFFSET;
-        return p + 1 + buf.getUnsignedByte(p);
+        int after = afterQueue;
+        if (after < 0) {
+            int p = offset + QUEUE_OFFSET;
+            after = afterQueue = p + 1 + buf.getUnsignedByte(p);
+        }
+        return after;
     }
 
-    /** The index after {@code consumer-tag}. */
+    /** The index after {@code consumer-tag}, computed when first asked after a wrap. */
     private int afterConsumerTag() {
-        int p = afterQueue();
-        return p + 1 + buf.getUnsignedByte(p);
+        int after = afterConsumerTag;
+        if (after < 0) {
+            int p = afterQueue();
+            after = afterConsumerTag = p + 1 + buf.getUnsignedByte(p);
+        }
+        return after;
+    }
+
+    /**
+     * Checks that every argument lies within the payload and nothing follows the last one.
+     *
+     * @throws io.warren.codec.AmqpProtocolException 502, its offset an absolute buffer index
+     */
+    static void validate(ByteBuf buf, int offset, int length) {
+        int end = offset + length;
+        int p = offset + 4;
+        p = Validation.fixed(p, 2, end, "ticket", "short");
+        p = Validation.shortstr(buf, p, end, "queue");
+        p = Validation.shortstr(buf, p, end, "consumer-tag");
+        p = Validation.fixed(p, 1, end, "no-local", "bit");
+        p = Validation.table(buf, p, end, "arguments");
+        Validation.end(p, end);
     }
 
     @Override

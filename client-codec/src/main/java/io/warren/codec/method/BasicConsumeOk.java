@@ -62,6 +62,18 @@ public final class BasicConsumeOk implements MethodView {
         return buf.toString(p + 1, buf.getUnsignedByte(p), StandardCharsets.UTF_8);
     }
 
+    /**
+     * Checks that every argument lies within the payload and nothing follows the last one.
+     *
+     * @throws io.warren.codec.AmqpProtocolException 502, its offset an absolute buffer index
+     */
+    static void validate(ByteBuf buf, int offset, int length) {
+        int end = offset + length;
+        int p = offset + 4;
+        p = Validation.shortstr(buf, p, end, "consumer-tag");
+        Validation.end(p, end);
+    }
+
     @Override
     public String toString() {
         return "basic.consume-ok("

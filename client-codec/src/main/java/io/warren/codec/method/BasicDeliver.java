@@ -37,11 +37,16 @@ public final class BasicDeliver implements MethodView {
 
     private ByteBuf buf;
     private int offset;
+    /** Cached index after a variable-length field; -1 until computed. */
+    private int afterConsumerTag = -1;
+    private int afterExchange = -1;
 
     @Override
     public BasicDeliver wrap(ByteBuf buf, int offset) {
         this.buf = buf;
         this.offset = offset;
+        this.afterConsumerTag = -1;
+        this.afterExchange = -1;
         return this;
     }
 
@@ -106,16 +111,40 @@ public final class BasicDeliver implements MethodView {
         return buf.toString(p + 1, buf.getUnsignedByte(p), StandardCharsets.UTF_8);
     }
 
-    /** The index after {@code consumer-tag}. */
+    /** The index after {@code consumer-tag}, computed when first asked after a wrap. */
     private int afterConsumerTag() {
-        int p = offset + CONSUMER_TAG_OFFSET;
-        return p + 1 + buf.getUnsignedByte(p);
+        int after = afterConsumerTag;
+        if (after < 0) {
+            int p = offset + CONSUMER_TAG_OFFSET;
+            after = afterConsumerTag = p + 1 + buf.getUnsignedByte(p);
+        }
+        return after;
     }
 
-    /** The index after {@code exchange}. */
+    /** The index after {@code exchange}, computed when first asked after a wrap. */
     private int afterExchange() {
-        int p = afterConsumerTag() + 9;
-        return p + 1 + buf.getUnsignedByte(p);
+        int after = afterExchange;
+        if (after < 0) {
+            int p = afterConsumerTag() + 9;
+            after = afterExchange = p + 1 + buf.getUnsignedByte(p);
+        }
+        return after;
+    }
+
+    /**
+     * Checks that every argument lies within the payload and nothing follows the last one.
+     *
+     * @throws io.warren.codec.AmqpProtocolException 502, its offset an absolute buffer index
+     */
+    static void validate(ByteBuf buf, int offset, int length) {
+        int end = offset + length;
+        int p = offset + 4;
+        p = Validation.shortstr(buf, p, end, "consumer-tag");
+        p = Validation.fixed(p, 8, end, "delivery-tag", "longlong");
+        p = Validation.fixed(p, 1, end, "redelivered", "bit");
+        p = Validation.shortstr(buf, p, end, "exchange");
+        p = Validation.shortstr(buf, p, end, "routing-key");
+        Validation.end(p, end);
     }
 
     @Override

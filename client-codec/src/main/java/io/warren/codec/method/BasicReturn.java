@@ -38,11 +38,16 @@ public final class BasicReturn implements MethodView {
 
     private ByteBuf buf;
     private int offset;
+    /** Cached index after a variable-length field; -1 until computed. */
+    private int afterReplyText = -1;
+    private int afterExchange = -1;
 
     @Override
     public BasicReturn wrap(ByteBuf buf, int offset) {
         this.buf = buf;
         this.offset = offset;
+        this.afterReplyText = -1;
+        this.afterExchange = -1;
         return this;
     }
 
@@ -98,16 +103,39 @@ public final class BasicReturn implements MethodView {
         return buf.toString(p + 1, buf.getUnsignedByte(p), StandardCharsets.UTF_8);
     }
 
-    /** The index after {@code reply-text}. */
+    /** The index after {@code reply-text}, computed when first asked after a wrap. */
     private int afterReplyText() {
-        int p = offset + REPLY_TEXT_OFFSET;
-        return p + 1 + buf.getUnsignedByte(p);
+        int after = afterReplyText;
+        if (after < 0) {
+            int p = offset + REPLY_TEXT_OFFSET;
+            after = afterReplyText = p + 1 + buf.getUnsignedByte(p);
+        }
+        return after;
     }
 
-    /** The index after {@code exchange}. */
+    /** The index after {@code exchange}, computed when first asked after a wrap. */
     private int afterExchange() {
-        int p = afterReplyText();
-        return p + 1 + buf.getUnsignedByte(p);
+        int after = afterExchange;
+        if (after < 0) {
+            int p = afterReplyText();
+            after = afterExchange = p + 1 + buf.getUnsignedByte(p);
+        }
+        return after;
+    }
+
+    /**
+     * Checks that every argument lies within the payload and nothing follows the last one.
+     *
+     * @throws io.warren.codec.AmqpProtocolException 502, its offset an absolute buffer index
+     */
+    static void validate(ByteBuf buf, int offset, int length) {
+        int end = offset + length;
+        int p = offset + 4;
+        p = Validation.fixed(p, 2, end, "reply-code", "short");
+        p = Validation.shortstr(buf, p, end, "reply-text");
+        p = Validation.shortstr(buf, p, end, "exchange");
+        p = Validation.shortstr(buf, p, end, "routing-key");
+        Validation.end(p, end);
     }
 
     @Override

@@ -50,6 +50,18 @@ public final class ChannelFlow implements MethodView {
         return (buf.getByte(offset + ACTIVE_OFFSET) & 0x01) != 0;
     }
 
+    /**
+     * Checks that every argument lies within the payload and nothing follows the last one.
+     *
+     * @throws io.warren.codec.AmqpProtocolException 502, its offset an absolute buffer index
+     */
+    static void validate(ByteBuf buf, int offset, int length) {
+        int end = offset + length;
+        int p = offset + 4;
+        p = Validation.fixed(p, 1, end, "active", "bit");
+        Validation.end(p, end);
+    }
+
     @Override
     public String toString() {
         return "channel.flow("

@@ -60,6 +60,18 @@ public final class ChannelOpenOk implements MethodView {
         return buf.toString(p + 4, buf.getInt(p), StandardCharsets.UTF_8);
     }
 
+    /**
+     * Checks that every argument lies within the payload and nothing follows the last one.
+     *
+     * @throws io.warren.codec.AmqpProtocolException 502, its offset an absolute buffer index
+     */
+    static void validate(ByteBuf buf, int offset, int length) {
+        int end = offset + length;
+        int p = offset + 4;
+        p = Validation.longstr(buf, p, end, "channel-id");
+        Validation.end(p, end);
+    }
+
     @Override
     public String toString() {
         return "channel.open-ok("

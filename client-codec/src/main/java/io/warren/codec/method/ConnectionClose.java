@@ -36,11 +36,14 @@ public final class ConnectionClose implements MethodView {
 
     private ByteBuf buf;
     private int offset;
+    /** Cached index after a variable-length field; -1 until computed. */
+    private int afterReplyText = -1;
 
     @Override
     public ConnectionClose wrap(ByteBuf buf, int offset) {
         this.buf = buf;
         this.offset = offset;
+        this.afterReplyText = -1;
         return this;
     }
 
@@ -78,10 +81,29 @@ public final class ConnectionClose implements MethodView {
         return buf.getUnsignedShort(afterReplyText() + 2);
     }
 
-    /** The index after {@code reply-text}. */
+    /** The index after {@code reply-text}, computed when first asked after a wrap. */
     private int afterReplyText() {
-        int p = offset + REPLY_TEXT_OFFSET;
-        return p + 1 + buf.getUnsignedByte(p);
+        int after = afterReplyText;
+        if (after < 0) {
+            int p = offset + REPLY_TEXT_OFFSET;
+            after = afterReplyText = p + 1 + buf.getUnsignedByte(p);
+        }
+        return after;
+    }
+
+    /**
+     * Checks that every argument lies within the payload and nothing follows the last one.
+     *
+     * @throws io.warren.codec.AmqpProtocolException 502, its offset an absolute buffer index
+     */
+    static void validate(ByteBuf buf, int offset, int length) {
+        int end = offset + length;
+        int p = offset + 4;
+        p = Validation.fixed(p, 2, end, "reply-code", "short");
+        p = Validation.shortstr(buf, p, end, "reply-text");
+        p = Validation.fixed(p, 2, end, "class-id", "short");
+        p = Validation.fixed(p, 2, end, "method-id", "short");
+        Validation.end(p, end);
     }
 
     @Override

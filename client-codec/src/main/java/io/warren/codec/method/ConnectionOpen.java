@@ -34,11 +34,16 @@ public final class ConnectionOpen implements MethodView {
 
     private ByteBuf buf;
     private int offset;
+    /** Cached index after a variable-length field; -1 until computed. */
+    private int afterVirtualHost = -1;
+    private int afterCapabilities = -1;
 
     @Override
     public ConnectionOpen wrap(ByteBuf buf, int offset) {
         this.buf = buf;
         this.offset = offset;
+        this.afterVirtualHost = -1;
+        this.afterCapabilities = -1;
         return this;
     }
 
@@ -80,16 +85,38 @@ public final class ConnectionOpen implements MethodView {
         return (buf.getByte(afterCapabilities()) & 0x01) != 0;
     }
 
-    /** The index after {@code virtual-host}. */
+    /** The index after {@code virtual-host}, computed when first asked after a wrap. */
     private int afterVirtualHost() {
-        int p = offset + VIRTUAL_HOST_OFFSET;
-        return p + 1 + buf.getUnsignedByte(p);
+        int after = afterVirtualHost;
+        if (after < 0) {
+            int p = offset + VIRTUAL_HOST_OFFSET;
+            after = afterVirtualHost = p + 1 + buf.getUnsignedByte(p);
+        }
+        return after;
     }
 
-    /** The index after {@code capabilities}. */
+    /** The index after {@code capabilities}, computed when first asked after a wrap. */
     private int afterCapabilities() {
-        int p = afterVirtualHost();
-        return p + 1 + buf.getUnsignedByte(p);
+        int after = afterCapabilities;
+        if (after < 0) {
+            int p = afterVirtualHost();
+            after = afterCapabilities = p + 1 + buf.getUnsignedByte(p);
+        }
+        return after;
+    }
+
+    /**
+     * Checks that every argument lies within the payload and nothing follows the last one.
+     *
+     * @throws io.warren.codec.AmqpProtocolException 502, its offset an absolute buffer index
+     */
+    static void validate(ByteBuf buf, int offset, int length) {
+        int end = offset + length;
+        int p = offset + 4;
+        p = Validation.shortstr(buf, p, end, "virtual-host");
+        p = Validation.shortstr(buf, p, end, "capabilities");
+        p = Validation.fixed(p, 1, end, "insist", "bit");
+        Validation.end(p, end);
     }
 
     @Override

@@ -41,12 +41,17 @@ public final class ConnectionStart implements MethodView {
 
     private ByteBuf buf;
     private int offset;
+    /** Cached index after a variable-length field; -1 until computed. */
+    private int afterServerProperties = -1;
+    private int afterMechanisms = -1;
     private FieldTable serverPropertiesTable;
 
     @Override
     public ConnectionStart wrap(ByteBuf buf, int offset) {
         this.buf = buf;
         this.offset = offset;
+        this.afterServerProperties = -1;
+        this.afterMechanisms = -1;
         return this;
     }
 
@@ -109,16 +114,40 @@ public final class ConnectionStart implements MethodView {
         return buf.toString(p + 4, buf.getInt(p), StandardCharsets.UTF_8);
     }
 
-    /** The index after {@code server-properties}. */
+    /** The index after {@code server-properties}, computed when first asked after a wrap. */
     private int afterServerProperties() {
-        int p = offset + SERVER_PROPERTIES_OFFSET;
-        return p + 4 + buf.getInt(p);
+        int after = afterServerProperties;
+        if (after < 0) {
+            int p = offset + SERVER_PROPERTIES_OFFSET;
+            after = afterServerProperties = p + 4 + buf.getInt(p);
+        }
+        return after;
     }
 
-    /** The index after {@code mechanisms}. */
+    /** The index after {@code mechanisms}, computed when first asked after a wrap. */
     private int afterMechanisms() {
-        int p = afterServerProperties();
-        return p + 4 + buf.getInt(p);
+        int after = afterMechanisms;
+        if (after < 0) {
+            int p = afterServerProperties();
+            after = afterMechanisms = p + 4 + buf.getInt(p);
+        }
+        return after;
+    }
+
+    /**
+     * Checks that every argument lies within the payload and nothing follows the last one.
+     *
+     * @throws io.warren.codec.AmqpProtocolException 502, its offset an absolute buffer index
+     */
+    static void validate(ByteBuf buf, int offset, int length) {
+        int end = offset + length;
+        int p = offset + 4;
+        p = Validation.fixed(p, 1, end, "version-major", "octet");
+        p = Validation.fixed(p, 1, end, "version-minor", "octet");
+        p = Validation.table(buf, p, end, "server-properties");
+        p = Validation.longstr(buf, p, end, "mechanisms");
+        p = Validation.longstr(buf, p, end, "locales");
+        Validation.end(p, end);
     }
 
     @Override

@@ -36,12 +36,19 @@ public final class ConnectionStartOk implements MethodView {
 
     private ByteBuf buf;
     private int offset;
+    /** Cached index after a variable-length field; -1 until computed. */
+    private int afterClientProperties = -1;
+    private int afterMechanism = -1;
+    private int afterResponse = -1;
     private FieldTable clientPropertiesTable;
 
     @Override
     public ConnectionStartOk wrap(ByteBuf buf, int offset) {
         this.buf = buf;
         this.offset = offset;
+        this.afterClientProperties = -1;
+        this.afterMechanism = -1;
+        this.afterResponse = -1;
         return this;
     }
 
@@ -107,22 +114,49 @@ public final class ConnectionStartOk implements MethodView {
         return buf.toString(p + 1, buf.getUnsignedByte(p), StandardCharsets.UTF_8);
     }
 
-    /** The index after {@code client-properties}. */
+    /** The index after {@code client-properties}, computed when first asked after a wrap. */
     private int afterClientProperties() {
-        int p = offset + CLIENT_PROPERTIES_OFFSET;
-        return p + 4 + buf.getInt(p);
+        int after = afterClientProperties;
+        if (after < 0) {
+            int p = offset + CLIENT_PROPERTIES_OFFSET;
+            after = afterClientProperties = p + 4 + buf.getInt(p);
+        }
+        return after;
     }
 
-    /** The index after {@code mechanism}. */
+    /** The index after {@code mechanism}, computed when first asked after a wrap. */
     private int afterMechanism() {
-        int p = afterClientProperties();
-        return p + 1 + buf.getUnsignedByte(p);
+        int after = afterMechanism;
+        if (after < 0) {
+            int p = afterClientProperties();
+            after = afterMechanism = p + 1 + buf.getUnsignedByte(p);
+        }
+        return after;
     }
 
-    /** The index after {@code response}. */
+    /** The index after {@code response}, computed when first asked after a wrap. */
     private int afterResponse() {
-        int p = afterMechanism();
-        return p + 4 + buf.getInt(p);
+        int after = afterResponse;
+        if (after < 0) {
+            int p = afterMechanism();
+            after = afterResponse = p + 4 + buf.getInt(p);
+        }
+        return after;
+    }
+
+    /**
+     * Checks that every argument lies within the payload and nothing follows the last one.
+     *
+     * @throws io.warren.codec.AmqpProtocolException 502, its offset an absolute buffer index
+     */
+    static void validate(ByteBuf buf, int offset, int length) {
+        int end = offset + length;
+        int p = offset + 4;
+        p = Validation.table(buf, p, end, "client-properties");
+        p = Validation.shortstr(buf, p, end, "mechanism");
+        p = Validation.longstr(buf, p, end, "response");
+        p = Validation.shortstr(buf, p, end, "locale");
+        Validation.end(p, end);
     }
 
     @Override

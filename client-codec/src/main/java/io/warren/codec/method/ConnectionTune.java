@@ -64,6 +64,20 @@ public final class ConnectionTune implements MethodView {
         return buf.getUnsignedShort(offset + HEARTBEAT_OFFSET);
     }
 
+    /**
+     * Checks that every argument lies within the payload and nothing follows the last one.
+     *
+     * @throws io.warren.codec.AmqpProtocolException 502, its offset an absolute buffer index
+     */
+    static void validate(ByteBuf buf, int offset, int length) {
+        int end = offset + length;
+        int p = offset + 4;
+        p = Validation.fixed(p, 2, end, "channel-max", "short");
+        p = Validation.fixed(p, 4, end, "frame-max", "long");
+        p = Validation.fixed(p, 2, end, "heartbeat", "short");
+        Validation.end(p, end);
+    }
+
     @Override
     public String toString() {
         return "connection.tune("

@@ -35,11 +35,14 @@ public final class ConnectionUpdateSecret implements MethodView {
 
     private ByteBuf buf;
     private int offset;
+    /** Cached index after a variable-length field; -1 until computed. */
+    private int afterNewSecret = -1;
 
     @Override
     public ConnectionUpdateSecret wrap(ByteBuf buf, int offset) {
         this.buf = buf;
         this.offset = offset;
+        this.afterNewSecret = -1;
         return this;
     }
 
@@ -77,10 +80,27 @@ public final class ConnectionUpdateSecret implements MethodView {
         return buf.toString(p + 1, buf.getUnsignedByte(p), StandardCharsets.UTF_8);
     }
 
-    /** The index after {@code new-secret}. */
+    /** The index after {@code new-secret}, computed when first asked after a wrap. */
     private int afterNewSecret() {
-        int p = offset + NEW_SECRET_OFFSET;
-        return p + 4 + buf.getInt(p);
+        int after = afterNewSecret;
+        if (after < 0) {
+            int p = offset + NEW_SECRET_OFFSET;
+            after = afterNewSecret = p + 4 + buf.getInt(p);
+        }
+        return after;
+    }
+
+    /**
+     * Checks that every argument lies within the payload and nothing follows the last one.
+     *
+     * @throws io.warren.codec.AmqpProtocolException 502, its offset an absolute buffer index
+     */
+    static void validate(ByteBuf buf, int offset, int length) {
+        int end = offset + length;
+        int p = offset + 4;
+        p = Validation.longstr(buf, p, end, "new-secret");
+        p = Validation.shortstr(buf, p, end, "reason");
+        Validation.end(p, end);
     }
 
     @Override

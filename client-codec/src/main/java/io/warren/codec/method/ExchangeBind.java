@@ -37,12 +37,19 @@ public final class ExchangeBind implements MethodView {
 
     private ByteBuf buf;
     private int offset;
+    /** Cached index after a variable-length field; -1 until computed. */
+    private int afterDestination = -1;
+    private int afterSource = -1;
+    private int afterRoutingKey = -1;
     private FieldTable argumentsTable;
 
     @Override
     public ExchangeBind wrap(ByteBuf buf, int offset) {
         this.buf = buf;
         this.offset = offset;
+        this.afterDestination = -1;
+        this.afterSource = -1;
+        this.afterRoutingKey = -1;
         return this;
     }
 
@@ -116,22 +123,51 @@ public final class ExchangeBind implements MethodView {
         return table.wrap(buf, afterRoutingKey() + 1);
     }
 
-    /** The index after {@code destination}. */
+    /** The index after {@code destination}, computed when first asked after a wrap. */
     private int afterDestination() {
-        int p = offset + DESTINATION_OFFSET;
-        return p + 1 + buf.getUnsignedByte(p);
+        int after = afterDestination;
+        if (after < 0) {
+            int p = offset + DESTINATION_OFFSET;
+            after = afterDestination = p + 1 + buf.getUnsignedByte(p);
+        }
+        return after;
     }
 
-    /** The index after {@code source}. */
+    /** The index after {@code source}, computed when first asked after a wrap. */
     private int afterSource() {
-        int p = afterDestination();
-        return p + 1 + buf.getUnsignedByte(p);
+        int after = afterSource;
+        if (after < 0) {
+            int p = afterDestination();
+            after = afterSource = p + 1 + buf.getUnsignedByte(p);
+        }
+        return after;
     }
 
-    /** The index after {@code routing-key}. */
+    /** The index after {@code routing-key}, computed when first asked after a wrap. */
     private int afterRoutingKey() {
-        int p = afterSource();
-        return p + 1 + buf.getUnsignedByte(p);
+        int after = afterRoutingKey;
+        if (after < 0) {
+            int p = afterSource();
+            after = afterRoutingKey = p + 1 + buf.getUnsignedByte(p);
+        }
+        return after;
+    }
+
+    /**
+     * Checks that every argument lies within the payload and nothing follows the last one.
+     *
+     * @throws io.warren.codec.AmqpProtocolException 502, its offset an absolute buffer index
+     */
+    static void validate(ByteBuf buf, int offset, int length) {
+        int end = offset + length;
+        int p = offset + 4;
+        p = Validation.fixed(p, 2, end, "ticket", "short");
+        p = Validation.shortstr(buf, p, end, "destination");
+        p = Validation.shortstr(buf, p, end, "source");
+        p = Validation.shortstr(buf, p, end, "routing-key");
+        p = Validation.fixed(p, 1, end, "nowait", "bit");
+        p = Validation.table(buf, p, end, "arguments");
+        Validation.end(p, end);
     }
 
     @Override

@@ -38,12 +38,17 @@ public final class ExchangeDeclare implements MethodView {
 
     private ByteBuf buf;
     private int offset;
+    /** Cached index after a variable-length field; -1 until computed. */
+    private int afterExchange = -1;
+    private int afterType = -1;
     private FieldTable argumentsTable;
 
     @Override
     public ExchangeDeclare wrap(ByteBuf buf, int offset) {
         this.buf = buf;
         this.offset = offset;
+        this.afterExchange = -1;
+        this.afterType = -1;
         return this;
     }
 
@@ -123,16 +128,40 @@ public final class ExchangeDeclare implements MethodView {
         return table.wrap(buf, afterType() + 1);
     }
 
-    /** The index after {@code exchange}. */
+    /** The index after {@code exchange}, computed when first asked after a wrap. */
     private int afterExchange() {
-        int p = offset + EXCHANGE_OFFSET;
-        return p + 1 + buf.getUnsignedByte(p);
+        int after = afterExchange;
+        if (after < 0) {
+            int p = offset + EXCHANGE_OFFSET;
+            after = afterExchange = p + 1 + buf.getUnsignedByte(p);
+        }
+        return after;
     }
 
-    /** The index after {@code type}. */
+    /** The index after {@code type}, computed when first asked after a wrap. */
     private int afterType() {
-        int p = afterExchange();
-        return p + 1 + buf.getUnsignedByte(p);
+        int after = afterType;
+        if (after < 0) {
+            int p = afterExchange();
+            after = afterType = p + 1 + buf.getUnsignedByte(p);
+        }
+        return after;
+    }
+
+    /**
+     * Checks that every argument lies within the payload and nothing follows the last one.
+     *
+     * @throws io.warren.codec.AmqpProtocolException 502, its offset an absolute buffer index
+     */
+    static void validate(ByteBuf buf, int offset, int length) {
+        int end = offset + length;
+        int p = offset + 4;
+        p = Validation.fixed(p, 2, end, "ticket", "short");
+        p = Validation.shortstr(buf, p, end, "exchange");
+        p = Validation.shortstr(buf, p, end, "type");
+        p = Validation.fixed(p, 1, end, "passive", "bit");
+        p = Validation.table(buf, p, end, "arguments");
+        Validation.end(p, end);
     }
 
     @Override

@@ -1,5 +1,6 @@
 package io.warren.codec.method;
 
+import io.netty.buffer.ByteBuf;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
@@ -23,10 +24,16 @@ public final class MethodInfo {
     private final ArgumentType[] argumentTypes;
     private final Supplier<MethodView> viewFactory;
     private final Supplier<MethodEncoder> encoderFactory;
+    private final ArgumentValidator validator;
+
+    /** The generated straight-line check of one method's arguments (the view's static {@code validate}). */
+    interface ArgumentValidator {
+        void validate(ByteBuf buf, int offset, int length);
+    }
 
     MethodInfo(int index, int classId, int methodId, String className, String methodName, boolean synchronous,
             boolean content, String[] argumentNames, ArgumentType[] argumentTypes, Supplier<MethodView> viewFactory,
-            Supplier<MethodEncoder> encoderFactory) {
+            Supplier<MethodEncoder> encoderFactory, ArgumentValidator validator) {
         this.index = index;
         this.classId = classId;
         this.methodId = methodId;
@@ -39,6 +46,12 @@ public final class MethodInfo {
         this.argumentTypes = argumentTypes.clone();
         this.viewFactory = viewFactory;
         this.encoderFactory = encoderFactory;
+        this.validator = validator;
+    }
+
+    /** Checks the arguments of a payload whose ids were already matched; see {@link MethodTable#validate}. */
+    void validateArguments(ByteBuf buf, int offset, int length) {
+        validator.validate(buf, offset, length);
     }
 
     /** A dense index, 0 to {@code MethodTable.size() - 1}, for arrays of per-method handlers. */

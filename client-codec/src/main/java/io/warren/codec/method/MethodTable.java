@@ -24,397 +24,397 @@ public final class MethodTable {
     public static final MethodInfo CONNECTION_START = new MethodInfo(0, 10, 10, "connection", "start",
             true, false, new String[] {"version-major", "version-minor", "server-properties", "mechanisms", "locales"},
             new ArgumentType[] {ArgumentType.OCTET, ArgumentType.OCTET, ArgumentType.TABLE, ArgumentType.LONGSTR, ArgumentType.LONGSTR},
-            ConnectionStart::new, ConnectionStartEncoder::new);
+            ConnectionStart::new, ConnectionStartEncoder::new, ConnectionStart::validate);
 
     /** {@code connection.start-ok}. */
     public static final MethodInfo CONNECTION_START_OK = new MethodInfo(1, 10, 11, "connection", "start-ok",
             false, false, new String[] {"client-properties", "mechanism", "response", "locale"},
             new ArgumentType[] {ArgumentType.TABLE, ArgumentType.SHORTSTR, ArgumentType.LONGSTR, ArgumentType.SHORTSTR},
-            ConnectionStartOk::new, ConnectionStartOkEncoder::new);
+            ConnectionStartOk::new, ConnectionStartOkEncoder::new, ConnectionStartOk::validate);
 
     /** {@code connection.secure}. */
     public static final MethodInfo CONNECTION_SECURE = new MethodInfo(2, 10, 20, "connection", "secure",
             true, false, new String[] {"challenge"},
             new ArgumentType[] {ArgumentType.LONGSTR},
-            ConnectionSecure::new, ConnectionSecureEncoder::new);
+            ConnectionSecure::new, ConnectionSecureEncoder::new, ConnectionSecure::validate);
 
     /** {@code connection.secure-ok}. */
     public static final MethodInfo CONNECTION_SECURE_OK = new MethodInfo(3, 10, 21, "connection", "secure-ok",
             false, false, new String[] {"response"},
             new ArgumentType[] {ArgumentType.LONGSTR},
-            ConnectionSecureOk::new, ConnectionSecureOkEncoder::new);
+            ConnectionSecureOk::new, ConnectionSecureOkEncoder::new, ConnectionSecureOk::validate);
 
     /** {@code connection.tune}. */
     public static final MethodInfo CONNECTION_TUNE = new MethodInfo(4, 10, 30, "connection", "tune",
             true, false, new String[] {"channel-max", "frame-max", "heartbeat"},
             new ArgumentType[] {ArgumentType.SHORT, ArgumentType.LONG, ArgumentType.SHORT},
-            ConnectionTune::new, ConnectionTuneEncoder::new);
+            ConnectionTune::new, ConnectionTuneEncoder::new, ConnectionTune::validate);
 
     /** {@code connection.tune-ok}. */
     public static final MethodInfo CONNECTION_TUNE_OK = new MethodInfo(5, 10, 31, "connection", "tune-ok",
             false, false, new String[] {"channel-max", "frame-max", "heartbeat"},
             new ArgumentType[] {ArgumentType.SHORT, ArgumentType.LONG, ArgumentType.SHORT},
-            ConnectionTuneOk::new, ConnectionTuneOkEncoder::new);
+            ConnectionTuneOk::new, ConnectionTuneOkEncoder::new, ConnectionTuneOk::validate);
 
     /** {@code connection.open}. */
     public static final MethodInfo CONNECTION_OPEN = new MethodInfo(6, 10, 40, "connection", "open",
             true, false, new String[] {"virtual-host", "capabilities", "insist"},
             new ArgumentType[] {ArgumentType.SHORTSTR, ArgumentType.SHORTSTR, ArgumentType.BIT},
-            ConnectionOpen::new, ConnectionOpenEncoder::new);
+            ConnectionOpen::new, ConnectionOpenEncoder::new, ConnectionOpen::validate);
 
     /** {@code connection.open-ok}. */
     public static final MethodInfo CONNECTION_OPEN_OK = new MethodInfo(7, 10, 41, "connection", "open-ok",
             false, false, new String[] {"known-hosts"},
             new ArgumentType[] {ArgumentType.SHORTSTR},
-            ConnectionOpenOk::new, ConnectionOpenOkEncoder::new);
+            ConnectionOpenOk::new, ConnectionOpenOkEncoder::new, ConnectionOpenOk::validate);
 
     /** {@code connection.close}. */
     public static final MethodInfo CONNECTION_CLOSE = new MethodInfo(8, 10, 50, "connection", "close",
             true, false, new String[] {"reply-code", "reply-text", "class-id", "method-id"},
             new ArgumentType[] {ArgumentType.SHORT, ArgumentType.SHORTSTR, ArgumentType.SHORT, ArgumentType.SHORT},
-            ConnectionClose::new, ConnectionCloseEncoder::new);
+            ConnectionClose::new, ConnectionCloseEncoder::new, ConnectionClose::validate);
 
     /** {@code connection.close-ok}. */
     public static final MethodInfo CONNECTION_CLOSE_OK = new MethodInfo(9, 10, 51, "connection", "close-ok",
             false, false, new String[] {},
             new ArgumentType[] {},
-            ConnectionCloseOk::new, ConnectionCloseOkEncoder::new);
+            ConnectionCloseOk::new, ConnectionCloseOkEncoder::new, ConnectionCloseOk::validate);
 
     /** {@code connection.blocked}. */
     public static final MethodInfo CONNECTION_BLOCKED = new MethodInfo(10, 10, 60, "connection", "blocked",
             false, false, new String[] {"reason"},
             new ArgumentType[] {ArgumentType.SHORTSTR},
-            ConnectionBlocked::new, ConnectionBlockedEncoder::new);
+            ConnectionBlocked::new, ConnectionBlockedEncoder::new, ConnectionBlocked::validate);
 
     /** {@code connection.unblocked}. */
     public static final MethodInfo CONNECTION_UNBLOCKED = new MethodInfo(11, 10, 61, "connection", "unblocked",
             false, false, new String[] {},
             new ArgumentType[] {},
-            ConnectionUnblocked::new, ConnectionUnblockedEncoder::new);
+            ConnectionUnblocked::new, ConnectionUnblockedEncoder::new, ConnectionUnblocked::validate);
 
     /** {@code connection.update-secret}. */
     public static final MethodInfo CONNECTION_UPDATE_SECRET = new MethodInfo(12, 10, 70, "connection", "update-secret",
             true, false, new String[] {"new-secret", "reason"},
             new ArgumentType[] {ArgumentType.LONGSTR, ArgumentType.SHORTSTR},
-            ConnectionUpdateSecret::new, ConnectionUpdateSecretEncoder::new);
+            ConnectionUpdateSecret::new, ConnectionUpdateSecretEncoder::new, ConnectionUpdateSecret::validate);
 
     /** {@code connection.update-secret-ok}. */
     public static final MethodInfo CONNECTION_UPDATE_SECRET_OK = new MethodInfo(13, 10, 71, "connection", "update-secret-ok",
             false, false, new String[] {},
             new ArgumentType[] {},
-            ConnectionUpdateSecretOk::new, ConnectionUpdateSecretOkEncoder::new);
+            ConnectionUpdateSecretOk::new, ConnectionUpdateSecretOkEncoder::new, ConnectionUpdateSecretOk::validate);
 
     /** {@code channel.open}. */
     public static final MethodInfo CHANNEL_OPEN = new MethodInfo(14, 20, 10, "channel", "open",
             true, false, new String[] {"out-of-band"},
             new ArgumentType[] {ArgumentType.SHORTSTR},
-            ChannelOpen::new, ChannelOpenEncoder::new);
+            ChannelOpen::new, ChannelOpenEncoder::new, ChannelOpen::validate);
 
     /** {@code channel.open-ok}. */
     public static final MethodInfo CHANNEL_OPEN_OK = new MethodInfo(15, 20, 11, "channel", "open-ok",
             false, false, new String[] {"channel-id"},
             new ArgumentType[] {ArgumentType.LONGSTR},
-            ChannelOpenOk::new, ChannelOpenOkEncoder::new);
+            ChannelOpenOk::new, ChannelOpenOkEncoder::new, ChannelOpenOk::validate);
 
     /** {@code channel.flow}. */
     public static final MethodInfo CHANNEL_FLOW = new MethodInfo(16, 20, 20, "channel", "flow",
             true, false, new String[] {"active"},
             new ArgumentType[] {ArgumentType.BIT},
-            ChannelFlow::new, ChannelFlowEncoder::new);
+            ChannelFlow::new, ChannelFlowEncoder::new, ChannelFlow::validate);
 
     /** {@code channel.flow-ok}. */
     public static final MethodInfo CHANNEL_FLOW_OK = new MethodInfo(17, 20, 21, "channel", "flow-ok",
             false, false, new String[] {"active"},
             new ArgumentType[] {ArgumentType.BIT},
-            ChannelFlowOk::new, ChannelFlowOkEncoder::new);
+            ChannelFlowOk::new, ChannelFlowOkEncoder::new, ChannelFlowOk::validate);
 
     /** {@code channel.close}. */
     public static final MethodInfo CHANNEL_CLOSE = new MethodInfo(18, 20, 40, "channel", "close",
             true, false, new String[] {"reply-code", "reply-text", "class-id", "method-id"},
             new ArgumentType[] {ArgumentType.SHORT, ArgumentType.SHORTSTR, ArgumentType.SHORT, ArgumentType.SHORT},
-            ChannelClose::new, ChannelCloseEncoder::new);
+            ChannelClose::new, ChannelCloseEncoder::new, ChannelClose::validate);
 
     /** {@code channel.close-ok}. */
     public static final MethodInfo CHANNEL_CLOSE_OK = new MethodInfo(19, 20, 41, "channel", "close-ok",
             false, false, new String[] {},
             new ArgumentType[] {},
-            ChannelCloseOk::new, ChannelCloseOkEncoder::new);
+            ChannelCloseOk::new, ChannelCloseOkEncoder::new, ChannelCloseOk::validate);
 
     /** {@code access.request}. */
     public static final MethodInfo ACCESS_REQUEST = new MethodInfo(20, 30, 10, "access", "request",
             true, false, new String[] {"realm", "exclusive", "passive", "active", "write", "read"},
             new ArgumentType[] {ArgumentType.SHORTSTR, ArgumentType.BIT, ArgumentType.BIT, ArgumentType.BIT, ArgumentType.BIT, ArgumentType.BIT},
-            AccessRequest::new, AccessRequestEncoder::new);
+            AccessRequest::new, AccessRequestEncoder::new, AccessRequest::validate);
 
     /** {@code access.request-ok}. */
     public static final MethodInfo ACCESS_REQUEST_OK = new MethodInfo(21, 30, 11, "access", "request-ok",
             false, false, new String[] {"ticket"},
             new ArgumentType[] {ArgumentType.SHORT},
-            AccessRequestOk::new, AccessRequestOkEncoder::new);
+            AccessRequestOk::new, AccessRequestOkEncoder::new, AccessRequestOk::validate);
 
     /** {@code exchange.declare}. */
     public static final MethodInfo EXCHANGE_DECLARE = new MethodInfo(22, 40, 10, "exchange", "declare",
             true, false, new String[] {"ticket", "exchange", "type", "passive", "durable", "auto-delete", "internal", "nowait", "arguments"},
             new ArgumentType[] {ArgumentType.SHORT, ArgumentType.SHORTSTR, ArgumentType.SHORTSTR, ArgumentType.BIT, ArgumentType.BIT, ArgumentType.BIT, ArgumentType.BIT, ArgumentType.BIT, ArgumentType.TABLE},
-            ExchangeDeclare::new, ExchangeDeclareEncoder::new);
+            ExchangeDeclare::new, ExchangeDeclareEncoder::new, ExchangeDeclare::validate);
 
     /** {@code exchange.declare-ok}. */
     public static final MethodInfo EXCHANGE_DECLARE_OK = new MethodInfo(23, 40, 11, "exchange", "declare-ok",
             false, false, new String[] {},
             new ArgumentType[] {},
-            ExchangeDeclareOk::new, ExchangeDeclareOkEncoder::new);
+            ExchangeDeclareOk::new, ExchangeDeclareOkEncoder::new, ExchangeDeclareOk::validate);
 
     /** {@code exchange.delete}. */
     public static final MethodInfo EXCHANGE_DELETE = new MethodInfo(24, 40, 20, "exchange", "delete",
             true, false, new String[] {"ticket", "exchange", "if-unused", "nowait"},
             new ArgumentType[] {ArgumentType.SHORT, ArgumentType.SHORTSTR, ArgumentType.BIT, ArgumentType.BIT},
-            ExchangeDelete::new, ExchangeDeleteEncoder::new);
+            ExchangeDelete::new, ExchangeDeleteEncoder::new, ExchangeDelete::validate);
 
     /** {@code exchange.delete-ok}. */
     public static final MethodInfo EXCHANGE_DELETE_OK = new MethodInfo(25, 40, 21, "exchange", "delete-ok",
             false, false, new String[] {},
             new ArgumentType[] {},
-            ExchangeDeleteOk::new, ExchangeDeleteOkEncoder::new);
+            ExchangeDeleteOk::new, ExchangeDeleteOkEncoder::new, ExchangeDeleteOk::validate);
 
     /** {@code exchange.bind}. */
     public static final MethodInfo EXCHANGE_BIND = new MethodInfo(26, 40, 30, "exchange", "bind",
             true, false, new String[] {"ticket", "destination", "source", "routing-key", "nowait", "arguments"},
             new ArgumentType[] {ArgumentType.SHORT, ArgumentType.SHORTSTR, ArgumentType.SHORTSTR, ArgumentType.SHORTSTR, ArgumentType.BIT, ArgumentType.TABLE},
-            ExchangeBind::new, ExchangeBindEncoder::new);
+            ExchangeBind::new, ExchangeBindEncoder::new, ExchangeBind::validate);
 
     /** {@code exchange.bind-ok}. */
     public static final MethodInfo EXCHANGE_BIND_OK = new MethodInfo(27, 40, 31, "exchange", "bind-ok",
             false, false, new String[] {},
             new ArgumentType[] {},
-            ExchangeBindOk::new, ExchangeBindOkEncoder::new);
+            ExchangeBindOk::new, ExchangeBindOkEncoder::new, ExchangeBindOk::validate);
 
     /** {@code exchange.unbind}. */
     public static final MethodInfo EXCHANGE_UNBIND = new MethodInfo(28, 40, 40, "exchange", "unbind",
             true, false, new String[] {"ticket", "destination", "source", "routing-key", "nowait", "arguments"},
             new ArgumentType[] {ArgumentType.SHORT, ArgumentType.SHORTSTR, ArgumentType.SHORTSTR, ArgumentType.SHORTSTR, ArgumentType.BIT, ArgumentType.TABLE},
-            ExchangeUnbind::new, ExchangeUnbindEncoder::new);
+            ExchangeUnbind::new, ExchangeUnbindEncoder::new, ExchangeUnbind::validate);
 
     /** {@code exchange.unbind-ok}. */
     public static final MethodInfo EXCHANGE_UNBIND_OK = new MethodInfo(29, 40, 51, "exchange", "unbind-ok",
             false, false, new String[] {},
             new ArgumentType[] {},
-            ExchangeUnbindOk::new, ExchangeUnbindOkEncoder::new);
+            ExchangeUnbindOk::new, ExchangeUnbindOkEncoder::new, ExchangeUnbindOk::validate);
 
     /** {@code queue.declare}. */
     public static final MethodInfo QUEUE_DECLARE = new MethodInfo(30, 50, 10, "queue", "declare",
             true, false, new String[] {"ticket", "queue", "passive", "durable", "exclusive", "auto-delete", "nowait", "arguments"},
             new ArgumentType[] {ArgumentType.SHORT, ArgumentType.SHORTSTR, ArgumentType.BIT, ArgumentType.BIT, ArgumentType.BIT, ArgumentType.BIT, ArgumentType.BIT, ArgumentType.TABLE},
-            QueueDeclare::new, QueueDeclareEncoder::new);
+            QueueDeclare::new, QueueDeclareEncoder::new, QueueDeclare::validate);
 
     /** {@code queue.declare-ok}. */
     public static final MethodInfo QUEUE_DECLARE_OK = new MethodInfo(31, 50, 11, "queue", "declare-ok",
             false, false, new String[] {"queue", "message-count", "consumer-count"},
             new ArgumentType[] {ArgumentType.SHORTSTR, ArgumentType.LONG, ArgumentType.LONG},
-            QueueDeclareOk::new, QueueDeclareOkEncoder::new);
+            QueueDeclareOk::new, QueueDeclareOkEncoder::new, QueueDeclareOk::validate);
 
     /** {@code queue.bind}. */
     public static final MethodInfo QUEUE_BIND = new MethodInfo(32, 50, 20, "queue", "bind",
             true, false, new String[] {"ticket", "queue", "exchange", "routing-key", "nowait", "arguments"},
             new ArgumentType[] {ArgumentType.SHORT, ArgumentType.SHORTSTR, ArgumentType.SHORTSTR, ArgumentType.SHORTSTR, ArgumentType.BIT, ArgumentType.TABLE},
-            QueueBind::new, QueueBindEncoder::new);
+            QueueBind::new, QueueBindEncoder::new, QueueBind::validate);
 
     /** {@code queue.bind-ok}. */
     public static final MethodInfo QUEUE_BIND_OK = new MethodInfo(33, 50, 21, "queue", "bind-ok",
             false, false, new String[] {},
             new ArgumentType[] {},
-            QueueBindOk::new, QueueBindOkEncoder::new);
+            QueueBindOk::new, QueueBindOkEncoder::new, QueueBindOk::validate);
 
     /** {@code queue.purge}. */
     public static final MethodInfo QUEUE_PURGE = new MethodInfo(34, 50, 30, "queue", "purge",
             true, false, new String[] {"ticket", "queue", "nowait"},
             new ArgumentType[] {ArgumentType.SHORT, ArgumentType.SHORTSTR, ArgumentType.BIT},
-            QueuePurge::new, QueuePurgeEncoder::new);
+            QueuePurge::new, QueuePurgeEncoder::new, QueuePurge::validate);
 
     /** {@code queue.purge-ok}. */
     public static final MethodInfo QUEUE_PURGE_OK = new MethodInfo(35, 50, 31, "queue", "purge-ok",
             false, false, new String[] {"message-count"},
             new ArgumentType[] {ArgumentType.LONG},
-            QueuePurgeOk::new, QueuePurgeOkEncoder::new);
+            QueuePurgeOk::new, QueuePurgeOkEncoder::new, QueuePurgeOk::validate);
 
     /** {@code queue.delete}. */
     public static final MethodInfo QUEUE_DELETE = new MethodInfo(36, 50, 40, "queue", "delete",
             true, false, new String[] {"ticket", "queue", "if-unused", "if-empty", "nowait"},
             new ArgumentType[] {ArgumentType.SHORT, ArgumentType.SHORTSTR, ArgumentType.BIT, ArgumentType.BIT, ArgumentType.BIT},
-            QueueDelete::new, QueueDeleteEncoder::new);
+            QueueDelete::new, QueueDeleteEncoder::new, QueueDelete::validate);
 
     /** {@code queue.delete-ok}. */
     public static final MethodInfo QUEUE_DELETE_OK = new MethodInfo(37, 50, 41, "queue", "delete-ok",
             false, false, new String[] {"message-count"},
             new ArgumentType[] {ArgumentType.LONG},
-            QueueDeleteOk::new, QueueDeleteOkEncoder::new);
+            QueueDeleteOk::new, QueueDeleteOkEncoder::new, QueueDeleteOk::validate);
 
     /** {@code queue.unbind}. */
     public static final MethodInfo QUEUE_UNBIND = new MethodInfo(38, 50, 50, "queue", "unbind",
             true, false, new String[] {"ticket", "queue", "exchange", "routing-key", "arguments"},
             new ArgumentType[] {ArgumentType.SHORT, ArgumentType.SHORTSTR, ArgumentType.SHORTSTR, ArgumentType.SHORTSTR, ArgumentType.TABLE},
-            QueueUnbind::new, QueueUnbindEncoder::new);
+            QueueUnbind::new, QueueUnbindEncoder::new, QueueUnbind::validate);
 
     /** {@code queue.unbind-ok}. */
     public static final MethodInfo QUEUE_UNBIND_OK = new MethodInfo(39, 50, 51, "queue", "unbind-ok",
             false, false, new String[] {},
             new ArgumentType[] {},
-            QueueUnbindOk::new, QueueUnbindOkEncoder::new);
+            QueueUnbindOk::new, QueueUnbindOkEncoder::new, QueueUnbindOk::validate);
 
     /** {@code basic.qos}. */
     public static final MethodInfo BASIC_QOS = new MethodInfo(40, 60, 10, "basic", "qos",
             true, false, new String[] {"prefetch-size", "prefetch-count", "global"},
             new ArgumentType[] {ArgumentType.LONG, ArgumentType.SHORT, ArgumentType.BIT},
-            BasicQos::new, BasicQosEncoder::new);
+            BasicQos::new, BasicQosEncoder::new, BasicQos::validate);
 
     /** {@code basic.qos-ok}. */
     public static final MethodInfo BASIC_QOS_OK = new MethodInfo(41, 60, 11, "basic", "qos-ok",
             false, false, new String[] {},
             new ArgumentType[] {},
-            BasicQosOk::new, BasicQosOkEncoder::new);
+            BasicQosOk::new, BasicQosOkEncoder::new, BasicQosOk::validate);
 
     /** {@code basic.consume}. */
     public static final MethodInfo BASIC_CONSUME = new MethodInfo(42, 60, 20, "basic", "consume",
             true, false, new String[] {"ticket", "queue", "consumer-tag", "no-local", "no-ack", "exclusive", "nowait", "arguments"},
             new ArgumentType[] {ArgumentType.SHORT, ArgumentType.SHORTSTR, ArgumentType.SHORTSTR, ArgumentType.BIT, ArgumentType.BIT, ArgumentType.BIT, ArgumentType.BIT, ArgumentType.TABLE},
-            BasicConsume::new, BasicConsumeEncoder::new);
+            BasicConsume::new, BasicConsumeEncoder::new, BasicConsume::validate);
 
     /** {@code basic.consume-ok}. */
     public static final MethodInfo BASIC_CONSUME_OK = new MethodInfo(43, 60, 21, "basic", "consume-ok",
             false, false, new String[] {"consumer-tag"},
             new ArgumentType[] {ArgumentType.SHORTSTR},
-            BasicConsumeOk::new, BasicConsumeOkEncoder::new);
+            BasicConsumeOk::new, BasicConsumeOkEncoder::new, BasicConsumeOk::validate);
 
     /** {@code basic.cancel}. */
     public static final MethodInfo BASIC_CANCEL = new MethodInfo(44, 60, 30, "basic", "cancel",
             true, false, new String[] {"consumer-tag", "nowait"},
             new ArgumentType[] {ArgumentType.SHORTSTR, ArgumentType.BIT},
-            BasicCancel::new, BasicCancelEncoder::new);
+            BasicCancel::new, BasicCancelEncoder::new, BasicCancel::validate);
 
     /** {@code basic.cancel-ok}. */
     public static final MethodInfo BASIC_CANCEL_OK = new MethodInfo(45, 60, 31, "basic", "cancel-ok",
             false, false, new String[] {"consumer-tag"},
             new ArgumentType[] {ArgumentType.SHORTSTR},
-            BasicCancelOk::new, BasicCancelOkEncoder::new);
+            BasicCancelOk::new, BasicCancelOkEncoder::new, BasicCancelOk::validate);
 
     /** {@code basic.publish}. */
     public static final MethodInfo BASIC_PUBLISH = new MethodInfo(46, 60, 40, "basic", "publish",
             false, true, new String[] {"ticket", "exchange", "routing-key", "mandatory", "immediate"},
             new ArgumentType[] {ArgumentType.SHORT, ArgumentType.SHORTSTR, ArgumentType.SHORTSTR, ArgumentType.BIT, ArgumentType.BIT},
-            BasicPublish::new, BasicPublishEncoder::new);
+            BasicPublish::new, BasicPublishEncoder::new, BasicPublish::validate);
 
     /** {@code basic.return}. */
     public static final MethodInfo BASIC_RETURN = new MethodInfo(47, 60, 50, "basic", "return",
             false, true, new String[] {"reply-code", "reply-text", "exchange", "routing-key"},
             new ArgumentType[] {ArgumentType.SHORT, ArgumentType.SHORTSTR, ArgumentType.SHORTSTR, ArgumentType.SHORTSTR},
-            BasicReturn::new, BasicReturnEncoder::new);
+            BasicReturn::new, BasicReturnEncoder::new, BasicReturn::validate);
 
     /** {@code basic.deliver}. */
     public static final MethodInfo BASIC_DELIVER = new MethodInfo(48, 60, 60, "basic", "deliver",
             false, true, new String[] {"consumer-tag", "delivery-tag", "redelivered", "exchange", "routing-key"},
             new ArgumentType[] {ArgumentType.SHORTSTR, ArgumentType.LONGLONG, ArgumentType.BIT, ArgumentType.SHORTSTR, ArgumentType.SHORTSTR},
-            BasicDeliver::new, BasicDeliverEncoder::new);
+            BasicDeliver::new, BasicDeliverEncoder::new, BasicDeliver::validate);
 
     /** {@code basic.get}. */
     public static final MethodInfo BASIC_GET = new MethodInfo(49, 60, 70, "basic", "get",
             true, false, new String[] {"ticket", "queue", "no-ack"},
             new ArgumentType[] {ArgumentType.SHORT, ArgumentType.SHORTSTR, ArgumentType.BIT},
-            BasicGet::new, BasicGetEncoder::new);
+            BasicGet::new, BasicGetEncoder::new, BasicGet::validate);
 
     /** {@code basic.get-ok}. */
     public static final MethodInfo BASIC_GET_OK = new MethodInfo(50, 60, 71, "basic", "get-ok",
             false, true, new String[] {"delivery-tag", "redelivered", "exchange", "routing-key", "message-count"},
             new ArgumentType[] {ArgumentType.LONGLONG, ArgumentType.BIT, ArgumentType.SHORTSTR, ArgumentType.SHORTSTR, ArgumentType.LONG},
-            BasicGetOk::new, BasicGetOkEncoder::new);
+            BasicGetOk::new, BasicGetOkEncoder::new, BasicGetOk::validate);
 
     /** {@code basic.get-empty}. */
     public static final MethodInfo BASIC_GET_EMPTY = new MethodInfo(51, 60, 72, "basic", "get-empty",
             false, false, new String[] {"cluster-id"},
             new ArgumentType[] {ArgumentType.SHORTSTR},
-            BasicGetEmpty::new, BasicGetEmptyEncoder::new);
+            BasicGetEmpty::new, BasicGetEmptyEncoder::new, BasicGetEmpty::validate);
 
     /** {@code basic.ack}. */
     public static final MethodInfo BASIC_ACK = new MethodInfo(52, 60, 80, "basic", "ack",
             false, false, new String[] {"delivery-tag", "multiple"},
             new ArgumentType[] {ArgumentType.LONGLONG, ArgumentType.BIT},
-            BasicAck::new, BasicAckEncoder::new);
+            BasicAck::new, BasicAckEncoder::new, BasicAck::validate);
 
     /** {@code basic.reject}. */
     public static final MethodInfo BASIC_REJECT = new MethodInfo(53, 60, 90, "basic", "reject",
             false, false, new String[] {"delivery-tag", "requeue"},
             new ArgumentType[] {ArgumentType.LONGLONG, ArgumentType.BIT},
-            BasicReject::new, BasicRejectEncoder::new);
+            BasicReject::new, BasicRejectEncoder::new, BasicReject::validate);
 
     /** {@code basic.recover-async}. */
     public static final MethodInfo BASIC_RECOVER_ASYNC = new MethodInfo(54, 60, 100, "basic", "recover-async",
             false, false, new String[] {"requeue"},
             new ArgumentType[] {ArgumentType.BIT},
-            BasicRecoverAsync::new, BasicRecoverAsyncEncoder::new);
+            BasicRecoverAsync::new, BasicRecoverAsyncEncoder::new, BasicRecoverAsync::validate);
 
     /** {@code basic.recover}. */
     public static final MethodInfo BASIC_RECOVER = new MethodInfo(55, 60, 110, "basic", "recover",
             true, false, new String[] {"requeue"},
             new ArgumentType[] {ArgumentType.BIT},
-            BasicRecover::new, BasicRecoverEncoder::new);
+            BasicRecover::new, BasicRecoverEncoder::new, BasicRecover::validate);
 
     /** {@code basic.recover-ok}. */
     public static final MethodInfo BASIC_RECOVER_OK = new MethodInfo(56, 60, 111, "basic", "recover-ok",
             false, false, new String[] {},
             new ArgumentType[] {},
-            BasicRecoverOk::new, BasicRecoverOkEncoder::new);
+            BasicRecoverOk::new, BasicRecoverOkEncoder::new, BasicRecoverOk::validate);
 
     /** {@code basic.nack}. */
     public static final MethodInfo BASIC_NACK = new MethodInfo(57, 60, 120, "basic", "nack",
             false, false, new String[] {"delivery-tag", "multiple", "requeue"},
             new ArgumentType[] {ArgumentType.LONGLONG, ArgumentType.BIT, ArgumentType.BIT},
-            BasicNack::new, BasicNackEncoder::new);
+            BasicNack::new, BasicNackEncoder::new, BasicNack::validate);
 
     /** {@code tx.select}. */
     public static final MethodInfo TX_SELECT = new MethodInfo(58, 90, 10, "tx", "select",
             true, false, new String[] {},
             new ArgumentType[] {},
-            TxSelect::new, TxSelectEncoder::new);
+            TxSelect::new, TxSelectEncoder::new, TxSelect::validate);
 
     /** {@code tx.select-ok}. */
     public static final MethodInfo TX_SELECT_OK = new MethodInfo(59, 90, 11, "tx", "select-ok",
             false, false, new String[] {},
             new ArgumentType[] {},
-            TxSelectOk::new, TxSelectOkEncoder::new);
+            TxSelectOk::new, TxSelectOkEncoder::new, TxSelectOk::validate);
 
     /** {@code tx.commit}. */
     public static final MethodInfo TX_COMMIT = new MethodInfo(60, 90, 20, "tx", "commit",
             true, false, new String[] {},
             new ArgumentType[] {},
-            TxCommit::new, TxCommitEncoder::new);
+            TxCommit::new, TxCommitEncoder::new, TxCommit::validate);
 
     /** {@code tx.commit-ok}. */
     public static final MethodInfo TX_COMMIT_OK = new MethodInfo(61, 90, 21, "tx", "commit-ok",
             false, false, new String[] {},
             new ArgumentType[] {},
-            TxCommitOk::new, TxCommitOkEncoder::new);
+            TxCommitOk::new, TxCommitOkEncoder::new, TxCommitOk::validate);
 
     /** {@code tx.rollback}. */
     public static final MethodInfo TX_ROLLBACK = new MethodInfo(62, 90, 30, "tx", "rollback",
             true, false, new String[] {},
             new ArgumentType[] {},
-            TxRollback::new, TxRollbackEncoder::new);
+            TxRollback::new, TxRollbackEncoder::new, TxRollback::validate);
 
     /** {@code tx.rollback-ok}. */
     public static final MethodInfo TX_ROLLBACK_OK = new MethodInfo(63, 90, 31, "tx", "rollback-ok",
             false, false, new String[] {},
             new ArgumentType[] {},
-            TxRollbackOk::new, TxRollbackOkEncoder::new);
+            TxRollbackOk::new, TxRollbackOkEncoder::new, TxRollbackOk::validate);
 
     /** {@code confirm.select}. */
     public static final MethodInfo CONFIRM_SELECT = new MethodInfo(64, 85, 10, "confirm", "select",
             true, false, new String[] {"nowait"},
             new ArgumentType[] {ArgumentType.BIT},
-            ConfirmSelect::new, ConfirmSelectEncoder::new);
+            ConfirmSelect::new, ConfirmSelectEncoder::new, ConfirmSelect::validate);
 
     /** {@code confirm.select-ok}. */
     public static final MethodInfo CONFIRM_SELECT_OK = new MethodInfo(65, 85, 11, "confirm", "select-ok",
             false, false, new String[] {},
             new ArgumentType[] {},
-            ConfirmSelectOk::new, ConfirmSelectOkEncoder::new);
+            ConfirmSelectOk::new, ConfirmSelectOkEncoder::new, ConfirmSelectOk::validate);
 
     private static final MethodInfo[] ALL = {
         CONNECTION_START,
@@ -551,8 +551,9 @@ public final class MethodTable {
                     + " bytes, too short for class and method ids", FrameType.METHOD, channel, -1, -1,
                     Frames.FRAME_HEADER_SIZE);
         }
-        int classId = buf.getUnsignedShort(offset);
-        int methodId = buf.getUnsignedShort(offset + 2);
+        int ids = buf.getInt(offset);
+        int classId = ids >>> 16;
+        int methodId = ids & 0xFFFF;
         MethodInfo info = lookup(classId, methodId);
         if (info == null) {
             throw new AmqpProtocolException(ReplyCode.COMMAND_INVALID, "unknown class id " + classId
@@ -560,7 +561,7 @@ public final class MethodTable {
                     Frames.FRAME_HEADER_SIZE);
         }
         try {
-            MethodValidator.validate(info, buf, offset, length);
+            info.validateArguments(buf, offset, length);
         } catch (AmqpProtocolException e) {
             throw e.inFrame(FrameType.METHOD, channel, classId, methodId, offset);
         }

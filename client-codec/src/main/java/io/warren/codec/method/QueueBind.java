@@ -36,12 +36,19 @@ public final class QueueBind implements MethodView {
 
     private ByteBuf buf;
     private int offset;
+    /** Cached index after a variable-length field; -1 until computed. */
+    private int afterQueue = -1;
+    private int afterExchange = -1;
+    private int afterRoutingKey = -1;
     private FieldTable argumentsTable;
 
     @Override
     public QueueBind wrap(ByteBuf buf, int offset) {
         this.buf = buf;
         this.offset = offset;
+        this.afterQueue = -1;
+        this.afterExchange = -1;
+        this.afterRoutingKey = -1;
         return this;
     }
 
@@ -115,22 +122,51 @@ public final class QueueBind implements MethodView {
         return table.wrap(buf, afterRoutingKey() + 1);
     }
 
-    /** The index after {@code queue}. */
+    /** The index after {@code queue}, computed when first asked after a wrap. */
     private int afterQueue() {
-        int p = offset + QUEUE_OFFSET;
-        return p + 1 + buf.getUnsignedByte(p);
+        int after = afterQueue;
+        if (after < 0) {
+            int p = offset + QUEUE_OFFSET;
+            after = afterQueue = p + 1 + buf.getUnsignedByte(p);
+        }
+        return after;
     }
 
-    /** The index after {@code exchange}. */
+    /** The index after {@code exchange}, computed when first asked after a wrap. */
     private int afterExchange() {
-        int p = afterQueue();
-        return p + 1 + buf.getUnsignedByte(p);
+        int after = afterExchange;
+        if (after < 0) {
+            int p = afterQueue();
+            after = afterExchange = p + 1 + buf.getUnsignedByte(p);
+        }
+        return after;
     }
 
-    /** The index after {@code routing-key}. */
+    /** The index after {@code routing-key}, computed when first asked after a wrap. */
     private int afterRoutingKey() {
-        int p = afterExchange();
-        return p + 1 + buf.getUnsignedByte(p);
+        int after = afterRoutingKey;
+        if (after < 0) {
+            int p = afterExchange();
+            after = afterRoutingKey = p + 1 + buf.getUnsignedByte(p);
+        }
+        return after;
+    }
+
+    /**
+     * Checks that every argument lies within the payload and nothing follows the last one.
+     *
+     * @throws io.warren.codec.AmqpProtocolException 502, its offset an absolute buffer index
+     */
+    static void validate(ByteBuf buf, int offset, int length) {
+        int end = offset + length;
+        int p = offset + 4;
+        p = Validation.fixed(p, 2, end, "ticket", "short");
+        p = Validation.shortstr(buf, p, end, "queue");
+        p = Validation.shortstr(buf, p, end, "exchange");
+        p = Validation.shortstr(buf, p, end, "routing-key");
+        p = Validation.fixed(p, 1, end, "nowait", "bit");
+        p = Validation.table(buf, p, end, "arguments");
+        Validation.end(p, end);
     }
 
     @Override

@@ -42,6 +42,17 @@ public final class QueueBindOk implements MethodView {
         return MethodTable.QUEUE_BIND_OK;
     }
 
+    /**
+     * Checks that every argument lies within the payload and nothing follows the last one.
+     *
+     * @throws io.warren.codec.AmqpProtocolException 502, its offset an absolute buffer index
+     */
+    static void validate(ByteBuf buf, int offset, int length) {
+        int end = offset + length;
+        int p = offset + 4;
+        Validation.end(p, end);
+    }
+
     @Override
     public String toString() {
         return "queue.bind-ok()";

@@ -50,6 +50,18 @@ public final class QueueDeleteOk implements MethodView {
         return buf.getUnsignedInt(offset + MESSAGE_COUNT_OFFSET);
     }
 
+    /**
+     * Checks that every argument lies within the payload and nothing follows the last one.
+     *
+     * @throws io.warren.codec.AmqpProtocolException 502, its offset an absolute buffer index
+     */
+    static void validate(ByteBuf buf, int offset, int length) {
+        int end = offset + length;
+        int p = offset + 4;
+        p = Validation.fixed(p, 4, end, "message-count", "long");
+        Validation.end(p, end);
+    }
+
     @Override
     public String toString() {
         return "queue.delete-ok("

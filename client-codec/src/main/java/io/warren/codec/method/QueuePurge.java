@@ -35,11 +35,14 @@ public final class QueuePurge implements MethodView {
 
     private ByteBuf buf;
     private int offset;
+    /** Cached index after a variable-length field; -1 until computed. */
+    private int afterQueue = -1;
 
     @Override
     public QueuePurge wrap(ByteBuf buf, int offset) {
         this.buf = buf;
         this.offset = offset;
+        this.afterQueue = -1;
         return this;
     }
 
@@ -72,10 +75,28 @@ public final class QueuePurge implements MethodView {
         return (buf.getByte(afterQueue()) & 0x01) != 0;
     }
 
-    /** The index after {@code queue}. */
+    /** The index after {@code queue}, computed when first asked after a wrap. */
     private int afterQueue() {
-        int p = offset + QUEUE_OFFSET;
-        return p + 1 + buf.getUnsignedByte(p);
+        int after = afterQueue;
+        if (after < 0) {
+            int p = offset + QUEUE_OFFSET;
+            after = afterQueue = p + 1 + buf.getUnsignedByte(p);
+        }
+        return after;
+    }
+
+    /**
+     * Checks that every argument lies within the payload and nothing follows the last one.
+     *
+     * @throws io.warren.codec.AmqpProtocolException 502, its offset an absolute buffer index
+     */
+    static void validate(ByteBuf buf, int offset, int length) {
+        int end = offset + length;
+        int p = offset + 4;
+        p = Validation.fixed(p, 2, end, "ticket", "short");
+        p = Validation.shortstr(buf, p, end, "queue");
+        p = Validation.fixed(p, 1, end, "nowait", "bit");
+        Validation.end(p, end);
     }
 
     @Override
