@@ -17,4 +17,5 @@ module io.warren.core {
     requires static io.vertx.core;
 
     exports io.warren;
+    exports io.warren.credentials;
 }

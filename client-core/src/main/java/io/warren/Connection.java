@@ -61,4 +61,15 @@ public interface Connection {
 
     /** The connection name sent in the client properties, or {@code null}. */
     String name();
+
+    /**
+     * Sends connection.update-secret: the broker re-authenticates the connection's user with {@code newSecret}
+     * (a fresh OAuth 2 token, for example; RabbitMQ 3.8+) without closing anything. Completes on
+     * update-secret-ok; a secret the broker refuses closes the connection ({@link #closeFuture()} says why).
+     * A connection made with a {@link io.warren.ConnectionOptions#credentialsProvider credentials provider}
+     * whose secret expires does this by itself before the expiry.
+     *
+     * @param reason a short text the broker logs
+     */
+    CompletionStage<Void> updateSecret(String newSecret, String reason);
 }

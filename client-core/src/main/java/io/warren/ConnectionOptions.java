@@ -1,5 +1,6 @@
 package io.warren;
 
+import io.warren.credentials.CredentialsProvider;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -23,6 +24,7 @@ public final class ConnectionOptions {
     private boolean shuffleAddresses;
     private String username = "guest";
     private String password = "guest";
+    private CredentialsProvider credentialsProvider;
     private String virtualHost = "/";
     private AuthMechanism authMechanism = AuthMechanism.PLAIN;
     private int requestedHeartbeat = 60;
@@ -45,6 +47,7 @@ public final class ConnectionOptions {
         this.shuffleAddresses = other.shuffleAddresses;
         this.username = other.username;
         this.password = other.password;
+        this.credentialsProvider = other.credentialsProvider;
         this.virtualHost = other.virtualHost;
         this.authMechanism = other.authMechanism;
         this.requestedHeartbeat = other.requestedHeartbeat;
@@ -115,6 +118,21 @@ public final class ConnectionOptions {
 
     public String password() {
         return password;
+    }
+
+    /**
+     * Where each connection attempt gets its user name and secret, instead of {@link #username()} and
+     * {@link #password()}: asked at every connect (recovery included) and, for a secret that expires, again
+     * before it does, the fresh secret going to the broker in connection.update-secret. {@code null} (the
+     * default) uses the user name and password. See {@link CredentialsProvider}.
+     */
+    public ConnectionOptions credentialsProvider(CredentialsProvider provider) {
+        this.credentialsProvider = provider;
+        return this;
+    }
+
+    public CredentialsProvider credentialsProvider() {
+        return credentialsProvider;
     }
 
     public ConnectionOptions virtualHost(String virtualHost) {

@@ -57,6 +57,8 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
 
     // event loop only
     private State state = State.HANDSHAKE;
+    /** connection.update-secret; made at open-ok. */
+    private SecretRefresher secrets;
     private ChannelTable channels;
     private AmqpException closeCause;
     private AmqpException connectFailure;
@@ -258,7 +260,9 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
             facade.blocked(new ConnectionBlocked().wrap(p, p.readerIndex()).reasonAsString());
         } else if (key == MethodIds.CONNECTION_UNBLOCKED) {
             facade.unblocked();
-        } else if (key != MethodIds.CONNECTION_UPDATE_SECRET_OK) {
+        } else if (key == MethodIds.CONNECTION_UPDATE_SECRET_OK) {
+            secrets.onUpdateSecretOk();
+        } else {
             throw new AmqpProtocolException(ReplyCode.UNEXPECTED_FRAME, "unexpected " + MethodNames.describe(key)
                     + " on an open connection", FrameType.METHOD, 0, MethodIds.classId(key), MethodIds.methodId(key), -1);
         }
@@ -282,9 +286,33 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
     public void opened(Map<String, Object> serverProperties) {
         state = State.OPEN;
         facade.opened(serverProperties);
+        secrets = new SecretRefresher(outbound, ctx.alloc(), ctx.executor(), options.credentialsProvider(), address,
+                rpcTimeoutNanos);
+        if (options.credentialsProvider() != null) {
+            secrets.start(handshake.credentials());
+        }
         LOG.debug("connected to {} (vhost '{}', {} {})", address, options.virtualHost(),
                 serverProperties.get("product"), serverProperties.get("version"));
         connected.complete(facade);
+    }
+
+    @Override
+    public void failed(AmqpException cause) {
+        failHandshake(cause);
+    }
+
+    /** The update-secret side, null before open-ok (tests). Event loop. */
+    SecretRefresher secrets() {
+        return secrets;
+    }
+
+    /** connection.update-secret; {@code result} completes on update-secret-ok. Event loop. */
+    void updateSecret(String newSecret, String reason, CompletableFuture<Void> result) {
+        if (state != State.OPEN) {
+            result.completeExceptionally(closedError());
+            return;
+        }
+        secrets.update(newSecret, reason, result);
     }
 
     // ---- channels ----------------------------------------------------------------------------------------
@@ -379,7 +407,7 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
 
     private ConnectionClosedException handshakeRefusal(Replies.Close close) {
         if (close.replyCode() == ReplyCode.ACCESS_REFUSED && handshake.stage() == Handshake.Stage.AUTHENTICATING) {
-            return new AuthenticationException("authentication failed for user '" + options.username() + "' on "
+            return new AuthenticationException("authentication failed for user '" + handshake.username() + "' on "
                     + address + " with " + options.authMechanism() + ": " + close.describe(), null, close.replyCode(),
                     close.replyText(), close.classId(), close.methodId());
         }
@@ -437,6 +465,9 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
     }
 
     private void failChannels(AmqpException cause) {
+        if (secrets != null) {
+            secrets.close(cause);
+        }
         if (channels != null) {
             for (ChannelState c : channels.all()) {
                 c.onConnectionClosed(cause);
@@ -455,7 +486,7 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
                 // Brokers without authentication_failure_close just drop the socket on bad credentials.
                 connectFailure = new AuthenticationException("the broker at " + address
                         + " closed the connection during authentication: wrong credentials for user '"
-                        + options.username() + "' (" + options.authMechanism() + ")?", null, ReplyCode.ACCESS_REFUSED,
+                        + handshake.username() + "' (" + options.authMechanism() + ")?", null, ReplyCode.ACCESS_REFUSED,
                         null, 10, 11);
             }
             recordCause(new ConnectionClosedException("connection to " + address + " lost"

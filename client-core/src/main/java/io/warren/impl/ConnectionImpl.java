@@ -188,6 +188,17 @@ public final class ConnectionImpl implements Connection {
     }
 
     @Override
+    public CompletionStage<Void> updateSecret(String newSecret, String reason) {
+        CompletableFuture<Void> result = new CompletableFuture<>();
+        if (newSecret == null || reason == null) {
+            result.completeExceptionally(new IllegalArgumentException("newSecret and reason must not be null"));
+            return result;
+        }
+        HandOver.run(handler.outbound(), () -> handler.updateSecret(newSecret, reason, result), null, result);
+        return result;
+    }
+
+    @Override
     public String toString() {
         return "Connection(" + address + (name == null ? "" : ", " + name) + ", " + (open ? "open" : "closed") + ")";
     }

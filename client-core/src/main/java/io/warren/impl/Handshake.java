@@ -2,6 +2,7 @@ package io.warren.impl;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
+import io.warren.AmqpException;
 import io.warren.AuthenticationException;
 import io.warren.ConnectionOptions;
 import io.warren.codec.AmqpProtocolException;
@@ -17,11 +18,17 @@ import io.warren.codec.method.ConnectionStartOkEncoder;
 import io.warren.codec.method.ConnectionTune;
 import io.warren.codec.method.ConnectionTuneOkEncoder;
 import io.warren.codec.method.MethodIds;
+import io.warren.credentials.Credentials;
+import io.warren.credentials.CredentialsProvider;
 import io.warren.impl.sasl.SaslMechanism;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -51,6 +58,7 @@ final class Handshake {
     /** Where the handshake is; named in connection-timeout messages. */
     enum Stage {
         AWAITING_START("waiting for connection.start (is this an AMQP 0-9-1 port?)"),
+        AWAITING_CREDENTIALS("waiting for the credentials provider"),
         AUTHENTICATING("waiting for connection.tune after start-ok (authentication)"),
         AWAITING_OPEN_OK("waiting for connection.open-ok (virtual host access)"),
         DONE("open");
@@ -71,6 +79,9 @@ final class Handshake {
         void tuned(Tuned tuned);
 
         void opened(Map<String, Object> serverProperties);
+
+        /** The handshake cannot go on (the credentials provider failed). */
+        void failed(AmqpException cause);
     }
 
     private final ConnectionOptions options;
@@ -81,6 +92,7 @@ final class Handshake {
     // event loop only
     private Stage stage = Stage.AWAITING_START;
     private SaslMechanism mechanism;
+    private Credentials credentials;
     private Map<String, Object> serverProperties = Map.of();
 
     Handshake(ConnectionOptions options, OutboundPath outbound, io.netty.buffer.ByteBufAllocator alloc,
@@ -97,6 +109,16 @@ final class Handshake {
 
     Map<String, Object> serverProperties() {
         return serverProperties;
+    }
+
+    /** The credentials this handshake authenticated with (null before start-ok). */
+    Credentials credentials() {
+        return credentials;
+    }
+
+    /** The user name authenticated with (the options' before the provider answered). */
+    String username() {
+        return credentials != null ? credentials.username() : options.username();
     }
 
     /** Sends the protocol header: the first bytes on a new connection. */
@@ -137,9 +159,48 @@ final class Handshake {
                     + " (it offers " + offered + ")", null, ReplyCode.ACCESS_REFUSED,
                     "mechanism " + wanted + " not offered", 10, 11);
         }
-        mechanism = SaslMechanism.of(options.authMechanism(), options.username(), options.password());
+        CredentialsProvider provider = options.credentialsProvider();
+        if (provider == null) {
+            sendStartOk(Credentials.of(options.username(), options.password()));
+            return;
+        }
+        // Asked at every connection.start: a connection made again (recovery) gets what is valid now.
+        stage = Stage.AWAITING_CREDENTIALS;
+        CompletionStage<Credentials> asked;
+        try {
+            asked = Objects.requireNonNull(provider.credentials(), "the credentials provider returned null");
+        } catch (RuntimeException e) {
+            asked = CompletableFuture.failedFuture(e);
+        }
+        asked.whenComplete((c, error) -> {
+            if (outbound.inEventLoop()) {
+                credentialsReady(c, error);
+            } else {
+                outbound.execute(() -> credentialsReady(c, error));
+            }
+        });
+    }
+
+    private void credentialsReady(Credentials c, Throwable error) {
+        if (stage != Stage.AWAITING_CREDENTIALS) {
+            return; // timed out or closed meanwhile
+        }
+        if (error != null || c == null) {
+            Throwable cause = error instanceof CompletionException && error.getCause() != null ? error.getCause()
+                    : error;
+            callbacks.failed(new AuthenticationException("the credentials provider failed: "
+                    + (cause == null ? "it returned null" : cause.toString()), cause, 0, null, 10, 11));
+            return;
+        }
+        sendStartOk(c);
+    }
+
+    private void sendStartOk(Credentials c) {
+        credentials = c;
+        String wanted = options.authMechanism().saslName();
+        mechanism = SaslMechanism.of(options.authMechanism(), c.username(), c.secret());
         LOG.debug("connection.start from {} {}; authenticating as '{}' with {}",
-                serverProperties.get("product"), serverProperties.get("version"), options.username(), wanted);
+                serverProperties.get("product"), serverProperties.get("version"), c.username(), wanted);
         outbound.write(Frames.method(alloc, 0, new ConnectionStartOkEncoder()
                 .clientProperties(ClientProperties.of(options))
                 .mechanism(wanted)

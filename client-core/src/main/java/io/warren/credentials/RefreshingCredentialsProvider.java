@@ -1,0 +1,131 @@
+package io.warren.credentials;
+
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Credentials from a {@link TokenSource} (an OAuth 2 token endpoint, say), kept until
+ * {@value CredentialsProvider#REFRESH_RATIO_PERCENT}% of the token's lifetime has passed and then fetched
+ * again. One provider may serve many connections: they share the token, and at most one fetch is in flight
+ * at a time (callers meanwhile get the same stage). A fetch that fails while the current token is still valid
+ * leaves that token in use (logged) so that a flaky token endpoint does not close connections; once the token
+ * has expired, the failure reaches the caller. Thread-safe and non-blocking.
+ *
+ * <pre>{@code
+ * TokenSource tokens = () -> http.sendAsync(tokenRequest, ofString())
+ *         .thenApply(r -> parse(r.body()))   // -> Credentials.of("", accessToken, now.plusSeconds(expiresIn))
+ * ConnectionOptions options = new ConnectionOptions()
+ *         .credentialsProvider(RefreshingCredentialsProvider.create(tokens));
+ * }</pre>
+ *
+ * The connection side: see {@link CredentialsProvider} (asked at every connect, and before expiry while
+ * open, the new token going to the broker in connection.update-secret).
+ */
+public final class RefreshingCredentialsProvider implements CredentialsProvider {
+
+    private static final Logger LOG = LoggerFactory.getLogger(RefreshingCredentialsProvider.class);
+
+    private final TokenSource source;
+    private final Clock clock;
+
+    // guarded by this
+    private Credentials current;
+    private Instant staleAt;
+    private CompletableFuture<Credentials> fetching;
+    private long fetches;
+
+    private RefreshingCredentialsProvider(TokenSource source, Clock clock) {
+        this.source = Objects.requireNonNull(source, "source");
+        this.clock = Objects.requireNonNull(clock, "clock");
+    }
+
+    /** A provider over {@code source} on the system clock. */
+    public static RefreshingCredentialsProvider create(TokenSource source) {
+        return new RefreshingCredentialsProvider(source, Clock.systemUTC());
+    }
+
+    /** A provider over {@code source} that reads the time from {@code clock} (tests). */
+    public static RefreshingCredentialsProvider create(TokenSource source, Clock clock) {
+        return new RefreshingCredentialsProvider(source, clock);
+    }
+
+    @Override
+    public CompletionStage<Credentials> credentials() {
+        CompletableFuture<Credentials> f;
+        synchronized (this) {
+            if (current != null && (staleAt == null || clock.instant().isBefore(staleAt))) {
+                return CompletableFuture.completedFuture(current);
+            }
+            f = fetching != null ? fetching : startFetch();
+        }
+        return f.copy();
+    }
+
+    /** Forgets the current token: the next {@link #credentials()} fetches a new one. */
+    public synchronized void invalidate() {
+        staleAt = clock.instant();
+    }
+
+    /** How many fetches were started, for tests and monitoring. */
+    public synchronized long fetches() {
+        return fetches;
+    }
+
+    // guarded by this
+    private CompletableFuture<Credentials> startFetch() {
+        CompletableFuture<Credentials> f = new CompletableFuture<>();
+        fetching = f;
+        fetches++;
+        Instant fetchedAt = clock.instant();
+        CompletionStage<Credentials> stage;
+        try {
+            stage = Objects.requireNonNull(source.fetch(), "the token source returned a null stage");
+        } catch (RuntimeException e) {
+            stage = CompletableFuture.failedFuture(e);
+        }
+        stage.whenComplete((creds, error) -> fetched(f, fetchedAt, creds, error));
+        return f;
+    }
+
+    private void fetched(CompletableFuture<Credentials> f, Instant fetchedAt, Credentials creds, Throwable error) {
+        Credentials result = null;
+        Throwable failure = error != null ? error
+                : creds == null ? new NullPointerException("the token source completed with null") : null;
+        synchronized (this) {
+            fetching = null;
+            if (failure == null) {
+                current = creds;
+                staleAt = staleAt(fetchedAt, creds.expiresAt());
+                result = creds;
+            } else if (current != null && (current.expiresAt() == null
+                    || clock.instant().isBefore(current.expiresAt()))) {
+                LOG.warn("could not fetch a new token, going on with the current one (expires at {}): {}",
+                        current.expiresAt(), failure.toString());
+                result = current;
+            }
+        }
+        if (result != null) {
+            f.complete(result);
+        } else {
+            f.completeExceptionally(failure);
+        }
+    }
+
+    /** When a token fetched at {@code fetchedAt} is due for renewal: after the refresh ratio of its lifetime. */
+    static Instant staleAt(Instant fetchedAt, Instant expiresAt) {
+        if (expiresAt == null) {
+            return null;
+        }
+        Duration lifetime = Duration.between(fetchedAt, expiresAt);
+        if (lifetime.isNegative()) {
+            return fetchedAt;
+        }
+        return fetchedAt.plus(lifetime.multipliedBy(REFRESH_RATIO_PERCENT).dividedBy(100));
+    }
+}

@@ -1,0 +1,138 @@
+package io.warren.credentials;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.ZoneId;
+import java.time.ZoneOffset;
+import java.util.ArrayDeque;
+import java.util.Deque;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+import org.junit.jupiter.api.Test;
+
+class RefreshingCredentialsProviderTest {
+
+    private final MovingClock clock = new MovingClock();
+    private final Deque<CompletableFuture<Credentials>> fetches = new ArrayDeque<>();
+    private final RefreshingCredentialsProvider provider = RefreshingCredentialsProvider.create(() -> {
+        CompletableFuture<Credentials> f = new CompletableFuture<>();
+        fetches.add(f);
+        return f;
+    }, clock);
+
+    private Credentials token(String value, int lifetimeSeconds) {
+        return Credentials.of("svc", value, clock.instant().plusSeconds(lifetimeSeconds));
+    }
+
+    @Test
+    void oneFetchInFlightServesEveryCaller() {
+        CompletionStage<Credentials> a = provider.credentials();
+        CompletionStage<Credentials> b = provider.credentials();
+        assertEquals(1, fetches.size());
+        assertNotSame(a, b, "each caller gets its own stage (none can complete the shared one)");
+        Credentials t = token("t1", 100);
+        fetches.poll().complete(t);
+        assertSame(t, a.toCompletableFuture().join());
+        assertSame(t, b.toCompletableFuture().join());
+        assertEquals(1, provider.fetches());
+    }
+
+    @Test
+    void theTokenIsKeptUntilEightyPercentOfItsLifetime() {
+        provider.credentials();
+        Credentials t1 = token("t1", 100);
+        fetches.poll().complete(t1);
+        clock.advance(Duration.ofSeconds(79));
+        assertSame(t1, provider.credentials().toCompletableFuture().join());
+        assertTrue(fetches.isEmpty());
+        clock.advance(Duration.ofSeconds(1));
+        CompletionStage<Credentials> next = provider.credentials();
+        assertFalse(next.toCompletableFuture().isDone());
+        Credentials t2 = token("t2", 100);
+        fetches.poll().complete(t2);
+        assertSame(t2, next.toCompletableFuture().join());
+        assertEquals(2, provider.fetches());
+    }
+
+    @Test
+    void aTokenWithoutExpiryIsFetchedOnce() {
+        provider.credentials();
+        fetches.poll().complete(Credentials.of("svc", "forever"));
+        clock.advance(Duration.ofDays(365));
+        assertEquals("forever", provider.credentials().toCompletableFuture().join().secret());
+        assertEquals(1, provider.fetches());
+    }
+
+    @Test
+    void aFailedFetchKeepsAValidTokenAndReachesTheCallerOnceItExpired() {
+        provider.credentials();
+        Credentials t1 = token("t1", 100);
+        fetches.poll().complete(t1);
+        clock.advance(Duration.ofSeconds(90));
+        CompletionStage<Credentials> stillValid = provider.credentials();
+        fetches.poll().completeExceptionally(new IllegalStateException("endpoint down"));
+        assertSame(t1, stillValid.toCompletableFuture().join());
+
+        clock.advance(Duration.ofSeconds(11)); // t1 expired
+        CompletionStage<Credentials> expired = provider.credentials();
+        fetches.poll().completeExceptionally(new IllegalStateException("endpoint down"));
+        CompletionException e = assertThrows(CompletionException.class, () -> expired.toCompletableFuture().join());
+        assertEquals("endpoint down", e.getCause().getMessage());
+    }
+
+    @Test
+    void invalidateForcesAFetch() {
+        provider.credentials();
+        fetches.poll().complete(token("t1", 100));
+        provider.invalidate();
+        provider.credentials();
+        assertEquals(1, fetches.size());
+    }
+
+    @Test
+    void aThrowingTokenSourceFailsTheStage() {
+        RefreshingCredentialsProvider broken = RefreshingCredentialsProvider.create(() -> {
+            throw new IllegalStateException("no client configured");
+        });
+        CompletionException e = assertThrows(CompletionException.class,
+                () -> broken.credentials().toCompletableFuture().join());
+        assertEquals("no client configured", e.getCause().getMessage());
+    }
+
+    @Test
+    void credentialsNeverShowTheSecret() {
+        assertFalse(Credentials.of("svc", "s3cret").toString().contains("s3cret"));
+    }
+
+    static final class MovingClock extends Clock {
+        private Instant now = Instant.parse("2030-01-01T00:00:00Z");
+
+        void advance(Duration d) {
+            now = now.plus(d);
+        }
+
+        @Override
+        public ZoneId getZone() {
+            return ZoneOffset.UTC;
+        }
+
+        @Override
+        public Clock withZone(ZoneId zone) {
+            return this;
+        }
+
+        @Override
+        public Instant instant() {
+            return now;
+        }
+    }
+}
