@@ -46,11 +46,15 @@ public final class PublishFlow implements BlockedListener {
 
     // event loop only
     private final ArrayList<Publisher> publishers = new ArrayList<>();
+    private final int flushThreshold;
+    private long unflushedBytes;
 
     public PublishFlow(ChannelHandlerContext ctx, ConnectionImpl connection, PublishOptions options) {
         this.ctx = ctx;
         this.options = new PublishOptions(options);
         this.maxPendingBytes = options.maxPendingBytes();
+        // Half the high-water mark: a backlog never makes the channel unwritable by unflushed bytes alone.
+        this.flushThreshold = Math.max(4096, ctx.channel().config().getWriteBufferHighWaterMark() / 2);
         connection.addBlockedListener(this);
     }
 
@@ -139,7 +143,22 @@ public final class PublishFlow implements BlockedListener {
 
     /** Writes a flush now (the diagnostic flush-per-message mode). */
     void flush() {
+        unflushedBytes = 0;
         ctx.flush();
+    }
+
+    /**
+     * {@code bytes} of a publish were written (not flushed). The outbound path flushes once per batch, at the end
+     * of a drain; but a drain lasts as long as publishers keep the queue non-empty, and unflushed bytes count
+     * against Netty's high-water mark: without a flush in between, a busy connection would turn unwritable, stop
+     * its publishers, flush, and start again (stop-and-go). So a flush also goes out every half high-water mark
+     * of publishes: one flush per ~250 small messages under load, never one per message.
+     */
+    void written(long bytes) {
+        unflushedBytes += bytes;
+        if (unflushedBytes >= flushThreshold) {
+            flush();
+        }
     }
 
     /** Netty's writability changed ({@code channelWritabilityChanged}). */

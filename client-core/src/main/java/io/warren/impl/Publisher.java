@@ -278,6 +278,7 @@ public final class Publisher {
     /** Writes a publish's frames (one event-loop step: nothing comes between them) and recycles its task. */
     private void send(PublishTask task) {
         CompletableFuture<PublishOutcome> future = task.future;
+        long bytes = task.bytes;
         ByteBuf head = task.head;
         ByteBuf body = task.body;
         ByteBuf tail = task.tail;
@@ -298,6 +299,8 @@ public final class Publisher {
         }
         if (flushPerMessage) {
             flow.flush();
+        } else {
+            flow.written(bytes);
         }
     }
 

@@ -1,0 +1,182 @@
+package io.warren.bench.publish;
+
+import com.rabbitmq.client.ConfirmListener;
+import com.rabbitmq.client.ConnectionFactory;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import io.warren.AmqpClient;
+import io.warren.Channel;
+import io.warren.Connection;
+import io.warren.ConnectionOptions;
+import io.warren.PublishOptions;
+import io.warren.PublishOutcome;
+import io.warren.codec.content.BasicProperties;
+import io.warren.codec.content.ShortString;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Param;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+
+/**
+ * The whole publish path, end to end into a socket, one publish per operation: the caller's framing, the
+ * hand-over to the event loop, the write, and with confirms the tracking and the broker's acks (read and
+ * decoded by the client). The other end is the loopback peer in sink mode in its own JVM: it reads everything
+ * and confirms with one multiple ack per read, like a broker.
+ *
+ * <p>Read {@code gc.alloc.rate.norm} (bytes per publish, every thread of this JVM: the caller, Warren's event
+ * loop, amqp-client's reader thread). Warren's body is a pooled direct buffer written with the message's 16
+ * bytes (the caller's own buffer; its object is recycled by the allocator); amqp-client's is a {@code byte[]}
+ * allocated once and reused, the cheapest it allows.
+ *
+ * <pre>
+ * java -jar client-benchmarks/target/benchmarks.jar PublishAllocationBenchmark -f 1 -wi 3 -i 5 -w 1s -r 1s -prof gc
+ * </pre>
+ *
+ * With confirms both clients keep at most 1,000 publishes unconfirmed: Warren by its confirm window
+ * ({@link PublishOptions#maxOutstandingConfirms}) and {@link Channel#whenWritable()}, amqp-client by a
+ * semaphore released from its {@code ConfirmListener} (PerfTest's way).
+ */
+@BenchmarkMode(Mode.Throughput)
+@OutputTimeUnit(TimeUnit.SECONDS)
+public class PublishAllocationBenchmark {
+
+    static final int SIZE = 16;
+    static final int IN_FLIGHT = 1000;
+    static final byte[] BODY = new byte[SIZE];
+
+    @State(Scope.Benchmark)
+    public static class Peer {
+        PeerProcess peer;
+
+        @Setup(Level.Trial)
+        public void start() throws Exception {
+            peer = PeerProcess.startSink();
+        }
+
+        @TearDown(Level.Trial)
+        public void stop() throws Exception {
+            peer.close();
+        }
+    }
+
+    @State(Scope.Benchmark)
+    public static class Warren {
+        /** Routing key as a String (UTF-8 encoded per publish) or a ShortString (encoded once). */
+        @Param({"string", "shortstring"})
+        public String key;
+
+        @Param({"false", "true"})
+        public boolean confirms;
+
+        AmqpClient client;
+        Connection connection;
+        Channel channel;
+        CharSequence routingKey;
+        ByteBufAllocator alloc;
+
+        @Setup(Level.Trial)
+        public void connect(Peer peer) throws Exception {
+            client = AmqpClient.create();
+            ConnectionOptions options = ConnectionOptions.fromUri(peer.peer.uri())
+                    .publishOptions(new PublishOptions().maxOutstandingConfirms(IN_FLIGHT));
+            connection = client.connect(options).toCompletableFuture().get(30, TimeUnit.SECONDS);
+            channel = connection.openChannel().toCompletableFuture().get(30, TimeUnit.SECONDS);
+            if (confirms) {
+                channel.confirmSelect().toCompletableFuture().get(30, TimeUnit.SECONDS);
+            }
+            routingKey = key.equals("string") ? "publish.bench" : ShortString.of("publish.bench");
+            alloc = ByteBufAllocator.DEFAULT;
+        }
+
+        @TearDown(Level.Trial)
+        public void close() throws Exception {
+            connection.close().toCompletableFuture().get(30, TimeUnit.SECONDS);
+            client.close().toCompletableFuture().get(30, TimeUnit.SECONDS);
+        }
+
+        ByteBuf body() {
+            return alloc.directBuffer(SIZE, SIZE).writeBytes(BODY);
+        }
+
+        void awaitWritable() {
+            if (!channel.isWritable()) {
+                channel.whenWritable().toCompletableFuture().join();
+            }
+        }
+    }
+
+    @State(Scope.Benchmark)
+    public static class AmqpJavaClient {
+        @Param({"false", "true"})
+        public boolean confirms;
+
+        com.rabbitmq.client.Connection connection;
+        com.rabbitmq.client.Channel channel;
+        final Semaphore window = new Semaphore(IN_FLIGHT);
+
+        @Setup(Level.Trial)
+        public void connect(Peer peer) throws Exception {
+            ConnectionFactory f = new ConnectionFactory();
+            f.setUri(peer.peer.uri());
+            connection = f.newConnection("amqp-client publish bench");
+            channel = connection.createChannel();
+            if (confirms) {
+                channel.confirmSelect();
+                channel.addConfirmListener(new ConfirmListener() {
+                    long last;
+
+                    @Override
+                    public void handleAck(long tag, boolean multiple) {
+                        release(tag, multiple);
+                    }
+
+                    @Override
+                    public void handleNack(long tag, boolean multiple) {
+                        release(tag, multiple);
+                    }
+
+                    private void release(long tag, boolean multiple) {
+                        int n = multiple ? (int) (tag - last) : 1;
+                        last = Math.max(last, tag);
+                        window.release(n);
+                    }
+                });
+            }
+        }
+
+        @TearDown(Level.Trial)
+        public void close() throws Exception {
+            connection.close();
+        }
+    }
+
+    @Benchmark
+    public void warren(Warren w) {
+        w.awaitWritable();
+        w.channel.publishNoOutcome("", w.routingKey, false, BasicProperties.EMPTY, w.body());
+    }
+
+    /** With an outcome per publish: the future is the one allocation (a confirm completes it with a shared outcome). */
+    @Benchmark
+    public CompletionStage<PublishOutcome> warrenWithOutcome(Warren w) {
+        w.awaitWritable();
+        return w.channel.publish("", w.routingKey, false, BasicProperties.EMPTY, w.body());
+    }
+
+    @Benchmark
+    public void amqpClient(AmqpJavaClient a) throws Exception {
+        if (a.confirms) {
+            a.window.acquire();
+        }
+        a.channel.basicPublish("", "publish.bench", null, BODY);
+    }
+}
