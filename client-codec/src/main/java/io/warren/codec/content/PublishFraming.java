@@ -3,6 +3,11 @@ package io.warren.codec.content;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.CompositeByteBuf;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelOutboundInvoker;
+import io.netty.channel.ChannelPromise;
+import io.netty.util.concurrent.EventExecutor;
 import io.warren.codec.FrameType;
 import io.warren.codec.Frames;
 import io.warren.codec.method.BasicPublishEncoder;
@@ -77,38 +82,20 @@ public final class PublishFraming {
         try {
             check(alloc, channel, frameMax, method, properties);
             int bodyLength = body.readableBytes();
-            // frame-max counts the header and end byte: a body frame carries at most frame-max - 8 bytes
-            int maxChunk = frameMax == 0 ? Integer.MAX_VALUE : frameMax - Frames.FRAME_OVERHEAD;
-            int chunks = bodyLength == 0 ? 0 : 1 + (bodyLength - 1) / maxChunk;
-            int headLength = method.encodedLength() + ContentHeaderEncoder.encodedLength(properties)
-                    + 2 * Frames.FRAME_OVERHEAD;
+            int maxChunk = maxChunk(frameMax);
+            int chunks = bodyFrameCount(bodyLength, frameMax);
+            head = head(alloc, channel, method, properties, bodyLength, maxChunk, chunks);
             if (chunks == 0) {
-                head = alloc.buffer(headLength, headLength);
-                writeHead(head, channel, method, properties, 0);
                 ByteBuf result = head;
                 head = null;
                 return result;
             }
-            // the first body frame's header (7), an end byte and header between chunks (8), the last end byte (1)
-            int piecesLength = Frames.FRAME_HEADER_SIZE + (chunks - 1) * Frames.FRAME_OVERHEAD + 1;
-            head = alloc.buffer(headLength + piecesLength, headLength + piecesLength);
-            writeHead(head, channel, method, properties, bodyLength);
-            Frames.writeHeader(head, FrameType.BODY, channel, Math.min(maxChunk, bodyLength));
-            int firstPart = head.writerIndex();
-            for (int i = 1; i < chunks; i++) {
-                head.writeByte(Frames.FRAME_END);
-                Frames.writeHeader(head, FrameType.BODY, channel, Math.min(maxChunk, bodyLength - i * maxChunk));
-            }
-            head.writeByte(Frames.FRAME_END);
-            // the pieces after firstPart are reached through slices; the head itself ends at the first body header
-            head.writerIndex(firstPart);
-
             out = alloc.compositeBuffer(2 * chunks + 1);
             ByteBuf pieces = head;
+            int piece = head.writerIndex();
             out.addComponent(true, head);
             head = null; // the composite owns it now
             int bodyIndex = body.readerIndex();
-            int piece = firstPart;
             for (int i = 0; i < chunks; i++) {
                 int start = i * maxChunk;
                 out.addComponent(true, body.retainedSlice(bodyIndex + start, Math.min(maxChunk, bodyLength - start)));
@@ -130,6 +117,72 @@ public final class PublishFraming {
         }
     }
 
+    /**
+     * The allocation-free variant for a publisher on the channel's event loop: the same frames, written
+     * to {@code out} as consecutive messages (the head buffer, each body slice, the 8- and 1-byte pieces
+     * between them) instead of one composite, so no {@code CompositeByteBuf} and no component objects are
+     * created; the transport gathers the messages into one vectored write. It must run on the channel's
+     * event loop, so that no other write can land between the pieces.
+     *
+     * <p>Ownership as for {@link #frame}: the caller's reference to {@code body} passes to this method,
+     * which releases it exactly once whether it returns or throws; every buffer written passes to the
+     * channel. {@code promise} completes with the last piece; the earlier pieces use the void promise, so a
+     * failure among them reaches the pipeline's {@code exceptionCaught}.
+     *
+     * @param out a {@link Channel} or {@link ChannelHandlerContext}
+     * @throws IllegalArgumentException as {@link #frame} does (the body is released all the same)
+     * @throws IllegalStateException when called off the channel's event loop (the body is released)
+     */
+    public static void write(ChannelOutboundInvoker out, ByteBufAllocator alloc, int channel, int frameMax,
+            MethodEncoder method, BasicProperties properties, ByteBuf body, ChannelPromise promise) {
+        if (body == null) {
+            throw new IllegalArgumentException("body must not be null");
+        }
+        ByteBuf head = null;
+        try {
+            check(alloc, channel, frameMax, method, properties);
+            EventExecutor executor = out instanceof ChannelHandlerContext ? ((ChannelHandlerContext) out).executor()
+                    : out instanceof Channel ? ((Channel) out).eventLoop() : null;
+            if (executor == null || !executor.inEventLoop()) {
+                throw new IllegalStateException("PublishFraming.write must run on the channel's event loop");
+            }
+            int bodyLength = body.readableBytes();
+            int maxChunk = maxChunk(frameMax);
+            int chunks = bodyFrameCount(bodyLength, frameMax);
+            head = head(alloc, channel, method, properties, bodyLength, maxChunk, chunks);
+            if (chunks == 0) {
+                ByteBuf only = head;
+                head = null;
+                out.write(only, promise);
+                return;
+            }
+            // an extra reference while the pieces are sliced: a write to a closed channel releases at once
+            ByteBuf pieces = head.retain();
+            try {
+                int piece = head.writerIndex();
+                ChannelPromise voidPromise = out.voidPromise();
+                ByteBuf first = head;
+                head = null; // the channel owns the first reference now
+                out.write(first, voidPromise);
+                int bodyIndex = body.readerIndex();
+                for (int i = 0; i < chunks; i++) {
+                    int start = i * maxChunk;
+                    int pieceLength = i == chunks - 1 ? 1 : Frames.FRAME_OVERHEAD;
+                    out.write(body.retainedSlice(bodyIndex + start, Math.min(maxChunk, bodyLength - start)), voidPromise);
+                    out.write(pieces.retainedSlice(piece, pieceLength), i == chunks - 1 ? promise : voidPromise);
+                    piece += pieceLength;
+                }
+            } finally {
+                pieces.release();
+            }
+        } finally {
+            body.release();
+            if (head != null) {
+                head.release();
+            }
+        }
+    }
+
     /** The number of body frames a body of {@code bodyLength} bytes needs under {@code frameMax} (0: no limit). */
     public static int bodyFrameCount(long bodyLength, int frameMax) {
         if (bodyLength == 0) {
@@ -139,10 +192,42 @@ public final class PublishFraming {
         return (int) (1 + (bodyLength - 1) / maxChunk);
     }
 
-    private static void writeHead(ByteBuf head, int channel, MethodEncoder method, BasicProperties properties,
-            long bodyLength) {
-        Frames.writeMethod(head, channel, method);
-        Frames.writeContentHeader(head, channel, bodyLength, properties);
+    /** The largest body frame payload: frame-max counts the header and end byte. */
+    private static int maxChunk(int frameMax) {
+        return frameMax == 0 ? Integer.MAX_VALUE : frameMax - Frames.FRAME_OVERHEAD;
+    }
+
+    /**
+     * One exactly sized buffer: method frame, header frame and, when there is a body, the first body
+     * frame's header, then the pieces that go between and after the body slices (an end byte and the
+     * next header, 8 bytes, per later chunk; the last end byte). Its writer index stops after the first
+     * body header: the pieces are reached through slices.
+     */
+    private static ByteBuf head(ByteBufAllocator alloc, int channel, MethodEncoder method, BasicProperties properties,
+            int bodyLength, int maxChunk, int chunks) {
+        int headLength = method.encodedLength() + ContentHeaderEncoder.encodedLength(properties)
+                + 2 * Frames.FRAME_OVERHEAD;
+        int piecesLength = chunks == 0 ? 0 : Frames.FRAME_HEADER_SIZE + (chunks - 1) * Frames.FRAME_OVERHEAD + 1;
+        ByteBuf head = alloc.buffer(headLength + piecesLength, headLength + piecesLength);
+        try {
+            Frames.writeMethod(head, channel, method);
+            Frames.writeContentHeader(head, channel, bodyLength, properties);
+            if (chunks == 0) {
+                return head;
+            }
+            Frames.writeHeader(head, FrameType.BODY, channel, Math.min(maxChunk, bodyLength));
+            int firstPart = head.writerIndex();
+            for (int i = 1; i < chunks; i++) {
+                head.writeByte(Frames.FRAME_END);
+                Frames.writeHeader(head, FrameType.BODY, channel, Math.min(maxChunk, bodyLength - i * maxChunk));
+            }
+            head.writeByte(Frames.FRAME_END);
+            head.writerIndex(firstPart);
+            return head;
+        } catch (RuntimeException | Error e) {
+            head.release();
+            throw e;
+        }
     }
 
     private static void check(ByteBufAllocator alloc, int channel, int frameMax, MethodEncoder method,

@@ -16,6 +16,7 @@ import io.netty.buffer.CompositeByteBuf;
 import io.netty.buffer.PooledByteBufAllocator;
 import io.netty.buffer.Unpooled;
 import io.netty.buffer.UnpooledByteBufAllocator;
+import io.netty.channel.ChannelPromise;
 import io.netty.channel.embedded.EmbeddedChannel;
 import io.warren.codec.Frame;
 import io.warren.codec.FrameDecoder;
@@ -282,6 +283,81 @@ class PublishFramingTest {
                 assertArrayEquals(first, b);
             }
         }
+    }
+
+    // ------------------------------------------------------------------- write(): no composite at all
+
+    private static byte[] written(EmbeddedChannel channel) {
+        ByteBuf all = Unpooled.buffer();
+        ByteBuf msg;
+        while ((msg = channel.readOutbound()) != null) {
+            all.writeBytes(msg);
+            msg.release();
+        }
+        byte[] bytes = ByteBufUtil.getBytes(all);
+        all.release();
+        return bytes;
+    }
+
+    @Test
+    void writeSendsTheSameBytesAsFrame() {
+        for (int size : new int[] {0, 16, 4088, 10_000}) {
+            byte[] content = bytes(size);
+            ByteBuf framed = PublishFraming.publish(POOLED, 3, 4096, publish(), PROPS, POOLED.buffer().writeBytes(content));
+            byte[] expected = ByteBufUtil.getBytes(framed);
+            framed.release();
+            EmbeddedChannel channel = new EmbeddedChannel();
+            ChannelPromise promise = channel.newPromise();
+            PublishFraming.write(channel, POOLED, 3, 4096, publish(), PROPS, POOLED.buffer().writeBytes(content), promise);
+            channel.flush();
+            assertTrue(promise.isSuccess(), "the promise completes with the last piece");
+            assertArrayEquals(expected, written(channel), "body of " + size);
+            assertFalse(channel.finish());
+        }
+    }
+
+    @Test
+    void writeSendsTheCallersMemory() {
+        ByteBuf body = POOLED.directBuffer(100).writeBytes(bytes(100));
+        body.retain();
+        EmbeddedChannel channel = new EmbeddedChannel();
+        PublishFraming.write(channel, POOLED, 1, 4096, publish(), PROPS, body, channel.voidPromise());
+        channel.flush();
+        ByteBuf head = channel.readOutbound();
+        ByteBuf slice = channel.readOutbound();
+        ByteBuf end = channel.readOutbound();
+        assertSame(root(body), root(slice), "the body goes out as a slice of the caller's buffer");
+        assertEquals(1, end.readableBytes());
+        head.release();
+        slice.release();
+        end.release();
+        assertEquals(1, body.refCnt(), "the framing released the reference it was given, once");
+        body.release();
+        assertFalse(channel.finish());
+    }
+
+    @Test
+    void writeToAClosedChannelReleasesEverything() {
+        ByteBuf body = POOLED.buffer().writeBytes(bytes(9000));
+        body.retain();
+        EmbeddedChannel channel = new EmbeddedChannel();
+        channel.close();
+        ChannelPromise promise = channel.newPromise();
+        PublishFraming.write(channel, POOLED, 1, 4096, publish(), PROPS, body, promise);
+        assertFalse(promise.isSuccess());
+        assertEquals(1, body.refCnt(), "every slice was released by the closed channel, the reference by the framing");
+        body.release();
+        assertFalse(channel.finish());
+    }
+
+    @Test
+    void writeFailureReleasesTheBodyOnce() {
+        EmbeddedChannel channel = new EmbeddedChannel();
+        assertReleasedOnceAfterFailure(body -> {
+            PublishFraming.write(channel, POOLED, 1, 100, publish(), PROPS, body, channel.voidPromise());
+            return null;
+        });
+        assertFalse(channel.finish());
     }
 
     private static ByteBuf root(ByteBuf buf) {
