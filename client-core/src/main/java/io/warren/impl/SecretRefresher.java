@@ -178,8 +178,15 @@ final class SecretRefresher {
             return;
         }
         if (fresh.secret().equals(current.secret())) {
-            // the provider's token is not due yet (it may have been fetched before this connection opened)
-            scheduleRefresh(0.5);
+            // Nothing to tell the broker. A later expiry (a password re-issued with a new lease) is adopted; the
+            // same one means the provider's token is not due yet (it was fetched before this connection
+            // opened): ask again halfway to the expiry.
+            if (fresh.expiresAt() != null && fresh.expiresAt().isAfter(current.expiresAt())) {
+                adopt(fresh);
+                scheduleRefresh(REFRESH_RATIO);
+            } else {
+                scheduleRefresh(0.5);
+            }
             return;
         }
         CompletableFuture<Void> done = new CompletableFuture<>();

@@ -201,6 +201,28 @@ class CredentialsTest {
     }
 
     @Test
+    void theSameSecretWithALaterExpiryIsAdoptedWithoutAnUpdate() {
+        ScriptedProvider provider = new ScriptedProvider();
+        try (FakeBroker broker = new FakeBroker(options().credentialsProvider(provider))) {
+            broker.sendStart("PLAIN");
+            provider.answer(Credentials.of("svc", "password", Instant.now().plusSeconds(100)));
+            broker.expectAndRelease(0, MethodIds.CONNECTION_START_OK);
+            broker.handshakeAfterStartOk();
+            broker.client.advanceTimeBy(81, TimeUnit.SECONDS);
+            broker.client.runScheduledPendingTasks();
+            provider.answer(Credentials.of("svc", "password", Instant.now().plusSeconds(1000)));
+            broker.client.runPendingTasks();
+            broker.expectNothing();
+            broker.client.advanceTimeBy(700, TimeUnit.SECONDS); // not yet 80% of the new 1000 s
+            broker.client.runScheduledPendingTasks();
+            assertEquals(2, provider.asked.get());
+            broker.client.advanceTimeBy(150, TimeUnit.SECONDS);
+            broker.client.runScheduledPendingTasks();
+            assertEquals(3, provider.asked.get());
+        }
+    }
+
+    @Test
     void aFailedRefreshIsRetriedWhileTheSecretIsValid() {
         ScriptedProvider provider = new ScriptedProvider();
         try (FakeBroker broker = new FakeBroker(options().credentialsProvider(provider))) {

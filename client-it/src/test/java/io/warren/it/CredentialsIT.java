@@ -1,0 +1,91 @@
+package io.warren.it;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.warren.AuthenticationException;
+import io.warren.Channel;
+import io.warren.Connection;
+import io.warren.ConnectionOptions;
+import io.warren.QueueDeclare;
+import io.warren.credentials.Credentials;
+import io.warren.credentials.CredentialsProvider;
+import io.warren.credentials.RefreshingCredentialsProvider;
+import io.warren.credentials.TokenSource;
+import java.time.Instant;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/** Credentials providers and connection.update-secret against RabbitMQ. */
+@ExtendWith(BrokerExtension.class)
+class CredentialsIT {
+
+    private static ConnectionOptions options(Broker broker, String name) {
+        return ConnectionOptions.fromUri(broker.uri()).username("not-used").password("not-used")
+                .connectionName("warren-it CredentialsIT " + name);
+    }
+
+    private static <T> T await(java.util.concurrent.CompletionStage<T> stage) throws Exception {
+        return stage.toCompletableFuture().get(30, TimeUnit.SECONDS);
+    }
+
+    @Test
+    void theBrokerAcceptsUpdateSecret(Connection connection, Broker broker) throws Exception {
+        await(connection.updateSecret(broker.password(), "warren-it"));
+        Channel ch = await(connection.openChannel());
+        await(ch.queueDeclare(QueueDeclare.serverNamed()));
+        assertTrue(connection.isOpen());
+    }
+
+    @Test
+    void anExpiringTokenIsRefreshedOnTheLiveConnection(Broker broker) throws Exception {
+        AtomicInteger fetches = new AtomicInteger();
+        // The broker's internal users take the password as the "token", re-issued with a new expiry each time: the
+        // connection adopts each new lease (the wire exchange itself is CredentialsTest's and the test above's).
+        TokenSource tokens = () -> {
+            fetches.incrementAndGet();
+            return CompletableFuture.supplyAsync(() -> Credentials.of(broker.username(), broker.password(),
+                    Instant.now().plusSeconds(3)));
+        };
+        RefreshingCredentialsProvider provider = RefreshingCredentialsProvider.create(tokens);
+        Connection connection = await(BrokerExtension.client().connect(options(broker, "refresh")
+                .credentialsProvider(provider)));
+        try {
+            assertEquals(1, fetches.get());
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            while (fetches.get() < 3 && System.nanoTime() < deadline) {
+                Thread.sleep(100);
+            }
+            assertTrue(fetches.get() >= 3, "the token was fetched again before each expiry: " + fetches.get());
+            assertTrue(connection.isOpen(), "still open after several token lifetimes");
+            Channel ch = await(connection.openChannel());
+            await(ch.queueDeclare(QueueDeclare.serverNamed()));
+        } finally {
+            await(connection.close());
+        }
+    }
+
+    @Test
+    void wrongCredentialsFromTheProviderAreRefusedByTheBroker(Broker broker) {
+        ExecutionException e = assertThrows(ExecutionException.class, () -> await(BrokerExtension.client()
+                .connect(options(broker, "wrong").credentialsProvider(CredentialsProvider.of(broker.username(),
+                        "wrong-" + broker.password())))));
+        assertInstanceOf(AuthenticationException.class, e.getCause());
+        assertTrue(e.getCause().getMessage().contains(broker.username()), e.getCause().getMessage());
+    }
+
+    @Test
+    void aFailingProviderFailsTheConnect(Broker broker) {
+        CredentialsProvider failing = () -> CompletableFuture.failedFuture(new IllegalStateException("vault sealed"));
+        ExecutionException e = assertThrows(ExecutionException.class, () -> await(BrokerExtension.client()
+                .connect(options(broker, "failing").credentialsProvider(failing))));
+        assertInstanceOf(AuthenticationException.class, e.getCause());
+        assertTrue(e.getCause().getMessage().contains("vault sealed"), e.getCause().getMessage());
+    }
+}
