@@ -63,6 +63,17 @@ public interface Connection {
     String name();
 
     /**
+     * True while the connection is lost and being recovered automatically ({@link RecoveryOptions}): then
+     * {@link #isOpen()} is false and {@link #closeFuture()} is not complete.
+     */
+    boolean isRecovering();
+
+    /** Adds a listener told about automatic recovery (started, succeeded, failed). */
+    void addRecoveryListener(RecoveryListener listener);
+
+    void removeRecoveryListener(RecoveryListener listener);
+
+    /**
      * Sends connection.update-secret: the broker re-authenticates the connection's user with {@code newSecret}
      * (a fresh OAuth 2 token, for example; RabbitMQ 3.8+) without closing anything. Completes on
      * update-secret-ok; a secret the broker refuses closes the connection ({@link #closeFuture()} says why).

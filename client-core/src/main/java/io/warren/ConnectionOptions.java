@@ -38,6 +38,7 @@ public final class ConnectionOptions {
     private String connectionName;
     private final Map<String, Object> clientProperties = new LinkedHashMap<>();
     private PublishOptions publishOptions = new PublishOptions();
+    private RecoveryOptions recovery = new RecoveryOptions();
 
     public ConnectionOptions() {
     }
@@ -61,6 +62,7 @@ public final class ConnectionOptions {
         this.connectionName = other.connectionName;
         this.clientProperties.putAll(other.clientProperties);
         this.publishOptions = new PublishOptions(other.publishOptions);
+        this.recovery = new RecoveryOptions(other.recovery);
     }
 
     /** Options from an AMQP URI as RabbitMQ specifies it; see {@link AmqpUri}. */
@@ -283,6 +285,23 @@ public final class ConnectionOptions {
     /** A copy of the publish options. */
     public PublishOptions publishOptions() {
         return new PublishOptions(publishOptions);
+    }
+
+    /** Automatic recovery after a connection loss (on by default); see {@link RecoveryOptions}. Copied. */
+    public ConnectionOptions recovery(RecoveryOptions options) {
+        this.recovery = new RecoveryOptions(Objects.requireNonNull(options, "options"));
+        return this;
+    }
+
+    /** A copy of the recovery options. */
+    public RecoveryOptions recovery() {
+        return new RecoveryOptions(recovery);
+    }
+
+    /** Turns automatic recovery on (the default) or off, keeping the other recovery options. */
+    public ConnectionOptions automaticRecovery(boolean on) {
+        recovery.enabled(on);
+        return this;
     }
 
     private static Duration positive(Duration d, String name) {

@@ -5,7 +5,9 @@ import io.netty.buffer.Unpooled;
 import io.warren.AmqpException;
 import io.warren.AsyncDeliveryHandler;
 import io.warren.Channel;
+import io.warren.ChannelClosedException;
 import io.warren.Connection;
+import io.warren.ConnectionLostException;
 import io.warren.ConsumeOptions;
 import io.warren.ConsumerHandle;
 import io.warren.DeliveryHandler;
@@ -14,12 +16,16 @@ import io.warren.GetResponse;
 import io.warren.PublishOutcome;
 import io.warren.QueueDeclare;
 import io.warren.QueueDeclareOk;
+import io.warren.RecoveryOptions;
 import io.warren.ReturnListener;
 import io.warren.WritabilityListener;
 import io.warren.codec.ReplyCode;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.method.MethodIds;
 import io.warren.impl.consume.ChannelConsumers;
+import io.warren.impl.recovery.ChannelRecovery;
+import io.warren.impl.recovery.ConnectionRecovery;
+import io.warren.impl.recovery.TopologyRecorder;
 import java.nio.ByteBuffer;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -35,18 +41,86 @@ import java.util.function.Supplier;
  */
 public final class ChannelImpl implements Channel {
 
-    private final ChannelState state;
     private final int number;
-    private final Publisher publisher;
+    /** What the channel needs to survive a connection loss (modes, listeners, publishes made meanwhile). */
+    private final ChannelRecovery recovery = new ChannelRecovery(this);
+
+    // any thread (volatile); replaced on the event loop when the channel is recovered on a new connection
+    private volatile ChannelState state;
+    private volatile Publisher publisher;
 
     // any thread (volatile)
     private volatile boolean open;
+    /** False for the channel recovery uses to declare the topology again (not recorded twice). */
+    private volatile boolean recording = true;
     private final CompletableFuture<AmqpException> closeFuture = new CompletableFuture<>();
 
     ChannelImpl(ChannelState state) {
         this.state = state;
         this.number = state.number();
         this.publisher = new Publisher(state, this);
+    }
+
+    /**
+     * Recovery: {@code newState}, on the new connection, takes this channel over; a new publisher comes with it
+     * (its confirm numbering starts again) and gets the channel's listeners. Event loop.
+     */
+    ChannelImpl attach(ChannelState newState) {
+        this.state = newState;
+        Publisher p = new Publisher(newState, this);
+        this.publisher = p;
+        recovery.publisherReplaced(p);
+        return this;
+    }
+
+    public ChannelRecovery recovery() {
+        return recovery;
+    }
+
+    /** The recovery options of the connection; defaults when recovery is off. */
+    public RecoveryOptions recoveryOptions() {
+        ConnectionRecovery r = connectionRecovery();
+        return r == null ? new RecoveryOptions().enabled(false) : r.options();
+    }
+
+    /** The connection's bound on publish bytes not yet written (also bounds publishes held during recovery). */
+    public long maxPendingBytes() {
+        return state.connection().publishFlow().options().maxPendingBytes();
+    }
+
+    private ConnectionRecovery connectionRecovery() {
+        return state.connection().facade().recovery();
+    }
+
+    /** Whether declares, binds and deletes on this channel are recorded for recovery. */
+    public void recording(boolean on) {
+        this.recording = on;
+    }
+
+    /** Everything is back after a recovery. Event loop. */
+    public void recovered() {
+        recovery.recovered();
+    }
+
+    /** This channel will not be recovered (recovery gave up, or the application closed it meanwhile). Event loop. */
+    public void abandon(AmqpException cause) {
+        recovery.abandon(cause);
+        open = false;
+        closeFuture.complete(cause);
+    }
+
+    /** Runs {@code record} with the recorder when {@code stage} succeeds, if declarations are recorded. */
+    private <T> CompletionStage<T> recorded(CompletionStage<T> stage, java.util.function.BiConsumer<TopologyRecorder, T> record) {
+        ConnectionRecovery r = recording ? connectionRecovery() : null;
+        if (r == null || !r.options().topologyRecovery()) {
+            return stage;
+        }
+        TopologyRecorder topology = r.topology();
+        return stage.whenComplete((v, e) -> {
+            if (e == null) {
+                record.accept(topology, v);
+            }
+        });
     }
 
     /** Publishing, confirms and returns for this channel. */
@@ -64,7 +138,15 @@ public final class ChannelImpl implements Channel {
     }
 
     void markClosed(AmqpException cause) {
+        // a channel lost again while being recovered is still the application's: it waits for the next attempt
+        boolean wasOpen = open || recovery.isRecovering();
         open = false;
+        ConnectionRecovery r = connectionRecovery();
+        if (wasOpen && r != null && cause instanceof ConnectionLostException lost) {
+            // recovery follows: the channel lives on (closeFuture stays pending), publishes made meanwhile wait
+            recovery.lost(lost, state, r);
+            return;
+        }
         closeFuture.complete(cause);
     }
 
@@ -101,7 +183,20 @@ public final class ChannelImpl implements Channel {
                     "replyCode must be within 0..65535 and replyText not null"));
             return result;
         }
-        HandOver.run(state.outbound(), () -> state.close(replyCode, replyText, null, result), null, result);
+        HandOver.run(state.outbound(), () -> {
+            if (recovery.isRecovering()) {
+                // nothing to close on the wire: the channel only waits for recovery, which forgets it
+                ConnectionRecovery r = connectionRecovery();
+                if (r != null) {
+                    r.forget(this);
+                }
+                abandon(new ChannelClosedException("channel " + number + " closed by the application", null,
+                        replyCode, replyText, 0, 0, number, false));
+                result.complete(null);
+                return;
+            }
+            state.close(replyCode, replyText, null, result);
+        }, null, result);
         return result;
     }
 
@@ -120,8 +215,15 @@ public final class ChannelImpl implements Channel {
         if (d == null) {
             return invalid("declare must not be null");
         }
-        return voidRpc(MethodIds.EXCHANGE_DECLARE, MethodIds.EXCHANGE_DECLARE_OK, d.noWait(),
-                () -> Requests.exchangeDeclare(state.alloc(), number, d));
+        ExchangeDeclare copy = d.passive() ? null : ExchangeDeclare.of(d.exchange(), d.type()).durable(d.durable())
+                .autoDelete(d.autoDelete()).internal(d.internal()).arguments(d.arguments());
+        return recorded(voidRpc(MethodIds.EXCHANGE_DECLARE, MethodIds.EXCHANGE_DECLARE_OK, d.noWait(),
+                () -> Requests.exchangeDeclare(state.alloc(), number, d)),
+                (t, v) -> {
+                    if (copy != null) {
+                        t.exchangeDeclared(copy);
+                    }
+                });
     }
 
     @Override
@@ -131,8 +233,9 @@ public final class ChannelImpl implements Channel {
 
     @Override
     public CompletionStage<Void> exchangeDelete(String exchange, boolean ifUnused, boolean noWait) {
-        return voidRpc(MethodIds.EXCHANGE_DELETE, MethodIds.EXCHANGE_DELETE_OK, noWait,
-                () -> Requests.exchangeDelete(state.alloc(), number, exchange, ifUnused, noWait));
+        return recorded(voidRpc(MethodIds.EXCHANGE_DELETE, MethodIds.EXCHANGE_DELETE_OK, noWait,
+                () -> Requests.exchangeDelete(state.alloc(), number, exchange, ifUnused, noWait)),
+                (t, v) -> t.exchangeDeleted(exchange));
     }
 
     @Override
@@ -143,9 +246,9 @@ public final class ChannelImpl implements Channel {
     @Override
     public CompletionStage<Void> exchangeBind(String destination, String source, String routingKey,
                                               Map<String, ?> arguments, boolean noWait) {
-        return voidRpc(MethodIds.EXCHANGE_BIND, MethodIds.EXCHANGE_BIND_OK, noWait,
+        return recorded(voidRpc(MethodIds.EXCHANGE_BIND, MethodIds.EXCHANGE_BIND_OK, noWait,
                 () -> Requests.exchangeBind(state.alloc(), number, true, destination, source, routingKey, arguments,
-                        noWait));
+                        noWait)), (t, v) -> t.bound(true, destination, source, routingKey, arguments));
     }
 
     @Override
@@ -156,9 +259,9 @@ public final class ChannelImpl implements Channel {
     @Override
     public CompletionStage<Void> exchangeUnbind(String destination, String source, String routingKey,
                                                 Map<String, ?> arguments, boolean noWait) {
-        return voidRpc(MethodIds.EXCHANGE_UNBIND, MethodIds.EXCHANGE_UNBIND_OK, noWait,
+        return recorded(voidRpc(MethodIds.EXCHANGE_UNBIND, MethodIds.EXCHANGE_UNBIND_OK, noWait,
                 () -> Requests.exchangeBind(state.alloc(), number, false, destination, source, routingKey, arguments,
-                        noWait));
+                        noWait)), (t, v) -> t.unbound(true, destination, source, routingKey, arguments));
     }
 
     // ---- queue -------------------------------------------------------------------------------------------
@@ -179,13 +282,17 @@ public final class ChannelImpl implements Channel {
         if (d.noWait() && d.queue().isEmpty()) {
             return invalid("a server-named queue cannot be declared with nowait: its name comes in declare-ok");
         }
+        // a snapshot: the application may change its QueueDeclare before the reply comes
+        QueueDeclare copy = (d.passive() ? QueueDeclare.passive(d.queue()) : QueueDeclare.named(d.queue()))
+                .durable(d.durable()).exclusive(d.exclusive()).autoDelete(d.autoDelete()).arguments(d.arguments());
         if (d.noWait()) {
-            return rpc(MethodIds.QUEUE_DECLARE, -1, true, new QueueDeclareOk(d.queue(), -1, -1),
-                    () -> Requests.queueDeclare(state.alloc(), number, d), null);
+            return recorded(rpc(MethodIds.QUEUE_DECLARE, -1, true, new QueueDeclareOk(d.queue(), -1, -1),
+                    () -> Requests.queueDeclare(state.alloc(), number, d), null),
+                    (t, ok) -> t.queueDeclared(copy, ok.queue()));
         }
-        return rpc(MethodIds.QUEUE_DECLARE, MethodIds.QUEUE_DECLARE_OK, false, null,
+        return recorded(rpc(MethodIds.QUEUE_DECLARE, MethodIds.QUEUE_DECLARE_OK, false, null,
                 () -> Requests.queueDeclare(state.alloc(), number, d),
-                (frame, f) -> f.complete(Replies.queueDeclareOk(frame)));
+                (frame, f) -> f.complete(Replies.queueDeclareOk(frame))), (t, ok) -> t.queueDeclared(copy, ok.queue()));
     }
 
     @Override
@@ -196,8 +303,9 @@ public final class ChannelImpl implements Channel {
     @Override
     public CompletionStage<Void> queueBind(String queue, String exchange, String routingKey,
                                            Map<String, ?> arguments, boolean noWait) {
-        return voidRpc(MethodIds.QUEUE_BIND, MethodIds.QUEUE_BIND_OK, noWait,
-                () -> Requests.queueBind(state.alloc(), number, queue, exchange, routingKey, arguments, noWait));
+        return recorded(voidRpc(MethodIds.QUEUE_BIND, MethodIds.QUEUE_BIND_OK, noWait,
+                () -> Requests.queueBind(state.alloc(), number, queue, exchange, routingKey, arguments, noWait)),
+                (t, v) -> t.bound(false, queue, exchange, routingKey, arguments));
     }
 
     @Override
@@ -208,8 +316,9 @@ public final class ChannelImpl implements Channel {
     @Override
     public CompletionStage<Void> queueUnbind(String queue, String exchange, String routingKey,
                                              Map<String, ?> arguments) {
-        return voidRpc(MethodIds.QUEUE_UNBIND, MethodIds.QUEUE_UNBIND_OK, false,
-                () -> Requests.queueUnbind(state.alloc(), number, queue, exchange, routingKey, arguments));
+        return recorded(voidRpc(MethodIds.QUEUE_UNBIND, MethodIds.QUEUE_UNBIND_OK, false,
+                () -> Requests.queueUnbind(state.alloc(), number, queue, exchange, routingKey, arguments)),
+                (t, v) -> t.unbound(false, queue, exchange, routingKey, arguments));
     }
 
     @Override
@@ -231,15 +340,16 @@ public final class ChannelImpl implements Channel {
 
     @Override
     public CompletionStage<Long> queueDelete(String queue, boolean ifUnused, boolean ifEmpty) {
-        return rpc(MethodIds.QUEUE_DELETE, MethodIds.QUEUE_DELETE_OK, false, null,
+        return recorded(rpc(MethodIds.QUEUE_DELETE, MethodIds.QUEUE_DELETE_OK, false, null,
                 () -> Requests.queueDelete(state.alloc(), number, queue, ifUnused, ifEmpty, false),
-                (frame, f) -> f.complete(Replies.messageCount(frame)));
+                (frame, f) -> f.complete(Replies.messageCount(frame))), (t, n) -> t.queueDeleted(queue));
     }
 
     @Override
     public CompletionStage<Void> queueDeleteNoWait(String queue, boolean ifUnused, boolean ifEmpty) {
-        return voidRpc(MethodIds.QUEUE_DELETE, -1, true,
-                () -> Requests.queueDelete(state.alloc(), number, queue, ifUnused, ifEmpty, true));
+        return recorded(voidRpc(MethodIds.QUEUE_DELETE, -1, true,
+                () -> Requests.queueDelete(state.alloc(), number, queue, ifUnused, ifEmpty, true)),
+                (t, v) -> t.queueDeleted(queue));
     }
 
     // ---- basic -------------------------------------------------------------------------------------------
@@ -255,7 +365,12 @@ public final class ChannelImpl implements Channel {
             return invalid("prefetchSize must not be negative and prefetchCount must be within 0..65535");
         }
         return voidRpc(MethodIds.BASIC_QOS, MethodIds.BASIC_QOS_OK, false,
-                () -> Requests.basicQos(state.alloc(), number, prefetchSize, prefetchCount, global));
+                () -> Requests.basicQos(state.alloc(), number, prefetchSize, prefetchCount, global))
+                .whenComplete((v, e) -> {
+                    if (e == null) {
+                        recovery.qosAccepted(prefetchSize, prefetchCount, global);
+                    }
+                });
     }
 
     @Override
@@ -314,7 +429,12 @@ public final class ChannelImpl implements Channel {
 
     @Override
     public CompletionStage<Void> txSelect() {
-        return voidRpc(MethodIds.TX_SELECT, MethodIds.TX_SELECT_OK, false, () -> Requests.txSelect(state.alloc(), number));
+        return voidRpc(MethodIds.TX_SELECT, MethodIds.TX_SELECT_OK, false, () -> Requests.txSelect(state.alloc(), number))
+                .whenComplete((v, e) -> {
+                    if (e == null) {
+                        recovery.txSelected();
+                    }
+                });
     }
 
     @Override
@@ -336,7 +456,11 @@ public final class ChannelImpl implements Channel {
     @Override
     public CompletionStage<Void> confirmSelect(boolean noWait) {
         // through the publisher: it holds publishes until the select is answered, so sequence numbers match
-        return publisher.confirmSelect(noWait);
+        return publisher.confirmSelect(noWait).whenComplete((v, e) -> {
+            if (e == null) {
+                recovery.confirmSelected();
+            }
+        });
     }
 
     // ---- publishing (Publisher) --------------------------------------------------------------------------
@@ -344,6 +468,12 @@ public final class ChannelImpl implements Channel {
     @Override
     public CompletionStage<PublishOutcome> publish(CharSequence exchange, CharSequence routingKey, boolean mandatory,
                                                    BasicProperties properties, ByteBuf body) {
+        if (recovery.isRecovering() && body != null) {
+            CompletionStage<PublishOutcome> held = recovery.hold(exchange, routingKey, mandatory, properties, body, true);
+            if (held != null) {
+                return held;
+            }
+        }
         return publisher.publish(exchange, routingKey, mandatory, properties, body);
     }
 
@@ -353,7 +483,7 @@ public final class ChannelImpl implements Channel {
         if (body == null) {
             return invalid("body must not be null");
         }
-        return publisher.publish(exchange, routingKey, mandatory, properties, Unpooled.wrappedBuffer(body));
+        return publish(exchange, routingKey, mandatory, properties, Unpooled.wrappedBuffer(body));
     }
 
     @Override
@@ -363,43 +493,56 @@ public final class ChannelImpl implements Channel {
             return invalid("body must not be null");
         }
         // wrappedBuffer reads from a slice: the caller's position and limit stay where they are
-        return publisher.publish(exchange, routingKey, mandatory, properties, Unpooled.wrappedBuffer(body));
+        return publish(exchange, routingKey, mandatory, properties, Unpooled.wrappedBuffer(body));
     }
 
     @Override
     public void publishNoOutcome(CharSequence exchange, CharSequence routingKey, boolean mandatory,
                                  BasicProperties properties, ByteBuf body) {
+        if (recovery.isRecovering() && body != null
+                && recovery.hold(exchange, routingKey, mandatory, properties, body, false) != null) {
+            return;
+        }
         publisher.publishNoOutcome(exchange, routingKey, mandatory, properties, body);
     }
 
     @Override
     public boolean isWritable() {
-        return publisher.isWritable();
+        return !recovery.isRecovering() && publisher.isWritable();
     }
 
     @Override
     public CompletionStage<Void> whenWritable() {
+        if (recovery.isRecovering()) {
+            return recovery.whenRecovered().thenCompose(v -> whenWritable());
+        }
         return publisher.whenWritable();
     }
+
+    // listeners are kept by the channel too: a recovered channel's new publisher gets them
 
     @Override
     public void addWritabilityListener(WritabilityListener listener) {
         publisher.addWritabilityListener(listener);
+        recovery.addWritabilityListener(listener);
     }
 
     @Override
     public void removeWritabilityListener(WritabilityListener listener) {
         publisher.removeWritabilityListener(listener);
+        recovery.removeWritabilityListener(listener);
     }
 
     @Override
     public void addReturnListener(ReturnListener listener) {
         publisher.addReturnListener(listener);
+        recovery.addReturnListener(listener);
     }
 
     @Override
     public void removeReturnListener(ReturnListener listener) {
         publisher.removeReturnListener(listener);
+        recovery.removeReturnListener(listener);
     }
 
     // ---- plumbing ----------------------------------------------------------------------------------------

@@ -41,6 +41,16 @@ final class ChannelNumbers {
         return n;
     }
 
+    /** Takes number {@code n} (a recovered channel keeps its number); false when it is out of range or in use. */
+    boolean allocate(int n) {
+        if (n < 1 || n > channelMax || used.get(n)) {
+            return false;
+        }
+        used.set(n);
+        inUse++;
+        return true;
+    }
+
     /** Frees {@code n}; freeing a free number is a bug and throws. */
     void free(int n) {
         if (n < 1 || n > channelMax || !used.get(n)) {

@@ -69,13 +69,19 @@ public final class ChannelState {
     private ScheduledFuture<?> closeTimer;
 
     ChannelState(int number, ConnectionHandler connection, long rpcTimeoutNanos, long maxBodySize) {
+        this(number, connection, rpcTimeoutNanos, maxBodySize, null);
+    }
+
+    /** @param recovered the channel this state takes over after a connection loss, or null for a new channel */
+    ChannelState(int number, ConnectionHandler connection, long rpcTimeoutNanos, long maxBodySize,
+                 ChannelImpl recovered) {
         this.number = number;
         this.connection = connection;
         this.outbound = connection.outbound();
         this.rpcTimeoutNanos = rpcTimeoutNanos;
         this.rpc = new ChannelRpc(this, rpcTimeoutNanos);
         this.content = new ContentAssembler(number, maxBodySize, connection.alloc());
-        this.facade = new ChannelImpl(this);
+        this.facade = recovered == null ? new ChannelImpl(this) : recovered.attach(this);
         this.consumers = new ChannelConsumers(this);
     }
 

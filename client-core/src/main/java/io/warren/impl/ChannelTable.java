@@ -29,6 +29,19 @@ final class ChannelTable {
         return state;
     }
 
+    /**
+     * Recovery: channel {@code n} again, made by {@code factory}; {@code null} when {@code n} is over the
+     * channel-max or in use.
+     */
+    ChannelState allocate(int n, IntFunction<ChannelState> factory) {
+        if (!numbers.allocate(n)) {
+            return null;
+        }
+        ChannelState state = factory.apply(n);
+        byNumber[n] = state;
+        return state;
+    }
+
     /** The channel with number {@code n}, or {@code null}. */
     ChannelState get(int n) {
         return n > 0 && n < byNumber.length ? byNumber[n] : null;

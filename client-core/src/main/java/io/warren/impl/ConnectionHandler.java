@@ -71,11 +71,20 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
      *                  connection could not be opened (authentication, virtual host, timeout, socket)
      */
     public ConnectionHandler(ConnectionOptions options, Address address, CompletableFuture<ConnectionImpl> connected) {
+        this(options, address, connected, null);
+    }
+
+    /**
+     * @param recovering the connection this handler is to take over once open (automatic recovery), or null for
+     *                   a new connection
+     */
+    public ConnectionHandler(ConnectionOptions options, Address address, CompletableFuture<ConnectionImpl> connected,
+                             ConnectionImpl recovering) {
         this.options = options;
         this.address = address;
         this.connected = connected;
         this.rpcTimeoutNanos = options.rpcTimeout().toNanos();
-        this.facade = new ConnectionImpl(this, options, address);
+        this.facade = recovering == null ? new ConnectionImpl(this, options, address) : recovering;
     }
 
     // ---- accessors (any thread unless noted) -------------------------------------------------------------
@@ -285,6 +294,7 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
     @Override
     public void opened(Map<String, Object> serverProperties) {
         state = State.OPEN;
+        facade.attach(this, address); // a recovery's new connection takes the facade over (no-op otherwise)
         facade.opened(serverProperties);
         secrets = new SecretRefresher(outbound, ctx.alloc(), ctx.executor(), options.credentialsProvider(), address,
                 rpcTimeoutNanos);
@@ -318,7 +328,7 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
     // ---- channels ----------------------------------------------------------------------------------------
 
     /** Opens a channel on a free number. Event loop. */
-    void openChannel(CompletableFuture<Channel> result) {
+    public void openChannel(CompletableFuture<Channel> result) {
         if (state != State.OPEN) {
             result.completeExceptionally(closedError());
             return;
@@ -331,6 +341,43 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
             return;
         }
         channel.open(result);
+    }
+
+    /**
+     * Recovery: channel {@code recovered} again on this connection, with its number; {@code result} completes on
+     * channel.open-ok. Event loop.
+     */
+    public void reopenChannel(ChannelImpl recovered, CompletableFuture<Channel> result) {
+        if (state != State.OPEN) {
+            result.completeExceptionally(closedError());
+            return;
+        }
+        int n = recovered.channelNumber();
+        ChannelState channel = channels.allocate(n, k -> new ChannelState(k, this, rpcTimeoutNanos,
+                options.maxInboundMessageBodySize(), recovered));
+        if (channel == null) {
+            result.completeExceptionally(new AmqpException("channel " + n + " cannot be recovered on " + address
+                    + ": over the negotiated channel-max " + channels.channelMax() + " or in use"));
+            return;
+        }
+        channel.open(result);
+    }
+
+    /** True once connection.open-ok came and until closing starts. Event loop. */
+    public boolean isOpen() {
+        return state == State.OPEN;
+    }
+
+    /** The event loop that owns this connection (recovery reconnects on it). */
+    public io.netty.channel.EventLoop eventLoop() {
+        return ctx.channel().eventLoop();
+    }
+
+    /** Closes a connection nobody wants (recovery that was stopped meanwhile). Event loop. */
+    public void closeQuietly() {
+        if (state == State.OPEN) {
+            close(ReplyCode.REPLY_SUCCESS, "OK", new CompletableFuture<>());
+        }
     }
 
     /** The channel's number may be reused: the broker has forgotten it. Event loop. */
@@ -464,7 +511,9 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
         }
     }
 
-    private void failChannels(AmqpException cause) {
+    private void failChannels(AmqpException connectionCause) {
+        // with recovery to follow, channels are told so (a ConnectionLostException): they wait instead of closing
+        AmqpException cause = facade.channelCause(connectionCause);
         if (secrets != null) {
             secrets.close(cause);
         }

@@ -1,12 +1,15 @@
 package io.warren.impl;
 
 import io.warren.Address;
+import io.warren.AmqpException;
 import io.warren.BlockedListener;
 import io.warren.Channel;
 import io.warren.Connection;
 import io.warren.ConnectionClosedException;
 import io.warren.ConnectionOptions;
+import io.warren.RecoveryListener;
 import io.warren.codec.ReplyCode;
+import io.warren.impl.recovery.ConnectionRecovery;
 import java.util.Collections;
 import java.util.Map;
 import java.util.Objects;
@@ -25,9 +28,15 @@ public final class ConnectionImpl implements Connection {
 
     private static final Logger LOG = LoggerFactory.getLogger(ConnectionImpl.class);
 
-    private final ConnectionHandler handler;
-    private final Address address;
     private final String name;
+
+    // any thread (volatile); replaced on the event loop when recovery opens a new connection for this facade
+    private volatile ConnectionHandler handler;
+    private volatile Address address;
+    /** Automatic recovery, set once the connection first opened; null when off. */
+    private volatile ConnectionRecovery recovery;
+    /** The application called close(): a close is final, never recovered. */
+    private volatile boolean closeRequested;
 
     // any thread (volatile, written by the event loop)
     private volatile boolean open;
@@ -48,6 +57,42 @@ public final class ConnectionImpl implements Connection {
     /** The event-loop state behind this connection, for extensions. */
     public ConnectionHandler handler() {
         return handler;
+    }
+
+    /** A new connection opened by recovery takes this facade over. Event loop. */
+    void attach(ConnectionHandler handler, Address address) {
+        this.handler = handler;
+        this.address = address;
+    }
+
+    /** Turns automatic recovery on for this connection (once, when it first opened). */
+    public void enableRecovery(ConnectionRecovery recovery) {
+        this.recovery = recovery;
+    }
+
+    /** Automatic recovery, or null when it is off. */
+    public ConnectionRecovery recovery() {
+        return recovery;
+    }
+
+    /** The cause a lost connection's channels are closed with: a ConnectionLostException when recovery follows. */
+    AmqpException channelCause(AmqpException cause) {
+        ConnectionRecovery r = recovery;
+        return r != null && r.willRecover(closeRequested) ? r.lossCause(cause) : cause;
+    }
+
+    /** Recovery is complete: the connection is open again, and no longer blocked (a new connection is not). */
+    public void recovered() {
+        open = true;
+        if (blocked) {
+            unblocked();
+        }
+    }
+
+    /** Recovery gave up: the connection is closed for good, with why. */
+    public void gaveUp(ConnectionClosedException cause) {
+        open = false;
+        closeFuture.complete(cause);
     }
 
     // ---- published by the event loop ---------------------------------------------------------------------
@@ -93,6 +138,10 @@ public final class ConnectionImpl implements Connection {
 
     void closed(ConnectionClosedException cause) {
         open = false;
+        ConnectionRecovery r = recovery;
+        if (r != null && r.onClosed(cause, closeRequested)) {
+            return; // recovery takes over: the connection lives on
+        }
         closeFuture.complete(cause);
     }
 
@@ -107,7 +156,14 @@ public final class ConnectionImpl implements Connection {
                     + cause.getMessage(), cause));
             return result;
         }
-        HandOver.run(handler.outbound(), () -> handler.openChannel(result), null, result);
+        HandOver.run(handler.outbound(), () -> {
+            ConnectionRecovery r = recovery;
+            if (r != null) {
+                r.afterRecovery(() -> handler.openChannel(result)); // at once unless recovering
+            } else {
+                handler.openChannel(result);
+            }
+        }, null, result);
         return result;
     }
 
@@ -128,8 +184,45 @@ public final class ConnectionImpl implements Connection {
             result.complete(null);
             return result;
         }
-        HandOver.run(handler.outbound(), () -> handler.close(replyCode, replyText, result), null, result);
+        closeRequested = true;
+        HandOver.run(handler.outbound(), () -> {
+            ConnectionRecovery r = recovery;
+            ConnectionClosedException cause = new ConnectionClosedException("connection to " + address
+                    + " closed by the application" + (replyCode == ReplyCode.REPLY_SUCCESS ? ""
+                    : ": " + replyCode + " " + replyText), null, replyCode, replyText, 0, 0, false);
+            if (r != null && r.closeWhileRecovering(cause)) {
+                // no connection to close: recovery was between attempts
+                open = false;
+                closeFuture.complete(cause);
+                result.complete(null);
+                return;
+            }
+            handler.close(replyCode, replyText, result);
+        }, null, result);
         return result;
+    }
+
+    @Override
+    public boolean isRecovering() {
+        ConnectionRecovery r = recovery;
+        return r != null && r.isRecovering();
+    }
+
+    @Override
+    public void addRecoveryListener(RecoveryListener listener) {
+        Objects.requireNonNull(listener, "listener");
+        ConnectionRecovery r = recovery;
+        if (r != null) {
+            r.addListener(listener);
+        }
+    }
+
+    @Override
+    public void removeRecoveryListener(RecoveryListener listener) {
+        ConnectionRecovery r = recovery;
+        if (r != null) {
+            r.removeListener(listener);
+        }
     }
 
     @Override

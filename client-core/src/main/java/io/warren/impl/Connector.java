@@ -5,6 +5,7 @@ import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.ChannelPipeline;
+import io.netty.channel.EventLoop;
 import io.netty.channel.EventLoopGroup;
 import io.netty.handler.ssl.SslContext;
 import io.netty.handler.ssl.SslContextBuilder;
@@ -19,6 +20,7 @@ import io.warren.ConnectionOptions;
 import io.warren.ConnectionTimeoutException;
 import io.warren.TlsOptions;
 import io.warren.codec.FrameDecoder;
+import io.warren.impl.recovery.ConnectionRecovery;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
@@ -50,6 +52,20 @@ public final class Connector {
 
     /** Connects with {@code options} (copied by the caller). Never throws: failures fail the stage. */
     public CompletionStage<Connection> connect(ConnectionOptions options) {
+        return connect(options, null, group);
+    }
+
+    /**
+     * Automatic recovery: a new connection for {@code connection}, on its event loop {@code loop} (so that
+     * everything the connection owns stays on one thread), across the addresses again.
+     */
+    public CompletionStage<ConnectionImpl> reconnect(ConnectionOptions options, ConnectionImpl connection,
+                                                     EventLoop loop) {
+        return connect(options, connection, loop).thenApply(c -> (ConnectionImpl) c);
+    }
+
+    private CompletionStage<Connection> connect(ConnectionOptions options, ConnectionImpl recovering,
+                                                EventLoopGroup loops) {
         CompletableFuture<Connection> result = new CompletableFuture<>();
         SslContext ssl;
         try {
@@ -66,18 +82,19 @@ public final class Connector {
         if (options.shuffleAddresses()) {
             Collections.shuffle(addresses);
         }
-        attempt(options, ssl, addresses, 0, new ArrayList<>(), result);
+        attempt(options, ssl, addresses, 0, new ArrayList<>(), result, recovering, loops);
         return result;
     }
 
     private void attempt(ConnectionOptions options, SslContext ssl, List<Address> addresses, int index,
-                         List<Throwable> failures, CompletableFuture<Connection> result) {
+                         List<Throwable> failures, CompletableFuture<Connection> result, ConnectionImpl recovering,
+                         EventLoopGroup loops) {
         Address address = addresses.get(index);
         CompletableFuture<ConnectionImpl> connected = new CompletableFuture<>();
-        ConnectionHandler handler = new ConnectionHandler(options, address, connected);
+        ConnectionHandler handler = new ConnectionHandler(options, address, connected, recovering);
         long timeoutMillis = options.connectionTimeout().toMillis();
         Bootstrap bootstrap = new Bootstrap()
-                .group(group)
+                .group(loops)
                 .channel(channelClass)
                 .option(ChannelOption.TCP_NODELAY, true)
                 .option(ChannelOption.SO_KEEPALIVE, true)
@@ -121,6 +138,10 @@ public final class Connector {
         connected.whenComplete((connection, error) -> {
             timer.cancel(false);
             if (error == null) {
+                if (recovering == null && options.recovery().enabled()) {
+                    connection.enableRecovery(new ConnectionRecovery(connection, options, this::reconnect,
+                            handler.eventLoop()));
+                }
                 result.complete(connection);
                 return;
             }
@@ -129,7 +150,7 @@ public final class Connector {
                     && cce.initiatedByBroker();
             if (!refusedByBroker && index + 1 < addresses.size()) {
                 LOG.debug("connecting to {} failed, trying the next address: {}", address, error.getMessage());
-                attempt(options, ssl, addresses, index + 1, failures, result);
+                attempt(options, ssl, addresses, index + 1, failures, result, recovering, loops);
                 return;
             }
             result.completeExceptionally(failure(addresses, failures));

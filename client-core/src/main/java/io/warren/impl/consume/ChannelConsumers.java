@@ -82,6 +82,11 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
     private final MessagePassingQueue<Settlement> settlements = new MpscUnboundedArrayQueue<>(64);
     private volatile int drainScheduled;
     private volatile boolean closed;
+    /** Lost with the connection, recovery to follow: its deliveries' tags mean nothing on the new channel. */
+    private volatile boolean stale;
+
+    // event loop only: consumers lost with the connection, waiting for recovery to move them to a new channel
+    private ConsumerImpl[] lost = new ConsumerImpl[0];
 
     /** Made by the channel's constructor, on the event loop: registers the handlers and the close hook. */
     public ChannelConsumers(ChannelState state) {
@@ -107,6 +112,11 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
     /** Whether the channel has closed. Any thread. */
     boolean isClosed() {
         return closed;
+    }
+
+    /** Whether this channel was lost with its connection and recovered on a new one. Any thread. */
+    boolean isStale() {
+        return stale;
     }
 
     ShortStrings exchangeNames() {
@@ -281,9 +291,23 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
         }
     }
 
-    /** The channel closed (any reason): every consumer ends with the cause; settlements are dropped. */
+    /**
+     * The channel closed (any reason): every consumer ends with the cause; settlements are dropped. Lost with the
+     * connection and to be recovered: the consumers do not end, they wait for {@link #recoverFrom}.
+     */
     private void onClose(AmqpException cause) {
         closed = true;
+        if (cause instanceof io.warren.ConnectionLostException) {
+            stale = true;
+            ByteBuf unsent = acks.takeFrames();
+            if (unsent != null) {
+                unsent.release(); // the broker requeued everything unsettled with the lost channel
+            }
+            acks.clear();
+            lost = consumers;
+            consumers = new ConsumerImpl[0];
+            return;
+        }
         ByteBuf frames = acks.takeFrames();
         if (frames != null) {
             if (cause instanceof ConnectionClosedException c && !c.initiatedByBroker()) {
@@ -296,6 +320,67 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
         acks.clear();
         ConsumerImpl[] all = consumers;
         consumers = new ConsumerImpl[0];
+        for (ConsumerImpl c : all) {
+            c.end(cause);
+        }
+    }
+
+    // ---- recovery --------------------------------------------------------------------------------------------
+
+    /**
+     * Recovery: the consumers {@code old} lost with its connection start again here, with their tags and
+     * options (basic.qos first when they had a prefetch), on their queue's current name. A consumer the broker
+     * refuses ends with the refusal. Completes when every basic.consume is answered. Event loop.
+     */
+    public CompletionStage<Void> recoverFrom(ChannelConsumers old, java.util.function.UnaryOperator<String> queueNames) {
+        ConsumerImpl[] moving = old.lost;
+        old.lost = new ConsumerImpl[0];
+        CompletableFuture<?>[] all = new CompletableFuture<?>[moving.length];
+        for (int i = 0; i < moving.length; i++) {
+            ConsumerImpl c = moving[i];
+            String queue = queueNames.apply(c.queue());
+            ConsumeOptions o = c.options();
+            CompletableFuture<ConsumerHandle> done = new CompletableFuture<>();
+            all[i] = done.handle((h, e) -> {
+                if (e != null) {
+                    LOG.warn("channel {}: consumer '{}' on queue '{}' could not be recovered: {}", number,
+                            c.consumerTag(), queue, e.toString());
+                    c.end(e instanceof AmqpException a ? a : new AmqpException("consumer '" + c.consumerTag()
+                            + "' could not be recovered: " + e, e));
+                }
+                return null;
+            });
+            ByteBuf consume;
+            ByteBuf qos = null;
+            try {
+                consume = ConsumeFrames.basicConsume(state.alloc(), number, queue, c.consumerTag(), o.noAck(),
+                        o.exclusive(), o.arguments());
+                if (o.prefetch() >= 0) {
+                    qos = ConsumeFrames.basicQos(state.alloc(), number, o.prefetch());
+                }
+            } catch (RuntimeException e) {
+                done.completeExceptionally(e);
+                continue;
+            }
+            if (qos != null) {
+                state.call(ChannelRpc.Request.of(MethodIds.BASIC_QOS, MethodIds.BASIC_QOS_OK, -1, qos,
+                        (reply, f) -> f.complete(null), new CompletableFuture<Void>()));
+            }
+            state.call(ChannelRpc.Request.of(MethodIds.BASIC_CONSUME, MethodIds.BASIC_CONSUME_OK, -1, consume,
+                    (reply, f) -> {
+                        // registered before any of its deliveries can arrive: the broker sends consume-ok first
+                        c.rebind(this, queue);
+                        add(c);
+                        f.complete(c);
+                    }, done));
+        }
+        return CompletableFuture.allOf(all).thenApply(v -> null);
+    }
+
+    /** Recovery will not happen: the consumers lost with the connection end with {@code cause}. Event loop. */
+    public void endLost(AmqpException cause) {
+        ConsumerImpl[] all = lost;
+        lost = new ConsumerImpl[0];
         for (ConsumerImpl c : all) {
             c.end(cause);
         }

@@ -62,9 +62,11 @@ public final class ConsumerImpl implements ConsumerHandle {
     private static final AtomicLongFieldUpdater<ConsumerImpl> COMPLETED =
             AtomicLongFieldUpdater.newUpdater(ConsumerImpl.class, "completed");
 
+    // immutable but for recovery, which moves the consumer to the recovered channel (event loop; read anywhere)
+    private volatile ChannelConsumers channel;
+    private volatile String queueName;
     // immutable
-    private final ChannelConsumers channel;
-    private final String queueName;
+    private final ConsumeOptions options;
     private final boolean noAck;
     private final DeliveryHandler handler;
     private final AsyncDeliveryHandler asyncHandler;
@@ -98,6 +100,7 @@ public final class ConsumerImpl implements ConsumerHandle {
         EventExecutor loop = channel.state().outbound().eventLoop();
         this.channel = channel;
         this.queueName = queueName;
+        this.options = options;
         this.noAck = options.noAck();
         this.handler = handler;
         this.asyncHandler = asyncHandler;
@@ -137,6 +140,20 @@ public final class ConsumerImpl implements ConsumerHandle {
             }
         }
         return true;
+    }
+
+    /** The options it was started with: recovery starts it again with them. */
+    ConsumeOptions options() {
+        return options;
+    }
+
+    /**
+     * Recovery: the consumer goes on, with its tag, on the recovered channel's consumers ({@code queue} is its
+     * queue's name now: a server-named queue gets a new one). Event loop.
+     */
+    void rebind(ChannelConsumers recovered, String queue) {
+        this.channel = recovered;
+        this.queueName = queue;
     }
 
     /** A complete delivery for this consumer (ownership passes to the queue). Event loop. */

@@ -150,6 +150,14 @@ public abstract class MessageDelivery extends Settlement implements Delivery {
             throw new IllegalStateException("delivery " + deliveryTag + " on channel " + channel.number()
                     + " was taken without manual acknowledgement (noAck / autoAck): there is nothing to settle");
         }
+        if (channel.isStale()) {
+            // the tag belongs to a channel lost with its connection: on the recovered channel it would settle
+            // another message, or make the broker close the channel (406); the broker requeued this one
+            throw new io.warren.StaleDeliveryException("delivery " + deliveryTag + " came on channel "
+                    + channel.number() + " before its connection was lost and recovered: its tag is stale and "
+                    + "nothing is sent; the broker redelivers the message (flagged redelivered)", deliveryTag,
+                    channel.number());
+        }
         if (!SETTLED.compareAndSet(this, 0, 1)) {
             throw new IllegalStateException("delivery " + deliveryTag + " on channel " + channel.number()
                     + " is already acknowledged, nacked or rejected");

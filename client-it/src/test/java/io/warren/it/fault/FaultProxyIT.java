@@ -21,7 +21,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 class FaultProxyIT {
 
     static ConnectionOptions through(FaultProxy proxy, Broker broker) {
-        return ConnectionOptions.fromUri(broker.uri()).address(proxy.host(), proxy.port());
+        return ConnectionOptions.fromUri(broker.uri()).address(proxy.host(), proxy.port()).automaticRecovery(false);
     }
 
     static <T> T await(java.util.concurrent.CompletionStage<T> stage) throws Exception {

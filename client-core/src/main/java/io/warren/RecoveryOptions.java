@@ -1,0 +1,184 @@
+package io.warren;
+
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * Automatic recovery: what a connection does when it is lost (socket closed or reset, missed heartbeats, the
+ * broker's hard error such as 320 CONNECTION_FORCED from {@code rabbitmqctl close_connection}). Mutable with
+ * fluent setters; {@link ConnectionOptions#recovery(RecoveryOptions)} copies it.
+ *
+ * <p>On by default. The connection reconnects across its addresses with exponential backoff and jitter,
+ * re-opens its channels with the same numbers, restores their qos, tx and confirm modes, declares the recorded
+ * topology again (exchanges, queues, bindings) and restarts the consumers with their tags and options. The
+ * {@link Connection}, {@link Channel} and {@link ConsumerHandle} objects stay the same. What recovery never
+ * does: an application's {@link Connection#close()} is final, and so is a refusal by the broker that a retry
+ * cannot fix (authentication, an unknown virtual host, access refused).
+ *
+ * <p>What the application sees meanwhile is in {@link RecoveryListener}; unconfirmed publishes fail with a
+ * retryable {@link PublishNotConfirmedException} whose cause is a {@link ConnectionLostException}, and
+ * deliveries received before the loss cannot be acknowledged ({@link StaleDeliveryException}): the broker
+ * redelivers them, flagged redelivered.
+ */
+public final class RecoveryOptions {
+
+    /** What a publish does while its channel is being recovered. */
+    public enum PublishDuringRecovery {
+        /**
+         * The publish is held by the client (its bytes count against {@link PublishOptions#maxPendingBytes()})
+         * and sent, in order, once the channel and the topology are back; it fails with a
+         * {@link PublishNotConfirmedException} (not written, retryable) when recovery takes longer than
+         * {@link #publishWaitTimeout()} or gives up.
+         */
+        WAIT,
+        /** The publish fails at once with a {@link PublishNotConfirmedException} (not written, retryable). */
+        FAIL_FAST
+    }
+
+    private boolean enabled = true;
+    private boolean topologyRecovery = true;
+    private Duration initialDelay = Duration.ofMillis(500);
+    private Duration maxDelay = Duration.ofSeconds(30);
+    private double multiplier = 2.0;
+    private double jitter = 0.5;
+    private int maxAttempts;
+    private Duration maxDuration;
+    private PublishDuringRecovery publishDuringRecovery = PublishDuringRecovery.WAIT;
+    private Duration publishWaitTimeout = Duration.ofSeconds(30);
+
+    public RecoveryOptions() {
+    }
+
+    public RecoveryOptions(RecoveryOptions other) {
+        this.enabled = other.enabled;
+        this.topologyRecovery = other.topologyRecovery;
+        this.initialDelay = other.initialDelay;
+        this.maxDelay = other.maxDelay;
+        this.multiplier = other.multiplier;
+        this.jitter = other.jitter;
+        this.maxAttempts = other.maxAttempts;
+        this.maxDuration = other.maxDuration;
+        this.publishDuringRecovery = other.publishDuringRecovery;
+        this.publishWaitTimeout = other.publishWaitTimeout;
+    }
+
+    /** Automatic recovery on (the default) or off. Off, a lost connection is closed for good. */
+    public RecoveryOptions enabled(boolean enabled) {
+        this.enabled = enabled;
+        return this;
+    }
+
+    public boolean enabled() {
+        return enabled;
+    }
+
+    /** Whether exchanges, queues, bindings and consumers are restored (on by default). */
+    public RecoveryOptions topologyRecovery(boolean on) {
+        this.topologyRecovery = on;
+        return this;
+    }
+
+    public boolean topologyRecovery() {
+        return topologyRecovery;
+    }
+
+    /**
+     * The backoff between reconnection attempts: attempt n waits {@code min(max, initial * multiplier^(n-1))},
+     * less a random part of up to {@code jitter} of it (0..1). Defaults: 500 ms, 30 s, 2.0, 0.5.
+     */
+    public RecoveryOptions backoff(Duration initial, Duration max, double multiplier, double jitter) {
+        Objects.requireNonNull(initial, "initial");
+        Objects.requireNonNull(max, "max");
+        if (initial.isNegative() || max.compareTo(initial) < 0) {
+            throw new IllegalArgumentException("backoff needs 0 <= initial <= max: " + initial + ", " + max);
+        }
+        if (!(multiplier >= 1.0) || Double.isInfinite(multiplier)) {
+            throw new IllegalArgumentException("backoff multiplier must be at least 1: " + multiplier);
+        }
+        if (!(jitter >= 0.0 && jitter <= 1.0)) {
+            throw new IllegalArgumentException("backoff jitter must be within 0..1: " + jitter);
+        }
+        this.initialDelay = initial;
+        this.maxDelay = max;
+        this.multiplier = multiplier;
+        this.jitter = jitter;
+        return this;
+    }
+
+    public Duration initialDelay() {
+        return initialDelay;
+    }
+
+    public Duration maxDelay() {
+        return maxDelay;
+    }
+
+    public double multiplier() {
+        return multiplier;
+    }
+
+    public double jitter() {
+        return jitter;
+    }
+
+    /**
+     * Gives up after this many failed reconnection attempts (0, the default: no limit). Giving up closes the
+     * connection: {@link Connection#closeFuture()} completes with why, and
+     * {@link RecoveryListener#recoveryFailed} is told {@code willRetry=false}.
+     */
+    public RecoveryOptions maxAttempts(int attempts) {
+        if (attempts < 0) {
+            throw new IllegalArgumentException("maxAttempts must not be negative: " + attempts);
+        }
+        this.maxAttempts = attempts;
+        return this;
+    }
+
+    public int maxAttempts() {
+        return maxAttempts;
+    }
+
+    /** Gives up when the connection has not recovered this long after the loss ({@code null}, the default: never). */
+    public RecoveryOptions maxDuration(Duration duration) {
+        if (duration != null && (duration.isNegative() || duration.isZero())) {
+            throw new IllegalArgumentException("maxDuration must be positive: " + duration);
+        }
+        this.maxDuration = duration;
+        return this;
+    }
+
+    public Duration maxDuration() {
+        return maxDuration;
+    }
+
+    /** What a publish does while its channel recovers; {@link PublishDuringRecovery#WAIT} by default. */
+    public RecoveryOptions publishDuringRecovery(PublishDuringRecovery policy) {
+        this.publishDuringRecovery = Objects.requireNonNull(policy, "policy");
+        return this;
+    }
+
+    public PublishDuringRecovery publishDuringRecovery() {
+        return publishDuringRecovery;
+    }
+
+    /** How long a publish held during recovery ({@link PublishDuringRecovery#WAIT}) waits at most; 30 s by default. */
+    public RecoveryOptions publishWaitTimeout(Duration timeout) {
+        Objects.requireNonNull(timeout, "timeout");
+        if (timeout.isNegative() || timeout.isZero()) {
+            throw new IllegalArgumentException("publishWaitTimeout must be positive: " + timeout);
+        }
+        this.publishWaitTimeout = timeout;
+        return this;
+    }
+
+    public Duration publishWaitTimeout() {
+        return publishWaitTimeout;
+    }
+
+    @Override
+    public String toString() {
+        return "RecoveryOptions{enabled=" + enabled + ", topology=" + topologyRecovery + ", backoff=" + initialDelay
+                + ".." + maxDelay + " x" + multiplier + " jitter " + jitter + ", maxAttempts=" + maxAttempts
+                + ", maxDuration=" + maxDuration + ", publish=" + publishDuringRecovery + " " + publishWaitTimeout + "}";
+    }
+}

@@ -1,0 +1,30 @@
+package io.warren;
+
+/**
+ * A delivery was acknowledged (or nacked, rejected) after the channel it came on was lost and recovered. Its
+ * delivery tag belongs to the old channel: sent on the new one it would acknowledge another message or make the
+ * broker close the channel with 406 PRECONDITION_FAILED, so nothing is sent. The broker has requeued the message
+ * with the old channel's loss and delivers it again, flagged redelivered: settle that delivery instead.
+ */
+public class StaleDeliveryException extends IllegalStateException {
+
+    private static final long serialVersionUID = 1L;
+
+    private final long deliveryTag;
+    private final int channelNumber;
+
+    public StaleDeliveryException(String message, long deliveryTag, int channelNumber) {
+        super(message);
+        this.deliveryTag = deliveryTag;
+        this.channelNumber = channelNumber;
+    }
+
+    /** The delivery tag on the old channel. */
+    public long deliveryTag() {
+        return deliveryTag;
+    }
+
+    public int channelNumber() {
+        return channelNumber;
+    }
+}

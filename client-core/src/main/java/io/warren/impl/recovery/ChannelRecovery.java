@@ -1,0 +1,329 @@
+package io.warren.impl.recovery;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.util.concurrent.ScheduledFuture;
+import io.warren.AmqpException;
+import io.warren.BackPressureException;
+import io.warren.ConnectionLostException;
+import io.warren.PublishNotConfirmedException;
+import io.warren.PublishOutcome;
+import io.warren.RecoveryOptions;
+import io.warren.ReturnListener;
+import io.warren.WritabilityListener;
+import io.warren.codec.content.BasicProperties;
+import io.warren.impl.ChannelImpl;
+import io.warren.impl.ChannelState;
+import io.warren.impl.Publisher;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.function.UnaryOperator;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * What one channel needs to survive the loss of its connection: the modes to restore (qos, tx, confirm), the
+ * listeners to move to each new {@link Publisher}, the publishes made while it is being recovered, and the old
+ * {@link ChannelState} whose consumers wait to be moved to the new one. One per {@link ChannelImpl}, for its
+ * whole life.
+ *
+ * <h2>Publishing during recovery</h2>
+ * A publish made while the channel is recovering is held here ({@link RecoveryOptions.PublishDuringRecovery#WAIT},
+ * bounded by {@code PublishOptions.maxPendingBytes} and {@link RecoveryOptions#publishWaitTimeout()}) or refused
+ * ({@code FAIL_FAST}). Held publishes are sent in order, before any later publish, once the channel, its modes and
+ * the topology are back; they fail (not written, retryable) when the wait times out or recovery gives up. The
+ * hold is guarded by this object's monitor: publishers on any thread, the event loop replays; it is used only
+ * while recovering, never on the normal path.
+ */
+public final class ChannelRecovery {
+
+    private static final Logger LOG = LoggerFactory.getLogger(ChannelRecovery.class);
+
+    private record Qos(int prefetchSize, int prefetchCount, boolean global) {
+    }
+
+    private record Held(CharSequence exchange, CharSequence routingKey, boolean mandatory, BasicProperties properties,
+                        ByteBuf body, CompletableFuture<PublishOutcome> future) {
+    }
+
+    private final ChannelImpl channel;
+
+    // any thread
+    private final CopyOnWriteArrayList<ReturnListener> returnListeners = new CopyOnWriteArrayList<>();
+    private final CopyOnWriteArrayList<WritabilityListener> writabilityListeners = new CopyOnWriteArrayList<>();
+    /** Recorded when the broker accepted them; restored in this order: qos, tx.select, confirm.select. */
+    private volatile Qos qos;
+    private volatile boolean txMode;
+    private volatile boolean confirmMode;
+    private volatile boolean recovering;
+
+    // guarded by this
+    private final ArrayDeque<Held> held = new ArrayDeque<>();
+    private long heldBytes;
+    private boolean waitExpired;
+    private AmqpException lossCause;
+    private CompletableFuture<Void> recovered;
+
+    // event loop only: the states lost since the last recovery (a recovery interrupted by another loss adds
+    // one); the consumers of each wait in it to be moved to the recovered state
+    private final List<ChannelState> lostStates = new ArrayList<>(1);
+    private ScheduledFuture<?> waitTimer;
+
+    public ChannelRecovery(ChannelImpl channel) {
+        this.channel = channel;
+    }
+
+    public boolean isRecovering() {
+        return recovering;
+    }
+
+    // ---- recorded modes and listeners (any thread) ------------------------------------------------------------
+
+    public void qosAccepted(int prefetchSize, int prefetchCount, boolean global) {
+        qos = new Qos(prefetchSize, prefetchCount, global);
+    }
+
+    public void txSelected() {
+        txMode = true;
+    }
+
+    public void confirmSelected() {
+        confirmMode = true;
+    }
+
+    public void addReturnListener(ReturnListener l) {
+        returnListeners.add(l);
+    }
+
+    public void removeReturnListener(ReturnListener l) {
+        returnListeners.remove(l);
+    }
+
+    public void addWritabilityListener(WritabilityListener l) {
+        writabilityListeners.add(l);
+    }
+
+    public void removeWritabilityListener(WritabilityListener l) {
+        writabilityListeners.remove(l);
+    }
+
+    /** A new publisher (a recovered channel): it gets the channel's listeners. Event loop. */
+    public void publisherReplaced(Publisher publisher) {
+        returnListeners.forEach(publisher::addReturnListener);
+        writabilityListeners.forEach(publisher::addWritabilityListener);
+    }
+
+    // ---- loss ----------------------------------------------------------------------------------------------
+
+    /**
+     * The connection was lost with recovery to follow: from now on publishes are held (or refused). Event loop.
+     *
+     * @param old the channel's state on the lost connection; its consumers move to the new one
+     */
+    public void lost(ConnectionLostException cause, ChannelState old, ConnectionRecovery connection) {
+        lostStates.add(old);
+        synchronized (this) {
+            recovering = true;
+            waitExpired = false;
+            lossCause = cause;
+            if (recovered == null || recovered.isDone()) {
+                recovered = new CompletableFuture<>();
+            }
+        }
+        if (waitTimer == null) {
+            long nanos = connection.options().publishWaitTimeout().toNanos();
+            waitTimer = old.outbound().eventLoop().schedule(this::waitExpired, nanos, TimeUnit.NANOSECONDS);
+        }
+        connection.channelLost(channel);
+    }
+
+    private void waitExpired() {
+        waitTimer = null;
+        List<Held> expired;
+        AmqpException cause;
+        synchronized (this) {
+            if (!recovering) {
+                return;
+            }
+            waitExpired = true;
+            expired = new ArrayList<>(held);
+            held.clear();
+            heldBytes = 0;
+            cause = lossCause;
+        }
+        if (!expired.isEmpty()) {
+            LOG.debug("channel {}: {} publishes held during recovery failed: the channel was not back within the "
+                    + "publish wait timeout", channel.channelNumber(), expired.size());
+        }
+        for (Held h : expired) {
+            fail(h, cause, "was not back within RecoveryOptions.publishWaitTimeout");
+        }
+    }
+
+    /**
+     * Holds a publish made while the channel recovers. Returns {@code null} when the channel is not recovering
+     * (the caller publishes normally), else the publish's stage (failed at once when refused). Takes the body.
+     * Any thread.
+     *
+     * @param outcome false for {@code publishNoOutcome}: then a refusal is thrown instead
+     */
+    public CompletionStage<PublishOutcome> hold(CharSequence exchange, CharSequence routingKey, boolean mandatory,
+                                                BasicProperties properties, ByteBuf body, boolean outcome) {
+        if (!recovering) {
+            return null;
+        }
+        CompletableFuture<PublishOutcome> future = new CompletableFuture<>();
+        RuntimeException refused = null;
+        synchronized (this) {
+            if (!recovering) {
+                return null;
+            }
+            RecoveryOptions.PublishDuringRecovery policy = channel.recoveryOptions().publishDuringRecovery();
+            long bytes = body.readableBytes() + 256L;
+            if (policy == RecoveryOptions.PublishDuringRecovery.FAIL_FAST || waitExpired) {
+                refused = notWritten(lossCause, policy == RecoveryOptions.PublishDuringRecovery.FAIL_FAST
+                        ? "is being recovered (RecoveryOptions.publishDuringRecovery FAIL_FAST)"
+                        : "was not back within RecoveryOptions.publishWaitTimeout");
+            } else if (heldBytes > 0 && heldBytes + bytes > channel.maxPendingBytes()) {
+                refused = new BackPressureException("channel " + channel.channelNumber() + " is being recovered and "
+                        + "already holds " + heldBytes + " bytes of publishes (PublishOptions.maxPendingBytes "
+                        + channel.maxPendingBytes() + "); wait for Channel.whenWritable()", channel.channelNumber());
+            } else {
+                held.add(new Held(exchange, routingKey, mandatory, properties, body, outcome ? future : null));
+                heldBytes += bytes;
+            }
+        }
+        if (refused != null) {
+            body.release();
+            if (!outcome) {
+                throw refused;
+            }
+            future.completeExceptionally(refused);
+        }
+        return future;
+    }
+
+    /** Completes when the channel is back (for {@code whenWritable}); fails when it never will be. Any thread. */
+    public synchronized CompletionStage<Void> whenRecovered() {
+        return recovered == null ? CompletableFuture.completedFuture(null) : recovered;
+    }
+
+    // ---- restore (event loop) ------------------------------------------------------------------------------
+
+    /** qos, tx.select and confirm.select as they were, in that order, on the recovered channel. */
+    public CompletionStage<Void> restoreModes() {
+        CompletionStage<Void> done = CompletableFuture.completedFuture(null);
+        Qos q = qos;
+        if (q != null) {
+            done = done.thenCompose(v -> channel.basicQos(q.prefetchSize, q.prefetchCount, q.global));
+        }
+        if (txMode) {
+            done = done.thenCompose(v -> channel.txSelect());
+        }
+        if (confirmMode) {
+            // through the new publisher: it holds publishes until select-ok, so its numbering starts at 1 with
+            // the broker's; nothing of the old channel's numbering survives
+            done = done.thenCompose(v -> channel.publisher().confirmSelect(false));
+        }
+        return done;
+    }
+
+    /** The consumers of the lost channel start again on the new one, same tags and options. */
+    public CompletionStage<Void> restoreConsumers(UnaryOperator<String> queueNames) {
+        List<CompletableFuture<Void>> all = new ArrayList<>();
+        for (ChannelState old : lostStates) {
+            all.add(channel.state().consumers().recoverFrom(old.consumers(), queueNames).toCompletableFuture());
+        }
+        return CompletableFuture.allOf(all.toArray(CompletableFuture[]::new));
+    }
+
+    /** Everything is back: held publishes go out in order, then publishing is normal again. */
+    public void recovered() {
+        cancelWaitTimer();
+        lostStates.clear();
+        CompletableFuture<Void> done;
+        // The replay runs under the monitor: a publisher that arrives meanwhile waits the few microseconds it
+        // takes, then finds recovering false and publishes behind the replayed messages, in order.
+        synchronized (this) {
+            Held h;
+            while ((h = held.poll()) != null) {
+                replay(h);
+            }
+            heldBytes = 0;
+            recovering = false;
+            done = recovered;
+        }
+        if (done != null) {
+            done.complete(null);
+        }
+    }
+
+    private void replay(Held h) {
+        if (h.future == null) {
+            try {
+                channel.publisher().publishNoOutcome(h.exchange, h.routingKey, h.mandatory, h.properties, h.body);
+            } catch (RuntimeException e) {
+                LOG.debug("channel {}: a publish held during recovery was refused: {}", channel.channelNumber(),
+                        e.toString());
+            }
+            return;
+        }
+        channel.publisher().publish(h.exchange, h.routingKey, h.mandatory, h.properties, h.body)
+                .whenComplete((outcome, e) -> {
+                    if (e == null) {
+                        h.future.complete(outcome);
+                    } else {
+                        h.future.completeExceptionally(e);
+                    }
+                });
+    }
+
+    /** Recovery gave up, or the application closed the channel or connection meanwhile. Event loop. */
+    public void abandon(AmqpException cause) {
+        cancelWaitTimer();
+        List<ChannelState> olds = new ArrayList<>(lostStates);
+        lostStates.clear();
+        List<Held> failed;
+        CompletableFuture<Void> done;
+        synchronized (this) {
+            recovering = false;
+            failed = new ArrayList<>(held);
+            held.clear();
+            heldBytes = 0;
+            done = recovered;
+        }
+        for (Held h : failed) {
+            fail(h, cause, "will not be recovered");
+        }
+        for (ChannelState old : olds) {
+            old.consumers().endLost(cause);
+        }
+        if (done != null) {
+            done.completeExceptionally(cause);
+        }
+    }
+
+    private void cancelWaitTimer() {
+        if (waitTimer != null) {
+            waitTimer.cancel(false);
+            waitTimer = null;
+        }
+    }
+
+    private void fail(Held h, AmqpException cause, String why) {
+        h.body.release();
+        if (h.future != null) {
+            h.future.completeExceptionally(notWritten(cause, why));
+        }
+    }
+
+    private PublishNotConfirmedException notWritten(AmqpException cause, String why) {
+        return new PublishNotConfirmedException("channel " + channel.channelNumber() + " " + why
+                + "; the message was not published" + (cause == null ? "" : ": " + cause.getMessage()), cause,
+                channel.channelNumber(), false);
+    }
+}

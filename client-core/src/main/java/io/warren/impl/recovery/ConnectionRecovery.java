@@ -1,0 +1,497 @@
+package io.warren.impl.recovery;
+
+import io.netty.channel.EventLoop;
+import io.netty.util.concurrent.ScheduledFuture;
+import io.warren.AmqpException;
+import io.warren.AuthenticationException;
+import io.warren.Channel;
+import io.warren.ConnectionClosedException;
+import io.warren.ConnectionLostException;
+import io.warren.ConnectionOptions;
+import io.warren.QueueDeclareOk;
+import io.warren.RecoveryListener;
+import io.warren.RecoveryOptions;
+import io.warren.codec.ReplyCode;
+import io.warren.impl.ChannelImpl;
+import io.warren.impl.ConnectionHandler;
+import io.warren.impl.ConnectionImpl;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Automatic recovery of one connection, driven on its event loop without blocking: after a loss, reconnect
+ * (with {@link Backoff} across the addresses), re-open the channels with their numbers, restore their modes,
+ * declare the recorded topology again, restart the consumers, then let held publishes go.
+ *
+ * <h2>Phases</h2>
+ * <pre>
+ *  RUNNING --loss--> CONNECTING --open-ok--> RESTORING --all restored--> RUNNING
+ *                      ^   |  attempt failed: backoff    |
+ *                      |---+-----------------------------+ lost again while restoring
+ *  any phase --application close / gave up--> CLOSED
+ * </pre>
+ * Every step of a restore belongs to the generation of the loss it answers: a step completing after the new
+ * connection was lost in turn finds a newer generation and does nothing.
+ *
+ * <h2>What is not recovered</h2>
+ * An application's close; a refusal that a retry cannot change (authentication, 530 NOT_ALLOWED for a virtual
+ * host, 403 ACCESS_REFUSED): recovery gives up at once and says why.
+ */
+public final class ConnectionRecovery {
+
+    private static final Logger LOG = LoggerFactory.getLogger(ConnectionRecovery.class);
+
+    /** Opens a new connection for the same facade, on the same event loop. */
+    @FunctionalInterface
+    public interface Reconnector {
+        CompletionStage<ConnectionImpl> reconnect(ConnectionOptions options, ConnectionImpl connection, EventLoop loop);
+    }
+
+    enum Phase { RUNNING, CONNECTING, RESTORING, CLOSED }
+
+    private final ConnectionImpl connection;
+    private final ConnectionOptions options;
+    private final RecoveryOptions recovery;
+    private final Reconnector reconnector;
+    private final EventLoop loop;
+    private final Backoff backoff;
+    private final TopologyRecorder topology = new TopologyRecorder();
+    private final CopyOnWriteArrayList<RecoveryListener> listeners = new CopyOnWriteArrayList<>();
+
+    // any thread (volatile)
+    private volatile Phase phase = Phase.RUNNING;
+
+    // event loop only
+    private int generation;
+    private int attempts;
+    private long lostAtNanos;
+    private ConnectionLostException lossCause;
+    private Throwable lastFailure;
+    private ScheduledFuture<?> timer;
+    private final TreeMap<Integer, ChannelImpl> lost = new TreeMap<>();
+    private final List<Runnable> afterRecovery = new ArrayList<>();
+
+    public ConnectionRecovery(ConnectionImpl connection, ConnectionOptions options, Reconnector reconnector,
+                              EventLoop loop) {
+        this.connection = connection;
+        this.options = options;
+        this.recovery = options.recovery();
+        this.reconnector = reconnector;
+        this.loop = loop;
+        this.backoff = new Backoff(recovery.initialDelay().toNanos(), recovery.maxDelay().toNanos(),
+                recovery.multiplier(), recovery.jitter());
+    }
+
+    public RecoveryOptions options() {
+        return recovery;
+    }
+
+    public TopologyRecorder topology() {
+        return topology;
+    }
+
+    public boolean isRecovering() {
+        Phase p = phase;
+        return p == Phase.CONNECTING || p == Phase.RESTORING;
+    }
+
+    public void addListener(RecoveryListener l) {
+        listeners.add(l);
+    }
+
+    public void removeListener(RecoveryListener l) {
+        listeners.remove(l);
+    }
+
+    // ---- loss (event loop) ---------------------------------------------------------------------------------
+
+    /**
+     * Whether a close with {@code cause} will be recovered: the connection had opened, the application did not
+     * close it, and the client is not shutting down. Event loop.
+     */
+    public boolean willRecover(boolean closeRequested) {
+        return phase != Phase.CLOSED && !closeRequested && !loop.isShuttingDown();
+    }
+
+    /** The cause given to channels when the connection is lost with recovery to follow. */
+    public ConnectionLostException lossCause(AmqpException cause) {
+        if (cause instanceof ConnectionLostException c) {
+            return c;
+        }
+        return new ConnectionLostException("connection to " + connection.address() + " lost; recovering: "
+                + cause.getMessage(), cause);
+    }
+
+    /** A channel lost with the connection, to be re-opened. Event loop. */
+    void channelLost(ChannelImpl channel) {
+        lost.put(channel.channelNumber(), channel);
+    }
+
+    /** The application closed a channel that was waiting for recovery. Event loop. */
+    public void forget(ChannelImpl channel) {
+        lost.remove(channel.channelNumber(), channel);
+    }
+
+    /**
+     * The connection's socket closed (the current handler's end). Returns true when recovery takes it over (the
+     * facade stays alive), false when the connection is closed for good. Event loop.
+     */
+    public boolean onClosed(ConnectionClosedException cause, boolean closeRequested) {
+        if (!willRecover(closeRequested)) {
+            if (isRecovering()) {
+                giveUp(cause, false);
+            }
+            phase = Phase.CLOSED;
+            return false;
+        }
+        switch (phase) {
+            case CONNECTING -> {
+                return true; // a failed attempt: its own future reports it
+            }
+            case RUNNING -> {
+                lostAtNanos = System.nanoTime();
+                attempts = 0;
+            }
+            default -> LOG.info("connection to {} lost again while restoring: {}", connection.address(),
+                    cause.getMessage());
+        }
+        generation++;
+        lossCause = lossCause(cause);
+        phase = Phase.CONNECTING;
+        if (attempts == 0) {
+            LOG.info("connection to {} lost, recovering: {}", connection.address(), cause.getMessage());
+            for (RecoveryListener l : listeners) {
+                try {
+                    l.recoveryStarted(connection, lossCause);
+                } catch (RuntimeException e) {
+                    LOG.warn("recovery listener failed", e);
+                }
+            }
+        }
+        scheduleAttempt();
+        return true;
+    }
+
+    private void scheduleAttempt() {
+        attempts++;
+        if (recovery.maxAttempts() > 0 && attempts > recovery.maxAttempts()) {
+            giveUp(new ConnectionClosedException("connection to " + connection.address() + " not recovered after "
+                    + recovery.maxAttempts() + " attempts (RecoveryOptions.maxAttempts); last failure: "
+                    + describe(lastFailure), lastFailure), true);
+            return;
+        }
+        long delay = backoff.delayNanos(attempts);
+        if (recovery.maxDuration() != null) {
+            long left = lostAtNanos + recovery.maxDuration().toNanos() - System.nanoTime();
+            if (left <= 0) {
+                giveUp(new ConnectionClosedException("connection to " + connection.address() + " not recovered within "
+                        + recovery.maxDuration() + " (RecoveryOptions.maxDuration) after " + (attempts - 1)
+                        + " attempts; last failure: " + describe(lastFailure), lastFailure), true);
+                return;
+            }
+            delay = Math.min(delay, left);
+        }
+        int gen = generation;
+        timer = loop.schedule(() -> attempt(gen), delay, TimeUnit.NANOSECONDS);
+    }
+
+    private void attempt(int gen) {
+        timer = null;
+        if (gen != generation || phase != Phase.CONNECTING) {
+            return;
+        }
+        LOG.debug("recovery of the connection to {}: attempt {}", connection.address(), attempts);
+        reconnector.reconnect(options, connection, loop).whenComplete((c, error) -> loop.execute(() -> {
+            if (gen != generation || phase != Phase.CONNECTING) {
+                if (error == null) {
+                    c.handler().closeQuietly(); // closed meanwhile: this connection is not wanted
+                }
+                return;
+            }
+            if (error != null) {
+                attemptFailed(error);
+            } else {
+                restore(gen, c.handler());
+            }
+        }));
+    }
+
+    private void attemptFailed(Throwable error) {
+        lastFailure = error;
+        boolean fatal = isFatal(error);
+        LOG.info("recovery of the connection to {}: attempt {} failed{}: {}", connection.address(), attempts,
+                fatal ? " (not retried)" : "", describe(error));
+        if (fatal) {
+            giveUp(error instanceof AmqpException a ? a : new ConnectionClosedException(describe(error), error), true);
+            return;
+        }
+        if (recovery.maxAttempts() > 0 && attempts >= recovery.maxAttempts()) {
+            scheduleAttempt(); // gives up, telling the listeners willRetry=false for this last failure
+            return;
+        }
+        tell(error, true);
+        scheduleAttempt();
+    }
+
+    /** A refusal a retry cannot change: credentials, a virtual host the user may not open. */
+    private static boolean isFatal(Throwable error) {
+        if (error instanceof AuthenticationException) {
+            return true;
+        }
+        return error instanceof ConnectionClosedException c && c.initiatedByBroker()
+                && (c.replyCode() == ReplyCode.ACCESS_REFUSED || c.replyCode() == ReplyCode.NOT_ALLOWED);
+    }
+
+    // ---- restore (event loop) ------------------------------------------------------------------------------
+
+    private void restore(int gen, ConnectionHandler handler) {
+        phase = Phase.RESTORING;
+        LOG.debug("recovery of the connection to {}: connected; restoring {} channels and {}", connection.address(),
+                lost.size(), topology);
+        List<ChannelImpl> channels = new ArrayList<>(lost.values());
+        List<CompletableFuture<?>> reopened = new ArrayList<>();
+        for (ChannelImpl ch : channels) {
+            CompletableFuture<Channel> f = new CompletableFuture<>();
+            handler.reopenChannel(ch, f);
+            reopened.add(f.thenCompose(c -> ch.recovery().restoreModes()).toCompletableFuture()
+                    .exceptionally(e -> channelFailed(gen, ch, e)));
+        }
+        CompletableFuture.allOf(reopened.toArray(CompletableFuture[]::new))
+                .thenCompose(v -> step(gen, () -> recovery.topologyRecovery()
+                        ? new TopologyRestore(this, handler).run() : CompletableFuture.completedFuture(null)))
+                .thenCompose(v -> step(gen, () -> restoreConsumers(gen, channels)))
+                .whenComplete((v, e) -> {
+                    if (gen != generation || phase != Phase.RESTORING) {
+                        return;
+                    }
+                    if (e != null) {
+                        // the new connection failed under us: its close starts the next attempt
+                        LOG.debug("recovery of the connection to {} interrupted: {}", connection.address(), describe(e));
+                        return;
+                    }
+                    succeeded(channels);
+                });
+    }
+
+    private CompletionStage<Void> step(int gen, java.util.function.Supplier<CompletionStage<Void>> next) {
+        if (gen != generation || phase != Phase.RESTORING) {
+            return CompletableFuture.failedFuture(new IllegalStateException("recovery generation " + gen + " is over"));
+        }
+        return next.get();
+    }
+
+    private Void channelFailed(int gen, ChannelImpl ch, Throwable e) {
+        if (gen == generation && phase == Phase.RESTORING && connection.handler().isOpen()) {
+            // the connection is fine but this channel could not be restored (its number is over the new
+            // channel-max, a mode was refused): it is closed for good, the others go on
+            LOG.warn("recovery: channel {} could not be restored: {}", ch.channelNumber(), describe(e));
+            lost.remove(ch.channelNumber(), ch);
+            AmqpException cause = e instanceof AmqpException a ? a
+                    : new AmqpException("channel " + ch.channelNumber() + " could not be recovered: " + describe(e), e);
+            ch.abandon(cause);
+        }
+        return null;
+    }
+
+    private CompletionStage<Void> restoreConsumers(int gen, List<ChannelImpl> channels) {
+        List<CompletableFuture<Void>> all = new ArrayList<>();
+        for (ChannelImpl ch : channels) {
+            if (lost.get(ch.channelNumber()) != ch || !ch.state().isUsable()) {
+                continue;
+            }
+            all.add(ch.recovery().restoreConsumers(topology::currentName).toCompletableFuture()
+                    .exceptionally(e -> {
+                        topologyFailed("consumers of channel " + ch.channelNumber(), e);
+                        return null;
+                    }));
+        }
+        return CompletableFuture.allOf(all.toArray(CompletableFuture[]::new));
+    }
+
+    private void succeeded(List<ChannelImpl> channels) {
+        phase = Phase.RUNNING;
+        long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - lostAtNanos);
+        int tries = attempts;
+        attempts = 0;
+        lastFailure = null;
+        for (ChannelImpl ch : channels) {
+            if (lost.remove(ch.channelNumber(), ch)) {
+                ch.recovered();
+            }
+        }
+        connection.recovered();
+        LOG.info("connection to {} recovered after {} ms ({} attempt{})", connection.address(), millis, tries,
+                tries == 1 ? "" : "s");
+        for (RecoveryListener l : listeners) {
+            try {
+                l.recoverySucceeded(connection);
+            } catch (RuntimeException e) {
+                LOG.warn("recovery listener failed", e);
+            }
+        }
+        List<Runnable> waiting = new ArrayList<>(afterRecovery);
+        afterRecovery.clear();
+        waiting.forEach(Runnable::run);
+    }
+
+    /** Runs {@code task} once the connection is back (at once when it is not recovering). Event loop. */
+    public void afterRecovery(Runnable task) {
+        if (isRecovering()) {
+            afterRecovery.add(task);
+        } else {
+            task.run();
+        }
+    }
+
+    void topologyFailed(String entity, Throwable e) {
+        LOG.warn("recovery of the connection to {}: {} could not be restored: {}", connection.address(), entity,
+                describe(e));
+        for (RecoveryListener l : listeners) {
+            try {
+                l.topologyRecoveryFailed(connection, entity, e);
+            } catch (RuntimeException ex) {
+                LOG.warn("recovery listener failed", ex);
+            }
+        }
+    }
+
+    // ---- the end -------------------------------------------------------------------------------------------
+
+    /**
+     * The application closes the connection while it is being recovered. Returns true when there is no live
+     * connection to close (the caller completes the close itself). Event loop.
+     */
+    public boolean closeWhileRecovering(ConnectionClosedException cause) {
+        if (!isRecovering()) {
+            return false;
+        }
+        boolean connecting = phase == Phase.CONNECTING;
+        giveUp(cause, false);
+        return connecting;
+    }
+
+    private void giveUp(AmqpException cause, boolean tell) {
+        generation++;
+        phase = Phase.CLOSED;
+        if (timer != null) {
+            timer.cancel(false);
+            timer = null;
+        }
+        List<ChannelImpl> channels = new ArrayList<>(lost.values());
+        lost.clear();
+        for (ChannelImpl ch : channels) {
+            ch.abandon(cause);
+        }
+        if (tell) {
+            LOG.warn("connection to {}: recovery gave up: {}", connection.address(), cause.getMessage());
+            tell(cause, false);
+            connection.gaveUp(cause instanceof ConnectionClosedException c ? c
+                    : new ConnectionClosedException(cause.getMessage(), cause));
+        }
+        List<Runnable> waiting = new ArrayList<>(afterRecovery);
+        afterRecovery.clear();
+        waiting.forEach(Runnable::run); // they find the connection closed
+    }
+
+    private void tell(Throwable cause, boolean willRetry) {
+        for (RecoveryListener l : listeners) {
+            try {
+                l.recoveryFailed(connection, cause, willRetry);
+            } catch (RuntimeException e) {
+                LOG.warn("recovery listener failed", e);
+            }
+        }
+    }
+
+    static String describe(Throwable t) {
+        if (t == null) {
+            return "none";
+        }
+        Throwable c = t instanceof java.util.concurrent.CompletionException && t.getCause() != null ? t.getCause() : t;
+        return c.getMessage() == null ? c.toString() : c.getMessage();
+    }
+
+    /** Re-declares the recorded topology on a channel of its own (not recorded again). */
+    static final class TopologyRestore {
+        private final ConnectionRecovery owner;
+        private final ConnectionHandler handler;
+        private ChannelImpl channel;
+
+        TopologyRestore(ConnectionRecovery owner, ConnectionHandler handler) {
+            this.owner = owner;
+            this.handler = handler;
+        }
+
+        CompletionStage<Void> run() {
+            TopologyRecorder t = owner.topology;
+            if (t.isEmpty()) {
+                return CompletableFuture.completedFuture(null);
+            }
+            CompletionStage<Void> done = CompletableFuture.completedFuture(null);
+            for (TopologyRecorder.Exchange x : t.exchanges()) {
+                done = done.thenCompose(v -> each("exchange '" + x.name() + "'",
+                        ch -> ch.exchangeDeclare(x.toDeclare())));
+            }
+            for (TopologyRecorder.Queue q : t.queues()) {
+                done = done.thenCompose(v -> each("queue '" + q.name() + "'", ch -> ch.queueDeclare(q.toDeclare())
+                        .thenAccept((QueueDeclareOk ok) -> {
+                            if (q.serverNamed() && !ok.queue().equals(q.name())) {
+                                LOG.debug("recovery: server-named queue {} is now {}", q.name(), ok.queue());
+                                t.renameQueue(q.name(), ok.queue());
+                            }
+                        })));
+            }
+            // bindings after every queue: their destinations' new names are known by then
+            done = done.thenCompose(v -> {
+                CompletionStage<Void> b = CompletableFuture.completedFuture(null);
+                for (TopologyRecorder.Binding x : t.bindings()) {
+                    String what = (x.toExchange() ? "exchange" : "queue") + " binding " + x.source() + " -> "
+                            + x.destination() + " (" + x.routingKey() + ")";
+                    b = b.thenCompose(w -> each(what, ch -> x.toExchange()
+                            ? ch.exchangeBind(x.destination(), x.source(), x.routingKey(), x.arguments(), false)
+                            : ch.queueBind(x.destination(), x.source(), x.routingKey(), x.arguments(), false)));
+                }
+                return b;
+            });
+            return done.whenComplete((v, e) -> {
+                if (channel != null) {
+                    channel.close();
+                }
+            });
+        }
+
+        /** One declaration; a refusal is reported and skipped (the refused channel is replaced). */
+        private <T> CompletionStage<Void> each(String what, Function<ChannelImpl, CompletionStage<T>> op) {
+            return channel().thenCompose(op::apply).handle((v, e) -> {
+                if (e != null) {
+                    if (!handler.isOpen()) {
+                        throw new java.util.concurrent.CompletionException(e); // the connection is gone: stop
+                    }
+                    owner.topologyFailed(what, e);
+                }
+                return null;
+            });
+        }
+
+        private CompletionStage<ChannelImpl> channel() {
+            if (channel != null && channel.isOpen()) {
+                return CompletableFuture.completedFuture(channel);
+            }
+            CompletableFuture<Channel> f = new CompletableFuture<>();
+            handler.openChannel(f);
+            return f.thenApply(c -> {
+                channel = (ChannelImpl) c;
+                channel.recording(false);
+                return channel;
+            });
+        }
+    }
+}

@@ -1,0 +1,284 @@
+package io.warren.it;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.warren.Channel;
+import io.warren.Connection;
+import io.warren.ConnectionClosedException;
+import io.warren.ConnectionLostException;
+import io.warren.ConnectionOptions;
+import io.warren.ConsumeOptions;
+import io.warren.ConsumerHandle;
+import io.warren.Delivery;
+import io.warren.ExchangeDeclare;
+import io.warren.PublishNotConfirmedException;
+import io.warren.PublishOutcome;
+import io.warren.QueueDeclare;
+import io.warren.RecoveryListener;
+import io.warren.RecoveryOptions;
+import io.warren.StaleDeliveryException;
+import io.warren.it.fault.FaultProxy;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * Automatic recovery against the real broker, the connection cut by the {@link FaultProxy} or closed by
+ * {@code rabbitmqctl}: channels, modes, topology (a server-named queue gets a new name and its binding and
+ * consumer follow) and consumers come back on the same objects; in-doubt publishes fail retryably; acks of
+ * deliveries from before the loss fail locally; bounds are kept.
+ */
+@ExtendWith(BrokerExtension.class)
+class RecoveryIT {
+
+    static final Duration T = Duration.ofSeconds(30);
+
+    static <T> T await(CompletionStage<T> stage) throws Exception {
+        return stage.toCompletableFuture().get(T.toSeconds(), TimeUnit.SECONDS);
+    }
+
+    /** Options through the proxy with a quick backoff (tests should not wait seconds for the first attempt). */
+    static ConnectionOptions through(FaultProxy proxy, Broker broker, String name) {
+        return ConnectionOptions.fromUri(broker.uri()).address(proxy.host(), proxy.port()).connectionName(name)
+                .recovery(new RecoveryOptions().backoff(Duration.ofMillis(50), Duration.ofSeconds(1), 2.0, 0.5));
+    }
+
+    /** Counts recovery events; {@link #succeeded} is awaited by the tests. */
+    static final class Events implements RecoveryListener {
+        final BlockingQueue<Object> succeeded = new LinkedBlockingQueue<>();
+        final AtomicInteger started = new AtomicInteger();
+        final List<Throwable> failed = new CopyOnWriteArrayList<>();
+        final List<Boolean> willRetry = new CopyOnWriteArrayList<>();
+
+        @Override
+        public void recoveryStarted(Connection c, ConnectionLostException cause) {
+            started.incrementAndGet();
+        }
+
+        @Override
+        public void recoverySucceeded(Connection c) {
+            succeeded.add(c);
+        }
+
+        @Override
+        public void recoveryFailed(Connection c, Throwable cause, boolean retry) {
+            failed.add(cause);
+            willRetry.add(retry);
+        }
+
+        void awaitRecovery() throws InterruptedException {
+            assertTrue(succeeded.poll(T.toSeconds(), TimeUnit.SECONDS) != null, "recovered within " + T);
+        }
+    }
+
+    static byte[] bytes(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
+    }
+
+    @Test
+    void aCutConnectionComesBackWithItsChannelsTopologyAndConsumers(Broker broker, BrokerExtension.TestNames names)
+            throws Exception {
+        try (FaultProxy proxy = new FaultProxy(broker.host(), broker.port())) {
+            Connection c = await(BrokerExtension.client().connect(through(proxy, broker, "recovery-cut")));
+            names.onCleanup(() -> c.close().toCompletableFuture().get(30, TimeUnit.SECONDS));
+            Events events = new Events();
+            c.addRecoveryListener(events);
+            Channel ch = await(c.openChannel());
+            String x = names.exchange("x");
+            await(ch.exchangeDeclare(ExchangeDeclare.of(x, "direct")));
+            String q = await(ch.queueDeclare(QueueDeclare.serverNamed())).queue();
+            await(ch.queueBind(q, x, "k"));
+            await(ch.confirmSelect());
+            BlockingQueue<String> got = new LinkedBlockingQueue<>();
+            ConsumerHandle consumer = await(ch.consume(q, ConsumeOptions.builder().noAck(true).build(),
+                    d -> got.add(d.body().toString(StandardCharsets.UTF_8))));
+            String tag = consumer.consumerTag();
+            assertEquals(PublishOutcome.CONFIRMED, await(ch.publish(x, "k", false, null, bytes("before"))));
+            assertEquals("before", got.poll(30, TimeUnit.SECONDS));
+
+            assertEquals(1, proxy.cutAll());
+            events.awaitRecovery();
+
+            assertTrue(c.isOpen());
+            assertFalse(c.isRecovering());
+            assertTrue(ch.isOpen(), "the same channel object is open again");
+            assertFalse(ch.closeFuture().toCompletableFuture().isDone());
+            assertTrue(consumer.isActive());
+            assertEquals(tag, consumer.consumerTag(), "same tag");
+            assertNotEquals(q, consumer.queue(), "the server-named queue has a new name, and the consumer follows");
+            // the exchange, the new queue's binding, confirm mode and the consumer all work again
+            assertEquals(PublishOutcome.CONFIRMED, await(ch.publish(x, "k", false, null, bytes("after"))));
+            assertEquals("after", got.poll(30, TimeUnit.SECONDS));
+            assertEquals(1, events.started.get());
+        }
+    }
+
+    @Test
+    void aBrokerSideCloseIsRecovered(Broker broker, BrokerExtension.TestNames names) throws Exception {
+        String name = "recovery-320-" + System.nanoTime();
+        Connection c = await(BrokerExtension.client().connect(ConnectionOptions.fromUri(broker.uri())
+                .connectionName(name)
+                .recovery(new RecoveryOptions().backoff(Duration.ofMillis(50), Duration.ofSeconds(1), 2.0, 0.5))));
+        names.onCleanup(() -> c.close().toCompletableFuture().get(30, TimeUnit.SECONDS));
+        Events events = new Events();
+        c.addRecoveryListener(events);
+        Channel ch = await(c.openChannel());
+        String q = names.queue("durable-ish");
+        await(ch.queueDeclare(QueueDeclare.named(q)));
+        names.onCleanup(() -> BrokerExtension.client().connect(broker.uri()).thenCompose(o -> o.openChannel()
+                .thenCompose(x -> x.queueDelete(q)).thenCompose(n -> o.close())).toCompletableFuture()
+                .get(30, TimeUnit.SECONDS));
+        Rabbitmqctl.closeConnection(name, "closed by RecoveryIT");
+        events.awaitRecovery();
+        assertEquals(0L, await(ch.queuePurge(q)), "the channel works again");
+        assertFalse(c.closeFuture().toCompletableFuture().isDone());
+    }
+
+    @Test
+    void unconfirmedPublishesFailRetryablyAndStaleAcksFailLocally(Broker broker, BrokerExtension.TestNames names)
+            throws Exception {
+        try (FaultProxy proxy = new FaultProxy(broker.host(), broker.port())) {
+            Connection c = await(BrokerExtension.client().connect(through(proxy, broker, "recovery-stale")));
+            names.onCleanup(() -> c.close().toCompletableFuture().get(30, TimeUnit.SECONDS));
+            Events events = new Events();
+            c.addRecoveryListener(events);
+            Channel ch = await(c.openChannel());
+            String q = await(ch.queueDeclare(QueueDeclare.serverNamed())).queue();
+            BlockingQueue<Delivery> got = new LinkedBlockingQueue<>();
+            ConsumerHandle consumer = await(ch.consume(q, ConsumeOptions.builder().prefetch(10).build(),
+                    d -> got.add(d.retain())));
+            await(ch.publish("", q, false, null, bytes("m1")));
+            Delivery first = got.poll(30, TimeUnit.SECONDS);
+            assertFalse(first.redelivered());
+
+            await(ch.confirmSelect());
+            proxy.stall(true); // the publish is written, its confirm cannot come back
+            CompletionStage<PublishOutcome> inDoubt = ch.publish("", "nowhere-" + System.nanoTime(), false, null,
+                    bytes("in doubt"));
+            Thread.sleep(200);
+            proxy.cutAll();
+            proxy.stall(false);
+            ExecutionException e = assertThrows(ExecutionException.class,
+                    () -> inDoubt.toCompletableFuture().get(30, TimeUnit.SECONDS));
+            PublishNotConfirmedException pnc = assertInstanceOf(PublishNotConfirmedException.class, e.getCause());
+            assertInstanceOf(ConnectionLostException.class, pnc.getCause(), "retryable: the connection is lost");
+
+            events.awaitRecovery();
+            StaleDeliveryException stale = assertThrows(StaleDeliveryException.class, first::ack);
+            assertEquals(first.deliveryTag(), stale.deliveryTag());
+            first.release();
+            // the consumer goes on: a message published now reaches it (its queue is the recovered one)
+            String now = consumer.queue();
+            assertEquals(PublishOutcome.CONFIRMED, await(ch.publish("", now, false, null, bytes("m2"))));
+            Delivery second = got.poll(30, TimeUnit.SECONDS);
+            assertEquals("m2", second.body().toString(StandardCharsets.UTF_8));
+            second.ack();
+            second.release();
+        }
+    }
+
+    @Test
+    void publishesDuringRecoveryWaitOrFailFast(Broker broker, BrokerExtension.TestNames names) throws Exception {
+        try (FaultProxy proxy = new FaultProxy(broker.host(), broker.port())) {
+            Connection c = await(BrokerExtension.client().connect(through(proxy, broker, "recovery-wait")));
+            names.onCleanup(() -> c.close().toCompletableFuture().get(30, TimeUnit.SECONDS));
+            Events events = new Events();
+            c.addRecoveryListener(events);
+            Channel ch = await(c.openChannel());
+            String q = names.queue("held");
+            await(ch.queueDeclare(QueueDeclare.named(q)));
+            names.onCleanup(() -> BrokerExtension.client().connect(broker.uri()).thenCompose(o -> o.openChannel()
+                    .thenCompose(x -> x.queueDelete(q)).thenCompose(n -> o.close())).toCompletableFuture()
+                    .get(30, TimeUnit.SECONDS));
+            await(ch.confirmSelect());
+            proxy.refuseNew(true);
+            proxy.cutAll();
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (!c.isRecovering() && System.nanoTime() < deadline) {
+                Thread.sleep(10);
+            }
+            assertTrue(c.isRecovering());
+            assertFalse(ch.isWritable());
+            CompletionStage<PublishOutcome> held = ch.publish("", q, false, null, bytes("held"));
+            Thread.sleep(300);
+            assertFalse(held.toCompletableFuture().isDone(), "waits while the broker is unreachable");
+            proxy.refuseNew(false);
+            events.awaitRecovery();
+            assertEquals(PublishOutcome.CONFIRMED, await(held), "sent once the channel was back");
+            assertEquals(1L, await(ch.queuePurge(q)));
+        }
+        try (FaultProxy proxy = new FaultProxy(broker.host(), broker.port())) {
+            ConnectionOptions o = through(proxy, broker, "recovery-fail-fast");
+            o.recovery(o.recovery().publishDuringRecovery(RecoveryOptions.PublishDuringRecovery.FAIL_FAST));
+            Connection c = await(BrokerExtension.client().connect(o));
+            names.onCleanup(() -> c.close().toCompletableFuture().get(30, TimeUnit.SECONDS));
+            Channel ch = await(c.openChannel());
+            proxy.refuseNew(true);
+            proxy.cutAll();
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (!c.isRecovering() && System.nanoTime() < deadline) {
+                Thread.sleep(10);
+            }
+            ExecutionException e = assertThrows(ExecutionException.class, () -> ch.publish("", "q", false, null,
+                    bytes("x")).toCompletableFuture().get(5, TimeUnit.SECONDS));
+            PublishNotConfirmedException pnc = assertInstanceOf(PublishNotConfirmedException.class, e.getCause());
+            assertFalse(pnc.mayHaveReachedBroker());
+            proxy.refuseNew(false);
+        }
+    }
+
+    @Test
+    void recoveryGivesUpAfterMaxAttemptsAndSaysWhy(Broker broker) throws Exception {
+        try (FaultProxy proxy = new FaultProxy(broker.host(), broker.port())) {
+            ConnectionOptions o = through(proxy, broker, "recovery-give-up");
+            o.recovery(o.recovery().maxAttempts(3));
+            Connection c = await(BrokerExtension.client().connect(o));
+            Events events = new Events();
+            c.addRecoveryListener(events);
+            Channel ch = await(c.openChannel());
+            proxy.refuseNew(true);
+            proxy.cutAll();
+            ConnectionClosedException why = await(c.closeFuture());
+            assertTrue(why.getMessage().contains("3 attempts"), why.getMessage());
+            assertEquals(List.of(true, true, false), events.willRetry, "two failures retried, then gave up");
+            assertFalse(c.isOpen());
+            assertFalse(c.isRecovering());
+            assertTrue(ch.closeFuture().toCompletableFuture().isDone(), "its channels are closed too");
+        }
+    }
+
+    @Test
+    void applicationCloseDuringRecoveryIsFinal(Broker broker) throws Exception {
+        try (FaultProxy proxy = new FaultProxy(broker.host(), broker.port())) {
+            Connection c = await(BrokerExtension.client().connect(through(proxy, broker, "recovery-app-close")));
+            Channel ch = await(c.openChannel());
+            proxy.refuseNew(true);
+            proxy.cutAll();
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (!c.isRecovering() && System.nanoTime() < deadline) {
+                Thread.sleep(10);
+            }
+            await(c.close());
+            assertFalse(c.isRecovering());
+            assertEquals(200, await(c.closeFuture()).replyCode());
+            assertTrue(ch.closeFuture().toCompletableFuture().isDone());
+            long accepted = proxy.accepted();
+            Thread.sleep(1_500);
+            assertEquals(accepted, proxy.accepted(), "no attempt after the application's close");
+        }
+    }
+}
