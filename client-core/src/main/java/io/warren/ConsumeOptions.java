@@ -39,6 +39,7 @@ public final class ConsumeOptions {
     private final int concurrency;
     private final int lowWaterMark;
     private final int highWaterMark;
+    private final long initialDemand;
 
     private ConsumeOptions(Builder b) {
         this.consumerTag = b.consumerTag;
@@ -50,6 +51,7 @@ public final class ConsumeOptions {
         this.concurrency = b.concurrency;
         this.lowWaterMark = b.lowWaterMark;
         this.highWaterMark = b.highWaterMark;
+        this.initialDemand = b.initialDemand;
     }
 
     /** The defaults (see the class comment). */
@@ -73,6 +75,7 @@ public final class ConsumeOptions {
         b.concurrency = concurrency;
         b.lowWaterMark = lowWaterMark;
         b.highWaterMark = highWaterMark;
+        b.initialDemand = initialDemand;
         return b;
     }
 
@@ -118,12 +121,18 @@ public final class ConsumeOptions {
         return highWaterMark;
     }
 
+    /** How many deliveries the handler gets before a fetch or resume; {@code Long.MAX_VALUE} (default) = no limit. */
+    public long initialDemand() {
+        return initialDemand;
+    }
+
     @Override
     public String toString() {
         return "ConsumeOptions{consumerTag='" + consumerTag + "', noAck=" + noAck + ", exclusive=" + exclusive
                 + ", arguments=" + arguments + ", prefetch=" + prefetch + ", executor="
                 + (executor == null ? "event loop" : executor) + ", concurrency=" + concurrency + ", waterMarks="
-                + lowWaterMark + "/" + highWaterMark + "}";
+                + lowWaterMark + "/" + highWaterMark
+                + (initialDemand == Long.MAX_VALUE ? "" : ", initialDemand=" + initialDemand) + "}";
     }
 
     /** Builds {@link ConsumeOptions}; setters validate at once and throw {@link IllegalArgumentException}. */
@@ -138,6 +147,7 @@ public final class ConsumeOptions {
         private int concurrency = 1;
         private int lowWaterMark = DEFAULT_LOW_WATER_MARK;
         private int highWaterMark = DEFAULT_HIGH_WATER_MARK;
+        private long initialDemand = Long.MAX_VALUE;
 
         private Builder() {
         }
@@ -262,6 +272,19 @@ public final class ConsumeOptions {
             }
             this.lowWaterMark = low;
             this.highWaterMark = high;
+            return this;
+        }
+
+        /**
+         * The demand the consumer starts with: 0 starts it paused (nothing reaches the handler until
+         * {@link ConsumerHandle#fetch} or {@link ConsumerHandle#resume}), so that no delivery can come before the
+         * application is ready for it; {@code Long.MAX_VALUE} (the default) means no limit.
+         */
+        public Builder initialDemand(long demand) {
+            if (demand < 0) {
+                throw new IllegalArgumentException("initialDemand must not be negative: " + demand);
+            }
+            this.initialDemand = demand;
             return this;
         }
 

@@ -492,6 +492,30 @@ class ConsumeTest {
     }
 
     @Test
+    void anInitialDemandOfZeroStartsPausedSoNothingArrivesBeforeTheApplicationAsks() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            List<Long> seen = new ArrayList<>();
+            CompletionStage<ConsumerHandle> stage = ch.consume("q", ConsumeOptions.builder().initialDemand(0).build(),
+                    d -> seen.add(d.deliveryTag()));
+            broker.expectAndRelease(1, MethodIds.BASIC_CONSUME);
+            // consume-ok and the first deliveries in one read: the handle is not even returned yet
+            broker.send(1, new BasicConsumeOkEncoder().consumerTag("c"));
+            deliver(broker, "c", 1, HELLO);
+            deliver(broker, "c", 2, HELLO);
+            ConsumerHandle c = stage.toCompletableFuture().join();
+            assertEquals(List.of(), seen);
+            assertEquals(2, c.queued());
+            c.fetch(1);
+            broker.client.runPendingTasks(); // the drain is handed to the consumer's context, the loop
+            assertEquals(List.of(1L), seen);
+            c.resume();
+            broker.client.runPendingTasks();
+            assertEquals(List.of(1L, 2L), seen);
+        }
+    }
+
+    @Test
     void theBrokerGeneratedTagIsTheConsumersAndACancelNamesIt() {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);

@@ -112,11 +112,16 @@ public final class ConsumerImpl implements ConsumerHandle {
         this.queue = new DeliveryQueue(loop, executor, options.lowWaterMark(), options.highWaterMark());
         if (slots) {
             held = new ConcurrentLinkedQueue<>();
+            userDemand = options.initialDemand();
             queue.pause();
             granted = concurrency;
             queue.fetch(concurrency);
         } else {
             held = null;
+            if (options.initialDemand() != Long.MAX_VALUE) {
+                queue.pause();
+                queue.fetch(options.initialDemand());
+            }
         }
     }
 
