@@ -14,7 +14,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * A short end-to-end run of amqp-client against the real broker (AMQP_URI, or guest/guest on
+ * A short end-to-end run of amqp-client against the real broker (Warren's: {@link WarrenDriverTest}) (AMQP_URI, or guest/guest on
  * 127.0.0.1:5672), and what the tool says when no broker answers. A missing broker fails this test, with
  * the tool's own message: it is never skipped.
  */
@@ -25,8 +25,8 @@ class BrokerRunTest {
     return env != null && !env.isBlank() ? env : "amqp://guest:guest@127.0.0.1:5672";
   }
 
-  @Test
-  void amqpClientPublishesConfirmsAndConsumesThroughRabbitMq(@TempDir Path dir) throws Exception {
+  /** The broker's URI once something answers there; fails (never skips) when nothing does. */
+  static String requireBroker() {
     String uri = brokerUri();
     URI parsed = URI.create(uri);
     try (Socket probe = new Socket()) {
@@ -35,13 +35,20 @@ class BrokerRunTest {
       throw new AssertionError("no RabbitMQ answers at " + RunResult.redact(uri) + " (" + e
           + "): start one (.ci/run does) or set AMQP_URI", e);
     }
+    return uri;
+  }
+
+  @Test
+  void amqpClientPublishesConfirmsAndConsumesThroughRabbitMq(@TempDir Path dir) throws Exception {
+    String uri = requireBroker();
     Path json = dir.resolve("broker.json");
-    OptionsTest.Captured run = OptionsTest.run("-h", uri, "-x", "1", "-y", "2", "-C", "2000", "-c", "100",
-        "-q", "200", "-A", "20", "-s", "256", "--json", json.toString());
+    OptionsTest.Captured run = OptionsTest.run("--client", "amqp-client", "-h", uri, "-x", "1", "-y", "2", "-C", "2000",
+        "-c", "100", "-q", "200", "-A", "20", "-s", "256", "--json", json.toString());
     assertEquals(0, run.exit(), run.out() + run.err());
 
     Map<String, Object> r = PeerRunTest.asObject(JsonParser.parse(Files.readString(json)));
     PeerRunTest.assertHasEveryField(r);
+    assertEquals("amqp-client", r.get("client"));
     assertEquals(2000.0, r.get("sent"));
     assertEquals(2000.0, r.get("confirmed"));
     assertEquals(4000.0, r.get("received"), "each consumer's server-named queue gets a copy");

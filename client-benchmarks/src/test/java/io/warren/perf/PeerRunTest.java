@@ -14,7 +14,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The whole tool, in-process, against the loopback peer: the sink counts and confirms what amqp-client
- * publishes, the source streams what it consumes, and --json writes every field the issue lists.
+ * publishes, the source streams what it consumes, and --json writes every field the issue lists. Warren's
+ * runs: {@link WarrenDriverTest}.
  */
 class PeerRunTest {
 
@@ -27,8 +28,8 @@ class PeerRunTest {
   @Test
   void sinkCountsAndConfirmsEveryPublishAndJsonHasEveryField(@TempDir Path dir) throws Exception {
     Path json = dir.resolve("sink.json");
-    OptionsTest.Captured run = OptionsTest.run("--peer", "sink", "-C", "3000", "-c", "100", "-s", "64",
-        "--json", json.toString());
+    OptionsTest.Captured run = OptionsTest.run("--client", "amqp-client", "--peer", "sink", "-C", "3000", "-c",
+        "100", "-s", "64", "--json", json.toString());
     assertEquals(0, run.exit(), run.out() + run.err());
     assertTrue(run.out().contains("== amqp-client run 1"), run.out());
     assertTrue(run.out().contains("stopped by counts"), run.out());
@@ -58,8 +59,8 @@ class PeerRunTest {
   @Test
   void sourceStreamsToEveryConsumerAndSeveralRunsWriteAnArray(@TempDir Path dir) throws Exception {
     Path json = dir.resolve("source.json");
-    OptionsTest.Captured run = OptionsTest.run("--peer", "source", "-y", "2", "-D", "2000", "-q", "100",
-        "-A", "10", "--runs", "2", "--json", json.toString());
+    OptionsTest.Captured run = OptionsTest.run("--client", "amqp-client", "--peer", "source", "-y", "2", "-D", "2000",
+        "-q", "100", "-A", "10", "--runs", "2", "--json", json.toString());
     assertEquals(0, run.exit(), run.out() + run.err());
 
     List<?> runs = assertInstanceOf(List.class, JsonParser.parse(Files.readString(json)));

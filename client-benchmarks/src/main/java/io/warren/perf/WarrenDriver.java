@@ -1,0 +1,447 @@
+package io.warren.perf;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.buffer.PooledByteBufAllocator;
+import io.netty.util.concurrent.FastThreadLocalThread;
+import io.warren.AmqpClient;
+import io.warren.Channel;
+import io.warren.ClientOptions;
+import io.warren.ConnectionOptions;
+import io.warren.ConsumeOptions;
+import io.warren.ConsumerHandle;
+import io.warren.Delivery;
+import io.warren.DeliveryHandler;
+import io.warren.PublishNackedException;
+import io.warren.PublishOptions;
+import io.warren.PublishOutcome;
+import io.warren.QueueDeclare;
+import io.warren.codec.content.BasicProperties;
+import io.warren.codec.content.ShortString;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.function.BiConsumer;
+
+/**
+ * Warren, driven as {@link AmqpClientDriver} drives amqp-client: one connection and one channel per producer
+ * and per consumer, one publishing thread per producer. What differs is only how each client does the work
+ * best:
+ *
+ * <ul>
+ *   <li><b>Producer threads</b> are Netty {@link FastThreadLocalThread}s. Netty 4.2 pools nothing for a plain
+ *       {@link Thread}: {@code Recycler.get()} makes a new object when the thread will not clean up its
+ *       fast thread-locals, and {@code PooledByteBufAllocator} gives such a thread no thread cache
+ *       ({@code io.netty.allocator.useCacheForAllThreads} is false by default). Publishing a pooled buffer from
+ *       a plain thread therefore allocates every {@code PooledByteBuf} object of the message (body, and
+ *       Warren's frame head and tail), Warren's {@code PublishTask}, and on the event loop a
+ *       {@code DirectByteBuffer} duplicate per buffer written: about 600 B a message instead of nothing. With
+ *       {@code -Dwarren.perf.plainProducerThreads=true} the producers are plain threads, to measure that.</li>
+ *   <li><b>Event loops.</b> The client's own group with one loop per connection (amqp-client has one reader
+ *       thread per connection), on the best transport Warren finds. Loop threads are {@code warren-io-*}.</li>
+ *   <li><b>Publishing.</b> Each message is a pooled direct buffer written with the body and
+ *       {@link MessageBody#stamp stamped} right before the call; ownership passes to Warren, which writes the
+ *       buffer object itself to the socket (zero copy) and returns it to the pool. Exchange and routing key are
+ *       {@link ShortString}s encoded once. Without confirms the fire-and-forget
+ *       {@link Channel#publishNoOutcome} allocates no outcome; with confirms {@link Channel#publish} returns
+ *       the future the broker's ack completes, which is the only way Warren reports a confirm (see
+ *       {@link Producer#confirmCallback}).</li>
+ *   <li><b>Back-pressure</b> without blocking Warren: the producer thread waits, with a timeout so it sees
+ *       {@link #stop}, on {@link Channel#whenWritable()} whenever {@link Channel#isWritable()} is false (socket
+ *       or Warren's queue above the high-water mark, or the confirm window full), so Warren never refuses a
+ *       publish nor holds one for long.</li>
+ *   <li><b>Confirm window.</b> {@link ConfirmTracker}, as amqp-client's driver uses it, numbering publishes 1,
+ *       2, 3, ... as the channel does (confirm.select is answered before the first publish); Warren's own window
+ *       ({@link PublishOptions#maxOutstandingConfirms}) is set to the same size, so the two agree on when the
+ *       window is full and Warren holds nothing back in the client.</li>
+ *   <li><b>Consumers</b> run on the connection's event loop (Warren's default and fastest context: the handler
+ *       is called in the read's stack, no hand-off) with a {@link DeliveryHandler} that reads the stamp in
+ *       place, so no body byte is copied; acknowledgements go through Warren's coalescer.</li>
+ * </ul>
+ */
+public final class WarrenDriver implements ClientDriver {
+
+  private static final long CLOSE_TIMEOUT_MILLIS = 2_000;
+  private static final long RPC_TIMEOUT_SECONDS = 10;
+  /**
+   * Diagnostic: publish from plain {@link Thread}s instead of {@link FastThreadLocalThread}s, to see what an
+   * application's ordinary threads pay (see the class comment).
+   */
+  static final boolean PLAIN_PRODUCER_THREADS = Boolean.getBoolean("warren.perf.plainProducerThreads");
+  /** How long a waiting producer sleeps at most before it looks at the stop flag again. */
+  private static final long WAIT_SLICE_MILLIS = 100;
+
+  private final List<io.warren.Connection> connections = new ArrayList<>();
+  private final List<Producer> producers = new ArrayList<>();
+  private final List<Consumer> consumers = new ArrayList<>();
+  private AmqpClient client;
+  private RunOptions options;
+  private Metrics metrics;
+  // tool thread writes; producers, consumers and event loops read
+  private volatile boolean running = true;
+
+  @Override
+  public String name() {
+    return Clients.WARREN;
+  }
+
+  @Override
+  public void connect(RunOptions options, Metrics metrics) throws Exception {
+    this.options = options;
+    this.metrics = metrics;
+    int connectionCount = Math.max(1, options.producers() + options.consumers());
+    client = AmqpClient.create(new ClientOptions()
+        .ioThreads(Math.min(connectionCount, 2 * Runtime.getRuntime().availableProcessors())));
+    ConnectionOptions base = ConnectionOptions.fromUri(options.uri())
+        .connectionTimeout(Duration.ofSeconds(5))
+        .rpcTimeout(Duration.ofSeconds(RPC_TIMEOUT_SECONDS))
+        .closeTimeout(Duration.ofMillis(CLOSE_TIMEOUT_MILLIS));
+    if (options.confirms()) {
+      base.publishOptions(new PublishOptions().maxOutstandingConfirms(options.confirm()));
+    }
+    for (int i = 0; i < options.producers(); i++) {
+      Channel channel = open(base, "warren-perf-producer-" + i);
+      producers.add(new Producer(i, channel));
+    }
+    for (int i = 0; i < options.consumers(); i++) {
+      consumers.add(new Consumer(open(base, "warren-perf-consumer-" + i)));
+    }
+  }
+
+  private Channel open(ConnectionOptions base, String name) throws Exception {
+    io.warren.Connection connection = await(client.connect(new ConnectionOptions(base).connectionName(name)));
+    connections.add(connection);
+    connection.closeFuture().thenAccept(cause -> {
+      if (running) {
+        metrics.fail(cause);
+      }
+    });
+    Channel channel = await(connection.openChannel());
+    channel.closeFuture().thenAccept(cause -> {
+      if (running) {
+        metrics.fail(cause);
+      }
+    });
+    return channel;
+  }
+
+  @Override
+  public void declare() throws Exception {
+    Channel any = !producers.isEmpty() ? producers.get(0).channel : consumers.get(0).channel;
+    if (options.declaresExchange()) {
+      await(any.exchangeDeclare(options.exchange(), options.exchangeType()));
+    }
+    if (!options.serverNamedQueues()) {
+      await(any.queueDeclare(QueueDeclare.named(options.queue()).durable(true).autoDelete(options.autoDelete())
+          .arguments(options.queueArgs())));
+      if (!options.exchange().isEmpty()) {
+        await(any.queueBind(options.queue(), options.exchange(), options.routingKey()));
+      }
+    }
+    for (Consumer consumer : consumers) {
+      if (options.serverNamedQueues()) {
+        consumer.queue = await(consumer.channel.queueDeclare(QueueDeclare.serverNamed())).queue();
+        if (!options.exchange().isEmpty()) {
+          await(consumer.channel.queueBind(consumer.queue, options.exchange(), options.routingKey()));
+        }
+      } else {
+        consumer.queue = options.queue();
+      }
+    }
+  }
+
+  @Override
+  public void startConsumers() throws Exception {
+    ConsumeOptions.Builder builder = ConsumeOptions.builder().noAck(options.autoAck());
+    if (options.qos() > 0) {
+      builder.prefetch(options.qos()); // basic.qos before basic.consume; none at all for --qos 0, as amqp-client
+    }
+    ConsumeOptions consumeOptions = builder.build();
+    for (Consumer consumer : consumers) {
+      consumer.handle = await(consumer.channel.consume(consumer.queue, consumeOptions, consumer));
+      consumer.handle.endFuture().thenAccept(cause -> {
+        if (cause != null && running) {
+          metrics.fail(cause);
+        }
+      });
+    }
+  }
+
+  @Override
+  public void startProducers() {
+    ShortString exchange = ShortString.of(options.exchange());
+    ShortString routingKey = ShortString.of(options.routingKeyFor(options.queue()));
+    for (Producer producer : producers) {
+      Runnable run = () -> producer.run(exchange, routingKey);
+      String threadName = "warren-perf-producer-" + producer.index;
+      producer.thread = PLAIN_PRODUCER_THREADS ? new Thread(run, threadName)
+          : new FastThreadLocalThread(run, threadName);
+      producer.thread.start();
+    }
+  }
+
+  @Override
+  public void stop() throws Exception {
+    running = false;
+    for (Producer producer : producers) {
+      if (producer.thread != null) {
+        producer.thread.join(CLOSE_TIMEOUT_MILLIS);
+        producer.thread.interrupt();
+      }
+    }
+    List<CompletableFuture<Void>> cancels = new ArrayList<>();
+    for (Consumer consumer : consumers) {
+      cancels.add(consumer.cancel());
+    }
+    try {
+      CompletableFuture.allOf(cancels.toArray(CompletableFuture[]::new))
+          .get(CLOSE_TIMEOUT_MILLIS, TimeUnit.MILLISECONDS);
+    } catch (ExecutionException | TimeoutException e) {
+      // a consumer whose channel is going away has nothing left to cancel
+    }
+  }
+
+  @Override
+  public void close() {
+    running = false;
+    for (Producer producer : producers) {
+      if (producer.thread != null) {
+        producer.thread.interrupt();
+      }
+    }
+    for (Producer producer : producers) {
+      if (producer.thread != null) {
+        try {
+          producer.thread.join(CLOSE_TIMEOUT_MILLIS);
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          break;
+        }
+      }
+    }
+    producers.clear();
+    consumers.clear();
+    connections.clear();
+    if (client != null) {
+      // closes every connection (close-ok or the close timeout), then shuts the event loops down
+      try {
+        client.close().toCompletableFuture().get(3 * CLOSE_TIMEOUT_MILLIS, TimeUnit.MILLISECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      } catch (ExecutionException | TimeoutException e) {
+        // nothing more to do: the loops are daemon threads
+      }
+      client = null;
+    }
+  }
+
+  /** Waits for a setup step (connect, declare, consume); the tool's thread, never an event loop. */
+  private static <T> T await(CompletionStage<T> stage) throws Exception {
+    try {
+      return stage.toCompletableFuture().get(RPC_TIMEOUT_SECONDS, TimeUnit.SECONDS);
+    } catch (ExecutionException e) {
+      throw e.getCause() instanceof Exception cause ? cause : e;
+    }
+  }
+
+  private static Throwable unwrap(Throwable t) {
+    return t instanceof CompletionException && t.getCause() != null ? t.getCause() : t;
+  }
+
+  /** One publishing thread on its own connection and channel. */
+  private final class Producer {
+    final int index;
+    final Channel channel;
+    final ConfirmTracker confirms;
+    Thread thread;
+
+    Producer(int index, Channel channel) throws Exception {
+      this.index = index;
+      this.channel = channel;
+      if (options.confirms()) {
+        confirms = new ConfirmTracker(options.confirm(), metrics);
+        await(channel.confirmSelect());
+      } else {
+        confirms = null;
+      }
+      if (options.mandatory()) {
+        channel.addReturnListener(returned -> metrics.returned());
+      }
+    }
+
+    void run(ShortString exchange, ShortString routingKey) {
+      ByteBufAllocator alloc = PooledByteBufAllocator.DEFAULT;
+      int size = options.size();
+      boolean mandatory = options.mandatory();
+      BasicProperties props = options.persistent()
+          ? BasicProperties.builder().deliveryMode(2).build() : BasicProperties.EMPTY;
+      Pacer pacer = new Pacer(options.rate());
+      long limit = options.producerMessages();
+      long sent = 0;
+      CompletableFuture<PublishOutcome> lastWritten = null;
+      try {
+        while (running && (limit == 0 || sent < limit)) {
+          pacer.await();
+          if (!awaitRoom()) {
+            break; // stopping, or the channel closed (its closeFuture reported it)
+          }
+          ByteBuf body = alloc.directBuffer(size, size).writeZero(size);
+          long now = System.nanoTime();
+          MessageBody.stamp(body, now);
+          if (confirms == null && limit > 0 && sent + 1 == limit) {
+            // the last of --pmessages: its outcome says when it is written to the socket, and the channel's
+            // publishes are written in order, so then all of them are (amqp-client's are when the call returns)
+            lastWritten = channel.publish(exchange, routingKey, mandatory, props, body).toCompletableFuture();
+          } else if (confirms == null) {
+            channel.publishNoOutcome(exchange, routingKey, mandatory, props, body);
+          } else {
+            long sequence = sent + 1;
+            confirms.sent(sequence, now);
+            channel.publish(exchange, routingKey, mandatory, props, body)
+                .whenComplete(confirmCallback(sequence));
+          }
+          metrics.published();
+          sent++;
+        }
+        if (running && confirms != null) {
+          while (running && channel.isOpen() && !confirms.awaitDrained(WAIT_SLICE_MILLIS)) {
+            // the last confirms are still on their way
+          }
+        }
+        while (running && lastWritten != null && !written(lastWritten)) {
+          // the last publishes are still on their way to the socket
+        }
+        if (running && channel.isOpen()) {
+          metrics.producerDone();
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      } catch (RuntimeException e) {
+        // a refusal thrown by publishNoOutcome: the channel or connection closed under the producer
+        if (running) {
+          metrics.fail(e);
+        }
+      }
+    }
+
+    /** Waits a little for {@code write}; true once it is written (or failed: the close is reported elsewhere). */
+    private boolean written(CompletableFuture<PublishOutcome> write) throws InterruptedException {
+      try {
+        write.get(WAIT_SLICE_MILLIS, TimeUnit.MILLISECONDS);
+        return true;
+      } catch (TimeoutException e) {
+        return false;
+      } catch (ExecutionException e) {
+        if (running) {
+          metrics.fail(unwrap(e.getCause()));
+        }
+        return true;
+      }
+    }
+
+    /**
+     * Waits until a publish now is written at once (Warren writable) and, with confirms, the window has room.
+     * Returns false when the run is stopping or the channel closed.
+     */
+    private boolean awaitRoom() throws InterruptedException {
+      while (running) {
+        if (!channel.isWritable()) {
+          if (!channel.isOpen()) {
+            return false;
+          }
+          try {
+            channel.whenWritable().toCompletableFuture().get(WAIT_SLICE_MILLIS, TimeUnit.MILLISECONDS);
+          } catch (TimeoutException e) {
+            // look at the stop flag, then wait again
+          } catch (ExecutionException e) {
+            return false; // the channel closed
+          }
+          continue;
+        }
+        if (confirms == null || confirms.acquire(WAIT_SLICE_MILLIS)) {
+          return true;
+        }
+      }
+      return false;
+    }
+
+    /**
+     * The callback of one confirmed publish: Warren reports confirms only through each publish's future, so
+     * this object (and the future's dependent) is the per-message cost of measuring confirms with Warren.
+     * Runs on the event loop.
+     */
+    private BiConsumer<PublishOutcome, Throwable> confirmCallback(long sequence) {
+      return (outcome, error) -> {
+        if (error == null) {
+          confirms.ack(sequence, false); // RETURNED counts too: the broker acked it, as amqp-client counts it
+          return;
+        }
+        Throwable cause = unwrap(error);
+        if (cause instanceof PublishNackedException) {
+          confirms.nack(sequence, false);
+        } else if (running) {
+          metrics.fail(cause); // not confirmed: the channel or connection closed
+        }
+      };
+    }
+  }
+
+  /** One consumer on its own connection and channel; its handler runs on the connection's event loop. */
+  private final class Consumer implements DeliveryHandler {
+    final Channel channel;
+    String queue;
+    volatile ConsumerHandle handle;
+    // consumer context (the event loop) only
+    private long taken;
+    // any thread
+    private volatile boolean cancelRequested;
+    // guarded by this (taken once or twice per consumer, never per delivery)
+    private CompletableFuture<Void> cancelling;
+
+    Consumer(Channel channel) {
+      this.channel = channel;
+    }
+
+    @Override
+    public void handle(Delivery delivery) {
+      long limit = options.consumerMessages();
+      if (cancelRequested || (limit > 0 && taken >= limit)) {
+        return; // prefetched after the last one wanted: not counted, not acknowledged
+      }
+      taken++;
+      metrics.received(MessageBody.publishNanos(delivery.body()));
+      if (!options.autoAck()) {
+        int every = options.multiAckEvery();
+        if (every <= 0) {
+          delivery.ack();
+        } else if (taken % every == 0 || taken == limit) {
+          delivery.ack(true);
+        }
+      }
+      if (limit > 0 && taken == limit) {
+        metrics.consumerDone();
+        cancel();
+      }
+    }
+
+    /**
+     * Cancels the consumer once (at its count on the event loop, or from {@link #stop}); completes on
+     * cancel-ok, or at once when there is nothing to cancel.
+     */
+    synchronized CompletableFuture<Void> cancel() {
+      cancelRequested = true;
+      if (cancelling == null) {
+        ConsumerHandle h = handle;
+        cancelling = h == null || !h.isActive() ? CompletableFuture.completedFuture(null)
+            : h.cancel().toCompletableFuture();
+      }
+      return cancelling;
+    }
+  }
+}
