@@ -15,7 +15,11 @@ module io.warren.core {
     requires org.jctools.core;
     requires org.slf4j;
     requires static io.vertx.core;
+    requires static micrometer.core;
 
     exports io.warren;
+    exports io.warren.vertx;
     exports io.warren.credentials;
+    exports io.warren.metrics;
+    exports io.warren.micrometer;
 }

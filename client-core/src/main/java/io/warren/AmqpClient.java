@@ -4,7 +4,10 @@ import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.util.concurrent.DefaultThreadFactory;
 import io.warren.impl.Connector;
+import io.warren.impl.CountingMetrics;
+import io.warren.impl.MetricsCollector;
 import io.warren.impl.Transport;
+import io.warren.metrics.ClientMetrics;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -33,20 +36,31 @@ public final class AmqpClient {
     private final Connector connector;
     private final String transport;
     private final Set<Connection> connections = ConcurrentHashMap.newKeySet();
+    /** {@link MetricsCollector#NOOP} unless metrics are enabled: held in final fields down to the hot paths. */
+    private final MetricsCollector metricsCollector;
+    private final ClientMetrics metrics;
 
     private AmqpClient(ClientOptions options) {
+        if (options.metricsEnabled()) {
+            CountingMetrics counting = new CountingMetrics();
+            this.metricsCollector = counting;
+            this.metrics = counting;
+        } else {
+            this.metricsCollector = MetricsCollector.NOOP;
+            this.metrics = CountingMetrics.DISABLED;
+        }
         if (options.eventLoopGroup() != null) {
             this.group = options.eventLoopGroup();
             this.ownsGroup = false;
             Class<? extends io.netty.channel.Channel> channelClass = Transport.channelClassFor(group);
-            this.connector = new Connector(group, channelClass);
+            this.connector = new Connector(group, channelClass, metricsCollector);
             this.transport = channelClass.getSimpleName();
         } else {
             Transport t = Transport.best(options.preferNativeTransport());
             this.group = new MultiThreadIoEventLoopGroup(options.ioThreads(),
                     new DefaultThreadFactory("warren-io", true), t.ioHandlerFactory());
             this.ownsGroup = true;
-            this.connector = new Connector(group, t.channelClass());
+            this.connector = new Connector(group, t.channelClass(), metricsCollector);
             this.transport = t.name();
         }
     }
@@ -70,6 +84,14 @@ public final class AmqpClient {
         ConnectionOptions copy = new ConnectionOptions(Objects.requireNonNull(options, "options"));
         return connector.connect(copy).thenApply(c -> {
             connections.add(c);
+            if (metrics.enabled()) {
+                c.addRecoveryListener(new RecoveryListener() {
+                    @Override
+                    public void recoverySucceeded(Connection connection) {
+                        metricsCollector.recovered();
+                    }
+                });
+            }
             c.closeFuture().thenRun(() -> connections.remove(c));
             return c;
         });
@@ -84,6 +106,14 @@ public final class AmqpClient {
             return CompletableFuture.failedFuture(e);
         }
         return connect(options);
+    }
+
+    /**
+     * What this client's connections counted; all zeros ({@link ClientMetrics#enabled()} false) unless
+     * {@link ClientOptions#metricsEnabled(boolean)} was set.
+     */
+    public ClientMetrics metrics() {
+        return metrics;
     }
 
     /** The socket transport in use: {@code io_uring}, {@code epoll}, {@code nio}, or the given group's channel. */

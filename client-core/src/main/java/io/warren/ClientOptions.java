@@ -12,6 +12,7 @@ public final class ClientOptions {
     private EventLoopGroup eventLoopGroup;
     private int ioThreads;
     private boolean preferNativeTransport = true;
+    private boolean metricsEnabled;
 
     public ClientOptions() {
     }
@@ -20,6 +21,7 @@ public final class ClientOptions {
         this.eventLoopGroup = other.eventLoopGroup;
         this.ioThreads = other.ioThreads;
         this.preferNativeTransport = other.preferNativeTransport;
+        this.metricsEnabled = other.metricsEnabled;
     }
 
     /** Run on this group (owned by the caller: {@link AmqpClient#close()} leaves it running). */
@@ -53,5 +55,19 @@ public final class ClientOptions {
 
     public boolean preferNativeTransport() {
         return preferNativeTransport;
+    }
+
+    /**
+     * Count what the client's connections do ({@link AmqpClient#metrics()}: messages published, confirmed,
+     * consumed, bytes, ...), for the Micrometer binder ({@code io.warren.micrometer.WarrenMeterBinder}) or any
+     * other reader. Off by default: then nothing is counted and the publish and delivery paths pay nothing.
+     */
+    public ClientOptions metricsEnabled(boolean metricsEnabled) {
+        this.metricsEnabled = metricsEnabled;
+        return this;
+    }
+
+    public boolean metricsEnabled() {
+        return metricsEnabled;
     }
 }

@@ -218,6 +218,9 @@ public final class ChannelState {
                 if (state == State.OPENING) {
                     state = State.OPEN;
                     facade.markOpen();
+                    MetricsCollector metrics = connection.metrics();
+                    metrics.channelOpened();
+                    onClose(cause -> metrics.channelClosed());
                 }
                 result.complete(facade);
             } else {

@@ -47,6 +47,7 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
     private final CompletableFuture<ConnectionImpl> connected;
     private final ConnectionImpl facade;
     private final long rpcTimeoutNanos;
+    private final MetricsCollector metrics;
 
     // set once in handlerAdded, then read-only
     private ChannelHandlerContext ctx;
@@ -59,6 +60,8 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
     private State state = State.HANDSHAKE;
     /** connection.update-secret; made at open-ok. */
     private SecretRefresher secrets;
+    /** Reached open-ok, so counted in the open connections until {@link #finish()}. */
+    private boolean countedOpen;
     private ChannelTable channels;
     private AmqpException closeCause;
     private AmqpException connectFailure;
@@ -80,6 +83,12 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
      */
     public ConnectionHandler(ConnectionOptions options, Address address, CompletableFuture<ConnectionImpl> connected,
                              ConnectionImpl recovering) {
+        this(options, address, connected, recovering, MetricsCollector.NOOP);
+    }
+
+    public ConnectionHandler(ConnectionOptions options, Address address, CompletableFuture<ConnectionImpl> connected,
+                             ConnectionImpl recovering, MetricsCollector metrics) {
+        this.metrics = metrics;
         this.options = options;
         this.address = address;
         this.connected = connected;
@@ -91,6 +100,11 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
 
     public ConnectionImpl facade() {
         return facade;
+    }
+
+    /** The client's metrics ({@link MetricsCollector#NOOP} when disabled). */
+    public MetricsCollector metrics() {
+        return metrics;
     }
 
     /** The connection's one outbound path. */
@@ -294,6 +308,8 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
     @Override
     public void opened(Map<String, Object> serverProperties) {
         state = State.OPEN;
+        metrics.connectionOpened();
+        countedOpen = true;
         facade.attach(this, address); // a recovery's new connection takes the facade over (no-op otherwise)
         facade.opened(serverProperties);
         secrets = new SecretRefresher(outbound, ctx.alloc(), ctx.executor(), options.credentialsProvider(), address,
@@ -530,6 +546,9 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
             return;
         }
         boolean wasHandshaking = state == State.HANDSHAKE;
+        if (countedOpen) {
+            metrics.connectionClosed();
+        }
         if (closeCause == null) {
             if (wasHandshaking && handshake.stage() == Handshake.Stage.AUTHENTICATING) {
                 // Brokers without authentication_failure_close just drop the socket on bad credentials.

@@ -44,10 +44,17 @@ public final class Connector {
 
     private final EventLoopGroup group;
     private final Class<? extends io.netty.channel.Channel> channelClass;
+    private final MetricsCollector metrics;
 
     public Connector(EventLoopGroup group, Class<? extends io.netty.channel.Channel> channelClass) {
+        this(group, channelClass, MetricsCollector.NOOP);
+    }
+
+    public Connector(EventLoopGroup group, Class<? extends io.netty.channel.Channel> channelClass,
+                     MetricsCollector metrics) {
         this.group = group;
         this.channelClass = channelClass;
+        this.metrics = metrics;
     }
 
     /** Connects with {@code options} (copied by the caller). Never throws: failures fail the stage. */
@@ -91,7 +98,7 @@ public final class Connector {
                          EventLoopGroup loops) {
         Address address = addresses.get(index);
         CompletableFuture<ConnectionImpl> connected = new CompletableFuture<>();
-        ConnectionHandler handler = new ConnectionHandler(options, address, connected, recovering);
+        ConnectionHandler handler = new ConnectionHandler(options, address, connected, recovering, metrics);
         long timeoutMillis = options.connectionTimeout().toMillis();
         Bootstrap bootstrap = new Bootstrap()
                 .group(loops)
@@ -113,6 +120,9 @@ public final class Connector {
                             SslHandler sslHandler = ssl.newHandler(ch.alloc(), host, address.port());
                             sslHandler.setHandshakeTimeoutMillis(timeoutMillis);
                             p.addLast("tls", sslHandler);
+                        }
+                        if (metrics.counts()) {
+                            p.addLast("bytes", new ByteCounter(metrics));
                         }
                         p.addLast("frames", new FrameDecoder());
                         p.addLast("amqp", handler);

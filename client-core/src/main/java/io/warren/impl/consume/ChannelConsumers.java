@@ -17,6 +17,7 @@ import io.warren.impl.AssembledContent;
 import io.warren.impl.ChannelRpc;
 import io.warren.impl.ChannelState;
 import io.warren.impl.ContentAssembler;
+import io.warren.impl.MetricsCollector;
 import io.warren.impl.OutboundPath;
 import java.util.Arrays;
 import java.util.concurrent.CompletableFuture;
@@ -78,6 +79,8 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
     private boolean assemblingRedelivered;
     private boolean flushScheduled;
 
+    private final MetricsCollector metrics;
+
     // any thread (MPSC queue, volatile)
     private final MessagePassingQueue<Settlement> settlements = new MpscUnboundedArrayQueue<>(64);
     private volatile int drainScheduled;
@@ -94,6 +97,7 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
         this.number = state.number();
         this.loop = state.outbound().eventLoop();
         this.acks = new AckCoalescer(number, state.alloc());
+        this.metrics = state.connection().metrics();
         state.register(MethodIds.CLASS_BASIC, MethodIds.methodId(MethodIds.BASIC_DELIVER), this::onDeliver);
         state.register(MethodIds.CLASS_BASIC, MethodIds.methodId(MethodIds.BASIC_CANCEL), this::onBrokerCancel);
         state.onClose(this::onClose);
@@ -178,6 +182,7 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
                     String tag = new BasicConsumeOk().wrap(p, p.readerIndex()).consumerTagAsString();
                     consumer.activate(tag);
                     add(consumer);
+                    metrics.consumerStarted(consumer);
                     f.complete(consumer);
                 }, result));
     }
@@ -239,6 +244,7 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
             return;
         }
         acks.delivered(deliveryTag, !consumer.noAck());
+        metrics.messageConsumed();
         assembling = consumer;
         assemblingTag = deliveryTag;
         assemblingRedelivered = redelivered;
@@ -391,6 +397,7 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
     /** A basic.get-ok arrived; {@code autoAck} as asked. Event loop. */
     public void gotMessage(long deliveryTag, boolean autoAck) {
         acks.delivered(deliveryTag, !autoAck);
+        metrics.messageConsumed();
     }
 
     /**
@@ -431,10 +438,20 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
         if (!acks.settle(tag, op)) {
             LOG.warn("channel {}: delivery tag {} is already settled; the second settlement is dropped (the broker"
                     + " would close the channel with 406 PRECONDITION_FAILED)", number, tag);
+        } else {
+            countSettlement(op);
         }
         if (!flushScheduled && acks.hasWork()) {
             flushScheduled = true;
             loop.execute(flushTask);
+        }
+    }
+
+    private void countSettlement(int op) {
+        if ((op & AckCoalescer.KIND_MASK) == AckCoalescer.ACK) {
+            metrics.messageAcknowledged();
+        } else {
+            metrics.messageRejected();
         }
     }
 
@@ -443,9 +460,15 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
         drainScheduled = 0;
         Settlement s;
         while ((s = settlements.relaxedPoll()) != null) {
-            if (!closed && !acks.settle(s.settleTag(), s.settleOp)) {
+            if (closed) {
+                continue;
+            }
+            int op = s.settleOp;
+            if (!acks.settle(s.settleTag(), op)) {
                 LOG.warn("channel {}: delivery tag {} is already settled; the second settlement is dropped (the "
                         + "broker would close the channel with 406 PRECONDITION_FAILED)", number, s.settleTag());
+            } else {
+                countSettlement(op);
             }
         }
         flush();

@@ -1,0 +1,126 @@
+package io.warren.micrometer;
+
+import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Tag;
+import io.micrometer.core.instrument.Tags;
+import io.micrometer.core.instrument.binder.MeterBinder;
+import io.warren.AmqpClient;
+import io.warren.ConsumerHandle;
+import io.warren.metrics.ClientMetrics;
+import java.util.Objects;
+import java.util.function.ToDoubleFunction;
+
+/**
+ * Micrometer meters for an {@link AmqpClient} created with {@link io.warren.ClientOptions#metricsEnabled(boolean)
+ * metrics enabled}: the names of RabbitMQ's Java client ({@code MicrometerMetricsCollector}) so that existing
+ * dashboards keep working, plus bytes, outstanding confirms, each consumer's inbound queue and recoveries.
+ *
+ * <pre>{@code
+ * AmqpClient client = AmqpClient.create(new ClientOptions().metricsEnabled(true));
+ * new WarrenMeterBinder(client, Tags.of("service", "orders")).bindTo(registry);
+ * }</pre>
+ *
+ * <table>
+ *   <caption>Meters (prefix {@value #DEFAULT_PREFIX} by default)</caption>
+ *   <tr><th>name</th><th>type</th><th>what</th></tr>
+ *   <tr><td>{@code rabbitmq.connections}</td><td>gauge</td><td>open connections</td></tr>
+ *   <tr><td>{@code rabbitmq.channels}</td><td>gauge</td><td>open channels</td></tr>
+ *   <tr><td>{@code rabbitmq.published}</td><td>counter</td><td>messages written with basic.publish</td></tr>
+ *   <tr><td>{@code rabbitmq.failed_to_publish}</td><td>counter</td><td>publishes refused or failed before written</td></tr>
+ *   <tr><td>{@code rabbitmq.acknowledged_published}</td><td>counter</td><td>publishes confirmed (basic.ack)</td></tr>
+ *   <tr><td>{@code rabbitmq.not_acknowledged_published}</td><td>counter</td><td>publishes nacked (basic.nack)</td></tr>
+ *   <tr><td>{@code rabbitmq.unconfirmed_published}</td><td>counter</td><td>unconfirmed publishes failed by a close</td></tr>
+ *   <tr><td>{@code rabbitmq.unrouted_published}</td><td>counter</td><td>messages returned (basic.return)</td></tr>
+ *   <tr><td>{@code rabbitmq.outstanding_confirms}</td><td>gauge</td><td>publishes awaiting their confirm</td></tr>
+ *   <tr><td>{@code rabbitmq.consumed}</td><td>counter</td><td>messages delivered or fetched</td></tr>
+ *   <tr><td>{@code rabbitmq.acknowledged}</td><td>counter</td><td>the application's acks</td></tr>
+ *   <tr><td>{@code rabbitmq.rejected}</td><td>counter</td><td>the application's nacks and rejects</td></tr>
+ *   <tr><td>{@code rabbitmq.bytes_read}, {@code rabbitmq.bytes_written}</td><td>counter</td><td>AMQP bytes</td></tr>
+ *   <tr><td>{@code rabbitmq.recoveries}</td><td>counter</td><td>connections recovered automatically</td></tr>
+ *   <tr><td>{@code rabbitmq.consumer.queued}</td><td>gauge, tags {@code queue}, {@code consumer_tag}</td>
+ *       <td>deliveries waiting for one consumer's handler (removed when the consumer ends)</td></tr>
+ * </table>
+ *
+ * The meters read the client's counters when the registry asks (FunctionCounter, Gauge): nothing is looked up
+ * or recorded per message. This class is the only one that touches Micrometer, and is loaded only by an
+ * application that uses it; Micrometer is an optional dependency of Warren.
+ */
+public final class WarrenMeterBinder implements MeterBinder {
+
+    /** The default meter name prefix, as RabbitMQ's Java client. */
+    public static final String DEFAULT_PREFIX = "rabbitmq";
+
+    private final ClientMetrics metrics;
+    private final String prefix;
+    private final Tags tags;
+
+    /** Meters named {@code rabbitmq.*} without extra tags. */
+    public WarrenMeterBinder(AmqpClient client) {
+        this(client, DEFAULT_PREFIX, Tags.empty());
+    }
+
+    /** Meters named {@code rabbitmq.*} with {@code tags}. */
+    public WarrenMeterBinder(AmqpClient client, Iterable<Tag> tags) {
+        this(client, DEFAULT_PREFIX, tags);
+    }
+
+    /**
+     * @throws IllegalArgumentException when the client was created without metrics
+     *                                  ({@link io.warren.ClientOptions#metricsEnabled(boolean)})
+     */
+    public WarrenMeterBinder(AmqpClient client, String prefix, Iterable<Tag> tags) {
+        this.metrics = Objects.requireNonNull(client, "client").metrics();
+        if (!metrics.enabled()) {
+            throw new IllegalArgumentException("the client was created without metrics: "
+                    + "AmqpClient.create(new ClientOptions().metricsEnabled(true))");
+        }
+        this.prefix = Objects.requireNonNull(prefix, "prefix");
+        this.tags = Tags.of(Objects.requireNonNull(tags, "tags"));
+    }
+
+    @Override
+    public void bindTo(MeterRegistry registry) {
+        gauge(registry, "connections", "open connections", ClientMetrics::connections);
+        gauge(registry, "channels", "open channels", ClientMetrics::channels);
+        counter(registry, "published", "messages published", ClientMetrics::published);
+        counter(registry, "failed_to_publish", "publishes refused or failed before written",
+                ClientMetrics::failedToPublish);
+        counter(registry, "acknowledged_published", "publishes confirmed by the broker", ClientMetrics::confirmed);
+        counter(registry, "not_acknowledged_published", "publishes nacked by the broker", ClientMetrics::nacked);
+        counter(registry, "unconfirmed_published", "unconfirmed publishes failed by a channel or connection close",
+                ClientMetrics::unconfirmed);
+        counter(registry, "unrouted_published", "messages returned by the broker", ClientMetrics::returned);
+        gauge(registry, "outstanding_confirms", "publishes awaiting their confirm", ClientMetrics::outstandingConfirms);
+        counter(registry, "consumed", "messages delivered to consumers or fetched", ClientMetrics::consumed);
+        counter(registry, "acknowledged", "acknowledgements made by the application", ClientMetrics::acknowledged);
+        counter(registry, "rejected", "nacks and rejects made by the application", ClientMetrics::rejected);
+        FunctionCounter.builder(prefix + ".bytes_read", metrics, m -> m.bytesRead()).baseUnit("bytes")
+                .description("AMQP bytes read").tags(tags).register(registry);
+        FunctionCounter.builder(prefix + ".bytes_written", metrics, m -> m.bytesWritten()).baseUnit("bytes")
+                .description("AMQP bytes written").tags(tags).register(registry);
+        counter(registry, "recoveries", "connections recovered automatically", ClientMetrics::recoveries);
+        metrics.onConsumer(consumer -> bindConsumer(registry, consumer));
+    }
+
+    private void bindConsumer(MeterRegistry registry, ConsumerHandle consumer) {
+        if (!consumer.isActive()) {
+            return;
+        }
+        Gauge gauge = Gauge.builder(prefix + ".consumer.queued", consumer, c -> c.queued())
+                .description("deliveries waiting for the consumer's handler")
+                .tags(tags).tag("queue", consumer.queue()).tag("consumer_tag", consumer.consumerTag())
+                .register(registry);
+        consumer.endFuture().whenComplete((cause, error) -> registry.remove(gauge));
+    }
+
+    private void counter(MeterRegistry registry, String name, String description, ToDoubleFunction<ClientMetrics> f) {
+        FunctionCounter.builder(prefix + "." + name, metrics, f).description(description).tags(tags)
+                .register(registry);
+    }
+
+    private void gauge(MeterRegistry registry, String name, String description, ToDoubleFunction<ClientMetrics> f) {
+        Gauge.builder(prefix + "." + name, metrics, f).description(description).tags(tags).register(registry);
+    }
+}

@@ -1,0 +1,137 @@
+package io.warren.it;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Tags;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.warren.AmqpClient;
+import io.warren.Channel;
+import io.warren.ClientOptions;
+import io.warren.Connection;
+import io.warren.ConsumeOptions;
+import io.warren.ConsumerHandle;
+import io.warren.PublishOutcome;
+import io.warren.QueueDeclare;
+import io.warren.metrics.ClientMetrics;
+import io.warren.micrometer.WarrenMeterBinder;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/** The Micrometer meters of a client with metrics enabled, against the broker. */
+@ExtendWith(BrokerExtension.class)
+class MetricsIT {
+
+    private static <T> T await(CompletionStage<T> stage) throws Exception {
+        return stage.toCompletableFuture().get(30, TimeUnit.SECONDS);
+    }
+
+    private static void eventually(String what, BooleanSupplier condition) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("not within 30 s: " + what);
+            }
+            Thread.sleep(10);
+        }
+    }
+
+    private static double value(MeterRegistry registry, String name) {
+        var gauge = registry.find(name).gauge();
+        if (gauge != null) {
+            return gauge.value();
+        }
+        return registry.get(name).functionCounter().count();
+    }
+
+    @Test
+    void publishConfirmReturnConsumeAndSettleAreCounted(Broker broker, BrokerExtension.TestNames names) throws Exception {
+        AmqpClient client = AmqpClient.create(new ClientOptions().metricsEnabled(true).ioThreads(1));
+        SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        new WarrenMeterBinder(client, Tags.of("app", "metrics-it")).bindTo(registry);
+        ClientMetrics metrics = client.metrics();
+        try {
+            Connection connection = await(client.connect(broker.uri()));
+            Channel channel = await(connection.openChannel());
+            assertEquals(1, value(registry, "rabbitmq.connections"));
+            assertEquals(1, value(registry, "rabbitmq.channels"));
+            String queue = await(channel.queueDeclare(QueueDeclare.serverNamed())).queue();
+
+            await(channel.confirmSelect());
+            List<CompletableFuture<PublishOutcome>> outcomes = new ArrayList<>();
+            for (int i = 0; i < 10; i++) {
+                outcomes.add(channel.publish("", queue, false, null, ("m" + i).getBytes(StandardCharsets.UTF_8))
+                        .toCompletableFuture());
+            }
+            PublishOutcome unroutable = await(channel.publish("", queue + ".nowhere", true, null, new byte[1]));
+            assertTrue(unroutable.isReturned());
+            CompletableFuture.allOf(outcomes.toArray(CompletableFuture[]::new)).get(30, TimeUnit.SECONDS);
+            assertEquals(11, value(registry, "rabbitmq.published"));
+            assertEquals(11, value(registry, "rabbitmq.acknowledged_published"));
+            assertEquals(1, value(registry, "rabbitmq.unrouted_published"));
+            assertEquals(0, value(registry, "rabbitmq.outstanding_confirms"));
+            assertEquals(0, value(registry, "rabbitmq.not_acknowledged_published"));
+
+            CountDownLatch handled = new CountDownLatch(10);
+            CountDownLatch release = new CountDownLatch(1);
+            ConsumerHandle consumer = await(channel.consume(queue, ConsumeOptions.builder().prefetch(20).build(),
+                    d -> {
+                        String body = d.body().toString(StandardCharsets.UTF_8);
+                        if (Integer.parseInt(body.substring(1)) % 2 == 0) {
+                            d.ack();
+                        } else {
+                            d.reject(false);
+                        }
+                        handled.countDown();
+                    }));
+            assertTrue(handled.await(30, TimeUnit.SECONDS));
+            eventually("10 consumed, 5 acks, 5 rejects", () -> metrics.consumed() == 10
+                    && metrics.acknowledged() == 5 && metrics.rejected() == 5);
+            assertEquals(10, value(registry, "rabbitmq.consumed"));
+            assertEquals(5, value(registry, "rabbitmq.acknowledged"));
+            assertEquals(5, value(registry, "rabbitmq.rejected"));
+
+            var queued = registry.find("rabbitmq.consumer.queued").tag("queue", queue)
+                    .tag("consumer_tag", consumer.consumerTag()).tag("app", "metrics-it").gauge();
+            assertNotNull(queued, "a gauge per consumer");
+            assertEquals(0, queued.value());
+            await(consumer.cancel());
+            eventually("the consumer's gauge removed", () -> registry.find("rabbitmq.consumer.queued").gauge() == null);
+            release.countDown();
+
+            assertTrue(value(registry, "rabbitmq.bytes_read") > 0);
+            assertTrue(value(registry, "rabbitmq.bytes_written") > 0);
+
+            await(connection.close());
+            assertEquals(0, value(registry, "rabbitmq.connections"));
+            eventually("no channel", () -> metrics.channels() == 0);
+        } finally {
+            await(client.close());
+        }
+    }
+
+    @Test
+    void aClientWithoutMetricsCountsNothingAndRefusesTheBinder(Connection connection) throws Exception {
+        ClientMetrics metrics = BrokerExtension.client().metrics();
+        assertFalse(metrics.enabled());
+        Channel channel = await(connection.openChannel());
+        await(channel.publish("", "nowhere", false, null, new byte[1]));
+        assertEquals(0, metrics.published());
+        assertEquals(0, metrics.connections());
+        assertNull(null);
+        assertThrows(IllegalArgumentException.class, () -> new WarrenMeterBinder(BrokerExtension.client()));
+    }
+}
