@@ -72,6 +72,7 @@ public final class Publisher {
     private final OutboundPath outbound;
     private final PublishFlow flow;
     private final PublishOptions options;
+    private final MetricsCollector metrics;
 
     // any thread
     private final CopyOnWriteArrayList<ReturnListener> returnListeners = new CopyOnWriteArrayList<>();
@@ -99,6 +100,7 @@ public final class Publisher {
         this.outbound = state.outbound();
         this.flow = state.connection().publishFlow();
         this.options = flow.options();
+        this.metrics = state.connection().metrics();
         flow.add(this);
         state.register(60, 80, (ch, frame) -> onAck(frame));
         state.register(60, 120, (ch, frame) -> onNack(frame));
@@ -119,6 +121,7 @@ public final class Publisher {
         CompletableFuture<PublishOutcome> future = new CompletableFuture<>();
         RuntimeException refused = submit(exchange, routingKey, mandatory, properties, body, future);
         if (refused != null) {
+            metrics.publishFailed();
             future.completeExceptionally(refused);
         }
         return future;
@@ -129,6 +132,7 @@ public final class Publisher {
                                  BasicProperties properties, ByteBuf body) {
         RuntimeException refused = submit(exchange, routingKey, mandatory, properties, body, null);
         if (refused != null) {
+            metrics.publishFailed();
             throw refused;
         }
     }
@@ -285,8 +289,10 @@ public final class Publisher {
         boolean mandatory = task.mandatory;
         task.recycle();
         OutboundPath.WriteListener whenWritten = null;
+        metrics.messagePublished();
         if (confirms != null) {
             confirms.add(future, mandatory);
+            metrics.awaitingConfirm();
         } else if (future != null) {
             whenWritten = cause -> written(future, cause);
         }
@@ -345,7 +351,9 @@ public final class Publisher {
                     tag);
             return;
         }
+        int outstanding = confirms.outstanding();
         confirms.ack(tag, multiple);
+        metrics.publishesConfirmed(outstanding - confirms.outstanding());
         releaseHeld();
         updateWritability();
     }
@@ -366,7 +374,9 @@ public final class Publisher {
                     tag);
             return;
         }
+        int outstanding = confirms.outstanding();
         confirms.nack(tag, multiple);
+        metrics.publishesNacked(outstanding - confirms.outstanding());
         releaseHeld();
         updateWritability();
     }
@@ -377,6 +387,7 @@ public final class Publisher {
         public void onContent(AssembledContent content) {
             try {
                 ReturnedMessageImpl message = new ReturnedMessageImpl(channel, content);
+                metrics.messageReturned();
                 if (confirms != null) {
                     confirms.returned(message.replyCode(), message.replyText());
                 }
@@ -401,7 +412,9 @@ public final class Publisher {
         closeCause = cause;
         flow.remove(this);
         if (confirms != null) {
+            int outstanding = confirms.outstanding();
             confirms.failAll(cause);
+            metrics.publishesUnconfirmed(outstanding);
         }
         PublishTask task;
         while ((task = held.poll()) != null) {
@@ -463,6 +476,7 @@ public final class Publisher {
     }
 
     private void failNotWritten(PublishTask task, Throwable cause) {
+        metrics.publishFailed();
         CompletableFuture<PublishOutcome> future = task.future;
         task.releaseBuffers();
         task.recycle();
