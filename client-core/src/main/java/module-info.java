@@ -14,7 +14,8 @@ module io.warren.core {
     requires io.netty.handler;
     requires org.jctools.core;
     requires org.slf4j;
-    requires static io.vertx.core;
+    // the Vert.x adapter's public API is made of Vert.x types: its users read io.vertx.core through us
+    requires static transitive io.vertx.core;
     requires static micrometer.core;
 
     exports io.warren;

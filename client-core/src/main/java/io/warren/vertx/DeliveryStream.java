@@ -1,0 +1,171 @@
+package io.warren.vertx;
+
+import io.vertx.core.Context;
+import io.vertx.core.Future;
+import io.vertx.core.Handler;
+import io.vertx.core.streams.ReadStream;
+import io.warren.AmqpException;
+import io.warren.ConsumerHandle;
+import io.warren.Delivery;
+
+/**
+ * A consumer as a Vert.x {@link ReadStream}: deliveries, the stream's end and its failures arrive on the context
+ * the stream was made on ({@link VertxChannel#consume}), one at a time, in order.
+ *
+ * <h2>Flow control</h2>
+ * {@link #pause()}, {@link #resume()} and {@link #fetch(long)} are the consumer's demand
+ * ({@link ConsumerHandle#pause()} ...): nothing reaches the handler without demand, and deliveries received
+ * meanwhile wait in the consumer's bounded queue (the broker stops at the prefetch with manual acks; with noAck
+ * the connection stops reading at the queue's high-water mark). So {@link #pipeTo} honours the write stream's
+ * back-pressure all the way to the broker. The stream starts without demand and flows once a handler is set,
+ * unless it was paused.
+ *
+ * <h2>Ownership</h2>
+ * The handler borrows each {@link Delivery}: Warren releases it when the handler returns. A handler or a
+ * {@link io.vertx.core.streams.WriteStream} that keeps a delivery beyond the call (a write queue, a future
+ * completed later) must {@link Delivery#retain() retain} it and release it when done. Settle it with
+ * {@link Delivery#ack()} and friends, from any thread, unless the consumer is noAck.
+ *
+ * <h2>End</h2>
+ * When the consumer ends, the {@link #exceptionHandler} gets the reason if it was a failure (the broker
+ * cancelled it, the channel or connection closed), then the {@link #endHandler} is called; after that the handler
+ * is not called again. Deliveries still queued are released (and requeued when the channel is still open).
+ */
+public final class DeliveryStream implements ReadStream<Delivery> {
+
+    private final Context context;
+
+    // any thread (volatile): ReadStream methods are meant for the context, but may come from elsewhere
+    private volatile Handler<Delivery> handler;
+    private volatile Handler<Throwable> exceptionHandler;
+    private volatile Handler<Void> endHandler;
+    private volatile boolean paused;
+    private volatile ConsumerHandle consumer;
+
+    // the context only
+    private boolean ended;
+
+    DeliveryStream(Context context) {
+        this.context = context;
+    }
+
+    /** consume-ok: the consumer exists; its end is reported on the context. On the context. */
+    DeliveryStream started(ConsumerHandle handle) {
+        this.consumer = handle;
+        handle.endFuture().whenComplete((cause, never) -> context.runOnContext(ignored -> end(cause)));
+        applyDemand();
+        return this;
+    }
+
+    /** The consumer's handler, on the context. */
+    void onDelivery(Delivery delivery) throws Exception {
+        Handler<Delivery> h = handler;
+        if (h == null || ended) {
+            // the handler was removed while this one was on its way: give it back rather than lose it
+            try {
+                delivery.reject(true);
+            } catch (IllegalStateException noAckOrSettled) {
+                // noAck: the broker has forgotten it already
+            }
+            return;
+        }
+        try {
+            h.handle(delivery);
+        } catch (RuntimeException e) {
+            Handler<Throwable> eh = exceptionHandler;
+            if (eh == null) {
+                throw e; // logged by the consumer
+            }
+            eh.handle(e);
+        }
+    }
+
+    private void end(AmqpException cause) {
+        if (ended) {
+            return;
+        }
+        ended = true;
+        Handler<Throwable> eh = exceptionHandler;
+        if (cause != null && eh != null) {
+            eh.handle(cause);
+        }
+        Handler<Void> done = endHandler;
+        if (done != null) {
+            done.handle(null);
+        }
+    }
+
+    private void applyDemand() {
+        ConsumerHandle c = consumer;
+        if (c == null) {
+            return;
+        }
+        if (handler == null || paused) {
+            c.pause();
+        } else {
+            c.resume();
+        }
+    }
+
+    /** The consumer behind the stream (tag, queue, cancel). */
+    public ConsumerHandle consumer() {
+        return consumer;
+    }
+
+    /** Cancels the consumer; the end handler follows. */
+    public Future<Void> cancel() {
+        return Future.fromCompletionStage(consumer.cancel(), context);
+    }
+
+    @Override
+    public DeliveryStream handler(Handler<Delivery> handler) {
+        this.handler = handler;
+        applyDemand();
+        return this;
+    }
+
+    @Override
+    public DeliveryStream exceptionHandler(Handler<Throwable> handler) {
+        this.exceptionHandler = handler;
+        return this;
+    }
+
+    @Override
+    public DeliveryStream endHandler(Handler<Void> handler) {
+        this.endHandler = handler;
+        return this;
+    }
+
+    @Override
+    public DeliveryStream pause() {
+        paused = true;
+        applyDemand();
+        return this;
+    }
+
+    @Override
+    public DeliveryStream resume() {
+        paused = false;
+        applyDemand();
+        return this;
+    }
+
+    /** Adds {@code amount} to the demand; a paused stream delivers that many and stays paused. */
+    @Override
+    public DeliveryStream fetch(long amount) {
+        if (amount < 0) {
+            throw new IllegalArgumentException("amount must not be negative: " + amount);
+        }
+        ConsumerHandle c = consumer;
+        if (c != null && amount > 0) {
+            c.fetch(amount);
+        }
+        return this;
+    }
+
+    @Override
+    public String toString() {
+        ConsumerHandle c = consumer;
+        return "DeliveryStream(" + (c == null ? "starting" : c.toString()) + (paused ? ", paused" : "") + ")";
+    }
+}

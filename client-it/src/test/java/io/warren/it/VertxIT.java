@@ -1,0 +1,355 @@
+package io.warren.it;
+
+import static io.warren.it.ConsumeIT.awaitTrue;
+import static io.warren.it.ConsumeIT.messageCount;
+import static io.warren.it.ConsumeIT.numberOf;
+import static io.warren.it.ConsumeIT.publishNumbered;
+import static io.warren.it.TopologyIT.await;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.vertx.core.Context;
+import io.vertx.core.Future;
+import io.vertx.core.Handler;
+import io.vertx.core.Promise;
+import io.vertx.core.Vertx;
+import io.vertx.core.VerticleBase;
+import io.vertx.core.streams.WriteStream;
+import io.warren.Channel;
+import io.warren.Connection;
+import io.warren.ConsumeOptions;
+import io.warren.ConsumerCancelledException;
+import io.warren.Delivery;
+import io.warren.PublishOutcome;
+import io.warren.vertx.DeliveryStream;
+import io.warren.vertx.VertxAmqp;
+import io.warren.vertx.VertxChannel;
+import io.warren.it.BrokerExtension.TestNames;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Function;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * The Vert.x adapter inside a real {@link Vertx} with deployed verticles, against the broker: futures and stream
+ * callbacks on the verticle's context, pause / fetch / resume, {@code pipeTo} with a slow write stream, and the
+ * end and exception handlers.
+ */
+@ExtendWith(BrokerExtension.class)
+class VertxIT {
+
+    private Vertx vertx;
+    /** Everything a callback found wrong (a wrong context, a wrong thread): must stay empty. */
+    private final List<String> violations = Collections.synchronizedList(new ArrayList<>());
+
+    @BeforeEach
+    void startVertx() {
+        vertx = Vertx.vertx();
+    }
+
+    @AfterEach
+    void closeVertx() throws Exception {
+        vertx.close().await(30, TimeUnit.SECONDS);
+        assertEquals(List.of(), violations);
+    }
+
+    /** A verticle that runs {@code start} (given the verticle's context) and completes its start with it. */
+    private static final class TestVerticle extends VerticleBase {
+        private final Function<Context, Future<?>> body;
+
+        TestVerticle(Function<Context, Future<?>> body) {
+            this.body = body;
+        }
+
+        @Override
+        public Future<?> start() {
+            return body.apply(context);
+        }
+    }
+
+    private String deploy(Function<Context, Future<?>> body) throws Exception {
+        return vertx.deployVerticle(new TestVerticle(body)).await(30, TimeUnit.SECONDS);
+    }
+
+    private void onContext(Context expected, String what) {
+        if (Vertx.currentContext() != expected || !Context.isOnEventLoopThread()) {
+            violations.add(what + " ran on " + Thread.currentThread().getName() + ", context " + Vertx.currentContext());
+        }
+    }
+
+    @Test
+    void aVerticleConsumesAStreamOnItsContextInOrder(Broker broker, Connection connection, TestNames names)
+            throws Exception {
+        String q = names.queue("q");
+        Channel setup = await(connection.openChannel());
+        await(setup.queueDeclare(q));
+        publishNumbered(broker, q, 500, 16);
+        List<Integer> seen = Collections.synchronizedList(new ArrayList<>());
+        CompletableFuture<Void> all = new CompletableFuture<>();
+        VertxAmqp amqp = VertxAmqp.create(vertx);
+        deploy(context -> amqp.wrap(connection).openChannel()
+                .compose(ch -> {
+                    onContext(context, "openChannel's future");
+                    return ch.consume(q, ConsumeOptions.builder().prefetch(50).build());
+                })
+                .onSuccess(stream -> {
+                    onContext(context, "consume's future");
+                    stream.handler(d -> {
+                        onContext(context, "the stream's handler");
+                        seen.add(numberOf(d));
+                        d.ack();
+                        if (seen.size() == 500) {
+                            all.complete(null);
+                        }
+                    });
+                }));
+        all.get(60, TimeUnit.SECONDS);
+        List<Integer> expected = new ArrayList<>();
+        for (int i = 0; i < 500; i++) {
+            expected.add(i);
+        }
+        assertEquals(expected, seen);
+        awaitTrue(() -> {
+            try {
+                return messageCount(setup, q) == 0;
+            } catch (Exception e) {
+                throw new AssertionError(e);
+            }
+        }, Duration.ofSeconds(10), "the acks to count");
+        await(setup.queueDelete(q));
+    }
+
+    @Test
+    void pauseFetchAndResumeAreTheConsumersDemand(Broker broker, Connection connection, TestNames names)
+            throws Exception {
+        String q = names.queue("q");
+        Channel setup = await(connection.openChannel());
+        await(setup.queueDeclare(q));
+        publishNumbered(broker, q, 100, 16);
+        AtomicInteger seen = new AtomicInteger();
+        CompletableFuture<DeliveryStream> started = new CompletableFuture<>();
+        VertxAmqp amqp = VertxAmqp.create(vertx);
+        Context[] verticle = new Context[1];
+        deploy(context -> {
+            verticle[0] = context;
+            return amqp.wrap(connection).openChannel()
+                    .compose(ch -> ch.consume(q, ConsumeOptions.builder().prefetch(100).build()))
+                    .onSuccess(stream -> {
+                        stream.pause();
+                        stream.handler(d -> {
+                            onContext(context, "handler");
+                            seen.incrementAndGet();
+                            d.ack();
+                        });
+                        stream.fetch(10);
+                        started.complete(stream);
+                    });
+        });
+        DeliveryStream stream = started.get(30, TimeUnit.SECONDS);
+        awaitTrue(() -> seen.get() == 10, Duration.ofSeconds(30), "10 fetched deliveries");
+        Thread.sleep(300);
+        assertEquals(10, seen.get(), "paused: exactly the fetched ones");
+        awaitTrue(() -> stream.consumer().queued() == 90, Duration.ofSeconds(30), "the rest queued in the client");
+        verticle[0].runOnContext(v -> stream.resume());
+        awaitTrue(() -> seen.get() == 100, Duration.ofSeconds(30), "all after resume");
+        await(setup.queueDelete(q));
+    }
+
+    /**
+     * A write stream that keeps up to {@code maxSize} deliveries (retained) and completes one per timer tick,
+     * acking it: slower than the broker, so the pipe must pause the stream.
+     */
+    private final class SlowWriteStream implements WriteStream<Delivery> {
+        private final Context context;
+        private final ArrayDeque<Delivery> queue = new ArrayDeque<>();
+        private int maxSize = 16;
+        // written on the context, read by the test thread
+        private volatile int maxSeen;
+        private volatile int written;
+        private volatile boolean ended;
+        private Handler<Void> drainHandler;
+        private long timer = -1;
+
+        SlowWriteStream(Context context) {
+            this.context = context;
+        }
+
+        @Override
+        public WriteStream<Delivery> exceptionHandler(Handler<Throwable> handler) {
+            return this;
+        }
+
+        @Override
+        public Future<Void> write(Delivery d) {
+            onContext(context, "WriteStream.write");
+            queue.add(d.retain()); // kept beyond the call: retained, released when written
+            maxSeen = Math.max(maxSeen, queue.size());
+            if (timer < 0) {
+                timer = vertx.setPeriodic(1, id -> tick());
+            }
+            return Future.succeededFuture();
+        }
+
+        private void tick() {
+            Delivery d = queue.poll();
+            if (d == null) {
+                return;
+            }
+            numberOf(d);
+            d.ack();
+            d.release();
+            written++;
+            if (drainHandler != null && queue.size() <= maxSize / 2) {
+                Handler<Void> h = drainHandler;
+                drainHandler = null;
+                h.handle(null);
+            }
+        }
+
+        @Override
+        public Future<Void> end() {
+            ended = true;
+            vertx.cancelTimer(timer);
+            Delivery d;
+            while ((d = queue.poll()) != null) {
+                d.release();
+            }
+            return Future.succeededFuture();
+        }
+
+        @Override
+        public WriteStream<Delivery> setWriteQueueMaxSize(int maxSize) {
+            this.maxSize = maxSize;
+            return this;
+        }
+
+        @Override
+        public boolean writeQueueFull() {
+            return queue.size() >= maxSize;
+        }
+
+        @Override
+        public WriteStream<Delivery> drainHandler(Handler<Void> handler) {
+            this.drainHandler = handler;
+            return this;
+        }
+    }
+
+    @Test
+    void pipeToASlowWriteStreamHonoursItsBackPressure(Broker broker, Connection connection, TestNames names)
+            throws Exception {
+        String q = names.queue("q");
+        Channel setup = await(connection.openChannel());
+        await(setup.queueDeclare(q));
+        int total = 300;
+        publishNumbered(broker, q, total, 32);
+        VertxAmqp amqp = VertxAmqp.create(vertx);
+        CompletableFuture<SlowWriteStream> sink = new CompletableFuture<>();
+        CompletableFuture<DeliveryStream> streamRef = new CompletableFuture<>();
+        CompletableFuture<Void> piped = new CompletableFuture<>();
+        deploy(context -> amqp.wrap(connection).openChannel()
+                .compose(ch -> ch.consume(q, ConsumeOptions.builder().prefetch(100).build()))
+                .onSuccess(stream -> {
+                    SlowWriteStream ws = new SlowWriteStream(context);
+                    ws.setWriteQueueMaxSize(8);
+                    sink.complete(ws);
+                    streamRef.complete(stream);
+                    stream.pipeTo(ws).onComplete(ar -> {
+                        onContext(context, "pipeTo's future");
+                        if (ar.succeeded()) {
+                            piped.complete(null);
+                        } else {
+                            piped.completeExceptionally(ar.cause());
+                        }
+                    });
+                }));
+        SlowWriteStream ws = sink.get(30, TimeUnit.SECONDS);
+        DeliveryStream stream = streamRef.get(30, TimeUnit.SECONDS);
+        awaitTrue(() -> ws.written == total, Duration.ofSeconds(60), "all written (" + ws.written + ")");
+        assertTrue(ws.maxSeen <= 8, "the pipe paused the stream at the write queue's limit: saw " + ws.maxSeen);
+        // the stream's end (a cancel) ends the write stream and completes the pipe
+        await(stream.consumer().cancel());
+        piped.get(30, TimeUnit.SECONDS);
+        assertTrue(ws.ended);
+        assertEquals(0, messageCount(setup, q));
+        await(setup.queueDelete(q));
+    }
+
+    @Test
+    void theBrokersCancelReachesTheExceptionThenTheEndHandlerOnTheContext(Connection connection, TestNames names)
+            throws Exception {
+        String q = names.queue("q");
+        VertxAmqp amqp = VertxAmqp.create(vertx);
+        List<String> events = Collections.synchronizedList(new ArrayList<>());
+        CompletableFuture<Void> ended = new CompletableFuture<>();
+        CompletableFuture<VertxChannel> channel = new CompletableFuture<>();
+        deploy(context -> amqp.wrap(connection).openChannel()
+                .compose(ch -> ch.queueDeclare(q).map(ok -> ch))
+                .compose(ch -> {
+                    channel.complete(ch);
+                    return ch.consume(q);
+                })
+                .onSuccess(stream -> stream
+                        .handler(d -> { })
+                        .exceptionHandler(e -> {
+                            onContext(context, "exceptionHandler");
+                            events.add("exception " + e.getClass().getSimpleName());
+                            assertInstanceOf(ConsumerCancelledException.class, e);
+                        })
+                        .endHandler(v -> {
+                            onContext(context, "endHandler");
+                            events.add("end");
+                            ended.complete(null);
+                        })));
+        Channel other = await(connection.openChannel());
+        await(other.queueDelete(q));
+        ended.get(30, TimeUnit.SECONDS);
+        assertEquals(List.of("exception ConsumerCancelledException", "end"), events);
+        assertTrue(channel.get().channel().isOpen());
+    }
+
+    @Test
+    void publishAndGetThroughTheAdapterCompleteOnTheContext(Connection connection, TestNames names) throws Exception {
+        String q = names.queue("q");
+        VertxAmqp amqp = VertxAmqp.create(vertx);
+        CompletableFuture<String> got = new CompletableFuture<>();
+        deploy(context -> amqp.wrap(connection).openChannel()
+                .compose(ch -> ch.queueDeclare(q)
+                        .compose(ok -> ch.confirmSelect())
+                        .compose(v -> ch.publish("", q, null, "hello".getBytes()))
+                        .compose(outcome -> {
+                            onContext(context, "publish's future");
+                            if (outcome != PublishOutcome.CONFIRMED) {
+                                violations.add("outcome " + outcome);
+                            }
+                            return ch.basicGet(q, true);
+                        })
+                        .map(r -> {
+                            onContext(context, "basicGet's future");
+                            try {
+                                return r.body().toString(java.nio.charset.StandardCharsets.UTF_8);
+                            } finally {
+                                r.release();
+                            }
+                        })
+                        .compose(body -> ch.queueDelete(q).map(n -> body)))
+                .onComplete(ar -> {
+                    if (ar.succeeded()) {
+                        got.complete(ar.result());
+                    } else {
+                        got.completeExceptionally(ar.cause());
+                    }
+                }));
+        assertEquals("hello", got.get(30, TimeUnit.SECONDS));
+    }
+}
