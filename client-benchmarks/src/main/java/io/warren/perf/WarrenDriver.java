@@ -164,8 +164,9 @@ public final class WarrenDriver implements ClientDriver {
     }
     ConsumeOptions consumeOptions = builder.build();
     for (Consumer consumer : consumers) {
-      consumer.handle = await(consumer.channel.consume(consumer.queue, consumeOptions, consumer));
-      consumer.handle.endFuture().thenAccept(cause -> {
+      ConsumerHandle handle = await(consumer.channel.consume(consumer.queue, consumeOptions, consumer));
+      consumer.started(handle);
+      handle.endFuture().thenAccept(cause -> {
         if (cause != null && running) {
           metrics.fail(cause);
         }
@@ -396,12 +397,12 @@ public final class WarrenDriver implements ClientDriver {
   private final class Consumer implements DeliveryHandler {
     final Channel channel;
     String queue;
-    volatile ConsumerHandle handle;
     // consumer context (the event loop) only
     private long taken;
     // any thread
     private volatile boolean cancelRequested;
     // guarded by this (taken once or twice per consumer, never per delivery)
+    private ConsumerHandle handle;
     private CompletableFuture<Void> cancelling;
 
     Consumer(Channel channel) {
@@ -430,18 +431,24 @@ public final class WarrenDriver implements ClientDriver {
       }
     }
 
+    /** consume-ok: the consumer may have reached its count already, before its handle was known. */
+    synchronized void started(ConsumerHandle h) {
+      handle = h;
+      if (cancelRequested && cancelling == null) {
+        cancelling = h.cancel().toCompletableFuture();
+      }
+    }
+
     /**
      * Cancels the consumer once (at its count on the event loop, or from {@link #stop}); completes on
-     * cancel-ok, or at once when there is nothing to cancel.
+     * cancel-ok, or at once when there is nothing to cancel yet.
      */
     synchronized CompletableFuture<Void> cancel() {
       cancelRequested = true;
-      if (cancelling == null) {
-        ConsumerHandle h = handle;
-        cancelling = h == null || !h.isActive() ? CompletableFuture.completedFuture(null)
-            : h.cancel().toCompletableFuture();
+      if (cancelling == null && handle != null) {
+        cancelling = handle.cancel().toCompletableFuture();
       }
-      return cancelling;
+      return cancelling != null ? cancelling : CompletableFuture.completedFuture(null);
     }
   }
 }
