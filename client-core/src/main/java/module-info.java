@@ -17,10 +17,13 @@ module io.warren.core {
     // the Vert.x adapter's public API is made of Vert.x types: its users read io.vertx.core through us
     requires static transitive io.vertx.core;
     requires static micrometer.core;
+    requires static io.opentelemetry.api;
+    requires static io.opentelemetry.context;
 
     exports io.warren;
     exports io.warren.vertx;
     exports io.warren.credentials;
     exports io.warren.metrics;
     exports io.warren.micrometer;
+    exports io.warren.otel;
 }
