@@ -272,6 +272,7 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
             onBrokerClose(frame);
         } else if (key == MethodIds.CONNECTION_CLOSE_OK) {
             if (state == State.CLOSING) {
+                ctx.flush(); // what this read batch wrote (our connection.close) is not dropped by the close
                 ctx.close();
             }
         } else if (state == State.HANDSHAKE) {
@@ -492,6 +493,9 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
             connectFailure = cause;
         }
         if (state == State.CLOSING) {
+            // a second error while closing: the socket goes now, but the connection.close written for the first
+            // one (still unflushed in this read batch) goes out before it (found by ConnectionFuzzTest)
+            ctx.flush();
             ctx.close();
             return;
         }
