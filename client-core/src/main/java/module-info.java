@@ -26,4 +26,5 @@ module io.warren.core {
     exports io.warren.metrics;
     exports io.warren.micrometer;
     exports io.warren.otel;
+    exports io.warren.rpc;
 }

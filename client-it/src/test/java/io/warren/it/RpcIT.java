@@ -1,0 +1,166 @@
+package io.warren.it;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.warren.Channel;
+import io.warren.ConsumeOptions;
+import io.warren.Connection;
+import io.warren.Delivery;
+import io.warren.QueueDeclare;
+import io.warren.codec.content.BasicProperties;
+import io.warren.rpc.RequestReturnedException;
+import io.warren.rpc.RpcClient;
+import io.warren.rpc.RpcServer;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/** RpcClient over direct reply-to and RpcServer, against the broker. */
+@ExtendWith(BrokerExtension.class)
+class RpcIT {
+
+    private static <T> T await(CompletionStage<T> stage) throws Exception {
+        return stage.toCompletableFuture().get(30, TimeUnit.SECONDS);
+    }
+
+    private static String text(Delivery reply) {
+        try {
+            return reply.body().toString(StandardCharsets.UTF_8);
+        } finally {
+            reply.release();
+        }
+    }
+
+    private static byte[] bytes(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
+    }
+
+    /** A server on its own connection that upper-cases each request. */
+    private static RpcServer upperCaseServer(Broker broker, BrokerExtension.TestNames names, String queue)
+            throws Exception {
+        Connection serverConnection = await(BrokerExtension.client().connect(broker.uri()));
+        names.onCleanup(() -> await(serverConnection.close()));
+        Channel serverChannel = await(serverConnection.openChannel());
+        await(serverChannel.queueDeclare(QueueDeclare.named(queue).autoDelete(true)));
+        return await(RpcServer.start(serverChannel, queue, ConsumeOptions.builder().prefetch(32).concurrency(8).build(),
+                request -> CompletableFuture.completedFuture(RpcServer.Reply.of(
+                        BasicProperties.builder().contentType("text/plain").build(),
+                        io.netty.buffer.Unpooled.copiedBuffer(request.body().toString(StandardCharsets.UTF_8)
+                                .toUpperCase(Locale.ROOT), StandardCharsets.UTF_8)))));
+    }
+
+    @Test
+    void aCallGetsItsReply(Broker broker, Connection connection, BrokerExtension.TestNames names) throws Exception {
+        String queue = names.queue("upper");
+        upperCaseServer(broker, names, queue);
+        RpcClient rpc = await(RpcClient.create(await(connection.openChannel())));
+        Delivery reply = await(rpc.call("", queue, null, bytes("hello"), Duration.ofSeconds(10)));
+        assertEquals("text/plain", reply.properties().contentType());
+        assertEquals("HELLO", text(reply));
+        assertEquals(0, rpc.pendingCalls());
+        await(rpc.close());
+    }
+
+    @Test
+    void manyConcurrentCallsFromManyThreadsEachGetTheirOwnReply(Broker broker, Connection connection,
+                                                                 BrokerExtension.TestNames names) throws Exception {
+        String queue = names.queue("upper");
+        upperCaseServer(broker, names, queue);
+        RpcClient rpc = await(RpcClient.create(await(connection.openChannel())));
+        ExecutorService threads = Executors.newFixedThreadPool(4);
+        try {
+            List<CompletableFuture<String>> calls = new ArrayList<>();
+            for (int t = 0; t < 4; t++) {
+                int thread = t;
+                calls.add(CompletableFuture.supplyAsync(() -> {
+                    List<CompletableFuture<String>> mine = new ArrayList<>();
+                    for (int i = 0; i < 250; i++) {
+                        String request = "t" + thread + "-m" + i;
+                        mine.add(rpc.call("", queue, null, bytes(request), Duration.ofSeconds(30))
+                                .thenApply(r -> request + "=" + text(r)).toCompletableFuture());
+                    }
+                    return mine.stream().map(CompletableFuture::join).reduce((a, b) -> a + "," + b).orElse("");
+                }, threads));
+            }
+            for (CompletableFuture<String> c : calls) {
+                for (String pair : c.get(60, TimeUnit.SECONDS).split(",")) {
+                    String[] kv = pair.split("=");
+                    assertEquals(kv[0].toUpperCase(Locale.ROOT), kv[1], "reply matched to its request");
+                }
+            }
+            assertEquals(0, rpc.pendingCalls());
+        } finally {
+            threads.shutdown();
+        }
+    }
+
+    @Test
+    void aCallWithoutAServerTimesOut(Connection connection, BrokerExtension.TestNames names) throws Exception {
+        Channel channel = await(connection.openChannel());
+        String queue = await(channel.queueDeclare(QueueDeclare.serverNamed())).queue(); // exists, nobody serves it
+        RpcClient rpc = await(RpcClient.create(await(connection.openChannel())));
+        long start = System.nanoTime();
+        ExecutionException e = assertThrows(ExecutionException.class,
+                () -> await(rpc.call("", queue, null, bytes("anyone?"), Duration.ofMillis(300))));
+        long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+        assertInstanceOf(TimeoutException.class, e.getCause());
+        assertTrue(e.getCause().getMessage().contains("within PT0.3S"), e.getCause().getMessage());
+        assertTrue(millis >= 250 && millis < 10_000, "timed out after " + millis + " ms");
+        assertEquals(0, rpc.pendingCalls());
+    }
+
+    @Test
+    void aRequestNoQueueTakesFailsAtOnce(Connection connection, BrokerExtension.TestNames names) throws Exception {
+        RpcClient rpc = await(RpcClient.create(await(connection.openChannel())));
+        ExecutionException e = assertThrows(ExecutionException.class,
+                () -> await(rpc.call("", names.queue("nobody"), null, bytes("lost"), Duration.ofSeconds(20))));
+        assertInstanceOf(RequestReturnedException.class, e.getCause());
+        assertEquals(312, ((RequestReturnedException) e.getCause()).replyCode());
+    }
+
+    @Test
+    void aFailingHandlerRejectsTheRequestAndTheCallerTimesOut(Broker broker, Connection connection,
+                                                              BrokerExtension.TestNames names) throws Exception {
+        String queue = names.queue("failing");
+        Connection serverConnection = await(BrokerExtension.client().connect(broker.uri()));
+        names.onCleanup(() -> await(serverConnection.close()));
+        Channel serverChannel = await(serverConnection.openChannel());
+        await(serverChannel.queueDeclare(QueueDeclare.named(queue).autoDelete(true)));
+        await(RpcServer.start(serverChannel, queue, request -> CompletableFuture.failedFuture(
+                new IllegalStateException("cannot price that"))));
+        RpcClient rpc = await(RpcClient.create(await(connection.openChannel())));
+        ExecutionException e = assertThrows(ExecutionException.class,
+                () -> await(rpc.call("", queue, null, bytes("XAUUSD"), Duration.ofMillis(500))));
+        assertInstanceOf(TimeoutException.class, e.getCause());
+        Channel check = await(connection.openChannel());
+        assertEquals(0, await(check.queueDeclare(QueueDeclare.passive(queue))).messageCount(),
+                "rejected without requeue");
+    }
+
+    @Test
+    void closingTheClientFailsCallsInFlight(Connection connection) throws Exception {
+        Channel channel = await(connection.openChannel());
+        String queue = await(channel.queueDeclare(QueueDeclare.serverNamed())).queue();
+        RpcClient rpc = await(RpcClient.create(await(connection.openChannel())));
+        CompletionStage<Delivery> call = rpc.call("", queue, null, bytes("waiting"), Duration.ofSeconds(30));
+        await(rpc.close());
+        ExecutionException e = assertThrows(ExecutionException.class, () -> await(call));
+        assertTrue(e.getCause().getMessage().contains("closed"), e.getCause().getMessage());
+        assertThrows(ExecutionException.class, () -> await(rpc.call("", queue, null, bytes("after"),
+                Duration.ofSeconds(1))));
+    }
+}
