@@ -242,6 +242,50 @@ class RecoveryIT {
     }
 
     @Test
+    void deletedEntitiesAreForgottenAndNotDeclaredAgain(Broker broker, BrokerExtension.TestNames names)
+            throws Exception {
+        try (FaultProxy proxy = new FaultProxy(broker.host(), broker.port())) {
+            Connection c = await(BrokerExtension.client().connect(through(proxy, broker, "recovery-forget")));
+            names.onCleanup(() -> c.close().toCompletableFuture().get(30, TimeUnit.SECONDS));
+            Events events = new Events();
+            List<String> failures = new CopyOnWriteArrayList<>();
+            c.addRecoveryListener(events);
+            c.addRecoveryListener(new RecoveryListener() {
+                @Override
+                public void topologyRecoveryFailed(Connection connection, String entity, Throwable cause) {
+                    failures.add(entity + ": " + cause);
+                }
+            });
+            Channel ch = await(c.openChannel());
+            String deleted = names.queue("deleted");
+            String autoDelete = names.queue("auto-delete");
+            String x = names.exchange("deleted");
+            await(ch.exchangeDeclare(x, "fanout"));
+            await(ch.queueDeclare(QueueDeclare.named(deleted)));
+            await(ch.queueBind(deleted, x, ""));
+            await(ch.queueDelete(deleted));
+            await(ch.exchangeDelete(x));
+            await(ch.queueDeclare(QueueDeclare.named(autoDelete).autoDelete(true)));
+            ConsumerHandle consumer = await(ch.consume(autoDelete, d -> { }));
+            await(consumer.cancel()); // the broker deletes the auto-delete queue with its last consumer
+            proxy.cutAll();
+            events.awaitRecovery();
+            assertTrue(failures.isEmpty(), "nothing deleted was declared again: " + failures);
+            Connection other = await(BrokerExtension.client().connect(ConnectionOptions.fromUri(broker.uri())
+                    .automaticRecovery(false)));
+            try {
+                for (String q : List.of(deleted, autoDelete)) {
+                    Channel probe = await(other.openChannel());
+                    assertInstanceOf(io.warren.ChannelClosedException.class,
+                            TopologyIT.failure(probe.queueDeclare(QueueDeclare.passive(q))), q + " does not exist");
+                }
+            } finally {
+                await(other.close());
+            }
+        }
+    }
+
+    @Test
     void recoveryGivesUpAfterMaxAttemptsAndSaysWhy(Broker broker) throws Exception {
         try (FaultProxy proxy = new FaultProxy(broker.host(), broker.port())) {
             ConnectionOptions o = through(proxy, broker, "recovery-give-up");

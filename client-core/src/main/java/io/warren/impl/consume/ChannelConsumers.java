@@ -19,6 +19,8 @@ import io.warren.impl.ChannelState;
 import io.warren.impl.ContentAssembler;
 import io.warren.impl.MetricsCollector;
 import io.warren.impl.OutboundPath;
+import io.warren.impl.recovery.ConnectionRecovery;
+import io.warren.impl.recovery.TopologyRecorder;
 import java.util.Arrays;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
@@ -118,6 +120,12 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
         return closed;
     }
 
+    /** The connection's topology recorder, or null when topology recovery is off. */
+    TopologyRecorder topology() {
+        ConnectionRecovery r = state.connection().facade().recovery();
+        return r == null || !r.options().topologyRecovery() ? null : r.topology();
+    }
+
     /** Whether this channel was lost with its connection and recovered on a new one. Any thread. */
     boolean isStale() {
         return stale;
@@ -183,6 +191,10 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
                     consumer.activate(tag);
                     add(consumer);
                     metrics.consumerStarted(consumer);
+                    TopologyRecorder topology = topology();
+                    if (topology != null) {
+                        topology.consumerStarted(queue); // an auto-delete queue goes with its last consumer
+                    }
                     f.complete(consumer);
                 }, result));
     }

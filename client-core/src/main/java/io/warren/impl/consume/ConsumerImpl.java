@@ -173,6 +173,12 @@ public final class ConsumerImpl implements ConsumerHandle {
         }
         ended = true;
         channel.ended(this);
+        // the broker no longer has this consumer (cancelled, or its channel closed for good: a consumer moved by
+        // recovery never ends): an auto-delete queue without consumers is gone, so is its record
+        io.warren.impl.recovery.TopologyRecorder topology = channel.topology();
+        if (topology != null && !consumerTag.isEmpty()) {
+            topology.consumerEnded(queueName);
+        }
         queue.close();
         if (held != null) {
             disposeHeld();
