@@ -115,6 +115,10 @@ public interface Channel {
      * where every lower tag is settled, and a tag that is already settled is dropped (with a warning) rather
      * than sent for the broker to close the channel over. Settlements go out before any synchronous method or
      * close called after them.
+     *
+     * <p>After automatic recovery ({@link RecoveryOptions}) the channel is a new one on the broker and a tag from
+     * before the loss means nothing on it (or another message): settle such deliveries with {@link Delivery#ack()},
+     * which refuses a stale one with a {@link StaleDeliveryException} instead of sending it.
      */
     void basicAck(long deliveryTag, boolean multiple);
 

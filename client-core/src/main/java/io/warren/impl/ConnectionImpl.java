@@ -232,7 +232,8 @@ public final class ConnectionImpl implements Connection {
 
     @Override
     public boolean isOpen() {
-        return open;
+        // while recovery restores channels and topology the new socket is open, the connection not yet
+        return open && !isRecovering();
     }
 
     @Override
