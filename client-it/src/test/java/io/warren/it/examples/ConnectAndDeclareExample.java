@@ -28,16 +28,20 @@ public final class ConnectAndDeclareExample {
     /** Declares {@code exchange} and {@code queue}, binds them with {@code eu.#}, then closes the connection. */
     public static CompletionStage<QueueDeclareOk> declare(AmqpClient client, String uri, String exchange,
                                                           String queue) {
+        // [connect]
         return client.connect(uri).thenCompose(connection -> connection.openChannel()
                 .thenCompose(channel -> declareOn(channel, exchange, queue))
                 .handle((ok, error) -> closeThen(connection, ok, error))
                 .thenCompose(result -> result));
+        // [/connect]
     }
 
     private static CompletionStage<QueueDeclareOk> declareOn(Channel channel, String exchange, String queue) {
+        // [declare]
         return channel.exchangeDeclare(ExchangeDeclare.of(exchange, "topic").durable(true))
                 .thenCompose(v -> channel.queueDeclare(QueueDeclare.named(queue).quorum()))
                 .thenCompose(ok -> channel.queueBind(ok.queue(), exchange, "eu.#").thenApply(v -> ok));
+        // [/declare]
     }
 
     /** Closes the connection whatever happened, then passes the result (or the failure) on. */

@@ -1,0 +1,49 @@
+package io.warren.it.examples;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import io.vertx.core.Vertx;
+import io.warren.AmqpClient;
+import io.warren.Channel;
+import io.warren.Connection;
+import io.warren.QueueDeclare;
+import io.warren.it.Broker;
+import io.warren.it.BrokerExtension;
+import io.warren.it.BrokerExtension.TestNames;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/** Deploys the README's verticle in a real Vert.x and feeds its queue. */
+@ExtendWith(BrokerExtension.class)
+class VertxConsumerVerticleExampleIT {
+
+    @Test
+    void theVerticlePutsEachOrderOnTheEventBus(Broker broker, Connection connection, TestNames names) throws Exception {
+        String queue = names.queue("orders");
+        Channel channel = connection.openChannel().toCompletableFuture().get(30, TimeUnit.SECONDS);
+        channel.queueDeclare(QueueDeclare.named(queue).autoDelete(true)).toCompletableFuture().get(30, TimeUnit.SECONDS);
+        Vertx vertx = Vertx.vertx();
+        try {
+            AmqpClient client = VertxConsumerVerticleExample.client(vertx);
+            BlockingQueue<String> bus = new ArrayBlockingQueue<>(10);
+            vertx.eventBus().<String>consumer("orders", m -> bus.add(m.body()));
+            String id = vertx.deployVerticle(new VertxConsumerVerticleExample.OrdersVerticle(client, broker.uri(), queue))
+                    .await(30, TimeUnit.SECONDS);
+            for (int i = 0; i < 3; i++) {
+                channel.publish("", queue, false, null, ("order " + i).getBytes(StandardCharsets.UTF_8))
+                        .toCompletableFuture().get(30, TimeUnit.SECONDS);
+            }
+            for (int i = 0; i < 3; i++) {
+                assertEquals("order " + i, bus.poll(30, TimeUnit.SECONDS));
+            }
+            vertx.undeploy(id).await(30, TimeUnit.SECONDS);
+            client.close().toCompletableFuture().get(30, TimeUnit.SECONDS);
+        } finally {
+            vertx.close().await(30, TimeUnit.SECONDS);
+        }
+    }
+}
