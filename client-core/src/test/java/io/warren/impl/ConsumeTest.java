@@ -516,6 +516,40 @@ class ConsumeTest {
     }
 
     @Test
+    void onTheEventLoopAReleasedDeliveryIsReusedOnceItsTagIsSettled() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            List<Delivery> noAckSeen = new ArrayList<>();
+            consume(broker, ch, "n", ConsumeOptions.builder().noAck(true).consumerTag("n").build(), noAckSeen::add);
+            for (long t = 1; t <= 3; t++) {
+                deliver(broker, "n", t, HELLO);
+            }
+            assertSame(noAckSeen.get(0), noAckSeen.get(2), "noAck: released, so the next message reuses it");
+
+            List<Delivery> seen = new ArrayList<>();
+            List<Long> tags = new ArrayList<>();
+            consume(broker, ch, "m", ConsumeOptions.builder().consumerTag("m").build(), d -> {
+                seen.add(d);
+                tags.add(d.deliveryTag());
+                if (d.deliveryTag() == 6) {
+                    d.ack(true); // covers 4, 5, 6
+                }
+            });
+            for (long t = 4; t <= 8; t++) {
+                deliver(broker, "m", t, HELLO);
+            }
+            assertEquals(List.of(4L, 5L, 6L, 7L, 8L), tags);
+            assertEquals(3, new java.util.HashSet<>(seen.subList(0, 3)).size(),
+                    "4, 5, 6 were unsettled when the next came: new objects");
+            assertSame(seen.get(0), seen.get(3), "7 reuses 4's object once 4 is acked");
+            assertSame(seen.get(1), seen.get(4), "8 reuses 5's");
+            assertEquals(8, seen.get(4).deliveryTag());
+            seen.get(4).ack(); // the reused object names its new message
+            assertEquals(List.of("ack 6 multiple", "ack 8"), written(broker));
+        }
+    }
+
+    @Test
     void theBrokerGeneratedTagIsTheConsumersAndACancelNamesIt() {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);

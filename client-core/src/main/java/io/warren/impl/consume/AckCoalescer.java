@@ -202,6 +202,17 @@ final class AckCoalescer {
         }
     }
 
+    /** Whether {@code tag} was delivered on this channel and waits for nothing (settled, or noAck). */
+    boolean isSettled(long tag) {
+        if (tag < 1 || tag >= next) {
+            return false;
+        }
+        if (tag < base) {
+            return stragglerCount == 0 || Arrays.binarySearch(stragglers, 0, stragglerCount, tag) < 0;
+        }
+        return ring[index(tag)] != PENDING;
+    }
+
     /** {@link #appendAcks()}, then hands over everything appended (the caller owns it), or null. */
     ByteBuf takeFrames() {
         appendAcks();

@@ -273,8 +273,7 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
     public void onContent(int channel, ByteBuf method, ByteBuf header, ByteBuf body) {
         ConsumerImpl consumer = assembling;
         assembling = null;
-        consumer.deliver(new DeliveryImpl(consumer, this, method, header, body, assemblingTag,
-                assemblingRedelivered));
+        consumer.deliver(consumer.newDelivery(this, method, header, body, assemblingTag, assemblingRedelivered));
     }
 
     @Override
@@ -429,6 +428,7 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
     void settle(MessageDelivery delivery, int op) {
         if (loop.inEventLoop()) {
             settleNow(delivery.settleTag(), op);
+            delivery.markSettled();
         } else {
             delivery.settleOp = op;
             offer(delivery);
@@ -472,6 +472,9 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
         drainScheduled = 0;
         Settlement s;
         while ((s = settlements.relaxedPoll()) != null) {
+            if (s instanceof MessageDelivery d) {
+                d.markSettled(); // read its tag below, before anything may reuse it: this loop is the event loop
+            }
             if (closed) {
                 continue;
             }

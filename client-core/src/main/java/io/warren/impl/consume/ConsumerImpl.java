@@ -14,6 +14,7 @@ import io.warren.impl.ChannelState;
 import io.warren.impl.queue.InboundMessageQueue;
 import io.warren.codec.method.MethodIds;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayDeque;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -62,6 +63,9 @@ public final class ConsumerImpl implements ConsumerHandle {
     private static final AtomicLongFieldUpdater<ConsumerImpl> COMPLETED =
             AtomicLongFieldUpdater.newUpdater(ConsumerImpl.class, "completed");
 
+    /** At most this many released deliveries are kept for reuse (a consumer that never acks keeps no more). */
+    private static final int MAX_RELEASED = 4096;
+
     // immutable but for recovery, which moves the consumer to the recovered channel (event loop; read anywhere)
     private volatile ChannelConsumers channel;
     private volatile String queueName;
@@ -80,6 +84,11 @@ public final class ConsumerImpl implements ConsumerHandle {
     private final boolean pausesReading;
     private final DeliveryQueue queue;
     private final ConcurrentLinkedQueue<DeliveryImpl> held;
+    /**
+     * Released deliveries kept for reuse (handler on the event loop, one at a time): the oldest is reused once its
+     * tag is settled, so a steady stream allocates no delivery objects. Event loop only.
+     */
+    private final ArrayDeque<DeliveryImpl> released;
     private final CompletableFuture<AmqpException> endFuture = new CompletableFuture<>();
 
     // event loop only
@@ -110,6 +119,7 @@ public final class ConsumerImpl implements ConsumerHandle {
         this.parallel = asyncHandler == null && concurrency > 1;
         this.pausesReading = noAck || options.prefetch() <= 0;
         this.queue = new DeliveryQueue(loop, executor, options.lowWaterMark(), options.highWaterMark());
+        this.released = handler != null && !slots && queue.isSameThread() ? new ArrayDeque<>(16) : null;
         if (slots) {
             held = new ConcurrentLinkedQueue<>();
             userDemand = options.initialDemand();
@@ -225,8 +235,30 @@ public final class ConsumerImpl implements ConsumerHandle {
             releaseBorrow(d);
             if (slots) {
                 completed();
+            } else if (released != null && d.refCnt() == 0 && released.size() < MAX_RELEASED) {
+                released.addLast(d); // not retained: ours again once its tag is settled
             }
         }
+    }
+
+    /**
+     * The delivery object for a message that just arrived (takes the three buffers): a released one when the
+     * oldest kept is reusable (released, no settlement on its way, its tag settled on its channel; at once with
+     * noAck), else a new one. Event loop.
+     */
+    DeliveryImpl newDelivery(ChannelConsumers on, ByteBuf method, ByteBuf header, ByteBuf body, long deliveryTag,
+                             boolean redelivered) {
+        if (released != null) {
+            DeliveryImpl d = released.peekFirst();
+            if (d != null && d.reusable() && (noAck || on.acks().isSettled(d.deliveryTag()))) {
+                released.pollFirst();
+                if (d.channel == on) { // after a recovery the kept ones belong to a channel that is gone
+                    d.reuse(on, method, header, body, deliveryTag, redelivered);
+                    return d;
+                }
+            }
+        }
+        return new DeliveryImpl(this, on, method, header, body, deliveryTag, redelivered);
     }
 
     private void processAsync(DeliveryImpl d) {

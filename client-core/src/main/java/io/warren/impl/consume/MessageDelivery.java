@@ -18,9 +18,11 @@ import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
  * {@link AsciiStringCache} and a per-channel {@link ShortStrings} cache, so a handler that never asks costs
  * nothing and one that asks allocates nothing in the steady state.
  *
- * <p>Ownership: the object owns the method, header and body buffers from construction and releases all three
- * when its count reaches 0. The object is not recycled, so the tag and the settlement stay usable after the
- * release (only the buffer-backed accessors check the count).
+ * <p>Ownership: the object owns the method, header and body buffers from construction (or {@link #reinit}) and
+ * releases all three when its count reaches 0. A consumer on the event loop reuses a released delivery object
+ * for a later message ({@link #reinit}), but only once nothing can still refer to it legitimately: its count is 0,
+ * no settlement of it is on its way to the event loop, and its tag is settled on the channel. So a delivery
+ * settled after its release (once, as the API allows) still names its own message.
  */
 public abstract class MessageDelivery extends Settlement implements Delivery {
 
@@ -29,13 +31,21 @@ public abstract class MessageDelivery extends Settlement implements Delivery {
     private static final AtomicIntegerFieldUpdater<MessageDelivery> SETTLED =
             AtomicIntegerFieldUpdater.newUpdater(MessageDelivery.class, "settled");
 
-    // immutable, published to the consumer's thread by the queue hand-off
-    protected final ChannelConsumers channel;
-    protected final ByteBuf method;
-    private final ByteBuf header;
-    private final ByteBuf body;
-    private final long deliveryTag;
-    private final boolean redelivered;
+    /** {@code settled}: not settled. */
+    private static final int UNSETTLED = 0;
+    /** {@code settled}: settled, and the coalescer has it. */
+    private static final int SETTLED_DONE = 1;
+    /** {@code settled}: settled on another thread, on its way to the event loop through the MPSC queue. */
+    private static final int HANDED_OVER = 2;
+
+    // set at construction or reinit (event loop), published to the consumer's thread by the queue hand-off
+    protected ChannelConsumers channel;
+    protected ByteBuf method;
+    private ByteBuf header;
+    private ByteBuf body;
+    private long deliveryTag;
+    private boolean redelivered;
+    private int bodySize;
     private final boolean needsAck;
 
     // any thread (volatile, field updaters)
@@ -44,6 +54,7 @@ public abstract class MessageDelivery extends Settlement implements Delivery {
 
     // the thread using the delivery (one at a time)
     private ContentHeader view;
+    private boolean viewWrapped;
     private BasicProperties properties;
 
     /** Takes ownership of the three buffers. */
@@ -53,9 +64,39 @@ public abstract class MessageDelivery extends Settlement implements Delivery {
         this.method = method;
         this.header = header;
         this.body = body;
+        this.bodySize = body.readableBytes();
         this.deliveryTag = deliveryTag;
         this.redelivered = redelivered;
         this.needsAck = needsAck;
+    }
+
+    /**
+     * Makes this released object the next delivery (takes ownership of the three buffers). Event loop, and only
+     * when {@link #reusable()} and its tag is settled on the channel.
+     */
+    protected final void reinit(ChannelConsumers channel, ByteBuf method, ByteBuf header, ByteBuf body,
+                                long deliveryTag, boolean redelivered) {
+        this.channel = channel;
+        this.method = method;
+        this.header = header;
+        this.body = body;
+        this.bodySize = body.readableBytes();
+        this.deliveryTag = deliveryTag;
+        this.redelivered = redelivered;
+        this.properties = null;
+        this.viewWrapped = false;
+        this.settled = UNSETTLED;
+        this.refCnt = 1; // last: the volatile write publishes the rest to whoever reads the count
+    }
+
+    /** Released, and no settlement of it is still on its way to the event loop. */
+    final boolean reusable() {
+        return refCnt == 0 && settled != HANDED_OVER;
+    }
+
+    /** Its settlement reached the coalescer. */
+    final void markSettled() {
+        settled = SETTLED_DONE;
     }
 
     /** The index of the exchange shortstr in the method payload. */
@@ -94,7 +135,11 @@ public abstract class MessageDelivery extends Settlement implements Delivery {
     public final ContentHeader header() {
         checkAlive();
         if (view == null) {
-            view = new ContentHeader().wrap(header, header.readerIndex());
+            view = new ContentHeader();
+        }
+        if (!viewWrapped) {
+            view.wrap(header, header.readerIndex());
+            viewWrapped = true;
         }
         return view;
     }
@@ -115,7 +160,7 @@ public abstract class MessageDelivery extends Settlement implements Delivery {
 
     /** The body size, readable after the release too (for logs). */
     protected final int bodySize() {
-        return body.writerIndex() - body.readerIndex();
+        return bodySize;
     }
 
     // ---- settlement -----------------------------------------------------------------------------------------
@@ -158,7 +203,7 @@ public abstract class MessageDelivery extends Settlement implements Delivery {
                     + "nothing is sent; the broker redelivers the message (flagged redelivered)", deliveryTag,
                     channel.number());
         }
-        if (!SETTLED.compareAndSet(this, 0, 1)) {
+        if (!SETTLED.compareAndSet(this, UNSETTLED, HANDED_OVER)) {
             throw new IllegalStateException("delivery " + deliveryTag + " on channel " + channel.number()
                     + " is already acknowledged, nacked or rejected");
         }
@@ -170,7 +215,7 @@ public abstract class MessageDelivery extends Settlement implements Delivery {
 
     /** Settles unless settled already (or noAck); for deliveries dropped unhandled. */
     protected final void settleQuietly(int op) {
-        if (needsAck && SETTLED.compareAndSet(this, 0, 1)) {
+        if (needsAck && SETTLED.compareAndSet(this, UNSETTLED, HANDED_OVER)) {
             channel.settle(this, op);
         }
     }
@@ -238,9 +283,16 @@ public abstract class MessageDelivery extends Settlement implements Delivery {
     }
 
     private void deallocate() {
-        method.release();
-        header.release();
-        body.release();
+        ByteBuf m = method;
+        ByteBuf h = header;
+        ByteBuf b = body;
+        // dropped, not only released: the slices go back to Netty's pools and are reused for other buffers
+        method = null;
+        header = null;
+        body = null;
+        m.release();
+        h.release();
+        b.release();
     }
 
     @Override
@@ -250,7 +302,10 @@ public abstract class MessageDelivery extends Settlement implements Delivery {
 
     @Override
     public final Delivery touch(Object hint) {
-        body.touch(hint);
+        ByteBuf b = body;
+        if (b != null) {
+            b.touch(hint);
+        }
         return this;
     }
 
