@@ -22,9 +22,12 @@ import io.warren.codec.content.ContentHeader;
  * <h2>Settlement</h2>
  * {@link #ack()}, {@link #nack(boolean)}, {@link #reject(boolean)} and their {@code multiple} forms may be
  * called from any thread, once per delivery, and also after the delivery was released (they need only its
- * tag). They are fire and forget: Warren hands them to the connection's event loop, which coalesces acks
- * into one basic.ack with {@code multiple=true} where that is safe (when every lower delivery tag of the
- * channel is settled). They throw {@link IllegalStateException} for a delivery taken with noAck / autoAck
+ * tag). A consumer whose handler runs on the event loop reuses a released delivery object for a later message
+ * once its tag is settled (at once with noAck), which is why a steady stream of deliveries allocates next to
+ * nothing: so after a delivery is released <em>and</em> settled (or covered by a multiple ack), do not touch it
+ * again unless you retained it. They are fire and forget: Warren hands them to the connection's event loop,
+ * which coalesces acks into one basic.ack with {@code multiple=true} where that is safe (when every lower
+ * delivery tag of the channel is settled). They throw {@link IllegalStateException} for a delivery taken with noAck / autoAck
  * (there is nothing to acknowledge) and for a second settlement of the same delivery. On a closed channel
  * they do nothing: the broker has already requeued the message.
  *
