@@ -72,6 +72,35 @@ class CredentialsIT {
     }
 
     @Test
+    void aRecoveredConnectionAuthenticatesWithWhatTheProviderGivesThen(Broker broker) throws Exception {
+        AtomicInteger asked = new AtomicInteger();
+        CredentialsProvider provider = () -> {
+            asked.incrementAndGet();
+            return CompletableFuture.completedFuture(Credentials.of(broker.username(), broker.password()));
+        };
+        String name = "warren-it CredentialsIT recovery " + System.nanoTime();
+        Connection connection = await(BrokerExtension.client().connect(options(broker, "recovery")
+                .connectionName(name).credentialsProvider(provider)));
+        try {
+            CompletableFuture<Void> recovered = new CompletableFuture<>();
+            connection.addRecoveryListener(new io.warren.RecoveryListener() {
+                @Override
+                public void recoverySucceeded(Connection c) {
+                    recovered.complete(null);
+                }
+            });
+            assertEquals(1, asked.get());
+            Rabbitmqctl.closeConnection(name, "closed by CredentialsIT");
+            recovered.get(60, TimeUnit.SECONDS);
+            assertEquals(2, asked.get(), "asked again for the recovery's connection.start");
+            Channel ch = await(connection.openChannel());
+            await(ch.queueDeclare(QueueDeclare.serverNamed()));
+        } finally {
+            await(connection.close());
+        }
+    }
+
+    @Test
     void wrongCredentialsFromTheProviderAreRefusedByTheBroker(Broker broker) {
         ExecutionException e = assertThrows(ExecutionException.class, () -> await(BrokerExtension.client()
                 .connect(options(broker, "wrong").credentialsProvider(CredentialsProvider.of(broker.username(),

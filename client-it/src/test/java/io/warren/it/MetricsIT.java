@@ -105,7 +105,7 @@ class MetricsIT {
             var queued = registry.find("rabbitmq.consumer.queued").tag("queue", queue)
                     .tag("consumer_tag", consumer.consumerTag()).tag("app", "metrics-it").gauge();
             assertNotNull(queued, "a gauge per consumer");
-            assertEquals(0, queued.value());
+            eventually("the consumer's queue drained", () -> queued.value() == 0);
             await(consumer.cancel());
             eventually("the consumer's gauge removed", () -> registry.find("rabbitmq.consumer.queued").gauge() == null);
 
@@ -116,6 +116,27 @@ class MetricsIT {
             // the socket's close completes close() just before the pipeline is told the channel is inactive
             eventually("no connection, no channel", () -> metrics.connections() == 0 && metrics.channels() == 0);
             assertEquals(0, value(registry, "rabbitmq.connections"));
+        } finally {
+            await(client.close());
+        }
+    }
+
+    @Test
+    void aRecoveryIsCounted(Broker broker) throws Exception {
+        AmqpClient client = AmqpClient.create(new ClientOptions().metricsEnabled(true).ioThreads(1));
+        SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        new WarrenMeterBinder(client).bindTo(registry);
+        String name = "warren-it MetricsIT recovery " + System.nanoTime();
+        try {
+            Connection connection = await(client.connect(io.warren.ConnectionOptions.fromUri(broker.uri())
+                    .connectionName(name)));
+            await(connection.openChannel());
+            Rabbitmqctl.closeConnection(name, "closed by MetricsIT");
+            eventually("one recovery", () -> client.metrics().recoveries() == 1);
+            eventually("one connection and one channel again",
+                    () -> client.metrics().connections() == 1 && client.metrics().channels() == 1);
+            assertEquals(1, value(registry, "rabbitmq.recoveries"));
+            await(connection.close());
         } finally {
             await(client.close());
         }
