@@ -192,7 +192,12 @@ public final class ChannelImpl implements Channel {
                 }
                 abandon(new ChannelClosedException("channel " + number + " closed by the application", null,
                         replyCode, replyText, 0, 0, number, false));
-                result.complete(null);
+                if (state.isUsable()) {
+                    // already re-opened on the new connection (recovery was restoring): close it there too
+                    state.close(replyCode, replyText, null, result);
+                } else {
+                    result.complete(null);
+                }
                 return;
             }
             state.close(replyCode, replyText, null, result);
