@@ -48,6 +48,10 @@ public final class PublishFlow implements BlockedListener {
     private final ArrayList<Publisher> publishers = new ArrayList<>();
     private final int flushThreshold;
     private long unflushedBytes;
+    /** True while a publisher writes the buffers of one message: nothing else may be written then. */
+    private boolean writing;
+    /** A change came while {@code writing}: publishers are told when the message is complete. */
+    private boolean changedWhileWriting;
 
     public PublishFlow(ChannelHandlerContext ctx, ConnectionImpl connection, PublishOptions options) {
         this.ctx = ctx;
@@ -161,9 +165,42 @@ public final class PublishFlow implements BlockedListener {
         }
     }
 
-    /** Netty's writability changed ({@code channelWritabilityChanged}). */
+    /**
+     * Netty's writability changed ({@code channelWritabilityChanged}). Netty reports it synchronously from inside
+     * {@code ctx.write} when a write crosses the high-water mark, that is in the middle of a publish's three
+     * writes: a publisher told now would write its frames inside that message's body frame. So publishers are
+     * told once the message is written whole ({@link #endMessage}).
+     */
     public void onWritabilityChanged() {
-        changed();
+        if (writing) {
+            changedWhileWriting = true;
+        } else {
+            changed();
+        }
+    }
+
+    /** True while a message's buffers are being written: publishing now would interleave frames. */
+    boolean isWriting() {
+        return writing;
+    }
+
+    /** A publisher starts writing the buffers of one message. */
+    void beginMessage() {
+        writing = true;
+    }
+
+    /** The message is written whole: publishers hear now of any change that came meanwhile. */
+    void endMessage() {
+        writing = false;
+        if (changedWhileWriting) {
+            changedWhileWriting = false;
+            changed();
+        }
+    }
+
+    /** Something that would write was asked for while {@link #isWriting()}: retry it at {@link #endMessage()}. */
+    void retryAfterMessage() {
+        changedWhileWriting = true;
     }
 
     @Override

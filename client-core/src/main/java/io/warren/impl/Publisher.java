@@ -241,7 +241,11 @@ public final class Publisher {
             failNotWritten(task, closeCause);
             return;
         }
-        if (mustHold()) {
+        if (mustHold() || flow.isWriting()) {
+            // isWriting: called back in the middle of another message's writes; never interleave, hold it
+            if (flow.isWriting()) {
+                flow.retryAfterMessage();
+            }
             held.add(task);
             flow.hold(bytes);
             updateWritability();
@@ -269,6 +273,10 @@ public final class Publisher {
     }
 
     private void releaseHeld() {
+        if (flow.isWriting()) {
+            flow.retryAfterMessage(); // in the middle of a message's writes: once it is complete
+            return;
+        }
         PublishTask task;
         while ((task = held.peek()) != null && !closed && selecting == 0 && !flow.holdsWhileBlocked()
                 && (confirms == null || !confirms.isFull())) {
@@ -296,12 +304,17 @@ public final class Publisher {
         } else if (future != null) {
             whenWritten = cause -> written(future, cause);
         }
-        if (body == null) {
-            outbound.write(head, whenWritten);
-        } else {
-            outbound.write(head);
-            outbound.write(body);
-            outbound.write(tail, whenWritten);
+        flow.beginMessage();
+        try {
+            if (body == null) {
+                outbound.write(head, whenWritten);
+            } else {
+                outbound.write(head);
+                outbound.write(body);
+                outbound.write(tail, whenWritten);
+            }
+        } finally {
+            flow.endMessage();
         }
         if (flushPerMessage) {
             flow.flush();

@@ -236,6 +236,31 @@ class ConfirmTest {
         }
     }
 
+    /**
+     * Writing a released publish can take the socket over its high-water mark; Netty says so synchronously, in the
+     * middle of that publish's writes. Nothing may be written then, or its bytes land inside the body frame.
+     */
+    @Test
+    void aWritabilityChangeDuringAWriteDoesNotInterleaveAnotherPublish() {
+        ConnectionOptions options = new ConnectionOptions().publishOptions(new PublishOptions().maxOutstandingConfirms(2));
+        try (FakeBroker broker = new FakeBroker(options)) {
+            Channel ch = broker.openChannel(broker.handshake(2047, 0, 0), 1);
+            confirmMode(broker, ch);
+            PublishFixture.StalledSocket socket = PublishFixture.StalledSocket.install(broker);
+            ch.publish("", "q", false, PROPS, io.netty.buffer.Unpooled.wrappedBuffer(new byte[60_000]));
+            ch.publish("", "q", false, PROPS, text("y"));
+            // the window is full: these two are held
+            ch.publish("", "q", false, PROPS, io.netty.buffer.Unpooled.wrappedBuffer(new byte[10_000]));
+            ch.publish("", "q", false, PROPS, text("d"));
+            ack(broker, 1, 2, true); // both released; the first one's body takes the socket over 64 KiB
+            socket.drain();
+            assertEquals(60_000, expectPublish(broker, 1).body().length);
+            assertEquals("y", expectPublish(broker, 1).text());
+            assertEquals(10_000, expectPublish(broker, 1).body().length);
+            assertEquals("d", expectPublish(broker, 1).text());
+        }
+    }
+
     @Test
     void publishesAfterConfirmSelectWaitForSelectOkSoNumbersMatch() {
         try (FakeBroker broker = new FakeBroker()) {
