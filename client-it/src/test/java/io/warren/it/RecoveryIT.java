@@ -306,6 +306,29 @@ class RecoveryIT {
     }
 
     @Test
+    void anAuthenticationFailureDuringRecoveryGivesUpAtOnce(Broker broker) throws Exception {
+        String user = "warren-it-recovery-" + System.nanoTime();
+        Rabbitmqctl.run("add_user", user, "first-password");
+        try {
+            Rabbitmqctl.run("set_permissions", "-p", broker.virtualHost(), user, ".*", ".*", ".*");
+            try (FaultProxy proxy = new FaultProxy(broker.host(), broker.port())) {
+                Connection c = await(BrokerExtension.client().connect(through(proxy, broker, "recovery-auth")
+                        .username(user).password("first-password")));
+                Events events = new Events();
+                c.addRecoveryListener(events);
+                Rabbitmqctl.run("change_password", user, "second-password");
+                proxy.cutAll();
+                ConnectionClosedException why = await(c.closeFuture());
+                assertInstanceOf(io.warren.AuthenticationException.class, why, why.toString());
+                assertEquals(List.of(false), events.willRetry, "one refused attempt, not retried");
+                assertFalse(c.isRecovering());
+            }
+        } finally {
+            Rabbitmqctl.run("delete_user", user);
+        }
+    }
+
+    @Test
     void applicationCloseDuringRecoveryIsFinal(Broker broker) throws Exception {
         try (FaultProxy proxy = new FaultProxy(broker.host(), broker.port())) {
             Connection c = await(BrokerExtension.client().connect(through(proxy, broker, "recovery-app-close")));

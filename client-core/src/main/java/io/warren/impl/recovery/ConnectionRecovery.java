@@ -224,7 +224,10 @@ public final class ConnectionRecovery {
         }));
     }
 
-    private void attemptFailed(Throwable error) {
+    private void attemptFailed(Throwable failure) {
+        // the connector's stage is a dependent one: its failure comes wrapped
+        Throwable error = failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null
+                ? failure.getCause() : failure;
         lastFailure = error;
         boolean fatal = isFatal(error);
         LOG.info("recovery of the connection to {}: attempt {} failed{}: {}", connection.address(), attempts,
