@@ -74,7 +74,12 @@ class FaultIT {
                     atHalf.run();
                 }
                 if (!ch.isWritable()) {
-                    ch.whenWritable().toCompletableFuture().get(60, TimeUnit.SECONDS);
+                    try {
+                        ch.whenWritable().toCompletableFuture().get(60, TimeUnit.SECONDS);
+                    } catch (java.util.concurrent.ExecutionException lost) {
+                        // The cut can land while we wait: the wait ends with the loss, and the next
+                        // publish reports the outcome (held during recovery, or failed retryably).
+                    }
                 }
                 CompletableFuture<PublishOutcome> f = ch.publish("", queue, false, BasicProperties.EMPTY, body(i))
                         .toCompletableFuture();
