@@ -5,6 +5,7 @@ import io.netty.channel.ChannelOutboundBuffer;
 import io.warren.BlockedListener;
 import io.warren.PublishOptions;
 import java.util.ArrayList;
+import org.jctools.queues.SpmcArrayQueue;
 import java.util.concurrent.atomic.AtomicLongFieldUpdater;
 
 /**
@@ -16,7 +17,7 @@ import java.util.concurrent.atomic.AtomicLongFieldUpdater;
  *   <li>Netty's writability: its outbound buffer above the write-buffer high-water mark (64 KiB by default);</li>
  *   <li>bytes of publishes accepted but not yet handed to Netty ({@code queuedBytes}, in the outbound path's
  *       queue, which Netty does not count): above the same high-water mark the connection reads unwritable too,
- *       so publishers from other threads cannot outrun the event loop;</li>
+ *       so publishers from other threads cannot outrun the event loop (16 KiB, or the mark if lower);</li>
  *   <li>connection.blocked from the broker.</li>
  * </ul>
  * Memory is bounded by {@link PublishOptions#maxPendingBytes()} over queued + held + Netty's pending bytes:
@@ -27,6 +28,16 @@ import java.util.concurrent.atomic.AtomicLongFieldUpdater;
  * writability flips, when queued bytes fall below the mark, and on blocked / unblocked.
  */
 public final class PublishFlow implements BlockedListener {
+
+    /** Tasks kept for reuse per connection: more than the queue holds below its mark (~130 small publishes). */
+    private static final int TASK_POOL_SIZE = 1024;
+
+    /**
+     * Bytes of publishes queued for the event loop above which the connection reads unwritable (or Netty's
+     * high-water mark, if lower). 16 KiB is ~130 small publishes: below the 256 slots of a chunk of the outbound
+     * path's queue, so a publisher that waits when unwritable never makes the queue link a new chunk (garbage).
+     */
+    private static final int QUEUED_HIGH_WATER_MARK = 16 * 1024;
 
     private static final AtomicLongFieldUpdater<PublishFlow> QUEUED =
             AtomicLongFieldUpdater.newUpdater(PublishFlow.class, "queuedBytes");
@@ -43,6 +54,9 @@ public final class PublishFlow implements BlockedListener {
     // any thread (volatile, written by the event loop)
     private volatile boolean blocked;
     private volatile String blockedReason;
+
+    /** Pooled tasks: taken by publishing threads, returned by the event loop (single producer, many consumers). */
+    private final SpmcArrayQueue<PublishTask> taskPool = new SpmcArrayQueue<>(TASK_POOL_SIZE);
 
     // event loop only
     private final ArrayList<Publisher> publishers = new ArrayList<>();
@@ -85,7 +99,19 @@ public final class PublishFlow implements BlockedListener {
 
     /** True when the socket takes more without waiting: Netty writable, little queued, not blocked. */
     boolean isWritable() {
-        return !blocked && queuedBytes < highWaterMark() && ctx.channel().isWritable();
+        return !blocked && queuedBytes < queueMark() && ctx.channel().isWritable();
+    }
+
+    /** A task for a new publish: a pooled one, or a new one when the pool is empty. Any thread. */
+    PublishTask acquireTask() {
+        PublishTask t = taskPool.relaxedPoll();
+        return t != null ? t : new PublishTask();
+    }
+
+    /** Clears a task and returns it to the pool (dropped when the pool is full). Event loop. */
+    void releaseTask(PublishTask task) {
+        task.clear();
+        taskPool.relaxedOffer(task);
     }
 
     boolean isBlocked() {
@@ -111,8 +137,8 @@ public final class PublishFlow implements BlockedListener {
         return out == null ? 0 : out.totalPendingWriteBytes();
     }
 
-    private int highWaterMark() {
-        return ctx.channel().config().getWriteBufferHighWaterMark();
+    private int queueMark() {
+        return Math.min(QUEUED_HIGH_WATER_MARK, ctx.channel().config().getWriteBufferHighWaterMark());
     }
 
     // ---- event loop --------------------------------------------------------------------------------------
@@ -128,7 +154,7 @@ public final class PublishFlow implements BlockedListener {
     /** A queued publish was handed to Netty (or failed before): its bytes leave the queue. */
     void dequeued(long bytes) {
         long after = QUEUED.addAndGet(this, -bytes);
-        int mark = highWaterMark();
+        int mark = queueMark();
         if (after < mark && after + bytes >= mark) {
             changed();
         }

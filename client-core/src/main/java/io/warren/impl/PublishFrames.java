@@ -8,10 +8,11 @@ import io.warren.codec.Frames;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.content.ContentHeaderEncoder;
 import io.warren.codec.content.PublishFraming;
+import io.warren.codec.content.ShortString;
 import io.warren.codec.method.BasicPublishEncoder;
 
 /**
- * Frames one publish on the caller's thread, without copying the body. Two shapes:
+ * Frames one publish without copying the body. Two shapes:
  *
  * <pre>
  * body fits one frame (the usual case): three buffers, written one after the other
@@ -24,17 +25,26 @@ import io.warren.codec.method.BasicPublishEncoder;
  * </pre>
  *
  * The first shape writes the caller's buffer object itself: no slice, no composite, nothing allocated per
- * message beyond two pooled buffers whose objects Netty recycles. That is what makes a small publish cost
- * zero bytes of garbage; {@link PublishFraming}'s composite costs a few hundred. A buffer another owner still
- * references ({@code refCnt() > 1}, e.g. the same buffer published twice with {@code retain()}) is written as
- * a {@code retainedDuplicate()} instead, because the socket moves the reader index of the object it writes.
+ * message beyond two pooled buffers whose objects the allocator recycles. That is what makes a small publish
+ * cost zero bytes of garbage; {@link PublishFraming}'s composite costs a few hundred. A buffer another owner
+ * still references ({@code refCnt() > 1}, e.g. the same buffer published twice with {@code retain()}) is written
+ * as a {@code retainedDuplicate()} instead, because the socket moves the reader index of the object it writes.
  *
- * <p>Ownership: {@link #frame} takes the caller's reference to {@code body} whatever happens: it is in the
- * returned task, or released before an exception is thrown.
+ * <p>The caller's thread checks the arguments and computes the size ({@link #wireLength}); the event loop frames
+ * ({@link #frame}). Framing on the loop is deliberate: head and tail are allocated and released
+ * on the same thread, where the pooled allocator's thread cache and recycler work; allocated on an application
+ * thread (not a {@code FastThreadLocalThread}) each costs a new buffer object, ~110 B, measured.
  */
 final class PublishFrames {
 
-    /** One encoder per thread: encoders are mutable, and publishing happens on any thread. */
+    /** The three buffers of a single-frame message, or the one composite of a longer one (body and tail null). */
+    static final class MessageBuffers {
+        ByteBuf head;
+        ByteBuf body;
+        ByteBuf tail;
+    }
+
+    /** One encoder per thread: encoders are mutable. */
     private static final FastThreadLocal<BasicPublishEncoder> ENCODER = new FastThreadLocal<>() {
         @Override
         protected BasicPublishEncoder initialValue() {
@@ -46,14 +56,27 @@ final class PublishFrames {
     }
 
     /**
-     * Frames basic.publish, its content header and {@code body} (ownership taken).
+     * The bytes the message takes on the wire (method, content header and body frames), from the UTF-8 lengths of
+     * exchange and routing key that {@link ShortString#checkedLength} gave.
+     */
+    static long wireLength(int exchangeLength, int routingKeyLength, BasicProperties properties, long bodyLength,
+                           int frameMax) {
+        // basic.publish: class, method, ticket (6), two shortstr with their length octets, bits (1)
+        long method = 7 + 1 + exchangeLength + 1 + routingKeyLength;
+        long header = ContentHeaderEncoder.encodedLength(properties);
+        long bodyFrames = PublishFraming.bodyFrameCount(bodyLength, frameMax);
+        return method + header + 2 * Frames.FRAME_OVERHEAD + bodyLength + bodyFrames * Frames.FRAME_OVERHEAD;
+    }
+
+    /**
+     * Frames basic.publish, its content header and {@code body} (ownership taken) into {@code out}. Event loop.
      *
      * @param frameMax the negotiated frame-max, 0 for no limit
-     * @throws IllegalArgumentException for an exchange or routing key that is null or over 255 UTF-8 bytes
-     *         (the body is released)
+     * @throws IllegalArgumentException for an argument the caller's checks let through (the body is released)
      */
-    static PublishTask frame(ByteBufAllocator alloc, int channel, int frameMax, CharSequence exchange,
-            CharSequence routingKey, boolean mandatory, BasicProperties properties, ByteBuf body) {
+    static void frame(ByteBufAllocator alloc, int channel, int frameMax, CharSequence exchange,
+                      CharSequence routingKey, boolean mandatory, BasicProperties properties, ByteBuf body,
+                      MessageBuffers out) {
         BasicPublishEncoder method = ENCODER.get();
         ByteBuf head = null;
         try {
@@ -63,8 +86,10 @@ final class PublishFrames {
             if (frameMax != 0 && bodyLength > frameMax - Frames.FRAME_OVERHEAD) {
                 ByteBuf whole = body;
                 body = null; // PublishFraming takes it: it releases our reference whether it returns or throws
-                ByteBuf frames = PublishFraming.publish(alloc, channel, frameMax, method, properties, whole);
-                return PublishTask.newInstance(frames, null, null, mandatory);
+                out.head = PublishFraming.publish(alloc, channel, frameMax, method, properties, whole);
+                out.body = null;
+                out.tail = null;
+                return;
             }
             int headLength = method.encodedLength() + ContentHeaderEncoder.encodedLength(properties)
                     + 2 * Frames.FRAME_OVERHEAD + (bodyLength == 0 ? 0 : Frames.FRAME_HEADER_SIZE);
@@ -74,17 +99,19 @@ final class PublishFrames {
             if (bodyLength == 0) {
                 body.release(); // no body frame for an empty body
                 body = null;
-                PublishTask task = PublishTask.newInstance(head, null, null, mandatory);
+                out.head = head;
+                out.body = null;
+                out.tail = null;
                 head = null;
-                return task;
+                return;
             }
             Frames.writeHeader(head, FrameType.BODY, channel, bodyLength);
             ByteBuf tail = alloc.buffer(1, 1).writeByte(Frames.FRAME_END);
-            ByteBuf own = body.refCnt() == 1 ? body : shared(body);
+            out.body = body.refCnt() == 1 ? body : shared(body);
             body = null;
-            PublishTask task = PublishTask.newInstance(head, own, tail, mandatory);
+            out.head = head;
+            out.tail = tail;
             head = null;
-            return task;
         } finally {
             method.reset(); // drop the caller's strings
             if (body != null) {

@@ -12,6 +12,7 @@ import io.warren.ReturnListener;
 import io.warren.WritabilityListener;
 import io.warren.codec.Frame;
 import io.warren.codec.content.BasicProperties;
+import io.warren.codec.content.ShortString;
 import io.warren.codec.method.BasicAck;
 import io.warren.codec.method.BasicNack;
 import io.warren.codec.method.MethodIds;
@@ -31,10 +32,12 @@ import org.slf4j.LoggerFactory;
  *
  * <h2>Path of a publish</h2>
  * <ol>
- *   <li>Caller's thread: {@link PublishFrames} frames it (the body is not copied), {@link PublishFlow#tryReserve}
+ *   <li>Caller's thread: the arguments are checked and the size computed, {@link PublishFlow#tryReserve}
  *       counts its bytes or refuses it, and a pooled {@link PublishTask} goes to the connection's
  *       {@link OutboundPath} with {@code execute}: in order with this thread's other writes and tasks, and
  *       drained by the event loop in batches with one flush per batch.</li>
+ *   <li>Event loop: {@link PublishFrames} frames it as it is written (the body is not copied; head and tail are
+ *       allocated and released on the loop, where the pooled allocator recycles them).</li>
  *   <li>Event loop ({@link #onTask}): written at once, or held in {@code held} (FIFO) while the confirm window
  *       is full, confirm.select is in flight, or the broker blocks the connection (policy HOLD). Held publishes
  *       go out in order as acks arrive, on select-ok, on unblock.</li>
@@ -85,6 +88,7 @@ public final class Publisher {
     private final BasicAck ackView = new BasicAck();
     private final BasicNack nackView = new BasicNack();
     private final ContentAssembler.Listener returnAssembly = new ReturnAssembly();
+    private final PublishFrames.MessageBuffers buffers = new PublishFrames.MessageBuffers();
     private ConfirmTracker confirms;
     private int selecting;
     private boolean closed;
@@ -153,23 +157,28 @@ public final class Publisher {
                     + flow.blockedReason() + "); publish refused (PublishOptions.blockedPolicy FAIL)",
                     flow.blockedReason(), number);
         }
-        PublishTask task;
+        BasicProperties props = properties == null ? BasicProperties.EMPTY : properties;
+        long bytes;
         try {
-            task = PublishFrames.frame(state.alloc(), number, state.connection().facade().frameMax(), exchange,
-                    routingKey, mandatory, properties == null ? BasicProperties.EMPTY : properties, body);
+            // checked here so that bad input fails the caller at once; framed on the event loop (PublishFrames)
+            int exchangeLength = ShortString.checkedLength("exchange", exchange);
+            int routingKeyLength = ShortString.checkedLength("routing-key", routingKey);
+            exchange = ShortString.immutable(exchange);
+            routingKey = ShortString.immutable(routingKey);
+            bytes = PublishFrames.wireLength(exchangeLength, routingKeyLength, props, body.readableBytes(),
+                    state.connection().facade().frameMax()) + TASK_OVERHEAD;
         } catch (RuntimeException e) {
-            return e; // the framing released the body
+            body.release();
+            return e;
         }
-        if (!flow.tryReserve(task.bytes)) {
-            long bytes = task.bytes;
-            task.releaseBuffers();
-            task.recycle();
+        if (!flow.tryReserve(bytes)) {
+            body.release();
             return new BackPressureException("channel " + number + ": publish of " + bytes + " bytes refused: the"
                     + " connection holds " + flow.pendingBytes() + " bytes not yet written (PublishOptions"
                     + ".maxPendingBytes " + options.maxPendingBytes() + "); wait for Channel.whenWritable()", number);
         }
-        task.publisher = this;
-        task.future = future;
+        PublishTask task = flow.acquireTask();
+        task.set(this, exchange, routingKey, mandatory, props, body, bytes, future);
         outbound.execute(task);
         return null;
     }
@@ -259,7 +268,13 @@ public final class Publisher {
     /** The event loop refused the task (the client's event loop group is shut down). Any thread. */
     void onDiscarded(PublishTask task, Throwable cause) {
         flow.dequeued(task.bytes);
-        failNotWritten(task, cause);
+        metrics.publishFailed();
+        CompletableFuture<PublishOutcome> future = task.future;
+        task.releaseBody();
+        task.clear(); // not pooled: only the event loop returns tasks to the pool
+        if (future != null) {
+            future.completeExceptionally(notWritten(cause));
+        }
     }
 
     /** The connection's back-pressure changed (writability, blocked, queued bytes). */
@@ -287,15 +302,34 @@ public final class Publisher {
         }
     }
 
-    /** Writes a publish's frames (one event-loop step: nothing comes between them) and recycles its task. */
+    /** Frames and writes a publish (one event-loop step: nothing comes between its buffers); pools its task. */
     private void send(PublishTask task) {
         CompletableFuture<PublishOutcome> future = task.future;
         long bytes = task.bytes;
-        ByteBuf head = task.head;
-        ByteBuf body = task.body;
-        ByteBuf tail = task.tail;
         boolean mandatory = task.mandatory;
-        task.recycle();
+        ByteBuf message = task.body;
+        task.body = null; // the framing takes it
+        PublishFrames.MessageBuffers m = buffers;
+        try {
+            PublishFrames.frame(state.alloc(), number, state.connection().facade().frameMax(), task.exchange,
+                    task.routingKey, mandatory, task.properties, message, m);
+        } catch (RuntimeException e) {
+            // not expected: the caller's thread checked the arguments; the framing released the body
+            LOG.warn("channel {}: publish could not be framed", number, e);
+            flow.releaseTask(task);
+            metrics.publishFailed();
+            if (future != null) {
+                future.completeExceptionally(e);
+            }
+            return;
+        }
+        flow.releaseTask(task);
+        ByteBuf head = m.head;
+        ByteBuf body = m.body;
+        ByteBuf tail = m.tail;
+        m.head = null;
+        m.body = null;
+        m.tail = null;
         OutboundPath.WriteListener whenWritten = null;
         metrics.messagePublished();
         if (confirms != null) {
@@ -491,8 +525,8 @@ public final class Publisher {
     private void failNotWritten(PublishTask task, Throwable cause) {
         metrics.publishFailed();
         CompletableFuture<PublishOutcome> future = task.future;
-        task.releaseBuffers();
-        task.recycle();
+        task.releaseBody();
+        flow.releaseTask(task);
         if (future != null) {
             future.completeExceptionally(notWritten(cause));
         }
