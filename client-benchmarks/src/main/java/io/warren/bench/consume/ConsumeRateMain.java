@@ -26,7 +26,8 @@ import java.util.concurrent.atomic.LongAdder;
  * <ul>
  *   <li>{@code peer}: client-only. H4's {@code LoopbackPeer} in source mode, in a JVM of its own, streams
  *       pre-encoded deliveries to every consumer as fast as the socket takes them (up to the prefetch with manual
- *       acks), so what is measured is the client. Each run: a warm-up, then a fixed window.</li>
+ *       acks), so what is measured is the client. Each run: a warm-up, then three windows, the best reported
+ *       (the machine may be shared: the best window has the least interference).</li>
  *   <li>{@code broker}: the real broker. The queue is filled before each run (not measured), then the consumers
  *       drain it; the rate is the broker's as much as the client's.</li>
  * </ul>
@@ -52,8 +53,16 @@ public final class ConsumeRateMain {
     interface Client extends AutoCloseable {
         String name();
 
-        /** Starts {@code consumers} consumers of {@code queue} on one connection. */
-        void start(String uri, String queue, int consumers, boolean noAck) throws Exception;
+        /** Opens one connection with a channel per consumer. */
+        void open(String uri, int consumers) throws Exception;
+
+        /** Starts a consumer of {@code queue} on each channel. */
+        void consume(String queue, boolean noAck) throws Exception;
+
+        default void start(String uri, String queue, int consumers, boolean noAck) throws Exception {
+            open(uri, consumers);
+            consume(queue, noAck);
+        }
 
         long received();
 
@@ -86,6 +95,15 @@ public final class ConsumeRateMain {
             int seconds = args.length > 1 ? Integer.parseInt(args[1]) : 5;
             for (int size : new int[] {16, 1024}) {
                 try (PeerProcess peer = PeerProcess.startSource(size)) {
+                    // JIT, in this JVM and in the new peer's: both clients' paths and the peer's pump compiled
+                    // before anything is measured (else the first run after a peer starts pays for it)
+                    System.out.println("warm-up (not reported):");
+                    for (String client : new String[] {"warren", "amqp-client"}) {
+                        for (boolean noAck : new boolean[] {true, false}) {
+                            peerRun(client, peer.uri(), size, noAck, 1, 1);
+                        }
+                    }
+                    System.out.println("measured:");
                     for (boolean noAck : new boolean[] {true, false}) {
                         for (String client : new String[] {"warren", "amqp-client"}) {
                             results.add(peerRun(client, peer.uri(), size, noAck, 1, seconds));
@@ -124,23 +142,34 @@ public final class ConsumeRateMain {
         return name.equals("warren") ? new WarrenClient() : new AmqpJavaClient();
     }
 
-    /** Warm-up (2 s, or the window if shorter), then the measured window, on a fresh connection. */
+    /**
+     * Warm-up (2 s, or the window if shorter), then three measured windows on the same connection; the best
+     * window is reported. The machine is shared: the best of three is the client's rate with the least
+     * interference from other processes (each window's CPU and allocation are its own).
+     */
     static Result peerRun(String clientName, String uri, int size, boolean noAck, int consumers, int seconds)
             throws Exception {
         try (Client client = newClient(clientName)) {
             client.start(uri, "peer-queue", consumers, noAck);
             Thread.sleep(TimeUnit.SECONDS.toMillis(Math.min(2, seconds)));
-            long count = client.received();
-            long cpu = JvmMeter.cpuNanos();
-            long allocated = JvmMeter.allocatedBytes();
-            long loop = JvmMeter.allocatedBytes("warren-io");
-            long start = System.nanoTime();
-            Thread.sleep(TimeUnit.SECONDS.toMillis(seconds));
-            Result r = new Result(clientName, "peer", size, noAck, consumers, client.received() - count,
-                    (System.nanoTime() - start) / 1e9, JvmMeter.cpuNanos() - cpu, JvmMeter.allocatedBytes() - allocated,
-                    clientName.equals("warren") ? JvmMeter.allocatedBytes("warren-io") - loop : -1);
-            System.out.println(r.line());
-            return r;
+            Result best = null;
+            for (int window = 0; window < 3; window++) {
+                long count = client.received();
+                long cpu = JvmMeter.cpuNanos();
+                long allocated = JvmMeter.allocatedBytes();
+                long loop = JvmMeter.allocatedBytes("warren-io");
+                long start = System.nanoTime();
+                Thread.sleep(TimeUnit.SECONDS.toMillis(seconds));
+                Result r = new Result(clientName, "peer", size, noAck, consumers, client.received() - count,
+                        (System.nanoTime() - start) / 1e9, JvmMeter.cpuNanos() - cpu,
+                        JvmMeter.allocatedBytes() - allocated,
+                        clientName.equals("warren") ? JvmMeter.allocatedBytes("warren-io") - loop : -1);
+                if (best == null || r.rate() > best.rate()) {
+                    best = r;
+                }
+            }
+            System.out.println(best.line());
+            return best;
         }
     }
 
@@ -154,11 +183,12 @@ public final class ConsumeRateMain {
         }
         BrokerQueue.fill(uri, queue, messages, size);
         try (Client client = newClient(clientName)) {
+            client.open(uri, 1);
             long cpu = JvmMeter.cpuNanos();
             long allocated = JvmMeter.allocatedBytes();
             long loop = JvmMeter.allocatedBytes("warren-io");
             long start = System.nanoTime();
-            client.start(uri, queue, 1, noAck);
+            client.consume(queue, noAck);
             waitFor(client, messages);
             Result r = new Result(clientName, "broker", size, noAck, 1, messages, (System.nanoTime() - start) / 1e9,
                     JvmMeter.cpuNanos() - cpu, JvmMeter.allocatedBytes() - allocated,
@@ -187,6 +217,7 @@ public final class ConsumeRateMain {
         private final AmqpClient amqp = AmqpClient.create();
         private final List<LongAdder> counts = new ArrayList<>();
         private final List<ConsumerHandle> handles = new ArrayList<>();
+        private final List<Channel> channels = new ArrayList<>();
         private Connection connection;
 
         @Override
@@ -195,12 +226,18 @@ public final class ConsumeRateMain {
         }
 
         @Override
-        public void start(String uri, String queue, int consumers, boolean noAck) throws Exception {
+        public void open(String uri, int consumers) throws Exception {
             connection = amqp.connect(uri).toCompletableFuture().get(30, TimeUnit.SECONDS);
+            for (int i = 0; i < consumers; i++) {
+                channels.add(connection.openChannel().toCompletableFuture().get(30, TimeUnit.SECONDS));
+            }
+        }
+
+        @Override
+        public void consume(String queue, boolean noAck) throws Exception {
             ConsumeOptions options = noAck ? ConsumeOptions.builder().noAck(true).build()
                     : ConsumeOptions.builder().prefetch(PREFETCH).build();
-            for (int i = 0; i < consumers; i++) {
-                Channel ch = connection.openChannel().toCompletableFuture().get(30, TimeUnit.SECONDS);
+            for (Channel ch : channels) {
                 ch.queueDeclare(QueueDeclare.named(queue)).toCompletableFuture().get(30, TimeUnit.SECONDS);
                 LongAdder count = new LongAdder();
                 counts.add(count);
@@ -237,6 +274,7 @@ public final class ConsumeRateMain {
     /** One amqp-client connection (its defaults: blocking I/O, the consumer work pool), a channel per consumer. */
     static final class AmqpJavaClient implements Client {
         private final List<LongAdder> counts = new ArrayList<>();
+        private final List<com.rabbitmq.client.Channel> channels = new ArrayList<>();
         private com.rabbitmq.client.Connection connection;
 
         @Override
@@ -245,12 +283,18 @@ public final class ConsumeRateMain {
         }
 
         @Override
-        public void start(String uri, String queue, int consumers, boolean noAck) throws Exception {
+        public void open(String uri, int consumers) throws Exception {
             ConnectionFactory f = new ConnectionFactory();
             f.setUri(uri);
             connection = f.newConnection("consume-bench");
             for (int i = 0; i < consumers; i++) {
-                com.rabbitmq.client.Channel ch = connection.createChannel();
+                channels.add(connection.createChannel());
+            }
+        }
+
+        @Override
+        public void consume(String queue, boolean noAck) throws Exception {
+            for (com.rabbitmq.client.Channel ch : channels) {
                 ch.queueDeclare(queue, false, false, false, null);
                 if (!noAck) {
                     ch.basicQos(PREFETCH);

@@ -18,9 +18,9 @@ final class JvmMeter {
         return OS.getProcessCpuTime();
     }
 
-    /** Bytes allocated so far by all live threads (the clients' threads live through a run). */
+    /** Bytes allocated so far by all threads, ended ones included. */
     static long allocatedBytes() {
-        return sum(THREADS.getAllThreadIds());
+        return THREADS.getTotalThreadAllocatedBytes();
     }
 
     /** Bytes allocated so far by the live threads whose name starts with {@code prefix}. */
