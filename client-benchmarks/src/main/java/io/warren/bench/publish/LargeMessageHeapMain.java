@@ -21,7 +21,8 @@ import java.util.concurrent.TimeUnit;
  * The RabbitMQ .NET client's large-message scenario against the real broker: 16 threads publish 100 messages of
  * 1 MiB each on ONE connection (a channel per thread, confirms awaited at the end), all from the same
  * {@code byte[]}, as the .NET test does. Reports the peak heap above the idle baseline (heap after full GCs
- * with the connection and channels open) and the collections during the run. One client per JVM run.
+ * with the connection and channels open: G1 counts eden by whole regions, so this is coarse), the collections
+ * during the run and the bytes allocated by every thread. One client per JVM run.
  *
  * <p>Messages go to a fanout exchange without bindings declared for the run: the broker reads, routes to no
  * queue and confirms, so the broker stores nothing.
@@ -54,6 +55,7 @@ public final class LargeMessageHeapMain {
             long baseline = JvmMeter.settledHeap();
             long gcs = JvmMeter.gcCount();
             long gcMillis = JvmMeter.gcMillis();
+            long allocated = JvmMeter.allocatedBytes();
             long start = System.nanoTime();
             long peak;
             try (JvmMeter.PeakHeap heap = new JvmMeter.PeakHeap()) {
@@ -61,10 +63,12 @@ public final class LargeMessageHeapMain {
                 peak = heap.peak();
             }
             double seconds = (System.nanoTime() - start) / 1e9;
+            long bytes = JvmMeter.allocatedBytes() - allocated;
             System.out.printf(Locale.ROOT, "%-13s %d threads x %d x %d KiB: %.2f s, peak heap above idle %,.1f MiB"
-                            + " (idle %,.1f MiB), %d GCs (%d ms)%n", client, THREADS, MESSAGES, SIZE / 1024, seconds,
-                    (peak - baseline) / 1048576.0, baseline / 1048576.0, JvmMeter.gcCount() - gcs,
-                    JvmMeter.gcMillis() - gcMillis);
+                            + " (idle %,.1f MiB), %d GCs (%d ms), allocated %,.1f MiB (%,d B/message)%n", client, THREADS,
+                    MESSAGES, SIZE / 1024, seconds, (peak - baseline) / 1048576.0, baseline / 1048576.0,
+                    JvmMeter.gcCount() - gcs, JvmMeter.gcMillis() - gcMillis, bytes / 1048576.0,
+                    bytes / (THREADS * MESSAGES));
         } finally {
             runner.close();
         }
