@@ -32,7 +32,7 @@ public final class ConfirmTracker {
 
   // producer thread writes, ack side reads (volatile): highest sequence registered so far
   private volatile long highestSent;
-  // ack side only: every sequence below it is confirmed
+  // guarded by this (settle): every sequence below it is confirmed
   private long lowestUnconfirmed = 1;
 
   public ConfirmTracker(int window, Metrics metrics) {
@@ -96,7 +96,10 @@ public final class ConfirmTracker {
     return true;
   }
 
-  private int settle(long tag, boolean multiple, boolean recordLatency) {
+  // synchronized: a future-based client (Warren) runs the callback of an already-completed publish on the
+  // producer thread, concurrently with the event loop settling later ones; unsynchronized, the two lost
+  // updates of lowestUnconfirmed (a run once counted 8,999 confirms of 9,000). Uncontended in steady state.
+  private synchronized int settle(long tag, boolean multiple, boolean recordLatency) {
     long now = System.nanoTime();
     long lowest = lowestUnconfirmed;
     if (tag < lowest) {
