@@ -189,8 +189,10 @@ public interface Channel {
      * <p><b>Ownership of {@code body}:</b> the caller's reference passes to Warren at the call, whatever
      * happens. Warren releases it once its bytes are written to the socket, or when the publish fails (refused,
      * channel closed, connection lost). Do not modify, reuse or release it afterwards; to publish the same bytes
-     * again pass {@code body.retainedDuplicate()}. The buffer object itself may be written to the socket (its
-     * reader index moves). Publishing a buffer from a pooled allocator costs no garbage.
+     * again pass {@code body.retainedSlice()} (not a duplicate: a handler such as TLS may append the next write
+     * into a buffer's spare capacity, which a duplicate shares with its origin). The buffer object itself may be
+     * written to the socket (its reader index moves). A pooled buffer allocated on a Netty thread costs no
+     * garbage (on other threads Netty's pooled allocator recycles nothing).
      *
      * <p>Order: publishes from one thread reach the broker in call order; the frames of one message are never
      * interleaved with another's. Writes from many threads are handed to the event loop in batches and

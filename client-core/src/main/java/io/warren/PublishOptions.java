@@ -30,12 +30,16 @@ public final class PublishOptions {
     /** Default bound on a channel's unconfirmed publishes: 8192. */
     public static final int DEFAULT_MAX_OUTSTANDING_CONFIRMS = 8192;
 
+    /** Default high-water mark of a connection's socket buffer: 256 KiB. */
+    public static final int DEFAULT_WRITE_BUFFER_HIGH_WATER_MARK = 256 * 1024;
+
     /** Default bound on bytes accepted but not yet written, per connection: 64 MiB. */
     public static final long DEFAULT_MAX_PENDING_BYTES = 64L * 1024 * 1024;
 
     private int maxOutstandingConfirms = DEFAULT_MAX_OUTSTANDING_CONFIRMS;
     private long maxPendingBytes = DEFAULT_MAX_PENDING_BYTES;
     private BlockedPolicy blockedPolicy = BlockedPolicy.HOLD;
+    private int writeBufferHighWaterMark = DEFAULT_WRITE_BUFFER_HIGH_WATER_MARK;
 
     public PublishOptions() {
     }
@@ -44,6 +48,7 @@ public final class PublishOptions {
         this.maxOutstandingConfirms = other.maxOutstandingConfirms;
         this.maxPendingBytes = other.maxPendingBytes;
         this.blockedPolicy = other.blockedPolicy;
+        this.writeBufferHighWaterMark = other.writeBufferHighWaterMark;
     }
 
     /**
@@ -91,9 +96,28 @@ public final class PublishOptions {
         return blockedPolicy;
     }
 
+    /**
+     * The connection's write-buffer high-water mark: above it (bytes written and not yet taken by the socket)
+     * {@link Channel#isWritable()} is false; it is writable again below half of it. 256 KiB by default (Netty's own
+     * default, 64 KiB, makes every 64 KiB message a stop: the publisher waits, the event loop wakes it, per
+     * message). At least 8 KiB.
+     */
+    public PublishOptions writeBufferHighWaterMark(int bytes) {
+        if (bytes < 8192) {
+            throw new IllegalArgumentException("writeBufferHighWaterMark must be at least 8192: " + bytes);
+        }
+        this.writeBufferHighWaterMark = bytes;
+        return this;
+    }
+
+    public int writeBufferHighWaterMark() {
+        return writeBufferHighWaterMark;
+    }
+
     @Override
     public String toString() {
         return "PublishOptions{maxOutstandingConfirms=" + maxOutstandingConfirms + ", maxPendingBytes="
-                + maxPendingBytes + ", blockedPolicy=" + blockedPolicy + "}";
+                + maxPendingBytes + ", blockedPolicy=" + blockedPolicy + ", writeBufferHighWaterMark="
+                + writeBufferHighWaterMark + "}";
     }
 }

@@ -72,6 +72,11 @@ final class ConfirmTracker {
         return next - lowest >= maxSpan;
     }
 
+    /** The span of sequence numbers from the oldest unconfirmed to the newest: what the window bounds. */
+    long span() {
+        return next - lowest;
+    }
+
     /** Number of publishes without their confirm yet. */
     int outstanding() {
         return outstanding;

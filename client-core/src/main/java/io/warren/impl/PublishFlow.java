@@ -2,6 +2,7 @@ package io.warren.impl;
 
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelOutboundBuffer;
+import io.netty.channel.WriteBufferWaterMark;
 import io.warren.BlockedListener;
 import io.warren.PublishOptions;
 import java.util.ArrayList;
@@ -14,7 +15,8 @@ import java.util.concurrent.atomic.AtomicLongFieldUpdater;
  *
  * <p>Three sources, folded into one answer:
  * <ul>
- *   <li>Netty's writability: its outbound buffer above the write-buffer high-water mark (64 KiB by default);</li>
+ *   <li>Netty's writability: its outbound buffer above the write-buffer high-water mark
+ *       ({@link PublishOptions#writeBufferHighWaterMark()}, 256 KiB by default, set here);</li>
  *   <li>bytes of publishes accepted but not yet handed to Netty ({@code queuedBytes}, in the outbound path's
  *       queue, which Netty does not count): above the same high-water mark the connection reads unwritable too,
  *       so publishers from other threads cannot outrun the event loop (16 KiB, or the mark if lower);</li>
@@ -71,6 +73,8 @@ public final class PublishFlow implements BlockedListener {
         this.ctx = ctx;
         this.options = new PublishOptions(options);
         this.maxPendingBytes = options.maxPendingBytes();
+        int high = options.writeBufferHighWaterMark();
+        ctx.channel().config().setWriteBufferWaterMark(new WriteBufferWaterMark(high / 2, high));
         // Half the high-water mark: a backlog never makes the channel unwritable by unflushed bytes alone.
         this.flushThreshold = Math.max(4096, ctx.channel().config().getWriteBufferHighWaterMark() / 2);
         connection.addBlockedListener(this);

@@ -16,7 +16,7 @@ import io.warren.codec.method.BasicPublishEncoder;
  *
  * <pre>
  * body fits one frame (the usual case): three buffers, written one after the other
- *   head (pooled, exact size)                                 caller's buffer       tail (pooled)
+ *   head (pooled, exact size)                                 caller's buffer       tail (pooled, 1 byte)
  *   +--------------+--------------------+------------------+  +------------------+  +------+
  *   | method frame | content-header frm | body frame hdr 7 |  | body bytes       |  | 0xCE |
  *   +--------------+--------------------+------------------+  +------------------+  +------+
@@ -28,7 +28,7 @@ import io.warren.codec.method.BasicPublishEncoder;
  * message beyond two pooled buffers whose objects the allocator recycles. That is what makes a small publish
  * cost zero bytes of garbage; {@link PublishFraming}'s composite costs a few hundred. A buffer another owner
  * still references ({@code refCnt() > 1}, e.g. the same buffer published twice with {@code retain()}) is written
- * as a {@code retainedDuplicate()} instead, because the socket moves the reader index of the object it writes.
+ * as a {@code retainedSlice()} instead, because the socket moves the reader index of the object it writes.
  *
  * <p>The caller's thread checks the arguments and computes the size ({@link #wireLength}); the event loop frames
  * ({@link #frame}). Framing on the loop is deliberate: head and tail are allocated and released
@@ -106,6 +106,10 @@ final class PublishFrames {
                 return;
             }
             Frames.writeHeader(head, FrameType.BODY, channel, bodyLength);
+            // Its own buffer, full to its maximum capacity like the head: a handler that coalesces small writes
+            // (SslHandler) appends the next buffer into a buffer's spare capacity, so no buffer written here may
+            // share memory beyond its writer index with another (the end octet as a slice of the head's last
+            // byte would be overwritten by the body).
             ByteBuf tail = alloc.buffer(1, 1).writeByte(Frames.FRAME_END);
             out.body = body.refCnt() == 1 ? body : shared(body);
             body = null;
@@ -123,10 +127,13 @@ final class PublishFrames {
         }
     }
 
-    /** A duplicate with its own indices for a buffer someone else also references; takes {@code body}'s reference. */
+    /**
+     * A slice with its own indices for a buffer someone else also references; takes {@code body}'s reference. A
+     * slice, not a duplicate: its capacity ends with the body, so nothing can be appended into the owner's memory.
+     */
     private static ByteBuf shared(ByteBuf body) {
         try {
-            return body.retainedDuplicate();
+            return body.retainedSlice();
         } finally {
             body.release();
         }

@@ -95,6 +95,8 @@ public final class Publisher {
     private AmqpException closeCause;
     private ArrayList<CompletableFuture<Void>> waiters;
     private boolean lastWritable = true;
+    /** The confirm window filled up and has not drained to half yet: reads unwritable (hysteresis). */
+    private boolean windowClosed;
 
     /** Created with its channel, on the event loop: registers basic.ack, basic.nack and basic.return. */
     Publisher(ChannelState state, ChannelImpl channel) {
@@ -495,7 +497,7 @@ public final class Publisher {
 
     /** Refreshes {@code windowFull}; tells listeners of a change and completes waiters when writable. */
     private void updateWritability() {
-        boolean full = !held.isEmpty() || selecting > 0 || (confirms != null && confirms.isFull());
+        boolean full = !held.isEmpty() || selecting > 0 || windowClosed();
         if (full != windowFull) {
             windowFull = full;
         }
@@ -520,6 +522,25 @@ public final class Publisher {
                 f.complete(null);
             }
         }
+    }
+
+    /**
+     * Whether publishers should wait for confirms: true from the moment the window is full until it has drained
+     * to half. Without this the first ack of a full window would wake a waiting publisher for a single slot, and
+     * it would wait again at once: a wake-up (two context switches) per message instead of one per half window.
+     * Held publishes still go out as soon as any slot frees ({@link #releaseHeld}); this is only the signal.
+     */
+    private boolean windowClosed() {
+        if (confirms == null) {
+            return false;
+        }
+        long span = confirms.span();
+        if (windowClosed) {
+            windowClosed = span > options.maxOutstandingConfirms() / 2;
+        } else {
+            windowClosed = span >= options.maxOutstandingConfirms();
+        }
+        return windowClosed;
     }
 
     private void failNotWritten(PublishTask task, Throwable cause) {

@@ -242,7 +242,8 @@ class ConfirmTest {
      */
     @Test
     void aWritabilityChangeDuringAWriteDoesNotInterleaveAnotherPublish() {
-        ConnectionOptions options = new ConnectionOptions().publishOptions(new PublishOptions().maxOutstandingConfirms(2));
+        ConnectionOptions options = new ConnectionOptions().publishOptions(new PublishOptions().maxOutstandingConfirms(2)
+                .writeBufferHighWaterMark(65536));
         try (FakeBroker broker = new FakeBroker(options)) {
             Channel ch = broker.openChannel(broker.handshake(2047, 0, 0), 1);
             confirmMode(broker, ch);

@@ -177,6 +177,61 @@ class PublishTest {
         }
     }
 
+    /**
+     * A handler that coalesces writes, as SslHandler does: it appends a write into the previous buffer when that
+     * one has room up to its maximum capacity. No buffer Warren writes may share memory past its writer index
+     * with another, or the appended bytes would overwrite a frame's end octet or a caller's bytes.
+     */
+    @Test
+    void aCoalescingHandlerCannotCorruptTheFrames() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            broker.client.pipeline().addFirst(new Coalescer());
+            ByteBuf roomy = ByteBufAllocator.DEFAULT.buffer(64).writeByte('a'); // spare capacity after its byte
+            ByteBuf shared = Unpooled.buffer(64).writeBytes("bb".getBytes());
+            ch.publish("", "q", false, PROPS, roomy);
+            ch.publish("", "q", false, PROPS, shared.retain()); // referenced twice: written as a slice
+            ch.publish("", "q", false, PROPS, text("c"));
+            assertEquals("a", expectPublish(broker, 1).text());
+            assertEquals("bb", expectPublish(broker, 1).text());
+            assertEquals("c", expectPublish(broker, 1).text());
+            assertEquals(0, shared.getByte(2), "nothing appended into the caller's memory past its bytes");
+            shared.release();
+        }
+    }
+
+    /** Coalesces the writes of one flush: each is appended into the previous buffer when it fits (SslHandler's way). */
+    static final class Coalescer extends io.netty.channel.ChannelOutboundHandlerAdapter {
+        private final List<ByteBuf> pending = new ArrayList<>();
+
+        @Override
+        public void write(io.netty.channel.ChannelHandlerContext ctx, Object msg, io.netty.channel.ChannelPromise p) {
+            pending.add((ByteBuf) msg);
+            p.trySuccess();
+        }
+
+        @Override
+        public void flush(io.netty.channel.ChannelHandlerContext ctx) {
+            ByteBuf cumulation = null;
+            for (ByteBuf b : pending) {
+                if (cumulation != null && cumulation.maxWritableBytes() >= b.readableBytes()) {
+                    cumulation.writeBytes(b);
+                    b.release();
+                } else {
+                    if (cumulation != null) {
+                        ctx.write(cumulation);
+                    }
+                    cumulation = b;
+                }
+            }
+            pending.clear();
+            if (cumulation != null) {
+                ctx.write(cumulation);
+            }
+            ctx.flush();
+        }
+    }
+
     @Test
     void publishesFromOneThreadKeepTheirOrderWithOtherRequests() {
         try (FakeBroker broker = new FakeBroker()) {
@@ -262,7 +317,8 @@ class PublishTest {
 
     @Test
     void bodyReleasedOnceWhenRefusedOverMaxPendingBytes() {
-        ConnectionOptions options = new ConnectionOptions().publishOptions(new PublishOptions().maxPendingBytes(65536));
+        ConnectionOptions options = new ConnectionOptions().publishOptions(new PublishOptions().maxPendingBytes(65536)
+                .writeBufferHighWaterMark(65536));
         try (FakeBroker broker = new FakeBroker(options)) {
             Channel ch = broker.openChannel(broker.handshake(2047, 0, 0), 1);
             PublishFixture.StalledSocket socket = PublishFixture.StalledSocket.install(broker);
@@ -355,7 +411,9 @@ class PublishTest {
 
     @Test
     void writabilityFollowsTheSocketBufferAndWaitersCompleteWhenItDrains() {
-        try (FakeBroker broker = new FakeBroker()) {
+        ConnectionOptions options = new ConnectionOptions()
+                .publishOptions(new PublishOptions().writeBufferHighWaterMark(65536));
+        try (FakeBroker broker = new FakeBroker(options)) {
             Channel ch = broker.openChannel(broker.handshake(2047, 0, 0), 1);
             PublishFixture.StalledSocket socket = PublishFixture.StalledSocket.install(broker);
             List<Boolean> changes = new ArrayList<>();

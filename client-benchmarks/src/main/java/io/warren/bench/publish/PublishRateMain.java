@@ -17,7 +17,9 @@ import java.util.concurrent.TimeUnit;
  * (at most 1,000 unconfirmed), one publishing thread on one channel, and the client's CPU time per message (the
  * whole JVM's CPU time over the measured interval divided by the messages). Messages go to a fanout exchange
  * with no bindings (read, routed nowhere and confirmed by the broker: the broker stores nothing). One client
- * per JVM run; bodies come from one {@code byte[]} for both clients.
+ * per JVM run; bodies come from one {@code byte[]} for both clients ({@code warren-direct}: from one direct
+ * {@code ByteBuffer}, which the socket reads in place; a {@code byte[]} is copied into a direct buffer by Netty's
+ * NIO transport, as the JDK would copy it for any heap array).
  *
  * <p>Warren: {@code publishNoOutcome} (wrapping the array), waiting on {@code whenWritable()} when the channel
  * is not writable; with confirms its window ({@link PublishOptions#maxOutstandingConfirms} 1000) holds the
@@ -25,7 +27,7 @@ import java.util.concurrent.TimeUnit;
  * released by its {@code ConfirmListener} (PerfTest's way).
  *
  * <pre>
- * java -cp client-benchmarks/target/benchmarks.jar io.warren.bench.publish.PublishRateMain warren|amqp-client [seconds] [uri]
+ * java -cp client-benchmarks/target/benchmarks.jar io.warren.bench.publish.PublishRateMain warren|warren-direct|amqp-client [seconds] [uri]
  * </pre>
  */
 public final class PublishRateMain {
@@ -48,7 +50,8 @@ public final class PublishRateMain {
         for (int size : SIZES) {
             for (boolean confirms : new boolean[] {false, true}) {
                 byte[] body = new byte[size];
-                try (Publisher p = client.equals("warren") ? warren(uri, exchange, confirms, body)
+                try (Publisher p = client.startsWith("warren")
+                        ? warren(uri, exchange, confirms, body, client.equals("warren-direct"))
                         : amqpClient(uri, exchange, confirms, body)) {
                     run(p, Math.max(2, seconds / 3)); // warm-up
                     long cpu = JvmMeter.cpuNanos();
@@ -72,7 +75,9 @@ public final class PublishRateMain {
         return n;
     }
 
-    static Publisher warren(String uri, String exchange, boolean confirms, byte[] body) throws Exception {
+    static Publisher warren(String uri, String exchange, boolean confirms, byte[] body, boolean directBody)
+            throws Exception {
+        java.nio.ByteBuffer direct = java.nio.ByteBuffer.allocateDirect(body.length);
         AmqpClient client = AmqpClient.create();
         Connection c = client.connect(ConnectionOptions.fromUri(uri).connectionName("publish rate")
                 .publishOptions(new PublishOptions().maxOutstandingConfirms(IN_FLIGHT)))
@@ -88,7 +93,8 @@ public final class PublishRateMain {
                 if (!ch.isWritable()) {
                     ch.whenWritable().toCompletableFuture().join();
                 }
-                ch.publishNoOutcome(exchange, "", false, null, Unpooled.wrappedBuffer(body));
+                ch.publishNoOutcome(exchange, "", false, null,
+                        directBody ? Unpooled.wrappedBuffer(direct.duplicate()) : Unpooled.wrappedBuffer(body));
             }
 
             @Override
