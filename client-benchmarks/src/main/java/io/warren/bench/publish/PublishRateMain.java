@@ -53,7 +53,7 @@ public final class PublishRateMain {
                 try (Publisher p = client.startsWith("warren")
                         ? warren(uri, exchange, confirms, body, client.equals("warren-direct"))
                         : amqpClient(uri, exchange, confirms, body)) {
-                    run(p, Math.max(2, seconds / 3)); // warm-up
+                    run(p, seconds); // warm-up (JIT), as long as the measurement
                     long cpu = JvmMeter.cpuNanos();
                     long start = System.nanoTime();
                     long n = run(p, seconds);
