@@ -121,8 +121,7 @@ class FaultIT {
     }
 
     @Test
-    @org.junit.jupiter.api.Disabled("Open bug, issue 6: since the publish path moved framing onto the event loop, about one run in"
-            + " two ends with 49,999 of 50,000 confirmed after the re-publish rounds (every future completed once);"
+    @org.junit.jupiter.api.Disabled("Open bug, issue 6: in two of three full client-it runs (at f617c0f and c3a9fa8) this test ended with 49,999 of 50,000 confirmed after the re-publish rounds (every future completed once);"
             + " not diagnosed yet. The 1,000,000-message soak (SoakIT) with cuts every 3 s had 0 missing.")
     void aCutDuringFiftyThousandConfirmedPublishesLosesNothing(Broker broker, BrokerExtension.TestNames names)
             throws Exception {
