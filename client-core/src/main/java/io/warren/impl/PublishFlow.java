@@ -19,7 +19,7 @@ import java.util.concurrent.atomic.AtomicLongFieldUpdater;
  *       ({@link PublishOptions#writeBufferHighWaterMark()}, 256 KiB by default, set here);</li>
  *   <li>bytes of publishes accepted but not yet handed to Netty ({@code queuedBytes}, in the outbound path's
  *       queue, which Netty does not count): above the same high-water mark the connection reads unwritable too,
- *       so publishers from other threads cannot outrun the event loop (16 KiB, or the mark if lower);</li>
+ *       so publishers from other threads cannot outrun the event loop (half the mark);</li>
  *   <li>connection.blocked from the broker.</li>
  * </ul>
  * Memory is bounded by {@link PublishOptions#maxPendingBytes()} over queued + held + Netty's pending bytes:
@@ -35,12 +35,12 @@ public final class PublishFlow implements BlockedListener {
     private static final int TASK_POOL_SIZE = 1024;
 
     /**
-     * Bytes of publishes queued for the event loop above which the connection reads unwritable (or Netty's
-     * high-water mark, if lower). 16 KiB is ~130 small publishes: below the 256 slots of a chunk of the outbound
-     * path's queue, so a publisher that waits when unwritable never makes the queue link a new chunk (garbage).
+     * Bytes of publishes queued for the event loop above which the connection reads unwritable: half the write-buffer
+     * high-water mark. A publish counts its wire size plus {@link Publisher#TASK_OVERHEAD} (512), so with the default
+     * mark (256 KiB) ~225 small publishes fill it: under the 256 slots of a chunk of the outbound path's queue, so a
+     * publisher that waits when unwritable never makes the queue link a new chunk (garbage); and a few large ones
+     * (two of 64 KiB) fit, so a large message does not stop its publisher every time.
      */
-    private static final int QUEUED_HIGH_WATER_MARK = 16 * 1024;
-
     private static final AtomicLongFieldUpdater<PublishFlow> QUEUED =
             AtomicLongFieldUpdater.newUpdater(PublishFlow.class, "queuedBytes");
     private static final AtomicLongFieldUpdater<PublishFlow> HELD =
@@ -56,6 +56,8 @@ public final class PublishFlow implements BlockedListener {
     // any thread (volatile, written by the event loop)
     private volatile boolean blocked;
     private volatile String blockedReason;
+    // any thread (volatile): set by a publisher whose publish filled the queue, cleared at half (see isWritable)
+    private volatile boolean queueFull;
 
     /** Pooled tasks: taken by publishing threads, returned by the event loop (single producer, many consumers). */
     private final SpmcArrayQueue<PublishTask> taskPool = new SpmcArrayQueue<>(TASK_POOL_SIZE);
@@ -98,12 +100,30 @@ public final class PublishFlow implements BlockedListener {
             QUEUED.getAndAdd(this, -bytes);
             return false;
         }
+        if (before + bytes >= queueMark() && !queueFull) {
+            queueFull = true;
+        }
         return true;
     }
 
-    /** True when the socket takes more without waiting: Netty writable, little queued, not blocked. */
+    /**
+     * True when the socket takes more without waiting: Netty writable, the queue not full, not blocked. The queue
+     * reads full from its mark down to half of it (hysteresis, like Netty's water marks): a publisher that waits
+     * is woken once per half a queue, not once per message taken. The flag is cleared by whoever sees the queue
+     * at or below half (any thread: clearing when that holds is always right), so a flag set late by a publisher
+     * that raced the event loop's drain cannot stay set.
+     */
     boolean isWritable() {
-        return !blocked && queuedBytes < queueMark() && ctx.channel().isWritable();
+        if (blocked) {
+            return false;
+        }
+        if (queueFull) {
+            if (queuedBytes > queueMark() / 2) {
+                return false;
+            }
+            queueFull = false;
+        }
+        return ctx.channel().isWritable();
     }
 
     /** A task for a new publish: a pooled one, or a new one when the pool is empty. Any thread. */
@@ -142,7 +162,7 @@ public final class PublishFlow implements BlockedListener {
     }
 
     private int queueMark() {
-        return Math.min(QUEUED_HIGH_WATER_MARK, ctx.channel().config().getWriteBufferHighWaterMark());
+        return ctx.channel().config().getWriteBufferHighWaterMark() / 2;
     }
 
     // ---- event loop --------------------------------------------------------------------------------------
@@ -158,8 +178,8 @@ public final class PublishFlow implements BlockedListener {
     /** A queued publish was handed to Netty (or failed before): its bytes leave the queue. */
     void dequeued(long bytes) {
         long after = QUEUED.addAndGet(this, -bytes);
-        int mark = queueMark();
-        if (after < mark && after + bytes >= mark) {
+        if (queueFull && after <= queueMark() / 2) {
+            queueFull = false;
             changed();
         }
     }

@@ -59,10 +59,11 @@ public final class Publisher {
     private static final Logger LOG = LoggerFactory.getLogger(Publisher.class);
 
     /**
-     * Bytes a publish counts beyond its frames against the connection's bounds: its task, queue slot and
-     * Netty's outbound entries (so a flood of empty messages is bounded too).
+     * Bytes a publish counts beyond its frames against the connection's bounds: its task, queue slot and Netty's
+     * outbound entries, rounded up so that the queue's mark (half the write-buffer high-water mark) holds fewer
+     * small publishes than a chunk of the outbound queue (see PublishFlow), and a flood of empty messages is bounded.
      */
-    static final int TASK_OVERHEAD = 64;
+    static final int TASK_OVERHEAD = 512;
 
     private static final CompletionStage<Void> WRITABLE = CompletableFuture.completedStage(null);
 
