@@ -203,25 +203,20 @@ class FaultIT {
             Connection c = await(BrokerExtension.client().connect(o));
             try {
                 Events events = new Events();
-                AtomicReference<Long> startedAt = new AtomicReference<>();
+                CompletableFuture<ConnectionLostException> started = new CompletableFuture<>();
                 c.addRecoveryListener(new io.warren.RecoveryListener() {
                     @Override
                     public void recoveryStarted(Connection connection, ConnectionLostException cause) {
-                        startedAt.set(System.nanoTime());
+                        started.complete(cause);
                     }
                 });
                 c.addRecoveryListener(events);
                 Channel ch = await(c.openChannel());
-                long stalledAt = System.nanoTime();
                 proxy.stall(true);
-                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-                while (startedAt.get() == null && System.nanoTime() < deadline) {
-                    Thread.sleep(20);
-                }
-                assertTrue(startedAt.get() != null, "the stall was detected");
-                long millis = TimeUnit.NANOSECONDS.toMillis(startedAt.get() - stalledAt);
-                // two heartbeat intervals of silence, checked every half interval (see FaultProxyIT)
-                assertTrue(millis <= 3_800, "detected after " + millis + " ms");
+                // the wait is bounded so a broken build cannot hang; detection speed belongs to benchmarks.
+                // Asserted: recovery started because the heartbeat check found the silence (see FaultProxyIT).
+                ConnectionLostException lost = started.get(30, TimeUnit.SECONDS);
+                assertTrue(lost.getMessage().contains("missed heartbeats"), "recovery started for: " + lost);
                 proxy.stall(false);
                 events.awaitRecovery();
                 assertTrue(ch.isOpen());

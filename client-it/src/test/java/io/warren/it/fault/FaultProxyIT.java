@@ -1,5 +1,6 @@
 package io.warren.it.fault;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -47,15 +48,16 @@ class FaultProxyIT {
         try (FaultProxy proxy = new FaultProxy(broker.host(), broker.port())) {
             Connection c = await(BrokerExtension.client().connect(through(proxy, broker).requestedHeartbeat(1)
                     ));
+            assertEquals(1, c.heartbeat(), "negotiated heartbeat interval (s)");
             proxy.stall(true);
-            long start = System.nanoTime();
-            ConnectionClosedException reason = c.closeFuture().toCompletableFuture().get(10, TimeUnit.SECONDS);
-            long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+            // The wait only keeps a broken build from hanging: how fast the stall is found is measured by
+            // benchmarks, not asserted here. What is asserted is the cause: the heartbeat check closed the
+            // connection after two 1 s intervals of silence (not the socket, not the broker, not a timeout).
+            ConnectionClosedException reason = c.closeFuture().toCompletableFuture().get(30, TimeUnit.SECONDS);
+            assertFalse(reason.initiatedByBroker(), reason.toString());
             assertTrue(reason.getMessage().contains("missed heartbeats"), reason.getMessage());
-            // Two intervals of silence, counted by a check that ticks every half interval: a frame is noticed
-            // at the tick after it (up to half an interval late) and the silence is found at a tick (up to half
-            // an interval late again): 3 intervals at worst, plus scheduling slack on a loaded machine.
-            assertTrue(millis <= 3_800, "detected after " + millis + " ms");
+            assertTrue(reason.getMessage().contains("two heartbeat intervals of 1 s"), reason.getMessage());
+            assertFalse(c.isOpen());
             proxy.heal();
         }
     }
