@@ -185,24 +185,32 @@ public final class OutboundPath {
                 loop.execute(drainTask);
             } catch (RuntimeException rejected) {
                 // The event loop is shut down: nothing will ever write; release what is queued.
-                drainScheduled = 0;
                 discardRejected(rejected);
             }
         }
     }
 
+    /**
+     * Releases what is queued for an event loop that refused the drain. The caller holds {@code drainScheduled}
+     * (it won the CAS), which makes it the queue's only consumer, as the MPSC queue requires: without it two
+     * threads whose offers were both refused could poll at once. It lets go when the queue is empty, then looks
+     * again for items offered by threads that saw the flag still set.
+     */
     private void discardRejected(Throwable cause) {
-        Object item;
-        while ((item = queue.poll()) != null) {
-            if (item instanceof PendingWrite pw) {
-                ReferenceCountUtil.release(pw.frames);
-                pw.listener.written(cause);
-            } else if (item instanceof DiscardableTask task) {
-                task.discard(cause);
-            } else if (!(item instanceof Runnable)) {
-                ReferenceCountUtil.release(item);
+        do {
+            Object item;
+            while ((item = queue.poll()) != null) {
+                if (item instanceof PendingWrite pw) {
+                    ReferenceCountUtil.release(pw.frames);
+                    pw.listener.written(cause);
+                } else if (item instanceof DiscardableTask task) {
+                    task.discard(cause);
+                } else if (!(item instanceof Runnable)) {
+                    ReferenceCountUtil.release(item);
+                }
             }
-        }
+            drainScheduled = 0;
+        } while (!queue.isEmpty() && DRAIN_SCHEDULED.compareAndSet(this, 0, 1));
     }
 
     private void drain() {
