@@ -21,7 +21,8 @@ import java.util.concurrent.CompletionStage;
  * <h2>End</h2>
  * {@link #endFuture()} completes once, when the consumer ends: {@link #cancel()} (completes with
  * {@code null}), a broker-sent basic.cancel ({@link ConsumerCancelledException}: queue deleted, ...), the
- * channel's close ({@link ChannelClosedException}) or the connection's ({@link ConnectionClosedException}).
+ * channel's close ({@link ChannelClosedException}), the connection's ({@link ConnectionClosedException}), or
+ * the consumer's executor refusing to run its deliveries ({@link AmqpException}: the consumer is cancelled).
  * Deliveries still queued then are released without reaching the handler; on an open channel, with manual
  * acknowledgement, they are rejected with requeue so that the broker delivers them again.
  */

@@ -550,6 +550,31 @@ class ConsumeTest {
     }
 
     @Test
+    void anExecutorThatRefusesEndsTheConsumerRatherThanRequeueingForEver() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            List<Long> seen = new ArrayList<>();
+            ConsumerHandle c = consume(broker, ch, "c", ConsumeOptions.builder().executor(task -> {
+                throw new java.util.concurrent.RejectedExecutionException("shut down");
+            }).build(), d -> seen.add(d.deliveryTag()));
+            deliver(broker, "c", 1, HELLO);
+            broker.client.runPendingTasks();
+            List<String> out = written(broker);
+            assertTrue(out.contains("reject 1 requeue"), () -> "the refused delivery goes back: " + out);
+            assertEquals(2, out.size(), () -> "and a basic.cancel: " + out);
+            assertTrue(c.isActive(), "until cancel-ok");
+            deliver(broker, "c", 2, HELLO); // sent before the broker saw the cancel: requeued, released
+            broker.send(1, new BasicCancelOkEncoder().consumerTag("c"));
+            broker.client.runPendingTasks();
+            assertFalse(c.isActive());
+            AmqpException cause = c.endFuture().toCompletableFuture().join();
+            assertInstanceOf(java.util.concurrent.RejectedExecutionException.class, cause.getCause());
+            assertEquals(List.of("reject 2 requeue"), written(broker));
+            assertEquals(List.of(), seen);
+        }
+    }
+
+    @Test
     void theBrokerGeneratedTagIsTheConsumersAndACancelNamesIt() {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);

@@ -447,6 +447,11 @@ public final class ConsumerImpl implements ConsumerHandle {
 
     @Override
     public CompletionStage<Void> cancel() {
+        return cancel(null);
+    }
+
+    /** basic.cancel; the consumer ends with {@code cause} on cancel-ok ({@code null}: by the application). */
+    private CompletionStage<Void> cancel(AmqpException cause) {
         CompletableFuture<Void> result = new CompletableFuture<>();
         ChannelState state = channel.state();
         ByteBuf frame;
@@ -473,7 +478,7 @@ public final class ConsumerImpl implements ConsumerHandle {
             }
             state.call(ChannelRpc.Request.of(MethodIds.BASIC_CANCEL, MethodIds.BASIC_CANCEL_OK, -1, frame,
                     (reply, f) -> {
-                        end(null);
+                        end(cause);
                         f.complete(null);
                     }, rpc));
         }, rpc, frame));
@@ -524,6 +529,15 @@ public final class ConsumerImpl implements ConsumerHandle {
 
         @Override
         protected void handleFailure(Throwable failure) {
+            if (failure instanceof RejectedExecutionException) {
+                // The queue has closed itself: every later delivery would be rejected with requeue and come
+                // straight back, for ever. Cancel, so that the broker gives the messages to other consumers.
+                LOG.warn("consumer '{}' on channel {}: its executor refused a drain (shut down?); the consumer is "
+                        + "cancelled", consumerTag, channel.number(), failure);
+                cancel(new AmqpException("consumer '" + consumerTag + "' on queue '" + queueName + "' (channel "
+                        + channel.number() + ") was cancelled: its executor refused to run its deliveries", failure));
+                return;
+            }
             LOG.warn("consumer '{}' on channel {}: delivery queue callback failed", consumerTag, channel.number(),
                     failure);
         }
