@@ -119,9 +119,9 @@ public final class PublishFraming {
 
     /**
      * The allocation-free variant for a publisher on the channel's event loop: the same frames, written
-     * to {@code out} as consecutive messages (the head buffer, each body slice, the 8- and 1-byte pieces
-     * between them) instead of one composite, so no {@code CompositeByteBuf} and no component objects are
-     * created; the transport gathers the messages into one vectored write. It must run on the channel's
+     * to {@code out} as consecutive messages (the head frames, each body slice, the 8- and 1-byte pieces
+     * between them, all slices, recycled with a pooled allocator) instead of one composite, so no
+     * {@code CompositeByteBuf} and no component objects are created; the transport gathers the messages into one vectored write. It must run on the channel's
      * event loop, so that no other write can land between the pieces.
      *
      * <p>Ownership as for {@link #frame}: the caller's reference to {@code body} passes to this method,
@@ -156,24 +156,19 @@ public final class PublishFraming {
                 out.write(only, promise);
                 return;
             }
-            // an extra reference while the pieces are sliced: a write to a closed channel releases at once
-            ByteBuf pieces = head.retain();
-            try {
-                int piece = head.writerIndex();
-                ChannelPromise voidPromise = out.voidPromise();
-                ByteBuf first = head;
-                head = null; // the channel owns the first reference now
-                out.write(first, voidPromise);
-                int bodyIndex = body.readerIndex();
-                for (int i = 0; i < chunks; i++) {
-                    int start = i * maxChunk;
-                    int pieceLength = i == chunks - 1 ? 1 : Frames.FRAME_OVERHEAD;
-                    out.write(body.retainedSlice(bodyIndex + start, Math.min(maxChunk, bodyLength - start)), voidPromise);
-                    out.write(pieces.retainedSlice(piece, pieceLength), i == chunks - 1 ? promise : voidPromise);
-                    piece += pieceLength;
-                }
-            } finally {
-                pieces.release();
+            // The head goes out as a slice, never itself: its spare capacity holds the pieces, and a handler that
+            // coalesces writes (SslHandler) appends the next buffer into a buffer's spare capacity, which would
+            // overwrite them. A slice has no room past its bytes. Our reference to head is released in finally.
+            int piece = head.writerIndex();
+            ChannelPromise voidPromise = out.voidPromise();
+            out.write(head.retainedSlice(0, piece), voidPromise);
+            int bodyIndex = body.readerIndex();
+            for (int i = 0; i < chunks; i++) {
+                int start = i * maxChunk;
+                int pieceLength = i == chunks - 1 ? 1 : Frames.FRAME_OVERHEAD;
+                out.write(body.retainedSlice(bodyIndex + start, Math.min(maxChunk, bodyLength - start)), voidPromise);
+                out.write(head.retainedSlice(piece, pieceLength), i == chunks - 1 ? promise : voidPromise);
+                piece += pieceLength;
             }
         } finally {
             body.release();

@@ -17,6 +17,8 @@ import io.netty.buffer.PooledByteBufAllocator;
 import io.netty.buffer.Unpooled;
 import io.netty.buffer.UnpooledByteBufAllocator;
 import io.netty.channel.ChannelPromise;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelOutboundHandlerAdapter;
 import io.netty.channel.embedded.EmbeddedChannel;
 import io.warren.codec.Frame;
 import io.warren.codec.FrameDecoder;
@@ -313,6 +315,60 @@ class PublishFramingTest {
             assertTrue(promise.isSuccess(), "the promise completes with the last piece");
             assertArrayEquals(expected, written(channel), "body of " + size);
             assertFalse(channel.finish());
+        }
+    }
+
+    /**
+     * SslHandler coalesces the writes of a flush by appending each into the previous buffer when that one has
+     * room up to its maximum capacity. No buffer written may have room over memory someone else reads: the
+     * head's spare capacity holds the end octets and later body-frame headers, which a 1-byte body (or the
+     * first slice of a long message) would overwrite.
+     */
+    @Test
+    void aCoalescingHandlerCannotOverwriteThePieces() {
+        for (int size : new int[] {1, 9, 100, 3 * 4088 + 17}) {
+            byte[] content = bytes(size);
+            ByteBuf framed = PublishFraming.publish(POOLED, 3, 4096, publish(), PROPS, POOLED.buffer().writeBytes(content));
+            byte[] expected = ByteBufUtil.getBytes(framed);
+            framed.release();
+            EmbeddedChannel channel = new EmbeddedChannel(new Coalescer());
+            PublishFraming.write(channel, POOLED, 3, 4096, publish(), PROPS, POOLED.buffer().writeBytes(content),
+                    channel.voidPromise());
+            channel.flush();
+            assertArrayEquals(expected, written(channel), "body of " + size);
+            assertFalse(channel.finish());
+        }
+    }
+
+    /** Appends each write of a flush into the previous buffer when it fits, as SslHandler's queue does. */
+    private static final class Coalescer extends ChannelOutboundHandlerAdapter {
+        private final List<ByteBuf> pending = new ArrayList<>();
+
+        @Override
+        public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
+            pending.add((ByteBuf) msg);
+            promise.trySuccess();
+        }
+
+        @Override
+        public void flush(ChannelHandlerContext ctx) {
+            ByteBuf cumulation = null;
+            for (ByteBuf b : pending) {
+                if (cumulation != null && cumulation.maxWritableBytes() >= b.readableBytes()) {
+                    cumulation.writeBytes(b);
+                    b.release();
+                } else {
+                    if (cumulation != null) {
+                        ctx.write(cumulation);
+                    }
+                    cumulation = b;
+                }
+            }
+            pending.clear();
+            if (cumulation != null) {
+                ctx.write(cumulation);
+            }
+            ctx.flush();
         }
     }
 
