@@ -7,6 +7,10 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelPromise;
 import io.netty.util.ReferenceCountUtil;
 import io.netty.util.concurrent.EventExecutor;
+import io.netty.util.concurrent.Future;
+import io.netty.util.concurrent.GenericFutureListener;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 import org.jctools.queues.MessagePassingQueue;
 import org.jctools.queues.MpscUnboundedArrayQueue;
@@ -19,8 +23,9 @@ import org.jctools.queues.MpscUnboundedArrayQueue;
  *       of the read batch ({@link #endReadBatch()}), at the end of a drain, or else by one flush task
  *       scheduled for the end of the current event-loop pass. Never one flush per frame when busy.</li>
  *   <li>Off the event loop a write (or a task, see {@link #execute}) is offered to an MPSC queue, and the
- *       thread that takes the queue from idle schedules ONE drain task; the drain writes everything queued
- *       (running queued tasks in place, so a caller's writes and tasks keep their order) and flushes once.</li>
+ *       thread that takes the queue from idle schedules ONE drain task; the drain writes what is queued
+ *       (running queued tasks in place, so a caller's writes and tasks keep their order) and flushes once.
+ *       It takes at most {@value #MAX_ITEMS_PER_DRAIN} items, then lets the loop read before it goes on.</li>
  *   <li>Each item is atomic: a buffer handed to {@link #write} is written whole, so the frames of one
  *       message (one buffer or composite) are never interleaved with another's.</li>
  * </ul>
@@ -45,6 +50,13 @@ public final class OutboundPath {
         void discard(Throwable cause);
     }
 
+    /**
+     * Items one drain task writes before it lets the event loop read again. A publish is one item, so this is
+     * ~1,024 messages (one flush) per slice: large enough that a burst costs one task and one flush per slice,
+     * small enough that a writer that keeps the queue full never starves the reads on the same loop.
+     */
+    static final int MAX_ITEMS_PER_DRAIN = 1024;
+
     private static final AtomicIntegerFieldUpdater<OutboundPath> DRAIN_SCHEDULED =
             AtomicIntegerFieldUpdater.newUpdater(OutboundPath.class, "drainScheduled");
 
@@ -52,6 +64,7 @@ public final class OutboundPath {
     private final EventExecutor loop;
     private final Runnable drainTask = this::drain;
     private final Runnable flushTask = this::flushTask;
+    private final GenericFutureListener<Future<Object>> continuationCancelled = this::continuationCancelled;
 
     // any thread (volatile / MPSC)
     private final MessagePassingQueue<Object> queue = new MpscUnboundedArrayQueue<>(256);
@@ -214,13 +227,15 @@ public final class OutboundPath {
     }
 
     private void drain() {
-        // Cleared before polling: an offer that finds it 0 schedules a new drain, so nothing is stranded.
-        drainScheduled = 0;
+        // drainScheduled stays set while this runs: writers offering meanwhile schedule nothing, so a writer
+        // that keeps the queue full cannot make the loop run drain after drain inside one pass.
         boolean outerBatch = inBatch;
         inBatch = true;
+        int taken = 0;
         try {
             Object item;
-            while ((item = queue.relaxedPoll()) != null) {
+            while (taken < MAX_ITEMS_PER_DRAIN && (item = queue.relaxedPoll()) != null) {
+                taken++;
                 if (item instanceof ByteBuf buf) {
                     writeNow(buf, null);
                 } else if (item instanceof PendingWrite pw) {
@@ -234,6 +249,33 @@ public final class OutboundPath {
             if (!outerBatch) {
                 flushIfPending();
             }
+        }
+        if (taken == MAX_ITEMS_PER_DRAIN && !queue.isEmpty()) {
+            // More is queued: go on after the loop's next I/O pass. A scheduled task is picked up only after
+            // the loop has selected and read again (loop.execute would run it in this same pass), so the
+            // broker's acks, confirms and heartbeats are read between slices of a never-ending burst.
+            scheduleContinuation();
+            return;
+        }
+        drainScheduled = 0;
+        // An offer made after the last poll saw the flag still set and scheduled nothing: look again.
+        if (!queue.isEmpty() && DRAIN_SCHEDULED.compareAndSet(this, 0, 1)) {
+            scheduleContinuation();
+        }
+    }
+
+    private void scheduleContinuation() {
+        try {
+            loop.schedule(drainTask, 0, TimeUnit.NANOSECONDS).addListener(continuationCancelled);
+        } catch (RuntimeException rejected) {
+            discardRejected(rejected);
+        }
+    }
+
+    /** A shutting-down loop cancels its scheduled tasks: the queue is then released as for a refused drain. */
+    private void continuationCancelled(Future<?> continuation) {
+        if (continuation.isCancelled()) {
+            discardRejected(new RejectedExecutionException("the event loop shut down with writes queued"));
         }
     }
 

@@ -10,6 +10,10 @@ import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelOutboundHandlerAdapter;
 import io.netty.channel.ChannelPromise;
 import io.netty.channel.DefaultEventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.channel.embedded.EmbeddedChannel;
 import io.netty.channel.local.LocalAddress;
 import io.netty.channel.local.LocalChannel;
@@ -23,6 +27,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 
 /** The one outbound path: order per writer, atomic items, coalesced flushes, ownership on failure. */
@@ -196,5 +201,81 @@ class OutboundPathTest {
         assertEquals(1, causes.size());
         assertTrue(causes.get(0) != null);
         ch.finishAndReleaseAll();
+    }
+
+    /**
+     * Writers that never let the queue empty must not starve the event loop's reads. The client's pipeline holds
+     * each write until the writer has queued the next item, so the drain never finds the queue empty while the
+     * writer runs; the peer answers the first bytes it gets with one byte. Unbounded, the drain would write every
+     * item (and flush only at the end) before the loop reads that byte; bounded, the loop reads it between passes.
+     */
+    @Test
+    void writersThatKeepTheQueueFullDoNotStarveTheLoopsReads() throws Exception {
+        // well above one drain slice (OutboundPath.MAX_ITEMS_PER_DRAIN), small enough to fail fast unbounded
+        int cap = 40 * OutboundPath.MAX_ITEMS_PER_DRAIN;
+        AtomicLong offered = new AtomicLong();
+        AtomicLong written = new AtomicLong();
+        AtomicLong writtenWhenRead = new AtomicLong(-1);
+        CountDownLatch read = new CountDownLatch(1);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        // the peer on its own loop: it answers while the client's loop drains
+        MultiThreadIoEventLoopGroup peerGroup = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
+        MultiThreadIoEventLoopGroup group = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
+        try {
+            io.netty.channel.Channel server = new ServerBootstrap().group(peerGroup).channel(NioServerSocketChannel.class)
+                    .childHandler(new ChannelInboundHandlerAdapter() {
+                        boolean answered;
+
+                        @Override
+                        public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                            ((ByteBuf) msg).release();
+                            if (!answered) {
+                                answered = true;
+                                ctx.writeAndFlush(Unpooled.buffer(1).writeByte(1));
+                            }
+                        }
+                    }).bind("127.0.0.1", 0).sync().channel();
+            Holder holder = new Holder();
+            ChannelOutboundHandlerAdapter holdUntilNextOffered = new ChannelOutboundHandlerAdapter() {
+                @Override
+                public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
+                    long w = written.incrementAndGet();
+                    while (read.getCount() > 0 && offered.get() <= w && w < cap && System.nanoTime() < deadline) {
+                        Thread.onSpinWait();
+                    }
+                    ctx.write(msg, promise);
+                }
+            };
+            io.netty.channel.Channel client = new Bootstrap().group(group).channel(NioSocketChannel.class)
+                    .handler(new io.netty.channel.ChannelInitializer<NioSocketChannel>() {
+                        @Override
+                        protected void initChannel(NioSocketChannel c) {
+                            c.pipeline().addLast(holdUntilNextOffered, holder, new ChannelInboundHandlerAdapter() {
+                                @Override
+                                public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                                    ((ByteBuf) msg).release();
+                                    writtenWhenRead.compareAndSet(-1, written.get());
+                                    read.countDown();
+                                }
+                            });
+                        }
+                    }).connect(server.localAddress()).sync().channel();
+            OutboundPath path = holder.path;
+            CompletableFuture<Void> writer = CompletableFuture.runAsync(() -> {
+                for (int i = 0; i < cap && read.getCount() > 0; i++) {
+                    path.write(Unpooled.buffer(8).writeLong(i));
+                    offered.incrementAndGet();
+                }
+            });
+            writer.get(60, TimeUnit.SECONDS);
+            assertTrue(read.await(30, TimeUnit.SECONDS), "the peer's byte was read at all");
+            assertTrue(writtenWhenRead.get() < cap, "read while the writer kept the queue full, after "
+                    + writtenWhenRead.get() + " of " + cap + " writes");
+            client.close().sync();
+            server.close().sync();
+        } finally {
+            group.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
+            peerGroup.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
+        }
     }
 }
