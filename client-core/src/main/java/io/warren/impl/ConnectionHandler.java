@@ -168,6 +168,7 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
 
     @Override
     public void channelReadComplete(ChannelHandlerContext ctx) {
+        heartbeats.onReadComplete();
         outbound.endReadBatch();
         ctx.fireChannelReadComplete();
     }

@@ -13,12 +13,16 @@ import org.slf4j.LoggerFactory;
  * Heartbeats once the interval is tuned. Event loop only.
  *
  * <ul>
- *   <li>A timer ticks every half interval, the first tick half an interval after tune.</li>
- *   <li>Sending: a heartbeat goes out on a tick when nothing was written since the previous tick, so a
- *       busy connection sends none.</li>
- *   <li>Receiving: any frame counts as a sign of life (the connection handler calls {@link #onRead()}).
- *       When nothing arrived for two intervals the broker is gone: the connection fails. Ticks read the
- *       clock, reads only set a flag, so the check costs nothing per frame.</li>
+ *   <li>Sending: a timer ticks every half interval, the first tick half an interval after tune; a heartbeat
+ *       goes out on a tick when nothing was written since the previous tick, so a busy connection sends
+ *       none and an idle one sends one at most an interval after its last write.</li>
+ *   <li>Receiving: any frame counts as a sign of life. As in Netty's {@code IdleStateHandler}, a frame only
+ *       sets a flag ({@link #onRead()}) and the clock is read once per read batch ({@link #onReadComplete()}),
+ *       so the check costs nothing per frame. The check is scheduled for the moment the silence reaches
+ *       two intervals (the spec's "two heartbeat intervals or longer") and, when something arrived meanwhile,
+ *       re-scheduled for the remainder: the connection fails at two intervals of silence, not later.
+ *       RabbitMQ sends a heartbeat after half an interval of its own silence, so a healthy idle broker is
+ *       heard about four times in that window.</li>
  *   <li>A heartbeat whose write fails is only logged: if the socket is really broken, the read side or
  *       the transport reports it, and a transient failure must not close a healthy connection.</li>
  * </ul>
@@ -34,10 +38,13 @@ final class Heartbeats {
 
     // event loop only
     private long intervalNanos;
+    /** When the last read batch that held a frame ended (or reading resumed, or tune). */
     private long lastReadNanos;
-    private boolean readSinceTick;
+    /** A frame arrived in the current read batch. */
+    private boolean reading;
     private boolean paused;
-    private ScheduledFuture<?> timer;
+    private ScheduledFuture<?> sendTimer;
+    private ScheduledFuture<?> receiveCheck;
 
     /** @param onSilence told the milliseconds of silence when the broker missed two intervals */
     Heartbeats(OutboundPath outbound, ByteBufAllocator alloc, LongConsumer onSilence) {
@@ -55,10 +62,11 @@ final class Heartbeats {
         }
         intervalNanos = TimeUnit.SECONDS.toNanos(seconds);
         lastReadNanos = loop.ticker().nanoTime();
-        readSinceTick = false;
+        reading = false;
         outbound.takeWrittenMark(); // what the handshake wrote does not postpone the first heartbeat
         long half = intervalNanos / 2;
-        timer = loop.scheduleAtFixedRate(this::tick, half, half, TimeUnit.NANOSECONDS);
+        sendTimer = loop.scheduleAtFixedRate(this::sendIfIdle, half, half, TimeUnit.NANOSECONDS);
+        receiveCheck = loop.schedule(this::checkReceived, 2 * intervalNanos, TimeUnit.NANOSECONDS);
     }
 
     /**
@@ -74,26 +82,45 @@ final class Heartbeats {
 
     /** A frame arrived. */
     void onRead() {
-        readSinceTick = true;
+        reading = true;
+    }
+
+    /** The read batch is over (channelReadComplete): if it held a frame, the broker was heard now. */
+    void onReadComplete() {
+        if (reading) {
+            reading = false;
+            lastReadNanos = loop.ticker().nanoTime();
+        }
     }
 
     void stop() {
-        if (timer != null) {
-            timer.cancel(false);
-            timer = null;
+        if (sendTimer != null) {
+            sendTimer.cancel(false);
+            sendTimer = null;
+        }
+        if (receiveCheck != null) {
+            receiveCheck.cancel(false);
+            receiveCheck = null;
         }
     }
 
-    private void tick() {
+    private void checkReceived() {
         long now = loop.ticker().nanoTime();
-        if (readSinceTick || paused) {
-            readSinceTick = false;
+        if (reading || paused) {
+            // mid-batch, or our own back-pressure: not the broker's silence
             lastReadNanos = now;
-        } else if (now - lastReadNanos >= 2 * intervalNanos) {
+        }
+        long silent = now - lastReadNanos;
+        long limit = 2 * intervalNanos;
+        if (silent >= limit) {
             stop();
-            onSilence.accept(TimeUnit.NANOSECONDS.toMillis(now - lastReadNanos));
+            onSilence.accept(TimeUnit.NANOSECONDS.toMillis(silent));
             return;
         }
+        receiveCheck = loop.schedule(this::checkReceived, limit - silent, TimeUnit.NANOSECONDS);
+    }
+
+    private void sendIfIdle() {
         if (!outbound.takeWrittenMark()) {
             outbound.write(Frames.heartbeat(alloc), cause -> {
                 if (cause != null) {

@@ -146,6 +146,7 @@ class ConnectionLifecycleTest {
     @Test
     void heartbeatsGoOutWhenIdleAndTwoSilentIntervalsCloseTheConnection() {
         try (FakeBroker broker = new FakeBroker(new ConnectionOptions().requestedHeartbeat(4))) {
+            broker.client.freezeTime(); // only advanceTimeBy moves the clock: no wall time leaks into the timings
             ConnectionImpl c = broker.handshake(2047, 131072, 4);
             assertEquals(4, c.heartbeat());
             // first heartbeat half an interval after tune
@@ -185,8 +186,64 @@ class ConnectionLifecycleTest {
     }
 
     @Test
+    void theConnectionFailsAtExactlyTwoIntervalsOfSilenceWhateverTheTimerPhase() {
+        // RabbitMQ sends a heartbeat after half an interval of its own silence; the spec's limit is two intervals.
+        // The broker's frames arrive just after the client's half-interval ticks (the worst phase for a
+        // tick-sampled check, which used to allow up to 2.5-3 intervals).
+        try (FakeBroker broker = new FakeBroker(new ConnectionOptions().requestedHeartbeat(4))) {
+            broker.client.freezeTime(); // only advanceTimeBy moves the clock: no wall time leaks into the timings
+            ConnectionImpl c = broker.handshake(2047, 131072, 4);
+            for (int i = 0; i < 4; i++) {
+                broker.client.advanceTimeBy(2001, TimeUnit.MILLISECONDS);
+                broker.client.runScheduledPendingTasks();
+                broker.sendRaw(Frames.heartbeat(FakeBroker.ALLOC));
+                releaseAll(broker);
+            }
+            assertTrue(c.isOpen());
+            // 8 s (two intervals) less a millisecond of silence: still open
+            for (int i = 0; i < 7999; i += 500) {
+                broker.client.advanceTimeBy(Math.min(500, 7999 - i), TimeUnit.MILLISECONDS);
+                broker.client.runScheduledPendingTasks();
+                releaseAll(broker);
+            }
+            assertTrue(broker.client.isActive(), "closed before two intervals of silence");
+            broker.client.advanceTimeBy(1, TimeUnit.MILLISECONDS);
+            broker.client.runScheduledPendingTasks();
+            releaseAll(broker);
+            assertFalse(broker.client.isActive(), "still open after two intervals of silence");
+            ConnectionClosedException reason = c.closeFuture().toCompletableFuture().join();
+            assertTrue(reason.getMessage().contains("no frame for 8000 ms"), reason.getMessage());
+        }
+    }
+
+    @Test
+    void aConnectionThatHearsTheBrokerEveryHalfIntervalStaysOpen() {
+        try (FakeBroker broker = new FakeBroker(new ConnectionOptions().requestedHeartbeat(4))) {
+            broker.client.freezeTime(); // only advanceTimeBy moves the clock: no wall time leaks into the timings
+            ConnectionImpl c = broker.handshake(2047, 131072, 4);
+            // a broker heartbeat every 2 s, each a little late (network jitter of up to 1.9 s)
+            for (int i = 0; i < 50; i++) {
+                broker.client.advanceTimeBy(2000 + (i % 20) * 100, TimeUnit.MILLISECONDS);
+                broker.client.runScheduledPendingTasks();
+                broker.sendRaw(Frames.heartbeat(FakeBroker.ALLOC));
+                releaseAll(broker);
+            }
+            assertTrue(c.isOpen());
+            assertTrue(broker.client.isActive());
+        }
+    }
+
+    private static void releaseAll(FakeBroker broker) {
+        Frame f;
+        while ((f = broker.next()) != null) {
+            f.release();
+        }
+    }
+
+    @Test
     void aFailedHeartbeatWriteAloneDoesNotCloseTheConnection() {
         try (FakeBroker broker = new FakeBroker(new ConnectionOptions().requestedHeartbeat(4))) {
+            broker.client.freezeTime(); // only advanceTimeBy moves the clock: no wall time leaks into the timings
             ConnectionImpl c = broker.handshake(2047, 131072, 4);
             List<Integer> failed = new ArrayList<>();
             broker.client.pipeline().addFirst(new ChannelOutboundHandlerAdapter() {
@@ -216,6 +273,7 @@ class ConnectionLifecycleTest {
     @Test
     void silenceWhileReadingIsPausedIsNotAMissedHeartbeat() {
         try (FakeBroker broker = new FakeBroker(new ConnectionOptions().requestedHeartbeat(4))) {
+            broker.client.freezeTime(); // only advanceTimeBy moves the clock: no wall time leaks into the timings
             ConnectionImpl c = broker.handshake(2047, 131072, 4);
             broker.handler.autoRead(false);
             for (int i = 0; i < 10; i++) {
@@ -243,6 +301,7 @@ class ConnectionLifecycleTest {
     @Test
     void aBusyConnectionSendsNoHeartbeat() {
         try (FakeBroker broker = new FakeBroker(new ConnectionOptions().requestedHeartbeat(4))) {
+            broker.client.freezeTime(); // only advanceTimeBy moves the clock: no wall time leaks into the timings
             ConnectionImpl c = broker.handshake(2047, 131072, 4);
             Channel ch = broker.openChannel(c, 1);
             for (int i = 0; i < 4; i++) {
