@@ -575,6 +575,49 @@ class ConsumeTest {
     }
 
     @Test
+    void aBodyRetainedWithoutItsDeliveryOutlivesTheReuseOfTheDeliveryObject() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            List<Delivery> seen = new ArrayList<>();
+            List<io.netty.buffer.ByteBuf> bodies = new ArrayList<>();
+            consume(broker, ch, "n", ConsumeOptions.builder().noAck(true).consumerTag("n").build(), d -> {
+                seen.add(d);
+                bodies.add(d.body().retain()); // the body only: the delivery is released when the handler returns
+            });
+            deliver(broker, "n", 1, "one".getBytes(StandardCharsets.UTF_8));
+            deliver(broker, "n", 2, "two".getBytes(StandardCharsets.UTF_8));
+            assertSame(seen.get(0), seen.get(1), "the released delivery object is reused");
+            assertEquals(1, bodies.get(0).refCnt());
+            assertEquals("one", bodies.get(0).toString(StandardCharsets.UTF_8), "the kept body is still its own");
+            assertEquals("two", bodies.get(1).toString(StandardCharsets.UTF_8));
+            bodies.forEach(io.netty.buffer.ByteBuf::release); // paranoid leak detection checks the rest
+        }
+    }
+
+    @Test
+    void aDeliveryNeverSettledDoesNotStopReuseForGood() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            List<Delivery> seen = new ArrayList<>();
+            consume(broker, ch, "m", ConsumeOptions.builder().consumerTag("m").build(), d -> {
+                seen.add(d);
+                if (d.deliveryTag() == 1) {
+                    throw new IllegalStateException("boom"); // 1 stays unacknowledged until the channel closes
+                }
+                d.ack();
+            });
+            // 4096: the reuse pool's size; once full its oldest (1, never settled) is dropped
+            int count = 4096 + 2;
+            for (long t = 1; t <= count; t++) {
+                deliver(broker, "m", t, HELLO);
+            }
+            assertEquals(count, seen.size());
+            assertSame(seen.get(1), seen.get(count - 1), "the last reuses 2's object: 1 no longer blocks the pool");
+            written(broker);
+        }
+    }
+
+    @Test
     void theBrokerGeneratedTagIsTheConsumersAndACancelNamesIt() {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);

@@ -63,7 +63,10 @@ public final class ConsumerImpl implements ConsumerHandle {
     private static final AtomicLongFieldUpdater<ConsumerImpl> COMPLETED =
             AtomicLongFieldUpdater.newUpdater(ConsumerImpl.class, "completed");
 
-    /** At most this many released deliveries are kept for reuse (a consumer that never acks keeps no more). */
+    /**
+     * At most this many released deliveries are kept for reuse, oldest first; past it the oldest is dropped (a
+     * consumer that never acks keeps no more, and one tag never settled cannot stop reuse).
+     */
     private static final int MAX_RELEASED = 4096;
 
     // immutable but for recovery, which moves the consumer to the recovered channel (event loop; read anywhere)
@@ -235,7 +238,12 @@ public final class ConsumerImpl implements ConsumerHandle {
             releaseBorrow(d);
             if (slots) {
                 completed();
-            } else if (released != null && d.refCnt() == 0 && released.size() < MAX_RELEASED) {
+            } else if (released != null && d.refCnt() == 0) {
+                if (released.size() == MAX_RELEASED) {
+                    // the oldest's tag has waited a whole pool's worth of messages (a failed handler leaves it
+                    // unsettled until the channel closes): let it go, or it blocks reuse for good
+                    released.pollFirst();
+                }
                 released.addLast(d); // not retained: ours again once its tag is settled
             }
         }
