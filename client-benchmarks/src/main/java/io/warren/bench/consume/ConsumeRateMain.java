@@ -10,6 +10,7 @@ import io.warren.Connection;
 import io.warren.ConsumeOptions;
 import io.warren.ConsumerHandle;
 import io.warren.QueueDeclare;
+import io.warren.bench.PeerProcess;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;

@@ -5,6 +5,7 @@ import io.warren.AmqpClient;
 import io.warren.Channel;
 import io.warren.Connection;
 import io.warren.ConnectionOptions;
+import io.warren.bench.PeerProcess;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.content.ShortString;
 import io.warren.impl.Publisher;
