@@ -17,9 +17,7 @@ import io.warren.ConnectionClosedException;
 import io.warren.ConnectionOptions;
 import io.warren.ConnectionTimeoutException;
 import io.warren.QueueDeclare;
-import java.io.IOException;
 import java.net.ServerSocket;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -144,8 +142,7 @@ class ConnectIT {
         Connection c = await(client().connect(ConnectionOptions.fromUri(broker.uri()).connectionName(name)
                 .automaticRecovery(false)));
         Channel ch = await(c.openChannel());
-        String pid = findConnectionPid(name);
-        run("rabbitmqctl", "close_connection", pid, "closed by ConnectIT");
+        Rabbitmqctl.closeConnection(name, "closed by ConnectIT");
         ConnectionClosedException reason = c.closeFuture().toCompletableFuture().get(30, TimeUnit.SECONDS);
         assertEquals(320, reason.replyCode());
         assertTrue(reason.initiatedByBroker());
@@ -154,28 +151,5 @@ class ConnectIT {
         assertFalse(ch.isOpen());
         CompletionStage<?> after = ch.queueDeclare("x");
         assertInstanceOf(io.warren.ChannelClosedException.class, failure(after));
-    }
-
-    private static String findConnectionPid(String connectionName) throws Exception {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (System.nanoTime() < deadline) {
-            String out = run("rabbitmqctl", "-q", "list_connections", "pid", "client_properties");
-            for (String line : out.split("\n")) {
-                if (line.contains(connectionName)) {
-                    return line.split("\t")[0].trim();
-                }
-            }
-            Thread.sleep(250); // the broker lists a connection once it is fully open
-        }
-        throw new AssertionError("rabbitmqctl does not list a connection named " + connectionName);
-    }
-
-    private static String run(String... command) throws IOException, InterruptedException {
-        Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
-        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-        if (!p.waitFor(60, TimeUnit.SECONDS) || p.exitValue() != 0) {
-            throw new AssertionError(String.join(" ", command) + " failed: " + out);
-        }
-        return out;
     }
 }

@@ -1,5 +1,6 @@
 package io.warren.it;
 
+import static io.warren.it.TopologyIT.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -29,10 +30,6 @@ class CredentialsIT {
     private static ConnectionOptions options(Broker broker, String name) {
         return ConnectionOptions.fromUri(broker.uri()).username("not-used").password("not-used")
                 .connectionName("warren-it CredentialsIT " + name);
-    }
-
-    private static <T> T await(java.util.concurrent.CompletionStage<T> stage) throws Exception {
-        return stage.toCompletableFuture().get(30, TimeUnit.SECONDS);
     }
 
     @Test

@@ -1,5 +1,6 @@
 package io.warren.it;
 
+import static io.warren.it.TopologyIT.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -32,10 +33,6 @@ import org.junit.jupiter.api.extension.ExtendWith;
 /** RpcClient over direct reply-to and RpcServer, against the broker. */
 @ExtendWith(BrokerExtension.class)
 class RpcIT {
-
-    private static <T> T await(CompletionStage<T> stage) throws Exception {
-        return stage.toCompletableFuture().get(30, TimeUnit.SECONDS);
-    }
 
     private static String text(Delivery reply) {
         try {

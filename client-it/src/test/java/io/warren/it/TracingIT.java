@@ -1,5 +1,6 @@
 package io.warren.it;
 
+import static io.warren.it.TopologyIT.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -30,7 +31,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
-import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
@@ -59,10 +59,6 @@ class TracingIT {
     @AfterEach
     void shutdown() {
         tracerProvider.close();
-    }
-
-    private static <T> T await(CompletionStage<T> stage) throws Exception {
-        return stage.toCompletableFuture().get(30, TimeUnit.SECONDS);
     }
 
     private SpanData span(String name) throws InterruptedException {
