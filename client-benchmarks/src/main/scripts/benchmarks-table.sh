@@ -118,7 +118,7 @@ for size in 16 1024; do
     --peer source -s "$size" "${acks[@]}" "${timed[@]}"
 done
 
-echo "Machine: $(nproc) CPU(s), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'); $("$JAVA" -version 2>&1 | head -n 1)"
+echo "Machine: $(nproc) CPU(s), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'); $("$JAVA" -version 2>&1 | sed -n 1p)"
 echo "Runs: $RUNS per client, ${TIME} s measured after ${WARMUP} s of warmup; results in $out"
 echo
 "$JAVA" -cp "$JAR" io.warren.perf.BenchmarksTable "$out" "${specs[@]}"
