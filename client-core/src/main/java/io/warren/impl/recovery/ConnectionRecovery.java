@@ -257,6 +257,7 @@ public final class ConnectionRecovery {
 
     private void restore(int gen, ConnectionHandler handler) {
         phase = Phase.RESTORING;
+        handler.restoring(true);
         LOG.debug("recovery of the connection to {}: connected; restoring {} channels and {}", connection.address(),
                 lost.size(), topology);
         List<ChannelImpl> channels = new ArrayList<>(lost.values());
@@ -272,6 +273,8 @@ public final class ConnectionRecovery {
                         ? new TopologyRestore(this, handler).run() : CompletableFuture.completedFuture(null)))
                 .thenCompose(v -> step(gen, () -> restoreConsumers(gen, channels)))
                 .whenComplete((v, e) -> {
+                    // consumers still over their high-water mark stop the reading now, not while restoring
+                    handler.restoring(false);
                     if (gen != generation || phase != Phase.RESTORING) {
                         return;
                     }
