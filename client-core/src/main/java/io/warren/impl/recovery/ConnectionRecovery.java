@@ -94,6 +94,11 @@ public final class ConnectionRecovery {
         return recovery;
     }
 
+    /** The event loop recovery runs on; its clock and timers bound the publishes held meanwhile. */
+    EventLoop eventLoop() {
+        return loop;
+    }
+
     public TopologyRecorder topology() {
         return topology;
     }
