@@ -8,6 +8,8 @@ import io.warren.Channel;
 import io.warren.ConsumeOptions;
 import io.warren.ConsumerHandle;
 import io.warren.codec.content.BasicProperties;
+import io.warren.codec.Frame;
+import io.warren.codec.method.BasicConsume;
 import io.warren.codec.method.BasicConsumeOkEncoder;
 import io.warren.codec.method.BasicDeliverEncoder;
 import io.warren.codec.method.MethodIds;
@@ -42,7 +44,13 @@ class RecoveryReadPauseTest {
     private static void restore(FakeBroker broker, String... tags) {
         RecoveringBrokers.reopen(broker, 1);
         for (String tag : tags) {
-            broker.expectAndRelease(1, MethodIds.BASIC_CONSUME);
+            Frame consume = broker.expect(1, MethodIds.BASIC_CONSUME);
+            try {
+                assertEquals(tag, new BasicConsume().wrap(consume.payload(), consume.payload().readerIndex())
+                        .consumerTagAsString(), "the consumers' restore order");
+            } finally {
+                consume.release();
+            }
             broker.send(1, new BasicConsumeOkEncoder().consumerTag(tag));
         }
     }
@@ -108,6 +116,32 @@ class RecoveryReadPauseTest {
             assertEquals(0, second.handler.readPauses());
             assertTrue(second.client.config().isAutoRead());
             assertEquals(List.of(1L, 2L, 3L, 4L, 5L, 6L, 7L, 8L), seen);
+        }
+    }
+
+    @Test
+    void aConsumerHoldingReadingPausedIsRestoredAfterTheOthers() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            List<Long> seen = new ArrayList<>();
+            ConsumeOptions noAck = ConsumeOptions.builder().noAck(true).waterMarks(2, 4).build();
+            ConsumerHandle a = consume(brokers.first, ch, "a", noAck, seen);
+            consume(brokers.first, ch, "b", noAck, seen);
+            a.pause();
+            for (long t = 1; t <= 4; t++) {
+                deliver(brokers.first, "a", t);
+            }
+            FakeBroker second = brokers.cutAndReconnect();
+            // b first: a's deliveries may start once its consume-ok is out, and only the restore's end stops
+            // reading, so nothing else of the restore may come after it
+            restore(second, "b", "a");
+            assertFalse(brokers.connection.isRecovering());
+            assertEquals(1, second.handler.readPauses());
+            assertFalse(second.client.config().isAutoRead());
+            a.resume();
+            brokers.runAllTasks();
+            assertTrue(second.client.config().isAutoRead());
+            assertEquals(List.of(1L, 2L, 3L, 4L), seen);
         }
     }
 

@@ -189,6 +189,11 @@ public final class ConsumerImpl implements ConsumerHandle {
         }
     }
 
+    /** Whether this consumer's queue holds its connection's reading paused. Event loop. */
+    boolean holdsReadingPaused() {
+        return readingPausedOn != null;
+    }
+
     /** A complete delivery for this consumer (ownership passes to the queue). Event loop. */
     void deliver(DeliveryImpl delivery) {
         queue.write(delivery);

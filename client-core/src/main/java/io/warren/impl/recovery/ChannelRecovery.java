@@ -248,11 +248,16 @@ public final class ChannelRecovery {
         return done;
     }
 
-    /** The consumers of the lost channel start again on the new one, same tags and options. */
-    public CompletionStage<Void> restoreConsumers(UnaryOperator<String> queueNames) {
+    /**
+     * The consumers of the lost channel start again on the new one, same tags and options.
+     *
+     * @param unpausedOnly only those that do not hold reading paused; the others wait for a call without it
+     */
+    public CompletionStage<Void> restoreConsumers(UnaryOperator<String> queueNames, boolean unpausedOnly) {
         List<CompletableFuture<Void>> all = new ArrayList<>();
         for (ChannelState old : lostStates) {
-            all.add(channel.state().consumers().recoverFrom(old.consumers(), queueNames).toCompletableFuture());
+            all.add(channel.state().consumers().recoverFrom(old.consumers(), queueNames, unpausedOnly)
+                    .toCompletableFuture());
         }
         return CompletableFuture.allOf(all.toArray(CompletableFuture[]::new));
     }

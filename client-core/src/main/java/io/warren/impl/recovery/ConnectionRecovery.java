@@ -276,7 +276,10 @@ public final class ConnectionRecovery {
         CompletableFuture.allOf(reopened.toArray(CompletableFuture[]::new))
                 .thenCompose(v -> step(gen, () -> recovery.topologyRecovery()
                         ? new TopologyRestore(this, handler).run() : CompletableFuture.completedFuture(null)))
-                .thenCompose(v -> step(gen, () -> restoreConsumers(gen, channels)))
+                // consumers holding reading paused last: their deliveries start only when nothing of the
+                // restore is left to read but their own consume-oks, and reading stops with the restore
+                .thenCompose(v -> step(gen, () -> restoreConsumers(gen, channels, true)))
+                .thenCompose(v -> step(gen, () -> restoreConsumers(gen, channels, false)))
                 .whenComplete((v, e) -> {
                     // consumers still over their high-water mark stop the reading now, not while restoring
                     handler.restoring(false);
@@ -312,13 +315,13 @@ public final class ConnectionRecovery {
         return null;
     }
 
-    private CompletionStage<Void> restoreConsumers(int gen, List<ChannelImpl> channels) {
+    private CompletionStage<Void> restoreConsumers(int gen, List<ChannelImpl> channels, boolean unpausedOnly) {
         List<CompletableFuture<Void>> all = new ArrayList<>();
         for (ChannelImpl ch : channels) {
             if (lost.get(ch.channelNumber()) != ch || !ch.state().isUsable()) {
                 continue;
             }
-            all.add(ch.recovery().restoreConsumers(topology::currentName).toCompletableFuture()
+            all.add(ch.recovery().restoreConsumers(topology::currentName, unpausedOnly).toCompletableFuture()
                     .exceptionally(e -> {
                         topologyFailed("consumers of channel " + ch.channelNumber(), e);
                         return null;
