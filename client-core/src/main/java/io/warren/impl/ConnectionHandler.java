@@ -68,6 +68,8 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
     private ScheduledFuture<?> closeTimer;
     /** Consumers' queues over their high-water mark: reading stays paused while above 0. */
     private int readPauses;
+    /** Recovery is restoring channels and consumers onto this connection: pauses are counted, not applied. */
+    private boolean restoring;
 
     /**
      * @param connected completed with the connection at connection.open-ok, or failed with why the
@@ -210,15 +212,28 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
      * so reading resumes only when every queue that asked has drained ({@link #resumeReading()}). Event loop.
      */
     public void pauseReading() {
-        if (readPauses++ == 0) {
+        if (readPauses++ == 0 && !restoring) {
             autoRead(false);
         }
     }
 
     /** A consumer's queue fell below its low-water mark after {@link #pauseReading()}. Event loop. */
     public void resumeReading() {
-        if (readPauses > 0 && --readPauses == 0) {
+        if (readPauses > 0 && --readPauses == 0 && !restoring) {
             autoRead(true);
+        }
+    }
+
+    /**
+     * Recovery starts ({@code true}) or ends restoring onto this connection. Meanwhile the pauses that consumers
+     * carry over from the lost connection are counted but reading goes on: the restore's own replies (the next
+     * consumer's consume-ok) must be read, or a consumer the application keeps paused would stall the recovery
+     * for ever. When it ends, reading stops if any pause is still counted. Event loop.
+     */
+    public void restoring(boolean on) {
+        restoring = on;
+        if (!on && readPauses > 0 && ctx.channel().isOpen()) {
+            autoRead(false);
         }
     }
 

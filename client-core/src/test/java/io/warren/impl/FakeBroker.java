@@ -52,8 +52,13 @@ final class FakeBroker implements AutoCloseable {
     }
 
     FakeBroker(ConnectionOptions options) {
+        this(options, null);
+    }
+
+    /** A broker for the connection that recovery opens to take {@code recovering} over (null: a new one). */
+    FakeBroker(ConnectionOptions options, ConnectionImpl recovering) {
         this.options = options;
-        this.handler = new ConnectionHandler(options, new Address("broker.test", 5672), connected);
+        this.handler = new ConnectionHandler(options, new Address("broker.test", 5672), connected, recovering);
         this.client = new EmbeddedChannel(new FrameDecoder(), handler);
         FrameDecoder serverSide = new FrameDecoder();
         serverSide.setFrameMax(0);

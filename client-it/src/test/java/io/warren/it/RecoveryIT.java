@@ -241,6 +241,68 @@ class RecoveryIT {
         }
     }
 
+    /**
+     * A paused consumer over its high-water mark (manual acks, no prefetch: nothing but the pause bounds what the
+     * broker sends) holds the connection's reading paused; after a cut the recovered connection must not read for
+     * it either. The broker redelivers all 20,000 x 1 KiB (requeued at the cut) and the proxy buffers whatever the
+     * client does not read, so without the pause the consumer's queue takes all of them within a second.
+     */
+    @Test
+    void aConsumerPausedAtTheLossKeepsTheRecoveredConnectionFromReading(Broker broker,
+                                                                        BrokerExtension.TestNames names)
+            throws Exception {
+        int messages = 20_000;
+        String q = names.queue("paused");
+        Connection admin = await(BrokerExtension.client().connect(ConnectionOptions.fromUri(broker.uri())
+                .automaticRecovery(false)));
+        names.onCleanup(() -> admin.close().toCompletableFuture().get(30, TimeUnit.SECONDS));
+        Channel adminCh = await(admin.openChannel());
+        await(adminCh.queueDeclare(QueueDeclare.named(q)));
+        names.onCleanup(() -> adminCh.queueDelete(q).toCompletableFuture().get(30, TimeUnit.SECONDS));
+        ConsumeIT.publishNumbered(broker, q, messages, 1024);
+        try (FaultProxy proxy = new FaultProxy(broker.host(), broker.port())) {
+            // a connection that does not read cannot see the cut until a write fails: a 2 s heartbeat writes soon
+            Connection c = await(BrokerExtension.client().connect(through(proxy, broker, "recovery-paused")
+                    .requestedHeartbeat(2)));
+            names.onCleanup(() -> c.close().toCompletableFuture().get(30, TimeUnit.SECONDS));
+            Events events = new Events();
+            c.addRecoveryListener(events);
+            Channel ch = await(c.openChannel());
+            AtomicInteger acked = new AtomicInteger();
+            AtomicInteger stale = new AtomicInteger();
+            ConsumerHandle consumer = await(ch.consume(q, ConsumeOptions.builder().waterMarks(10, 50)
+                    .initialDemand(0).build(), d -> {
+                        try {
+                            d.ack();
+                            acked.incrementAndGet();
+                        } catch (StaleDeliveryException e) {
+                            stale.incrementAndGet(); // came before the cut: the broker redelivers it
+                        }
+                    }));
+            ConsumeIT.awaitTrue(() -> consumer.queued() >= 50, T, "the consumer reached its high-water mark");
+            long beforeCut = consumer.queued();
+            proxy.cutAll();
+            events.awaitRecovery();
+            // the broker sends every message out (the proxy takes whatever the client leaves)...
+            ConsumeIT.awaitTrue(() -> {
+                try {
+                    return ConsumeIT.messageCount(adminCh, q) == 0;
+                } catch (Exception e) {
+                    throw new AssertionError(e);
+                }
+            }, T, "the broker has sent every message to the recovered consumer");
+            Thread.sleep(1_000); // ...and a connection that reads takes 20 MB from a loopback proxy in far less
+            long queued = consumer.queued();
+            assertTrue(queued < 5_000, "the consumer holds " + queued + " deliveries (" + beforeCut + " before the"
+                    + " cut): the recovered connection read for it regardless of its pause");
+
+            consumer.resume();
+            ConsumeIT.awaitTrue(() -> acked.get() == messages, T,
+                    "every message acknowledged once through the recovered connection");
+            assertTrue(stale.get() >= beforeCut, stale + " stale of " + beforeCut + " held before the cut");
+        }
+    }
+
     @Test
     void deletedEntitiesAreForgottenAndNotDeclaredAgain(Broker broker, BrokerExtension.TestNames names)
             throws Exception {

@@ -348,10 +348,19 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
      * Recovery: the consumers {@code old} lost with its connection start again here, with their tags and
      * options (basic.qos first when they had a prefetch), on their queue's current name. A consumer the broker
      * refuses ends with the refusal. Completes when every basic.consume is answered. Event loop.
+     *
+     * @param unpausedOnly only the consumers that do not hold reading paused (the others stay for a later call)
      */
-    public CompletionStage<Void> recoverFrom(ChannelConsumers old, java.util.function.UnaryOperator<String> queueNames) {
+    public CompletionStage<Void> recoverFrom(ChannelConsumers old, java.util.function.UnaryOperator<String> queueNames,
+                                             boolean unpausedOnly) {
         ConsumerImpl[] moving = old.lost;
         old.lost = new ConsumerImpl[0];
+        if (unpausedOnly) {
+            ConsumerImpl[] paused = Arrays.stream(moving).filter(ConsumerImpl::holdsReadingPaused)
+                    .toArray(ConsumerImpl[]::new);
+            moving = Arrays.stream(moving).filter(c -> !c.holdsReadingPaused()).toArray(ConsumerImpl[]::new);
+            old.lost = paused;
+        }
         CompletableFuture<?>[] all = new CompletableFuture<?>[moving.length];
         for (int i = 0; i < moving.length; i++) {
             ConsumerImpl c = moving[i];

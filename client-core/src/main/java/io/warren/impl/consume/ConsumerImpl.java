@@ -11,6 +11,7 @@ import io.warren.ConsumerHandle;
 import io.warren.DeliveryHandler;
 import io.warren.impl.ChannelRpc;
 import io.warren.impl.ChannelState;
+import io.warren.impl.ConnectionHandler;
 import io.warren.impl.queue.InboundMessageQueue;
 import io.warren.codec.method.MethodIds;
 import java.nio.charset.StandardCharsets;
@@ -96,6 +97,12 @@ public final class ConsumerImpl implements ConsumerHandle {
 
     // event loop only
     private byte[] tagBytes;
+    /**
+     * The connection whose reading this consumer's queue holds paused (it reached its high-water mark and has
+     * not fallen below its low-water mark since), or null. Kept so that the resume goes to the connection that
+     * was paused, and so that recovery carries the pause over to the new connection ({@link #rebind}).
+     */
+    private ConnectionHandler readingPausedOn;
 
     // any thread (volatile): the tag is written once, at consume-ok, before the handle is published
     private volatile String consumerTag = "";
@@ -172,6 +179,19 @@ public final class ConsumerImpl implements ConsumerHandle {
     void rebind(ChannelConsumers recovered, String queue) {
         this.channel = recovered;
         this.queueName = queue;
+        ConnectionHandler paused = readingPausedOn;
+        ConnectionHandler now = recovered.state().connection();
+        if (paused != null && paused != now) {
+            // the queue is still over its high-water mark and signals that only once: without this the new
+            // connection would read for this consumer without bound until the queue drains
+            readingPausedOn = now;
+            now.pauseReading();
+        }
+    }
+
+    /** Whether this consumer's queue holds its connection's reading paused. Event loop. */
+    boolean holdsReadingPaused() {
+        return readingPausedOn != null;
     }
 
     /** A complete delivery for this consumer (ownership passes to the queue). Event loop. */
@@ -519,14 +539,18 @@ public final class ConsumerImpl implements ConsumerHandle {
         @Override
         protected void handlePause() {
             if (pausesReading) {
-                channel.state().connection().pauseReading();
+                ConnectionHandler connection = channel.state().connection();
+                readingPausedOn = connection;
+                connection.pauseReading();
             }
         }
 
         @Override
         protected void handleResume() {
-            if (pausesReading) {
-                channel.state().connection().resumeReading();
+            ConnectionHandler paused = readingPausedOn;
+            if (paused != null) {
+                readingPausedOn = null;
+                paused.resumeReading();
             }
         }
 

@@ -1,6 +1,7 @@
 package io.warren.impl.recovery;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.util.concurrent.EventExecutor;
 import io.netty.util.concurrent.ScheduledFuture;
 import io.warren.AmqpException;
 import io.warren.BackPressureException;
@@ -38,6 +39,11 @@ import org.slf4j.LoggerFactory;
  * the topology are back; they fail (not written, retryable) when the wait times out or recovery gives up. The
  * hold is guarded by this object's monitor: publishers on any thread, the event loop replays; it is used only
  * while recovering, never on the normal path.
+ *
+ * <p>Each publish waits at most the timeout from when it was made, not from the loss: a publish made late in a
+ * long recovery gets its whole wait. Deadlines are read on recovery's event-loop clock when the publish is
+ * queued under the monitor, so they rise in queue order and one timer, armed for the oldest, is enough: it
+ * fails the expired head of the queue and re-arms for the next.
  */
 public final class ChannelRecovery {
 
@@ -47,7 +53,7 @@ public final class ChannelRecovery {
     }
 
     private record Held(CharSequence exchange, CharSequence routingKey, boolean mandatory, BasicProperties properties,
-                        ByteBuf body, CompletableFuture<PublishOutcome> future) {
+                        ByteBuf body, CompletableFuture<PublishOutcome> future, long bytes, long deadlineNanos) {
     }
 
     private final ChannelImpl channel;
@@ -64,14 +70,16 @@ public final class ChannelRecovery {
     // guarded by this
     private final ArrayDeque<Held> held = new ArrayDeque<>();
     private long heldBytes;
-    private boolean waitExpired;
     private AmqpException lossCause;
     private CompletableFuture<Void> recovered;
+    /** Recovery's event loop: its clock dates the held publishes, its timer expires them. */
+    private EventExecutor loop;
+    /** Armed for the oldest held publish's deadline while any is held. */
+    private ScheduledFuture<?> waitTimer;
 
     // event loop only: the states lost since the last recovery (a recovery interrupted by another loss adds
     // one); the consumers of each wait in it to be moved to the recovered state
     private final List<ChannelState> lostStates = new ArrayList<>(1);
-    private ScheduledFuture<?> waitTimer;
 
     public ChannelRecovery(ChannelImpl channel) {
         this.channel = channel;
@@ -128,39 +136,46 @@ public final class ChannelRecovery {
         lostStates.add(old);
         synchronized (this) {
             recovering = true;
-            waitExpired = false;
             lossCause = cause;
+            loop = connection.eventLoop();
             if (recovered == null || recovered.isDone()) {
                 recovered = new CompletableFuture<>();
             }
         }
-        if (waitTimer == null) {
-            long nanos = connection.options().publishWaitTimeout().toNanos();
-            waitTimer = old.outbound().eventLoop().schedule(this::waitExpired, nanos, TimeUnit.NANOSECONDS);
-        }
         connection.channelLost(channel);
     }
 
-    private void waitExpired() {
-        waitTimer = null;
-        List<Held> expired;
+    /** The wait timer: fails the held publishes whose own wait is over, re-arms for the next. Event loop. */
+    private void expireHeld() {
+        List<Held> expired = new ArrayList<>();
         AmqpException cause;
         synchronized (this) {
-            if (!recovering) {
-                return;
+            waitTimer = null;
+            long now = loop.ticker().nanoTime();
+            Held h;
+            while ((h = held.peek()) != null && h.deadlineNanos - now <= 0) {
+                held.poll();
+                heldBytes -= h.bytes;
+                expired.add(h);
             }
-            waitExpired = true;
-            expired = new ArrayList<>(held);
-            held.clear();
-            heldBytes = 0;
+            if (h != null) {
+                armWaitTimer(h.deadlineNanos - now);
+            }
             cause = lossCause;
         }
         if (!expired.isEmpty()) {
             LOG.debug("channel {}: {} publishes held during recovery failed: the channel was not back within the "
-                    + "publish wait timeout", channel.channelNumber(), expired.size());
+                    + "publish wait timeout of each", channel.channelNumber(), expired.size());
         }
         for (Held h : expired) {
-            fail(h, cause, "was not back within RecoveryOptions.publishWaitTimeout");
+            fail(h, cause, "was not back within RecoveryOptions.publishWaitTimeout of the publish");
+        }
+    }
+
+    /** Guarded by this. Arms the wait timer unless it is armed already (for an older, so earlier, deadline). */
+    private void armWaitTimer(long delayNanos) {
+        if (waitTimer == null) {
+            waitTimer = loop.schedule(this::expireHeld, delayNanos, TimeUnit.NANOSECONDS);
         }
     }
 
@@ -182,19 +197,20 @@ public final class ChannelRecovery {
             if (!recovering) {
                 return null;
             }
-            RecoveryOptions.PublishDuringRecovery policy = channel.recoveryOptions().publishDuringRecovery();
+            RecoveryOptions options = channel.recoveryOptions();
             long bytes = body.readableBytes() + 256L;
-            if (policy == RecoveryOptions.PublishDuringRecovery.FAIL_FAST || waitExpired) {
-                refused = notWritten(lossCause, policy == RecoveryOptions.PublishDuringRecovery.FAIL_FAST
-                        ? "is being recovered (RecoveryOptions.publishDuringRecovery FAIL_FAST)"
-                        : "was not back within RecoveryOptions.publishWaitTimeout");
+            if (options.publishDuringRecovery() == RecoveryOptions.PublishDuringRecovery.FAIL_FAST) {
+                refused = notWritten(lossCause, "is being recovered (RecoveryOptions.publishDuringRecovery FAIL_FAST)");
             } else if (heldBytes > 0 && heldBytes + bytes > channel.maxPendingBytes()) {
                 refused = new BackPressureException("channel " + channel.channelNumber() + " is being recovered and "
                         + "already holds " + heldBytes + " bytes of publishes (PublishOptions.maxPendingBytes "
                         + channel.maxPendingBytes() + "); wait for Channel.whenWritable()", channel.channelNumber());
             } else {
-                held.add(new Held(exchange, routingKey, mandatory, properties, body, outcome ? future : null));
+                long wait = options.publishWaitTimeout().toNanos();
+                held.add(new Held(exchange, routingKey, mandatory, properties, body, outcome ? future : null, bytes,
+                        loop.ticker().nanoTime() + wait));
                 heldBytes += bytes;
+                armWaitTimer(wait);
             }
         }
         if (refused != null) {
@@ -232,18 +248,22 @@ public final class ChannelRecovery {
         return done;
     }
 
-    /** The consumers of the lost channel start again on the new one, same tags and options. */
-    public CompletionStage<Void> restoreConsumers(UnaryOperator<String> queueNames) {
+    /**
+     * The consumers of the lost channel start again on the new one, same tags and options.
+     *
+     * @param unpausedOnly only those that do not hold reading paused; the others wait for a call without it
+     */
+    public CompletionStage<Void> restoreConsumers(UnaryOperator<String> queueNames, boolean unpausedOnly) {
         List<CompletableFuture<Void>> all = new ArrayList<>();
         for (ChannelState old : lostStates) {
-            all.add(channel.state().consumers().recoverFrom(old.consumers(), queueNames).toCompletableFuture());
+            all.add(channel.state().consumers().recoverFrom(old.consumers(), queueNames, unpausedOnly)
+                    .toCompletableFuture());
         }
         return CompletableFuture.allOf(all.toArray(CompletableFuture[]::new));
     }
 
     /** Everything is back: held publishes go out in order, then publishing is normal again. */
     public void recovered() {
-        cancelWaitTimer();
         lostStates.clear();
         CompletableFuture<Void> done;
         // The replay runs under the monitor: a publisher that arrives meanwhile waits the few microseconds it
@@ -255,6 +275,7 @@ public final class ChannelRecovery {
             }
             heldBytes = 0;
             recovering = false;
+            cancelWaitTimer();
             done = recovered;
         }
         if (done != null) {
@@ -284,7 +305,6 @@ public final class ChannelRecovery {
 
     /** Recovery gave up, or the application closed the channel or connection meanwhile. Event loop. */
     public void abandon(AmqpException cause) {
-        cancelWaitTimer();
         List<ChannelState> olds = new ArrayList<>(lostStates);
         lostStates.clear();
         List<Held> failed;
@@ -294,6 +314,7 @@ public final class ChannelRecovery {
             failed = new ArrayList<>(held);
             held.clear();
             heldBytes = 0;
+            cancelWaitTimer();
             done = recovered;
         }
         for (Held h : failed) {
@@ -307,6 +328,7 @@ public final class ChannelRecovery {
         }
     }
 
+    /** Guarded by this. */
     private void cancelWaitTimer() {
         if (waitTimer != null) {
             waitTimer.cancel(false);

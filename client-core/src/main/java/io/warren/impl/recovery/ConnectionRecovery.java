@@ -94,6 +94,11 @@ public final class ConnectionRecovery {
         return recovery;
     }
 
+    /** The event loop recovery runs on; its clock and timers bound the publishes held meanwhile. */
+    EventLoop eventLoop() {
+        return loop;
+    }
+
     public TopologyRecorder topology() {
         return topology;
     }
@@ -257,6 +262,7 @@ public final class ConnectionRecovery {
 
     private void restore(int gen, ConnectionHandler handler) {
         phase = Phase.RESTORING;
+        handler.restoring(true);
         LOG.debug("recovery of the connection to {}: connected; restoring {} channels and {}", connection.address(),
                 lost.size(), topology);
         List<ChannelImpl> channels = new ArrayList<>(lost.values());
@@ -270,8 +276,13 @@ public final class ConnectionRecovery {
         CompletableFuture.allOf(reopened.toArray(CompletableFuture[]::new))
                 .thenCompose(v -> step(gen, () -> recovery.topologyRecovery()
                         ? new TopologyRestore(this, handler).run() : CompletableFuture.completedFuture(null)))
-                .thenCompose(v -> step(gen, () -> restoreConsumers(gen, channels)))
+                // consumers holding reading paused last: their deliveries start only when nothing of the
+                // restore is left to read but their own consume-oks, and reading stops with the restore
+                .thenCompose(v -> step(gen, () -> restoreConsumers(gen, channels, true)))
+                .thenCompose(v -> step(gen, () -> restoreConsumers(gen, channels, false)))
                 .whenComplete((v, e) -> {
+                    // consumers still over their high-water mark stop the reading now, not while restoring
+                    handler.restoring(false);
                     if (gen != generation || phase != Phase.RESTORING) {
                         return;
                     }
@@ -304,13 +315,13 @@ public final class ConnectionRecovery {
         return null;
     }
 
-    private CompletionStage<Void> restoreConsumers(int gen, List<ChannelImpl> channels) {
+    private CompletionStage<Void> restoreConsumers(int gen, List<ChannelImpl> channels, boolean unpausedOnly) {
         List<CompletableFuture<Void>> all = new ArrayList<>();
         for (ChannelImpl ch : channels) {
             if (lost.get(ch.channelNumber()) != ch || !ch.state().isUsable()) {
                 continue;
             }
-            all.add(ch.recovery().restoreConsumers(topology::currentName).toCompletableFuture()
+            all.add(ch.recovery().restoreConsumers(topology::currentName, unpausedOnly).toCompletableFuture()
                     .exceptionally(e -> {
                         topologyFailed("consumers of channel " + ch.channelNumber(), e);
                         return null;

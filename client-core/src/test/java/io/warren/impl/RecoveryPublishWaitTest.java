@@ -1,0 +1,117 @@
+package io.warren.impl;
+
+import static io.warren.impl.PublishFixture.assertPending;
+import static io.warren.impl.PublishFixture.expectPublish;
+import static io.warren.impl.PublishFixture.failure;
+import static io.warren.impl.PublishFixture.text;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.warren.Channel;
+import io.warren.ConnectionLostException;
+import io.warren.PublishNotConfirmedException;
+import io.warren.PublishOutcome;
+import io.warren.RecoveryOptions;
+import io.warren.codec.content.BasicProperties;
+import io.warren.impl.PublishFixture.TrackedBody;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Publishes made while their channel is being recovered: held and sent once it is back
+ * ({@link RecoveryOptions.PublishDuringRecovery#WAIT}), each for at most the wait timeout from when it was made,
+ * or refused at once ({@code FAIL_FAST}). The clock is recovery's event loop's, advanced by the test.
+ */
+class RecoveryPublishWaitTest {
+
+    private static final BasicProperties PROPS = BasicProperties.EMPTY;
+
+    private static void advance(RecoveringBrokers brokers, long seconds) {
+        brokers.first.client.advanceTimeBy(seconds, TimeUnit.SECONDS);
+        brokers.runRecoveryTasks();
+    }
+
+    /** Not written, retryable, caused by the loss. */
+    private static void assertFailedNotWritten(CompletionStage<PublishOutcome> publish) {
+        PublishNotConfirmedException e = assertInstanceOf(PublishNotConfirmedException.class, failure(publish));
+        assertFalse(e.mayHaveReachedBroker(), "held by the client, never written");
+        assertInstanceOf(ConnectionLostException.class, e.getCause());
+    }
+
+    @Test
+    void eachHeldPublishWaitsTheTimeoutFromWhenItWasMadeNotFromTheLoss() {
+        RecoveryOptions options = new RecoveryOptions().publishWaitTimeout(Duration.ofSeconds(10));
+        try (RecoveringBrokers brokers = new RecoveringBrokers(options)) {
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            brokers.cut(); // lost at t=0; the attempt at 1 ms hangs in its handshake
+            TrackedBody earlyBody = new TrackedBody("early".getBytes(StandardCharsets.UTF_8));
+            CompletionStage<PublishOutcome> early = ch.publish("", "q", false, PROPS, earlyBody);
+            advance(brokers, 6);
+            assertTrue(brokers.connection.isRecovering());
+            CompletionStage<PublishOutcome> late = ch.publish("", "q", false, PROPS, text("late"));
+
+            advance(brokers, 5); // t=11: early waited 11 s, late 5 s
+            assertFailedNotWritten(early);
+            earlyBody.assertReleasedOnce();
+            assertPending(late);
+            CompletionStage<PublishOutcome> later = ch.publish("", "q", false, PROPS, text("later"));
+            assertPending(later); // made 11 s after the loss, it has its own 10 s
+
+            advance(brokers, 5); // t=16: late waited 10 s
+            assertFailedNotWritten(late);
+            assertPending(later);
+
+            FakeBroker second = brokers.current();
+            second.handshake();
+            brokers.runRecoveryTasks();
+            RecoveringBrokers.reopen(second, 1);
+            assertFalse(brokers.connection.isRecovering());
+            assertEquals("later", expectPublish(second, 1).text(), "the publish still held goes out once back");
+            second.expectNothing();
+            assertTrue(later.toCompletableFuture().isDone());
+            assertFalse(later.toCompletableFuture().isCompletedExceptionally());
+        }
+    }
+
+    @Test
+    void heldPublishesGoOutInOrderBeforeALaterOne() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            brokers.cut();
+            ch.publish("", "q", false, PROPS, text("h1"));
+            ch.publishNoOutcome("", "q", false, PROPS, text("h2"));
+            ch.publish("", "q", false, PROPS, text("h3"));
+            FakeBroker second = brokers.cutAndReconnectAfterLoss();
+            RecoveringBrokers.reopen(second, 1);
+            ch.publish("", "q", false, PROPS, text("after"));
+            assertEquals("h1", expectPublish(second, 1).text());
+            assertEquals("h2", expectPublish(second, 1).text());
+            assertEquals("h3", expectPublish(second, 1).text());
+            assertEquals("after", expectPublish(second, 1).text());
+            second.expectNothing();
+        }
+    }
+
+    @Test
+    void failFastRefusesAPublishDuringRecoveryAtOnceAndItIsNeverSent() {
+        RecoveryOptions options = new RecoveryOptions()
+                .publishDuringRecovery(RecoveryOptions.PublishDuringRecovery.FAIL_FAST);
+        try (RecoveringBrokers brokers = new RecoveringBrokers(options)) {
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            brokers.cut();
+            TrackedBody body = new TrackedBody("refused".getBytes(StandardCharsets.UTF_8));
+            CompletionStage<PublishOutcome> refused = ch.publish("", "q", false, PROPS, body);
+            assertFailedNotWritten(refused);
+            body.assertReleasedOnce();
+
+            FakeBroker second = brokers.cutAndReconnectAfterLoss();
+            RecoveringBrokers.reopen(second, 1);
+            second.expectNothing();
+        }
+    }
+}

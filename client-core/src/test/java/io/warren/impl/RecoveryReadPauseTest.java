@@ -1,0 +1,175 @@
+package io.warren.impl;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.warren.Channel;
+import io.warren.ConsumeOptions;
+import io.warren.ConsumerHandle;
+import io.warren.codec.content.BasicProperties;
+import io.warren.codec.Frame;
+import io.warren.codec.method.BasicConsume;
+import io.warren.codec.method.BasicConsumeOkEncoder;
+import io.warren.codec.method.BasicDeliverEncoder;
+import io.warren.codec.method.MethodIds;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A consumer whose queue holds the connection's reading paused when the connection is lost holds it on the
+ * recovered connection too, until it drains: its memory stays bounded across a recovery.
+ */
+class RecoveryReadPauseTest {
+
+    private static final byte[] BODY = "m".getBytes(StandardCharsets.UTF_8);
+
+    private static void deliver(FakeBroker broker, String tag, long deliveryTag) {
+        broker.send(1, new BasicDeliverEncoder().consumerTag(tag).deliveryTag(deliveryTag).exchange("x")
+                .routingKey("rk"));
+        broker.sendContent(1, BasicProperties.builder().build(), BODY);
+    }
+
+    private static ConsumerHandle consume(FakeBroker broker, Channel ch, String tag, ConsumeOptions options,
+                                          List<Long> seen) {
+        var stage = ch.consume("q", options.toBuilder().consumerTag(tag).build(), d -> seen.add(d.deliveryTag()));
+        broker.expectAndRelease(1, MethodIds.BASIC_CONSUME);
+        broker.send(1, new BasicConsumeOkEncoder().consumerTag(tag));
+        return stage.toCompletableFuture().join();
+    }
+
+    /** The restore of channel 1 with consumers {@code tags} (in the order they were started). */
+    private static void restore(FakeBroker broker, String... tags) {
+        RecoveringBrokers.reopen(broker, 1);
+        for (String tag : tags) {
+            Frame consume = broker.expect(1, MethodIds.BASIC_CONSUME);
+            try {
+                assertEquals(tag, new BasicConsume().wrap(consume.payload(), consume.payload().readerIndex())
+                        .consumerTagAsString(), "the consumers' restore order");
+            } finally {
+                consume.release();
+            }
+            broker.send(1, new BasicConsumeOkEncoder().consumerTag(tag));
+        }
+    }
+
+    @Test
+    void aConsumerOverItsHighWaterMarkAtTheLossKeepsTheRecoveredConnectionsReadingPaused() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            List<Long> seen = new ArrayList<>();
+            ConsumerHandle c = consume(brokers.first, ch, "c",
+                    ConsumeOptions.builder().noAck(true).waterMarks(2, 4).build(), seen);
+            c.pause();
+            for (long t = 1; t <= 4; t++) {
+                deliver(brokers.first, "c", t);
+            }
+            assertEquals(1, brokers.first.handler.readPauses());
+
+            FakeBroker second = brokers.cutAndReconnect();
+            restore(second, "c");
+            assertFalse(brokers.connection.isRecovering());
+            assertEquals(1, second.handler.readPauses(), "the consumer still holds 4 deliveries, over its mark");
+            assertFalse(second.client.config().isAutoRead(), "the recovered connection does not read");
+
+            c.resume();
+            brokers.runAllTasks();
+            assertEquals(List.of(1L, 2L, 3L, 4L), seen);
+            assertEquals(0, second.handler.readPauses());
+            assertTrue(second.client.config().isAutoRead(), "drained: the recovered connection reads again");
+            deliver(second, "c", 1);
+            assertEquals(List.of(1L, 2L, 3L, 4L, 1L), seen);
+        }
+    }
+
+    @Test
+    void twoPausedConsumersDoNotStallTheRestoreAndBothHoldReadingUntilTheyDrain() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            List<Long> seen = new ArrayList<>();
+            ConsumeOptions noAck = ConsumeOptions.builder().noAck(true).waterMarks(2, 4).build();
+            ConsumerHandle a = consume(brokers.first, ch, "a", noAck, seen);
+            ConsumerHandle b = consume(brokers.first, ch, "b", noAck, seen);
+            a.pause();
+            b.pause();
+            for (long t = 1; t <= 8; t++) {
+                deliver(brokers.first, t <= 4 ? "a" : "b", t);
+            }
+            assertEquals(2, brokers.first.handler.readPauses());
+
+            FakeBroker second = brokers.cutAndReconnect();
+            // the second consume-ok is read although the first consumer already holds reading paused: the
+            // restore's own replies must get through, or a consumer that never drains would stall recovery
+            restore(second, "a", "b");
+            assertFalse(brokers.connection.isRecovering(), "recovery completed");
+            assertEquals(2, second.handler.readPauses());
+            assertFalse(second.client.config().isAutoRead());
+
+            a.resume();
+            brokers.runAllTasks();
+            assertEquals(1, second.handler.readPauses());
+            assertFalse(second.client.config().isAutoRead(), "b still holds reading");
+            b.resume();
+            brokers.runAllTasks();
+            assertEquals(0, second.handler.readPauses());
+            assertTrue(second.client.config().isAutoRead());
+            assertEquals(List.of(1L, 2L, 3L, 4L, 5L, 6L, 7L, 8L), seen);
+        }
+    }
+
+    @Test
+    void aConsumerHoldingReadingPausedIsRestoredAfterTheOthers() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            List<Long> seen = new ArrayList<>();
+            ConsumeOptions noAck = ConsumeOptions.builder().noAck(true).waterMarks(2, 4).build();
+            ConsumerHandle a = consume(brokers.first, ch, "a", noAck, seen);
+            consume(brokers.first, ch, "b", noAck, seen);
+            a.pause();
+            for (long t = 1; t <= 4; t++) {
+                deliver(brokers.first, "a", t);
+            }
+            FakeBroker second = brokers.cutAndReconnect();
+            // b first: a's deliveries may start once its consume-ok is out, and only the restore's end stops
+            // reading, so nothing else of the restore may come after it
+            restore(second, "b", "a");
+            assertFalse(brokers.connection.isRecovering());
+            assertEquals(1, second.handler.readPauses());
+            assertFalse(second.client.config().isAutoRead());
+            a.resume();
+            brokers.runAllTasks();
+            assertTrue(second.client.config().isAutoRead());
+            assertEquals(List.of(1L, 2L, 3L, 4L), seen);
+        }
+    }
+
+    @Test
+    void aConsumerThatDrainedWhileTheConnectionWasDownDoesNotPauseTheRecoveredOne() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            List<Long> seen = new ArrayList<>();
+            ConsumerHandle c = consume(brokers.first, ch, "c",
+                    ConsumeOptions.builder().noAck(true).waterMarks(2, 4).build(), seen);
+            c.pause();
+            for (long t = 1; t <= 4; t++) {
+                deliver(brokers.first, "c", t);
+            }
+            brokers.cut();
+            c.resume(); // drains during recovery: its resume goes to the lost connection's count
+            brokers.runRecoveryTasks();
+            assertEquals(List.of(1L, 2L, 3L, 4L), seen);
+
+            brokers.first.client.advanceTimeBy(RecoveringBrokers.BACKOFF_MILLIS, java.util.concurrent.TimeUnit.MILLISECONDS);
+            brokers.runRecoveryTasks();
+            FakeBroker second = brokers.current();
+            second.handshake();
+            brokers.runRecoveryTasks();
+            restore(second, "c");
+            assertFalse(brokers.connection.isRecovering());
+            assertEquals(0, second.handler.readPauses());
+            assertTrue(second.client.config().isAutoRead());
+        }
+    }
+}

@@ -1,0 +1,322 @@
+package io.warren.impl;
+
+import static io.warren.impl.PublishFixture.ack;
+import static io.warren.impl.PublishFixture.assertPending;
+import static io.warren.impl.PublishFixture.confirmMode;
+import static io.warren.impl.PublishFixture.expectPublish;
+import static io.warren.impl.PublishFixture.failure;
+import static io.warren.impl.PublishFixture.text;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.netty.buffer.ByteBuf;
+import io.warren.Channel;
+import io.warren.Connection;
+import io.warren.ConnectionLostException;
+import io.warren.ConsumeOptions;
+import io.warren.ConsumerHandle;
+import io.warren.Delivery;
+import io.warren.ExchangeDeclare;
+import io.warren.PublishNotConfirmedException;
+import io.warren.PublishOutcome;
+import io.warren.QueueDeclare;
+import io.warren.RecoveryListener;
+import io.warren.StaleDeliveryException;
+import io.warren.codec.Frame;
+import io.warren.codec.FrameType;
+import io.warren.codec.content.BasicProperties;
+import io.warren.codec.method.BasicAck;
+import io.warren.codec.method.BasicConsume;
+import io.warren.codec.method.BasicConsumeOkEncoder;
+import io.warren.codec.method.BasicDeliverEncoder;
+import io.warren.codec.method.BasicQos;
+import io.warren.codec.method.BasicQosOkEncoder;
+import io.warren.codec.method.ChannelCloseOkEncoder;
+import io.warren.codec.method.ChannelOpenOkEncoder;
+import io.warren.codec.method.ConfirmSelectOkEncoder;
+import io.warren.codec.method.ExchangeBind;
+import io.warren.codec.method.ExchangeBindOkEncoder;
+import io.warren.codec.method.ExchangeDeclareOkEncoder;
+import io.warren.codec.method.MethodIds;
+import io.warren.codec.method.QueueBind;
+import io.warren.codec.method.QueueBindOkEncoder;
+import io.warren.codec.method.QueueDeclareOkEncoder;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletionStage;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Automatic recovery without a broker: the connection is cut under a {@link FakeBroker}, recovery reconnects to
+ * the next one ({@link RecoveringBrokers}) and the test reads, in order, everything the restore writes.
+ */
+class RecoveryTest {
+
+    private static final BasicProperties PROPS = BasicProperties.EMPTY;
+
+    /**
+     * Plays the broker: reads every method the client wrote until it writes nothing more, answers each as
+     * RabbitMQ would (a server-named queue is called {@code amq.gen-<generation>-<n>}) and returns one line per
+     * method, in the order they were written.
+     */
+    private static final class Answers {
+        private final FakeBroker broker;
+        private final String generation;
+        private int serverNamed;
+
+        Answers(FakeBroker broker, String generation) {
+            this.broker = broker;
+            this.generation = generation;
+        }
+
+        List<String> all() {
+            List<String> lines = new ArrayList<>();
+            Frame f;
+            while ((f = broker.next()) != null) {
+                try {
+                    assertEquals(FrameType.METHOD, f.type(), "only methods are expected here");
+                    lines.add(f.channel() + " " + answer(f.channel(), f.payload()));
+                } finally {
+                    f.release();
+                }
+            }
+            return lines;
+        }
+
+        private String answer(int ch, ByteBuf p) {
+            int at = p.readerIndex();
+            int key = p.getInt(at);
+            switch (key) {
+                case MethodIds.CHANNEL_OPEN -> {
+                    broker.send(ch, new ChannelOpenOkEncoder());
+                    return "channel.open";
+                }
+                case MethodIds.CHANNEL_CLOSE -> {
+                    broker.send(ch, new ChannelCloseOkEncoder());
+                    return "channel.close";
+                }
+                case MethodIds.BASIC_QOS -> {
+                    BasicQos q = new BasicQos().wrap(p, at);
+                    broker.send(ch, new BasicQosOkEncoder());
+                    return "basic.qos " + q.prefetchCount() + (q.global() ? " global" : "");
+                }
+                case MethodIds.CONFIRM_SELECT -> {
+                    broker.send(ch, new ConfirmSelectOkEncoder());
+                    return "confirm.select";
+                }
+                case MethodIds.EXCHANGE_DECLARE -> {
+                    io.warren.codec.method.ExchangeDeclare x = new io.warren.codec.method.ExchangeDeclare().wrap(p, at);
+                    broker.send(ch, new ExchangeDeclareOkEncoder());
+                    return "exchange.declare " + x.exchangeAsString() + " " + x.typeAsString()
+                            + (x.durable() ? " durable" : "");
+                }
+                case MethodIds.QUEUE_DECLARE -> {
+                    io.warren.codec.method.QueueDeclare q = new io.warren.codec.method.QueueDeclare().wrap(p, at);
+                    String asked = q.queueAsString();
+                    String name = asked.isEmpty() ? "amq.gen-" + generation + "-" + (++serverNamed) : asked;
+                    broker.send(ch, new QueueDeclareOkEncoder().queue(name).messageCount(0).consumerCount(0));
+                    return "queue.declare '" + asked + "'" + (q.exclusive() ? " exclusive" : "")
+                            + (q.durable() ? " durable" : "") + " -> " + name;
+                }
+                case MethodIds.QUEUE_BIND -> {
+                    QueueBind b = new QueueBind().wrap(p, at);
+                    broker.send(ch, new QueueBindOkEncoder());
+                    return "queue.bind " + b.queueAsString() + " <- " + b.exchangeAsString() + " "
+                            + b.routingKeyAsString();
+                }
+                case MethodIds.EXCHANGE_BIND -> {
+                    ExchangeBind b = new ExchangeBind().wrap(p, at);
+                    broker.send(ch, new ExchangeBindOkEncoder());
+                    return "exchange.bind " + b.destinationAsString() + " <- " + b.sourceAsString() + " "
+                            + b.routingKeyAsString();
+                }
+                case MethodIds.BASIC_CONSUME -> {
+                    BasicConsume c = new BasicConsume().wrap(p, at);
+                    broker.send(ch, new BasicConsumeOkEncoder().consumerTag(c.consumerTagAsString()));
+                    return "basic.consume " + c.queueAsString() + " " + c.consumerTagAsString()
+                            + (c.exclusive() ? " exclusive" : "") + (c.noAck() ? " noAck" : "")
+                            + (c.arguments().isEmpty() ? "" : " x-priority=" + c.arguments().get("x-priority"));
+                }
+                default -> throw new AssertionError("unexpected " + MethodNames.describe(key) + " on channel " + ch);
+            }
+        }
+    }
+
+    private static <T> T done(CompletionStage<T> stage) {
+        assertTrue(stage.toCompletableFuture().isDone(), () -> "expected done: " + stage);
+        return stage.toCompletableFuture().join();
+    }
+
+    private static void deliver(FakeBroker broker, String tag, long deliveryTag, String body) {
+        broker.send(1, new BasicDeliverEncoder().consumerTag(tag).deliveryTag(deliveryTag).exchange("x")
+                .routingKey("rk"));
+        broker.sendContent(1, PROPS, body.getBytes(StandardCharsets.UTF_8));
+    }
+
+    @Test
+    void aCutConnectionIsReopenedAndEverythingRestoredInOrderUnderTheSameObjects() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            List<String> events = new ArrayList<>();
+            brokers.connection.addRecoveryListener(new RecoveryListener() {
+                @Override
+                public void recoveryStarted(Connection connection, ConnectionLostException cause) {
+                    events.add("started");
+                }
+
+                @Override
+                public void recoverySucceeded(Connection connection) {
+                    events.add("succeeded");
+                }
+            });
+            Answers first = new Answers(brokers.first, "1");
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            CompletionStage<Void> qos = ch.basicQos(0, 5, false);
+            CompletionStage<Void> select = ch.confirmSelect();
+            CompletionStage<Void> x = ch.exchangeDeclare(ExchangeDeclare.of("x", "topic").durable(true));
+            CompletionStage<Void> x2 = ch.exchangeDeclare(ExchangeDeclare.of("x2", "fanout"));
+            var named = ch.queueDeclare(QueueDeclare.serverNamed().exclusive(true));
+            var q = ch.queueDeclare(QueueDeclare.named("q").durable(true));
+            assertEquals(List.of("1 basic.qos 5", "1 confirm.select", "1 exchange.declare x topic durable",
+                    "1 exchange.declare x2 fanout", "1 queue.declare '' exclusive -> amq.gen-1-1",
+                    "1 queue.declare 'q' durable -> q"), first.all());
+            done(qos);
+            done(select);
+            done(x);
+            done(x2);
+            String serverNamed = done(named).queue();
+            assertEquals("amq.gen-1-1", serverNamed);
+            done(q);
+            CompletionStage<Void> b1 = ch.queueBind(serverNamed, "x", "a.#");
+            CompletionStage<Void> b2 = ch.queueBind("q", "x", "b.#");
+            CompletionStage<Void> b3 = ch.exchangeBind("x2", "x", "c.#");
+            List<String> seen = new ArrayList<>();
+            var c1 = ch.consume(serverNamed, ConsumeOptions.builder().consumerTag("c1").exclusive(true)
+                    .priority(3).build(), d -> seen.add("c1 " + d.deliveryTag()));
+            var c2 = ch.consume("q", ConsumeOptions.builder().consumerTag("c2").prefetch(10).build(),
+                    d -> seen.add("c2 " + d.deliveryTag()));
+            assertEquals(List.of("1 queue.bind amq.gen-1-1 <- x a.#", "1 queue.bind q <- x b.#",
+                    "1 exchange.bind x2 <- x c.#", "1 basic.consume amq.gen-1-1 c1 exclusive x-priority=3",
+                    "1 basic.qos 10", "1 basic.consume q c2"), first.all());
+            done(b1);
+            done(b2);
+            done(b3);
+            ConsumerHandle h1 = done(c1);
+            ConsumerHandle h2 = done(c2);
+
+            FakeBroker second = brokers.cutAndReconnect();
+            assertEquals(List.of("started"), events);
+            assertTrue(brokers.connection.isRecovering());
+            List<String> restore = new Answers(second, "2").all();
+            assertEquals(List.of(
+                    // the channel, with its number, then its modes: qos before confirm.select
+                    "1 channel.open", "1 basic.qos 5", "1 confirm.select",
+                    // the topology on a channel of its own: exchanges, then queues (the server-named one gets a
+                    // new name), then bindings, which follow the queue to its new name
+                    "2 channel.open", "2 exchange.declare x topic durable", "2 exchange.declare x2 fanout",
+                    "2 queue.declare '' exclusive -> amq.gen-2-1", "2 queue.declare 'q' durable -> q",
+                    "2 queue.bind q <- x b.#", "2 exchange.bind x2 <- x c.#", "2 queue.bind amq.gen-2-1 <- x a.#",
+                    "2 channel.close",
+                    // the consumers, last, with their tags and options, on their queues' names now
+                    "1 basic.consume amq.gen-2-1 c1 exclusive x-priority=3", "1 basic.qos 10",
+                    "1 basic.consume q c2"), restore);
+            assertFalse(brokers.connection.isRecovering());
+            assertTrue(brokers.connection.isOpen());
+            assertTrue(ch.isOpen());
+            assertEquals(List.of("started", "succeeded"), events);
+            assertEquals(2, brokers.connections());
+
+            // the same handles, now on the new names, and their deliveries arrive
+            assertEquals("amq.gen-2-1", h1.queue());
+            assertTrue(h1.isActive());
+            assertSame(ch, h1.channel());
+            deliver(second, "c1", 1, "one");
+            deliver(second, "c2", 2, "two");
+            assertEquals(List.of("c1 1", "c2 2"), seen);
+            assertTrue(h2.isActive());
+        }
+    }
+
+    @Test
+    void unconfirmedPublishesFailRetryablyAndConfirmNumbersRestartOnTheRecoveredChannel() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            FakeBroker first = brokers.first;
+            Channel ch = first.openChannel(brokers.connection, 1);
+            confirmMode(first, ch);
+            CompletionStage<PublishOutcome> p1 = ch.publish("", "q", false, PROPS, text("m1"));
+            CompletionStage<PublishOutcome> p2 = ch.publish("", "q", false, PROPS, text("m2"));
+            CompletionStage<PublishOutcome> p3 = ch.publish("", "q", false, PROPS, text("m3"));
+            for (int i = 1; i <= 3; i++) {
+                assertEquals("m" + i, expectPublish(first, 1).text());
+            }
+            ack(first, 1, 1, false);
+            assertTrue(done(p1).isConfirmed());
+            assertPending(p2);
+
+            FakeBroker second = brokers.cutAndReconnect();
+            for (CompletionStage<PublishOutcome> lost : List.of(p2, p3)) {
+                PublishNotConfirmedException e = assertInstanceOf(PublishNotConfirmedException.class, failure(lost));
+                assertTrue(e.mayHaveReachedBroker(), "written before the loss: the broker may have it");
+                assertInstanceOf(ConnectionLostException.class, e.getCause());
+            }
+            assertEquals(List.of("1 channel.open", "1 confirm.select"), new Answers(second, "2").all());
+            assertFalse(brokers.connection.isRecovering());
+
+            CompletionStage<PublishOutcome> p4 = ch.publish("", "q", false, PROPS, text("m4"));
+            CompletionStage<PublishOutcome> p5 = ch.publish("", "q", false, PROPS, text("m5"));
+            assertEquals("m4", expectPublish(second, 1).text());
+            assertEquals("m5", expectPublish(second, 1).text());
+            // sequence number 1 on the new channel is m4: nothing of the old numbering (m1..m3) survives
+            ack(second, 1, 1, false);
+            assertTrue(done(p4).isConfirmed());
+            assertPending(p5);
+            ack(second, 1, 2, false);
+            assertTrue(done(p5).isConfirmed());
+        }
+    }
+
+    @Test
+    void anAckOfADeliveryFromBeforeTheLossThrowsStaleDeliveryAndWritesNothing() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            FakeBroker first = brokers.first;
+            Channel ch = first.openChannel(brokers.connection, 1);
+            List<Delivery> kept = new ArrayList<>();
+            var c = ch.consume("q", ConsumeOptions.builder().consumerTag("c").build(), d -> kept.add(d.retain()));
+            assertEquals(List.of("1 basic.consume q c"), new Answers(first, "1").all());
+            done(c);
+            deliver(first, "c", 1, "before");
+            assertEquals(1, kept.size());
+
+            FakeBroker second = brokers.cutAndReconnect();
+            assertEquals(List.of("1 channel.open", "1 basic.consume q c"), new Answers(second, "2").all());
+            Delivery before = kept.get(0);
+            try {
+                StaleDeliveryException e = assertThrows(StaleDeliveryException.class, before::ack);
+                assertEquals(1, e.deliveryTag());
+                second.expectNothing();
+            } finally {
+                before.release();
+            }
+
+            deliver(second, "c", 1, "after"); // the same tag on the new channel is another message
+            assertEquals(2, kept.size());
+            Delivery after = kept.get(1);
+            try {
+                after.ack();
+                Frame f = second.expect(1, MethodIds.BASIC_ACK);
+                try {
+                    assertEquals(1, new BasicAck().wrap(f.payload(), f.payload().readerIndex()).deliveryTag());
+                } finally {
+                    f.release();
+                }
+            } finally {
+                after.release();
+            }
+            second.expectNothing();
+        }
+    }
+}
