@@ -84,8 +84,11 @@ final class PeerConnection extends ChannelInboundHandlerAdapter {
   static final int FLUSH_BYTES = 64 * 1024;
   /** A pre-encoded batch of deliveries holds about this many bytes ... */
   private static final int BATCH_BYTES = 32 * 1024;
-  /** ... and at most this many deliveries. */
-  private static final int MAX_BATCH = 256;
+  /**
+   * ... and at most this many deliveries ({@code -Dwarren.peer.maxBatch=1} interleaves the consumers
+   * delivery by delivery, as a single queue shared by many consumers would).
+   */
+  private static final int MAX_BATCH = Math.max(1, Integer.getInteger("warren.peer.maxBatch", 256));
   /** Deliveries one pump pass writes before it lets the event loop read (acks, cancels) again. */
   private static final int PUMP_BUDGET = 4096;
   private static final int CHANNEL_MAX = 2047;

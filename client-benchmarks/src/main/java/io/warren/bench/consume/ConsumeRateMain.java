@@ -41,8 +41,9 @@ import java.util.concurrent.atomic.LongAdder;
  *
  * <pre>
  * java -Xmx1g -cp client-benchmarks/target/benchmarks.jar io.warren.bench.consume.ConsumeRateMain peer [seconds] [runs]
- * java -Xmx1g -cp client-benchmarks/target/benchmarks.jar io.warren.bench.consume.ConsumeRateMain broker [messages] [uri]
+ * java -Xmx1g -cp client-benchmarks/target/benchmarks.jar io.warren.bench.consume.ConsumeRateMain broker [messages] [uri] [consumers]
  * </pre>
+ * {@code consumers} (broker): comma-separated counts of consumers sharing the one queue, e.g. {@code 1,32}.
  * {@code runs} picks peer runs instead of the full table, each {@code size/noAck|ack/consumers}, comma-separated,
  * e.g. {@code 16/ack/1,16/ack/32}: both clients, in the order given.
  */
@@ -123,11 +124,15 @@ public final class ConsumeRateMain {
         } else {
             int messages = args.length > 1 ? Integer.parseInt(args[1]) : 100_000;
             String uri = args.length > 2 ? args[2] : "amqp://guest:guest@127.0.0.1:5672";
+            int[] consumerCounts = args.length > 3
+                    ? java.util.Arrays.stream(args[3].split(",")).mapToInt(Integer::parseInt).toArray() : new int[] {1};
             for (int size : new int[] {16, 1024}) {
                 int n = size >= 1024 ? messages / 2 : messages;
                 for (boolean noAck : new boolean[] {true, false}) {
-                    for (String client : new String[] {"warren", "amqp-client"}) {
-                        results.add(brokerRun(client, uri, size, noAck, n));
+                    for (int consumers : consumerCounts) {
+                        for (String client : new String[] {"warren", "amqp-client"}) {
+                            results.add(brokerRun(client, uri, size, noAck, consumers, n));
+                        }
                     }
                 }
             }
@@ -213,7 +218,8 @@ public final class ConsumeRateMain {
     }
 
     /** Fills a queue with {@code messages} (not measured), then times the client draining it. */
-    static Result brokerRun(String clientName, String uri, int size, boolean noAck, int messages) throws Exception {
+    static Result brokerRun(String clientName, String uri, int size, boolean noAck, int consumers, int messages)
+            throws Exception {
         String queue = "warren-bench-consume-" + System.nanoTime();
         BrokerQueue.fill(uri, queue, messages / 5, size);
         try (Client warmUp = newClient(clientName)) {
@@ -222,14 +228,15 @@ public final class ConsumeRateMain {
         }
         BrokerQueue.fill(uri, queue, messages, size);
         try (Client client = newClient(clientName)) {
-            client.open(uri, 1);
+            client.open(uri, consumers);
             long cpu = JvmMeter.cpuNanos();
             long allocated = JvmMeter.allocatedBytes();
             long loop = JvmMeter.allocatedBytes("warren-io");
             long start = System.nanoTime();
             client.consume(queue, noAck);
             waitFor(client, messages);
-            Result r = new Result(clientName, "broker", size, noAck, 1, messages, (System.nanoTime() - start) / 1e9,
+            Result r = new Result(clientName, "broker", size, noAck, consumers, messages,
+                    (System.nanoTime() - start) / 1e9,
                     JvmMeter.cpuNanos() - cpu, JvmMeter.allocatedBytes() - allocated,
                     clientName.equals("warren") ? JvmMeter.allocatedBytes("warren-io") - loop : -1, -1);
             System.out.println(r.line());
