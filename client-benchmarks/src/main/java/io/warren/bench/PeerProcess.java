@@ -45,6 +45,11 @@ public final class PeerProcess implements AutoCloseable {
         command.add(System.getProperty("java.home") + File.separator + "bin" + File.separator + "java");
         command.add("-Xmx512m");
         command.addAll(jvmFlags);
+        // e.g. -Dwarren.peer.jvmArgs=-XX:StartFlightRecording=filename=peer.jfr to profile the peer
+        String extra = System.getProperty("warren.peer.jvmArgs", "").trim();
+        if (!extra.isEmpty()) {
+            command.addAll(List.of(extra.split("\\s+")));
+        }
         command.addAll(List.of("-cp", System.getProperty("java.class.path"), "io.warren.perf.LoopbackPeer", mode,
                 String.valueOf(port)));
         command.addAll(List.of(args));
@@ -70,6 +75,11 @@ public final class PeerProcess implements AutoCloseable {
     /** The peer's AMQP URI. */
     public String uri() {
         return "amqp://guest:guest@127.0.0.1:" + port;
+    }
+
+    /** CPU time the peer's process has used so far (all its threads; the OS counts it in clock ticks), or -1. */
+    public long cpuNanos() {
+        return process.info().totalCpuDuration().map(java.time.Duration::toNanos).orElse(-1L);
     }
 
     /** The port the peer listens on. */

@@ -40,12 +40,12 @@ import java.util.concurrent.atomic.LongAdder;
  *       confirm mode is confirmed with one basic.ack(multiple=true) per channel per socket read, so
  *       confirms are batched as a broker batches them. Consumers get nothing.</li>
  *   <li>{@link Mode#SOURCE}: as SINK for publishes, and every consumer is streamed deliveries as fast
- *       as the socket takes them: the content (header frame and body frames, zero bodies of the
- *       configured size) is encoded once per consumer into one buffer and written as
- *       {@code retainedDuplicate()}s, after a small basic.deliver frame copied from a template with the
- *       delivery tag patched in. Writing stops while the channel is not writable and, without no-ack,
- *       while the prefetch (basic.qos) is used up; acks (single or multiple) reopen it. A flush every
- *       {@value PeerConnection#FLUSH_EVERY} deliveries.</li>
+ *       as the socket takes them: a batch of deliveries (basic.deliver, header frame and body frames,
+ *       zero bodies of the configured size) is encoded once per consumer; a write patches the delivery
+ *       tags into a batch buffer no write holds any more and sends it as one slice, a batch per consumer
+ *       in turn. Writing stops while the channel is not writable and, without no-ack, while the prefetch
+ *       (basic.qos) is used up; acks (single or multiple) reopen it. A flush every
+ *       {@value PeerConnection#FLUSH_BYTES} bytes and at the end of each pass.</li>
  * </ul>
  *
  * Frames are decoded with Warren's {@link FrameDecoder} and method views, and written with its

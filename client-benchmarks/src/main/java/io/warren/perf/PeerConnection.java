@@ -63,6 +63,7 @@ import io.warren.codec.method.TxRollbackOkEncoder;
 import io.warren.codec.method.TxSelectOkEncoder;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -79,8 +80,15 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 final class PeerConnection extends ChannelInboundHandlerAdapter {
 
-  /** Deliveries written between two flushes. */
-  static final int FLUSH_EVERY = 128;
+  /** Bytes written between two flushes: about what one gathering write moves. */
+  static final int FLUSH_BYTES = 64 * 1024;
+  /** A pre-encoded batch of deliveries holds about this many bytes ... */
+  private static final int BATCH_BYTES = 32 * 1024;
+  /**
+   * ... and at most this many deliveries ({@code -Dwarren.peer.maxBatch=1} interleaves the consumers
+   * delivery by delivery, as a single queue shared by many consumers would).
+   */
+  private static final int MAX_BATCH = Math.max(1, Integer.getInteger("warren.peer.maxBatch", 256));
   /** Deliveries one pump pass writes before it lets the event loop read (acks, cancels) again. */
   private static final int PUMP_BUDGET = 4096;
   private static final int CHANNEL_MAX = 2047;
@@ -432,19 +440,21 @@ final class PeerConnection extends ChannelInboundHandlerAdapter {
       return;
     }
     int written = 0;
-    int sinceFlush = 0;
+    int unflushed = 0;
     boolean progress = true;
+    // round robin, a batch per consumer per round: one consumer's window does not starve the others
     while (progress && written < PUMP_BUDGET && ctx.channel().isWritable()) {
       progress = false;
-      for (int i = 0; i < sources.size(); i++) {
+      for (int i = 0; i < sources.size() && ctx.channel().isWritable(); i++) {
         Source s = sources.get(i);
-        if (s.ready()) {
-          s.write(ctx);
-          written++;
+        int n = s.ready();
+        if (n > 0) {
+          unflushed += s.write(ctx, n);
+          written += n;
           progress = true;
-          if (++sinceFlush == FLUSH_EVERY) {
+          if (unflushed >= FLUSH_BYTES) {
             ctx.flush();
-            sinceFlush = 0;
+            unflushed = 0;
           }
         }
       }
@@ -498,18 +508,27 @@ final class PeerConnection extends ChannelInboundHandlerAdapter {
   }
 
   /**
-   * One consumer in SOURCE mode and its pre-encoded delivery: a basic.deliver frame template (the
-   * delivery tag is patched into a copy per delivery) and the content frames in one buffer this
-   * source owns, written as retained duplicates.
+   * One consumer in SOURCE mode and its pre-encoded deliveries. A batch buffer holds {@code batch}
+   * deliveries back to back (basic.deliver, content header, body frames, all of the same size); a write
+   * patches the delivery tags of its first {@code n} deliveries in place and writes them as one retained
+   * slice: per delivery the peer costs an 8-byte store, per batch one write. A buffer is patched only when
+   * no slice of it is in flight (reference count 1); the buffers go round in the order they were written
+   * (the socket finishes writes in that order), and a new one is copied from the first when the oldest is
+   * still in flight, so a source holds as many as the socket keeps queued, and allocates nothing after
+   * that. The source owns its buffers: {@link #release()} lets them go.
    */
   private static final class Source {
     final PeerChannel channel;
     final String tag;
     final boolean noAck;
     final long limit;
-    final byte[] deliverTemplate;
+    /** Bytes of one delivery, and where its delivery tag starts. */
+    final int deliverySize;
     final int deliveryTagOffset;
-    final ByteBuf content;
+    /** Deliveries per batch buffer. */
+    final int batch;
+    /** Batch buffers, oldest written first. */
+    final ArrayDeque<ByteBuf> buffers = new ArrayDeque<>();
     long sent;
 
     Source(PeerChannel channel, String tag, boolean noAck, long limit, ChannelHandlerContext ctx, int bodySize,
@@ -518,55 +537,75 @@ final class PeerConnection extends ChannelInboundHandlerAdapter {
       this.tag = tag;
       this.noAck = noAck;
       this.limit = limit;
-      BasicDeliverEncoder deliver = new BasicDeliverEncoder().consumerTag(tag).exchange("").routingKey("perf");
-      ByteBuf method = Frames.method(ctx.alloc(), channel.number, deliver);
+      ByteBuf one = ctx.alloc().heapBuffer();
+      ByteBuf first = null;
       try {
-        deliverTemplate = new byte[method.readableBytes()];
-        method.getBytes(method.readerIndex(), deliverTemplate);
+        Frames.writeMethod(one, channel.number,
+            new BasicDeliverEncoder().consumerTag(tag).exchange("").routingKey("perf"));
+        Frames.writeContentHeader(one, channel.number, bodySize, BasicProperties.EMPTY);
+        int maxBody = frameMax == 0 ? Math.max(1, bodySize) : frameMax - Frames.FRAME_OVERHEAD;
+        for (int left = bodySize; left > 0; ) {
+          int n = Math.min(maxBody, left);
+          Frames.writeHeader(one, FrameType.BODY, channel.number, n);
+          one.writeZero(n);
+          one.writeByte(Frames.FRAME_END);
+          left -= n;
+        }
+        deliverySize = one.readableBytes();
+        batch = Math.max(1, Math.min(MAX_BATCH, BATCH_BYTES / deliverySize));
+        first = ctx.alloc().directBuffer(deliverySize * batch);
+        for (int i = 0; i < batch; i++) {
+          first.writeBytes(one, one.readerIndex(), deliverySize);
+        }
+        buffers.add(first);
+      } catch (RuntimeException e) {
+        if (first != null) {
+          first.release();
+        }
+        throw e;
       } finally {
-        method.release();
+        one.release();
       }
       // frame header (7), class and method ids (4), the consumer tag (1 + n): then the delivery tag
       deliveryTagOffset = Frames.FRAME_HEADER_SIZE + 4 + 1 + tag.getBytes(StandardCharsets.UTF_8).length;
-      int maxBody = frameMax == 0 ? Math.max(1, bodySize) : frameMax - Frames.FRAME_OVERHEAD;
-      int bodyFrames = bodySize == 0 ? 0 : (bodySize + maxBody - 1) / maxBody;
-      ByteBuf c = ctx.alloc().directBuffer();
-      try {
-        Frames.writeContentHeader(c, channel.number, bodySize, BasicProperties.EMPTY);
-        for (int i = 0, left = bodySize; i < bodyFrames; i++) {
-          int n = Math.min(maxBody, left);
-          Frames.writeHeader(c, FrameType.BODY, channel.number, n);
-          c.writeZero(n);
-          c.writeByte(Frames.FRAME_END);
-          left -= n;
-        }
-      } catch (RuntimeException e) {
-        c.release();
-        throw e;
+    }
+
+    /** How many deliveries may be written now (at most a batch): the count limit, then the prefetch window. */
+    int ready() {
+      long n = limit == 0 ? batch : Math.min(batch, limit - sent);
+      if (!noAck && channel.prefetch > 0) {
+        n = Math.min(n, channel.prefetch - channel.outstanding);
       }
-      content = c;
+      return (int) Math.max(0, n);
     }
 
-    boolean ready() {
-      return (limit == 0 || sent < limit)
-          && (noAck || channel.prefetch == 0 || channel.outstanding < channel.prefetch);
-    }
-
-    void write(ChannelHandlerContext ctx) {
-      ByteBuf method = ctx.alloc().buffer(deliverTemplate.length);
-      method.writeBytes(deliverTemplate);
-      method.setLong(deliveryTagOffset, channel.nextDeliveryTag++);
-      ctx.write(method, ctx.voidPromise());
-      ctx.write(content.retainedDuplicate(), ctx.voidPromise());
-      sent++;
+    /** Writes the next {@code n} deliveries (at most {@link #batch}); returns the bytes written. */
+    int write(ChannelHandlerContext ctx, int n) {
+      ByteBuf b = buffers.peekFirst();
+      if (b.refCnt() == 1) {
+        buffers.pollFirst();
+      } else {
+        b = ctx.alloc().directBuffer(deliverySize * batch).writeBytes(b, 0, deliverySize * batch);
+      }
+      buffers.addLast(b);
+      for (int i = 0, at = deliveryTagOffset; i < n; i++, at += deliverySize) {
+        b.setLong(at, channel.nextDeliveryTag++);
+      }
+      int bytes = n * deliverySize;
+      ctx.write(b.retainedSlice(0, bytes), ctx.voidPromise());
+      sent += n;
       if (!noAck) {
-        channel.outstanding++;
+        channel.outstanding += n;
       }
+      return bytes;
     }
 
-    /** Releases the content; returns true so it can sit in a {@code removeIf}. */
+    /** Releases the batch buffers (slices in flight keep theirs until written); true, for a {@code removeIf}. */
     boolean release() {
-      content.release();
+      ByteBuf b;
+      while ((b = buffers.poll()) != null) {
+        b.release();
+      }
       return true;
     }
   }

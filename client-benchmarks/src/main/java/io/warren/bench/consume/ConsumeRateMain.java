@@ -34,13 +34,18 @@ import java.util.concurrent.atomic.LongAdder;
  * </ul>
  *
  * Reported per run: deliveries per second; CPU per delivery (this JVM's process CPU over the window: the client's
- * threads, GC and JIT; the peer is another process); heap bytes allocated per delivery by all of this JVM's
- * threads; and, for Warren, by its event-loop threads alone ({@code warren-io-*}, where the handler runs).
+ * threads, GC and JIT); against the peer, the peer process's CPU per delivery too (client and peer share the
+ * machine: when the two add up to its cores, the rate is what the pair can do, not the client alone); heap bytes
+ * allocated per delivery by all of this JVM's threads; and, for Warren, by its event-loop threads alone
+ * ({@code warren-io-*}, where the handler runs).
  *
  * <pre>
- * java -Xmx1g -cp client-benchmarks/target/benchmarks.jar io.warren.bench.consume.ConsumeRateMain peer [seconds]
- * java -Xmx1g -cp client-benchmarks/target/benchmarks.jar io.warren.bench.consume.ConsumeRateMain broker [messages] [uri]
+ * java -Xmx1g -cp client-benchmarks/target/benchmarks.jar io.warren.bench.consume.ConsumeRateMain peer [seconds] [runs]
+ * java -Xmx1g -cp client-benchmarks/target/benchmarks.jar io.warren.bench.consume.ConsumeRateMain broker [messages] [uri] [consumers]
  * </pre>
+ * {@code consumers} (broker): comma-separated counts of consumers sharing the one queue, e.g. {@code 1,32}.
+ * {@code runs} picks peer runs instead of the full table, each {@code size/noAck|ack/consumers}, comma-separated,
+ * e.g. {@code 16/ack/1,16/ack/32}: both clients, in the order given.
  */
 public final class ConsumeRateMain {
 
@@ -73,7 +78,7 @@ public final class ConsumeRateMain {
 
     /** What one run measured. */
     record Result(String client, String source, int size, boolean noAck, int consumers, long messages, double seconds,
-                  long cpuNanos, long allocated, long loopAllocated) {
+                  long cpuNanos, long allocated, long loopAllocated, long peerCpuNanos) {
 
         double rate() {
             return messages / seconds;
@@ -81,8 +86,9 @@ public final class ConsumeRateMain {
 
         String line() {
             return String.format(Locale.ROOT, "%-11s %-6s %5d B  %-8s %2d consumer%s  %,11.0f msg/s  CPU %6.2f us/msg"
-                            + "  alloc %7.1f B/msg%s", client, source, size, noAck ? "noAck" : "ack/100",
+                            + "%s  alloc %7.1f B/msg%s", client, source, size, noAck ? "noAck" : "ack/100",
                     consumers, consumers == 1 ? " " : "s", rate(), cpuNanos / 1e3 / messages,
+                    peerCpuNanos < 0 ? "" : String.format(Locale.ROOT, " (peer %5.2f)", peerCpuNanos / 1e3 / messages),
                     (double) allocated / messages,
                     loopAllocated < 0 ? "" : String.format(Locale.ROOT, " (event loop %.1f B/msg)",
                             (double) loopAllocated / messages));
@@ -94,26 +100,22 @@ public final class ConsumeRateMain {
         List<Result> results = new ArrayList<>();
         if (source.equals("peer")) {
             int seconds = args.length > 1 ? Integer.parseInt(args[1]) : 5;
-            for (int size : new int[] {16, 1024}) {
+            List<PeerCase> cases = args.length > 2 ? PeerCase.parse(args[2]) : PeerCase.table();
+            for (int size : cases.stream().mapToInt(PeerCase::size).distinct().toArray()) {
                 try (PeerProcess peer = PeerProcess.startSource(size)) {
                     // JIT, in this JVM and in the new peer's: both clients' paths and the peer's pump compiled
                     // before anything is measured (else the first run after a peer starts pays for it)
                     System.out.println("warm-up (not reported):");
                     for (String client : new String[] {"warren", "amqp-client"}) {
                         for (boolean noAck : new boolean[] {true, false}) {
-                            peerRun(client, peer.uri(), size, noAck, 1, 1);
+                            peerRun(client, peer, size, noAck, 1, 1);
                         }
                     }
                     System.out.println("measured:");
-                    for (boolean noAck : new boolean[] {true, false}) {
-                        for (String client : new String[] {"warren", "amqp-client"}) {
-                            results.add(peerRun(client, peer.uri(), size, noAck, 1, seconds));
-                        }
-                    }
-                    if (size == 16) {
-                        for (boolean noAck : new boolean[] {true, false}) {
+                    for (PeerCase c : cases) {
+                        if (c.size() == size) {
                             for (String client : new String[] {"warren", "amqp-client"}) {
-                                results.add(peerRun(client, peer.uri(), size, noAck, 32, seconds));
+                                results.add(peerRun(client, peer, size, c.noAck(), c.consumers(), seconds));
                             }
                         }
                     }
@@ -122,11 +124,15 @@ public final class ConsumeRateMain {
         } else {
             int messages = args.length > 1 ? Integer.parseInt(args[1]) : 100_000;
             String uri = args.length > 2 ? args[2] : "amqp://guest:guest@127.0.0.1:5672";
+            int[] consumerCounts = args.length > 3
+                    ? java.util.Arrays.stream(args[3].split(",")).mapToInt(Integer::parseInt).toArray() : new int[] {1};
             for (int size : new int[] {16, 1024}) {
                 int n = size >= 1024 ? messages / 2 : messages;
                 for (boolean noAck : new boolean[] {true, false}) {
-                    for (String client : new String[] {"warren", "amqp-client"}) {
-                        results.add(brokerRun(client, uri, size, noAck, n));
+                    for (int consumers : consumerCounts) {
+                        for (String client : new String[] {"warren", "amqp-client"}) {
+                            results.add(brokerRun(client, uri, size, noAck, consumers, n));
+                        }
                     }
                 }
             }
@@ -139,6 +145,39 @@ public final class ConsumeRateMain {
         }
     }
 
+    /** One peer run: body size, noAck or manual acks, consumers on the connection. */
+    record PeerCase(int size, boolean noAck, int consumers) {
+
+        /** The table BENCHMARKS.md records. */
+        static List<PeerCase> table() {
+            List<PeerCase> all = new ArrayList<>();
+            for (int size : new int[] {16, 1024}) {
+                for (boolean noAck : new boolean[] {true, false}) {
+                    all.add(new PeerCase(size, noAck, 1));
+                }
+                if (size == 16) {
+                    for (boolean noAck : new boolean[] {true, false}) {
+                        all.add(new PeerCase(size, noAck, 32));
+                    }
+                }
+            }
+            return all;
+        }
+
+        /** {@code size/noAck|ack/consumers,...} */
+        static List<PeerCase> parse(String spec) {
+            List<PeerCase> all = new ArrayList<>();
+            for (String one : spec.split(",")) {
+                String[] f = one.trim().split("/");
+                if (f.length != 3 || !(f[1].equals("noAck") || f[1].equals("ack"))) {
+                    throw new IllegalArgumentException("a run is size/noAck|ack/consumers, not '" + one + "'");
+                }
+                all.add(new PeerCase(Integer.parseInt(f[0]), f[1].equals("noAck"), Integer.parseInt(f[2])));
+            }
+            return all;
+        }
+    }
+
     static Client newClient(String name) {
         return name.equals("warren") ? new WarrenClient() : new AmqpJavaClient();
     }
@@ -148,34 +187,39 @@ public final class ConsumeRateMain {
      * window is reported. The machine is shared: the best of three is the client's rate with the least
      * interference from other processes (each window's CPU and allocation are its own).
      */
-    static Result peerRun(String clientName, String uri, int size, boolean noAck, int consumers, int seconds)
+    static Result peerRun(String clientName, PeerProcess peer, int size, boolean noAck, int consumers, int seconds)
             throws Exception {
         try (Client client = newClient(clientName)) {
-            client.start(uri, "peer-queue", consumers, noAck);
+            client.start(peer.uri(), "peer-queue", consumers, noAck);
             Thread.sleep(TimeUnit.SECONDS.toMillis(Math.min(2, seconds)));
             Result best = null;
+            StringBuilder windows = new StringBuilder();
             for (int window = 0; window < 3; window++) {
                 long count = client.received();
                 long cpu = JvmMeter.cpuNanos();
                 long allocated = JvmMeter.allocatedBytes();
                 long loop = JvmMeter.allocatedBytes("warren-io");
+                long peerCpu = peer.cpuNanos();
                 long start = System.nanoTime();
                 Thread.sleep(TimeUnit.SECONDS.toMillis(seconds));
                 Result r = new Result(clientName, "peer", size, noAck, consumers, client.received() - count,
                         (System.nanoTime() - start) / 1e9, JvmMeter.cpuNanos() - cpu,
                         JvmMeter.allocatedBytes() - allocated,
-                        clientName.equals("warren") ? JvmMeter.allocatedBytes("warren-io") - loop : -1);
+                        clientName.equals("warren") ? JvmMeter.allocatedBytes("warren-io") - loop : -1,
+                        peerCpu < 0 ? -1 : peer.cpuNanos() - peerCpu);
+                windows.append(windows.length() == 0 ? "" : " / ").append(String.format(Locale.ROOT, "%,.0f", r.rate()));
                 if (best == null || r.rate() > best.rate()) {
                     best = r;
                 }
             }
-            System.out.println(best.line());
+            System.out.println(best.line() + "  [windows " + windows + "]");
             return best;
         }
     }
 
     /** Fills a queue with {@code messages} (not measured), then times the client draining it. */
-    static Result brokerRun(String clientName, String uri, int size, boolean noAck, int messages) throws Exception {
+    static Result brokerRun(String clientName, String uri, int size, boolean noAck, int consumers, int messages)
+            throws Exception {
         String queue = "warren-bench-consume-" + System.nanoTime();
         BrokerQueue.fill(uri, queue, messages / 5, size);
         try (Client warmUp = newClient(clientName)) {
@@ -184,16 +228,17 @@ public final class ConsumeRateMain {
         }
         BrokerQueue.fill(uri, queue, messages, size);
         try (Client client = newClient(clientName)) {
-            client.open(uri, 1);
+            client.open(uri, consumers);
             long cpu = JvmMeter.cpuNanos();
             long allocated = JvmMeter.allocatedBytes();
             long loop = JvmMeter.allocatedBytes("warren-io");
             long start = System.nanoTime();
             client.consume(queue, noAck);
             waitFor(client, messages);
-            Result r = new Result(clientName, "broker", size, noAck, 1, messages, (System.nanoTime() - start) / 1e9,
+            Result r = new Result(clientName, "broker", size, noAck, consumers, messages,
+                    (System.nanoTime() - start) / 1e9,
                     JvmMeter.cpuNanos() - cpu, JvmMeter.allocatedBytes() - allocated,
-                    clientName.equals("warren") ? JvmMeter.allocatedBytes("warren-io") - loop : -1);
+                    clientName.equals("warren") ? JvmMeter.allocatedBytes("warren-io") - loop : -1, -1);
             System.out.println(r.line());
             return r;
         } finally {
