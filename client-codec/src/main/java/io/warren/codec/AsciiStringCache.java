@@ -2,8 +2,9 @@ package io.warren.codec;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.util.AsciiString;
-import io.netty.util.concurrent.FastThreadLocal;
-import java.util.Arrays;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
 
 /**
  * Turns short strings read from a frame into {@link AsciiString}s without allocating when the same
@@ -12,9 +13,15 @@ import java.util.Arrays;
  *
  * <p>A direct-mapped table of {@value #SIZE} entries indexed by a hash of the bytes; a hit compares the
  * bytes and returns the cached instance, a miss allocates one copy and replaces the slot. Shared by
- * all threads without locks: entries are immutable {@code AsciiString}s, safely published through
- * their final fields, so a racing reader sees either the old entry or the new one, both correct for
- * their own bytes (the bytes are always compared).
+ * all threads without locks: entries are immutable, safely published through their final fields, so a
+ * racing reader sees either the old entry or the new one, both correct for their own bytes (the bytes
+ * are always compared).
+ *
+ * <p>A lookup reads the buffer in 8-byte words (4, 2 or 1 below 8 bytes): the first and the last word
+ * (overlapping when the string is shorter than 16 bytes) give the hash, and with the length they are the
+ * whole string up to 16 bytes, so such a hit costs two buffer reads and two compares; longer strings
+ * compare the words between. Nothing is copied and no thread-local scratch is looked up: every
+ * {@code ByteBuf} read pays a bounds and reference-count check, so the fewer the better.
  *
  * <p>The strings hold the raw bytes of the wire, which AMQP defines as UTF-8: {@code toString()} on an
  * {@code AsciiString} maps each byte to one char, which is right only for ASCII. The views'
@@ -28,15 +35,25 @@ public final class AsciiStringCache {
     /** Strings longer than this are not cached: they rarely repeat and would evict those that do. */
     static final int MAX_CACHED_LENGTH = 128;
 
-    private static final AsciiString[] ENTRIES = new AsciiString[SIZE];
+    /** Big-endian words of a byte array, the order {@link ByteBuf#getLong} reads in. */
+    private static final VarHandle LONGS = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
 
-    /** Per-thread scratch for the bytes being looked up (an indexed load on Netty's event-loop threads). */
-    private static final FastThreadLocal<byte[]> SCRATCH = new FastThreadLocal<>() {
-        @Override
-        protected byte[] initialValue() {
-            return new byte[MAX_CACHED_LENGTH];
+    private static final Entry[] ENTRIES = new Entry[SIZE];
+
+    /** A cached string with its first and last word, as {@link #first} and {@link #last} read them. */
+    private static final class Entry {
+        final AsciiString string;
+        final byte[] bytes;
+        final long first;
+        final long last;
+
+        Entry(byte[] bytes, long first, long last) {
+            this.string = new AsciiString(bytes, false);
+            this.bytes = bytes;
+            this.first = first;
+            this.last = last;
         }
-    };
+    }
 
     private AsciiStringCache() {
     }
@@ -52,42 +69,66 @@ public final class AsciiStringCache {
             return AsciiString.EMPTY_STRING;
         }
         if (length > MAX_CACHED_LENGTH) {
-            return copy(buf, index, length);
+            return new AsciiString(copy(buf, index, length), false);
         }
-        // One checked read into a per-thread scratch array, then plain array work: every ByteBuf
-        // accessor pays for bounds and reference-count checks, which would dominate byte-wise hashing.
-        byte[] scratch = SCRATCH.get();
-        buf.getBytes(index, scratch, 0, length);
-        int slot = hash(scratch, length) & (SIZE - 1);
-        AsciiString cached = ENTRIES[slot];
-        if (cached != null && cached.length() == length && Arrays.equals(cached.array(), cached.arrayOffset(),
-                cached.arrayOffset() + length, scratch, 0, length)) {
-            return cached;
+        long first = first(buf, index, length);
+        long last = last(buf, index, length);
+        int slot = slot(first, last, length);
+        Entry entry = ENTRIES[slot];
+        if (entry != null && entry.first == first && entry.last == last && entry.bytes.length == length
+                && (length <= 16 || middleEquals(buf, index, length, entry.bytes))) {
+            return entry.string;
         }
-        AsciiString fresh = new AsciiString(Arrays.copyOf(scratch, length), false);
+        Entry fresh = new Entry(copy(buf, index, length), first, last);
         ENTRIES[slot] = fresh;
-        return fresh;
+        return fresh.string;
     }
 
-    private static AsciiString copy(ByteBuf buf, int index, int length) {
-        byte[] bytes = new byte[length];
-        buf.getBytes(index, bytes);
-        return new AsciiString(bytes, false);
+    /** Bytes 0..7 as a big-endian word, or all of them (1 to 7) zero-extended. */
+    private static long first(ByteBuf buf, int index, int length) {
+        if (length >= 8) {
+            return buf.getLong(index);
+        }
+        if (length >= 4) {
+            return buf.getUnsignedInt(index);
+        }
+        return length >= 2 ? buf.getUnsignedShort(index) : buf.getUnsignedByte(index);
+    }
+
+    /** The last 8 bytes (4, 2, 1 below 8), overlapping {@link #first} when shorter than 16 (or 8, 4, 2). */
+    private static long last(ByteBuf buf, int index, int length) {
+        if (length >= 8) {
+            return buf.getLong(index + length - 8);
+        }
+        if (length >= 4) {
+            return buf.getUnsignedInt(index + length - 4);
+        }
+        return length >= 2 ? buf.getUnsignedShort(index + length - 2) : buf.getUnsignedByte(index);
+    }
+
+    /** Words 8.. up to the last one (which {@link #last} covered) compared with {@code bytes}; length > 16. */
+    private static boolean middleEquals(ByteBuf buf, int index, int length, byte[] bytes) {
+        for (int i = 8; i < length - 8; i += 8) {
+            if (buf.getLong(index + i) != (long) LONGS.get(bytes, i)) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /**
-     * A hash of the length and the first and last eight bytes: enough to spread names that share a
-     * prefix ({@code amq.ctag-...}) or a suffix over the slots, and cheap; equality is always checked.
+     * The slot of a string from its first and last words and length: two multiplies spread names that
+     * share a prefix ({@code amq.ctag-...}) or a suffix over the slots; equality is always checked.
      */
-    private static int hash(byte[] bytes, int length) {
-        int h = length;
-        int head = Math.min(length, 8);
-        for (int i = 0; i < head; i++) {
-            h = 31 * h + bytes[i];
-        }
-        for (int i = Math.max(head, length - 8); i < length; i++) {
-            h = 31 * h + bytes[i];
-        }
-        return h ^ (h >>> 11) ^ (h >>> 22);
+    private static int slot(long first, long last, int length) {
+        long h = (first * 0x9E3779B97F4A7C15L) ^ (last * 0xC2B2AE3D27D4EB4FL) ^ length;
+        int folded = (int) (h ^ (h >>> 29) ^ (h >>> 47));
+        return folded & (SIZE - 1);
+    }
+
+    private static byte[] copy(ByteBuf buf, int index, int length) {
+        byte[] bytes = new byte[length];
+        buf.getBytes(index, bytes);
+        return bytes;
     }
 }

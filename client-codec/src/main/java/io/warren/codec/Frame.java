@@ -3,7 +3,6 @@ package io.warren.codec;
 import io.netty.buffer.ByteBuf;
 import io.netty.util.IllegalReferenceCountException;
 import io.netty.util.ReferenceCounted;
-import io.netty.util.internal.ObjectPool;
 
 /**
  * One decoded AMQP frame: its type, channel and payload.
@@ -21,38 +20,42 @@ import io.netty.util.internal.ObjectPool;
  * keep only the payload (a body frame's bytes), call {@link #detachPayload()} instead: the caller then
  * owns the payload and the frame object goes back to its pool.
  *
- * <p>Frames are pooled with Netty's {@link ObjectPool}, so steady-state decoding allocates no
- * {@code Frame}. The reference count is the frame's own and is not thread-safe: a frame has one
- * owner at a time (the event loop that decoded it, or the thread it was handed to).
+ * <p>The frames a {@link FrameDecoder} emits come from its own {@link Pool} and go back to it when
+ * released on the decoder's event loop, so steady-state decoding allocates no {@code Frame}; a frame
+ * released on another thread is left to the garbage collector. The reference count is the frame's own
+ * and is not thread-safe: a frame has one owner at a time (the event loop that decoded it, or the
+ * thread it was handed to).
  */
 public final class Frame implements ReferenceCounted {
 
-    private static final ObjectPool<Frame> POOL = ObjectPool.newPool(Frame::new);
-
-    private final ObjectPool.Handle<Frame> handle;
+    /** The pool this frame returns to, or null for a frame made by {@link #newInstance}. */
+    private final Pool pool;
     private FrameType type;
     private int channel;
     private ByteBuf payload;
     private int refCnt;
 
-    private Frame(ObjectPool.Handle<Frame> handle) {
-        this.handle = handle;
+    private Frame(Pool pool) {
+        this.pool = pool;
     }
 
     /**
-     * A frame from the pool holding {@code payload}, whose reference passes to the frame (it is released
-     * by the frame's {@link #release()}).
+     * A new frame holding {@code payload}, whose reference passes to the frame (it is released by the
+     * frame's {@link #release()}). Not pooled: for tests and peers; the decoder uses its {@link Pool}.
      */
     public static Frame newInstance(FrameType type, int channel, ByteBuf payload) {
         if (type == null || payload == null) {
             throw new IllegalArgumentException("type and payload must not be null");
         }
-        Frame frame = POOL.get();
-        frame.type = type;
-        frame.channel = channel;
-        frame.payload = payload;
-        frame.refCnt = 1;
-        return frame;
+        return new Frame(null).init(type, channel, payload);
+    }
+
+    private Frame init(FrameType type, int channel, ByteBuf payload) {
+        this.type = type;
+        this.channel = channel;
+        this.payload = payload;
+        this.refCnt = 1;
+        return this;
     }
 
     /** The frame type. */
@@ -147,7 +150,10 @@ public final class Frame implements ReferenceCounted {
         payload = null;
         type = null;
         channel = 0;
-        handle.recycle(this);
+        Pool p = pool;
+        if (p != null) {
+            p.put(this);
+        }
     }
 
     @Override
@@ -155,5 +161,63 @@ public final class Frame implements ReferenceCounted {
         ByteBuf p = payload;
         return "Frame(" + type + ", channel " + channel + ", " + (p == null ? "released" : p.readableBytes() + " bytes")
                 + ")";
+    }
+
+    /**
+     * The frames of one decoder: a bounded free list used by the thread that made it (the decoder's event
+     * loop) and by no other, so taking and returning a frame is an array access, with none of the atomic
+     * state changes and thread-local look-ups a general-purpose recycler pays on every call. A frame
+     * released on another thread, or when the list is full, is not returned: it is garbage.
+     */
+    static final class Pool {
+
+        /** Frames kept for reuse: the decoder passes frames on in batches of 16, so few are alive at once. */
+        static final int CAPACITY = 64;
+
+        private final Thread owner;
+        // owner thread only
+        private final Frame[] free = new Frame[CAPACITY];
+        private int size;
+
+        /** A pool for the calling thread. */
+        Pool() {
+            this.owner = Thread.currentThread();
+        }
+
+        /** Whether the calling thread may take from this pool. */
+        boolean isOwner() {
+            return owner == Thread.currentThread();
+        }
+
+        /** A frame holding {@code payload} (whose reference passes to it), reused when one is free. Owner only. */
+        Frame get(FrameType type, int channel, ByteBuf payload) {
+            int n = size;
+            Frame frame;
+            if (n == 0) {
+                frame = new Frame(this);
+            } else {
+                size = --n;
+                frame = free[n];
+                free[n] = null;
+            }
+            return frame.init(type, channel, payload);
+        }
+
+        /** Takes back a released frame when called on the owner thread and there is room. */
+        void put(Frame frame) {
+            if (owner != Thread.currentThread()) {
+                return;
+            }
+            int n = size;
+            if (n < CAPACITY) {
+                free[n] = frame;
+                size = n + 1;
+            }
+        }
+
+        /** Frames waiting for reuse, for tests. */
+        int size() {
+            return size;
+        }
     }
 }

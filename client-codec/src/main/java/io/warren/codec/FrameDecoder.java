@@ -49,6 +49,9 @@ public class FrameDecoder extends ByteToMessageDecoder {
     /** Default limit for method and content-header frames (whole frame): 1 MiB. */
     public static final int DEFAULT_MAX_METHOD_FRAME_SIZE = 1 << 20;
 
+    /** Frames decoded per call before ByteToMessageDecoder passes them on (and they are recycled). */
+    private static final int FRAMES_PER_DECODE = 16;
+
     /** The largest payload a ByteBuf slice can address, whatever frame-max says. */
     private static final long MAX_PAYLOAD = Integer.MAX_VALUE - Frames.FRAME_OVERHEAD;
 
@@ -61,6 +64,8 @@ public class FrameDecoder extends ByteToMessageDecoder {
     private int frameMax = Frames.FRAME_MIN_SIZE;
     private long streamOffset;
     private boolean failed;
+    /** Where decoded frames come from; made on the first read, by the event loop. */
+    private Frame.Pool pool;
 
     /** A decoder with the default method-frame limit that validates method and header payloads. */
     public FrameDecoder() {
@@ -118,33 +123,46 @@ public class FrameDecoder extends ByteToMessageDecoder {
             in.skipBytes(in.readableBytes());
             return;
         }
+        Frame.Pool frames = pool;
+        if (frames == null || !frames.isOwner()) {
+            // first read, or the channel moved to another event loop: frames come from the reading thread's pool
+            pool = frames = new Frame.Pool();
+        }
+        int index = in.readerIndex();
+        int end = in.writerIndex();
         try {
-            while (in.readableBytes() >= Frames.FRAME_HEADER_SIZE) {
-                Frame frame = decodeFrame(in);
-                if (frame == null) {
-                    return;
+            // A bounded batch: ByteToMessageDecoder passes these on before calling again, so a large read
+            // does not keep more frames alive at once than the pool holds.
+            for (int n = 0; n < FRAMES_PER_DECODE && end - index >= Frames.FRAME_HEADER_SIZE; n++) {
+                int next = decodeFrame(in, index, end, frames, out);
+                if (next < 0) {
+                    break;
                 }
-                out.add(frame);
+                index = next;
             }
         } catch (AmqpProtocolException e) {
             failed = true;
             in.skipBytes(in.readableBytes());
             throw e;
         }
+        in.readerIndex(index);
     }
 
-    /** One frame from {@code in}, or {@code null} when more bytes are needed. */
-    private Frame decodeFrame(ByteBuf in) {
-        int start = in.readerIndex();
+    /**
+     * Decodes the frame at {@code start} into {@code out}; returns the index after it, or -1 when more
+     * bytes are needed (nothing consumed). Reads with absolute indices: the caller moves the reader index
+     * once per batch.
+     */
+    private int decodeFrame(ByteBuf in, int start, int end, Frame.Pool frames, List<Object> out) {
         // type (8 bits), channel (16), size (32): one read when a whole frame's minimum is there, since
         // every ByteBuf accessor pays for its bounds and reference-count checks
-        long header = in.readableBytes() >= Frames.FRAME_OVERHEAD
+        long header = end - start >= Frames.FRAME_OVERHEAD
                 ? in.getLong(start) >>> 8
                 : ((long) in.getUnsignedByte(start) << 48) | ((long) in.getUnsignedShort(start + 1) << 32)
                         | in.getUnsignedInt(start + 3);
         int typeId = (int) (header >>> 48);
         if (streamOffset == 0 && typeId == 'A') {
-            return protocolHeader(in, start);
+            return protocolHeader(in, start, end);
         }
         FrameType type = FrameType.fromId(typeId);
         int channel = (int) (header >>> 32) & 0xFFFF;
@@ -154,21 +172,21 @@ public class FrameDecoder extends ByteToMessageDecoder {
         long size = header & 0xFFFFFFFFL;
         checkSize(type, channel, size);
         int payloadSize = (int) size;
-        if (in.readableBytes() < payloadSize + Frames.FRAME_OVERHEAD) {
-            return null;
+        // long arithmetic: a payload near 2 GiB must not overflow the comparison
+        if (end - start < (long) payloadSize + Frames.FRAME_OVERHEAD) {
+            return -1;
         }
         int payloadIndex = start + Frames.FRAME_HEADER_SIZE;
         int endIndex = payloadIndex + payloadSize;
-        int end = in.getUnsignedByte(endIndex);
-        if (end != Frames.FRAME_END) {
-            throw frameError(String.format("frame-end byte is 0x%02X, expected 0xCE (payload size %d)", end,
+        int endOctet = in.getUnsignedByte(endIndex);
+        if (endOctet != Frames.FRAME_END) {
+            throw frameError(String.format("frame-end byte is 0x%02X, expected 0xCE (payload size %d)", endOctet,
                     payloadSize), type, channel, Frames.FRAME_HEADER_SIZE + payloadSize);
         }
         checkPayload(type, channel, in, payloadIndex, payloadSize);
-        ByteBuf payload = in.retainedSlice(payloadIndex, payloadSize);
-        in.readerIndex(endIndex + 1);
+        out.add(frames.get(type, channel, in.retainedSlice(payloadIndex, payloadSize)));
         streamOffset += payloadSize + Frames.FRAME_OVERHEAD;
-        return Frame.newInstance(type, channel, payload);
+        return endIndex + 1;
     }
 
     private void checkSize(FrameType type, int channel, long size) {
@@ -226,9 +244,9 @@ public class FrameDecoder extends ByteToMessageDecoder {
         }
     }
 
-    private Frame protocolHeader(ByteBuf in, int start) {
-        if (in.readableBytes() < ProtocolHeader.LENGTH) {
-            return null;
+    private int protocolHeader(ByteBuf in, int start, int end) {
+        if (end - start < ProtocolHeader.LENGTH) {
+            return -1;
         }
         if (in.getInt(start) != 0x414D5150) { // "AMQP"
             throw frameError("unknown frame type 65", null, -1, 0);

@@ -9,6 +9,7 @@ import io.warren.codec.ReplyCode;
 import io.warren.codec.table.FieldTable;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
+import java.util.Arrays;
 
 /**
  * Flyweight view of a content-header frame's payload (class basic).
@@ -70,6 +71,8 @@ public final class ContentHeader {
     public static final int CLUSTER_ID = 1 << 2;
     /** Bit 0: another flags word follows. */
     public static final int CONTINUATION = 1;
+    /** The flag bits of the 14 properties: 15 down to 2. */
+    private static final int PROPERTY_BITS = 0xFFFC;
 
     /** The class that carries content (the only one in 0-9-1). */
     public static final int BASIC_CLASS_ID = 60;
@@ -428,12 +431,12 @@ public final class ContentHeader {
             word = buf.getUnsignedShort(p);
             p += 2;
         }
-        for (int i = 0; i < PROPERTY_COUNT; i++) {
-            if ((flags & flag(i)) == 0) {
-                positions[i] = -1;
-                continue;
-            }
-            positions[i] = p;
+        int[] at = positions;
+        Arrays.fill(at, -1);
+        // only the present properties, in wire order: bit 15 (property 0) first
+        for (int bits = flags & PROPERTY_BITS; bits != 0; bits ^= Integer.highestOneBit(bits)) {
+            int i = Integer.numberOfLeadingZeros(bits) - 16;
+            at[i] = p;
             p += valueLength(buf, p, i);
         }
         propertiesEnd = p;
@@ -497,30 +500,41 @@ public final class ContentHeader {
             throw error(ReplyCode.SYNTAX_ERROR, "property flag bit 1 is set, no basic property has it", channel,
                     classId, offset + FLAGS_OFFSET, offset);
         }
-        for (int i = 0; i < PROPERTY_COUNT; i++) {
-            if ((flags & flag(i)) == 0) {
-                continue;
+        for (int bits = flags & PROPERTY_BITS; bits != 0; bits ^= Integer.highestOneBit(bits)) {
+            int i = Integer.numberOfLeadingZeros(bits) - 16;
+            switch (i) {
+                case HEADERS_INDEX:
+                    try {
+                        p = FieldTable.validate(buf, p, end);
+                    } catch (AmqpProtocolException e) {
+                        throw error(e.replyCode(), "property headers: " + e.detail(), channel, classId,
+                                (int) e.offset(), offset);
+                    }
+                    break;
+                case DELIVERY_MODE_INDEX:
+                case PRIORITY_INDEX:
+                    if (p + 1 > end) {
+                        throw truncated(i, 1, p, end, channel, classId, offset);
+                    }
+                    p += 1;
+                    break;
+                case TIMESTAMP_INDEX:
+                    if (p + 8 > end) {
+                        throw truncated(i, 8, p, end, channel, classId, offset);
+                    }
+                    p += 8;
+                    break;
+                default: // shortstr
+                    if (p + 1 > end) {
+                        throw truncated(i, 1, p, end, channel, classId, offset);
+                    }
+                    int size = 1 + buf.getUnsignedByte(p);
+                    if (p + size > end) {
+                        throw truncated(i, size, p, end, channel, classId, offset);
+                    }
+                    p += size;
+                    break;
             }
-            if (i == HEADERS_INDEX) {
-                try {
-                    p = FieldTable.validate(buf, p, end);
-                } catch (AmqpProtocolException e) {
-                    throw error(e.replyCode(), "property headers: " + e.detail(), channel, classId, (int) e.offset(),
-                            offset);
-                }
-                continue;
-            }
-            int size = i == DELIVERY_MODE_INDEX || i == PRIORITY_INDEX ? 1 : i == TIMESTAMP_INDEX ? 8 : 1;
-            if (p + size > end) {
-                throw truncated(i, size, p, end, channel, classId, offset);
-            }
-            if (size == 1 && i != DELIVERY_MODE_INDEX && i != PRIORITY_INDEX) {
-                size += buf.getUnsignedByte(p);
-                if (p + size > end) {
-                    throw truncated(i, size, p, end, channel, classId, offset);
-                }
-            }
-            p += size;
         }
         if (p != end) {
             throw error(ReplyCode.SYNTAX_ERROR, (end - p) + " unexpected bytes after the last property", channel,

@@ -1,0 +1,90 @@
+package io.warren.codec;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
+import static org.junit.jupiter.api.Assertions.assertSame;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.util.AsciiString;
+import java.nio.charset.StandardCharsets;
+import org.junit.jupiter.api.Test;
+
+/** The cache compares whole words: every length class (1, 2-3, 4-7, 8-16, longer) must still see every byte. */
+class AsciiStringCacheTest {
+
+    private static String text(int length, char fill) {
+        StringBuilder b = new StringBuilder(length);
+        for (int i = 0; i < length; i++) {
+            b.append((char) ('a' + (i * 7 + fill) % 26));
+        }
+        return b.toString();
+    }
+
+    private static ByteBuf direct(String s, int at) {
+        byte[] bytes = s.getBytes(StandardCharsets.US_ASCII);
+        return Unpooled.directBuffer(at + bytes.length).writeZero(at).writeBytes(bytes);
+    }
+
+    @Test
+    void everyLengthHitsForTheSameBytesWhereverTheyLie() {
+        for (int length = 1; length <= AsciiStringCache.MAX_CACHED_LENGTH + 2; length++) {
+            String s = text(length, 'q');
+            ByteBuf heap = Unpooled.wrappedBuffer(s.getBytes(StandardCharsets.US_ASCII));
+            ByteBuf offset = direct(s, 5);
+            AsciiString first = AsciiStringCache.get(heap, 0, length);
+            AsciiString second = AsciiStringCache.get(offset, 5, length);
+            assertEquals(s, first.toString(), "length " + length);
+            assertEquals(s, second.toString(), "length " + length);
+            if (length <= AsciiStringCache.MAX_CACHED_LENGTH) {
+                assertSame(first, second, "length " + length);
+            } else {
+                assertNotSame(first, second, "longer strings are not cached, length " + length);
+            }
+            heap.release();
+            offset.release();
+        }
+    }
+
+    @Test
+    void aDifferenceInAnyByteIsAMiss() {
+        // same length, same first and last words: only the byte at i differs, for every i and length class
+        for (int length : new int[] {1, 2, 3, 5, 8, 12, 16, 17, 24, 25, 40, 128}) {
+            String s = text(length, 'c');
+            for (int i = 0; i < length; i++) {
+                char[] other = s.toCharArray();
+                other[i] = other[i] == 'Z' ? 'Y' : 'Z';
+                String t = new String(other);
+                ByteBuf a = direct(s, 0);
+                ByteBuf b = direct(t, 0);
+                AsciiString cached = AsciiStringCache.get(a, 0, length);
+                AsciiString looked = AsciiStringCache.get(b, 0, length);
+                assertEquals(t, looked.toString(), "length " + length + ", byte " + i);
+                assertNotSame(cached, looked);
+                assertEquals(s, AsciiStringCache.get(a, 0, length).toString());
+                a.release();
+                b.release();
+            }
+        }
+    }
+
+    @Test
+    void prefixesOfOneAnotherAreDifferentStrings() {
+        ByteBuf buf = direct("amq.ctag-0123456789abcdef", 0);
+        for (int length = 1; length <= buf.readableBytes(); length++) {
+            assertEquals("amq.ctag-0123456789abcdef".substring(0, length),
+                    AsciiStringCache.get(buf, 0, length).toString());
+        }
+        buf.release();
+    }
+
+    @Test
+    void theBufferIndicesDoNotMove() {
+        ByteBuf buf = direct("xxbench.routing.key", 2);
+        buf.readerIndex(1);
+        AsciiStringCache.get(buf, 4, 17);
+        assertEquals(1, buf.readerIndex());
+        assertEquals(buf.capacity(), buf.writerIndex());
+        buf.release();
+    }
+}
