@@ -322,7 +322,7 @@ public final class Publisher {
         task.body = null; // the framing takes it
         PublishFrames.MessageBuffers m = buffers;
         try {
-            PublishFrames.frame(state.alloc(), number, state.connection().facade().frameMax(), task.exchange,
+            PublishFrames.frame(flow.buffers(), number, state.connection().facade().frameMax(), task.exchange,
                     task.routingKey, mandatory, task.properties, message, m);
         } catch (RuntimeException e) {
             // not expected: the caller's thread checked the arguments; the framing released the body
