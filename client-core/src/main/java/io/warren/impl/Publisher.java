@@ -87,6 +87,9 @@ public final class Publisher {
     // any thread
     private final CopyOnWriteArrayList<ReturnListener> returnListeners = new CopyOnWriteArrayList<>();
     private final CopyOnWriteArrayList<WritabilityListener> writabilityListeners = new CopyOnWriteArrayList<>();
+    /** The names this channel publishes to, encoded once when they repeat. */
+    private final RepeatedName exchangeName = new RepeatedName();
+    private final RepeatedName routingKeyName = new RepeatedName();
     /** Written by the event loop when it changes: publishes are held, or the confirm window is full. */
     private volatile boolean windowFull;
 
@@ -172,6 +175,8 @@ public final class Publisher {
         long bytes;
         try {
             // checked here so that bad input fails the caller at once; framed on the event loop (PublishFrames)
+            exchange = exchangeName.of(exchange);
+            routingKey = routingKeyName.of(routingKey);
             int exchangeLength = ShortString.checkedLength("exchange", exchange);
             int routingKeyLength = ShortString.checkedLength("routing-key", routingKey);
             exchange = ShortString.immutable(exchange);
