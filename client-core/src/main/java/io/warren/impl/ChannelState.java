@@ -36,12 +36,18 @@ import org.slf4j.LoggerFactory;
  * <ul>
  *   <li>Application close: channel.close is sent, pending requests fail at once with the close's cause
  *       (the broker drops the replies of requests sent before it), every frame but channel.close /
- *       close-ok is dropped, and the number is freed on close-ok.</li>
+ *       close-ok and those of handlers registered {@link #registerThroughClose through the close} is dropped,
+ *       and the number is freed on close-ok.</li>
  *   <li>Broker close: close-ok is sent, everything pending fails with a {@link ChannelClosedException}
  *       carrying the broker's reply code, text, class and method, and the number is freed.</li>
  *   <li>Both at once: the broker's close is answered with close-ok, and the number is freed when the
  *       close-ok for ours arrives.</li>
  * </ul>
+ * Two kinds of hook: {@link #onClose} runs when the channel stops being usable (channel.close sent or received,
+ * the connection lost); {@link #afterClose} when nothing more is awaited from the broker on it: at once for a
+ * broker close or a lost connection, else when close-ok comes for ours (or the broker closes too, the connection
+ * ends, or the close times out). Publisher confirms live between the two: RabbitMQ acks and nacks the publishes it
+ * read before our channel.close, then answers close-ok.
  */
 public final class ChannelState {
 
@@ -62,7 +68,12 @@ public final class ChannelState {
     private State state = State.OPENING;
     private int[] handlerKeys = new int[0];
     private MethodHandler[] handlers = new MethodHandler[0];
+    /** Per handler: also dispatched while we wait for close-ok after the application's channel.close. */
+    private boolean[] throughClose = new boolean[0];
     private final List<Consumer<AmqpException>> closeHooks = new ArrayList<>(2);
+    private final List<Consumer<AmqpException>> afterCloseHooks = new ArrayList<>(2);
+    /** Nothing more is awaited from the broker on this channel; the after-close hooks ran. */
+    private boolean closeEnded;
     private AmqpException closeCause;
     private CompletableFuture<Void> closeRequest;
     private boolean numberFreed;
@@ -132,18 +143,34 @@ public final class ChannelState {
      * basic.cancel. A handler of a content-carrying method passes its frame to {@link #beginContent}.
      */
     public void register(int classId, int methodId, MethodHandler handler) {
-        int key = MethodIds.key(classId, methodId);
+        register(MethodIds.key(classId, methodId), handler, false);
+    }
+
+    /**
+     * As {@link #register}, and the handler still gets its method between the application's channel.close and
+     * close-ok ({@link #isAwaitingCloseOk()}): publisher confirms and the returns they settle, which RabbitMQ
+     * sends for what it read before the close.
+     */
+    public void registerThroughClose(int classId, int methodId, MethodHandler handler) {
+        register(MethodIds.key(classId, methodId), handler, true);
+    }
+
+    private void register(int key, MethodHandler handler, boolean whileClosing) {
         for (int i = 0; i < handlerKeys.length; i++) {
             if (handlerKeys[i] == key) {
                 handlers[i] = handler;
+                throughClose[i] = whileClosing;
                 return;
             }
         }
         // A few handlers per channel: a linear scan of an int[] beats hashing a boxed key.
-        handlerKeys = Arrays.copyOf(handlerKeys, handlerKeys.length + 1);
-        handlers = Arrays.copyOf(handlers, handlers.length + 1);
-        handlerKeys[handlerKeys.length - 1] = key;
-        handlers[handlers.length - 1] = handler;
+        int n = handlerKeys.length + 1;
+        handlerKeys = Arrays.copyOf(handlerKeys, n);
+        handlers = Arrays.copyOf(handlers, n);
+        throughClose = Arrays.copyOf(throughClose, n);
+        handlerKeys[n - 1] = key;
+        handlers[n - 1] = handler;
+        throughClose[n - 1] = whileClosing;
     }
 
     /**
@@ -169,6 +196,24 @@ public final class ChannelState {
         } else {
             closeHooks.add(hook);
         }
+    }
+
+    /**
+     * Runs {@code hook} once when nothing more is awaited from the broker on this channel (see the class comment),
+     * after the {@link #onClose} hooks, with what ended the wait: the close's cause at close-ok or timeout, the
+     * broker's close, or the connection's end. At once if that has happened already.
+     */
+    public void afterClose(Consumer<AmqpException> hook) {
+        if (closeEnded) {
+            hook.accept(closeCause);
+        } else {
+            afterCloseHooks.add(hook);
+        }
+    }
+
+    /** True between the application's channel.close and the end of the wait for its close-ok. */
+    public boolean isAwaitingCloseOk() {
+        return state == State.CLOSING && !closeEnded;
     }
 
     /**
@@ -278,7 +323,16 @@ public final class ChannelState {
             return;
         }
         if (state == State.CLOSING || state == State.CLOSED) {
-            // After channel.close is sent the spec says: ignore everything but close and close-ok.
+            // After channel.close is sent the spec says: ignore everything but close and close-ok. Confirms are
+            // the exception: RabbitMQ sends them for what it read before the close, and they decide outcomes.
+            if (isAwaitingCloseOk()) {
+                for (int i = 0; i < handlerKeys.length; i++) {
+                    if (handlerKeys[i] == key && throughClose[i]) {
+                        handlers[i].onMethod(this, frame);
+                        return;
+                    }
+                }
+            }
             frame.release();
             return;
         }
@@ -317,8 +371,10 @@ public final class ChannelState {
                 + close.describe(), null, close.replyCode(), close.replyText(), close.classId(), close.methodId(),
                 number, true);
         if (state == State.CLOSING) {
-            // Both sides closed at once: ours stands; the number is freed on the close-ok for ours.
+            // Both sides closed at once: ours stands; the number is freed on the close-ok for ours. The broker
+            // sends nothing more after its close: the wait ends with its cause.
             LOG.debug("channel {}: broker closed while we were closing: {}", number, close.describe());
+            endClose(cause);
             completeCloseRequest();
             return;
         }
@@ -336,6 +392,7 @@ public final class ChannelState {
         }
         state = State.CLOSED;
         cancelCloseTimer();
+        endClose(closeCause);
         freeNumber();
         completeCloseRequest();
     }
@@ -382,6 +439,7 @@ public final class ChannelState {
         closeTimer = outbound.eventLoop().schedule(() -> {
             if (state == State.CLOSING) {
                 LOG.debug("channel {}: no close-ok within the RPC timeout; number kept until it comes", number);
+                endClose(closeCause);
                 completeCloseRequest();
             }
         }, rpcTimeoutNanos, TimeUnit.NANOSECONDS);
@@ -398,6 +456,7 @@ public final class ChannelState {
         }
         state = State.CLOSED;
         cancelCloseTimer();
+        endClose(cause);
         completeCloseRequest();
     }
 
@@ -413,6 +472,25 @@ public final class ChannelState {
         facade.markClosed(cause);
         List<Consumer<AmqpException>> hooks = new ArrayList<>(closeHooks);
         closeHooks.clear();
+        runHooks(hooks, cause);
+        if (next == State.CLOSED) {
+            endClose(cause);
+        }
+    }
+
+    /** Nothing more is awaited from the broker: the after-close hooks run with {@code cause}. Once. */
+    private void endClose(AmqpException cause) {
+        if (closeEnded) {
+            return;
+        }
+        closeEnded = true;
+        content.abort(cause); // a basic.return begun while closing, cut off by the connection's end
+        List<Consumer<AmqpException>> hooks = new ArrayList<>(afterCloseHooks);
+        afterCloseHooks.clear();
+        runHooks(hooks, cause);
+    }
+
+    private void runHooks(List<Consumer<AmqpException>> hooks, AmqpException cause) {
         for (Consumer<AmqpException> hook : hooks) {
             try {
                 hook.accept(cause);

@@ -61,6 +61,8 @@ public final class PublishFlow implements BlockedListener {
 
     /** Pooled tasks: taken by publishing threads, returned by the event loop (single producer, many consumers). */
     private final SpmcArrayQueue<PublishTask> taskPool = new SpmcArrayQueue<>(TASK_POOL_SIZE);
+    /** Head and end-octet buffers of the connection's publishes (event loop only). */
+    private final PublishBuffers buffers;
 
     // event loop only
     private final ArrayList<Publisher> publishers = new ArrayList<>();
@@ -75,6 +77,7 @@ public final class PublishFlow implements BlockedListener {
         this.ctx = ctx;
         this.options = new PublishOptions(options);
         this.maxPendingBytes = options.maxPendingBytes();
+        this.buffers = new PublishBuffers(ctx.executor(), ctx.alloc());
         int high = options.writeBufferHighWaterMark();
         ctx.channel().config().setWriteBufferWaterMark(new WriteBufferWaterMark(high / 2, high));
         // Half the high-water mark: a backlog never makes the channel unwritable by unflushed bytes alone.
@@ -84,6 +87,11 @@ public final class PublishFlow implements BlockedListener {
 
     PublishOptions options() {
         return options;
+    }
+
+    /** The connection's head and end-octet buffers for framing publishes. Event loop. */
+    PublishBuffers buffers() {
+        return buffers;
     }
 
     // ---- any thread --------------------------------------------------------------------------------------

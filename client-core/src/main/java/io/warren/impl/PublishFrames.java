@@ -1,7 +1,6 @@
 package io.warren.impl;
 
 import io.netty.buffer.ByteBuf;
-import io.netty.buffer.ByteBufAllocator;
 import io.netty.util.concurrent.FastThreadLocal;
 import io.warren.codec.FrameType;
 import io.warren.codec.Frames;
@@ -16,7 +15,7 @@ import io.warren.codec.method.BasicPublishEncoder;
  *
  * <pre>
  * body fits one frame (the usual case): three buffers, written one after the other
- *   head (pooled, exact size)                                 caller's buffer       tail (pooled, 1 byte)
+ *   head (PublishBuffers)                                     caller's buffer       tail (PublishBuffers, 1 byte)
  *   +--------------+--------------------+------------------+  +------------------+  +------+
  *   | method frame | content-header frm | body frame hdr 7 |  | body bytes       |  | 0xCE |
  *   +--------------+--------------------+------------------+  +------------------+  +------+
@@ -25,15 +24,15 @@ import io.warren.codec.method.BasicPublishEncoder;
  * </pre>
  *
  * The first shape writes the caller's buffer object itself: no slice, no composite, nothing allocated per
- * message beyond two pooled buffers whose objects the allocator recycles. That is what makes a small publish
- * cost zero bytes of garbage; {@link PublishFraming}'s composite costs a few hundred. A buffer another owner
+ * message: head and tail come from the connection's {@link PublishBuffers}, which reuses them. That is what makes
+ * a small publish cost zero bytes of garbage; {@link PublishFraming}'s composite costs a few hundred. A buffer another owner
  * still references ({@code refCnt() > 1}, e.g. the same buffer published twice with {@code retain()}) is written
  * as a {@code retainedSlice()} instead, because the socket moves the reader index of the object it writes.
  *
  * <p>The caller's thread checks the arguments and computes the size ({@link #wireLength}); the event loop frames
- * ({@link #frame}). Framing on the loop is deliberate: head and tail are allocated and released
- * on the same thread, where the pooled allocator's thread cache and recycler work; allocated on an application
- * thread (not a {@code FastThreadLocalThread}) each costs a new buffer object, ~110 B, measured.
+ * ({@link #frame}). Framing on the loop is deliberate: head and tail are taken and released on the same thread,
+ * where they are reused (and where the pooled allocator's thread cache works, for a head too large to be kept);
+ * allocated on an application thread (not a {@code FastThreadLocalThread}) each would cost a new buffer object.
  */
 final class PublishFrames {
 
@@ -74,7 +73,7 @@ final class PublishFrames {
      * @param frameMax the negotiated frame-max, 0 for no limit
      * @throws IllegalArgumentException for an argument the caller's checks let through (the body is released)
      */
-    static void frame(ByteBufAllocator alloc, int channel, int frameMax, CharSequence exchange,
+    static void frame(PublishBuffers buffers, int channel, int frameMax, CharSequence exchange,
                       CharSequence routingKey, boolean mandatory, BasicProperties properties, ByteBuf body,
                       MessageBuffers out) {
         BasicPublishEncoder method = ENCODER.get();
@@ -86,14 +85,14 @@ final class PublishFrames {
             if (frameMax != 0 && bodyLength > frameMax - Frames.FRAME_OVERHEAD) {
                 ByteBuf whole = body;
                 body = null; // PublishFraming takes it: it releases our reference whether it returns or throws
-                out.head = PublishFraming.publish(alloc, channel, frameMax, method, properties, whole);
+                out.head = PublishFraming.publish(buffers.alloc(), channel, frameMax, method, properties, whole);
                 out.body = null;
                 out.tail = null;
                 return;
             }
             int headLength = method.encodedLength() + ContentHeaderEncoder.encodedLength(properties)
                     + 2 * Frames.FRAME_OVERHEAD + (bodyLength == 0 ? 0 : Frames.FRAME_HEADER_SIZE);
-            head = alloc.buffer(headLength, headLength);
+            head = buffers.head(headLength);
             Frames.writeMethod(head, channel, method);
             Frames.writeContentHeader(head, channel, bodyLength, properties);
             if (bodyLength == 0) {
@@ -106,11 +105,10 @@ final class PublishFrames {
                 return;
             }
             Frames.writeHeader(head, FrameType.BODY, channel, bodyLength);
-            // Its own buffer, full to its maximum capacity like the head: a handler that coalesces small writes
-            // (SslHandler) appends the next buffer into a buffer's spare capacity, so no buffer written here may
-            // share memory beyond its writer index with another (the end octet as a slice of the head's last
-            // byte would be overwritten by the body).
-            ByteBuf tail = alloc.buffer(1, 1).writeByte(Frames.FRAME_END);
+            // Its own buffer: a handler that coalesces small writes (SslHandler) appends the next buffer into a
+            // buffer's spare capacity, so no buffer written here may share memory beyond its writer index with
+            // another (the end octet as a slice of the head's last byte would be overwritten by the body).
+            ByteBuf tail = buffers.endOctet();
             out.body = body.refCnt() == 1 ? body : shared(body);
             body = null;
             out.head = head;

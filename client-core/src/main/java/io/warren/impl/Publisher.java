@@ -51,6 +51,12 @@ import org.slf4j.LoggerFactory;
  * while publishes written before the select are not numbered by the broker nor tracked here. This is what
  * makes the numbering exact even when the select waits in the channel's RPC queue behind another request.
  *
+ * <h2>Close</h2>
+ * When the channel closes nothing more is written: held and later publishes fail as not written. Publishes
+ * awaiting their confirm fail with a retryable {@link PublishNotConfirmedException} at once when the broker closed
+ * the channel or the connection is gone; after the application's close they keep taking acks and nacks until
+ * close-ok, because RabbitMQ confirms what it read before the close first, and only what is left then fails.
+ *
  * <p>Threads: the public methods run on any thread; {@code on*} methods and everything under
  * "event loop only" on the connection's event loop.
  */
@@ -81,6 +87,9 @@ public final class Publisher {
     // any thread
     private final CopyOnWriteArrayList<ReturnListener> returnListeners = new CopyOnWriteArrayList<>();
     private final CopyOnWriteArrayList<WritabilityListener> writabilityListeners = new CopyOnWriteArrayList<>();
+    /** The names this channel publishes to, encoded once when they repeat. */
+    private final RepeatedName exchangeName = new RepeatedName();
+    private final RepeatedName routingKeyName = new RepeatedName();
     /** Written by the event loop when it changes: publishes are held, or the confirm window is full. */
     private volatile boolean windowFull;
 
@@ -109,10 +118,12 @@ public final class Publisher {
         this.options = flow.options();
         this.metrics = state.connection().metrics();
         flow.add(this);
-        state.register(60, 80, (ch, frame) -> onAck(frame));
-        state.register(60, 120, (ch, frame) -> onNack(frame));
-        state.register(60, 50, (ch, frame) -> ch.beginContent(frame, returnAssembly));
+        // through the close: RabbitMQ confirms (and returns) what it read before our channel.close
+        state.registerThroughClose(60, 80, (ch, frame) -> onAck(frame));
+        state.registerThroughClose(60, 120, (ch, frame) -> onNack(frame));
+        state.registerThroughClose(60, 50, (ch, frame) -> ch.beginContent(frame, returnAssembly));
         state.onClose(this::onClosed);
+        state.afterClose(this::failUnconfirmed);
     }
 
     /** Diagnostic for benchmarks: flush after every publish (true) or once per batch (false, the default). */
@@ -164,6 +175,8 @@ public final class Publisher {
         long bytes;
         try {
             // checked here so that bad input fails the caller at once; framed on the event loop (PublishFrames)
+            exchange = exchangeName.of(exchange);
+            routingKey = routingKeyName.of(routingKey);
             int exchangeLength = ShortString.checkedLength("exchange", exchange);
             int routingKeyLength = ShortString.checkedLength("routing-key", routingKey);
             exchange = ShortString.immutable(exchange);
@@ -314,7 +327,7 @@ public final class Publisher {
         task.body = null; // the framing takes it
         PublishFrames.MessageBuffers m = buffers;
         try {
-            PublishFrames.frame(state.alloc(), number, state.connection().facade().frameMax(), task.exchange,
+            PublishFrames.frame(flow.buffers(), number, state.connection().facade().frameMax(), task.exchange,
                     task.routingKey, mandatory, task.properties, message, m);
         } catch (RuntimeException e) {
             // not expected: the caller's thread checked the arguments; the framing released the body
@@ -461,10 +474,8 @@ public final class Publisher {
         closed = true;
         closeCause = cause;
         flow.remove(this);
-        if (confirms != null) {
-            int outstanding = confirms.outstanding();
-            confirms.failAll(cause);
-            metrics.publishesUnconfirmed(outstanding);
+        if (!state.isAwaitingCloseOk()) {
+            failUnconfirmed(cause); // before the held ones: outcomes fail in publish order
         }
         PublishTask task;
         while ((task = held.poll()) != null) {
@@ -477,6 +488,17 @@ public final class Publisher {
             waiters = null;
             for (CompletableFuture<Void> f : w) {
                 f.completeExceptionally(closedError(cause));
+            }
+        }
+    }
+
+    /** Nothing more will be confirmed: what is still outstanding fails, retryably. */
+    private void failUnconfirmed(AmqpException cause) {
+        if (confirms != null) {
+            int outstanding = confirms.outstanding();
+            confirms.failAll(cause);
+            if (outstanding > 0) {
+                metrics.publishesUnconfirmed(outstanding);
             }
         }
     }

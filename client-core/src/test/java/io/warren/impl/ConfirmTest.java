@@ -118,6 +118,144 @@ class ConfirmTest {
         }
     }
 
+    /**
+     * RabbitMQ confirms what it read before channel.close before it answers close-ok: an application close keeps
+     * matching acks and nacks until close-ok, then fails only what is left.
+     */
+    @Test
+    void anApplicationCloseKeepsMatchingConfirmsUntilCloseOk() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            confirmMode(broker, ch);
+            List<CompletionStage<PublishOutcome>> f = publish(ch, 4, false);
+            read(broker, 4);
+            List<String> order = new ArrayList<>();
+            f.get(3).whenComplete((o, e) -> order.add("publish 4"));
+            CompletionStage<Void> closed = ch.close();
+            closed.whenComplete((v, e) -> order.add("close"));
+            broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE);
+            f.forEach(PublishFixture::assertPending);
+            CompletionStage<PublishOutcome> late = ch.publish("", "q", false, PROPS, text("late"));
+            PublishNotConfirmedException notWritten = assertInstanceOf(PublishNotConfirmedException.class,
+                    failure(late));
+            assertFalse(notWritten.mayHaveReachedBroker(), "a publish after close() is never written");
+            ack(broker, 1, 2, true);
+            nack(broker, 1, 3, false);
+            assertSame(PublishOutcome.CONFIRMED, f.get(0).toCompletableFuture().join());
+            assertSame(PublishOutcome.CONFIRMED, f.get(1).toCompletableFuture().join());
+            assertInstanceOf(PublishNackedException.class, failure(f.get(2)));
+            assertPending(f.get(3));
+            assertPending(closed);
+            broker.sendChannelCloseOk(1);
+            PublishNotConfirmedException e = assertInstanceOf(PublishNotConfirmedException.class, failure(f.get(3)));
+            assertTrue(e.mayHaveReachedBroker());
+            assertInstanceOf(ChannelClosedException.class, e.getCause());
+            assertEquals(List.of("publish 4", "close"), order, "outcomes are settled before close() completes");
+            broker.expectNothing();
+        }
+    }
+
+    @Test
+    void aReturnWhileClosingStillMakesItsPublishReturned() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            List<String> returned = new ArrayList<>();
+            ch.addReturnListener(m -> returned.add(m.body().toString(StandardCharsets.UTF_8)));
+            confirmMode(broker, ch);
+            List<CompletionStage<PublishOutcome>> f = publish(ch, 2, true);
+            read(broker, 2);
+            ch.close();
+            broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE);
+            ack(broker, 1, 1, false);
+            sendReturn(broker, "m2");
+            ack(broker, 1, 2, false);
+            broker.sendChannelCloseOk(1);
+            assertSame(PublishOutcome.CONFIRMED, f.get(0).toCompletableFuture().join());
+            assertTrue(f.get(1).toCompletableFuture().join().isReturned());
+            assertEquals(List.of("m2"), returned);
+        }
+    }
+
+    @Test
+    void deliveriesWhileClosingAreStillDropped() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            confirmMode(broker, ch);
+            CompletionStage<PublishOutcome> f = ch.publish("", "q", false, PROPS, text("m1"));
+            read(broker, 1);
+            ch.close();
+            broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE);
+            broker.send(1, new io.warren.codec.method.BasicDeliverEncoder().consumerTag("ctag").deliveryTag(1)
+                    .exchange("").routingKey("q"));
+            broker.sendContent(1, PROPS, "dropped".getBytes());
+            ack(broker, 1, 1, false);
+            assertSame(PublishOutcome.CONFIRMED, f.toCompletableFuture().join());
+            broker.sendChannelCloseOk(1);
+            broker.expectNothing();
+        }
+    }
+
+    /** A broker's channel.close means it sends nothing more: whatever is outstanding fails at once. */
+    @Test
+    void aBrokerCloseWhileClosingFailsTheRemainderAtOnce() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            confirmMode(broker, ch);
+            List<CompletionStage<PublishOutcome>> f = publish(ch, 3, false);
+            read(broker, 3);
+            CompletionStage<Void> closed = ch.close();
+            broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE);
+            ack(broker, 1, 1, false);
+            broker.sendChannelClose(1, 406, "PRECONDITION_FAILED - x", 60, 40);
+            broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
+            assertSame(PublishOutcome.CONFIRMED, f.get(0).toCompletableFuture().join());
+            for (int i = 1; i < 3; i++) {
+                PublishNotConfirmedException e = assertInstanceOf(PublishNotConfirmedException.class, failure(f.get(i)));
+                assertTrue(e.mayHaveReachedBroker());
+                assertEquals(406, e.replyCode());
+            }
+            ack(broker, 1, 3, true); // too late: ignored
+            broker.sendChannelCloseOk(1);
+            assertTrue(closed.toCompletableFuture().isDone());
+        }
+    }
+
+    @Test
+    void aConnectionLostWhileClosingFailsTheRemainderWithItsCause() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            confirmMode(broker, ch);
+            List<CompletionStage<PublishOutcome>> f = publish(ch, 2, false);
+            read(broker, 2);
+            ch.close();
+            broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE);
+            ack(broker, 1, 1, false);
+            broker.send(0, new ConnectionCloseEncoder().replyCode(320).replyText("CONNECTION_FORCED - shutdown"));
+            assertSame(PublishOutcome.CONFIRMED, f.get(0).toCompletableFuture().join());
+            PublishNotConfirmedException e = assertInstanceOf(PublishNotConfirmedException.class, failure(f.get(1)));
+            assertTrue(e.mayHaveReachedBroker());
+            assertInstanceOf(ConnectionClosedException.class, e.getCause());
+        }
+    }
+
+    @Test
+    void aCloseThatTimesOutFailsTheRemainderWhenItGivesUp() {
+        ConnectionOptions options = new ConnectionOptions().rpcTimeout(java.time.Duration.ofSeconds(5));
+        try (FakeBroker broker = new FakeBroker(options)) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            confirmMode(broker, ch);
+            CompletionStage<PublishOutcome> f = ch.publish("", "q", false, PROPS, text("m1"));
+            read(broker, 1);
+            CompletionStage<Void> closed = ch.close();
+            broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE);
+            broker.client.advanceTimeBy(6, java.util.concurrent.TimeUnit.SECONDS);
+            broker.client.runScheduledPendingTasks();
+            assertTrue(closed.toCompletableFuture().isDone());
+            PublishNotConfirmedException e = assertInstanceOf(PublishNotConfirmedException.class, failure(f));
+            assertTrue(e.mayHaveReachedBroker());
+        }
+    }
+
     @Test
     void connectionCloseFailsOutstandingAndHeldPublishes() {
         ConnectionOptions options = new ConnectionOptions().publishOptions(new PublishOptions().maxOutstandingConfirms(2));

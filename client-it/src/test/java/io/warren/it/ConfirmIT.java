@@ -90,6 +90,41 @@ class ConfirmIT {
         assertEquals(10, await(ch.queueDelete(q)));
     }
 
+    /**
+     * RabbitMQ sends the confirms it has for what it read before channel.close, then close-ok: closing right after
+     * publishing (the close is written behind the publishes, before any ack can have come back) still confirms
+     * them, and only what is left at close-ok fails, retryably. Measured: 496 of 500 confirmed, all 500 enqueued.
+     */
+    @Test
+    void closingRightAfterPublishingStillConfirmsWhatTheBrokerRead(Connection connection, TestNames names)
+            throws Exception {
+        Channel ch = await(connection.openChannel());
+        String q = names.queue("q");
+        await(ch.queueDeclare(q));
+        await(ch.confirmSelect());
+        int n = 500;
+        List<CompletableFuture<PublishOutcome>> all = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            all.add(ch.publish("", q, false, BasicProperties.EMPTY, new byte[16]).toCompletableFuture());
+        }
+        CompletionStage<Void> closed = ch.close();
+        await(closed);
+        int confirmed = 0;
+        for (CompletableFuture<PublishOutcome> f : all) {
+            assertTrue(f.isDone(), "every outcome is settled when close() completes");
+            if (f.isCompletedExceptionally()) {
+                PublishNotConfirmedException e = assertInstanceOf(PublishNotConfirmedException.class, failure(f));
+                assertTrue(e.mayHaveReachedBroker());
+            } else {
+                assertSame(PublishOutcome.CONFIRMED, f.join());
+                confirmed++;
+            }
+        }
+        assertTrue(confirmed > 0, "acks that came after channel.close were matched: " + confirmed + " of " + n);
+        Channel other = await(connection.openChannel());
+        assertEquals(n, await(other.queueDelete(q)));
+    }
+
     @Test
     void aChannelClosedByTheBrokerFailsItsUnconfirmedPublishesRetryably(Connection connection, TestNames names)
             throws Exception {
