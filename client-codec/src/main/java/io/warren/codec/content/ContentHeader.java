@@ -346,7 +346,7 @@ public final class ContentHeader {
         return buf.slice(start, propertiesEnd - start);
     }
 
-    /** Every property materialised (allocates). */
+    /** Every property materialised (allocates); a timestamp beyond {@link Instant}'s range is clamped to it. */
     public BasicProperties toProperties() {
         BasicProperties.Builder b = BasicProperties.builder();
         if (hasContentType()) {
@@ -377,7 +377,7 @@ public final class ContentHeader {
             b.messageId(messageIdAsString());
         }
         if (hasTimestamp()) {
-            b.timestamp(Instant.ofEpochSecond(timestamp()));
+            b.timestamp(instantOf(timestamp()));
         }
         if (hasType()) {
             b.type(typeAsString());
@@ -392,6 +392,16 @@ public final class ContentHeader {
             b.clusterId(clusterIdAsString());
         }
         return b.build();
+    }
+
+    /**
+     * The wire's 64-bit seconds as an Instant. {@link Instant} spans about a billion years either side of the epoch;
+     * a peer may still send any 64-bit value, which is clamped to that range rather than failing a copy or a
+     * {@code toString()} ({@link #timestamp()} keeps the exact value).
+     */
+    private static Instant instantOf(long epochSecond) {
+        return Instant.ofEpochSecond(Math.max(Instant.MIN.getEpochSecond(),
+                Math.min(Instant.MAX.getEpochSecond(), epochSecond)));
     }
 
     @Override

@@ -34,6 +34,22 @@ class ContentHeaderTest {
     }
 
     @Test
+    void aTimestampBeyondInstantsRangeIsKeptExactAndClampedWhenMaterialised() {
+        // class 60, weight 0, body size 1, flags: timestamp only (bit 6), then the 64-bit seconds
+        ByteBuf buf = Unpooled.buffer().writeShort(60).writeShort(0).writeLong(1).writeShort(1 << 6)
+                .writeLong(Long.MAX_VALUE);
+        try {
+            ContentHeader.validate(buf, 0, buf.readableBytes(), 1);
+            ContentHeader h = new ContentHeader().wrap(buf, 0);
+            assertEquals(Long.MAX_VALUE, h.timestamp());
+            assertEquals(Instant.MAX.getEpochSecond(), h.toProperties().timestamp().getEpochSecond());
+            assertTrue(h.toString().contains("ContentHeader"));
+        } finally {
+            buf.release();
+        }
+    }
+
+    @Test
     void allFourteenPropertiesRoundTripInWireOrder() {
         ByteBuf buf = payload(1234, ALL);
         try {
