@@ -6,7 +6,7 @@ import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 
 /** Producer on one event loop, consumer on another: the cross-thread flavour with a serial consumer. */
-class CrossThreadEventLoopInboundMessageQueueTest extends AbstractInboundMessageQueueTest {
+class CrossThreadEventLoopInboundMessageQueueTest extends AbstractCrossThreadInboundMessageQueueTest {
 
     private DefaultEventLoop consumer;
 

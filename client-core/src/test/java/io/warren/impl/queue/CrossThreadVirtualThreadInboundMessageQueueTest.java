@@ -9,7 +9,7 @@ import org.junit.jupiter.api.DisplayName;
  * the same suite runs on a cached worker pool instead (see {@link ConsumerExecutors}).
  */
 @DisplayName("CrossThreadVirtualThreadInboundMessageQueueTest (virtual threads, or a cached worker pool before JDK 21)")
-class CrossThreadVirtualThreadInboundMessageQueueTest extends AbstractInboundMessageQueueTest {
+class CrossThreadVirtualThreadInboundMessageQueueTest extends AbstractCrossThreadInboundMessageQueueTest {
 
     private ExecutorService executor;
     private ConsumerExecutors.Marking consumer;

@@ -7,7 +7,7 @@ import java.util.concurrent.ExecutorService;
  * Consumer on a pool of three workers: successive drains land on different threads, so only the
  * queue's ownership keeps them apart and ordered.
  */
-class CrossThreadWorkerPoolInboundMessageQueueTest extends AbstractInboundMessageQueueTest {
+class CrossThreadWorkerPoolInboundMessageQueueTest extends AbstractCrossThreadInboundMessageQueueTest {
 
     private ExecutorService pool;
     private ConsumerExecutors.Marking consumer;

@@ -6,7 +6,7 @@ import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 
 /** Consumer on a Vert.x event-loop context, handed tasks through {@code runOnContext}. */
-class VertxContextInboundMessageQueueTest extends AbstractInboundMessageQueueTest {
+class VertxContextInboundMessageQueueTest extends AbstractCrossThreadInboundMessageQueueTest {
 
     private Vertx vertx;
     private Context context;
