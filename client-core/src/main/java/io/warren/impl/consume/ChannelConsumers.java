@@ -152,11 +152,11 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
     }
 
     /**
-     * The highest delivery tag the application can have seen here (0 when none): a later recovered state's
-     * offset. Event loop.
+     * The highest delivery tag the application can have seen on this channel up to now (its offset when nothing
+     * was delivered here): a later recovered state's offset. Event loop.
      */
     public long highestTagExposed() {
-        return highestTag == 0 ? tagOffset : tagOffset + highestTag;
+        return tagOffset + highestTag;
     }
 
     ShortStrings exchangeNames() {
