@@ -116,16 +116,31 @@ public interface Channel {
      * than sent for the broker to close the channel over. Settlements go out before any synchronous method or
      * close called after them.
      *
-     * <p>After automatic recovery ({@link RecoveryOptions}) the channel is a new one on the broker and a tag from
-     * before the loss means nothing on it (or another message): settle such deliveries with {@link Delivery#ack()},
-     * which refuses a stale one with a {@link StaleDeliveryException} instead of sending it.
+     * <p>After automatic recovery ({@link RecoveryOptions}) the channel is a new one on the broker, which numbers
+     * its deliveries from 1 again. So that a tag from before the loss can never name another message, the tags this
+     * channel hands out ({@link Delivery#deliveryTag()}, {@link GetResponse}) continue above every tag it handed out
+     * before, as the official Java client's do, and this method takes them as handed out: a tag at or below the
+     * highest one seen before the recovery (or any tag while the channel is being recovered) is refused with a
+     * {@link StaleDeliveryException} and nothing is sent, since the broker has requeued that message and redelivers
+     * it. With {@code multiple=true} a newer tag covers only the recovered channel's deliveries; tag 0 with
+     * {@code multiple=true} (every outstanding delivery) is sent as it is.
+     *
+     * @throws StaleDeliveryException the tag is from before a connection loss
      */
     void basicAck(long deliveryTag, boolean multiple);
 
-    /** basic.nack, fire and forget; see {@link #basicAck}. */
+    /**
+     * basic.nack, fire and forget; see {@link #basicAck}.
+     *
+     * @throws StaleDeliveryException the tag is from before a connection loss
+     */
     void basicNack(long deliveryTag, boolean multiple, boolean requeue);
 
-    /** basic.reject, fire and forget; see {@link #basicAck}. */
+    /**
+     * basic.reject, fire and forget; see {@link #basicAck}.
+     *
+     * @throws StaleDeliveryException the tag is from before a connection loss
+     */
     void basicReject(long deliveryTag, boolean requeue);
 
     /** basic.recover: redeliver this channel's unacknowledged messages ({@code requeue} is what RabbitMQ supports). */

@@ -41,7 +41,11 @@ public interface Delivery extends ReferenceCounted {
     /** The consumer's tag; {@code null} for a {@link GetResponse}. */
     String consumerTag();
 
-    /** The delivery tag, unique on the channel; what basic.ack and friends name. */
+    /**
+     * The delivery tag, unique on the channel for its whole life, across recoveries: what {@link Channel#basicAck}
+     * and friends take. It is the broker's tag until the channel is first recovered; after that the tags continue
+     * above every tag handed out before (the broker's tag plus that offset), and Warren converts back when it sends.
+     */
     long deliveryTag();
 
     /** True when the broker delivered the message before and it was not acknowledged. */

@@ -192,6 +192,65 @@ class RecoveryIT {
     }
 
     @Test
+    void rawAcksOfTagsFromBeforeACutFailLocallyAndTheRedeliveriesTagsContinueAboveThem(Broker broker,
+            BrokerExtension.TestNames names) throws Exception {
+        try (FaultProxy proxy = new FaultProxy(broker.host(), broker.port())) {
+            Connection c = await(BrokerExtension.client().connect(through(proxy, broker, "recovery-tags")));
+            names.onCleanup(() -> c.close().toCompletableFuture().get(30, TimeUnit.SECONDS));
+            Events events = new Events();
+            c.addRecoveryListener(events);
+            Channel ch = await(c.openChannel());
+            // a named queue outlives the connection, so its unacknowledged messages are redelivered after the cut
+            String q = names.queue("tags");
+            await(ch.queueDeclare(QueueDeclare.named(q)));
+            names.onCleanup(() -> BrokerExtension.client().connect(broker.uri()).thenCompose(o -> o.openChannel()
+                    .thenCompose(x -> x.queueDelete(q)).thenCompose(n -> o.close())).toCompletableFuture()
+                    .get(30, TimeUnit.SECONDS));
+            BlockingQueue<Delivery> got = new LinkedBlockingQueue<>();
+            await(ch.consume(q, ConsumeOptions.builder().prefetch(10).build(), d -> got.add(d.retain())));
+            for (int i = 1; i <= 3; i++) {
+                await(ch.publish("", q, false, null, bytes("m" + i)));
+            }
+            long highestBefore = 0;
+            for (int i = 1; i <= 3; i++) {
+                Delivery d = got.poll(30, TimeUnit.SECONDS);
+                assertFalse(d.redelivered());
+                highestBefore = Math.max(highestBefore, d.deliveryTag());
+                d.release(); // unacknowledged: the broker requeues it with the lost channel
+            }
+            assertEquals(3, highestBefore);
+
+            proxy.cutAll();
+            events.awaitRecovery();
+            long before = highestBefore;
+            // on the new channel the broker's tags 1..3 are the redeliveries: acking them by the old tags would
+            // acknowledge messages the application has not seen again yet
+            assertEquals(before, assertThrows(StaleDeliveryException.class, () -> ch.basicAck(before, true))
+                    .deliveryTag());
+            assertThrows(StaleDeliveryException.class, () -> ch.basicReject(1, true));
+
+            long highestAfter = 0;
+            List<String> bodies = new java.util.ArrayList<>();
+            for (int i = 1; i <= 3; i++) {
+                Delivery d = got.poll(30, TimeUnit.SECONDS);
+                assertTrue(d.redelivered());
+                assertTrue(d.deliveryTag() > before, () -> "tag " + d.deliveryTag() + " above " + before);
+                highestAfter = Math.max(highestAfter, d.deliveryTag());
+                bodies.add(d.body().toString(StandardCharsets.UTF_8));
+                d.release();
+            }
+            assertEquals(List.of("m1", "m2", "m3"), bodies);
+            assertEquals(6, highestAfter);
+            ch.basicAck(highestAfter, true); // the broker's tag 3, multiple: the three redeliveries
+            // the close goes after the ack and would requeue anything still unacknowledged; a tag unknown to the
+            // new channel would have closed it with 406 instead
+            await(ch.close());
+            Channel check = await(c.openChannel());
+            assertEquals(0, await(check.queueDeclare(QueueDeclare.passive(q))).messageCount(), "all acknowledged");
+        }
+    }
+
+    @Test
     void publishesDuringRecoveryWaitOrFailFast(Broker broker, BrokerExtension.TestNames names) throws Exception {
         try (FaultProxy proxy = new FaultProxy(broker.host(), broker.port())) {
             Connection c = await(BrokerExtension.client().connect(through(proxy, broker, "recovery-wait")));

@@ -9,6 +9,7 @@ import io.warren.ConsumeOptions;
 import io.warren.ConsumerCancelledException;
 import io.warren.ConsumerHandle;
 import io.warren.DeliveryHandler;
+import io.warren.StaleDeliveryException;
 import io.warren.codec.Frame;
 import io.warren.codec.method.BasicCancel;
 import io.warren.codec.method.BasicConsumeOk;
@@ -49,6 +50,15 @@ import org.slf4j.LoggerFactory;
  * </ul>
  * Frames the coalescer holds are written before any synchronous method or channel.close the channel sends
  * ({@link #flush()}, called by {@code ChannelState}), so an ack made before a close is never lost to it.
+ *
+ * <h2>Delivery tags across recovery</h2>
+ * The broker numbers a recovered channel's deliveries from 1 again, so the tags the application sees are the
+ * broker's plus a {@link #tagOffset()}: 0 on a channel never lost, and on a recovered one the highest tag the
+ * application saw before the loss. Tags never repeat on a {@link io.warren.Channel}: one at or below the offset
+ * can only be from before the loss, and {@link #settle(long, boolean, boolean, int)} refuses it with a
+ * {@link StaleDeliveryException} instead of sending a tag that names another message (or none) on the new
+ * channel. The offset is subtracted before anything reaches the {@link AckCoalescer}, which deals in the
+ * broker's tags only. (The official Java client does the same in its {@code RecoveryAwareChannelN}.)
  */
 public final class ChannelConsumers implements ContentAssembler.Listener {
 
@@ -73,6 +83,8 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
     private final ShortStrings routingKeyNames = new ShortStrings();
     private final Runnable flushTask = this::flushTask;
     private final Runnable drainTask = this::drainSettlements;
+    /** Added to the broker's delivery tags for the application; see "Delivery tags across recovery". */
+    private final long tagOffset;
 
     // event loop only
     private ConsumerImpl[] consumers = new ConsumerImpl[0];
@@ -80,6 +92,8 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
     private long assemblingTag;
     private boolean assemblingRedelivered;
     private boolean flushScheduled;
+    /** The highest broker tag delivered here (deliver or get-ok); read at the loss to set the next offset. */
+    private long highestTag;
 
     private final MetricsCollector metrics;
 
@@ -100,6 +114,7 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
         this.loop = state.outbound().eventLoop();
         this.acks = new AckCoalescer(number, state.alloc());
         this.metrics = state.connection().metrics();
+        this.tagOffset = state.facade().recovery().tagsExposed();
         state.register(MethodIds.CLASS_BASIC, MethodIds.methodId(MethodIds.BASIC_DELIVER), this::onDeliver);
         state.register(MethodIds.CLASS_BASIC, MethodIds.methodId(MethodIds.BASIC_CANCEL), this::onBrokerCancel);
         state.onClose(this::onClose);
@@ -129,6 +144,19 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
     /** Whether this channel was lost with its connection and recovered on a new one. Any thread. */
     boolean isStale() {
         return stale;
+    }
+
+    /** What the application's delivery tags add to the broker's on this channel state. Any thread. */
+    long tagOffset() {
+        return tagOffset;
+    }
+
+    /**
+     * The highest delivery tag the application can have seen on this channel up to now (its offset when nothing
+     * was delivered here): a later recovered state's offset. Event loop.
+     */
+    public long highestTagExposed() {
+        return tagOffset + highestTag;
     }
 
     ShortStrings exchangeNames() {
@@ -247,6 +275,7 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
         int afterTag = at + 5 + tagLength;
         long deliveryTag = p.getLong(afterTag);
         boolean redelivered = (p.getByte(afterTag + 8) & 1) != 0;
+        highestTag = deliveryTag; // the broker's tags only grow on a channel
         ConsumerImpl consumer = find(p, at + 5, tagLength);
         if (consumer == null) {
             LOG.warn("channel {}: basic.deliver {} for consumer '{}', which is not (or no longer) here; dropped",
@@ -416,21 +445,41 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
 
     /** A basic.get-ok arrived; {@code autoAck} as asked. Event loop. */
     public void gotMessage(long deliveryTag, boolean autoAck) {
+        highestTag = deliveryTag;
         acks.delivered(deliveryTag, !autoAck);
         metrics.messageConsumed();
     }
 
     /**
      * {@code Channel.basicAck / basicNack / basicReject}: {@code op} is {@link AckCoalescer#ACK} etc. with its
-     * flags. Any thread.
+     * flags; {@code deliveryTag} is the application's (the broker's plus {@link #tagOffset()}). Any thread.
+     *
+     * @throws StaleDeliveryException when the tag is from before a connection loss: at or below the offset, or
+     *         any tag while this channel state is lost and waiting for recovery; nothing is written
      */
     public void settle(long deliveryTag, boolean multiple, boolean requeue, int kind) {
+        // 0 is passed as it is: with multiple it means every outstanding delivery, which on a recovered channel
+        // are only the new channel's; without, the broker judges it as before
+        if (deliveryTag != 0 && (stale || deliveryTag <= tagOffset)) {
+            throw staleTag(deliveryTag);
+        }
+        long brokerTag = deliveryTag == 0 ? 0 : deliveryTag - tagOffset;
         int op = kind | (multiple ? AckCoalescer.MULTIPLE : 0) | (requeue ? AckCoalescer.REQUEUE : 0);
         if (loop.inEventLoop()) {
-            settleNow(deliveryTag, op);
+            settleNow(brokerTag, op);
         } else {
-            offer(new Settlement.Tagged(deliveryTag, op));
+            offer(new Settlement.Tagged(brokerTag, op));
         }
+    }
+
+    /** The refusal of a tag (the application's) that belongs to a channel lost with its connection. */
+    StaleDeliveryException staleTag(long deliveryTag) {
+        // on the recovered channel it would settle another message, or make the broker close the channel (406);
+        // the broker requeued the message with the lost channel
+        return new StaleDeliveryException("delivery tag " + deliveryTag + " on channel " + number + " is from "
+                + "before its connection was lost" + (stale ? "" : " and recovered (this channel's tags are above "
+                + tagOffset + " now)") + ": it is stale and nothing is sent; the broker redelivers the message "
+                + "(flagged redelivered)", deliveryTag, number);
     }
 
     /** A delivery settled. Any thread. */

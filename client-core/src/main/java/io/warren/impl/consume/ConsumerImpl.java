@@ -278,7 +278,7 @@ public final class ConsumerImpl implements ConsumerHandle {
                              boolean redelivered) {
         if (released != null) {
             DeliveryImpl d = released.peekFirst();
-            if (d != null && d.reusable() && (noAck || on.acks().isSettled(d.deliveryTag()))) {
+            if (d != null && d.reusable() && (noAck || on.acks().isSettled(d.settleTag()))) {
                 released.pollFirst();
                 if (d.channel == on) { // after a recovery the kept ones belong to a channel that is gone
                     d.reuse(on, method, header, body, deliveryTag, redelivered);

@@ -43,7 +43,7 @@ public abstract class MessageDelivery extends Settlement implements Delivery {
     protected ByteBuf method;
     private ByteBuf header;
     private ByteBuf body;
-    private long deliveryTag;
+    private long brokerTag;
     private boolean redelivered;
     private int bodySize;
     private final boolean needsAck;
@@ -65,7 +65,7 @@ public abstract class MessageDelivery extends Settlement implements Delivery {
         this.header = header;
         this.body = body;
         this.bodySize = body.readableBytes();
-        this.deliveryTag = deliveryTag;
+        this.brokerTag = deliveryTag;
         this.redelivered = redelivered;
         this.needsAck = needsAck;
     }
@@ -81,7 +81,7 @@ public abstract class MessageDelivery extends Settlement implements Delivery {
         this.header = header;
         this.body = body;
         this.bodySize = body.readableBytes();
-        this.deliveryTag = deliveryTag;
+        this.brokerTag = deliveryTag;
         this.redelivered = redelivered;
         this.properties = null;
         this.viewWrapped = false;
@@ -107,9 +107,10 @@ public abstract class MessageDelivery extends Settlement implements Delivery {
         return channel.state().facade();
     }
 
+    /** The application's tag: the broker's plus the channel state's offset (non-zero after a recovery). */
     @Override
     public final long deliveryTag() {
-        return deliveryTag;
+        return brokerTag + channel.tagOffset();
     }
 
     @Override
@@ -192,19 +193,14 @@ public abstract class MessageDelivery extends Settlement implements Delivery {
 
     private void settle(int op) {
         if (!needsAck) {
-            throw new IllegalStateException("delivery " + deliveryTag + " on channel " + channel.number()
+            throw new IllegalStateException("delivery " + deliveryTag() + " on channel " + channel.number()
                     + " was taken without manual acknowledgement (noAck / autoAck): there is nothing to settle");
         }
         if (channel.isStale()) {
-            // the tag belongs to a channel lost with its connection: on the recovered channel it would settle
-            // another message, or make the broker close the channel (406); the broker requeued this one
-            throw new io.warren.StaleDeliveryException("delivery " + deliveryTag + " came on channel "
-                    + channel.number() + " before its connection was lost and recovered: its tag is stale and "
-                    + "nothing is sent; the broker redelivers the message (flagged redelivered)", deliveryTag,
-                    channel.number());
+            throw channel.staleTag(deliveryTag());
         }
         if (!SETTLED.compareAndSet(this, UNSETTLED, HANDED_OVER)) {
-            throw new IllegalStateException("delivery " + deliveryTag + " on channel " + channel.number()
+            throw new IllegalStateException("delivery " + deliveryTag() + " on channel " + channel.number()
                     + " is already acknowledged, nacked or rejected");
         }
         channel.settle(this, op);
@@ -224,9 +220,10 @@ public abstract class MessageDelivery extends Settlement implements Delivery {
         return needsAck;
     }
 
+    /** The broker's tag, which is what the coalescer and the wire deal in. */
     @Override
     final long settleTag() {
-        return deliveryTag;
+        return brokerTag;
     }
 
     // ---- reference count ------------------------------------------------------------------------------------
@@ -311,7 +308,7 @@ public abstract class MessageDelivery extends Settlement implements Delivery {
 
     private void checkAlive() {
         if (refCnt <= 0) {
-            throw new IllegalReferenceCountException("delivery " + deliveryTag + " on channel " + channel.number()
+            throw new IllegalReferenceCountException("delivery " + deliveryTag() + " on channel " + channel.number()
                     + " is released: retain() it in the handler to use it afterwards");
         }
     }

@@ -66,6 +66,12 @@ public final class ChannelRecovery {
     private volatile boolean txMode;
     private volatile boolean confirmMode;
     private volatile boolean recovering;
+    /**
+     * The highest delivery tag the application has seen on any of this channel's lost states: a recovered
+     * channel's tags start above it ({@code ChannelConsumers}' tag offset). Written at each loss on the event
+     * loop, read when the next state is made.
+     */
+    private volatile long tagsExposed;
 
     // guarded by this
     private final ArrayDeque<Held> held = new ArrayDeque<>();
@@ -87,6 +93,14 @@ public final class ChannelRecovery {
 
     public boolean isRecovering() {
         return recovering;
+    }
+
+    /**
+     * The delivery-tag offset for the channel's next state: every tag the application saw before is at or below
+     * it. 0 until the channel is lost. Any thread.
+     */
+    public long tagsExposed() {
+        return tagsExposed;
     }
 
     // ---- recorded modes and listeners (any thread) ------------------------------------------------------------
@@ -134,6 +148,8 @@ public final class ChannelRecovery {
      */
     public void lost(ConnectionLostException cause, ChannelState old, ConnectionRecovery connection) {
         lostStates.add(old);
+        // max: a state lost during an interrupted recovery may have seen nothing above its own offset
+        tagsExposed = Math.max(tagsExposed, old.consumers().highestTagExposed());
         synchronized (this) {
             recovering = true;
             lossCause = cause;

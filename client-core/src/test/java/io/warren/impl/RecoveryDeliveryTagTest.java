@@ -1,0 +1,234 @@
+package io.warren.impl;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.warren.Channel;
+import io.warren.ConsumeOptions;
+import io.warren.Delivery;
+import io.warren.GetResponse;
+import io.warren.StaleDeliveryException;
+import io.warren.codec.Frame;
+import io.warren.codec.content.BasicProperties;
+import io.warren.codec.method.BasicAck;
+import io.warren.codec.method.BasicConsumeOkEncoder;
+import io.warren.codec.method.BasicDeliverEncoder;
+import io.warren.codec.method.BasicGetOkEncoder;
+import io.warren.codec.method.BasicNack;
+import io.warren.codec.method.BasicReject;
+import io.warren.codec.method.MethodIds;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletionStage;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Delivery tags across recovery, without a broker: the tags the application sees on a recovered channel continue
+ * above every tag it saw before (the broker numbers the new channel's deliveries from 1 again), so a tag from
+ * before the loss is refused locally by {@code Channel.basicAck} and friends instead of naming another message on
+ * the new channel, and a new one reaches the broker as the broker's own tag.
+ */
+class RecoveryDeliveryTagTest {
+
+    private static final byte[] BODY = "m".getBytes(StandardCharsets.UTF_8);
+
+    /** A channel with consumer "c" on queue "q" whose deliveries are kept (retained) in {@code kept}. */
+    private static Channel consuming(RecoveringBrokers brokers, List<Delivery> kept) {
+        Channel ch = brokers.first.openChannel(brokers.connection, 1);
+        CompletionStage<?> c = ch.consume("q", ConsumeOptions.builder().consumerTag("c").build(),
+                d -> kept.add(d.retain()));
+        brokers.first.expectAndRelease(1, MethodIds.BASIC_CONSUME);
+        brokers.first.send(1, new BasicConsumeOkEncoder().consumerTag("c"));
+        assertTrue(c.toCompletableFuture().isDone());
+        return ch;
+    }
+
+    /** Recovery to the next broker: channel 1 re-opened and consumer "c" restored. */
+    private static FakeBroker recover(RecoveringBrokers brokers) {
+        FakeBroker next = brokers.cutAndReconnect();
+        RecoveringBrokers.reopen(next, 1);
+        next.expectAndRelease(1, MethodIds.BASIC_CONSUME);
+        next.send(1, new BasicConsumeOkEncoder().consumerTag("c"));
+        brokers.runAllTasks();
+        return next;
+    }
+
+    private static void deliver(FakeBroker broker, long brokerTag) {
+        broker.send(1, new BasicDeliverEncoder().consumerTag("c").deliveryTag(brokerTag).exchange("x")
+                .routingKey("rk"));
+        broker.sendContent(1, BasicProperties.EMPTY, BODY);
+    }
+
+    private static List<Long> tags(List<Delivery> deliveries) {
+        return deliveries.stream().map(Delivery::deliveryTag).toList();
+    }
+
+    private static void releaseAll(List<Delivery> deliveries) {
+        deliveries.forEach(Delivery::release);
+    }
+
+    /** The next settlement the client wrote on channel 1, as the broker reads it. */
+    private static String settlement(FakeBroker broker) {
+        Frame f = broker.next();
+        if (f == null) {
+            return "nothing";
+        }
+        try {
+            var p = f.payload();
+            int at = p.readerIndex();
+            return switch (p.getInt(at)) {
+                case MethodIds.BASIC_ACK -> {
+                    BasicAck a = new BasicAck().wrap(p, at);
+                    yield "ack " + a.deliveryTag() + (a.multiple() ? " multiple" : "");
+                }
+                case MethodIds.BASIC_NACK -> {
+                    BasicNack n = new BasicNack().wrap(p, at);
+                    yield "nack " + n.deliveryTag() + (n.multiple() ? " multiple" : "")
+                            + (n.requeue() ? " requeue" : "");
+                }
+                case MethodIds.BASIC_REJECT -> {
+                    BasicReject r = new BasicReject().wrap(p, at);
+                    yield "reject " + r.deliveryTag() + (r.requeue() ? " requeue" : "");
+                }
+                default -> "method " + MethodNames.describe(p.getInt(at));
+            };
+        } finally {
+            f.release();
+        }
+    }
+
+    @Test
+    void withoutRecoveryTheTagsAreTheBrokersAndARawAckSendsThemAsTheyAre() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            List<Delivery> kept = new ArrayList<>();
+            Channel ch = consuming(brokers, kept);
+            try {
+                deliver(brokers.first, 1);
+                deliver(brokers.first, 2);
+                assertEquals(List.of(1L, 2L), tags(kept));
+                ch.basicAck(2, false);
+                assertEquals("ack 2", settlement(brokers.first));
+                ch.basicNack(1, false, true);
+                assertEquals("nack 1 requeue", settlement(brokers.first));
+                brokers.first.expectNothing();
+            } finally {
+                releaseAll(kept);
+            }
+        }
+    }
+
+    @Test
+    void afterRecoveryTagsContinueAboveEveryTagSeenBeforeForDeliveriesAndGets() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            List<Delivery> kept = new ArrayList<>();
+            Channel ch = consuming(brokers, kept);
+            try {
+                deliver(brokers.first, 1);
+                deliver(brokers.first, 2);
+                deliver(brokers.first, 3);
+                FakeBroker second = recover(brokers);
+                // the new channel numbers from 1 again; the application sees 4, 5
+                deliver(second, 1);
+                deliver(second, 2);
+                assertEquals(List.of(1L, 2L, 3L, 4L, 5L), tags(kept));
+
+                CompletionStage<GetResponse> get = ch.basicGet("q", false);
+                second.expectAndRelease(1, MethodIds.BASIC_GET);
+                second.send(1, new BasicGetOkEncoder().deliveryTag(3).exchange("x").routingKey("rk").messageCount(0));
+                second.sendContent(1, BasicProperties.EMPTY, BODY);
+                GetResponse r = get.toCompletableFuture().join();
+                try {
+                    assertEquals(6, r.deliveryTag());
+                    r.ack(); // the response's own settlement sends the broker's tag
+                    assertEquals("ack 3", settlement(second));
+                } finally {
+                    r.release();
+                }
+
+                // a second recovery continues above the tags of both channels before it
+                FakeBroker third = recover(brokers);
+                deliver(third, 1);
+                assertEquals(7, kept.get(5).deliveryTag());
+                kept.get(5).ack();
+                assertEquals("ack 1", settlement(third));
+                third.expectNothing();
+            } finally {
+                releaseAll(kept);
+            }
+        }
+    }
+
+    @Test
+    void aRawSettlementOfATagFromBeforeTheLossThrowsStaleDeliveryAndWritesNothing() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            List<Delivery> kept = new ArrayList<>();
+            Channel ch = consuming(brokers, kept);
+            try {
+                deliver(brokers.first, 1);
+                deliver(brokers.first, 2);
+                brokers.cut();
+                // while the channel is lost every tag it could name is the old channel's
+                StaleDeliveryException during = assertThrows(StaleDeliveryException.class,
+                        () -> ch.basicAck(2, false));
+                assertEquals(2, during.deliveryTag());
+                assertEquals(1, during.channelNumber());
+
+                FakeBroker second = brokers.cutAndReconnectAfterLoss();
+                RecoveringBrokers.reopen(second, 1);
+                second.expectAndRelease(1, MethodIds.BASIC_CONSUME);
+                second.send(1, new BasicConsumeOkEncoder().consumerTag("c"));
+                brokers.runAllTasks();
+                deliver(second, 1); // tag 1 on the new channel: another message than the old channel's 1
+
+                StaleDeliveryException ack = assertThrows(StaleDeliveryException.class, () -> ch.basicAck(1, false));
+                assertEquals(1, ack.deliveryTag());
+                assertThrows(StaleDeliveryException.class, () -> ch.basicAck(2, true));
+                assertThrows(StaleDeliveryException.class, () -> ch.basicNack(2, true, true));
+                assertThrows(StaleDeliveryException.class, () -> ch.basicReject(1, false));
+                second.expectNothing();
+
+                // the new delivery is still pending: its own ack goes out under the broker's tag
+                assertEquals(3, kept.get(2).deliveryTag());
+                kept.get(2).ack();
+                assertEquals("ack 1", settlement(second));
+                second.expectNothing();
+            } finally {
+                releaseAll(kept);
+            }
+        }
+    }
+
+    @Test
+    void aRawSettlementOfANewTagSendsTheBrokersTagAndMultipleCoversOnlyTheNewChannel() throws Exception {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            List<Delivery> kept = new ArrayList<>();
+            Channel ch = consuming(brokers, kept);
+            try {
+                deliver(brokers.first, 1);
+                deliver(brokers.first, 2);
+                FakeBroker second = recover(brokers);
+                deliver(second, 1);
+                deliver(second, 2);
+                deliver(second, 3);
+                deliver(second, 4);
+                assertEquals(List.of(1L, 2L, 3L, 4L, 5L, 6L), tags(kept));
+
+                // multiple from above the old tags: the broker's tag, covering only the new channel's deliveries
+                ch.basicAck(4, true);
+                assertEquals("ack 2 multiple", settlement(second));
+                ch.basicReject(5, true);
+                assertEquals("reject 3 requeue", settlement(second));
+                // from another thread: handed to the event loop with the broker's tag already worked out
+                Thread t = new Thread(() -> ch.basicNack(6, false, false));
+                t.start();
+                t.join();
+                assertEquals("nack 4", settlement(second));
+                second.expectNothing();
+            } finally {
+                releaseAll(kept);
+            }
+        }
+    }
+}
