@@ -94,9 +94,14 @@ final class RecoveringBrokers implements AutoCloseable {
     /** {@link #cutAndReconnect()} once the test has cut the socket itself. */
     FakeBroker cutAndReconnectAfterLoss() {
         FakeBroker lost = current();
-        first.client.advanceTimeBy(BACKOFF_MILLIS, TimeUnit.MILLISECONDS);
-        runRecoveryTasks();
-        FakeBroker next = current();
+        FakeBroker next = lost;
+        // Step the clock until the attempt is made, not once: the loop's clock is the wall clock plus what the test
+        // advanced, and the backoff timer may have been armed a little after the cut.
+        for (int step = 0; step < 1000 && next == lost; step++) {
+            first.client.advanceTimeBy(BACKOFF_MILLIS, TimeUnit.MILLISECONDS);
+            runRecoveryTasks();
+            next = current();
+        }
         assertNotSame(lost, next, "recovery made a reconnection attempt");
         next.handshake();
         runRecoveryTasks(); // the attempt's result is handed back to recovery's loop: the restore starts
