@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.netty.channel.EventLoopGroup;
+import io.netty.util.concurrent.EventExecutor;
 import io.vertx.core.Vertx;
 import io.vertx.core.internal.VertxInternal;
 import io.warren.AmqpClient;
@@ -13,6 +14,7 @@ import io.warren.ClientOptions;
 import io.warren.Connection;
 import io.warren.QueueDeclare;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -30,8 +32,21 @@ class EventLoopGroupIT {
             Connection c = await(client.connect(broker.uri()));
             Channel ch = await(c.openChannel());
             CompletableFuture<String> thread = new CompletableFuture<>();
+            // Hold every loop of the group until the callback is attached: else declare-ok can complete the
+            // future first, and the callback then runs on this thread when it is attached.
+            CountDownLatch attached = new CountDownLatch(1);
+            for (EventExecutor loop : group) {
+                loop.execute(() -> {
+                    try {
+                        attached.await(30, TimeUnit.SECONDS);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                });
+            }
             ch.queueDeclare(QueueDeclare.serverNamed())
                     .whenComplete((ok, e) -> thread.complete(Thread.currentThread().getName()));
+            attached.countDown();
             assertTrue(thread.get(30, TimeUnit.SECONDS).startsWith("vert.x-eventloop-thread"), thread.join());
             await(client.close());
             assertEquals(false, c.isOpen());
