@@ -137,10 +137,20 @@ public final class ChannelImpl implements Channel {
         open = true;
     }
 
-    void markClosed(AmqpException cause) {
+    /**
+     * The channel stops being open; returns whether it was the application's until now (open, or being recovered).
+     * Called before anything waiting on the channel is failed, so that whoever a failed future wakes finds
+     * {@link #isOpen()} false. Event loop.
+     */
+    boolean stopOpen() {
         // a channel lost again while being recovered is still the application's: it waits for the next attempt
         boolean wasOpen = open || recovery.isRecovering();
         open = false;
+        return wasOpen;
+    }
+
+    /** After {@link #stopOpen()} and the failing of what waited: recovery takes over, or the channel ends. */
+    void markClosed(AmqpException cause, boolean wasOpen) {
         ConnectionRecovery r = connectionRecovery();
         if (wasOpen && r != null && cause instanceof ConnectionLostException lost) {
             // recovery follows: the channel lives on (closeFuture stays pending), publishes made meanwhile wait

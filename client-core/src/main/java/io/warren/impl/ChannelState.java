@@ -467,9 +467,10 @@ public final class ChannelState {
     private void shutDown(AmqpException cause, State next) {
         state = next;
         closeCause = cause;
+        boolean wasOpen = facade.stopOpen(); // before the futures below wake anyone: isOpen() is false by then
         rpc.failAll(cause);
         content.abort(cause);
-        facade.markClosed(cause);
+        facade.markClosed(cause, wasOpen);
         List<Consumer<AmqpException>> hooks = new ArrayList<>(closeHooks);
         closeHooks.clear();
         runHooks(hooks, cause);

@@ -183,9 +183,13 @@ final class ConfirmTracker {
         while ((r = pendingReturns.poll()) != null) {
             long seq = oldestUnreturnedMandatory(tag);
             if (seq < 0) {
-                LOG.debug("channel {}: a basic.return matches no outstanding mandatory publish up to {}; the return"
-                        + " listener had it, no outcome is changed", channel, tag);
-                continue;
+                // An ack for older publishes can come between a return and the returned publish's own ack (the
+                // broker acks a routed range and the unroutable newest one in the same flush, the range first):
+                // the returns wait for the ack that covers a mandatory publish.
+                pendingReturns.addFirst(r);
+                LOG.debug("channel {}: basic.ack {} covers no outstanding mandatory publish; {} return(s) wait for"
+                        + " the next ack", channel, tag, pendingReturns.size());
+                return;
             }
             LOG.debug("channel {}: {} returns before one ack (tag {}); matched to publish {} by publish order",
                     channel, pendingReturns.size() + 1, tag, seq);

@@ -311,6 +311,26 @@ class ConfirmTest {
     }
 
     @Test
+    void anAckOfOlderPublishesBetweenAReturnAndItsAckLeavesTheReturnToItsOwnAck() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            confirmMode(broker, ch);
+            List<CompletionStage<PublishOutcome>> routed = publish(ch, 10, false);
+            CompletionStage<PublishOutcome> unroutable = ch.publish("", "nowhere", true, PROPS, text("m11"));
+            read(broker, 11);
+            // the return of 11 goes out at once; the queue's confirms of 1..5 and 11's own ack share a flush
+            sendReturn(broker, "m11");
+            ack(broker, 1, 5, true);
+            ack(broker, 1, 11, false);
+            assertTrue(unroutable.toCompletableFuture().join().isReturned(), "11's outcome is RETURNED");
+            ack(broker, 1, 10, true);
+            for (CompletionStage<PublishOutcome> f : routed) {
+                assertSame(PublishOutcome.CONFIRMED, f.toCompletableFuture().join());
+            }
+        }
+    }
+
+    @Test
     void severalReturnsBeforeOneAckAreMatchedInPublishOrder() {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
