@@ -40,6 +40,7 @@ public final class PublishOptions {
     private long maxPendingBytes = DEFAULT_MAX_PENDING_BYTES;
     private BlockedPolicy blockedPolicy = BlockedPolicy.HOLD;
     private int writeBufferHighWaterMark = DEFAULT_WRITE_BUFFER_HIGH_WATER_MARK;
+    private boolean correlateReturns = true;
 
     public PublishOptions() {
     }
@@ -49,6 +50,7 @@ public final class PublishOptions {
         this.maxPendingBytes = other.maxPendingBytes;
         this.blockedPolicy = other.blockedPolicy;
         this.writeBufferHighWaterMark = other.writeBufferHighWaterMark;
+        this.correlateReturns = other.correlateReturns;
     }
 
     /**
@@ -114,10 +116,31 @@ public final class PublishOptions {
         return writeBufferHighWaterMark;
     }
 
+    /**
+     * Whether a mandatory publish on a channel in confirm mode carries its publish sequence number in the header
+     * {@code x-warren-pub-seq-no} (a long-long, added to the message's headers as it is framed; the properties
+     * object is not changed). On by default. basic.return does not say which publish it returns; the header, given
+     * back with the returned message, does, so the return completes exactly its own publish's outcome as
+     * {@link PublishOutcome.Status#RETURNED}. Consumers of routed messages see the header too.
+     *
+     * <p>Off, a return is matched from the order of returns and acks, as RabbitMQ sends them: exact while confirms
+     * come in publish order, but when the broker acks routed publishes late (quorum queues, durable queues under
+     * load) in the same batch as a return, the return can be matched to a routed publish, and the returned one
+     * reported {@link PublishOutcome#CONFIRMED}.
+     */
+    public PublishOptions correlateReturns(boolean on) {
+        this.correlateReturns = on;
+        return this;
+    }
+
+    public boolean correlateReturns() {
+        return correlateReturns;
+    }
+
     @Override
     public String toString() {
         return "PublishOptions{maxOutstandingConfirms=" + maxOutstandingConfirms + ", maxPendingBytes="
                 + maxPendingBytes + ", blockedPolicy=" + blockedPolicy + ", writeBufferHighWaterMark="
-                + writeBufferHighWaterMark + "}";
+                + writeBufferHighWaterMark + ", correlateReturns=" + correlateReturns + "}";
     }
 }

@@ -4,6 +4,7 @@ import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.content.ContentHeaderEncoder;
+import io.warren.codec.content.SequenceHeader;
 import io.warren.codec.method.MethodEncoder;
 
 /**
@@ -108,11 +109,20 @@ public final class Frames {
 
     /** Appends one content-header frame (class basic) announcing {@code bodySize} bytes to {@code out}. */
     public static void writeContentHeader(ByteBuf out, int channel, long bodySize, BasicProperties properties) {
+        writeContentHeader(out, channel, bodySize, properties, null, 0);
+    }
+
+    /**
+     * Appends one content-header frame (class basic) announcing {@code bodySize} bytes to {@code out}, with header
+     * {@code added} (null: none) set to {@code value} in the properties' headers table.
+     */
+    public static void writeContentHeader(ByteBuf out, int channel, long bodySize, BasicProperties properties,
+                                          SequenceHeader added, long value) {
         checkChannel(channel);
-        int length = ContentHeaderEncoder.encodedLength(properties);
+        int length = ContentHeaderEncoder.encodedLength(properties, added);
         out.ensureWritable(length + FRAME_OVERHEAD);
         writeHeader(out, FrameType.HEADER, channel, length);
-        ContentHeaderEncoder.encode(out, bodySize, properties);
+        ContentHeaderEncoder.encode(out, bodySize, properties, added, value);
         out.writeByte(FRAME_END);
     }
 

@@ -20,17 +20,19 @@ import org.slf4j.LoggerFactory;
  *
  * <h2>basic.return in confirm mode</h2>
  * A returned publish must complete as {@link PublishOutcome.Status#RETURNED}, but basic.return does not say
- * which publish it returns. What RabbitMQ does (rabbit_channel, 3.8 to 4.x): a channel process handles one
- * publish at a time; for an unroutable mandatory message it writes basic.return at once and records the
- * message as confirmed ("basic.returns must be sent before confirms"); the confirms it has recorded are sent
- * when it finishes handling that publish, before it handles the next one. So <b>the first basic.ack after a
- * basic.return carries the returned message's sequence number</b> as its delivery tag (with multiple=true
- * too: the returned message is the newest sequence number the broker has seen, so it ends the range).
- * <p>A plain FIFO of outstanding mandatory publishes is not enough: an earlier mandatory publish that was
- * routed, to a durable or quorum queue that confirms later, is still outstanding when a later one is returned,
- * and would take its return. Returns do come in publish order, so when the tag rule cannot apply (several
- * returns before one ack, which RabbitMQ does only while pausing for a network partition), returns are matched
- * to the oldest mandatory publishes not yet returned, up to the tag, and a debug line says so.
+ * which publish it returns. RabbitMQ writes basic.return before the returned publish's ack, and the ack comes
+ * later, so a return waits here until an ack or nack settles its publish. Which publish:
+ * <ol>
+ *   <li><b>By its header</b>: the publisher stamps every mandatory publish in confirm mode with its sequence
+ *   number ({@link Publisher#SEQUENCE_HEADER}); the returned message carries it back. Exact.</li>
+ *   <li><b>By order</b>, when the header is off ({@link io.warren.PublishOptions#correlateReturns}) or missing:
+ *   RabbitMQ's channel handles one publish at a time and flushes the confirms it has recorded after each, and the
+ *   returned publish, being the newest it has read, usually ends that flush: the next ack's tag is the returned
+ *   publish when it is an outstanding mandatory one. Else returns (which come in publish order) go to the oldest
+ *   mandatory publishes not yet returned, up to the tag. Not exact: a flush that also confirms older routed
+ *   publishes (late confirms from a quorum or durable queue) starts with their ack, which this takes for the
+ *   returned one.</li>
+ * </ol>
  */
 final class ConfirmTracker {
 
@@ -100,9 +102,18 @@ final class ConfirmTracker {
         return seq;
     }
 
-    /** basic.return on this channel (confirm mode): matched to its publish at the next ack or nack. */
-    void returned(int replyCode, String replyText) {
-        pendingReturns.add(new ReturnInfo(replyCode, replyText));
+    /**
+     * basic.return on this channel (confirm mode). {@code sequence} is the number the returned message carries in
+     * its header, or -1: a known outstanding mandatory publish is marked at once; otherwise the return is matched
+     * by order at the next ack or nack.
+     */
+    void returned(int replyCode, String replyText, long sequence) {
+        ReturnInfo info = new ReturnInfo(replyCode, replyText);
+        if (sequence > 0 && isUnreturnedMandatory(sequence)) {
+            markReturned(sequence, info);
+        } else {
+            pendingReturns.add(info);
+        }
     }
 
     /** basic.ack from the broker. */

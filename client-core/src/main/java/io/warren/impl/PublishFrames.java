@@ -7,6 +7,7 @@ import io.warren.codec.Frames;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.content.ContentHeaderEncoder;
 import io.warren.codec.content.PublishFraming;
+import io.warren.codec.content.SequenceHeader;
 import io.warren.codec.content.ShortString;
 import io.warren.codec.method.BasicPublishEncoder;
 
@@ -71,11 +72,12 @@ final class PublishFrames {
      * Frames basic.publish, its content header and {@code body} (ownership taken) into {@code out}. Event loop.
      *
      * @param frameMax the negotiated frame-max, 0 for no limit
+     * @param added a header to add to the message's headers, set to {@code value}; null for none
      * @throws IllegalArgumentException for an argument the caller's checks let through (the body is released)
      */
     static void frame(PublishBuffers buffers, int channel, int frameMax, CharSequence exchange,
-                      CharSequence routingKey, boolean mandatory, BasicProperties properties, ByteBuf body,
-                      MessageBuffers out) {
+                      CharSequence routingKey, boolean mandatory, BasicProperties properties, SequenceHeader added,
+                      long value, ByteBuf body, MessageBuffers out) {
         BasicPublishEncoder method = ENCODER.get();
         ByteBuf head = null;
         try {
@@ -85,16 +87,17 @@ final class PublishFrames {
             if (frameMax != 0 && bodyLength > frameMax - Frames.FRAME_OVERHEAD) {
                 ByteBuf whole = body;
                 body = null; // PublishFraming takes it: it releases our reference whether it returns or throws
-                out.head = PublishFraming.publish(buffers.alloc(), channel, frameMax, method, properties, whole);
+                out.head = PublishFraming.publish(buffers.alloc(), channel, frameMax, method, properties, added, value,
+                        whole);
                 out.body = null;
                 out.tail = null;
                 return;
             }
-            int headLength = method.encodedLength() + ContentHeaderEncoder.encodedLength(properties)
+            int headLength = method.encodedLength() + ContentHeaderEncoder.encodedLength(properties, added)
                     + 2 * Frames.FRAME_OVERHEAD + (bodyLength == 0 ? 0 : Frames.FRAME_HEADER_SIZE);
             head = buffers.head(headLength);
             Frames.writeMethod(head, channel, method);
-            Frames.writeContentHeader(head, channel, bodyLength, properties);
+            Frames.writeContentHeader(head, channel, bodyLength, properties, added, value);
             if (bodyLength == 0) {
                 body.release(); // no body frame for an empty body
                 body = null;

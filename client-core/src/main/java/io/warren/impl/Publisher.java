@@ -12,6 +12,7 @@ import io.warren.ReturnListener;
 import io.warren.WritabilityListener;
 import io.warren.codec.Frame;
 import io.warren.codec.content.BasicProperties;
+import io.warren.codec.content.SequenceHeader;
 import io.warren.codec.content.ShortString;
 import io.warren.codec.method.BasicAck;
 import io.warren.codec.method.BasicNack;
@@ -72,6 +73,13 @@ public final class Publisher {
     static final int TASK_OVERHEAD = 512;
 
     private static final CompletionStage<Void> WRITABLE = CompletableFuture.completedStage(null);
+
+    /**
+     * The header a mandatory publish carries in confirm mode (unless {@link PublishOptions#correlateReturns} is off):
+     * its publish sequence number, which basic.return gives back with the message, so the return completes exactly
+     * its own publish's outcome (see {@link ConfirmTracker}).
+     */
+    static final SequenceHeader SEQUENCE_HEADER = new SequenceHeader("x-warren-pub-seq-no");
 
     /** Diagnostic: flush after every publish instead of once per batch. For benchmarks that compare the two. */
     private static volatile boolean flushPerMessage = Boolean.getBoolean("warren.publish.flushPerMessage");
@@ -326,9 +334,14 @@ public final class Publisher {
         ByteBuf message = task.body;
         task.body = null; // the framing takes it
         PublishFrames.MessageBuffers m = buffers;
+        // In confirm mode a mandatory publish carries its sequence number for basic.return to give back. The few
+        // bytes it adds are not in the task's count (the caller's thread does not know the mode): flow accounting
+        // stays consistent, as every step counts task.bytes.
+        SequenceHeader stamp = confirms != null && mandatory && options.correlateReturns() ? SEQUENCE_HEADER : null;
+        long sequence = confirms == null ? 0 : confirms.nextSequenceNumber();
         try {
             PublishFrames.frame(flow.buffers(), number, state.connection().facade().frameMax(), task.exchange,
-                    task.routingKey, mandatory, task.properties, message, m);
+                    task.routingKey, mandatory, task.properties, stamp, sequence, message, m);
         } catch (RuntimeException e) {
             // not expected: the caller's thread checked the arguments; the framing released the body
             LOG.warn("channel {}: publish could not be framed", number, e);
@@ -452,7 +465,8 @@ public final class Publisher {
                 ReturnedMessageImpl message = new ReturnedMessageImpl(channel, content);
                 metrics.messageReturned();
                 if (confirms != null) {
-                    confirms.returned(message.replyCode(), message.replyText());
+                    confirms.returned(message.replyCode(), message.replyText(),
+                            SEQUENCE_HEADER.find(message.header(), -1));
                 }
                 if (returnListeners.isEmpty()) {
                     LOG.debug("channel {}: {} with no return listener", number, message);

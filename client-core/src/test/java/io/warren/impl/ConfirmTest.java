@@ -330,6 +330,56 @@ class ConfirmTest {
         }
     }
 
+    /**
+     * What RabbitMQ 3.10 sent with a quorum queue (ReturnIT, 1 run in ~7): the return of 194, then one flush with the
+     * queue's late confirm of 1 and 194's own ack. By order alone 1 would take the return; the sequence number the
+     * returned message carries back says it is 194's.
+     */
+    @Test
+    void aReturnIsMatchedByTheSequenceNumberItsMessageCarriesBack() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            confirmMode(broker, ch);
+            BasicProperties props = BasicProperties.builder().contentType("text/plain")
+                    .headers(java.util.Map.of("app", "a")).deliveryMode(2).build();
+            CompletionStage<PublishOutcome> routed = ch.publish("", "quorum", true, props, text("routed"));
+            CompletionStage<PublishOutcome> plain = ch.publish("", "quorum", false, props, text("plain"));
+            CompletionStage<PublishOutcome> unroutable = ch.publish("", "nowhere", true, props, text("lost"));
+            PublishFixture.Published p1 = expectPublish(broker, 1);
+            PublishFixture.Published p2 = expectPublish(broker, 1);
+            PublishFixture.Published p3 = expectPublish(broker, 1);
+            assertEquals(java.util.Map.of("app", "a", "x-warren-pub-seq-no", 1L), p1.properties().headers());
+            assertEquals(java.util.Map.of("app", "a"), p2.properties().headers(), "only mandatory publishes carry it");
+            assertEquals(java.util.Map.of("app", "a", "x-warren-pub-seq-no", 3L), p3.properties().headers());
+            assertEquals("text/plain", p3.properties().contentType());
+            assertEquals(2, p3.properties().deliveryMode());
+            broker.send(1, new BasicReturnEncoder().replyCode(312).replyText("NO_ROUTE").exchange("").routingKey("nowhere"));
+            broker.sendContent(1, p3.properties(), p3.body());
+            ack(broker, 1, 1, true);
+            assertSame(PublishOutcome.CONFIRMED, routed.toCompletableFuture().join());
+            assertPending(unroutable);
+            ack(broker, 1, 3, false);
+            assertTrue(unroutable.toCompletableFuture().join().isReturned());
+            ack(broker, 1, 2, true);
+            assertSame(PublishOutcome.CONFIRMED, plain.toCompletableFuture().join());
+        }
+    }
+
+    @Test
+    void withCorrelationOffNothingIsAddedAndReturnsAreMatchedByOrder() {
+        ConnectionOptions options = new ConnectionOptions().publishOptions(new PublishOptions().correlateReturns(false));
+        try (FakeBroker broker = new FakeBroker(options)) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            confirmMode(broker, ch);
+            CompletionStage<PublishOutcome> unroutable = ch.publish("", "nowhere", true, PROPS, text("lost"));
+            PublishFixture.Published p = expectPublish(broker, 1);
+            assertEquals(null, p.properties().headers());
+            sendReturn(broker, "lost");
+            ack(broker, 1, 1, false);
+            assertTrue(unroutable.toCompletableFuture().join().isReturned());
+        }
+    }
+
     @Test
     void severalReturnsBeforeOneAckAreMatchedInPublishOrder() {
         try (FakeBroker broker = new FakeBroker()) {

@@ -182,6 +182,29 @@ public final class BasicProperties {
         out.writeBytes(encoded);
     }
 
+    /** The encoded flags word and values; package-private and never modified ({@link SequenceHeader} reads them). */
+    byte[] encodedBytes() {
+        return encoded;
+    }
+
+    /** Where the headers table (its length word) starts in the encoded bytes, or -1 when there is none. */
+    int headersOffset() {
+        return (propertyFlags() & ContentHeader.HEADERS) == 0 ? -1 : headersPosition(encoded);
+    }
+
+    /** Where a headers table is, or would be, in encoded properties: after the flags and the two strings before it. */
+    static int headersPosition(byte[] encoded) {
+        int flags = ((encoded[0] & 0xFF) << 8) | (encoded[1] & 0xFF);
+        int p = 2;
+        if ((flags & ContentHeader.CONTENT_TYPE) != 0) {
+            p += 1 + (encoded[p] & 0xFF);
+        }
+        if ((flags & ContentHeader.CONTENT_ENCODING) != 0) {
+            p += 1 + (encoded[p] & 0xFF);
+        }
+        return p;
+    }
+
     /** The flags word: one bit per present property, see the class comment. */
     public int propertyFlags() {
         return ((encoded[0] & 0xFF) << 8) | (encoded[1] & 0xFF);

@@ -30,6 +30,31 @@ public final class ContentHeaderEncoder {
         return FIXED_LENGTH + properties.encodedLength();
     }
 
+    /** The exact payload length for {@code properties} with {@code added} (null: none) added to their headers. */
+    public static int encodedLength(BasicProperties properties, SequenceHeader added) {
+        return FIXED_LENGTH + (added == null ? properties.encodedLength() : added.encodedLength(properties));
+    }
+
+    /**
+     * Appends the payload announcing {@code bodySize} bytes of body, with header {@code added} (null: none) set to
+     * {@code value} in the properties' headers table.
+     *
+     * @throws IllegalArgumentException for a negative body size
+     */
+    public static void encode(ByteBuf out, long bodySize, BasicProperties properties, SequenceHeader added,
+                              long value) {
+        if (added == null) {
+            encode(out, bodySize, properties);
+            return;
+        }
+        if (bodySize < 0) {
+            throw new IllegalArgumentException("body size must not be negative: " + bodySize);
+        }
+        out.writeInt(ContentHeader.BASIC_CLASS_ID << 16);
+        out.writeLong(bodySize);
+        added.writeTo(out, properties, value);
+    }
+
     /**
      * Appends the payload announcing {@code bodySize} bytes of body.
      *

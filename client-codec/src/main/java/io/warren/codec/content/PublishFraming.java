@@ -59,7 +59,16 @@ public final class PublishFraming {
      */
     public static ByteBuf publish(ByteBufAllocator alloc, int channel, int frameMax, BasicPublishEncoder publish,
             BasicProperties properties, ByteBuf body) {
-        return frame(alloc, channel, frameMax, publish, properties, body);
+        return frame(alloc, channel, frameMax, publish, properties, null, 0, body);
+    }
+
+    /**
+     * {@link #publish} with header {@code added} set to {@code value} in the message's headers table (see
+     * {@link SequenceHeader}); {@code added} null adds nothing.
+     */
+    public static ByteBuf publish(ByteBufAllocator alloc, int channel, int frameMax, BasicPublishEncoder publish,
+            BasicProperties properties, SequenceHeader added, long value, ByteBuf body) {
+        return frame(alloc, channel, frameMax, publish, properties, added, value, body);
     }
 
     /**
@@ -74,6 +83,11 @@ public final class PublishFraming {
      */
     public static ByteBuf frame(ByteBufAllocator alloc, int channel, int frameMax, MethodEncoder method,
             BasicProperties properties, ByteBuf body) {
+        return frame(alloc, channel, frameMax, method, properties, null, 0, body);
+    }
+
+    private static ByteBuf frame(ByteBufAllocator alloc, int channel, int frameMax, MethodEncoder method,
+            BasicProperties properties, SequenceHeader added, long value, ByteBuf body) {
         if (body == null) {
             throw new IllegalArgumentException("body must not be null");
         }
@@ -84,7 +98,7 @@ public final class PublishFraming {
             int bodyLength = body.readableBytes();
             int maxChunk = maxChunk(frameMax);
             int chunks = bodyFrameCount(bodyLength, frameMax);
-            head = head(alloc, channel, method, properties, bodyLength, maxChunk, chunks);
+            head = head(alloc, channel, method, properties, added, value, bodyLength, maxChunk, chunks);
             if (chunks == 0) {
                 ByteBuf result = head;
                 head = null;
@@ -149,7 +163,7 @@ public final class PublishFraming {
             int bodyLength = body.readableBytes();
             int maxChunk = maxChunk(frameMax);
             int chunks = bodyFrameCount(bodyLength, frameMax);
-            head = head(alloc, channel, method, properties, bodyLength, maxChunk, chunks);
+            head = head(alloc, channel, method, properties, null, 0, bodyLength, maxChunk, chunks);
             if (chunks == 0) {
                 ByteBuf only = head;
                 head = null;
@@ -199,14 +213,14 @@ public final class PublishFraming {
      * body header: the pieces are reached through slices.
      */
     private static ByteBuf head(ByteBufAllocator alloc, int channel, MethodEncoder method, BasicProperties properties,
-            int bodyLength, int maxChunk, int chunks) {
-        int headLength = method.encodedLength() + ContentHeaderEncoder.encodedLength(properties)
+            SequenceHeader added, long value, int bodyLength, int maxChunk, int chunks) {
+        int headLength = method.encodedLength() + ContentHeaderEncoder.encodedLength(properties, added)
                 + 2 * Frames.FRAME_OVERHEAD;
         int piecesLength = chunks == 0 ? 0 : Frames.FRAME_HEADER_SIZE + (chunks - 1) * Frames.FRAME_OVERHEAD + 1;
         ByteBuf head = alloc.buffer(headLength + piecesLength, headLength + piecesLength);
         try {
             Frames.writeMethod(head, channel, method);
-            Frames.writeContentHeader(head, channel, bodyLength, properties);
+            Frames.writeContentHeader(head, channel, bodyLength, properties, added, value);
             if (chunks == 0) {
                 return head;
             }
