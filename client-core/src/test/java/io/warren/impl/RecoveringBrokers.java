@@ -121,8 +121,10 @@ final class RecoveringBrokers implements AutoCloseable {
 
     @Override
     public void close() {
-        for (FakeBroker b : brokers) {
-            b.close();
+        // By index: closing a broker is a connection loss, and a reconnection attempt due by then (the loop's clock
+        // is the wall clock plus what the test advanced) adds a broker while this runs; it is closed too
+        for (int i = 0; i < brokers.size(); i++) {
+            brokers.get(i).close();
         }
     }
 }
