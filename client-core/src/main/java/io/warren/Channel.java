@@ -126,6 +126,8 @@ public interface Channel {
      * {@code multiple=true} (every outstanding delivery) is sent as it is.
      *
      * @throws StaleDeliveryException the tag is from before a connection loss
+     * @throws IllegalArgumentException a negative tag, or 0 without {@code multiple} (which names no delivery and
+     *         would make the broker close the channel); nothing is sent
      */
     void basicAck(long deliveryTag, boolean multiple);
 
@@ -133,6 +135,7 @@ public interface Channel {
      * basic.nack, fire and forget; see {@link #basicAck}.
      *
      * @throws StaleDeliveryException the tag is from before a connection loss
+     * @throws IllegalArgumentException as for {@link #basicAck}
      */
     void basicNack(long deliveryTag, boolean multiple, boolean requeue);
 
@@ -140,6 +143,7 @@ public interface Channel {
      * basic.reject, fire and forget; see {@link #basicAck}.
      *
      * @throws StaleDeliveryException the tag is from before a connection loss
+     * @throws IllegalArgumentException as for {@link #basicAck}
      */
     void basicReject(long deliveryTag, boolean requeue);
 

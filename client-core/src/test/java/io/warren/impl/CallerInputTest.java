@@ -123,6 +123,20 @@ class CallerInputTest {
     }
 
     @Test
+    void settlingANegativeTagOrTagZeroWithoutMultipleIsRefusedAndNothingIsSent() {
+        assertThrows(IllegalArgumentException.class, () -> ch.basicAck(0, false));
+        assertThrows(IllegalArgumentException.class, () -> ch.basicAck(-1, true));
+        assertThrows(IllegalArgumentException.class, () -> ch.basicNack(0, false, true));
+        assertThrows(IllegalArgumentException.class, () -> ch.basicReject(0, false));
+        broker.client.runPendingTasks();
+        broker.expectNothing();
+        ch.basicAck(0, true); // every outstanding delivery: valid
+        broker.client.runPendingTasks();
+        io.warren.codec.Frame ack = broker.expect(1, io.warren.codec.method.MethodIds.BASIC_ACK);
+        ack.release();
+    }
+
+    @Test
     void aPublishRefusedForItsNameReleasesTheBody() {
         io.netty.buffer.ByteBuf body = Unpooled.directBuffer(8).writeLong(1);
         CompletableFuture<?> f = ch.publish(LONG, "k", false, null, body).toCompletableFuture();

@@ -456,8 +456,14 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
      *
      * @throws StaleDeliveryException when the tag is from before a connection loss: at or below the offset, or
      *         any tag while this channel state is lost and waiting for recovery; nothing is written
+     * @throws IllegalArgumentException for a negative tag, or 0 without {@code multiple}; nothing is written
      */
     public void settle(long deliveryTag, boolean multiple, boolean requeue, int kind) {
+        if (deliveryTag < 0 || (deliveryTag == 0 && !multiple)) {
+            // the broker would close the channel (406 unknown delivery tag) and fail everything on it
+            throw new IllegalArgumentException("delivery tag " + deliveryTag + " names no delivery on channel " + number
+                    + (deliveryTag == 0 ? ": 0 means every outstanding delivery, and only with multiple=true" : ""));
+        }
         // 0 is passed as it is: with multiple it means every outstanding delivery, which on a recovered channel
         // are only the new channel's; without, the broker judges it as before
         if (deliveryTag != 0 && (stale || deliveryTag <= tagOffset)) {
