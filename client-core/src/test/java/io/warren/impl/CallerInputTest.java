@@ -1,5 +1,6 @@
 package io.warren.impl;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -134,6 +135,22 @@ class CallerInputTest {
         broker.client.runPendingTasks();
         io.warren.codec.Frame ack = broker.expect(1, io.warren.codec.method.MethodIds.BASIC_ACK);
         ack.release();
+    }
+
+    @Test
+    void propertiesThatMakeAContentHeaderOverFrameMaxAreRefusedAndTheBodyReleased() {
+        int frameMax = ch.connection().frameMax();
+        // a header table of frame-max bytes: the content-header frame cannot fit
+        BasicProperties big = BasicProperties.builder().headers(Map.of("h", new byte[frameMax])).build();
+        io.netty.buffer.ByteBuf body = Unpooled.directBuffer(8).writeLong(1);
+        CompletableFuture<?> f = ch.publish("", "q", false, big, body).toCompletableFuture();
+        assertTrue(f.isCompletedExceptionally());
+        Throwable e = f.handle((v, t) -> t).join();
+        assertInstanceOf(IllegalArgumentException.class, e);
+        assertTrue(e.getMessage().contains("frame-max"), e.getMessage());
+        assertEquals(0, body.refCnt());
+        broker.expectNothing();
+        assertTrue(ch.isOpen());
     }
 
     @Test
