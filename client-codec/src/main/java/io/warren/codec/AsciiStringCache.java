@@ -162,10 +162,10 @@ public final class AsciiStringCache {
         return length >= 2 ? rawShort(at + length - 2) : PlatformDependent.getByte(at) & 0xFF;
     }
 
-    /** {@link #middleEquals} from memory. */
+    /** {@link #middleEquals} from memory; equality needs no byte order, so both sides are read natively. */
     private static boolean rawMiddleEquals(long at, int length, byte[] bytes) {
         for (int i = 8; i < length - 8; i += 8) {
-            if (rawLong(at + i) != (long) LONGS.get(bytes, i)) {
+            if (PlatformDependent.getLong(at + i) != PlatformDependent.getLong(bytes, i)) {
                 return false;
             }
         }
