@@ -43,11 +43,8 @@ public final class AsciiStringCache {
 
     private static final Entry[] ENTRIES = new Entry[SIZE];
 
-    /**
-     * Whether buffers with a memory address (pooled direct ones: every socket read) are read from memory
-     * directly; needs {@code sun.misc.Unsafe}, as Netty's own direct buffers do.
-     */
-    private static final boolean RAW = PlatformDependent.hasUnsafe();
+    /** Whether buffers with a memory address (pooled direct ones: every socket read) are read from memory directly. */
+    private static final boolean RAW = RawMemory.AVAILABLE;
 
     /** A cached string with its first and last word, as {@link #first} and {@link #last} read them. */
     private static final class Entry {
@@ -74,7 +71,7 @@ public final class AsciiStringCache {
             // bytes, instead of both on each of the three to five reads below
             long address = buf.memoryAddress();
             checkBounds(buf, index, 1);
-            int length = PlatformDependent.getByte(address + index) & 0xFF;
+            int length = RawMemory.getUnsignedByte(address + index);
             checkBounds(buf, index + 1, length);
             return getRaw(buf, address + index + 1, index + 1, length);
         }
@@ -143,49 +140,33 @@ public final class AsciiStringCache {
     /** {@link #first} from memory. */
     private static long rawFirst(long at, int length) {
         if (length >= 8) {
-            return rawLong(at);
+            return RawMemory.getLong(at);
         }
         if (length >= 4) {
-            return rawInt(at);
+            return RawMemory.getUnsignedInt(at);
         }
-        return length >= 2 ? rawShort(at) : PlatformDependent.getByte(at) & 0xFF;
+        return length >= 2 ? RawMemory.getUnsignedShort(at) : RawMemory.getUnsignedByte(at);
     }
 
     /** {@link #last} from memory. */
     private static long rawLast(long at, int length) {
         if (length >= 8) {
-            return rawLong(at + length - 8);
+            return RawMemory.getLong(at + length - 8);
         }
         if (length >= 4) {
-            return rawInt(at + length - 4);
+            return RawMemory.getUnsignedInt(at + length - 4);
         }
-        return length >= 2 ? rawShort(at + length - 2) : PlatformDependent.getByte(at) & 0xFF;
+        return length >= 2 ? RawMemory.getUnsignedShort(at + length - 2) : RawMemory.getUnsignedByte(at);
     }
 
     /** {@link #middleEquals} from memory; equality needs no byte order, so both sides are read natively. */
     private static boolean rawMiddleEquals(long at, int length, byte[] bytes) {
         for (int i = 8; i < length - 8; i += 8) {
-            if (PlatformDependent.getLong(at + i) != PlatformDependent.getLong(bytes, i)) {
+            if (RawMemory.getLongNative(at + i) != PlatformDependent.getLong(bytes, i)) {
                 return false;
             }
         }
         return true;
-    }
-
-    // the words as ByteBuf's big-endian getters read them, whatever the platform's order
-    private static long rawLong(long address) {
-        long v = PlatformDependent.getLong(address);
-        return PlatformDependent.BIG_ENDIAN_NATIVE_ORDER ? v : Long.reverseBytes(v);
-    }
-
-    private static long rawInt(long address) {
-        int v = PlatformDependent.getInt(address);
-        return (PlatformDependent.BIG_ENDIAN_NATIVE_ORDER ? v : Integer.reverseBytes(v)) & 0xFFFFFFFFL;
-    }
-
-    private static long rawShort(long address) {
-        short v = PlatformDependent.getShort(address);
-        return (PlatformDependent.BIG_ENDIAN_NATIVE_ORDER ? v : Short.reverseBytes(v)) & 0xFFFF;
     }
 
     /** Bytes 0..7 as a big-endian word, or all of them (1 to 7) zero-extended. */

@@ -214,8 +214,11 @@ public class FrameDecoder extends ChannelInboundHandlerAdapter {
     private void decodeFrames(ChannelHandlerContext ctx, ByteBuf in, Frame.Pool frames) {
         int index = in.readerIndex();
         int end = in.writerIndex();
+        // a socket read is a pooled direct buffer: one accessibility check here, and every index read below lies
+        // between its reader and writer index, so the headers and end bytes are read from memory unchecked
+        long address = RawMemory.AVAILABLE && in.hasMemoryAddress() ? in.memoryAddress() : 0;
         while (end - index >= Frames.FRAME_HEADER_SIZE) {
-            Frame frame = decodeFrame(in, index, end, frames);
+            Frame frame = decodeFrame(in, address, index, end, frames);
             if (frame == null) {
                 break;
             }
@@ -253,7 +256,7 @@ public class FrameDecoder extends ChannelInboundHandlerAdapter {
             int have = cum.readableBytes();
             if (have >= Frames.FRAME_HEADER_SIZE) {
                 // checks the header as soon as it is whole, and decodes the frame once its end byte is there
-                Frame frame = decodeFrame(cum, cum.readerIndex(), cum.writerIndex(), frames);
+                Frame frame = decodeFrame(cum, 0, cum.readerIndex(), cum.writerIndex(), frames);
                 if (frame != null) {
                     // the cumulation only ever holds one frame: the payload slice now keeps it alive
                     cumulation = null;
@@ -302,13 +305,15 @@ public class FrameDecoder extends ChannelInboundHandlerAdapter {
     /**
      * Decodes the frame at {@code start} (at least a header's worth of bytes before {@code end}): returns it,
      * its payload a retained slice of {@code in}, or null when more bytes are needed. Checks the header first,
-     * so a frame too large is refused before its bytes are waited for. Reads with absolute indices.
+     * so a frame too large is refused before its bytes are waited for. Reads with absolute indices; from
+     * memory when {@code address} (the buffer's memory address, or 0) is not 0, as the caller checked
+     * {@code in} is accessible and {@code [start, end)} is readable.
      */
-    private Frame decodeFrame(ByteBuf in, int start, int end, Frame.Pool frames) {
+    private Frame decodeFrame(ByteBuf in, long address, int start, int end, Frame.Pool frames) {
         // type (8 bits), channel (16), size (32): one read when a whole frame's minimum is there, since
         // every ByteBuf accessor pays for its bounds and reference-count checks
         long header = end - start >= Frames.FRAME_OVERHEAD
-                ? in.getLong(start) >>> 8
+                ? (address != 0 ? RawMemory.getLong(address + start) : in.getLong(start)) >>> 8
                 : ((long) in.getUnsignedByte(start) << 48) | ((long) in.getUnsignedShort(start + 1) << 32)
                         | in.getUnsignedInt(start + 3);
         int typeId = (int) (header >>> 48);
@@ -330,7 +335,7 @@ public class FrameDecoder extends ChannelInboundHandlerAdapter {
         }
         int payloadIndex = start + Frames.FRAME_HEADER_SIZE;
         int endIndex = payloadIndex + payloadSize;
-        int endOctet = in.getUnsignedByte(endIndex);
+        int endOctet = address != 0 ? RawMemory.getUnsignedByte(address + endIndex) : in.getUnsignedByte(endIndex);
         if (endOctet != Frames.FRAME_END) {
             throw frameError(String.format("frame-end byte is 0x%02X, expected 0xCE (payload size %d)", endOctet,
                     payloadSize), type, channel, Frames.FRAME_HEADER_SIZE + payloadSize);
