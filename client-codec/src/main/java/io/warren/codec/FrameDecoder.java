@@ -74,6 +74,11 @@ public class FrameDecoder extends ChannelInboundHandlerAdapter {
     /** Whether a ByteBuf was read since the last read-complete, and whether it yielded a frame. */
     private boolean selfFiredChannelRead;
     private boolean firedChannelRead;
+    /** Whether a read is being decoded, and the bytes of reads that re-entered meanwhile (null when none). */
+    private boolean decoding;
+    private ByteBuf deferred;
+    /** Whether the channel went inactive: a partial frame is then dropped, not kept. */
+    private boolean inactive;
     /** Where decoded frames come from; made on the first read, by the event loop. */
     private Frame.Pool pool;
 
@@ -142,6 +147,31 @@ public class FrameDecoder extends ChannelInboundHandlerAdapter {
         }
         ByteBuf in = (ByteBuf) msg;
         selfFiredChannelRead = true;
+        if (decoding) {
+            // re-entered from a handler this one passed a frame to (an SslHandler can unwrap while that handler's
+            // write is flushed): these bytes follow the rest of the read being decoded, so they wait for it
+            defer(ctx, in);
+            return;
+        }
+        decoding = true;
+        try {
+            decodeRead(ctx, in);
+            ByteBuf next;
+            while ((next = deferred) != null) {
+                deferred = null;
+                if (ctx.isRemoved()) {
+                    ctx.fireChannelRead(next); // as the rest of the read was: the next handler owns it
+                } else {
+                    decodeRead(ctx, next);
+                }
+            }
+        } finally {
+            decoding = false;
+        }
+    }
+
+    /** Decodes one read buffer, which is released here. */
+    private void decodeRead(ChannelHandlerContext ctx, ByteBuf in) {
         try {
             if (failed) {
                 return;
@@ -158,7 +188,27 @@ public class FrameDecoder extends ChannelInboundHandlerAdapter {
         } catch (AmqpProtocolException e) {
             failed = true;
             releaseCumulation();
+            ByteBuf d = deferred;
+            if (d != null) {
+                deferred = null;
+                d.release();
+            }
             throw e;
+        } finally {
+            in.release();
+        }
+    }
+
+    /** Keeps a copy of a re-entrant read's bytes for after the read being decoded; releases {@code in}. */
+    private void defer(ChannelHandlerContext ctx, ByteBuf in) {
+        try {
+            if (!failed && in.isReadable()) {
+                ByteBuf d = deferred;
+                if (d == null) {
+                    deferred = d = ctx.alloc().buffer(in.readableBytes());
+                }
+                d.writeBytes(in);
+            }
         } finally {
             in.release();
         }
@@ -178,6 +228,7 @@ public class FrameDecoder extends ChannelInboundHandlerAdapter {
     /** A partial frame at close is dropped: the connection is gone. */
     @Override
     public void channelInactive(ChannelHandlerContext ctx) {
+        inactive = true;
         releaseCumulation();
         ctx.fireChannelInactive();
     }
@@ -235,7 +286,7 @@ public class FrameDecoder extends ChannelInboundHandlerAdapter {
                 return;
             }
         }
-        if (index < end) {
+        if (index < end && !inactive) { // closed while a frame was passed on: nothing more will complete it
             int partial = end - index;
             // room for the whole frame when its size is known (already checked against the limits), capped so a
             // header announcing a huge frame does not reserve memory before its bytes arrive

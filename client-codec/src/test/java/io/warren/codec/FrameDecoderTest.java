@@ -354,6 +354,30 @@ class FrameDecoderTest {
     }
 
     @Test
+    void aReadThatReEntersWhileAFrameIsPassedOnWaitsForTheRestOfTheRead() {
+        byte[] stream = sampleStream();
+        int split = stream.length / 2 + 3; // inside a frame
+        List<Decoded> seen = new ArrayList<>();
+        boolean[] reentered = {false};
+        EmbeddedChannel channel = new EmbeddedChannel(new FrameDecoder(), new ChannelInboundHandlerAdapter() {
+            @Override
+            public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                Frame frame = (Frame) msg;
+                seen.add(new Decoded(frame.type(), frame.channel(), ByteBufUtil.getBytes(frame.payload())));
+                frame.release();
+                if (!reentered[0]) {
+                    // the second half arrives while the first frame of the first half is being handled
+                    reentered[0] = true;
+                    ctx.pipeline().fireChannelRead(Unpooled.wrappedBuffer(stream, split, stream.length - split));
+                }
+            }
+        });
+        channel.writeInbound(Unpooled.wrappedBuffer(stream, 0, split));
+        assertEquals(decodeWhole(stream), seen);
+        assertFalse(channel.finish());
+    }
+
+    @Test
     void aPartialFrameAtCloseIsReleased() {
         byte[] stream = sampleStream();
         EmbeddedChannel channel = new EmbeddedChannel(new FrameDecoder());
