@@ -171,7 +171,7 @@ public final class Frame implements ReferenceCounted {
      */
     static final class Pool {
 
-        /** Frames kept for reuse: the decoder passes frames on in batches of 16, so few are alive at once. */
+        /** Frames kept for reuse: the decoder passes each frame on as it is decoded, so few are alive at once. */
         static final int CAPACITY = 64;
 
         private final Thread owner;

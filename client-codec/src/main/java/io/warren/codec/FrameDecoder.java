@@ -2,10 +2,9 @@ package io.warren.codec;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;
-import io.netty.handler.codec.ByteToMessageDecoder;
+import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.warren.codec.content.ContentHeader;
 import io.warren.codec.method.MethodTable;
-import java.util.List;
 
 /**
  * Splits the inbound byte stream into {@link Frame}s.
@@ -30,7 +29,13 @@ import java.util.List;
  *   <li>heartbeat frames: empty, on channel 0.</li>
  * </ul>
  *
- * <p>Each frame's payload is a retained slice of the cumulation (no copy) inside a pooled
+ * <p>A plain inbound handler rather than a {@code ByteToMessageDecoder}: frames are parsed straight from
+ * each read buffer and passed on one by one as they are found, so a read costs no output list, no
+ * cumulation and no re-entry bookkeeping per frame; only a frame split across reads is copied (into a
+ * cumulation that holds that one frame). Auto-read off, removal and close behave as with
+ * {@code ByteToMessageDecoder}.
+ *
+ * <p>Each frame's payload is a retained slice of the read buffer (or of the cumulation; no copy) inside a pooled
  * {@link Frame}; the next handler owns the frame and releases it. By default method and
  * content-header payloads are validated before they are passed on ({@link MethodTable#validate} and
  * {@link ContentHeader#validate}), so views wrapped over them never read out of bounds.
@@ -44,13 +49,13 @@ import java.util.List;
  *
  * <p>Threading: an instance belongs to one channel pipeline; every method runs on its event loop.
  */
-public class FrameDecoder extends ByteToMessageDecoder {
+public class FrameDecoder extends ChannelInboundHandlerAdapter {
 
     /** Default limit for method and content-header frames (whole frame): 1 MiB. */
     public static final int DEFAULT_MAX_METHOD_FRAME_SIZE = 1 << 20;
 
-    /** Frames decoded per call before ByteToMessageDecoder passes them on (and they are recycled). */
-    private static final int FRAMES_PER_DECODE = 16;
+    /** The most a cumulation reserves for a partial frame before its bytes arrive: it grows as they do. */
+    private static final int MAX_INITIAL_CUMULATION = 1 << 20;
 
     /** The largest payload a ByteBuf slice can address, whatever frame-max says. */
     private static final long MAX_PAYLOAD = Integer.MAX_VALUE - Frames.FRAME_OVERHEAD;
@@ -64,6 +69,16 @@ public class FrameDecoder extends ByteToMessageDecoder {
     private int frameMax = Frames.FRAME_MIN_SIZE;
     private long streamOffset;
     private boolean failed;
+    /** The bytes of a frame split across reads, from its first byte; null when the last read ended on a frame. */
+    private ByteBuf cumulation;
+    /** Whether a ByteBuf was read since the last read-complete, and whether it yielded a frame. */
+    private boolean selfFiredChannelRead;
+    private boolean firedChannelRead;
+    /** Whether a read is being decoded, and the bytes of reads that re-entered meanwhile (null when none). */
+    private boolean decoding;
+    private ByteBuf deferred;
+    /** Whether the channel went inactive: a partial frame is then dropped, not kept. */
+    private boolean inactive;
     /** Where decoded frames come from; made on the first read, by the event loop. */
     private Frame.Pool pool;
 
@@ -117,52 +132,245 @@ public class FrameDecoder extends ByteToMessageDecoder {
         maxMethodPayload = Math.max(maxBodyPayload, maxMethodFrameSize - Frames.FRAME_OVERHEAD);
     }
 
+    // ---- channel events ----------------------------------------------------------------------------------
+
+    /**
+     * Decodes the frames in {@code msg} (a {@code ByteBuf}, released here) and passes each on as it is found;
+     * anything else is passed on untouched. Frames are sliced from the read buffer itself: only the bytes of
+     * a frame split across reads are copied, into the cumulation.
+     */
     @Override
-    protected void decode(ChannelHandlerContext ctx, ByteBuf in, List<Object> out) {
-        if (failed) {
-            in.skipBytes(in.readableBytes());
+    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+        if (!(msg instanceof ByteBuf)) {
+            ctx.fireChannelRead(msg);
             return;
         }
-        Frame.Pool frames = pool;
-        if (frames == null || !frames.isOwner()) {
-            // first read, or the channel moved to another event loop: frames come from the reading thread's pool
-            pool = frames = new Frame.Pool();
+        ByteBuf in = (ByteBuf) msg;
+        selfFiredChannelRead = true;
+        if (decoding) {
+            // re-entered from a handler this one passed a frame to (an SslHandler can unwrap while that handler's
+            // write is flushed): these bytes follow the rest of the read being decoded, so they wait for it
+            defer(ctx, in);
+            return;
         }
-        int index = in.readerIndex();
-        int end = in.writerIndex();
+        decoding = true;
         try {
-            // A bounded batch: ByteToMessageDecoder passes these on before calling again, so a large read
-            // does not keep more frames alive at once than the pool holds.
-            for (int n = 0; n < FRAMES_PER_DECODE && end - index >= Frames.FRAME_HEADER_SIZE; n++) {
-                int next = decodeFrame(in, index, end, frames, out);
-                if (next < 0) {
-                    break;
+            decodeRead(ctx, in);
+            ByteBuf next;
+            while ((next = deferred) != null) {
+                deferred = null;
+                if (ctx.isRemoved()) {
+                    ctx.fireChannelRead(next); // as the rest of the read was: the next handler owns it
+                } else {
+                    decodeRead(ctx, next);
                 }
-                index = next;
             }
+        } finally {
+            decoding = false;
+        }
+    }
+
+    /** Decodes one read buffer, which is released here. */
+    private void decodeRead(ChannelHandlerContext ctx, ByteBuf in) {
+        try {
+            if (failed) {
+                return;
+            }
+            Frame.Pool frames = pool;
+            if (frames == null || !frames.isOwner()) {
+                // first read, or the channel moved to another event loop: frames come from the reading thread's pool
+                pool = frames = new Frame.Pool();
+            }
+            if (cumulation != null && !completeCumulation(ctx, in, frames)) {
+                return; // the whole read went into the partial frame
+            }
+            decodeFrames(ctx, in, frames);
         } catch (AmqpProtocolException e) {
             failed = true;
-            in.skipBytes(in.readableBytes());
+            releaseCumulation();
+            ByteBuf d = deferred;
+            if (d != null) {
+                deferred = null;
+                d.release();
+            }
             throw e;
+        } finally {
+            in.release();
         }
-        in.readerIndex(index);
+    }
+
+    /** Keeps a copy of a re-entrant read's bytes for after the read being decoded; releases {@code in}. */
+    private void defer(ChannelHandlerContext ctx, ByteBuf in) {
+        try {
+            if (!failed && in.isReadable()) {
+                ByteBuf d = deferred;
+                if (d == null) {
+                    deferred = d = ctx.alloc().buffer(in.readableBytes());
+                }
+                d.writeBytes(in);
+            }
+        } finally {
+            in.release();
+        }
+    }
+
+    /** Like {@code ByteToMessageDecoder}: asks for another read when this one yielded no frame and auto-read is off. */
+    @Override
+    public void channelReadComplete(ChannelHandlerContext ctx) {
+        if (selfFiredChannelRead && !firedChannelRead && !ctx.channel().config().isAutoRead()) {
+            ctx.read();
+        }
+        selfFiredChannelRead = false;
+        firedChannelRead = false;
+        ctx.fireChannelReadComplete();
+    }
+
+    /** A partial frame at close is dropped: the connection is gone. */
+    @Override
+    public void channelInactive(ChannelHandlerContext ctx) {
+        inactive = true;
+        releaseCumulation();
+        ctx.fireChannelInactive();
+    }
+
+    /** Like {@code ByteToMessageDecoder}: the bytes of a partial frame are passed on to the next handler. */
+    @Override
+    public void handlerRemoved(ChannelHandlerContext ctx) {
+        ByteBuf cum = cumulation;
+        if (cum != null) {
+            cumulation = null;
+            if (cum.isReadable() && !failed) {
+                ctx.fireChannelRead(cum);
+                ctx.fireChannelReadComplete();
+            } else {
+                cum.release();
+            }
+        }
+    }
+
+    private void releaseCumulation() {
+        ByteBuf cum = cumulation;
+        if (cum != null) {
+            cumulation = null;
+            cum.release();
+        }
+    }
+
+    // ---- decoding ----------------------------------------------------------------------------------------
+
+    /**
+     * Decodes and passes on every whole frame of {@code in} (which the caller releases); the bytes of a
+     * trailing partial frame are copied into a new cumulation.
+     */
+    private void decodeFrames(ChannelHandlerContext ctx, ByteBuf in, Frame.Pool frames) {
+        int index = in.readerIndex();
+        int end = in.writerIndex();
+        // a socket read is a pooled direct buffer: one accessibility check here, and every index read below lies
+        // between its reader and writer index, so the headers and end bytes are read from memory unchecked
+        long address = RawMemory.AVAILABLE && in.hasMemoryAddress() ? in.memoryAddress() : 0;
+        while (end - index >= Frames.FRAME_HEADER_SIZE) {
+            Frame frame = decodeFrame(in, address, index, end, frames);
+            if (frame == null) {
+                break;
+            }
+            // past this frame before passing it on: the next handler may close the channel or remove this one
+            index += frame.payload().readableBytes() + Frames.FRAME_OVERHEAD;
+            in.readerIndex(index);
+            firedChannelRead = true;
+            ctx.fireChannelRead(frame);
+            if (failed) {
+                return; // only when a handler down the pipeline re-entered this one with bad input
+            }
+            if (ctx.isRemoved()) {
+                passOnRest(ctx, in);
+                return;
+            }
+        }
+        if (index < end && !inactive) { // closed while a frame was passed on: nothing more will complete it
+            int partial = end - index;
+            // room for the whole frame when its size is known (already checked against the limits), capped so a
+            // header announcing a huge frame does not reserve memory before its bytes arrive
+            long needed = partial >= Frames.FRAME_HEADER_SIZE ? pendingFrameLength(in, index) : Frames.FRAME_OVERHEAD;
+            int capacity = (int) Math.max(partial, Math.min(needed, MAX_INITIAL_CUMULATION));
+            cumulation = ctx.alloc().buffer(capacity).writeBytes(in, index, partial);
+            in.readerIndex(end);
+        }
     }
 
     /**
-     * Decodes the frame at {@code start} into {@code out}; returns the index after it, or -1 when more
-     * bytes are needed (nothing consumed). Reads with absolute indices: the caller moves the reader index
-     * once per batch.
+     * Moves bytes from {@code in} into the cumulation until it holds one whole frame, then passes that frame
+     * on. Returns false when {@code in} ran out first (the frame stays partial).
      */
-    private int decodeFrame(ByteBuf in, int start, int end, Frame.Pool frames, List<Object> out) {
+    private boolean completeCumulation(ChannelHandlerContext ctx, ByteBuf in, Frame.Pool frames) {
+        ByteBuf cum = cumulation;
+        for (;;) {
+            int have = cum.readableBytes();
+            if (have >= Frames.FRAME_HEADER_SIZE) {
+                // checks the header as soon as it is whole, and decodes the frame once its end byte is there
+                Frame frame = decodeFrame(cum, 0, cum.readerIndex(), cum.writerIndex(), frames);
+                if (frame != null) {
+                    // the cumulation only ever holds one frame: the payload slice now keeps it alive
+                    cumulation = null;
+                    cum.release();
+                    firedChannelRead = true;
+                    ctx.fireChannelRead(frame);
+                    if (failed) {
+                        return false; // a handler down the pipeline re-entered this one with bad input
+                    }
+                    if (ctx.isRemoved()) {
+                        passOnRest(ctx, in);
+                        return false;
+                    }
+                    return true;
+                }
+            }
+            long needed = have >= Frames.FRAME_HEADER_SIZE ? pendingFrameLength(cum, cum.readerIndex())
+                    : Frames.FRAME_HEADER_SIZE;
+            int n = (int) Math.min(needed - have, in.readableBytes());
+            if (n == 0) {
+                return false;
+            }
+            cum.ensureWritable(n);
+            cum.writeBytes(in, n);
+        }
+    }
+
+    /** After this handler was removed by the one it passed a frame to: the rest of the read goes on, as in B2MD. */
+    private static void passOnRest(ChannelHandlerContext ctx, ByteBuf in) {
+        if (in.isReadable()) {
+            ctx.fireChannelRead(in.readRetainedSlice(in.readableBytes()));
+        }
+    }
+
+    /**
+     * The length of the frame (or protocol header) at {@code start}, whose 7-byte header is readable and was
+     * checked by {@link #decodeFrame}.
+     */
+    private long pendingFrameLength(ByteBuf in, int start) {
+        if (streamOffset == 0 && in.getUnsignedByte(start) == 'A') {
+            return ProtocolHeader.LENGTH;
+        }
+        return in.getUnsignedInt(start + 3) + Frames.FRAME_OVERHEAD;
+    }
+
+    /**
+     * Decodes the frame at {@code start} (at least a header's worth of bytes before {@code end}): returns it,
+     * its payload a retained slice of {@code in}, or null when more bytes are needed. Checks the header first,
+     * so a frame too large is refused before its bytes are waited for. Reads with absolute indices; from
+     * memory when {@code address} (the buffer's memory address, or 0) is not 0, as the caller checked
+     * {@code in} is accessible and {@code [start, end)} is readable.
+     */
+    private Frame decodeFrame(ByteBuf in, long address, int start, int end, Frame.Pool frames) {
         // type (8 bits), channel (16), size (32): one read when a whole frame's minimum is there, since
         // every ByteBuf accessor pays for its bounds and reference-count checks
         long header = end - start >= Frames.FRAME_OVERHEAD
-                ? in.getLong(start) >>> 8
+                ? (address != 0 ? RawMemory.getLong(address + start) : in.getLong(start)) >>> 8
                 : ((long) in.getUnsignedByte(start) << 48) | ((long) in.getUnsignedShort(start + 1) << 32)
                         | in.getUnsignedInt(start + 3);
         int typeId = (int) (header >>> 48);
         if (streamOffset == 0 && typeId == 'A') {
-            return protocolHeader(in, start, end);
+            protocolHeader(in, start, end);
+            return null;
         }
         FrameType type = FrameType.fromId(typeId);
         int channel = (int) (header >>> 32) & 0xFFFF;
@@ -174,19 +382,18 @@ public class FrameDecoder extends ByteToMessageDecoder {
         int payloadSize = (int) size;
         // long arithmetic: a payload near 2 GiB must not overflow the comparison
         if (end - start < (long) payloadSize + Frames.FRAME_OVERHEAD) {
-            return -1;
+            return null;
         }
         int payloadIndex = start + Frames.FRAME_HEADER_SIZE;
         int endIndex = payloadIndex + payloadSize;
-        int endOctet = in.getUnsignedByte(endIndex);
+        int endOctet = address != 0 ? RawMemory.getUnsignedByte(address + endIndex) : in.getUnsignedByte(endIndex);
         if (endOctet != Frames.FRAME_END) {
             throw frameError(String.format("frame-end byte is 0x%02X, expected 0xCE (payload size %d)", endOctet,
                     payloadSize), type, channel, Frames.FRAME_HEADER_SIZE + payloadSize);
         }
         checkPayload(type, channel, in, payloadIndex, payloadSize);
-        out.add(frames.get(type, channel, in.retainedSlice(payloadIndex, payloadSize)));
         streamOffset += payloadSize + Frames.FRAME_OVERHEAD;
-        return endIndex + 1;
+        return frames.get(type, channel, in.retainedSlice(payloadIndex, payloadSize));
     }
 
     private void checkSize(FrameType type, int channel, long size) {
@@ -244,9 +451,10 @@ public class FrameDecoder extends ByteToMessageDecoder {
         }
     }
 
-    private int protocolHeader(ByteBuf in, int start, int end) {
+    /** Returns when the 8 bytes are not all there yet; otherwise throws. */
+    private void protocolHeader(ByteBuf in, int start, int end) {
         if (end - start < ProtocolHeader.LENGTH) {
-            return -1;
+            return;
         }
         if (in.getInt(start) != 0x414D5150) { // "AMQP"
             throw frameError("unknown frame type 65", null, -1, 0);

@@ -3,6 +3,7 @@ package io.warren.codec;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
@@ -86,5 +87,29 @@ class AsciiStringCacheTest {
         assertEquals(1, buf.readerIndex());
         assertEquals(buf.capacity(), buf.writerIndex());
         buf.release();
+    }
+
+    @Test
+    void aStringRunningPastTheBufferIsRefusedOnEveryPath() {
+        // the direct buffers' words are read from memory after one bounds check: it must hold as ByteBuf's does
+        ByteBuf direct = Unpooled.directBuffer(8).writeByte(20).writeBytes(new byte[] {'a', 'b', 'c'});
+        ByteBuf slice = direct.slice(0, 4);
+        ByteBuf heap = Unpooled.buffer(8).writeByte(20).writeBytes(new byte[] {'a', 'b', 'c'});
+        for (ByteBuf buf : new ByteBuf[] {direct, slice, heap}) {
+            assertThrows(IndexOutOfBoundsException.class, () -> AsciiStringCache.shortString(buf, 0), buf.toString());
+            assertThrows(IndexOutOfBoundsException.class, () -> AsciiStringCache.shortString(buf, -1), buf.toString());
+            assertThrows(IndexOutOfBoundsException.class, () -> AsciiStringCache.get(buf, 1, 20), buf.toString());
+        }
+        assertEquals(new AsciiString("abc"), AsciiStringCache.get(slice, 1, 3));
+        assertThrows(IndexOutOfBoundsException.class, () -> AsciiStringCache.get(slice, 2, 3));
+        direct.release();
+        heap.release();
+    }
+
+    @Test
+    void aReleasedDirectBufferIsNotRead() {
+        ByteBuf buf = direct("amq.ctag-bench", 0);
+        buf.release();
+        assertThrows(io.netty.util.IllegalReferenceCountException.class, () -> AsciiStringCache.get(buf, 0, 14));
     }
 }
