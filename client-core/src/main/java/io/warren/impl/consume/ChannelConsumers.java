@@ -42,7 +42,13 @@ import org.slf4j.LoggerFactory;
  * come here so that the coalescer sees every tag of the channel:
  * <ul>
  *   <li>on the event loop they go to the coalescer at once, and its frames are written by one task at the end
- *       of the current event-loop pass: the acks of a whole read batch become one basic.ack;</li>
+ *       of the current event-loop pass: the acks of a read batch become one basic.ack. But not more than
+ *       {@link #MAX_ACKS_HELD} tags (or half the smallest prefetch of the channel's manual-ack consumers) wait:
+ *       past that the acks are written and flushed at once, in the middle of the read batch. A batch is up to
+ *       16 socket reads (thousands of small deliveries, the whole prefetch window when the broker has a
+ *       backlog), and every tag held back is one the broker counts against the prefetch: holding them all to
+ *       the end of the batch shuts the window until the batch is processed, then reopens it all at once, so
+ *       the broker sends in bursts and waits in between (stop-and-go) where it should keep sending;</li>
  *   <li>from another thread the settlement (the delivery itself, or a small {@link Settlement.Tagged}) is
  *       offered to an MPSC queue, and the thread that takes the queue from idle hands ONE drain to the event
  *       loop through the connection's {@link OutboundPath} (so that a thread's "ack, then close" keeps its
@@ -74,6 +80,12 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
     public static final int NACK = AckCoalescer.NACK;
     public static final int REJECT = AckCoalescer.REJECT;
 
+    /**
+     * At most this many acked tags wait for the end of the event-loop pass (see "Settlements"): one basic.ack
+     * frame per 32 deliveries costs little, and the broker's window stays open during a long read batch.
+     */
+    static final int MAX_ACKS_HELD = 32;
+
     // immutable
     private final ChannelState state;
     private final int number;
@@ -92,6 +104,8 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
     private long assemblingTag;
     private boolean assemblingRedelivered;
     private boolean flushScheduled;
+    /** Acked tags written at once when this many wait: {@link #MAX_ACKS_HELD}, or less for a small prefetch. */
+    private int acksHeldLimit = MAX_ACKS_HELD;
     /** The highest broker tag delivered here (deliver or get-ok); read at the loss to set the next offset. */
     private long highestTag;
 
@@ -230,6 +244,22 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
     private void add(ConsumerImpl consumer) {
         consumers = Arrays.copyOf(consumers, consumers.length + 1);
         consumers[consumers.length - 1] = consumer;
+        updateAcksHeldLimit();
+    }
+
+    /**
+     * Half the smallest prefetch of the manual-ack consumers, at most {@link #MAX_ACKS_HELD}: with a prefetch of
+     * 10, acks wait for 5 tags, so the broker may send the next 5 while the application handles these.
+     */
+    private void updateAcksHeldLimit() {
+        int limit = MAX_ACKS_HELD;
+        for (ConsumerImpl c : consumers) {
+            int prefetch = c.options().prefetch();
+            if (!c.noAck() && prefetch > 0) {
+                limit = Math.min(limit, Math.max(1, prefetch / 2));
+            }
+        }
+        acksHeldLimit = limit;
     }
 
     private void remove(ConsumerImpl consumer) {
@@ -239,6 +269,7 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
                 System.arraycopy(consumers, 0, fewer, 0, i);
                 System.arraycopy(consumers, i + 1, fewer, i, fewer.length - i);
                 consumers = fewer;
+                updateAcksHeldLimit();
                 return;
             }
         }
@@ -511,7 +542,11 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
         } else {
             countSettlement(op);
         }
-        if (!flushScheduled && acks.hasWork()) {
+        if (acks.unwrittenAcks() >= acksHeldLimit) {
+            // the broker counts these against the prefetch: write them now, not at the end of a long read batch
+            flush();
+            state.outbound().flushNow();
+        } else if (!flushScheduled && acks.hasWork()) {
             flushScheduled = true;
             loop.execute(flushTask);
         }
