@@ -165,7 +165,7 @@ public final class OutboundPath {
     /**
      * Flushes what was written now instead of at the end of the read batch or pass; event loop. For the few
      * writes whose delay costs the peer more than a syscall costs us: acks held back hold the broker's
-     * prefetch window shut, and a read batch can hold thousands of deliveries.
+     * prefetch window shut, and a read batch can hold the whole window.
      */
     public void flushNow() {
         flushIfPending();

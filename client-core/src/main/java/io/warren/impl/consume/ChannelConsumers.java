@@ -42,13 +42,14 @@ import org.slf4j.LoggerFactory;
  * come here so that the coalescer sees every tag of the channel:
  * <ul>
  *   <li>on the event loop they go to the coalescer at once, and its frames are written by one task at the end
- *       of the current event-loop pass: the acks of a read batch become one basic.ack. But not more than
- *       {@link #MAX_ACKS_HELD} tags (or half the smallest prefetch of the channel's manual-ack consumers) wait:
- *       past that the acks are written and flushed at once, in the middle of the read batch. A batch is up to
- *       16 socket reads (thousands of small deliveries, the whole prefetch window when the broker has a
- *       backlog), and every tag held back is one the broker counts against the prefetch: holding them all to
- *       the end of the batch shuts the window until the batch is processed, then reopens it all at once, so
- *       the broker sends in bursts and waits in between (stop-and-go) where it should keep sending;</li>
+ *       of the current event-loop pass: the acks of a read batch become one basic.ack. But when the channel's
+ *       manual-ack consumers have a prefetch, no more than half the smallest one waits: once that many tags are
+ *       acked they are written and flushed at once, in the middle of the read batch. A batch is up to 16
+ *       socket reads (the whole prefetch window when the broker has a backlog), and every tag held back is one
+ *       the broker counts against the prefetch: holding them all to the end of the batch shut the window until
+ *       the batch was processed, then reopened it all at once, so the broker sent in bursts and waited in
+ *       between (stop-and-go). Released by halves, the broker sends the next half while the application
+ *       handles this one, and the acks still go out in runs (a flush per half window, not per delivery);</li>
  *   <li>from another thread the settlement (the delivery itself, or a small {@link Settlement.Tagged}) is
  *       offered to an MPSC queue, and the thread that takes the queue from idle hands ONE drain to the event
  *       loop through the connection's {@link OutboundPath} (so that a thread's "ack, then close" keeps its
@@ -80,12 +81,6 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
     public static final int NACK = AckCoalescer.NACK;
     public static final int REJECT = AckCoalescer.REJECT;
 
-    /**
-     * At most this many acked tags wait for the end of the event-loop pass (see "Settlements"): one basic.ack
-     * frame per 32 deliveries costs little, and the broker's window stays open during a long read batch.
-     */
-    static final int MAX_ACKS_HELD = 32;
-
     // immutable
     private final ChannelState state;
     private final int number;
@@ -104,8 +99,8 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
     private long assemblingTag;
     private boolean assemblingRedelivered;
     private boolean flushScheduled;
-    /** Acked tags written at once when this many wait: {@link #MAX_ACKS_HELD}, or less for a small prefetch. */
-    private int acksHeldLimit = MAX_ACKS_HELD;
+    /** Acked tags are written at once when this many wait: half the smallest prefetch (see "Settlements"). */
+    private int acksHeldLimit = Integer.MAX_VALUE;
     /** The highest broker tag delivered here (deliver or get-ok); read at the loss to set the next offset. */
     private long highestTag;
 
@@ -248,11 +243,12 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
     }
 
     /**
-     * Half the smallest prefetch of the manual-ack consumers, at most {@link #MAX_ACKS_HELD}: with a prefetch of
-     * 10, acks wait for 5 tags, so the broker may send the next 5 while the application handles these.
+     * Half the smallest prefetch of the manual-ack consumers: with a prefetch of 500, acks wait for at most 250
+     * tags, so the broker may send the next 250 while the application handles these. Without a prefetch the
+     * broker does not wait for acks, and they wait for the end of the pass.
      */
     private void updateAcksHeldLimit() {
-        int limit = MAX_ACKS_HELD;
+        int limit = Integer.MAX_VALUE;
         for (ConsumerImpl c : consumers) {
             int prefetch = c.options().prefetch();
             if (!c.noAck() && prefetch > 0) {
