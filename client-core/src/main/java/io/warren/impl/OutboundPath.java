@@ -163,6 +163,15 @@ public final class OutboundPath {
     }
 
     /**
+     * Flushes what was written now instead of at the end of the read batch or pass; event loop. For the few
+     * writes whose delay costs the peer more than a syscall costs us: acks held back hold the broker's
+     * prefetch window shut, and a read batch can hold the whole window.
+     */
+    public void flushNow() {
+        flushIfPending();
+    }
+
+    /**
      * True when anything was written since the last call; clears the mark. Used by the heartbeat sender,
      * which sends only when the connection has been silent.
      */

@@ -165,25 +165,66 @@ class ConsumeTest {
         }
     }
 
+    /** Deliveries {@code from..to} to consumer {@code tag} in ONE buffer: one socket read, one read batch. */
+    private static io.netty.buffer.ByteBuf oneRead(String tag, long from, long to) {
+        io.netty.buffer.CompositeByteBuf read = FakeBroker.ALLOC.compositeBuffer(Integer.MAX_VALUE);
+        for (long t = from; t <= to; t++) {
+            read.addComponent(true, io.warren.codec.Frames.method(FakeBroker.ALLOC, 1, new BasicDeliverEncoder()
+                    .consumerTag(tag).deliveryTag(t).exchange("x").routingKey("rk")));
+            read.addComponent(true, io.warren.codec.Frames.contentHeader(FakeBroker.ALLOC, 1, HELLO.length,
+                    BasicProperties.EMPTY));
+            read.addComponent(true, io.warren.codec.Frames.body(FakeBroker.ALLOC, 1,
+                    io.netty.buffer.Unpooled.wrappedBuffer(HELLO)));
+        }
+        return read;
+    }
+
     @Test
-    void acksMadeOnTheEventLoopAreCoalescedOncePerPass() {
+    void acksMadeOnTheEventLoopAreCoalescedOncePerPassUpToALimit() {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
             consume(broker, ch, "c", ConsumeOptions.builder().prefetch(100).build(), Delivery::ack);
-            // 50 deliveries in one socket read: EmbeddedChannel runs the loop's tasks once, after it
-            io.netty.buffer.CompositeByteBuf read = FakeBroker.ALLOC.compositeBuffer();
-            for (long t = 1; t <= 50; t++) {
-                read.addComponent(true, io.warren.codec.Frames.method(FakeBroker.ALLOC, 1, new BasicDeliverEncoder()
-                        .consumerTag("c").deliveryTag(t).exchange("x").routingKey("rk")));
-                read.addComponent(true, io.warren.codec.Frames.contentHeader(FakeBroker.ALLOC, 1, HELLO.length,
-                        BasicProperties.EMPTY));
-                read.addComponent(true, io.warren.codec.Frames.body(FakeBroker.ALLOC, 1,
-                        io.netty.buffer.Unpooled.wrappedBuffer(HELLO)));
-            }
-            broker.sendRaw(read);
-            assertEquals(List.of("ack 50 multiple"), written(broker));
-            deliver(broker, "c", 51, HELLO);
-            assertEquals(List.of("ack 51"), written(broker));
+            // 20 deliveries in one socket read: EmbeddedChannel runs the loop's tasks once, after it
+            broker.sendRaw(oneRead("c", 1, 20));
+            assertEquals(List.of("ack 20 multiple"), written(broker));
+            deliver(broker, "c", 21, HELLO);
+            assertEquals(List.of("ack 21"), written(broker));
+            // 60 in one read: no more than half the prefetch (50) waits for the end of the pass
+            broker.sendRaw(oneRead("c", 22, 81));
+            assertEquals(List.of("ack 71 multiple", "ack 81 multiple"), written(broker));
+        }
+    }
+
+    @Test
+    void acksAreFlushedDuringALongReadBatchSoThePrefetchWindowStaysOpen() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            List<Integer> flushedBefore = new ArrayList<>();
+            // acknowledges every 25th with multiple=true, as warren-perf -A 25 does
+            consume(broker, ch, "c", ConsumeOptions.builder().prefetch(100).build(), d -> {
+                if (d.deliveryTag() % 25 == 1 && d.deliveryTag() > 1) {
+                    // what reached the socket before this delivery, in the same read batch
+                    flushedBefore.add(broker.client.outboundMessages().size());
+                }
+                if (d.deliveryTag() % 25 == 0) {
+                    d.ack(true);
+                }
+            });
+            // the whole window in one read (a broker with a backlog): before, no ack left until the batch ended,
+            // so the broker saw 100 unacknowledged deliveries and sent nothing more until then
+            broker.sendRaw(oneRead("c", 1, 100));
+            assertEquals(List.of(0, 1, 1), flushedBefore, "the first half of the window acked within the read batch");
+            assertEquals(List.of("ack 50 multiple", "ack 100 multiple"), written(broker));
+        }
+    }
+
+    @Test
+    void aSmallPrefetchHoldsBackAtMostHalfOfItsWindow() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            consume(broker, ch, "c", ConsumeOptions.builder().prefetch(10).build(), Delivery::ack);
+            broker.sendRaw(oneRead("c", 1, 10));
+            assertEquals(List.of("ack 5 multiple", "ack 10 multiple"), written(broker));
         }
     }
 
@@ -410,7 +451,8 @@ class ConsumeTest {
             assertTrue(broker.client.config().isAutoRead(), "the prefetch bounds the broker, not the socket");
             assertEquals(0, broker.handler.readPauses());
             c.resume();
-            assertEquals(List.of("ack 8 multiple"), written(broker));
+            // acks wait for at most half the prefetch (4) before they are written
+            assertEquals(List.of("ack 4 multiple", "ack 8 multiple"), written(broker));
         }
     }
 

@@ -221,6 +221,11 @@ final class AckCoalescer {
         return frames;
     }
 
+    /** Acks recorded and not yet appended: the tags the broker still counts against the prefetch. */
+    int unwrittenAcks() {
+        return acked;
+    }
+
     /** True when acks or other settlements wait to be taken. */
     boolean hasWork() {
         return acked > 0 || out != null;

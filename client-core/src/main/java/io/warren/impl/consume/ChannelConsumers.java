@@ -42,7 +42,14 @@ import org.slf4j.LoggerFactory;
  * come here so that the coalescer sees every tag of the channel:
  * <ul>
  *   <li>on the event loop they go to the coalescer at once, and its frames are written by one task at the end
- *       of the current event-loop pass: the acks of a whole read batch become one basic.ack;</li>
+ *       of the current event-loop pass: the acks of a read batch become one basic.ack. But when the channel's
+ *       manual-ack consumers have a prefetch, no more than half the smallest one waits: once that many tags are
+ *       acked they are written and flushed at once, in the middle of the read batch. A batch is up to 16
+ *       socket reads (the whole prefetch window when the broker has a backlog), and every tag held back is one
+ *       the broker counts against the prefetch: holding them all to the end of the batch shut the window until
+ *       the batch was processed, then reopened it all at once, so the broker sent in bursts and waited in
+ *       between (stop-and-go). Released by halves, the broker sends the next half while the application
+ *       handles this one, and the acks still go out in runs (a flush per half window, not per delivery);</li>
  *   <li>from another thread the settlement (the delivery itself, or a small {@link Settlement.Tagged}) is
  *       offered to an MPSC queue, and the thread that takes the queue from idle hands ONE drain to the event
  *       loop through the connection's {@link OutboundPath} (so that a thread's "ack, then close" keeps its
@@ -92,6 +99,8 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
     private long assemblingTag;
     private boolean assemblingRedelivered;
     private boolean flushScheduled;
+    /** Acked tags are written at once when this many wait: half the smallest prefetch (see "Settlements"). */
+    private int acksHeldLimit = Integer.MAX_VALUE;
     /** The highest broker tag delivered here (deliver or get-ok); read at the loss to set the next offset. */
     private long highestTag;
 
@@ -230,6 +239,23 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
     private void add(ConsumerImpl consumer) {
         consumers = Arrays.copyOf(consumers, consumers.length + 1);
         consumers[consumers.length - 1] = consumer;
+        updateAcksHeldLimit();
+    }
+
+    /**
+     * Half the smallest prefetch of the manual-ack consumers: with a prefetch of 500, acks wait for at most 250
+     * tags, so the broker may send the next 250 while the application handles these. Without a prefetch the
+     * broker does not wait for acks, and they wait for the end of the pass.
+     */
+    private void updateAcksHeldLimit() {
+        int limit = Integer.MAX_VALUE;
+        for (ConsumerImpl c : consumers) {
+            int prefetch = c.options().prefetch();
+            if (!c.noAck() && prefetch > 0) {
+                limit = Math.min(limit, Math.max(1, prefetch / 2));
+            }
+        }
+        acksHeldLimit = limit;
     }
 
     private void remove(ConsumerImpl consumer) {
@@ -239,6 +265,7 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
                 System.arraycopy(consumers, 0, fewer, 0, i);
                 System.arraycopy(consumers, i + 1, fewer, i, fewer.length - i);
                 consumers = fewer;
+                updateAcksHeldLimit();
                 return;
             }
         }
@@ -517,7 +544,11 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
         } else {
             countSettlement(op);
         }
-        if (!flushScheduled && acks.hasWork()) {
+        if (acks.unwrittenAcks() >= acksHeldLimit) {
+            // the broker counts these against the prefetch: write them now, not at the end of a long read batch
+            flush();
+            state.outbound().flushNow();
+        } else if (!flushScheduled && acks.hasWork()) {
             flushScheduled = true;
             loop.execute(flushTask);
         }
