@@ -219,6 +219,21 @@ class ConsumeTest {
     }
 
     @Test
+    void theChannelsOwnQosBoundsTheAcksHeldBackForConsumersWithoutAPrefetch() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            CompletionStage<Void> qos = ch.basicQos(10);
+            broker.expectAndRelease(1, MethodIds.BASIC_QOS);
+            broker.send(1, new BasicQosOkEncoder());
+            qos.toCompletableFuture().join();
+            broker.client.runPendingTasks();
+            consume(broker, ch, "c", ConsumeOptions.builder().build(), Delivery::ack);
+            broker.sendRaw(oneRead("c", 1, 10));
+            assertEquals(List.of("ack 5 multiple", "ack 10 multiple"), written(broker));
+        }
+    }
+
+    @Test
     void aSmallPrefetchHoldsBackAtMostHalfOfItsWindow() {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);

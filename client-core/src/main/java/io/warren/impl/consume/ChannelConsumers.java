@@ -43,8 +43,9 @@ import org.slf4j.LoggerFactory;
  * <ul>
  *   <li>on the event loop they go to the coalescer at once, and its frames are written by one task at the end
  *       of the current event-loop pass: the acks of a read batch become one basic.ack. But when the channel's
- *       manual-ack consumers have a prefetch, no more than half the smallest one waits: once that many tags are
- *       acked they are written and flushed at once, in the middle of the read batch. A batch is up to 16
+ *       manual-ack consumers have a prefetch (their own, or the channel's basic.qos), no more than half the
+ *       smallest one waits: once that many tags are acked they are written and flushed at once, in the middle
+ *       of the read batch. A batch is up to 16
  *       socket reads (the whole prefetch window when the broker has a backlog), and every tag held back is one
  *       the broker counts against the prefetch: holding them all to the end of the batch shut the window until
  *       the batch was processed, then reopened it all at once, so the broker sent in bursts and waited in
@@ -101,6 +102,8 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
     private boolean flushScheduled;
     /** Acked tags are written at once when this many wait: half the smallest prefetch (see "Settlements"). */
     private int acksHeldLimit = Integer.MAX_VALUE;
+    /** The prefetch count of the channel's own basic.qos ({@code Channel.basicQos}), 0 for none. */
+    private int channelPrefetch;
     /** The highest broker tag delivered here (deliver or get-ok); read at the loss to set the next offset. */
     private long highestTag;
 
@@ -250,12 +253,29 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
     private void updateAcksHeldLimit() {
         int limit = Integer.MAX_VALUE;
         for (ConsumerImpl c : consumers) {
-            int prefetch = c.options().prefetch();
-            if (!c.noAck() && prefetch > 0) {
+            if (c.noAck()) {
+                continue;
+            }
+            // a consumer without a prefetch of its own gets the channel's (basic.qos before basic.consume)
+            int prefetch = c.options().prefetch() > 0 ? c.options().prefetch() : channelPrefetch;
+            if (prefetch > 0) {
                 limit = Math.min(limit, Math.max(1, prefetch / 2));
             }
         }
         acksHeldLimit = limit;
+    }
+
+    /**
+     * The broker accepted the channel's own basic.qos ({@code Channel.basicQos}, global or not): its prefetch
+     * bounds the acks held back as a consumer's own does. Any thread.
+     */
+    public void channelQosAccepted(int prefetchCount) {
+        if (loop.inEventLoop()) {
+            channelPrefetch = prefetchCount;
+            updateAcksHeldLimit();
+        } else {
+            loop.execute(() -> channelQosAccepted(prefetchCount));
+        }
     }
 
     private void remove(ConsumerImpl consumer) {
