@@ -103,17 +103,26 @@ final class ConfirmTracker {
     }
 
     /**
-     * basic.return on this channel (confirm mode). {@code sequence} is the number the returned message carries in
-     * its header, or -1: a known outstanding mandatory publish is marked at once; otherwise the return is matched
-     * by order at the next ack or nack.
+     * basic.return on this channel (confirm mode, returns correlated): {@code sequence} is the number the returned
+     * message carries in its header, or -1. Every mandatory publish this tracker numbers was stamped, so a return
+     * that names none of them is of a publish it does not track (written before confirm.select): it goes to the
+     * listeners only, and is never matched by order to a stamped publish that was routed.
      */
-    void returned(int replyCode, String replyText, long sequence) {
-        ReturnInfo info = new ReturnInfo(replyCode, replyText);
+    void returnedStamped(int replyCode, String replyText, long sequence) {
         if (sequence > 0 && isUnreturnedMandatory(sequence)) {
-            markReturned(sequence, info);
+            markReturned(sequence, new ReturnInfo(replyCode, replyText));
         } else {
-            pendingReturns.add(info);
+            LOG.debug("channel {}: basic.return of a message whose sequence number ({}) names no outstanding mandatory"
+                    + " publish: not tracked here, left to the return listeners", channel, sequence);
         }
+    }
+
+    /**
+     * basic.return on this channel (confirm mode, returns not correlated,
+     * {@link io.warren.PublishOptions#correlateReturns}): matched to its publish by order at the next ack or nack.
+     */
+    void returned(int replyCode, String replyText) {
+        pendingReturns.add(new ReturnInfo(replyCode, replyText));
     }
 
     /** basic.ack from the broker. */

@@ -487,8 +487,12 @@ public final class Publisher {
                 ReturnedMessageImpl message = new ReturnedMessageImpl(channel, content);
                 metrics.messageReturned();
                 if (confirms != null) {
-                    confirms.returned(message.replyCode(), message.replyText(),
-                            SEQUENCE_HEADER.find(message.header(), -1));
+                    if (options.correlateReturns()) {
+                        confirms.returnedStamped(message.replyCode(), message.replyText(),
+                                SEQUENCE_HEADER.find(message.header(), -1));
+                    } else {
+                        confirms.returned(message.replyCode(), message.replyText());
+                    }
                 }
                 if (returnListeners.isEmpty()) {
                     LOG.debug("channel {}: {} with no return listener", number, message);

@@ -167,7 +167,7 @@ class ConfirmTest {
             ch.close();
             broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE);
             ack(broker, 1, 1, false);
-            sendReturn(broker, "m2");
+            sendReturn(broker, "m2", 2);
             ack(broker, 1, 2, false);
             broker.sendChannelCloseOk(1);
             assertSame(PublishOutcome.CONFIRMED, f.get(0).toCompletableFuture().join());
@@ -295,7 +295,7 @@ class ConfirmTest {
             List<CompletionStage<PublishOutcome>> f = publish(ch, 3, true);
             read(broker, 3);
             // m1 was routed to a queue that confirms late; m2 is unroutable: its return, then its ack (tag 2)
-            sendReturn(broker, "m2");
+            sendReturn(broker, "m2", 2);
             ack(broker, 1, 2, false);
             assertEquals(List.of("312 NO_ROUTE /q m2 id-m2"), returnedBodies);
             assertEquals(0, seenBodies.get(0).refCnt(), "the returned body is released after the listeners");
@@ -311,15 +311,15 @@ class ConfirmTest {
     }
 
     @Test
-    void anAckOfOlderPublishesBetweenAReturnAndItsAckLeavesTheReturnToItsOwnAck() {
-        try (FakeBroker broker = new FakeBroker()) {
+    void byOrderAnAckOfOlderPublishesBetweenAReturnAndItsAckLeavesTheReturnToItsOwnAck() {
+        try (FakeBroker broker = uncorrelated()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
             confirmMode(broker, ch);
             List<CompletionStage<PublishOutcome>> routed = publish(ch, 10, false);
             CompletionStage<PublishOutcome> unroutable = ch.publish("", "nowhere", true, PROPS, text("m11"));
             read(broker, 11);
             // the return of 11 goes out at once; the queue's confirms of 1..5 and 11's own ack share a flush
-            sendReturn(broker, "m11");
+            sendReturn(broker, "m11", 0);
             ack(broker, 1, 5, true);
             ack(broker, 1, 11, false);
             assertTrue(unroutable.toCompletableFuture().join().isReturned(), "11's outcome is RETURNED");
@@ -365,6 +365,29 @@ class ConfirmTest {
         }
     }
 
+    /**
+     * A mandatory publish written before confirm.select is not numbered, nor stamped; its return must not be taken
+     * by order for a stamped publish that was routed.
+     */
+    @Test
+    void aReturnWithoutTheHeaderIsNotMatchedToAStampedPublish() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            List<String> returned = new ArrayList<>();
+            ch.addReturnListener(m -> returned.add(m.body().toString(StandardCharsets.UTF_8)));
+            CompletionStage<PublishOutcome> before = ch.publish("", "nowhere", true, PROPS, text("before"));
+            expectPublish(broker, 1);
+            confirmMode(broker, ch);
+            CompletionStage<PublishOutcome> routed = ch.publish("", "q", true, PROPS, text("routed"));
+            expectPublish(broker, 1);
+            sendReturn(broker, "before", 0);
+            ack(broker, 1, 1, false);
+            assertSame(PublishOutcome.CONFIRMED, routed.toCompletableFuture().join());
+            assertEquals(List.of("before"), returned);
+            assertSame(PublishOutcome.SENT, before.toCompletableFuture().join());
+        }
+    }
+
     @Test
     void withCorrelationOffNothingIsAddedAndReturnsAreMatchedByOrder() {
         ConnectionOptions options = new ConnectionOptions().publishOptions(new PublishOptions().correlateReturns(false));
@@ -374,22 +397,22 @@ class ConfirmTest {
             CompletionStage<PublishOutcome> unroutable = ch.publish("", "nowhere", true, PROPS, text("lost"));
             PublishFixture.Published p = expectPublish(broker, 1);
             assertEquals(null, p.properties().headers());
-            sendReturn(broker, "lost");
+            sendReturn(broker, "lost", 0);
             ack(broker, 1, 1, false);
             assertTrue(unroutable.toCompletableFuture().join().isReturned());
         }
     }
 
     @Test
-    void severalReturnsBeforeOneAckAreMatchedInPublishOrder() {
-        try (FakeBroker broker = new FakeBroker()) {
+    void byOrderSeveralReturnsBeforeOneAckAreMatchedInPublishOrder() {
+        try (FakeBroker broker = uncorrelated()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
             confirmMode(broker, ch);
             CompletionStage<PublishOutcome> plain = ch.publish("", "q", false, PROPS, text("p"));
             List<CompletionStage<PublishOutcome>> f = publish(ch, 2, true);
             read(broker, 3);
-            sendReturn(broker, "m1");
-            sendReturn(broker, "m2");
+            sendReturn(broker, "m1", 0);
+            sendReturn(broker, "m2", 0);
             ack(broker, 1, 3, true);
             assertSame(PublishOutcome.CONFIRMED, plain.toCompletableFuture().join());
             assertTrue(f.get(0).toCompletableFuture().join().isReturned());
@@ -407,7 +430,7 @@ class ConfirmTest {
             read(broker, 1);
             broker.client.runPendingTasks();
             assertSame(PublishOutcome.SENT, f.toCompletableFuture().join());
-            sendReturn(broker, "m1");
+            sendReturn(broker, "m1", 0);
             assertEquals(1, seen.size());
             broker.expectNothing();
         }
@@ -539,8 +562,21 @@ class ConfirmTest {
         }
     }
 
-    static void sendReturn(FakeBroker broker, String body) {
+    /**
+     * basic.return of the message {@code body}; {@code sequence} > 0 gives it the sequence-number header the
+     * publisher stamped it with (as the broker gives a returned message back whole), 0 none.
+     */
+    static void sendReturn(FakeBroker broker, String body, long sequence) {
         broker.send(1, new BasicReturnEncoder().replyCode(312).replyText("NO_ROUTE").exchange("").routingKey("q"));
-        broker.sendContent(1, BasicProperties.builder().messageId("id-" + body).build(), body.getBytes());
+        BasicProperties.Builder props = BasicProperties.builder().messageId("id-" + body);
+        if (sequence > 0) {
+            props.headers(java.util.Map.of("x-warren-pub-seq-no", sequence));
+        }
+        broker.sendContent(1, props.build(), body.getBytes());
+    }
+
+    /** A broker whose client matches returns by order ({@link PublishOptions#correlateReturns} off). */
+    static FakeBroker uncorrelated() {
+        return new FakeBroker(new ConnectionOptions().publishOptions(new PublishOptions().correlateReturns(false)));
     }
 }

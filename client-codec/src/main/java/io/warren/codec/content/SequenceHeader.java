@@ -18,12 +18,14 @@ import io.warren.codec.table.FieldType;
  * entry (n bytes):            name-length | name | 'l' | value (8 bytes, big-endian)
  * </pre>
  *
- * <p>An entry with the same name already in the properties stays where it is; {@link #find} reads the last one,
- * which is the added one. Immutable, thread-safe.
+ * <p>Properties that already carry an entry of that name (a consumed message published again, with its headers)
+ * get it replaced: its place kept, its value set, so the message never carries two; that rare case builds new
+ * properties. Immutable, thread-safe.
  */
 public final class SequenceHeader {
 
     private final AsciiString name;
+    private final String nameString;
     private final int entryLength;
 
     /**
@@ -36,6 +38,7 @@ public final class SequenceHeader {
             throw new IllegalArgumentException("header name must be 1..255 ASCII characters: " + name);
         }
         this.name = AsciiString.of(name);
+        this.nameString = name;
         this.entryLength = 1 + name.length() + 1 + 8;
     }
 
@@ -46,6 +49,9 @@ public final class SequenceHeader {
 
     /** The bytes the entry adds to {@code properties}' encoded length (when they have no headers, the table too). */
     public int addedLength(BasicProperties properties) {
+        if (carries(properties)) {
+            return replaced(properties, 0).encodedLength() - properties.encodedLength();
+        }
         return properties.headersOffset() < 0 ? entryLength + 4 : entryLength;
     }
 
@@ -54,11 +60,27 @@ public final class SequenceHeader {
         return properties.encodedLength() + addedLength(properties);
     }
 
+    private boolean carries(BasicProperties properties) {
+        java.util.Map<String, Object> headers = properties.headers();
+        return headers != null && headers.containsKey(nameString);
+    }
+
+    /** The properties with the entry's value replaced in place (the length does not depend on the value). */
+    private BasicProperties replaced(BasicProperties properties, long value) {
+        java.util.Map<String, Object> headers = new java.util.LinkedHashMap<>(properties.headers());
+        headers.put(nameString, value);
+        return properties.toBuilder().headers(headers).build();
+    }
+
     /**
      * Appends {@code properties}' flags word and values with this header, set to {@code value}, added: exactly
      * {@link #encodedLength} bytes.
      */
     public void writeTo(ByteBuf out, BasicProperties properties, long value) {
+        if (carries(properties)) {
+            replaced(properties, value).writeTo(out);
+            return;
+        }
         byte[] encoded = properties.encodedBytes();
         int table = properties.headersOffset();
         if (table >= 0) {

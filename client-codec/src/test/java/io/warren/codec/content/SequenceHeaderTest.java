@@ -63,13 +63,19 @@ class SequenceHeaderTest {
     }
 
     @Test
-    void anEntryOfTheSameNameAlreadyThereStaysAndTheAddedOneIsFound() {
-        BasicProperties props = BasicProperties.builder().headers(Map.of("x-seq", 99L)).build();
+    void anEntryOfTheSameNameAlreadyThereIsReplacedInItsPlace() {
+        Map<String, Object> headers = new LinkedHashMap<>();
+        headers.put("a", 1);
+        headers.put("x-seq", "a string from another publisher");
+        headers.put("b", 2);
+        BasicProperties props = BasicProperties.builder().headers(headers).build();
         ByteBuf buf = payload(props, 7);
         try {
+            assertEquals(ContentHeaderEncoder.encodedLength(props, SEQ), buf.readableBytes());
             ContentHeader h = new ContentHeader().wrap(buf, 0);
-            assertEquals(2, h.headers().size());
+            assertEquals(3, h.headers().size());
             assertEquals(7, SEQ.find(h, -1));
+            assertEquals(java.util.List.of("a", "x-seq", "b"), new java.util.ArrayList<>(h.headers().toMap().keySet()));
         } finally {
             buf.release();
         }
