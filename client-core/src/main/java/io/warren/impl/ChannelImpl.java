@@ -384,7 +384,7 @@ public final class ChannelImpl implements Channel {
                 .whenComplete((v, e) -> {
                     if (e == null) {
                         recovery.qosAccepted(prefetchSize, prefetchCount, global);
-                        state.consumers().channelQosAccepted(prefetchCount);
+                        state.consumers().channelQosAccepted(prefetchCount, global);
                     }
                 });
     }

@@ -234,6 +234,21 @@ class ConsumeTest {
     }
 
     @Test
+    void aGlobalChannelQosBoundsTheAcksHeldBackEvenForConsumersWithALargerPrefetch() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            CompletionStage<Void> qos = ch.basicQos(0, 10, true);
+            broker.expectAndRelease(1, MethodIds.BASIC_QOS);
+            broker.send(1, new BasicQosOkEncoder());
+            qos.toCompletableFuture().join();
+            broker.client.runPendingTasks();
+            consume(broker, ch, "c", ConsumeOptions.builder().prefetch(1000).build(), Delivery::ack);
+            broker.sendRaw(oneRead("c", 1, 10));
+            assertEquals(List.of("ack 5 multiple", "ack 10 multiple"), written(broker));
+        }
+    }
+
+    @Test
     void aSmallPrefetchHoldsBackAtMostHalfOfItsWindow() {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);

@@ -104,6 +104,8 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
     private int acksHeldLimit = Integer.MAX_VALUE;
     /** The prefetch count of the channel's own basic.qos ({@code Channel.basicQos}), 0 for none. */
     private int channelPrefetch;
+    /** Whether that basic.qos was global: a window all the channel's consumers share. */
+    private boolean channelPrefetchGlobal;
     /** The highest broker tag delivered here (deliver or get-ok); read at the loss to set the next offset. */
     private long highestTag;
 
@@ -252,29 +254,36 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
      */
     private void updateAcksHeldLimit() {
         int limit = Integer.MAX_VALUE;
+        boolean manualAcks = false;
         for (ConsumerImpl c : consumers) {
             if (c.noAck()) {
                 continue;
             }
+            manualAcks = true;
             // a consumer without a prefetch of its own gets the channel's (basic.qos before basic.consume)
             int prefetch = c.options().prefetch() > 0 ? c.options().prefetch() : channelPrefetch;
             if (prefetch > 0) {
                 limit = Math.min(limit, Math.max(1, prefetch / 2));
             }
         }
+        if (manualAcks && channelPrefetchGlobal && channelPrefetch > 0) {
+            // one window for the whole channel (RabbitMQ's global qos): it bounds every consumer's own
+            limit = Math.min(limit, Math.max(1, channelPrefetch / 2));
+        }
         acksHeldLimit = limit;
     }
 
     /**
-     * The broker accepted the channel's own basic.qos ({@code Channel.basicQos}, global or not): its prefetch
-     * bounds the acks held back as a consumer's own does. Any thread.
+     * The broker accepted the channel's own basic.qos ({@code Channel.basicQos}): its prefetch bounds the acks held
+     * back as a consumer's own does; a global one bounds them for every consumer of the channel. Any thread.
      */
-    public void channelQosAccepted(int prefetchCount) {
+    public void channelQosAccepted(int prefetchCount, boolean global) {
         if (loop.inEventLoop()) {
             channelPrefetch = prefetchCount;
+            channelPrefetchGlobal = global;
             updateAcksHeldLimit();
         } else {
-            loop.execute(() -> channelQosAccepted(prefetchCount));
+            loop.execute(() -> channelQosAccepted(prefetchCount, global));
         }
     }
 
