@@ -131,6 +131,11 @@ public final class AsciiStringCache {
 
     /** What {@code ByteBuf.checkIndex} does, once for a whole string: raw reads must stay inside the buffer. */
     private static void checkBounds(ByteBuf buf, int index, int length) {
+        // memoryAddress() of a derived buffer (a frame's pooled slice) checks only its root: a slice released on its
+        // own while the read buffer lives would be read silently, where ByteBuf's getters throw
+        if (buf.refCnt() == 0) {
+            throw new io.netty.util.IllegalReferenceCountException(0);
+        }
         if (index < 0 || length > buf.capacity() - index) {
             throw new IndexOutOfBoundsException("index: " + index + ", length: " + length + " (expected: range(0, "
                     + buf.capacity() + "))");

@@ -185,14 +185,12 @@ public class FrameDecoder extends ChannelInboundHandlerAdapter {
                 return; // the whole read went into the partial frame
             }
             decodeFrames(ctx, in, frames);
-        } catch (AmqpProtocolException e) {
+        } catch (Throwable e) {
+            // malformed input, or a failure of our own (an allocation for a partial frame): either way the stream
+            // is out of step from here, so nothing more is decoded and nothing kept
             failed = true;
             releaseCumulation();
-            ByteBuf d = deferred;
-            if (d != null) {
-                deferred = null;
-                d.release();
-            }
+            releaseDeferred();
             throw e;
         } finally {
             in.release();
@@ -230,6 +228,7 @@ public class FrameDecoder extends ChannelInboundHandlerAdapter {
     public void channelInactive(ChannelHandlerContext ctx) {
         inactive = true;
         releaseCumulation();
+        releaseDeferred();
         ctx.fireChannelInactive();
     }
 
@@ -245,6 +244,14 @@ public class FrameDecoder extends ChannelInboundHandlerAdapter {
             } else {
                 cum.release();
             }
+        }
+    }
+
+    private void releaseDeferred() {
+        ByteBuf d = deferred;
+        if (d != null) {
+            deferred = null;
+            d.release();
         }
     }
 
