@@ -82,6 +82,13 @@ final class PublishFrames {
         ByteBuf head = null;
         try {
             method.exchange(exchange).routingKey(routingKey).mandatory(mandatory);
+            int headerPayload = ContentHeaderEncoder.encodedLength(properties, added);
+            if (frameMax != 0 && headerPayload + Frames.FRAME_OVERHEAD > frameMax) {
+                // checked on the caller's thread too; again here, as a publish held across a recovery is framed
+                // for the new connection, whose frame-max may be smaller (the broker would close it with 501)
+                throw new IllegalArgumentException("channel " + channel + ": the properties make a content-header"
+                        + " frame of " + (headerPayload + Frames.FRAME_OVERHEAD) + " bytes, over frame-max " + frameMax);
+            }
             int bodyLength = body.readableBytes();
             // frame-max counts the 7-byte header and the end octet: a body frame carries frame-max - 8 bytes
             if (frameMax != 0 && bodyLength > frameMax - Frames.FRAME_OVERHEAD) {
@@ -93,7 +100,7 @@ final class PublishFrames {
                 out.tail = null;
                 return;
             }
-            int headLength = method.encodedLength() + ContentHeaderEncoder.encodedLength(properties, added)
+            int headLength = method.encodedLength() + headerPayload
                     + 2 * Frames.FRAME_OVERHEAD + (bodyLength == 0 ? 0 : Frames.FRAME_HEADER_SIZE);
             head = buffers.head(headLength);
             Frames.writeMethod(head, channel, method);
