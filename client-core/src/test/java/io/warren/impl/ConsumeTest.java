@@ -165,6 +165,14 @@ class ConsumeTest {
         }
     }
 
+    /** Answers the channel's own basic.qos and lets its acceptance reach the consumers. */
+    private static void channelQos(FakeBroker broker, CompletionStage<Void> qos) {
+        broker.expectAndRelease(1, MethodIds.BASIC_QOS);
+        broker.send(1, new BasicQosOkEncoder());
+        qos.toCompletableFuture().join();
+        broker.client.runPendingTasks();
+    }
+
     /** Deliveries {@code from..to} to consumer {@code tag} in ONE buffer: one socket read, one read batch. */
     private static io.netty.buffer.ByteBuf oneRead(String tag, long from, long to) {
         io.netty.buffer.CompositeByteBuf read = FakeBroker.ALLOC.compositeBuffer(Integer.MAX_VALUE);
@@ -222,11 +230,7 @@ class ConsumeTest {
     void theChannelsOwnQosBoundsTheAcksHeldBackForConsumersWithoutAPrefetch() {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
-            CompletionStage<Void> qos = ch.basicQos(10);
-            broker.expectAndRelease(1, MethodIds.BASIC_QOS);
-            broker.send(1, new BasicQosOkEncoder());
-            qos.toCompletableFuture().join();
-            broker.client.runPendingTasks();
+            channelQos(broker, ch.basicQos(10));
             consume(broker, ch, "c", ConsumeOptions.builder().build(), Delivery::ack);
             broker.sendRaw(oneRead("c", 1, 10));
             assertEquals(List.of("ack 5 multiple", "ack 10 multiple"), written(broker));
@@ -237,11 +241,7 @@ class ConsumeTest {
     void aGlobalChannelQosBoundsTheAcksHeldBackEvenForConsumersWithALargerPrefetch() {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
-            CompletionStage<Void> qos = ch.basicQos(0, 10, true);
-            broker.expectAndRelease(1, MethodIds.BASIC_QOS);
-            broker.send(1, new BasicQosOkEncoder());
-            qos.toCompletableFuture().join();
-            broker.client.runPendingTasks();
+            channelQos(broker, ch.basicQos(0, 10, true));
             consume(broker, ch, "c", ConsumeOptions.builder().prefetch(1000).build(), Delivery::ack);
             broker.sendRaw(oneRead("c", 1, 10));
             assertEquals(List.of("ack 5 multiple", "ack 10 multiple"), written(broker));
