@@ -2,6 +2,7 @@ package io.warren.codec;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.util.AsciiString;
+import io.netty.util.IllegalReferenceCountException;
 import io.netty.util.internal.PlatformDependent;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
@@ -70,33 +71,43 @@ public final class AsciiStringCache {
             // one accessibility check (in memoryAddress()) and one bounds check for the length octet and the
             // bytes, instead of both on each of the three to five reads below
             long address = buf.memoryAddress();
-            checkBounds(buf, index, 1);
+            checkReadable(buf, index, 1);
             int length = RawMemory.getUnsignedByte(address + index);
             checkBounds(buf, index + 1, length);
-            return getRaw(buf, address + index + 1, index + 1, length);
+            return lookup(buf, address + index + 1, index + 1, length);
         }
-        return get(buf, index + 1, buf.getUnsignedByte(index));
+        return lookup(buf, 0, index + 1, buf.getUnsignedByte(index));
     }
 
     /** The {@code length} bytes at {@code index} of {@code buf} as an {@code AsciiString}, cached. */
     public static AsciiString get(ByteBuf buf, int index, int length) {
         if (RAW && buf.hasMemoryAddress()) {
             long address = buf.memoryAddress();
-            checkBounds(buf, index, length);
-            return getRaw(buf, address + index, index, length);
+            checkReadable(buf, index, length);
+            return lookup(buf, address + index, index, length);
         }
+        return lookup(buf, 0, index, length);
+    }
+
+    /**
+     * The cached string for the {@code length} bytes at {@code index}. {@code at} is their memory address, which the
+     * caller checked (accessible, within bounds) so that the words are read without a check each, or 0: then they
+     * are read through the buffer's checked getters.
+     */
+    private static AsciiString lookup(ByteBuf buf, long at, int index, int length) {
         if (length == 0) {
             return AsciiString.EMPTY_STRING;
         }
         if (length > MAX_CACHED_LENGTH) {
             return new AsciiString(copy(buf, index, length), false);
         }
-        long first = first(buf, index, length);
-        long last = last(buf, index, length);
+        long first = at != 0 ? rawFirst(at, length) : first(buf, index, length);
+        long last = at != 0 ? rawLast(at, length) : last(buf, index, length);
         int slot = slot(first, last, length);
         Entry entry = ENTRIES[slot];
         if (entry != null && entry.first == first && entry.last == last && entry.bytes.length == length
-                && (length <= 16 || middleEquals(buf, index, length, entry.bytes))) {
+                && (length <= 16 || (at != 0 ? rawMiddleEquals(at, length, entry.bytes)
+                        : middleEquals(buf, index, length, entry.bytes)))) {
             return entry.string;
         }
         Entry fresh = new Entry(copy(buf, index, length), first, last);
@@ -105,37 +116,19 @@ public final class AsciiStringCache {
     }
 
     /**
-     * {@link #get} for a buffer with a memory address: {@code at} is the address of byte {@code index}, whose
-     * {@code length} bytes the caller checked lie within the buffer (after {@code memoryAddress()} checked it
-     * is accessible), so the words are read from memory without a check each.
+     * {@link #checkBounds}, and that {@code buf} itself is not released: {@code memoryAddress()} of a derived buffer
+     * (a frame's pooled slice) checks only its root, so a slice released on its own while the read buffer lives
+     * would be read silently, where ByteBuf's getters throw.
      */
-    private static AsciiString getRaw(ByteBuf buf, long at, int index, int length) {
-        if (length == 0) {
-            return AsciiString.EMPTY_STRING;
+    private static void checkReadable(ByteBuf buf, int index, int length) {
+        if (buf.refCnt() == 0) {
+            throw new IllegalReferenceCountException(0);
         }
-        if (length > MAX_CACHED_LENGTH) {
-            return new AsciiString(copy(buf, index, length), false);
-        }
-        long first = rawFirst(at, length);
-        long last = rawLast(at, length);
-        int slot = slot(first, last, length);
-        Entry entry = ENTRIES[slot];
-        if (entry != null && entry.first == first && entry.last == last && entry.bytes.length == length
-                && (length <= 16 || rawMiddleEquals(at, length, entry.bytes))) {
-            return entry.string;
-        }
-        Entry fresh = new Entry(copy(buf, index, length), first, last);
-        ENTRIES[slot] = fresh;
-        return fresh.string;
+        checkBounds(buf, index, length);
     }
 
     /** What {@code ByteBuf.checkIndex} does, once for a whole string: raw reads must stay inside the buffer. */
     private static void checkBounds(ByteBuf buf, int index, int length) {
-        // memoryAddress() of a derived buffer (a frame's pooled slice) checks only its root: a slice released on its
-        // own while the read buffer lives would be read silently, where ByteBuf's getters throw
-        if (buf.refCnt() == 0) {
-            throw new io.netty.util.IllegalReferenceCountException(0);
-        }
         if (index < 0 || length > buf.capacity() - index) {
             throw new IndexOutOfBoundsException("index: " + index + ", length: " + length + " (expected: range(0, "
                     + buf.capacity() + "))");

@@ -112,4 +112,22 @@ class AsciiStringCacheTest {
         buf.release();
         assertThrows(io.netty.util.IllegalReferenceCountException.class, () -> AsciiStringCache.get(buf, 0, 14));
     }
+
+    @Test
+    void aReleasedSliceIsNotReadWhileItsReadBufferLives() {
+        // a frame's payload: a pooled retained slice, released on its own while other frames keep the read alive
+        ByteBuf read = io.netty.buffer.PooledByteBufAllocator.DEFAULT.directBuffer(32).writeByte(14)
+                .writeBytes("amq.ctag-bench".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+        ByteBuf payload = read.retainedSlice(0, 15);
+        assertEquals(new AsciiString("amq.ctag-bench"), AsciiStringCache.shortString(payload, 0));
+        payload.release();
+        try {
+            assertThrows(io.netty.util.IllegalReferenceCountException.class,
+                    () -> AsciiStringCache.shortString(payload, 0));
+            assertThrows(io.netty.util.IllegalReferenceCountException.class,
+                    () -> AsciiStringCache.get(payload, 1, 14));
+        } finally {
+            read.release();
+        }
+    }
 }
