@@ -45,10 +45,8 @@ final class PublishBuffers {
     private final ByteBufAllocator alloc;
 
     // event loop only
-    private final Reusable[] heads = new Reusable[MAX_KEPT];
-    private int headCount;
-    private final Reusable[] endOctets = new Reusable[MAX_KEPT];
-    private int endOctetCount;
+    private final Kept heads = new Kept();
+    private final Kept endOctets = new Kept();
 
     PublishBuffers(EventExecutor loop, ByteBufAllocator alloc) {
         this.loop = loop;
@@ -68,35 +66,42 @@ final class PublishBuffers {
         if (length > HEAD_CAPACITY) {
             return alloc.buffer(length, length);
         }
-        Reusable b = headCount == 0 ? new Reusable(this, false) : heads[--headCount];
-        heads[headCount] = null;
-        return b.take();
+        Reusable b = heads.pop();
+        return (b == null ? new Reusable(this, false) : b).take();
     }
 
     /** A buffer holding the one end octet (0xCE) of a frame, readable; the caller owns it. */
     ByteBuf endOctet() {
-        Reusable b = endOctetCount == 0 ? new Reusable(this, true) : endOctets[--endOctetCount];
-        endOctets[endOctetCount] = null;
-        return b.take();
+        Reusable b = endOctets.pop();
+        return (b == null ? new Reusable(this, true) : b).take();
     }
 
     /** Keeps {@code b} released to zero on the loop; false when it must be freed (another thread, stack full). */
     private boolean keep(Reusable b) {
-        if (!loop.inEventLoop()) {
-            return false;
+        return loop.inEventLoop() && (b.endOctet ? endOctets : heads).push(b);
+    }
+
+    /** A stack of released buffers of one kind, at most {@link #MAX_KEPT}. Event loop only. */
+    private static final class Kept {
+        private final Reusable[] items = new Reusable[MAX_KEPT];
+        private int count;
+
+        Reusable pop() {
+            if (count == 0) {
+                return null;
+            }
+            Reusable b = items[--count];
+            items[count] = null;
+            return b;
         }
-        if (b.endOctet) {
-            if (endOctetCount == MAX_KEPT) {
+
+        boolean push(Reusable b) {
+            if (count == MAX_KEPT) {
                 return false;
             }
-            endOctets[endOctetCount++] = b;
-        } else {
-            if (headCount == MAX_KEPT) {
-                return false;
-            }
-            heads[headCount++] = b;
+            items[count++] = b;
+            return true;
         }
-        return true;
     }
 
     /** A direct buffer that goes back to its pool, instead of being freed, when released to zero. */
