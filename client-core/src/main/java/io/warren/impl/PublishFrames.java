@@ -69,6 +69,21 @@ final class PublishFrames {
     }
 
     /**
+     * The content header is one frame, which frame-max bounds like any other: RabbitMQ closes the connection (501)
+     * for a larger one, failing every channel on it.
+     *
+     * @param headerPayload the content header's payload length ({@link ContentHeaderEncoder#encodedLength})
+     * @throws IllegalArgumentException when the frame would exceed {@code frameMax} (0: no limit)
+     */
+    static void checkHeaderFits(int channel, int headerPayload, int frameMax) {
+        if (frameMax != 0 && headerPayload + Frames.FRAME_OVERHEAD > frameMax) {
+            throw new IllegalArgumentException("channel " + channel + ": the properties make a content-header frame"
+                    + " of " + (headerPayload + Frames.FRAME_OVERHEAD) + " bytes, over the connection's frame-max of "
+                    + frameMax + " (the broker would close the connection)");
+        }
+    }
+
+    /**
      * Frames basic.publish, its content header and {@code body} (ownership taken) into {@code out}. Event loop.
      *
      * @param frameMax the negotiated frame-max, 0 for no limit
@@ -83,12 +98,9 @@ final class PublishFrames {
         try {
             method.exchange(exchange).routingKey(routingKey).mandatory(mandatory);
             int headerPayload = ContentHeaderEncoder.encodedLength(properties, added);
-            if (frameMax != 0 && headerPayload + Frames.FRAME_OVERHEAD > frameMax) {
-                // checked on the caller's thread too; again here, as a publish held across a recovery is framed
-                // for the new connection, whose frame-max may be smaller (the broker would close it with 501)
-                throw new IllegalArgumentException("channel " + channel + ": the properties make a content-header"
-                        + " frame of " + (headerPayload + Frames.FRAME_OVERHEAD) + " bytes, over frame-max " + frameMax);
-            }
+            // checked on the caller's thread too; again here, as a publish held across a recovery is framed for the
+            // new connection, whose frame-max may be smaller
+            checkHeaderFits(channel, headerPayload, frameMax);
             int bodyLength = body.readableBytes();
             // frame-max counts the 7-byte header and the end octet: a body frame carries frame-max - 8 bytes
             if (frameMax != 0 && bodyLength > frameMax - Frames.FRAME_OVERHEAD) {

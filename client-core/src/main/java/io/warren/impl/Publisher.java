@@ -11,7 +11,6 @@ import io.warren.PublishOutcome;
 import io.warren.ReturnListener;
 import io.warren.WritabilityListener;
 import io.warren.codec.Frame;
-import io.warren.codec.Frames;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.content.ContentHeaderEncoder;
 import io.warren.codec.content.SequenceHeader;
@@ -192,7 +191,9 @@ public final class Publisher {
             exchange = ShortString.immutable(exchange);
             routingKey = ShortString.immutable(routingKey);
             int frameMax = state.connection().facade().frameMax();
-            checkHeaderFits(props, mandatory, frameMax);
+            // room kept for the sequence header a mandatory publish may get in confirm mode (the mode is the loop's)
+            PublishFrames.checkHeaderFits(number, ContentHeaderEncoder.encodedLength(props, mandatory
+                    && options.correlateReturns() ? SEQUENCE_HEADER : null), frameMax);
             bytes = PublishFrames.wireLength(exchangeLength, routingKeyLength, props, body.readableBytes(), frameMax)
                     + TASK_OVERHEAD;
         } catch (RuntimeException e) {
@@ -209,24 +210,6 @@ public final class Publisher {
         task.set(this, exchange, routingKey, mandatory, props, body, bytes, future);
         outbound.execute(task);
         return null;
-    }
-
-    /**
-     * The content header is one frame, which frame-max bounds like any other: RabbitMQ closes the connection (501)
-     * for a larger one, failing every channel on it. Refused here instead, with room for the sequence header a
-     * mandatory publish may get in confirm mode (the mode is the event loop's to know).
-     */
-    private void checkHeaderFits(BasicProperties props, boolean mandatory, int frameMax) {
-        if (frameMax == 0) {
-            return;
-        }
-        int frame = ContentHeaderEncoder.encodedLength(props) + Frames.FRAME_OVERHEAD
-                + (mandatory && options.correlateReturns() ? SEQUENCE_HEADER.addedLength(props) : 0);
-        if (frame > frameMax) {
-            throw new IllegalArgumentException("channel " + number + ": the properties make a content-header frame of "
-                    + frame + " bytes, over the connection's frame-max of " + frameMax + " (the broker would close the"
-                    + " connection)");
-        }
     }
 
     /** True when a publish now would be written at once; see {@link io.warren.Channel#isWritable()}. */
