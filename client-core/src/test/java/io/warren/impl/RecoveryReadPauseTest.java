@@ -162,11 +162,7 @@ class RecoveryReadPauseTest {
             brokers.runRecoveryTasks();
             assertEquals(List.of(1L, 2L, 3L, 4L), seen);
 
-            brokers.first.client.advanceTimeBy(RecoveringBrokers.BACKOFF_MILLIS, java.util.concurrent.TimeUnit.MILLISECONDS);
-            brokers.runRecoveryTasks();
-            FakeBroker second = brokers.current();
-            second.handshake();
-            brokers.runRecoveryTasks();
+            FakeBroker second = brokers.cutAndReconnectAfterLoss();
             restore(second, "c");
             assertFalse(brokers.connection.isRecovering());
             assertEquals(0, second.handler.readPauses());
