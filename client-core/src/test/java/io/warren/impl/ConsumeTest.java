@@ -21,7 +21,6 @@ import io.warren.Delivery;
 import io.warren.GetResponse;
 import io.warren.codec.Frame;
 import io.warren.codec.content.BasicProperties;
-import io.warren.codec.method.BasicAck;
 import io.warren.codec.method.BasicCancel;
 import io.warren.codec.method.BasicCancelEncoder;
 import io.warren.codec.method.BasicCancelOkEncoder;
@@ -29,10 +28,8 @@ import io.warren.codec.method.BasicConsume;
 import io.warren.codec.method.BasicConsumeOkEncoder;
 import io.warren.codec.method.BasicDeliverEncoder;
 import io.warren.codec.method.BasicGetOkEncoder;
-import io.warren.codec.method.BasicNack;
 import io.warren.codec.method.BasicQos;
 import io.warren.codec.method.BasicQosOkEncoder;
-import io.warren.codec.method.BasicReject;
 import io.warren.codec.method.MethodIds;
 import io.warren.codec.method.TxCommitOkEncoder;
 import java.nio.charset.StandardCharsets;
@@ -84,36 +81,12 @@ class ConsumeTest {
         broker.sendContent(1, BasicProperties.builder().messageId("m-" + deliveryTag).build(), body);
     }
 
-    private static String settlement(Frame f) {
-        try {
-            var p = f.payload();
-            int at = p.readerIndex();
-            return switch (p.getInt(at)) {
-                case MethodIds.BASIC_ACK -> {
-                    BasicAck a = new BasicAck().wrap(p, at);
-                    yield "ack " + a.deliveryTag() + (a.multiple() ? " multiple" : "");
-                }
-                case MethodIds.BASIC_NACK -> {
-                    BasicNack n = new BasicNack().wrap(p, at);
-                    yield "nack " + n.deliveryTag() + (n.multiple() ? " multiple" : "") + (n.requeue() ? " requeue" : "");
-                }
-                case MethodIds.BASIC_REJECT -> {
-                    BasicReject r = new BasicReject().wrap(p, at);
-                    yield "reject " + r.deliveryTag() + (r.requeue() ? " requeue" : "");
-                }
-                default -> "method " + io.warren.codec.method.MethodTable.lookup(p, at).name();
-            };
-        } finally {
-            f.release();
-        }
-    }
-
     /** Every frame the client wrote, as text (settlements) or method names. */
     private static List<String> written(FakeBroker broker) {
         List<String> out = new ArrayList<>();
         Frame f;
         while ((f = broker.next()) != null) {
-            out.add(settlement(f));
+            out.add(FakeBroker.settlement(f));
         }
         return out;
     }

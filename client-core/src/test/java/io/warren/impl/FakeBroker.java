@@ -189,4 +189,32 @@ final class FakeBroker implements AutoCloseable {
         client.finishAndReleaseAll();
         fromClient.finishAndReleaseAll();
     }
+
+    /**
+     * A frame the client wrote, as the broker reads it: "ack 5 multiple", "nack 3 requeue", "reject 2", or "method"
+     * and the method's name; releases the frame.
+     */
+    static String settlement(Frame f) {
+        try {
+            var p = f.payload();
+            int at = p.readerIndex();
+            return switch (p.getInt(at)) {
+                case MethodIds.BASIC_ACK -> {
+                    io.warren.codec.method.BasicAck a = new io.warren.codec.method.BasicAck().wrap(p, at);
+                    yield "ack " + a.deliveryTag() + (a.multiple() ? " multiple" : "");
+                }
+                case MethodIds.BASIC_NACK -> {
+                    io.warren.codec.method.BasicNack n = new io.warren.codec.method.BasicNack().wrap(p, at);
+                    yield "nack " + n.deliveryTag() + (n.multiple() ? " multiple" : "") + (n.requeue() ? " requeue" : "");
+                }
+                case MethodIds.BASIC_REJECT -> {
+                    io.warren.codec.method.BasicReject r = new io.warren.codec.method.BasicReject().wrap(p, at);
+                    yield "reject " + r.deliveryTag() + (r.requeue() ? " requeue" : "");
+                }
+                default -> "method " + MethodTable.lookup(p, at).name();
+            };
+        } finally {
+            f.release();
+        }
+    }
 }

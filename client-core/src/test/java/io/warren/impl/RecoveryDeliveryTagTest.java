@@ -11,12 +11,9 @@ import io.warren.GetResponse;
 import io.warren.StaleDeliveryException;
 import io.warren.codec.Frame;
 import io.warren.codec.content.BasicProperties;
-import io.warren.codec.method.BasicAck;
 import io.warren.codec.method.BasicConsumeOkEncoder;
 import io.warren.codec.method.BasicDeliverEncoder;
 import io.warren.codec.method.BasicGetOkEncoder;
-import io.warren.codec.method.BasicNack;
-import io.warren.codec.method.BasicReject;
 import io.warren.codec.method.MethodIds;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -47,7 +44,11 @@ class RecoveryDeliveryTagTest {
 
     /** Recovery to the next broker: channel 1 re-opened and consumer "c" restored. */
     private static FakeBroker recover(RecoveringBrokers brokers) {
-        FakeBroker next = brokers.cutAndReconnect();
+        return restore(brokers, brokers.cutAndReconnect());
+    }
+
+    /** Answers the restore on {@code next}: channel 1 re-opened, consumer "c" again. */
+    private static FakeBroker restore(RecoveringBrokers brokers, FakeBroker next) {
         RecoveringBrokers.reopen(next, 1);
         next.expectAndRelease(1, MethodIds.BASIC_CONSUME);
         next.send(1, new BasicConsumeOkEncoder().consumerTag("c"));
@@ -72,31 +73,7 @@ class RecoveryDeliveryTagTest {
     /** The next settlement the client wrote on channel 1, as the broker reads it. */
     private static String settlement(FakeBroker broker) {
         Frame f = broker.next();
-        if (f == null) {
-            return "nothing";
-        }
-        try {
-            var p = f.payload();
-            int at = p.readerIndex();
-            return switch (p.getInt(at)) {
-                case MethodIds.BASIC_ACK -> {
-                    BasicAck a = new BasicAck().wrap(p, at);
-                    yield "ack " + a.deliveryTag() + (a.multiple() ? " multiple" : "");
-                }
-                case MethodIds.BASIC_NACK -> {
-                    BasicNack n = new BasicNack().wrap(p, at);
-                    yield "nack " + n.deliveryTag() + (n.multiple() ? " multiple" : "")
-                            + (n.requeue() ? " requeue" : "");
-                }
-                case MethodIds.BASIC_REJECT -> {
-                    BasicReject r = new BasicReject().wrap(p, at);
-                    yield "reject " + r.deliveryTag() + (r.requeue() ? " requeue" : "");
-                }
-                default -> "method " + MethodNames.describe(p.getInt(at));
-            };
-        } finally {
-            f.release();
-        }
+        return f == null ? "nothing" : FakeBroker.settlement(f);
     }
 
     @Test
@@ -175,11 +152,7 @@ class RecoveryDeliveryTagTest {
                 assertEquals(2, during.deliveryTag());
                 assertEquals(1, during.channelNumber());
 
-                FakeBroker second = brokers.cutAndReconnectAfterLoss();
-                RecoveringBrokers.reopen(second, 1);
-                second.expectAndRelease(1, MethodIds.BASIC_CONSUME);
-                second.send(1, new BasicConsumeOkEncoder().consumerTag("c"));
-                brokers.runAllTasks();
+                FakeBroker second = restore(brokers, brokers.cutAndReconnectAfterLoss());
                 deliver(second, 1); // tag 1 on the new channel: another message than the old channel's 1
 
                 StaleDeliveryException ack = assertThrows(StaleDeliveryException.class, () -> ch.basicAck(1, false));

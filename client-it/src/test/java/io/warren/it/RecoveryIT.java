@@ -139,9 +139,7 @@ class RecoveryIT {
         Channel ch = await(c.openChannel());
         String q = names.queue("durable-ish");
         await(ch.queueDeclare(QueueDeclare.named(q)));
-        names.onCleanup(() -> BrokerExtension.client().connect(broker.uri()).thenCompose(o -> o.openChannel()
-                .thenCompose(x -> x.queueDelete(q)).thenCompose(n -> o.close())).toCompletableFuture()
-                .get(30, TimeUnit.SECONDS));
+        deleteOnCleanup(names, broker, q);
         Rabbitmqctl.closeConnection(name, "closed by RecoveryIT");
         events.awaitRecovery();
         assertEquals(0L, await(ch.queuePurge(q)), "the channel works again");
@@ -203,9 +201,7 @@ class RecoveryIT {
             // a named queue outlives the connection, so its unacknowledged messages are redelivered after the cut
             String q = names.queue("tags");
             await(ch.queueDeclare(QueueDeclare.named(q)));
-            names.onCleanup(() -> BrokerExtension.client().connect(broker.uri()).thenCompose(o -> o.openChannel()
-                    .thenCompose(x -> x.queueDelete(q)).thenCompose(n -> o.close())).toCompletableFuture()
-                    .get(30, TimeUnit.SECONDS));
+            deleteOnCleanup(names, broker, q);
             BlockingQueue<Delivery> got = new LinkedBlockingQueue<>();
             await(ch.consume(q, ConsumeOptions.builder().prefetch(10).build(), d -> got.add(d.retain())));
             for (int i = 1; i <= 3; i++) {
@@ -260,9 +256,7 @@ class RecoveryIT {
             Channel ch = await(c.openChannel());
             String q = names.queue("held");
             await(ch.queueDeclare(QueueDeclare.named(q)));
-            names.onCleanup(() -> BrokerExtension.client().connect(broker.uri()).thenCompose(o -> o.openChannel()
-                    .thenCompose(x -> x.queueDelete(q)).thenCompose(n -> o.close())).toCompletableFuture()
-                    .get(30, TimeUnit.SECONDS));
+            deleteOnCleanup(names, broker, q);
             await(ch.confirmSelect());
             proxy.refuseNew(true);
             proxy.cutAll();
@@ -468,5 +462,12 @@ class RecoveryIT {
             Thread.sleep(1_500);
             assertEquals(accepted, proxy.accepted(), "no attempt after the application's close");
         }
+    }
+
+    /** Deletes queue {@code q} after the test, on a connection of its own (the test's may be cut or closed). */
+    private static void deleteOnCleanup(BrokerExtension.TestNames names, Broker broker, String q) {
+        names.onCleanup(() -> BrokerExtension.client().connect(broker.uri()).thenCompose(o -> o.openChannel()
+                .thenCompose(x -> x.queueDelete(q)).thenCompose(n -> o.close())).toCompletableFuture()
+                .get(30, TimeUnit.SECONDS));
     }
 }
