@@ -12,6 +12,7 @@ import io.netty.channel.ChannelPipeline;
 import io.netty.channel.embedded.EmbeddedChannel;
 import io.warren.codec.Frame;
 import io.warren.codec.FrameDecoder;
+import io.warren.codec.FrameReader;
 import io.warren.codec.FrameType;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.content.ContentHeader;
@@ -48,7 +49,12 @@ import org.openjdk.jmh.infra.Blackhole;
  * <p>The input is {@value #DELIVERIES_PER_READ} deliveries back to back, the way a socket read under load
  * returns many frames at once; an invocation decodes {@value #READS} such reads.
  * <ul>
- *   <li>{@code warren}: on a Netty event loop (see {@link CodecBenchmarkLoop}), each read is a pooled
+ *   <li>{@code warrenReader}: the codec's own reading on the benchmark thread, as amqp-client's is measured:
+ *       {@link FrameReader} checks each frame in place (header, limits, end byte, and validates method and header
+ *       payloads), then the same {@link BasicDeliver} and {@link ContentHeader} views read the same fields. This
+ *       is {@link FrameDecoder}'s parsing without the Netty side: no pipeline, and no reference taken on the
+ *       frames (amqp-client's reader copies each payload into a {@code byte[]} instead).</li>
+ *   <li>{@code warren}: the same through Netty, as the client runs it: on a Netty event loop (see {@link CodecBenchmarkLoop}), each read is a pooled
  *       buffer fired through a pipeline: {@link FrameDecoder} (which validates every method and header),
  *       then a handler that wraps {@link BasicDeliver} and {@link ContentHeader} views and reads consumer
  *       tag, delivery tag, redelivered, exchange, routing key, body size, content type and delivery mode
@@ -83,6 +89,12 @@ public class DeliveryDecodeBenchmark {
     private ChannelPipeline pipeline;
     private DeliverySink sink;
     private Runnable warrenReads;
+
+    // Warren's reader: benchmark thread only
+    private ByteBuf readerWire;
+    private FrameReader reader;
+    private final BasicDeliver readerDeliver = new BasicDeliver();
+    private final ContentHeader readerHeader = new ContentHeader();
 
     // amqp-client
     private ByteArrayInputStream bytesIn;
@@ -122,6 +134,10 @@ public class DeliveryDecodeBenchmark {
             }
         };
 
+        readerWire = alloc.directBuffer(bytes.length).writeBytes(bytes);
+        reader = new FrameReader(FrameDecoder.DEFAULT_MAX_METHOD_FRAME_SIZE, true);
+        reader.setFrameMax(131072);
+
         bytesIn = new ByteArrayInputStream(bytes);
         dataIn = new DataInputStream(bytesIn);
     }
@@ -133,6 +149,7 @@ public class DeliveryDecodeBenchmark {
             wire.release();
         });
         loop.close();
+        readerWire.release();
     }
 
     @Benchmark
@@ -140,6 +157,34 @@ public class DeliveryDecodeBenchmark {
     public void warren(Blackhole bh) {
         sink.bh = bh;
         loop.run(warrenReads);
+    }
+
+    @Benchmark
+    @OperationsPerInvocation(OPERATIONS)
+    public void warrenReader(Blackhole bh) {
+        ByteBuf in = readerWire;
+        FrameReader r = reader;
+        for (int i = 0; i < READS; i++) {
+            in.readerIndex(0);
+            while (r.read(in)) {
+                FrameType type = r.type();
+                if (type == FrameType.METHOD) {
+                    BasicDeliver deliver = readerDeliver.wrap(in, r.payloadIndex());
+                    bh.consume(deliver.consumerTag());
+                    bh.consume(deliver.deliveryTag());
+                    bh.consume(deliver.redelivered());
+                    bh.consume(deliver.exchange());
+                    bh.consume(deliver.routingKey());
+                } else if (type == FrameType.HEADER) {
+                    ContentHeader header = readerHeader.wrap(in, r.payloadIndex());
+                    bh.consume(header.bodySize());
+                    bh.consume(header.contentType());
+                    bh.consume(header.deliveryMode());
+                } else {
+                    bh.consume(r.payloadSize());
+                }
+            }
+        }
     }
 
     @Benchmark

@@ -9,6 +9,8 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelOutboundHandlerAdapter;
 import io.netty.channel.ChannelPromise;
 import io.netty.channel.embedded.EmbeddedChannel;
+import io.warren.codec.FrameType;
+import io.warren.codec.Frames;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.content.PublishFraming;
 import io.warren.codec.content.ShortString;
@@ -40,6 +42,14 @@ import org.openjdk.jmh.infra.Blackhole;
  * {@value #OPERATIONS}.
  *
  * <ul>
+ *   <li>{@code warrenFrames}: the codec's own writing on the benchmark thread, as amqp-client's is measured:
+ *       {@link Frames#writeMethod}, {@link Frames#writeContentHeader} and {@link Frames#writeHeader} (what the
+ *       client's publisher writes into its reused head buffer), with exchange and routing key given as
+ *       {@code String}s as an application gives them, then the body bytes and the end byte, all into one reused
+ *       output buffer: the whole publish, byte for byte what amqp-client writes to its stream. (The client itself
+ *       never copies the body: it writes the caller's buffer after the head.)</li>
+ *   <li>{@code warrenHead}: the same without the body and its end byte, which the client writes as the caller's
+ *       buffer and a shared end octet.</li>
  *   <li>{@code warren}: on a Netty event loop (see {@link CodecBenchmarkLoop}),
  *       {@link PublishFraming#publish} with one reused encoder holding {@link ShortString} exchange and
  *       routing key and reused {@link BasicProperties}: one pooled head buffer, the body as a retained
@@ -85,6 +95,11 @@ public class PublishEncodeBenchmark {
     private Runnable warrenWriteBatch;
     private EmbeddedChannel channel;
 
+    // Warren's own writing: benchmark thread only
+    private BasicPublishEncoder framesPublish;
+    private ByteBuf framesOut;
+    private ByteBuf framesBody;
+
     // amqp-client
     private AMQP.BasicProperties theirProperties;
     private byte[] bodyBytes;
@@ -129,6 +144,10 @@ public class PublishEncodeBenchmark {
             channel.flush();
         };
 
+        framesPublish = new BasicPublishEncoder();
+        framesOut = alloc.directBuffer(bodySize + 256);
+        framesBody = alloc.directBuffer(bodySize).writeZero(bodySize);
+
         theirProperties = new AMQP.BasicProperties.Builder().contentType("application/octet-stream").deliveryMode(2)
                 .build();
         bodyBytes = new byte[bodySize];
@@ -144,6 +163,8 @@ public class PublishEncodeBenchmark {
             channel.finishAndReleaseAll();
         });
         loop.close();
+        framesOut.release();
+        framesBody.release();
     }
 
     @Benchmark
@@ -169,6 +190,39 @@ public class PublishEncodeBenchmark {
 
     private DiscardingTransport transport() {
         return (DiscardingTransport) channel.pipeline().first();
+    }
+
+    @Benchmark
+    @OperationsPerInvocation(OPERATIONS)
+    public void warrenFrames(Blackhole bh) {
+        ByteBuf o = framesOut;
+        ByteBuf b = framesBody;
+        for (int i = 0; i < OPERATIONS; i++) {
+            o.clear();
+            writeHead(o);
+            o.writeBytes(b, b.readerIndex(), b.readableBytes());
+            o.writeByte(Frames.FRAME_END);
+            bh.consume(o.writerIndex());
+        }
+    }
+
+    @Benchmark
+    @OperationsPerInvocation(OPERATIONS)
+    public void warrenHead(Blackhole bh) {
+        ByteBuf o = framesOut;
+        for (int i = 0; i < OPERATIONS; i++) {
+            o.clear();
+            writeHead(o);
+            bh.consume(o.writerIndex());
+        }
+    }
+
+    /** Method frame, content-header frame and the body frame's header, as the client's publisher frames a message. */
+    private void writeHead(ByteBuf o) {
+        BasicPublishEncoder method = framesPublish.exchange(EXCHANGE).routingKey(ROUTING_KEY).mandatory(false);
+        Frames.writeMethod(o, 1, method);
+        Frames.writeContentHeader(o, 1, bodySize, properties);
+        Frames.writeHeader(o, FrameType.BODY, 1, bodySize);
     }
 
     @Benchmark
