@@ -50,6 +50,23 @@ final class JvmMeter {
         return OS.getProcessCpuTime();
     }
 
+    /**
+     * The part of the process CPU time spent in the kernel (Linux: {@code stime} of {@code /proc/self/stat}, in clock
+     * ticks of 10 ms), or -1 where that file is not there. On loopback the sender's kernel time includes the TCP work
+     * of the receiving side, the same for any client sending the same bytes.
+     */
+    static long systemCpuNanos() {
+        try {
+            String stat = java.nio.file.Files.readString(java.nio.file.Path.of("/proc/self/stat"));
+            // the command name (field 2) is in parentheses and may hold spaces: count fields after its closing one
+            String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+            long ticks = Long.parseLong(f[12]); // field 15, stime: the 13th after the name
+            return ticks * 10_000_000L; // USER_HZ is 100 on Linux
+        } catch (java.io.IOException | RuntimeException e) {
+            return -1;
+        }
+    }
+
     static long gcCount() {
         long n = 0;
         for (GarbageCollectorMXBean gc : ManagementFactory.getGarbageCollectorMXBeans()) {

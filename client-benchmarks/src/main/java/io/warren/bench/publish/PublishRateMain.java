@@ -27,8 +27,11 @@ import java.util.concurrent.TimeUnit;
  * released by its {@code ConfirmListener} (PerfTest's way).
  *
  * <pre>
- * java -cp client-benchmarks/target/benchmarks.jar io.warren.bench.publish.PublishRateMain warren|warren-direct|amqp-client [seconds] [uri]
+ * java -cp client-benchmarks/target/benchmarks.jar io.warren.bench.publish.PublishRateMain warren|warren-direct|amqp-client [seconds] [uri] [sizes]
  * </pre>
+ *
+ * <p>{@code sizes}: body sizes to run, comma-separated (default {@code 16,1024,65536}). Besides the CPU per message,
+ * each line gives the kernel's part of it ({@code sys}), which on loopback carries the receiving side's TCP work too.
  */
 public final class PublishRateMain {
 
@@ -46,8 +49,10 @@ public final class PublishRateMain {
         String client = args.length > 0 ? args[0] : "warren";
         int seconds = args.length > 1 ? Integer.parseInt(args[1]) : 8;
         String uri = args.length > 2 ? args[2] : "amqp://guest:guest@127.0.0.1:5672";
+        int[] sizes = args.length > 3 ? java.util.Arrays.stream(args[3].split(",")).mapToInt(Integer::parseInt).toArray()
+                : SIZES;
         String exchange = "warren-bench.rate." + Long.toHexString(System.nanoTime());
-        for (int size : SIZES) {
+        for (int size : sizes) {
             for (boolean confirms : new boolean[] {false, true}) {
                 byte[] body = new byte[size];
                 try (Publisher p = client.startsWith("warren")
@@ -55,11 +60,14 @@ public final class PublishRateMain {
                         : amqpClient(uri, exchange, confirms, body)) {
                     run(p, seconds); // warm-up (JIT), as long as the measurement
                     long cpu = JvmMeter.cpuNanos();
+                    long sys = JvmMeter.systemCpuNanos();
                     long start = System.nanoTime();
                     long n = run(p, seconds);
                     double elapsed = (System.nanoTime() - start) / 1e9;
-                    System.out.printf(Locale.ROOT, "%-11s %6d B confirms=%-5s %,10.0f msg/s %,8.2f us CPU/msg%n",
-                            client, size, confirms, n / elapsed, (JvmMeter.cpuNanos() - cpu) / 1e3 / n);
+                    System.out.printf(Locale.ROOT,
+                            "%-11s %6d B confirms=%-5s %,10.0f msg/s %,8.2f us CPU/msg (sys %,8.2f)%n", client, size,
+                            confirms, n / elapsed, (JvmMeter.cpuNanos() - cpu) / 1e3 / n,
+                            (JvmMeter.systemCpuNanos() - sys) / 1e3 / n);
                 }
             }
         }
