@@ -47,7 +47,9 @@ import org.openjdk.jmh.annotations.TearDown;
  * amqp-client publishes from the same kind of thread, one {@code byte[]} allocated once and reused.
  *
  * <p>Read {@code gc.alloc.rate.norm}: bytes per publish over every thread of this JVM (the application thread,
- * Warren's event loop or amqp-client's reader thread). Leak detection is off, as in production (its sampled
+ * Warren's event loop or amqp-client's reader thread). {@code userBuffersOnly} is what the application's bodies
+ * cost by themselves (allocated here, released on another event loop): Warren's figure minus it is what Warren
+ * allocates beyond the user's own buffer. Leak detection is off, as in production (its sampled
  * records are allocation too).
  *
  * <pre>
@@ -149,6 +151,40 @@ public class PublishAllocationBenchmark {
         }
     }
 
+    /**
+     * The application's own buffers and nothing else: the baseline the issue's targets count beyond ("beyond the
+     * user's own buffer"). The same bodies as {@link Warren#body()}, allocated on the application thread and released
+     * on another Netty event loop, as Warren's loop releases a body once written.
+     */
+    @State(Scope.Benchmark)
+    public static class UserBuffers {
+        final ByteBuf[] bodies = new ByteBuf[BATCH];
+        DefaultEventExecutor app;
+        DefaultEventExecutor releaser;
+        final Runnable allocate = () -> {
+            for (int i = 0; i < BATCH; i++) {
+                bodies[i] = PooledByteBufAllocator.DEFAULT.directBuffer(SIZE, SIZE).writeBytes(BODY);
+            }
+        };
+        final Runnable release = () -> {
+            for (int i = 0; i < BATCH; i++) {
+                bodies[i].release();
+                bodies[i] = null;
+            }
+        };
+
+        @Setup(Level.Trial)
+        public void start(Peer peer) {
+            app = peer.app;
+            releaser = new DefaultEventExecutor(new DefaultThreadFactory("releaser"));
+        }
+
+        @TearDown(Level.Trial)
+        public void stop() throws Exception {
+            releaser.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
+        }
+    }
+
     @State(Scope.Benchmark)
     public static class AmqpJavaClient {
         @Param({"false", "true"})
@@ -215,6 +251,13 @@ public class PublishAllocationBenchmark {
     public CompletionStage<PublishOutcome> warrenWithOutcome(Warren w) throws Exception {
         w.app.submit(w.withOutcome).sync();
         return w.last;
+    }
+
+    /** The baseline: what the application's bodies cost by themselves (subtract it from {@code warren}'s figure). */
+    @Benchmark
+    public void userBuffersOnly(UserBuffers u) throws Exception {
+        u.app.submit(u.allocate).sync();
+        u.releaser.submit(u.release).sync();
     }
 
     @Benchmark
