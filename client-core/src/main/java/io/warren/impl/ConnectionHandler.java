@@ -140,7 +140,7 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
         this.outbound = new OutboundPath(ctx);
         this.heartbeats = new Heartbeats(outbound, ctx.alloc(), this::missedHeartbeats);
         this.handshake = new Handshake(options, outbound, ctx.alloc(), this);
-        this.publishFlow = new PublishFlow(ctx, facade, options.publishOptions());
+        this.publishFlow = new PublishFlow(ctx, outbound, facade, options.publishOptions());
         outbound.addWritabilityListener(publishFlow::onWritabilityChanged);
     }
 
@@ -288,7 +288,7 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
             onBrokerClose(frame);
         } else if (key == MethodIds.CONNECTION_CLOSE_OK) {
             if (state == State.CLOSING) {
-                ctx.flush(); // what this read batch wrote (our connection.close) is not dropped by the close
+                outbound.flushNow(); // what this read batch wrote (our connection.close) is not dropped by the close
                 ctx.close();
             }
         } else if (state == State.HANDSHAKE) {
@@ -511,7 +511,7 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
         if (state == State.CLOSING) {
             // a second error while closing: the socket goes now, but the connection.close written for the first
             // one (still unflushed in this read batch) goes out before it (found by ConnectionFuzzTest)
-            ctx.flush();
+            outbound.flushNow();
             ctx.close();
             return;
         }

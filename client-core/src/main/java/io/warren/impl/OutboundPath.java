@@ -9,6 +9,7 @@ import io.netty.util.ReferenceCountUtil;
 import io.netty.util.concurrent.EventExecutor;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.GenericFutureListener;
+import io.warren.codec.Frames;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
@@ -28,6 +29,11 @@ import org.jctools.queues.MpscUnboundedArrayQueue;
  *       It takes at most {@value #MAX_ITEMS_PER_DRAIN} items, then lets the loop read before it goes on.</li>
  *   <li>Each item is atomic: a buffer handed to {@link #write} is written whole, so the frames of one
  *       message (one buffer or composite) are never interleaved with another's.</li>
+ *   <li>A single-frame publish ({@link #writeContent}) leaves its body frame's end octet pending: the next
+ *       publish's head carries it in a byte it keeps free for it, so consecutive publishes cost two buffers, two
+ *       pipeline writes and two Netty outbound entries each instead of three. Any other write, and every flush,
+ *       writes a pending end octet first, so nothing ever comes between a body and its end and a flush never
+ *       leaves a message incomplete.</li>
  * </ul>
  *
  * <p>Ownership: a buffer passed to {@code write} belongs to the path from the call on; it is released
@@ -77,6 +83,9 @@ public final class OutboundPath {
     private boolean flushPending;
     private boolean flushTaskScheduled;
     private boolean writtenSinceCheck;
+    /** The end octet of the body frame written last when it is still to be written, and its message's listener. */
+    private ByteBuf pendingEnd;
+    private WriteListener pendingEndListener;
 
     public OutboundPath(ChannelHandlerContext ctx) {
         this.ctx = ctx;
@@ -119,6 +128,7 @@ public final class OutboundPath {
     /** Writes {@code frames} (one or more whole frames) without notification; any thread. Takes ownership. */
     public void write(ByteBuf frames) {
         if (loop.inEventLoop()) {
+            writePendingEnd();
             writeNow(frames, null);
         } else {
             offer(frames);
@@ -133,9 +143,48 @@ public final class OutboundPath {
         if (listener == null) {
             write(frames);
         } else if (loop.inEventLoop()) {
+            writePendingEnd();
             writeNow(frames, listener);
         } else {
             offer(new PendingWrite(frames, listener));
+        }
+    }
+
+    /**
+     * Writes the three buffers of a single-frame publish; event loop only, takes ownership of all three.
+     * {@code head} holds the method, content-header and body-frame headers, with one byte free just before its reader
+     * index; {@code body} is the body frame's payload; {@code endOctet} its end (0xCE), which is held back: when the
+     * next write is another publish's head, that head's free byte carries it and {@code endOctet} is released
+     * unwritten; otherwise it is written before the next write or flush. {@code listener} (or null) hears when the
+     * message is written whole, that is with the write that carries its end octet.
+     */
+    void writeContent(ByteBuf head, ByteBuf body, ByteBuf endOctet, WriteListener listener) {
+        ByteBuf end = pendingEnd;
+        if (end != null) {
+            WriteListener previous = pendingEndListener;
+            pendingEnd = null;
+            pendingEndListener = null;
+            end.release();
+            int first = head.readerIndex() - 1;
+            head.setByte(first, Frames.FRAME_END);
+            head.readerIndex(first);
+            writeNow(head, previous);
+        } else {
+            writeNow(head, null);
+        }
+        writeNow(body, null);
+        pendingEnd = endOctet;
+        pendingEndListener = listener;
+    }
+
+    /** Writes a pending end octet (see {@link #writeContent}) before anything else is written or flushed. */
+    private void writePendingEnd() {
+        ByteBuf end = pendingEnd;
+        if (end != null) {
+            WriteListener listener = pendingEndListener;
+            pendingEnd = null;
+            pendingEndListener = null;
+            writeNow(end, listener);
         }
     }
 
@@ -186,6 +235,8 @@ public final class OutboundPath {
      * Items queued later are written to the closed channel, which releases them and fails their listeners.
      */
     public void discardQueued(Throwable cause) {
+        // written to the closed channel, which releases it and fails its listener as for any other write
+        writePendingEnd();
         Object item;
         while ((item = queue.relaxedPoll()) != null) {
             if (item instanceof Runnable r) {
@@ -246,8 +297,10 @@ public final class OutboundPath {
             while (taken < MAX_ITEMS_PER_DRAIN && (item = queue.relaxedPoll()) != null) {
                 taken++;
                 if (item instanceof ByteBuf buf) {
+                    writePendingEnd();
                     writeNow(buf, null);
                 } else if (item instanceof PendingWrite pw) {
+                    writePendingEnd();
                     writeNow(pw.frames, pw.listener);
                 } else {
                     ((Runnable) item).run();
@@ -311,6 +364,7 @@ public final class OutboundPath {
     }
 
     private void flushIfPending() {
+        writePendingEnd();
         if (flushPending) {
             flushPending = false;
             ctx.flush();

@@ -47,6 +47,7 @@ public final class PublishFlow implements BlockedListener {
             AtomicLongFieldUpdater.newUpdater(PublishFlow.class, "heldBytes");
 
     private final ChannelHandlerContext ctx;
+    private final OutboundPath outbound;
     private final PublishOptions options;
     private final long maxPendingBytes;
 
@@ -73,8 +74,10 @@ public final class PublishFlow implements BlockedListener {
     /** A change came while {@code writing}: publishers are told when the message is complete. */
     private boolean changedWhileWriting;
 
-    public PublishFlow(ChannelHandlerContext ctx, ConnectionImpl connection, PublishOptions options) {
+    public PublishFlow(ChannelHandlerContext ctx, OutboundPath outbound, ConnectionImpl connection,
+                       PublishOptions options) {
         this.ctx = ctx;
+        this.outbound = outbound;
         this.options = new PublishOptions(options);
         this.maxPendingBytes = options.maxPendingBytes();
         this.buffers = new PublishBuffers(ctx.executor(), ctx.alloc());
@@ -206,7 +209,7 @@ public final class PublishFlow implements BlockedListener {
     /** Writes a flush now (the diagnostic flush-per-message mode). */
     void flush() {
         unflushedBytes = 0;
-        ctx.flush();
+        outbound.flushNow(); // through the path: a publish's held-back end octet goes out with it
     }
 
     /**

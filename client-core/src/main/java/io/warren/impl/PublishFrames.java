@@ -16,10 +16,12 @@ import io.warren.codec.method.BasicPublishEncoder;
  *
  * <pre>
  * body fits one frame (the usual case): three buffers, written one after the other
- *   head (PublishBuffers)                                     caller's buffer       tail (PublishBuffers, 1 byte)
- *   +--------------+--------------------+------------------+  +------------------+  +------+
- *   | method frame | content-header frm | body frame hdr 7 |  | body bytes       |  | 0xCE |
- *   +--------------+--------------------+------------------+  +------------------+  +------+
+ *   head (PublishBuffers)                                            caller's buffer   tail (PublishBuffers, 1 byte)
+ *   +------+--------------+--------------------+------------------+  +--------------+  +------+
+ *   | free | method frame | content-header frm | body frame hdr 7 |  | body bytes   |  | 0xCE |
+ *   +------+--------------+--------------------+------------------+  +--------------+  +------+
+ *    ^ before the reader index: the previous publish's end octet goes there when this head follows it, and
+ *      the tail is then held back for the next head (OutboundPath.writeContent): two writes per message in a run
  *
  * body spans frames: the codec's PublishFraming, one CompositeByteBuf (head + retained slices of the body)
  * </pre>
@@ -114,7 +116,10 @@ final class PublishFrames {
             }
             int headLength = method.encodedLength() + headerPayload
                     + 2 * Frames.FRAME_OVERHEAD + (bodyLength == 0 ? 0 : Frames.FRAME_HEADER_SIZE);
-            head = buffers.head(headLength);
+            // one byte free before the frames: the previous publish's end octet, when this head follows it
+            // (OutboundPath.writeContent)
+            head = buffers.head(headLength + 1);
+            head.writerIndex(1).readerIndex(1);
             Frames.writeMethod(head, channel, method);
             Frames.writeContentHeader(head, channel, bodyLength, properties, added, value);
             if (bodyLength == 0) {

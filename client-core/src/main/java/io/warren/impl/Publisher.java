@@ -377,9 +377,7 @@ public final class Publisher {
             if (body == null) {
                 outbound.write(head, whenWritten);
             } else {
-                outbound.write(head);
-                outbound.write(body);
-                outbound.write(tail, whenWritten);
+                outbound.writeContent(head, body, tail, whenWritten);
             }
         } finally {
             flow.endMessage();

@@ -278,4 +278,119 @@ class OutboundPathTest {
             peerGroup.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
         }
     }
+
+    // ---- single-frame publishes: the end octet rides the next head ----------------------------------------
+
+    /** Keeps a copy of every buffer that reaches the transport, in order. */
+    static final class Bytes extends ChannelOutboundHandlerAdapter {
+        final List<byte[]> writes = new ArrayList<>();
+        int flushes;
+
+        @Override
+        public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
+            writes.add(io.netty.buffer.ByteBufUtil.getBytes((ByteBuf) msg));
+            ctx.write(msg, promise);
+        }
+
+        @Override
+        public void flush(ChannelHandlerContext ctx) {
+            flushes++;
+            ctx.flush();
+        }
+
+        byte[] stream() {
+            java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+            writes.forEach(out::writeBytes);
+            return out.toByteArray();
+        }
+    }
+
+    /** A head as PublishFrames makes it: one free byte before the reader index, then {@code marker}. */
+    private static ByteBuf head(int marker) {
+        return Unpooled.buffer(8).writerIndex(1).readerIndex(1).writeInt(marker);
+    }
+
+    private static ByteBuf endOctet() {
+        return Unpooled.buffer(1, 1).writeByte(0xCE);
+    }
+
+    private static byte[] bytes(int... values) {
+        byte[] b = new byte[values.length];
+        for (int i = 0; i < values.length; i++) {
+            b[i] = (byte) values[i];
+        }
+        return b;
+    }
+
+    @Test
+    void aRunOfPublishesCostsTwoWritesEachWithTheEndOctetInTheNextHead() {
+        Bytes transport = new Bytes();
+        Holder holder = new Holder();
+        EmbeddedChannel ch = new EmbeddedChannel(transport, holder);
+        OutboundPath path = holder.path;
+        List<Throwable> written = new ArrayList<>();
+        List<ByteBuf> ends = new ArrayList<>();
+        path.beginReadBatch();
+        for (int i = 0; i < 3; i++) {
+            ByteBuf end = endOctet();
+            ends.add(end);
+            path.writeContent(head(0x0A0B0C00 + i), Unpooled.wrappedBuffer(bytes(0x50 + i)), end, written::add);
+        }
+        assertEquals(6, transport.writes.size(), "head and body per message; each end octet went into the next head");
+        assertEquals(0, ends.get(0).refCnt(), "an end octet carried by the next head is released unwritten");
+        assertEquals(0, ends.get(1).refCnt());
+        assertEquals(1, ends.get(2).refCnt(), "the last one is held back for a head that may follow");
+        assertTrue(written.isEmpty(), "nothing flushed yet");
+
+        path.endReadBatch();
+        assertEquals(7, transport.writes.size(), "the flush writes the last end octet first");
+        assertEquals(1, transport.flushes);
+        org.junit.jupiter.api.Assertions.assertArrayEquals(bytes(
+                0x0A, 0x0B, 0x0C, 0x00, 0x50,
+                0xCE, 0x0A, 0x0B, 0x0C, 0x01, 0x51,
+                0xCE, 0x0A, 0x0B, 0x0C, 0x02, 0x52,
+                0xCE), transport.stream());
+        assertEquals(3, written.size(), "each message is reported once, when its end octet is written");
+        written.forEach(org.junit.jupiter.api.Assertions::assertNull);
+        ch.finishAndReleaseAll();
+    }
+
+    @Test
+    void anyOtherWriteGoesAfterThePendingEndOctet() {
+        Bytes transport = new Bytes();
+        Holder holder = new Holder();
+        EmbeddedChannel ch = new EmbeddedChannel(transport, holder);
+        OutboundPath path = holder.path;
+        path.beginReadBatch();
+        path.writeContent(head(0x01020304), Unpooled.wrappedBuffer(bytes(0x77)), endOctet(), null);
+        path.write(Unpooled.wrappedBuffer(bytes(0x08, 0x00, 0x00)));
+        path.endReadBatch();
+        org.junit.jupiter.api.Assertions.assertArrayEquals(bytes(0x01, 0x02, 0x03, 0x04, 0x77, 0xCE, 0x08, 0x00, 0x00),
+                transport.stream());
+        assertEquals(4, transport.writes.size(), "an end octet before a frame that is not a head is written alone");
+        ch.finishAndReleaseAll();
+    }
+
+    @Test
+    void aPendingEndOctetOnAClosedConnectionFailsItsMessageAndIsReleased() {
+        Bytes transport = new Bytes();
+        Holder holder = new Holder();
+        EmbeddedChannel ch = new EmbeddedChannel(transport, holder);
+        OutboundPath path = holder.path;
+        List<Throwable> written = new ArrayList<>();
+        ByteBuf end = endOctet();
+        path.beginReadBatch();
+        path.writeContent(head(1), Unpooled.wrappedBuffer(bytes(2)), end, written::add);
+        // head and body (written with the void promise) fail with the close: EmbeddedChannel reports that as the
+        // pipeline's exception, where the connection handler would close the connection
+        org.junit.jupiter.api.Assertions.assertThrows(java.nio.channels.ClosedChannelException.class, () -> {
+            ch.close();
+            ch.checkException();
+        });
+        path.discardQueued(new IllegalStateException("closed"));
+        assertEquals(1, written.size());
+        assertTrue(written.get(0) != null, "the message was not written whole");
+        assertEquals(0, end.refCnt());
+        ch.finishAndReleaseAll();
+    }
 }
