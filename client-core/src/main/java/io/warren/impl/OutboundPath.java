@@ -160,7 +160,7 @@ public final class OutboundPath {
      */
     void writeContent(ByteBuf head, ByteBuf body, ByteBuf endOctet, WriteListener listener) {
         ByteBuf end = pendingEnd;
-        if (end != null) {
+        if (end != null && head.readerIndex() > 0) {
             WriteListener previous = pendingEndListener;
             pendingEnd = null;
             pendingEndListener = null;
@@ -170,6 +170,7 @@ public final class OutboundPath {
             head.readerIndex(first);
             writeNow(head, previous);
         } else {
+            writePendingEnd(); // a head without the free byte takes the end octet as a write of its own
             writeNow(head, null);
         }
         writeNow(body, null);

@@ -368,6 +368,15 @@ class OutboundPathTest {
         org.junit.jupiter.api.Assertions.assertArrayEquals(bytes(0x01, 0x02, 0x03, 0x04, 0x77, 0xCE, 0x08, 0x00, 0x00),
                 transport.stream());
         assertEquals(4, transport.writes.size(), "an end octet before a frame that is not a head is written alone");
+
+        // a head without the free byte cannot carry it either
+        transport.writes.clear();
+        path.beginReadBatch();
+        path.writeContent(head(0x01020304), Unpooled.wrappedBuffer(bytes(0x77)), endOctet(), null);
+        path.writeContent(Unpooled.wrappedBuffer(bytes(0x05)), Unpooled.wrappedBuffer(bytes(0x78)), endOctet(), null);
+        path.endReadBatch();
+        org.junit.jupiter.api.Assertions.assertArrayEquals(bytes(0x01, 0x02, 0x03, 0x04, 0x77, 0xCE, 0x05, 0x78, 0xCE),
+                transport.stream());
         ch.finishAndReleaseAll();
     }
 

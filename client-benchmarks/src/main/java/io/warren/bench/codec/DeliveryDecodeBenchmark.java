@@ -104,18 +104,7 @@ public class DeliveryDecodeBenchmark {
     @Setup(Level.Trial)
     public void setUp() {
         PooledByteBufAllocator alloc = PooledByteBufAllocator.DEFAULT;
-        BasicProperties props = BasicProperties.builder().contentType("application/octet-stream")
-                .deliveryMode(BasicProperties.PERSISTENT).timestamp(Instant.ofEpochSecond(1_700_000_000L)).build();
-        BasicDeliverEncoder deliver = new BasicDeliverEncoder().consumerTag("amq.ctag-bench-consumer-1")
-                .exchange("bench.exchange").routingKey("bench.routing.key");
-        ByteArrayOutputStream stream = new ByteArrayOutputStream();
-        for (int i = 0; i < DELIVERIES_PER_READ; i++) {
-            deliver.deliveryTag(1_000_000 + i);
-            ByteBuf framed = PublishFraming.frame(alloc, 1, 131072, deliver, props, alloc.buffer(bodySize).writeZero(bodySize));
-            stream.writeBytes(ByteBufUtil.getBytes(framed));
-            framed.release();
-        }
-        byte[] bytes = stream.toByteArray();
+        byte[] bytes = deliveries(bodySize);
 
         loop = new CodecBenchmarkLoop();
         loop.run(() -> {
@@ -140,6 +129,23 @@ public class DeliveryDecodeBenchmark {
 
         bytesIn = new ByteArrayInputStream(bytes);
         dataIn = new DataInputStream(bytesIn);
+    }
+
+    /** The input: {@value #DELIVERIES_PER_READ} deliveries (method, header and one body frame each) back to back. */
+    static byte[] deliveries(int bodySize) {
+        PooledByteBufAllocator alloc = PooledByteBufAllocator.DEFAULT;
+        BasicProperties props = BasicProperties.builder().contentType("application/octet-stream")
+                .deliveryMode(BasicProperties.PERSISTENT).timestamp(Instant.ofEpochSecond(1_700_000_000L)).build();
+        BasicDeliverEncoder deliver = new BasicDeliverEncoder().consumerTag("amq.ctag-bench-consumer-1")
+                .exchange("bench.exchange").routingKey("bench.routing.key");
+        ByteArrayOutputStream stream = new ByteArrayOutputStream();
+        for (int i = 0; i < DELIVERIES_PER_READ; i++) {
+            deliver.deliveryTag(1_000_000 + i);
+            ByteBuf framed = PublishFraming.frame(alloc, 1, 131072, deliver, props, alloc.buffer(bodySize).writeZero(bodySize));
+            stream.writeBytes(ByteBufUtil.getBytes(framed));
+            framed.release();
+        }
+        return stream.toByteArray();
     }
 
     @TearDown(Level.Trial)

@@ -199,9 +199,7 @@ public class PublishEncodeBenchmark {
         ByteBuf b = framesBody;
         for (int i = 0; i < OPERATIONS; i++) {
             o.clear();
-            writeHead(o);
-            o.writeBytes(b, b.readerIndex(), b.readableBytes());
-            o.writeByte(Frames.FRAME_END);
+            writePublish(o, framesPublish, properties, b);
             bh.consume(o.writerIndex());
         }
     }
@@ -212,17 +210,35 @@ public class PublishEncodeBenchmark {
         ByteBuf o = framesOut;
         for (int i = 0; i < OPERATIONS; i++) {
             o.clear();
-            writeHead(o);
+            writeHead(o, framesPublish, properties, bodySize);
             bh.consume(o.writerIndex());
         }
     }
 
-    /** Method frame, content-header frame and the body frame's header, as the client's publisher frames a message. */
-    private void writeHead(ByteBuf o) {
-        BasicPublishEncoder method = framesPublish.exchange(EXCHANGE).routingKey(ROUTING_KEY).mandatory(false);
-        Frames.writeMethod(o, 1, method);
-        Frames.writeContentHeader(o, 1, bodySize, properties);
-        Frames.writeHeader(o, FrameType.BODY, 1, bodySize);
+    /**
+     * Method frame, content-header frame and the body frame's header of a publish to {@value #EXCHANGE} with key
+     * {@value #ROUTING_KEY} on channel 1, as the client's publisher frames a message.
+     */
+    static void writeHead(ByteBuf out, BasicPublishEncoder encoder, BasicProperties properties, int bodySize) {
+        BasicPublishEncoder method = encoder.exchange(EXCHANGE).routingKey(ROUTING_KEY).mandatory(false);
+        Frames.writeMethod(out, 1, method);
+        Frames.writeContentHeader(out, 1, bodySize, properties);
+        Frames.writeHeader(out, FrameType.BODY, 1, bodySize);
+    }
+
+    /** The whole publish, the body copied in: {@code warrenFrames}'s operation (the body's indices are not moved). */
+    static void writePublish(ByteBuf out, BasicPublishEncoder encoder, BasicProperties properties, ByteBuf body) {
+        writeHead(out, encoder, properties, body.readableBytes());
+        out.writeBytes(body, body.readerIndex(), body.readableBytes());
+        out.writeByte(Frames.FRAME_END);
+    }
+
+    /** The same publish as amqp-client writes it: {@code amqpClient}'s operation. */
+    static void writeTheirs(DataOutputStream out, AMQP.BasicProperties properties, byte[] body) throws IOException {
+        AMQImpl.Basic.Publish method = new AMQImpl.Basic.Publish(0, EXCHANGE, ROUTING_KEY, false, false);
+        method.toFrame(1).writeTo(out);
+        properties.toFrame(1, body.length).writeTo(out);
+        com.rabbitmq.client.impl.Frame.fromBodyFragment(1, ByteBuffer.wrap(body), 0, body.length).writeTo(out);
     }
 
     @Benchmark
@@ -230,11 +246,7 @@ public class PublishEncodeBenchmark {
     public void amqpClient(Blackhole bh) throws IOException {
         for (int i = 0; i < OPERATIONS; i++) {
             bytesOut.reset();
-            AMQImpl.Basic.Publish method = new AMQImpl.Basic.Publish(0, EXCHANGE, ROUTING_KEY, false, false);
-            method.toFrame(1).writeTo(dataOut);
-            theirProperties.toFrame(1, bodyBytes.length).writeTo(dataOut);
-            com.rabbitmq.client.impl.Frame.fromBodyFragment(1, ByteBuffer.wrap(bodyBytes), 0, bodyBytes.length)
-                    .writeTo(dataOut);
+            writeTheirs(dataOut, theirProperties, bodyBytes);
             bh.consume(bytesOut.size());
         }
     }
