@@ -32,10 +32,11 @@ import io.warren.codec.method.MethodTable;
  * <p>Malformed input throws an {@link AmqpProtocolException} carrying the reply code to close the connection
  * with (501 FRAME_ERROR for framing, 502 SYNTAX_ERROR for fields, 503 COMMAND_INVALID for an unknown method, 505
  * UNEXPECTED_FRAME for content on channel 0 or a header of a class without content) and the offset in the
- * stream; the stream is out of step from there and the reader must not be used again. If the stream's first
+ * stream; the stream is out of step from there and a further read throws {@link IllegalStateException}. If the stream's first
  * bytes are a protocol header, the server refused the client's version: {@link ProtocolVersionMismatchException}.
  *
- * <p>Not thread-safe: one reader per connection, used by the thread that reads it.
+ * <p>Buffers are read big-endian, Netty's default order. Not thread-safe: one reader per connection, used by the
+ * thread that reads it.
  */
 public final class FrameReader {
 
@@ -50,6 +51,8 @@ public final class FrameReader {
     private int frameMax = Frames.FRAME_MIN_SIZE;
     /** Bytes of the stream read so far: the offset errors name, and whether a protocol header may come. */
     private long streamOffset;
+    /** Whether a read threw: the stream is out of step, and further reads are refused. */
+    private boolean failed;
 
     // the frame read last
     private FrameType type;
@@ -133,6 +136,19 @@ public final class FrameReader {
      * not 0: the caller checked {@code in} is accessible and {@code [start, end)} readable.
      */
     boolean read(ByteBuf in, long address, int start, int end) {
+        if (failed) {
+            throw new IllegalStateException("the stream was malformed at stream offset " + streamOffset
+                    + ": a reader cannot go on past malformed input");
+        }
+        try {
+            return readFrame(in, address, start, end);
+        } catch (RuntimeException e) {
+            failed = true; // out of step with the stream from here
+            throw e;
+        }
+    }
+
+    private boolean readFrame(ByteBuf in, long address, int start, int end) {
         // type (8 bits), channel (16), size (32): one read when a whole frame's minimum is there, since every
         // ByteBuf accessor pays for its bounds and reference-count checks
         long header = end - start >= Frames.FRAME_OVERHEAD

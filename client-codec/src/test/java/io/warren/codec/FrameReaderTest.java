@@ -27,13 +27,18 @@ class FrameReaderTest {
     private static final UnpooledByteBufAllocator UNPOOLED = UnpooledByteBufAllocator.DEFAULT;
 
     private static ByteBuf stream(boolean direct) {
-        ByteBuf out = direct ? PooledByteBufAllocator.DEFAULT.directBuffer() : Unpooled.buffer();
+        ByteBuf out = buffer(direct);
         append(out, Frames.method(UNPOOLED, 5, new BasicDeliverEncoder().consumerTag("amq.ctag-7").deliveryTag(42)
                 .redelivered(true).exchange("ex").routingKey("rk")));
         append(out, Frames.contentHeader(UNPOOLED, 5, 3, BasicProperties.builder().contentType("text/plain").build()));
         append(out, Frames.body(UNPOOLED, 5, Unpooled.wrappedBuffer(new byte[] {1, 2, 3})));
         append(out, Frames.heartbeat(UNPOOLED));
         return out;
+    }
+
+    /** A pooled direct buffer (read from memory) or a heap one (checked reads). */
+    private static ByteBuf buffer(boolean direct) {
+        return direct ? PooledByteBufAllocator.DEFAULT.directBuffer() : UNPOOLED.heapBuffer();
     }
 
     private static void append(ByteBuf out, ByteBuf frame) {
@@ -82,10 +87,37 @@ class FrameReaderTest {
 
     @ParameterizedTest(name = "direct={0}")
     @ValueSource(booleans = {false, true})
+    void aSliceAtAnOffsetIsReadInPlaceFromItsReaderIndex(boolean direct) {
+        ByteBuf whole = stream(direct);
+        int length = whole.readableBytes();
+        ByteBuf backing = buffer(direct).writeZero(5).writeBytes(whole).writeZero(3);
+        try {
+            ByteBuf slice = backing.slice(2, 3 + length);
+            slice.readerIndex(3); // the stream starts three bytes into the slice, five into its buffer
+            assertEquals(direct, slice.hasMemoryAddress(), "the direct case takes the reads from memory");
+            FrameReader reader = new FrameReader(FrameDecoder.DEFAULT_MAX_METHOD_FRAME_SIZE, true);
+            assertTrue(reader.read(slice));
+            assertEquals(FrameType.METHOD, reader.type());
+            assertEquals(3 + Frames.FRAME_HEADER_SIZE, reader.payloadIndex(), "an index of the slice");
+            assertEquals("amq.ctag-7", new BasicDeliver().wrap(slice, reader.payloadIndex()).consumerTag().toString());
+            assertTrue(reader.read(slice));
+            assertTrue(reader.read(slice));
+            assertEquals(FrameType.BODY, reader.type());
+            assertEquals(2, slice.getByte(reader.payloadIndex() + 1));
+            assertTrue(reader.read(slice));
+            assertEquals(FrameType.HEARTBEAT, reader.type());
+            assertFalse(reader.read(slice));
+        } finally {
+            whole.release();
+            backing.release();
+        }
+    }
+
+    @ParameterizedTest(name = "direct={0}")
+    @ValueSource(booleans = {false, true})
     void aPartialFrameLeavesTheInputAlone(boolean direct) {
         ByteBuf whole = stream(direct);
-        ByteBufAllocator alloc = direct ? PooledByteBufAllocator.DEFAULT : UNPOOLED;
-        ByteBuf in = alloc.buffer();
+        ByteBuf in = buffer(direct);
         try {
             FrameReader reader = new FrameReader(FrameDecoder.DEFAULT_MAX_METHOD_FRAME_SIZE, true);
             int frames = 0;
@@ -122,6 +154,7 @@ class FrameReaderTest {
             assertEquals(FrameType.HEADER, e.frameType());
             assertEquals(Frames.FRAME_HEADER_SIZE + size, e.offset());
             assertTrue(e.getMessage().contains("at stream offset " + headerFrame), e.getMessage());
+            assertThrows(IllegalStateException.class, () -> reader.read(in), "no reading on past malformed input");
         } finally {
             in.release();
         }
@@ -130,8 +163,7 @@ class FrameReaderTest {
     @ParameterizedTest(name = "direct={0}")
     @ValueSource(booleans = {false, true})
     void aBodyFrameOverFrameMaxIsRefusedFromItsHeader(boolean direct) {
-        ByteBufAllocator alloc = direct ? PooledByteBufAllocator.DEFAULT : UNPOOLED;
-        ByteBuf in = alloc.buffer();
+        ByteBuf in = buffer(direct);
         try {
             // only the header of a body frame of frame-max + 1 bytes: refused before its payload arrives
             in.writeByte(FrameType.BODY.id()).writeShort(1).writeInt(Frames.FRAME_MIN_SIZE - Frames.FRAME_OVERHEAD + 1);
@@ -151,8 +183,7 @@ class FrameReaderTest {
     @ParameterizedTest(name = "direct={0}")
     @ValueSource(booleans = {false, true})
     void anInvalidMethodPayloadIsASyntaxError(boolean direct) {
-        ByteBufAllocator alloc = direct ? PooledByteBufAllocator.DEFAULT : UNPOOLED;
-        ByteBuf in = alloc.buffer();
+        ByteBuf in = buffer(direct);
         try {
             // basic.deliver whose consumer tag claims 200 bytes in a 10-byte payload
             in.writeByte(FrameType.METHOD.id()).writeShort(1).writeInt(10);
@@ -173,8 +204,7 @@ class FrameReaderTest {
     @ParameterizedTest(name = "direct={0}")
     @ValueSource(booleans = {false, true})
     void aProtocolHeaderFirstIsAVersionMismatch(boolean direct) {
-        ByteBufAllocator alloc = direct ? PooledByteBufAllocator.DEFAULT : UNPOOLED;
-        ByteBuf in = alloc.buffer().writeBytes(new byte[] {'A', 'M', 'Q', 'P', 0, 0, 9});
+        ByteBuf in = buffer(direct).writeBytes(new byte[] {'A', 'M', 'Q', 'P', 0, 0, 9});
         try {
             FrameReader reader = new FrameReader(FrameDecoder.DEFAULT_MAX_METHOD_FRAME_SIZE, true);
             assertFalse(reader.read(in), "seven of its eight bytes");

@@ -128,7 +128,7 @@ public final class OutboundPath {
     /** Writes {@code frames} (one or more whole frames) without notification; any thread. Takes ownership. */
     public void write(ByteBuf frames) {
         if (loop.inEventLoop()) {
-            writePendingEnd();
+            writePendingEnds();
             writeNow(frames, null);
         } else {
             offer(frames);
@@ -143,7 +143,7 @@ public final class OutboundPath {
         if (listener == null) {
             write(frames);
         } else if (loop.inEventLoop()) {
-            writePendingEnd();
+            writePendingEnds();
             writeNow(frames, listener);
         } else {
             offer(new PendingWrite(frames, listener));
@@ -170,7 +170,7 @@ public final class OutboundPath {
             head.readerIndex(first);
             writeNow(head, previous);
         } else {
-            writePendingEnd(); // a head without the free byte takes the end octet as a write of its own
+            writePendingEnds(); // a head without the free byte takes the end octet as a write of its own
             writeNow(head, null);
         }
         writeNow(body, null);
@@ -178,14 +178,19 @@ public final class OutboundPath {
         pendingEndListener = listener;
     }
 
-    /** Writes a pending end octet (see {@link #writeContent}) before anything else is written or flushed. */
-    private void writePendingEnd() {
-        ByteBuf end = pendingEnd;
-        if (end != null) {
+    /**
+     * Writes a pending end octet (see {@link #writeContent}) before anything else is written or flushed; the caller
+     * writes or flushes next. A loop: writing it can cross the high-water mark, and Netty reports that synchronously,
+     * so a publisher told of it may publish right here and leave an end octet of its own pending; that one, too, must
+     * go before what the caller writes.
+     */
+    private void writePendingEnds() {
+        ByteBuf end;
+        while ((end = pendingEnd) != null) {
             WriteListener listener = pendingEndListener;
             pendingEnd = null;
             pendingEndListener = null;
-            writeNow(end, listener);
+            writeToPipeline(end, listener);
         }
     }
 
@@ -237,7 +242,7 @@ public final class OutboundPath {
      */
     public void discardQueued(Throwable cause) {
         // written to the closed channel, which releases it and fails its listener as for any other write
-        writePendingEnd();
+        writePendingEnds();
         Object item;
         while ((item = queue.relaxedPoll()) != null) {
             if (item instanceof Runnable r) {
@@ -298,10 +303,10 @@ public final class OutboundPath {
             while (taken < MAX_ITEMS_PER_DRAIN && (item = queue.relaxedPoll()) != null) {
                 taken++;
                 if (item instanceof ByteBuf buf) {
-                    writePendingEnd();
+                    writePendingEnds();
                     writeNow(buf, null);
                 } else if (item instanceof PendingWrite pw) {
-                    writePendingEnd();
+                    writePendingEnds();
                     writeNow(pw.frames, pw.listener);
                 } else {
                     ((Runnable) item).run();
@@ -343,6 +348,16 @@ public final class OutboundPath {
     }
 
     private void writeNow(ByteBuf frames, WriteListener listener) {
+        writeToPipeline(frames, listener);
+        if (!inBatch && !flushTaskScheduled) {
+            // Written outside a batch (a timer, a callback on the loop): flush at the end of this pass.
+            flushTaskScheduled = true;
+            loop.execute(flushTask);
+        }
+    }
+
+    /** The write itself; whoever calls this flushes or makes sure a flush comes. */
+    private void writeToPipeline(ByteBuf frames, WriteListener listener) {
         writtenSinceCheck = true;
         if (listener == null) {
             ctx.write(frames, ctx.voidPromise());
@@ -352,11 +367,6 @@ public final class OutboundPath {
             ctx.write(frames, promise);
         }
         flushPending = true;
-        if (!inBatch && !flushTaskScheduled) {
-            // Written outside a batch (a timer, a callback on the loop): flush at the end of this pass.
-            flushTaskScheduled = true;
-            loop.execute(flushTask);
-        }
     }
 
     private void flushTask() {
@@ -365,7 +375,7 @@ public final class OutboundPath {
     }
 
     private void flushIfPending() {
-        writePendingEnd();
+        writePendingEnds();
         if (flushPending) {
             flushPending = false;
             ctx.flush();

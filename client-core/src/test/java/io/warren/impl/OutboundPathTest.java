@@ -381,6 +381,39 @@ class OutboundPathTest {
     }
 
     @Test
+    void aPublishMadeWhileAPendingEndOctetIsWrittenStillGoesBeforeTheNextWrite() {
+        Bytes transport = new Bytes();
+        Holder holder = new Holder();
+        boolean[] published = {false};
+        // a publisher told synchronously that the socket turned unwritable, publishing at once (releasing held ones)
+        ChannelInboundHandlerAdapter publisher = new ChannelInboundHandlerAdapter() {
+            @Override
+            public void channelWritabilityChanged(ChannelHandlerContext ctx) {
+                if (!published[0]) {
+                    published[0] = true;
+                    holder.path.writeContent(head(0x0B0B0B0B), Unpooled.wrappedBuffer(bytes(0x62)), endOctet(), null);
+                }
+                ctx.fireChannelWritabilityChanged();
+            }
+        };
+        EmbeddedChannel ch = new EmbeddedChannel(transport, holder, publisher);
+        OutboundPath path = holder.path;
+        path.beginReadBatch();
+        path.writeContent(head(0x0A0A0A0A), Unpooled.wrappedBuffer(bytes(0x61)), endOctet(), null);
+        // the high-water mark just at what is pending: writing the held end octet crosses it
+        long pending = ch.unsafe().outboundBuffer().totalPendingWriteBytes();
+        ch.config().setWriteBufferWaterMark(new io.netty.channel.WriteBufferWaterMark(1, (int) pending));
+        path.write(Unpooled.wrappedBuffer(bytes(0x08, 0x00)));
+        path.endReadBatch();
+        assertTrue(published[0], "the end octet's write turned the channel unwritable");
+        org.junit.jupiter.api.Assertions.assertArrayEquals(bytes(
+                0x0A, 0x0A, 0x0A, 0x0A, 0x61, 0xCE,
+                0x0B, 0x0B, 0x0B, 0x0B, 0x62, 0xCE,
+                0x08, 0x00), transport.stream());
+        ch.finishAndReleaseAll();
+    }
+
+    @Test
     void aPendingEndOctetOnAClosedConnectionFailsItsMessageAndIsReleased() {
         Bytes transport = new Bytes();
         Holder holder = new Holder();
