@@ -156,7 +156,9 @@ public final class OutboundPath {
      * index; {@code body} is the body frame's payload; {@code endOctet} its end (0xCE), which is held back: when the
      * next write is another publish's head, that head's free byte carries it and {@code endOctet} is released
      * unwritten; otherwise it is written before the next write or flush. {@code listener} (or null) hears when the
-     * message is written whole, that is with the write that carries its end octet.
+     * message is written whole, that is with the write that carries its end octet. (On a closed channel that write
+     * fails at once and the previous message's listener runs between this head and body: harmless, as every write
+     * after it fails too.)
      */
     void writeContent(ByteBuf head, ByteBuf body, ByteBuf endOctet, WriteListener listener) {
         ByteBuf end = pendingEnd;
