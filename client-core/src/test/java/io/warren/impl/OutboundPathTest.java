@@ -305,6 +305,18 @@ class OutboundPathTest {
         }
     }
 
+    /** An outbound path on an embedded channel whose transport keeps a copy of every write. */
+    private record Wire(Bytes transport, EmbeddedChannel channel, OutboundPath path) {
+        /** {@code after}: handlers behind the path's own, which see its inbound events. */
+        static Wire open(io.netty.channel.ChannelHandler... after) {
+            Bytes transport = new Bytes();
+            Holder holder = new Holder();
+            EmbeddedChannel channel = new EmbeddedChannel(transport, holder);
+            channel.pipeline().addLast(after);
+            return new Wire(transport, channel, holder.path);
+        }
+    }
+
     /** A head as PublishFrames makes it: one free byte before the reader index, then {@code marker}. */
     private static ByteBuf head(int marker) {
         return Unpooled.buffer(8).writerIndex(1).readerIndex(1).writeInt(marker);
@@ -324,10 +336,10 @@ class OutboundPathTest {
 
     @Test
     void aRunOfPublishesCostsTwoWritesEachWithTheEndOctetInTheNextHead() {
-        Bytes transport = new Bytes();
-        Holder holder = new Holder();
-        EmbeddedChannel ch = new EmbeddedChannel(transport, holder);
-        OutboundPath path = holder.path;
+        Wire wire = Wire.open();
+        Bytes transport = wire.transport();
+        EmbeddedChannel ch = wire.channel();
+        OutboundPath path = wire.path();
         List<Throwable> written = new ArrayList<>();
         List<ByteBuf> ends = new ArrayList<>();
         path.beginReadBatch();
@@ -357,10 +369,10 @@ class OutboundPathTest {
 
     @Test
     void anyOtherWriteGoesAfterThePendingEndOctet() {
-        Bytes transport = new Bytes();
-        Holder holder = new Holder();
-        EmbeddedChannel ch = new EmbeddedChannel(transport, holder);
-        OutboundPath path = holder.path;
+        Wire wire = Wire.open();
+        Bytes transport = wire.transport();
+        EmbeddedChannel ch = wire.channel();
+        OutboundPath path = wire.path();
         path.beginReadBatch();
         path.writeContent(head(0x01020304), Unpooled.wrappedBuffer(bytes(0x77)), endOctet(), null);
         path.write(Unpooled.wrappedBuffer(bytes(0x08, 0x00, 0x00)));
@@ -382,8 +394,6 @@ class OutboundPathTest {
 
     @Test
     void aPublishMadeWhileAPendingEndOctetIsWrittenStillGoesBeforeTheNextWrite() {
-        Bytes transport = new Bytes();
-        Holder holder = new Holder();
         boolean[] published = {false};
         // a publisher told synchronously that the socket turned unwritable, publishing at once (releasing held ones)
         ChannelInboundHandlerAdapter publisher = new ChannelInboundHandlerAdapter() {
@@ -391,13 +401,16 @@ class OutboundPathTest {
             public void channelWritabilityChanged(ChannelHandlerContext ctx) {
                 if (!published[0]) {
                     published[0] = true;
-                    holder.path.writeContent(head(0x0B0B0B0B), Unpooled.wrappedBuffer(bytes(0x62)), endOctet(), null);
+                    ctx.pipeline().get(Holder.class).path.writeContent(head(0x0B0B0B0B),
+                            Unpooled.wrappedBuffer(bytes(0x62)), endOctet(), null);
                 }
                 ctx.fireChannelWritabilityChanged();
             }
         };
-        EmbeddedChannel ch = new EmbeddedChannel(transport, holder, publisher);
-        OutboundPath path = holder.path;
+        Wire wire = Wire.open(publisher);
+        Bytes transport = wire.transport();
+        EmbeddedChannel ch = wire.channel();
+        OutboundPath path = wire.path();
         path.beginReadBatch();
         path.writeContent(head(0x0A0A0A0A), Unpooled.wrappedBuffer(bytes(0x61)), endOctet(), null);
         // the high-water mark just at what is pending: writing the held end octet crosses it
@@ -415,10 +428,10 @@ class OutboundPathTest {
 
     @Test
     void aPendingEndOctetOnAClosedConnectionFailsItsMessageAndIsReleased() {
-        Bytes transport = new Bytes();
-        Holder holder = new Holder();
-        EmbeddedChannel ch = new EmbeddedChannel(transport, holder);
-        OutboundPath path = holder.path;
+        Wire wire = Wire.open();
+        Bytes transport = wire.transport();
+        EmbeddedChannel ch = wire.channel();
+        OutboundPath path = wire.path();
         List<Throwable> written = new ArrayList<>();
         ByteBuf end = endOctet();
         path.beginReadBatch();
