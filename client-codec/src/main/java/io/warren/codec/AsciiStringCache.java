@@ -3,6 +3,7 @@ package io.warren.codec;
 import io.netty.buffer.ByteBuf;
 import io.netty.util.AsciiString;
 import io.netty.util.IllegalReferenceCountException;
+import io.netty.util.internal.MathUtil;
 import io.netty.util.internal.PlatformDependent;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
@@ -129,7 +130,7 @@ public final class AsciiStringCache {
 
     /** What {@code ByteBuf.checkIndex} does, once for a whole string: raw reads must stay inside the buffer. */
     private static void checkBounds(ByteBuf buf, int index, int length) {
-        if (index < 0 || length > buf.capacity() - index) {
+        if (MathUtil.isOutOfBounds(index, length, buf.capacity())) {
             throw new IndexOutOfBoundsException("index: " + index + ", length: " + length + " (expected: range(0, "
                     + buf.capacity() + "))");
         }
