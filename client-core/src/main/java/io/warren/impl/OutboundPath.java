@@ -83,13 +83,22 @@ public final class OutboundPath {
     private boolean flushPending;
     private boolean flushTaskScheduled;
     private boolean writtenSinceCheck;
-    /** The end octet of the body frame written last when it is still to be written, and its message's listener. */
-    private ByteBuf pendingEnd;
+    /** Whether the body frame written last still needs its end octet, and the listener of its message. */
+    private boolean endPending;
     private WriteListener pendingEndListener;
+
+    /** The connection's reused head and end-octet buffers: the publisher frames heads, this path writes end octets. */
+    private final PublishBuffers publishBuffers;
 
     public OutboundPath(ChannelHandlerContext ctx) {
         this.ctx = ctx;
         this.loop = ctx.executor();
+        this.publishBuffers = new PublishBuffers(loop, ctx.alloc());
+    }
+
+    /** The connection's head and end-octet buffers (event loop only). */
+    PublishBuffers publishBuffers() {
+        return publishBuffers;
     }
 
     /**
@@ -151,32 +160,29 @@ public final class OutboundPath {
     }
 
     /**
-     * Writes the three buffers of a single-frame publish; event loop only, takes ownership of all three.
-     * {@code head} holds the method, content-header and body-frame headers, with one byte free just before its reader
-     * index; {@code body} is the body frame's payload; {@code endOctet} its end (0xCE), which is held back: when the
-     * next write is another publish's head, that head's free byte carries it and {@code endOctet} is released
-     * unwritten; otherwise it is written before the next write or flush. {@code listener} (or null) hears when the
-     * message is written whole, that is with the write that carries its end octet. (On a closed channel that write
-     * fails at once and the previous message's listener runs between this head and body: harmless, as every write
-     * after it fails too.)
+     * Writes a single-frame publish: {@code head} holds the method, content-header and body-frame headers, with one
+     * byte free just before its reader index, and {@code body} is the body frame's payload; event loop only, takes
+     * ownership of both. The body frame's end octet (0xCE) is left pending: when the next write is another publish's
+     * head, that head's free byte carries it; anything else written or flushed first gets it as a buffer of its own
+     * (a kept one, {@link PublishBuffers#endOctet}). {@code listener} (or null) hears when the message is written
+     * whole, that is with the write that carries its end octet. (On a closed channel that write fails at once and
+     * the previous message's listener runs between this head and body: harmless, as every write after it fails too.)
      */
-    void writeContent(ByteBuf head, ByteBuf body, ByteBuf endOctet, WriteListener listener) {
-        ByteBuf end = pendingEnd;
-        if (end != null && head.readerIndex() > 0) {
+    void writeContent(ByteBuf head, ByteBuf body, WriteListener listener) {
+        if (endPending && head.readerIndex() > 0) {
             WriteListener previous = pendingEndListener;
-            pendingEnd = null;
+            endPending = false;
             pendingEndListener = null;
-            end.release();
             int first = head.readerIndex() - 1;
             head.setByte(first, Frames.FRAME_END);
             head.readerIndex(first);
             writeNow(head, previous);
         } else {
-            writePendingEnds(); // a head without the free byte takes the end octet as a write of its own
+            writePendingEnds(); // a head without the free byte: the end octet goes as a write of its own
             writeNow(head, null);
         }
         writeNow(body, null);
-        pendingEnd = endOctet;
+        endPending = true;
         pendingEndListener = listener;
     }
 
@@ -187,12 +193,11 @@ public final class OutboundPath {
      * go before what the caller writes.
      */
     private void writePendingEnds() {
-        ByteBuf end;
-        while ((end = pendingEnd) != null) {
+        while (endPending) {
             WriteListener listener = pendingEndListener;
-            pendingEnd = null;
+            endPending = false;
             pendingEndListener = null;
-            writeToPipeline(end, listener);
+            writeToPipeline(publishBuffers.endOctet(), listener);
         }
     }
 

@@ -76,6 +76,11 @@ final class PublishBuffers {
         return (b == null ? new Reusable(this, true) : b).take();
     }
 
+    /** End-octet buffers kept for reuse, for tests. Event loop. */
+    int keptEndOctets() {
+        return endOctets.count;
+    }
+
     /** Keeps {@code b} released to zero on the loop; false when it must be freed (another thread, stack full). */
     private boolean keep(Reusable b) {
         return loop.inEventLoop() && (b.endOctet ? endOctets : heads).push(b);

@@ -80,7 +80,7 @@ public final class PublishFlow implements BlockedListener {
         this.outbound = outbound;
         this.options = new PublishOptions(options);
         this.maxPendingBytes = options.maxPendingBytes();
-        this.buffers = new PublishBuffers(ctx.executor(), ctx.alloc());
+        this.buffers = outbound.publishBuffers();
         int high = options.writeBufferHighWaterMark();
         ctx.channel().config().setWriteBufferWaterMark(new WriteBufferWaterMark(high / 2, high));
         // Half the high-water mark: a backlog never makes the channel unwritable by unflushed bytes alone.

@@ -39,11 +39,13 @@ import io.warren.codec.method.BasicPublishEncoder;
  */
 final class PublishFrames {
 
-    /** The three buffers of a single-frame message, or the one composite of a longer one (body and tail null). */
+    /**
+     * The head and body of a single-frame message (its end octet is the outbound path's to write), the head alone of
+     * an empty one, or the one composite of a longer one (body null).
+     */
     static final class MessageBuffers {
         ByteBuf head;
         ByteBuf body;
-        ByteBuf tail;
     }
 
     /** One encoder per thread: encoders are mutable. */
@@ -111,7 +113,6 @@ final class PublishFrames {
                 out.head = PublishFraming.publish(buffers.alloc(), channel, frameMax, method, properties, added, value,
                         whole);
                 out.body = null;
-                out.tail = null;
                 return;
             }
             int headLength = method.encodedLength() + headerPayload
@@ -127,19 +128,15 @@ final class PublishFrames {
                 body = null;
                 out.head = head;
                 out.body = null;
-                out.tail = null;
                 head = null;
                 return;
             }
             Frames.writeHeader(head, FrameType.BODY, channel, bodyLength);
-            // Its own buffer: a handler that coalesces small writes (SslHandler) appends the next buffer into a
-            // buffer's spare capacity, so no buffer written here may share memory beyond its writer index with
-            // another (the end octet as a slice of the head's last byte would be overwritten by the body).
-            ByteBuf tail = buffers.endOctet();
+            // The body frame's end octet is not framed here: the outbound path writes it after the body, in the next
+            // publish's head or as a buffer of its own (OutboundPath.writeContent).
             out.body = body.refCnt() == 1 ? body : shared(body);
             body = null;
             out.head = head;
-            out.tail = tail;
             head = null;
         } finally {
             method.reset(); // drop the caller's strings

@@ -360,10 +360,8 @@ public final class Publisher {
         flow.releaseTask(task);
         ByteBuf head = m.head;
         ByteBuf body = m.body;
-        ByteBuf tail = m.tail;
         m.head = null;
         m.body = null;
-        m.tail = null;
         OutboundPath.WriteListener whenWritten = null;
         metrics.messagePublished();
         if (confirms != null) {
@@ -377,7 +375,7 @@ public final class Publisher {
             if (body == null) {
                 outbound.write(head, whenWritten);
             } else {
-                outbound.writeContent(head, body, tail, whenWritten);
+                outbound.writeContent(head, body, whenWritten);
             }
         } finally {
             flow.endMessage();

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
+import io.netty.buffer.UnpooledByteBufAllocator;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelOutboundHandlerAdapter;
@@ -33,16 +34,30 @@ import org.junit.jupiter.api.Test;
 /** The one outbound path: order per writer, atomic items, coalesced flushes, ownership on failure. */
 class OutboundPathTest {
 
-    /** Counts writes and flushes reaching the transport. */
+    /**
+     * Counts writes and flushes reaching the transport: each write's first int ({@code values}, for writes of 4 bytes
+     * or more) and a copy of its bytes ({@code writes}).
+     */
     static final class Recorder extends ChannelOutboundHandlerAdapter {
         final List<Integer> values = new ArrayList<>();
+        final List<byte[]> writes = new ArrayList<>();
         int flushes;
 
         @Override
         public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
             ByteBuf b = (ByteBuf) msg;
-            values.add(b.getInt(b.readerIndex()));
+            if (b.readableBytes() >= 4) {
+                values.add(b.getInt(b.readerIndex()));
+            }
+            writes.add(io.netty.buffer.ByteBufUtil.getBytes(b));
             ctx.write(msg, promise);
+        }
+
+        /** Every write's bytes, in order: the stream on the wire. */
+        byte[] stream() {
+            java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+            writes.forEach(out::writeBytes);
+            return out.toByteArray();
         }
 
         @Override
@@ -281,49 +296,39 @@ class OutboundPathTest {
 
     // ---- single-frame publishes: the end octet rides the next head ----------------------------------------
 
-    /** Keeps a copy of every buffer that reaches the transport, in order. */
-    static final class Bytes extends ChannelOutboundHandlerAdapter {
-        final List<byte[]> writes = new ArrayList<>();
-        int flushes;
-
-        @Override
-        public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
-            writes.add(io.netty.buffer.ByteBufUtil.getBytes((ByteBuf) msg));
-            ctx.write(msg, promise);
-        }
-
-        @Override
-        public void flush(ChannelHandlerContext ctx) {
-            flushes++;
-            ctx.flush();
-        }
-
-        byte[] stream() {
-            java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
-            writes.forEach(out::writeBytes);
-            return out.toByteArray();
-        }
-    }
-
-    /** An outbound path on an embedded channel whose transport keeps a copy of every write. */
-    private record Wire(Bytes transport, EmbeddedChannel channel, OutboundPath path) {
+    /**
+     * An outbound path on an embedded channel whose transport records every write; the frames a test writes come
+     * from {@link #alloc}, which counts what is not released.
+     */
+    private record Wire(Recorder transport, EmbeddedChannel channel, OutboundPath path, UnpooledByteBufAllocator alloc) {
         /** {@code after}: handlers behind the path's own, which see its inbound events. */
         static Wire open(io.netty.channel.ChannelHandler... after) {
-            Bytes transport = new Bytes();
+            Recorder transport = new Recorder();
             Holder holder = new Holder();
             EmbeddedChannel channel = new EmbeddedChannel(transport, holder);
             channel.pipeline().addLast(after);
-            return new Wire(transport, channel, holder.path);
+            return new Wire(transport, channel, holder.path, new UnpooledByteBufAllocator(false));
         }
-    }
 
-    /** A head as PublishFrames makes it: one free byte before the reader index, then {@code marker}. */
-    private static ByteBuf head(int marker) {
-        return Unpooled.buffer(8).writerIndex(1).readerIndex(1).writeInt(marker);
-    }
+        /** A head as PublishFrames makes it: one free byte before the reader index, then {@code marker}. */
+        ByteBuf head(int marker) {
+            return alloc.heapBuffer(8).writerIndex(1).readerIndex(1).writeInt(marker);
+        }
 
-    private static ByteBuf endOctet() {
-        return Unpooled.buffer(1, 1).writeByte(0xCE);
+        ByteBuf frames(int... values) {
+            return alloc.heapBuffer(values.length).writeBytes(bytes(values));
+        }
+
+        /** The end octets the path took and gave back to the connection's kept buffers. */
+        int keptEndOctets() {
+            return path.publishBuffers().keptEndOctets();
+        }
+
+        /** Releases what the channel holds; then every buffer the test wrote must have been released exactly once. */
+        void close() {
+            channel.finishAndReleaseAll();
+            assertEquals(0, alloc.metric().usedHeapMemory(), "a buffer written through the path was not released");
+        }
     }
 
     private static byte[] bytes(int... values) {
@@ -337,115 +342,109 @@ class OutboundPathTest {
     @Test
     void aRunOfPublishesCostsTwoWritesEachWithTheEndOctetInTheNextHead() {
         Wire wire = Wire.open();
-        Bytes transport = wire.transport();
-        EmbeddedChannel ch = wire.channel();
         OutboundPath path = wire.path();
         List<Throwable> written = new ArrayList<>();
-        List<ByteBuf> ends = new ArrayList<>();
         path.beginReadBatch();
         for (int i = 0; i < 3; i++) {
-            ByteBuf end = endOctet();
-            ends.add(end);
-            path.writeContent(head(0x0A0B0C00 + i), Unpooled.wrappedBuffer(bytes(0x50 + i)), end, written::add);
+            path.writeContent(wire.head(0x0A0B0C00 + i), wire.frames(0x50 + i), written::add);
         }
-        assertEquals(6, transport.writes.size(), "head and body per message; each end octet went into the next head");
-        assertEquals(0, ends.get(0).refCnt(), "an end octet carried by the next head is released unwritten");
-        assertEquals(0, ends.get(1).refCnt());
-        assertEquals(1, ends.get(2).refCnt(), "the last one is held back for a head that may follow");
+        assertEquals(6, wire.transport().writes.size(),
+                "head and body per message; each end octet went into the next head");
         assertTrue(written.isEmpty(), "nothing flushed yet");
 
         path.endReadBatch();
-        assertEquals(7, transport.writes.size(), "the flush writes the last end octet first");
-        assertEquals(1, transport.flushes);
+        assertEquals(7, wire.transport().writes.size(), "the flush writes the last end octet first");
+        assertEquals(1, wire.transport().flushes);
         org.junit.jupiter.api.Assertions.assertArrayEquals(bytes(
                 0x0A, 0x0B, 0x0C, 0x00, 0x50,
                 0xCE, 0x0A, 0x0B, 0x0C, 0x01, 0x51,
                 0xCE, 0x0A, 0x0B, 0x0C, 0x02, 0x52,
-                0xCE), transport.stream());
+                0xCE), wire.transport().stream());
         assertEquals(3, written.size(), "each message is reported once, when its end octet is written");
         written.forEach(org.junit.jupiter.api.Assertions::assertNull);
-        ch.finishAndReleaseAll();
+        wire.close();
+        // three end octets written alone would have been alive together until the channel released them
+        assertEquals(1, wire.keptEndOctets(), "one end-octet buffer taken (the last), and given back once written");
     }
 
     @Test
     void anyOtherWriteGoesAfterThePendingEndOctet() {
         Wire wire = Wire.open();
-        Bytes transport = wire.transport();
-        EmbeddedChannel ch = wire.channel();
         OutboundPath path = wire.path();
         path.beginReadBatch();
-        path.writeContent(head(0x01020304), Unpooled.wrappedBuffer(bytes(0x77)), endOctet(), null);
-        path.write(Unpooled.wrappedBuffer(bytes(0x08, 0x00, 0x00)));
+        path.writeContent(wire.head(0x01020304), wire.frames(0x77), null);
+        path.write(wire.frames(0x08, 0x00, 0x00));
         path.endReadBatch();
         org.junit.jupiter.api.Assertions.assertArrayEquals(bytes(0x01, 0x02, 0x03, 0x04, 0x77, 0xCE, 0x08, 0x00, 0x00),
-                transport.stream());
-        assertEquals(4, transport.writes.size(), "an end octet before a frame that is not a head is written alone");
+                wire.transport().stream());
+        assertEquals(4, wire.transport().writes.size(),
+                "an end octet before a frame that is not a head is written alone");
 
         // a head without the free byte cannot carry it either
-        transport.writes.clear();
+        wire.transport().writes.clear();
         path.beginReadBatch();
-        path.writeContent(head(0x01020304), Unpooled.wrappedBuffer(bytes(0x77)), endOctet(), null);
-        path.writeContent(Unpooled.wrappedBuffer(bytes(0x05)), Unpooled.wrappedBuffer(bytes(0x78)), endOctet(), null);
+        path.writeContent(wire.head(0x01020304), wire.frames(0x77), null);
+        path.writeContent(wire.frames(0x05), wire.frames(0x78), null);
         path.endReadBatch();
         org.junit.jupiter.api.Assertions.assertArrayEquals(bytes(0x01, 0x02, 0x03, 0x04, 0x77, 0xCE, 0x05, 0x78, 0xCE),
-                transport.stream());
-        ch.finishAndReleaseAll();
+                wire.transport().stream());
+        wire.close();
     }
 
     @Test
     void aPublishMadeWhileAPendingEndOctetIsWrittenStillGoesBeforeTheNextWrite() {
         boolean[] published = {false};
+        Wire[] opened = new Wire[1];
         // a publisher told synchronously that the socket turned unwritable, publishing at once (releasing held ones)
         ChannelInboundHandlerAdapter publisher = new ChannelInboundHandlerAdapter() {
             @Override
             public void channelWritabilityChanged(ChannelHandlerContext ctx) {
                 if (!published[0]) {
                     published[0] = true;
-                    ctx.pipeline().get(Holder.class).path.writeContent(head(0x0B0B0B0B),
-                            Unpooled.wrappedBuffer(bytes(0x62)), endOctet(), null);
+                    Wire w = opened[0];
+                    w.path().writeContent(w.head(0x0B0B0B0B), w.frames(0x62), null);
                 }
                 ctx.fireChannelWritabilityChanged();
             }
         };
         Wire wire = Wire.open(publisher);
-        Bytes transport = wire.transport();
-        EmbeddedChannel ch = wire.channel();
+        opened[0] = wire;
         OutboundPath path = wire.path();
         path.beginReadBatch();
-        path.writeContent(head(0x0A0A0A0A), Unpooled.wrappedBuffer(bytes(0x61)), endOctet(), null);
+        path.writeContent(wire.head(0x0A0A0A0A), wire.frames(0x61), null);
         // the high-water mark just at what is pending: writing the held end octet crosses it
-        long pending = ch.unsafe().outboundBuffer().totalPendingWriteBytes();
-        ch.config().setWriteBufferWaterMark(new io.netty.channel.WriteBufferWaterMark(1, (int) pending));
-        path.write(Unpooled.wrappedBuffer(bytes(0x08, 0x00)));
+        long pending = wire.channel().unsafe().outboundBuffer().totalPendingWriteBytes();
+        wire.channel().config().setWriteBufferWaterMark(new io.netty.channel.WriteBufferWaterMark(1, (int) pending));
+        path.write(wire.frames(0x08, 0x00));
         path.endReadBatch();
         assertTrue(published[0], "the end octet's write turned the channel unwritable");
         org.junit.jupiter.api.Assertions.assertArrayEquals(bytes(
                 0x0A, 0x0A, 0x0A, 0x0A, 0x61, 0xCE,
                 0x0B, 0x0B, 0x0B, 0x0B, 0x62, 0xCE,
-                0x08, 0x00), transport.stream());
-        ch.finishAndReleaseAll();
+                0x08, 0x00), wire.transport().stream());
+        wire.close();
     }
 
     @Test
     void aPendingEndOctetOnAClosedConnectionFailsItsMessageAndIsReleased() {
         Wire wire = Wire.open();
-        Bytes transport = wire.transport();
         EmbeddedChannel ch = wire.channel();
         OutboundPath path = wire.path();
         List<Throwable> written = new ArrayList<>();
-        ByteBuf end = endOctet();
         path.beginReadBatch();
-        path.writeContent(head(1), Unpooled.wrappedBuffer(bytes(2)), end, written::add);
+        path.writeContent(wire.head(1), wire.frames(2), written::add);
         // head and body (written with the void promise) fail with the close: EmbeddedChannel reports that as the
         // pipeline's exception, where the connection handler would close the connection
         org.junit.jupiter.api.Assertions.assertThrows(java.nio.channels.ClosedChannelException.class, () -> {
             ch.close();
             ch.checkException();
         });
+        assertEquals(0, wire.keptEndOctets());
         path.discardQueued(new IllegalStateException("closed"));
         assertEquals(1, written.size());
-        assertTrue(written.get(0) != null, "the message was not written whole");
-        assertEquals(0, end.refCnt());
-        ch.finishAndReleaseAll();
+        org.junit.jupiter.api.Assertions.assertInstanceOf(java.nio.channels.ClosedChannelException.class,
+                written.get(0), "the message was not written whole");
+        assertEquals(1, wire.keptEndOctets(), "its end octet, written to the closed channel, was released");
+        wire.close();
     }
 }
