@@ -348,9 +348,10 @@ class ConfirmTest {
             PublishFixture.Published p1 = expectPublish(broker, 1);
             PublishFixture.Published p2 = expectPublish(broker, 1);
             PublishFixture.Published p3 = expectPublish(broker, 1);
-            assertEquals(java.util.Map.of("app", "a", "x-warren-pub-seq-no", 1L), p1.properties().headers());
+            assertEquals("x-warren-pub-seq-no", SEQUENCE_HEADER_NAME, "the name the documentation gives");
+            assertEquals(java.util.Map.of("app", "a", SEQUENCE_HEADER_NAME, 1L), p1.properties().headers());
             assertEquals(java.util.Map.of("app", "a"), p2.properties().headers(), "only mandatory publishes carry it");
-            assertEquals(java.util.Map.of("app", "a", "x-warren-pub-seq-no", 3L), p3.properties().headers());
+            assertEquals(java.util.Map.of("app", "a", SEQUENCE_HEADER_NAME, 3L), p3.properties().headers());
             assertEquals("text/plain", p3.properties().contentType());
             assertEquals(2, p3.properties().deliveryMode());
             broker.send(1, new BasicReturnEncoder().replyCode(312).replyText("NO_ROUTE").exchange("").routingKey("nowhere"));
@@ -379,7 +380,8 @@ class ConfirmTest {
             expectPublish(broker, 1);
             confirmMode(broker, ch);
             CompletionStage<PublishOutcome> routed = ch.publish("", "q", true, PROPS, text("routed"));
-            expectPublish(broker, 1);
+            PublishFixture.Published stamped = expectPublish(broker, 1);
+            assertEquals(1L, stamped.properties().headers().get(SEQUENCE_HEADER_NAME), "the routed publish is stamped");
             sendReturn(broker, "before", 0);
             ack(broker, 1, 1, false);
             assertSame(PublishOutcome.CONFIRMED, routed.toCompletableFuture().join());
@@ -390,8 +392,7 @@ class ConfirmTest {
 
     @Test
     void withCorrelationOffNothingIsAddedAndReturnsAreMatchedByOrder() {
-        ConnectionOptions options = new ConnectionOptions().publishOptions(new PublishOptions().correlateReturns(false));
-        try (FakeBroker broker = new FakeBroker(options)) {
+        try (FakeBroker broker = uncorrelated()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
             confirmMode(broker, ch);
             CompletionStage<PublishOutcome> unroutable = ch.publish("", "nowhere", true, PROPS, text("lost"));
@@ -570,10 +571,13 @@ class ConfirmTest {
         broker.send(1, new BasicReturnEncoder().replyCode(312).replyText("NO_ROUTE").exchange("").routingKey("q"));
         BasicProperties.Builder props = BasicProperties.builder().messageId("id-" + body);
         if (sequence > 0) {
-            props.headers(java.util.Map.of("x-warren-pub-seq-no", sequence));
+            props.headers(java.util.Map.of(SEQUENCE_HEADER_NAME, sequence));
         }
         broker.sendContent(1, props.build(), body.getBytes());
     }
+
+    /** The header a mandatory publish is stamped with in confirm mode ({@link Publisher#SEQUENCE_HEADER}). */
+    static final String SEQUENCE_HEADER_NAME = Publisher.SEQUENCE_HEADER.name().toString();
 
     /** A broker whose client matches returns by order ({@link PublishOptions#correlateReturns} off). */
     static FakeBroker uncorrelated() {

@@ -54,11 +54,7 @@ class ConsumeTest {
                                           io.warren.DeliveryHandler handler) {
         CompletionStage<ConsumerHandle> stage = ch.consume("q", options, handler);
         if (options.prefetch() >= 0) {
-            Frame qos = broker.expect(1, MethodIds.BASIC_QOS);
-            BasicQos view = new BasicQos().wrap(qos.payload(), qos.payload().readerIndex());
-            assertEquals(options.prefetch(), view.prefetchCount());
-            assertFalse(view.global());
-            qos.release();
+            expectQos(broker, options.prefetch(), false);
             broker.expectNothing(); // consume waits for qos-ok
             broker.send(1, new BasicQosOkEncoder());
         }
@@ -138,9 +134,18 @@ class ConsumeTest {
         }
     }
 
-    /** Answers the channel's own basic.qos and lets its acceptance reach the consumers. */
-    private static void channelQos(FakeBroker broker, CompletionStage<Void> qos) {
-        broker.expectAndRelease(1, MethodIds.BASIC_QOS);
+    /** Checks the basic.qos the client wrote on channel 1 (not answered here). */
+    private static void expectQos(FakeBroker broker, int prefetch, boolean global) {
+        Frame qos = broker.expect(1, MethodIds.BASIC_QOS);
+        BasicQos view = new BasicQos().wrap(qos.payload(), qos.payload().readerIndex());
+        assertEquals(prefetch, view.prefetchCount());
+        assertEquals(global, view.global());
+        qos.release();
+    }
+
+    /** Checks and answers the channel's own basic.qos and lets its acceptance reach the consumers. */
+    private static void channelQos(FakeBroker broker, CompletionStage<Void> qos, int prefetch, boolean global) {
+        expectQos(broker, prefetch, global);
         broker.send(1, new BasicQosOkEncoder());
         qos.toCompletableFuture().join();
         broker.client.runPendingTasks();
@@ -203,7 +208,7 @@ class ConsumeTest {
     void theChannelsOwnQosBoundsTheAcksHeldBackForConsumersWithoutAPrefetch() {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
-            channelQos(broker, ch.basicQos(10));
+            channelQos(broker, ch.basicQos(10), 10, false);
             consume(broker, ch, "c", ConsumeOptions.builder().build(), Delivery::ack);
             broker.sendRaw(oneRead("c", 1, 10));
             assertEquals(List.of("ack 5 multiple", "ack 10 multiple"), written(broker));
@@ -214,7 +219,7 @@ class ConsumeTest {
     void aGlobalChannelQosBoundsTheAcksHeldBackEvenForConsumersWithALargerPrefetch() {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
-            channelQos(broker, ch.basicQos(0, 10, true));
+            channelQos(broker, ch.basicQos(0, 10, true), 10, true);
             consume(broker, ch, "c", ConsumeOptions.builder().prefetch(1000).build(), Delivery::ack);
             broker.sendRaw(oneRead("c", 1, 10));
             assertEquals(List.of("ack 5 multiple", "ack 10 multiple"), written(broker));
