@@ -110,8 +110,7 @@ public class PublishEncodeBenchmark {
     public void setUp() {
         alloc = PooledByteBufAllocator.DEFAULT;
         publish = new BasicPublishEncoder().exchange(ShortString.of(EXCHANGE)).routingKey(ShortString.of(ROUTING_KEY));
-        properties = BasicProperties.builder().contentType("application/octet-stream")
-                .deliveryMode(BasicProperties.PERSISTENT).build();
+        properties = ourProperties();
         loop = new CodecBenchmarkLoop();
         loop.run(() -> {
             body = alloc.directBuffer(bodySize).writeZero(bodySize);
@@ -148,8 +147,7 @@ public class PublishEncodeBenchmark {
         framesOut = alloc.directBuffer(bodySize + 256);
         framesBody = alloc.directBuffer(bodySize).writeZero(bodySize);
 
-        theirProperties = new AMQP.BasicProperties.Builder().contentType("application/octet-stream").deliveryMode(2)
-                .build();
+        theirProperties = theirProperties();
         bodyBytes = new byte[bodySize];
         bytesOut = new ByteArrayOutputStream(bodySize + 256);
         dataOut = new DataOutputStream(bytesOut);
@@ -213,6 +211,17 @@ public class PublishEncodeBenchmark {
             writeHead(o, framesPublish, properties, bodySize);
             bh.consume(o.writerIndex());
         }
+    }
+
+    /** The properties every Warren variant publishes with. */
+    static BasicProperties ourProperties() {
+        return BasicProperties.builder().contentType("application/octet-stream").deliveryMode(BasicProperties.PERSISTENT)
+                .build();
+    }
+
+    /** The same properties as amqp-client's. */
+    static AMQP.BasicProperties theirProperties() {
+        return new AMQP.BasicProperties.Builder().contentType("application/octet-stream").deliveryMode(2).build();
     }
 
     /**

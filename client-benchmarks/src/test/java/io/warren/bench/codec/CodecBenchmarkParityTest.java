@@ -13,7 +13,6 @@ import io.netty.buffer.Unpooled;
 import io.warren.codec.FrameDecoder;
 import io.warren.codec.FrameReader;
 import io.warren.codec.FrameType;
-import io.warren.codec.content.BasicProperties;
 import io.warren.codec.content.ContentHeader;
 import io.warren.codec.method.BasicDeliver;
 import io.warren.codec.method.BasicPublishEncoder;
@@ -70,6 +69,7 @@ class CodecBenchmarkParityTest {
         }
         assertFalse(in.isReadable(), "both read the whole input");
         assertEquals(-1, theirs.read());
+        in.release();
     }
 
     private static FrameType read(FrameReader reader, ByteBuf in) {
@@ -87,12 +87,15 @@ class CodecBenchmarkParityTest {
             body[i] = (byte) i;
         }
         ByteBuf ours = Unpooled.buffer();
-        PublishEncodeBenchmark.writePublish(ours, new BasicPublishEncoder(), BasicProperties.builder()
-                .contentType("application/octet-stream").deliveryMode(BasicProperties.PERSISTENT).build(),
-                Unpooled.wrappedBuffer(body));
-        ByteArrayOutputStream theirs = new ByteArrayOutputStream();
-        PublishEncodeBenchmark.writeTheirs(new DataOutputStream(theirs), new AMQP.BasicProperties.Builder()
-                .contentType("application/octet-stream").deliveryMode(2).build(), body);
-        assertArrayEquals(theirs.toByteArray(), ByteBufUtil.getBytes(ours));
+        try {
+            PublishEncodeBenchmark.writePublish(ours, new BasicPublishEncoder(), PublishEncodeBenchmark.ourProperties(),
+                    Unpooled.wrappedBuffer(body));
+            ByteArrayOutputStream theirs = new ByteArrayOutputStream();
+            PublishEncodeBenchmark.writeTheirs(new DataOutputStream(theirs), PublishEncodeBenchmark.theirProperties(),
+                    body);
+            assertArrayEquals(theirs.toByteArray(), ByteBufUtil.getBytes(ours));
+        } finally {
+            ours.release();
+        }
     }
 }
