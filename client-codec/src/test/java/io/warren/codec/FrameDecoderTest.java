@@ -43,6 +43,11 @@ class FrameDecoderTest {
 
     /** What a frame says, detached from its buffer. */
     record Decoded(FrameType type, int channel, byte[] payload) {
+        /** What {@code frame} says (it is not released here). */
+        static Decoded of(Frame frame) {
+            return new Decoded(frame.type(), frame.channel(), ByteBufUtil.getBytes(frame.payload()));
+        }
+
         @Override
         public boolean equals(Object o) {
             return o instanceof Decoded d && d.type == type && d.channel == channel
@@ -92,7 +97,7 @@ class FrameDecoderTest {
         List<Decoded> frames = new ArrayList<>();
         Frame frame;
         while ((frame = channel.readInbound()) != null) {
-            frames.add(new Decoded(frame.type(), frame.channel(), ByteBufUtil.getBytes(frame.payload())));
+            frames.add(Decoded.of(frame));
             frame.release();
         }
         return frames;
@@ -363,7 +368,7 @@ class FrameDecoderTest {
             @Override
             public void channelRead(ChannelHandlerContext ctx, Object msg) {
                 Frame frame = (Frame) msg;
-                seen.add(new Decoded(frame.type(), frame.channel(), ByteBufUtil.getBytes(frame.payload())));
+                seen.add(Decoded.of(frame));
                 frame.release();
                 if (!reentered[0]) {
                     // the second half arrives while the first frame of the first half is being handled

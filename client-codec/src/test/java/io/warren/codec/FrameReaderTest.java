@@ -36,6 +36,19 @@ class FrameReaderTest {
         return out;
     }
 
+    /** Runs a test twice: over heap buffers (checked reads) and over direct ones (reads from memory). */
+    @java.lang.annotation.Retention(java.lang.annotation.RetentionPolicy.RUNTIME)
+    @java.lang.annotation.Target(java.lang.annotation.ElementType.METHOD)
+    @ParameterizedTest(name = "direct={0}")
+    @ValueSource(booleans = {false, true})
+    @interface HeapAndDirect {
+    }
+
+    /** A reader with the default method-frame limit that validates payloads, as the decoder's. */
+    private static FrameReader reader() {
+        return new FrameReader(FrameDecoder.DEFAULT_MAX_METHOD_FRAME_SIZE, true);
+    }
+
     /** A pooled direct buffer (read from memory) or a heap one (checked reads). */
     private static ByteBuf buffer(boolean direct) {
         return direct ? PooledByteBufAllocator.DEFAULT.directBuffer() : UNPOOLED.heapBuffer();
@@ -46,12 +59,11 @@ class FrameReaderTest {
         frame.release();
     }
 
-    @ParameterizedTest(name = "direct={0}")
-    @ValueSource(booleans = {false, true})
+    @HeapAndDirect
     void describesEachFrameInPlaceAndMovesPastIt(boolean direct) {
         ByteBuf in = stream(direct);
         try {
-            FrameReader reader = new FrameReader(FrameDecoder.DEFAULT_MAX_METHOD_FRAME_SIZE, true);
+            FrameReader reader = reader();
 
             assertTrue(reader.read(in));
             assertEquals(FrameType.METHOD, reader.type());
@@ -85,8 +97,7 @@ class FrameReaderTest {
         }
     }
 
-    @ParameterizedTest(name = "direct={0}")
-    @ValueSource(booleans = {false, true})
+    @HeapAndDirect
     void aSliceAtAnOffsetIsReadInPlaceFromItsReaderIndex(boolean direct) {
         ByteBuf whole = stream(direct);
         int length = whole.readableBytes();
@@ -95,7 +106,7 @@ class FrameReaderTest {
             ByteBuf slice = backing.slice(2, 3 + length);
             slice.readerIndex(3); // the stream starts three bytes into the slice, five into its buffer
             assertEquals(direct, slice.hasMemoryAddress(), "the direct case takes the reads from memory");
-            FrameReader reader = new FrameReader(FrameDecoder.DEFAULT_MAX_METHOD_FRAME_SIZE, true);
+            FrameReader reader = reader();
             assertTrue(reader.read(slice));
             assertEquals(FrameType.METHOD, reader.type());
             assertEquals(3 + Frames.FRAME_HEADER_SIZE, reader.payloadIndex(), "an index of the slice");
@@ -113,13 +124,12 @@ class FrameReaderTest {
         }
     }
 
-    @ParameterizedTest(name = "direct={0}")
-    @ValueSource(booleans = {false, true})
+    @HeapAndDirect
     void aPartialFrameLeavesTheInputAlone(boolean direct) {
         ByteBuf whole = stream(direct);
         ByteBuf in = buffer(direct);
         try {
-            FrameReader reader = new FrameReader(FrameDecoder.DEFAULT_MAX_METHOD_FRAME_SIZE, true);
+            FrameReader reader = reader();
             int frames = 0;
             // byte by byte: each frame is read once its end byte arrives, never before
             while (whole.isReadable()) {
@@ -139,12 +149,11 @@ class FrameReaderTest {
         }
     }
 
-    @ParameterizedTest(name = "direct={0}")
-    @ValueSource(booleans = {false, true})
+    @HeapAndDirect
     void aBadEndByteIsAFrameErrorWithItsOffset(boolean direct) {
         ByteBuf in = stream(direct);
         try {
-            FrameReader reader = new FrameReader(FrameDecoder.DEFAULT_MAX_METHOD_FRAME_SIZE, true);
+            FrameReader reader = reader();
             assertTrue(reader.read(in));
             int headerFrame = in.readerIndex();
             int size = in.getInt(headerFrame + 3);
@@ -160,19 +169,18 @@ class FrameReaderTest {
         }
     }
 
-    @ParameterizedTest(name = "direct={0}")
-    @ValueSource(booleans = {false, true})
+    @HeapAndDirect
     void aBodyFrameOverFrameMaxIsRefusedFromItsHeader(boolean direct) {
         ByteBuf in = buffer(direct);
         try {
             // only the header of a body frame of frame-max + 1 bytes: refused before its payload arrives
             in.writeByte(FrameType.BODY.id()).writeShort(1).writeInt(Frames.FRAME_MIN_SIZE - Frames.FRAME_OVERHEAD + 1);
-            FrameReader reader = new FrameReader(FrameDecoder.DEFAULT_MAX_METHOD_FRAME_SIZE, true);
+            FrameReader reader = reader();
             AmqpProtocolException e = assertThrows(AmqpProtocolException.class, () -> reader.read(in));
             assertEquals(ReplyCode.FRAME_ERROR, e.replyCode());
             assertTrue(e.getMessage().contains("exceeds frame-max 4096"), e.getMessage());
 
-            FrameReader raised = new FrameReader(FrameDecoder.DEFAULT_MAX_METHOD_FRAME_SIZE, true);
+            FrameReader raised = reader();
             raised.setFrameMax(Frames.FRAME_MIN_SIZE * 2);
             assertFalse(raised.read(in), "under the raised limit it waits for the payload");
         } finally {
@@ -180,15 +188,14 @@ class FrameReaderTest {
         }
     }
 
-    @ParameterizedTest(name = "direct={0}")
-    @ValueSource(booleans = {false, true})
+    @HeapAndDirect
     void anInvalidMethodPayloadIsASyntaxError(boolean direct) {
         ByteBuf in = buffer(direct);
         try {
             // basic.deliver whose consumer tag claims 200 bytes in a 10-byte payload
             in.writeByte(FrameType.METHOD.id()).writeShort(1).writeInt(10);
             in.writeShort(60).writeShort(60).writeByte(200).writeZero(5).writeByte(Frames.FRAME_END);
-            FrameReader reader = new FrameReader(FrameDecoder.DEFAULT_MAX_METHOD_FRAME_SIZE, true);
+            FrameReader reader = reader();
             AmqpProtocolException e = assertThrows(AmqpProtocolException.class, () -> reader.read(in));
             assertEquals(ReplyCode.SYNTAX_ERROR, e.replyCode(), e.getMessage());
 
@@ -201,12 +208,11 @@ class FrameReaderTest {
         }
     }
 
-    @ParameterizedTest(name = "direct={0}")
-    @ValueSource(booleans = {false, true})
+    @HeapAndDirect
     void aProtocolHeaderFirstIsAVersionMismatch(boolean direct) {
         ByteBuf in = buffer(direct).writeBytes(new byte[] {'A', 'M', 'Q', 'P', 0, 0, 9});
         try {
-            FrameReader reader = new FrameReader(FrameDecoder.DEFAULT_MAX_METHOD_FRAME_SIZE, true);
+            FrameReader reader = reader();
             assertFalse(reader.read(in), "seven of its eight bytes");
             in.writeByte(1);
             ProtocolVersionMismatchException e = assertThrows(ProtocolVersionMismatchException.class,
