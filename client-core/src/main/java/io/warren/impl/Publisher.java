@@ -11,6 +11,7 @@ import io.warren.PublishOutcome;
 import io.warren.ReturnListener;
 import io.warren.WritabilityListener;
 import io.warren.codec.Frame;
+import io.warren.codec.Frames;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.content.ContentHeaderEncoder;
 import io.warren.codec.content.SequenceHeader;
@@ -28,12 +29,18 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One channel's publishing: framing on the caller's thread, the hand-over to the event loop, publisher
+ * One channel's publishing: writing on the caller's thread when the connection is idle, else the hand-over to
+ * the event loop, publisher
  * confirms ({@link ConfirmTracker}), basic.return, and back-pressure (the confirm window, the connection's
  * {@link PublishFlow}, writability listeners and waiters).
  *
  * <h2>Path of a publish</h2>
  * <ol>
+ *   <li>Caller's thread, connection idle (outside confirm mode, nothing held, nothing queued on the connection,
+ *       Netty's outbound buffer empty): the thread takes the {@link OutboundPath}'s writer token, frames the head
+ *       into the path's buffer ({@link PublishFrames#frameHead}) and writes head, body and end octet with one
+ *       gathering write: no task, no hop to the event loop. A rest the socket did not take goes to the loop.
+ *       Anything else goes the way below.</li>
  *   <li>Caller's thread: the arguments are checked and the size computed, {@link PublishFlow#tryReserve}
  *       counts its bytes or refuses it, and a pooled {@link PublishTask} goes to the connection's
  *       {@link OutboundPath} with {@code execute}: in order with this thread's other writes and tasks, and
@@ -101,6 +108,12 @@ public final class Publisher {
     private final RepeatedName routingKeyName = new RepeatedName();
     /** Written by the event loop when it changes: publishes are held, or the confirm window is full. */
     private volatile boolean windowFull;
+    /**
+     * Written by the event loop: a publish may be written on its caller's thread (see {@link OutboundPath}): not in
+     * confirm mode (sequence numbers and the window are the loop's), no select in flight, nothing held, not closed.
+     * Cleared before the loop writes whatever such a publish must not pass.
+     */
+    private volatile boolean direct = true;
 
     // event loop only
     private final ArrayDeque<PublishTask> held = new ArrayDeque<>();
@@ -182,6 +195,7 @@ public final class Publisher {
         }
         BasicProperties props = properties == null ? BasicProperties.EMPTY : properties;
         long bytes;
+        int frameMax;
         try {
             // checked here so that bad input fails the caller at once; framed on the event loop (PublishFrames)
             exchange = exchangeName.of(exchange);
@@ -190,7 +204,7 @@ public final class Publisher {
             int routingKeyLength = ShortString.checkedLength("routing-key", routingKey);
             exchange = ShortString.immutable(exchange);
             routingKey = ShortString.immutable(routingKey);
-            int frameMax = state.connection().facade().frameMax();
+            frameMax = state.connection().facade().frameMax();
             // room kept for the sequence header a mandatory publish may get in confirm mode (the mode is the loop's)
             PublishFrames.checkHeaderFits(number, ContentHeaderEncoder.encodedLength(props, mandatory
                     && options.correlateReturns() ? SEQUENCE_HEADER : null), frameMax);
@@ -199,6 +213,18 @@ public final class Publisher {
         } catch (RuntimeException e) {
             body.release();
             return e;
+        }
+        if (direct && body.isReadable() && (frameMax == 0 || body.readableBytes() <= frameMax - Frames.FRAME_OVERHEAD)
+                && body.nioBufferCount() == 1 && outbound.tryTakeForCaller()) {
+            // The connection is idle: written on this thread, no hand-over. Looked at again under the token: the loop
+            // clears `direct` before it writes anything that this publish must not pass (confirm.select, a held
+            // publish, the channel's close), and it cannot write while this thread holds the token.
+            ByteBuf head = outbound.callerHead();
+            if (direct && !flow.holdsWhileBlocked() && PublishFrames.frameHead(head, number, exchange, routingKey,
+                    mandatory, props, body.readableBytes())) {
+                return writeDirect(head, body, future);
+            }
+            outbound.releaseCaller();
         }
         if (!flow.tryReserve(bytes)) {
             body.release();
@@ -209,6 +235,29 @@ public final class Publisher {
         PublishTask task = flow.acquireTask();
         task.set(this, exchange, routingKey, mandatory, props, body, bytes, future);
         outbound.execute(task);
+        return null;
+    }
+
+    /**
+     * Writes a framed publish on the caller's thread under the outbound path's token (held on entry, given back or
+     * handed to the loop on return); returns why it failed, or null. Outside confirm mode only ({@code direct}).
+     */
+    private RuntimeException writeDirect(ByteBuf head, ByteBuf body, CompletableFuture<PublishOutcome> future) {
+        boolean whole;
+        try {
+            whole = outbound.writeDirect(head, body);
+        } catch (java.io.IOException | RuntimeException e) {
+            return new PublishNotConfirmedException("publish on channel " + number + " could not be written: " + e,
+                    e, number, false);
+        }
+        metrics.messagePublished();
+        if (whole) {
+            if (future != null) {
+                future.complete(PublishOutcome.SENT);
+            }
+        } else {
+            outbound.handOver(future == null ? null : cause -> written(future, cause));
+        }
         return null;
     }
 
@@ -491,6 +540,7 @@ public final class Publisher {
 
     private void onClosed(AmqpException cause) {
         closed = true;
+        direct = false;
         closeCause = cause;
         flow.remove(this);
         if (!state.isAwaitingCloseOk()) {
@@ -539,6 +589,10 @@ public final class Publisher {
 
     /** Refreshes {@code windowFull}; tells listeners of a change and completes waiters when writable. */
     private void updateWritability() {
+        boolean mayWriteDirect = confirms == null && selecting == 0 && held.isEmpty() && !closed;
+        if (mayWriteDirect != direct) {
+            direct = mayWriteDirect;
+        }
         boolean full = !held.isEmpty() || selecting > 0 || windowClosed();
         if (full != windowFull) {
             windowFull = full;
