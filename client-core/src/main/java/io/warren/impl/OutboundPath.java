@@ -1,21 +1,24 @@
 package io.warren.impl;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOutboundBuffer;
 import io.netty.channel.ChannelPromise;
 import io.netty.util.ReferenceCountUtil;
 import io.netty.util.concurrent.EventExecutor;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.GenericFutureListener;
-import io.netty.buffer.Unpooled;
-import io.netty.handler.ssl.SslHandler;
+import io.warren.codec.FrameDecoder;
 import io.warren.codec.Frames;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
+import java.util.Map;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
@@ -158,8 +161,7 @@ public final class OutboundPath {
         this.ctx = ctx;
         this.loop = ctx.executor();
         this.publishBuffers = new PublishBuffers(loop, ctx.alloc());
-        this.socket = ctx.channel() instanceof DirectNioSocketChannel direct
-                && ctx.pipeline().get(SslHandler.class) == null && ctx.pipeline().get(ByteCounter.class) == null
+        this.socket = ctx.channel() instanceof DirectNioSocketChannel direct && onlyWarrensHandlers(ctx)
                 ? direct.socket() : null;
         if (socket != null) {
             // The JDK's own direct buffers, kept for the connection's life and freed by the garbage collector.
@@ -169,6 +171,21 @@ public final class OutboundPath {
             callerHead = null;
             callerEnd = null;
         }
+    }
+
+    /**
+     * Callers write to the socket only when the pipeline is the frame decoder and this path's handler: no SslHandler
+     * (it must see every byte), no byte counter (it counts them), nothing that could write on its own. (The
+     * initializer that built the pipeline is still in it while it runs.)
+     */
+    private static boolean onlyWarrensHandlers(ChannelHandlerContext ctx) {
+        for (Map.Entry<String, ChannelHandler> e : ctx.pipeline()) {
+            ChannelHandler h = e.getValue();
+            if (!(h instanceof FrameDecoder || h == ctx.handler() || h instanceof ChannelInitializer<?>)) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** The connection's head and end-octet buffers (event loop only). */
