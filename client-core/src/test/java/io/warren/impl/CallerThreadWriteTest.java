@@ -80,8 +80,10 @@ class CallerThreadWriteTest {
             Connection connection = client.connect(new ConnectionOptions().address("127.0.0.1", server.getLocalPort()))
                     .toCompletableFuture().get(10, TimeUnit.SECONDS);
             // a small socket send buffer: callers' writes are often taken only in part and handed to the loop
-            ((ConnectionImpl) connection).handler().outbound().channel().config()
-                    .setOption(io.netty.channel.ChannelOption.SO_SNDBUF, 4096);
+            OutboundPath outbound = ((ConnectionImpl) connection).handler().outbound();
+            outbound.channel().config().setOption(io.netty.channel.ChannelOption.SO_SNDBUF, 4096);
+            // callers write whenever the path is idle, not only after a pause: as many caller writes as can be
+            outbound.callerWriteGap(0);
             Channel consumerChannel = connection.openChannel().toCompletableFuture().get(10, TimeUnit.SECONDS);
             consumerChannel.consume("q", ConsumeOptions.builder().prefetch(100).build(), d -> d.ack())
                     .toCompletableFuture().get(10, TimeUnit.SECONDS);
@@ -134,7 +136,7 @@ class CallerThreadWriteTest {
             assertTrue(peer.publishes.await(THREADS * MESSAGES, 30_000), () -> "the peer read " + peer.publishes.get()
                     + " publishes of " + THREADS * MESSAGES + "; " + peer.errors);
             assertEquals(List.of(), peer.errors);
-            long[] counts = ((ConnectionImpl) connection).handler().outbound().callerWriteCounts();
+            long[] counts = outbound.callerWriteCounts();
             assertTrue(counts[0] > 0, "some publishes were written on their callers' threads");
             // a 20 kB message written by a caller cannot fit the socket's buffers: its rest went through the loop
             assertTrue(counts[1] > 0, "some callers' writes were taken in part and handed over");
