@@ -113,14 +113,20 @@ public final class OutboundPath {
     static final int CALLER_HEAD_CAPACITY = 512;
 
     /**
-     * A caller writes itself only when the connection wrote nothing for this long (system property
-     * {@code warren.publish.callerWriteGapMicros}, 50 us by default). A publish closer than that behind the previous
-     * write is part of a burst, where a syscall per message costs more than the hop: it joins the queue, whose drain
-     * writes the burst with one flush. 50 us is above the hop's own median (20-30 us) and below the gap at the paced
-     * rates services publish at (100 us at 10,000 msg/s).
+     * What makes a burst: publishes closer together than this (system property
+     * {@code warren.publish.callerWriteGapMicros}, 50 us by default). 50 us is above the hop's own median (20-30 us)
+     * and below the gap at the paced rates services publish at (100 us at 10,000 msg/s).
      */
     static final long CALLER_WRITE_GAP_NANOS =
             TimeUnit.MICROSECONDS.toNanos(Long.getLong("warren.publish.callerWriteGapMicros", 50));
+
+    /**
+     * Caller writes in one burst before the rest of it joins the queue. A few publishes at once (a paced publisher
+     * woken late catches up) cost a few syscalls, less than a hop; a long burst costs one syscall per message, where
+     * the queue's drain writes hundreds with one flush (the client-only rate into a sink halves without this bound).
+     * Once the loop has flushed, the burst stays with it until a pause of {@link #CALLER_WRITE_GAP_NANOS}.
+     */
+    static final int CALLER_WRITES_PER_BURST = 16;
 
     private final ChannelHandlerContext ctx;
     private final EventExecutor loop;
@@ -137,6 +143,8 @@ public final class OutboundPath {
     private volatile boolean writtenSinceCheck;
     /** When the last caller's write or the loop's last flush was made ({@code System.nanoTime()}); token holder. */
     private volatile long lastWriteNanos = System.nanoTime() - CALLER_WRITE_GAP_NANOS;
+    /** Caller writes in the current burst; {@link #CALLER_WRITES_PER_BURST} once the loop has the burst. */
+    private volatile int burstWrites;
     /** {@link #CALLER_WRITE_GAP_NANOS}, unless a test changed it. */
     private volatile long callerWriteGapNanos = CALLER_WRITE_GAP_NANOS;
     private final java.util.concurrent.CopyOnWriteArrayList<Runnable> writabilityListeners =
@@ -535,6 +543,7 @@ public final class OutboundPath {
             flushPending = false;
             ctx.flush();
             lastWriteNanos = System.nanoTime();
+            burstWrites = CALLER_WRITES_PER_BURST;
         }
         if (!inBatch && !draining && owner == LOOP) {
             // Everything the loop wrote is flushed (what the socket did not take is in Netty's outbound buffer,
@@ -612,9 +621,9 @@ public final class OutboundPath {
      */
     boolean tryTakeForCaller() {
         // not on the loop: its publishes are written in its pass and flushed together (one syscall per batch); not
-        // in a burst (CALLER_WRITE_GAP_NANOS)
+        // deep in a burst (CALLER_WRITES_PER_BURST)
         if (socket == null || owner != FREE || drainScheduled != 0 || !queue.isEmpty()
-                || System.nanoTime() - lastWriteNanos < callerWriteGapNanos || loop.inEventLoop()
+                || inBurst(System.nanoTime()) && burstWrites >= CALLER_WRITES_PER_BURST || loop.inEventLoop()
                 || !OWNER.compareAndSet(this, FREE, CALLER)) {
             return false;
         }
@@ -626,6 +635,11 @@ public final class OutboundPath {
             return false;
         }
         return true;
+    }
+
+    /** Whether {@code now} is close behind the connection's last write: see {@link #CALLER_WRITE_GAP_NANOS}. */
+    private boolean inBurst(long now) {
+        return now - lastWriteNanos < callerWriteGapNanos;
     }
 
     /** Gives the caller's token back; schedules a drain for what was queued meanwhile. Token holder (CALLER). */
@@ -655,8 +669,9 @@ public final class OutboundPath {
         int bodyLength = body.readableBytes();
         ByteBuffer[] g = gather;
         g[0] = head.internalNioBuffer(head.readerIndex(), headLength);
-        // internalNioBuffer is the buffer object's own: only for a body no other owner can touch meanwhile
-        g[1] = body.refCnt() == 1 ? body.internalNioBuffer(body.readerIndex(), bodyLength)
+        // internalNioBuffer is the buffer's own, reused view: only for a body no other owner or thread can touch
+        // meanwhile (a derived buffer's is its parent's, which another slice's writer may be using)
+        g[1] = body.refCnt() == 1 && body.unwrap() == null ? body.internalNioBuffer(body.readerIndex(), bodyLength)
                 : body.nioBuffer(body.readerIndex(), bodyLength);
         g[2] = callerEnd.clear();
         long written;
@@ -670,7 +685,9 @@ public final class OutboundPath {
         }
         g[0] = g[1] = g[2] = null;
         writtenSinceCheck = true;
-        lastWriteNanos = System.nanoTime();
+        long now = System.nanoTime();
+        burstWrites = inBurst(now) ? burstWrites + 1 : 1;
+        lastWriteNanos = now;
         callerWrites++;
         if (written == headLength + bodyLength + 1) {
             body.release();
@@ -709,7 +726,7 @@ public final class OutboundPath {
         return ctx.channel();
     }
 
-    /** For tests: callers write whenever the path is idle, however close behind the previous write. */
+    /** For tests: {@code 0} lets callers write whenever the path is idle, however close behind the last write. */
     void callerWriteGap(long nanos) {
         callerWriteGapNanos = nanos;
     }
