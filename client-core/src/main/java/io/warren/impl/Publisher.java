@@ -37,7 +37,7 @@ import org.slf4j.LoggerFactory;
  * <h2>Path of a publish</h2>
  * <ol>
  *   <li>Caller's thread, connection idle (outside confirm mode, nothing held, nothing queued on the connection,
- *       Netty's outbound buffer empty): the thread takes the {@link OutboundPath}'s writer token, frames the head
+ *       Netty's outbound buffer empty, not deep in a burst of publishes): the thread takes the {@link OutboundPath}'s writer token, frames the head
  *       into the path's buffer ({@link PublishFrames#frameHead}) and writes head, body and end octet with one
  *       gathering write: no task, no hop to the event loop. A rest the socket did not take goes to the loop.
  *       Anything else goes the way below.</li>
