@@ -124,9 +124,10 @@ public final class OutboundPath {
      * Caller writes in one burst before the rest of it joins the queue. A few publishes at once (a paced publisher
      * woken late catches up) cost a few syscalls, less than a hop; a long burst costs one syscall per message, where
      * the queue's drain writes hundreds with one flush (the client-only rate into a sink halves without this bound).
-     * Once the loop has flushed, the burst stays with it until a pause of {@link #CALLER_WRITE_GAP_NANOS}.
+     * Once the loop has flushed, the burst stays with it until a pause of {@link #CALLER_WRITE_GAP_NANOS}. System
+     * property {@code warren.publish.callerWritesPerBurst}, for benchmarks.
      */
-    static final int CALLER_WRITES_PER_BURST = 16;
+    static final int CALLER_WRITES_PER_BURST = Integer.getInteger("warren.publish.callerWritesPerBurst", 16);
 
     private final ChannelHandlerContext ctx;
     private final EventExecutor loop;
