@@ -658,12 +658,13 @@ public final class OutboundPath {
 
     /**
      * Writes {@code head} (the {@link #callerHead()}), {@code body} and the body frame's end octet with one
-     * non-blocking gathering write. Token holder (CALLER); takes ownership of {@code body}. When the socket took it
+     * non-blocking gathering write. Token holder (CALLER); takes ownership of {@code body} unless the socket refuses
+     * it. When the socket took it
      * all the token is given back and this returns true. Otherwise the caller keeps the token and must call
      * {@link #handOver} next: the rest (head copied, body kept, end octet) goes to the event loop.
      *
-     * @throws IOException when the socket refused it (closed, reset): nothing was written, {@code body} is released
-     *                     and the token given back
+     * @throws IOException when the socket refused it (closed, reset): nothing was written, the token is given back
+     *                     and {@code body} stays the caller's
      */
     boolean writeDirect(ByteBuf head, ByteBuf body) throws IOException {
         int headLength = head.readableBytes();
@@ -680,7 +681,6 @@ public final class OutboundPath {
             written = socket.write(g, 0, 3);
         } catch (IOException | RuntimeException e) {
             g[0] = g[1] = g[2] = null;
-            body.release();
             releaseCaller();
             throw e;
         }

@@ -220,11 +220,14 @@ public final class Publisher {
             // clears `direct` before it writes anything that this publish must not pass (confirm.select, a held
             // publish, the channel's close), and it cannot write while this thread holds the token.
             ByteBuf head = outbound.callerHead();
-            if (direct && !flow.holdsWhileBlocked() && PublishFrames.frameHead(head, number, exchange, routingKey,
-                    mandatory, props, body.readableBytes())) {
-                return writeDirect(head, body, future);
+            if (!(direct && !flow.holdsWhileBlocked() && PublishFrames.frameHead(head, number, exchange, routingKey,
+                    mandatory, props, body.readableBytes()))) {
+                outbound.releaseCaller();
+            } else if (writeDirect(head, body, future)) {
+                return null;
             }
-            outbound.releaseCaller();
+            // else the socket refused it (the connection is going): the event loop's way decides its fate (failed,
+            // or carried over by recovery) as for any publish that meets a lost connection
         }
         if (!flow.tryReserve(bytes)) {
             body.release();
@@ -240,15 +243,17 @@ public final class Publisher {
 
     /**
      * Writes a framed publish on the caller's thread under the outbound path's token (held on entry, given back or
-     * handed to the loop on return); returns why it failed, or null. Outside confirm mode only ({@code direct}).
+     * handed to the loop on return). Outside confirm mode only ({@code direct}). False when the socket refused it:
+     * nothing written, {@code body} still the caller's.
      */
-    private RuntimeException writeDirect(ByteBuf head, ByteBuf body, CompletableFuture<PublishOutcome> future) {
+    private boolean writeDirect(ByteBuf head, ByteBuf body, CompletableFuture<PublishOutcome> future) {
         boolean whole;
         try {
             whole = outbound.writeDirect(head, body);
         } catch (java.io.IOException | RuntimeException e) {
-            return new PublishNotConfirmedException("publish on channel " + number + " could not be written: " + e,
-                    e, number, false);
+            LOG.debug("channel {}: the socket refused a publish ({}); it goes through the event loop", number,
+                    e.toString());
+            return false;
         }
         metrics.messagePublished();
         if (whole) {
@@ -258,7 +263,7 @@ public final class Publisher {
         } else {
             outbound.handOver(future == null ? null : cause -> written(future, cause));
         }
-        return null;
+        return true;
     }
 
     /** True when a publish now would be written at once; see {@link io.warren.Channel#isWritable()}. */
