@@ -1,7 +1,6 @@
 package io.warren.perf;
 
-import java.net.URI;
-import java.net.URISyntaxException;
+import io.warren.AmqpUri;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -179,18 +178,9 @@ record RunResult(
     return pairs;
   }
 
-  /** {@code uri} without its password, for printing and for the JSON. */
+  /** {@code uri} without its user name and password, for printing and for the JSON (see {@link AmqpUri#redact}). */
   static String redact(String uri) {
-    try {
-      URI u = new URI(uri);
-      if (u.getUserInfo() == null) {
-        return uri;
-      }
-      String user = u.getUserInfo().split(":", 2)[0];
-      return new URI(u.getScheme(), user, u.getHost(), u.getPort(), u.getPath(), u.getQuery(), null).toString();
-    } catch (URISyntaxException e) {
-      return "(unparsable URI)";
-    }
+    return AmqpUri.redact(uri);
   }
 
   /**
