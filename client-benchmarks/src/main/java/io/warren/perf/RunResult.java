@@ -1,6 +1,8 @@
 package io.warren.perf;
 
 import io.warren.AmqpUri;
+import java.net.URLEncoder;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -178,9 +180,19 @@ record RunResult(
     return pairs;
   }
 
-  /** {@code uri} without its user name and password, for printing and for the JSON (see {@link AmqpUri#redact}). */
+  /**
+   * {@code uri} without its password, for printing and for the JSON: as {@link AmqpUri#redact} hides it, with the
+   * user name put back when the URI parses (its user info is then all that comes before its last '@').
+   */
   static String redact(String uri) {
-    return AmqpUri.redact(uri);
+    String hidden = AmqpUri.redact(uri);
+    String user;
+    try {
+      user = AmqpUri.parse(uri).username();
+    } catch (IllegalArgumentException e) {
+      return hidden;
+    }
+    return user == null ? hidden : hidden.replace("//***@", "//" + URLEncoder.encode(user, StandardCharsets.UTF_8) + "@");
   }
 
   /**
