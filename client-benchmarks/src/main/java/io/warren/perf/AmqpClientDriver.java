@@ -10,7 +10,9 @@ import com.rabbitmq.client.DefaultConsumer;
 import com.rabbitmq.client.Envelope;
 import com.rabbitmq.client.MessageProperties;
 import com.rabbitmq.client.ShutdownSignalException;
+import io.warren.AmqpUri;
 import java.io.IOException;
+import java.net.URISyntaxException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -46,7 +48,13 @@ public final class AmqpClientDriver implements ClientDriver {
     this.options = options;
     this.metrics = metrics;
     ConnectionFactory factory = new ConnectionFactory();
-    factory.setUri(options.uri());
+    try {
+      factory.setUri(options.uri());
+    } catch (URISyntaxException | IllegalArgumentException e) {
+      // amqp-client's message quotes the whole URI, password included: neither it nor the cause goes on
+      throw new IllegalArgumentException("amqp-client cannot use the URI " + AmqpUri.redact(options.uri()) + " ("
+          + e.getClass().getSimpleName() + ")");
+    }
     factory.setAutomaticRecoveryEnabled(false);
     factory.setTopologyRecoveryEnabled(false);
     factory.setConnectionTimeout(5_000);

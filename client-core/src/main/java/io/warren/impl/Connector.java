@@ -132,10 +132,10 @@ public final class Connector {
         ScheduledFuture<?> timer = connect.channel().eventLoop().schedule(() -> {
             if (!connected.isDone()) {
                 String stage = connect.isSuccess() ? handler.stageDescription() : "TCP connect";
-                handler.connectTimedOut(new ConnectionTimeoutException("could not connect to " + address + " within "
-                        + timeoutMillis + " ms (connection_timeout); stage reached: " + stage));
-                connected.completeExceptionally(new ConnectionTimeoutException("could not connect to " + address
-                        + " within " + timeoutMillis + " ms (connection_timeout); stage reached: " + stage));
+                ConnectionTimeoutException timeout = new ConnectionTimeoutException("could not connect to " + address
+                        + " within " + timeoutMillis + " ms (connection_timeout); stage reached: " + stage);
+                handler.connectTimedOut(timeout); // an attempt that had already failed keeps its own failure
+                connected.completeExceptionally(timeout);
                 connect.channel().close();
             }
         }, timeoutMillis, TimeUnit.MILLISECONDS);
