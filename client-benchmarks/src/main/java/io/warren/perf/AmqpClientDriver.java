@@ -1,6 +1,8 @@
 package io.warren.perf;
 
 import com.rabbitmq.client.AMQP;
+import com.rabbitmq.client.Address;
+import com.rabbitmq.client.AddressResolver;
 import com.rabbitmq.client.AlreadyClosedException;
 import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.ConfirmListener;
@@ -11,6 +13,7 @@ import com.rabbitmq.client.Envelope;
 import com.rabbitmq.client.MessageProperties;
 import com.rabbitmq.client.ShutdownSignalException;
 import java.io.IOException;
+import java.net.URI;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -51,12 +54,12 @@ public final class AmqpClientDriver implements ClientDriver {
     factory.setTopologyRecoveryEnabled(false);
     factory.setConnectionTimeout(5_000);
     for (int i = 0; i < options.producers(); i++) {
-      Connection connection = open(factory, "warren-perf-producer-" + i);
+      Connection connection = open(factory, "warren-perf-producer-" + i, i);
       Channel channel = connection.createChannel();
       producers.add(new Producer(i, channel));
     }
     for (int i = 0; i < options.consumers(); i++) {
-      Connection connection = open(factory, "warren-perf-consumer-" + i);
+      Connection connection = open(factory, "warren-perf-consumer-" + i, options.producers() + i);
       Channel channel = connection.createChannel();
       if (options.qos() > 0) {
         channel.basicQos(options.qos());
@@ -65,8 +68,30 @@ public final class AmqpClientDriver implements ClientDriver {
     }
   }
 
-  private Connection open(ConnectionFactory factory, String name) throws Exception {
-    Connection connection = factory.newConnection(name);
+  /** The addresses as given: amqp-client's {@link AddressResolver#maybeShuffle} shuffles a list by default. */
+  public static AddressResolver inOrder(List<Address> addresses) {
+    return new AddressResolver() {
+      @Override
+      public List<Address> getAddresses() {
+        return addresses;
+      }
+
+      @Override
+      public List<Address> maybeShuffle(List<Address> input) {
+        return input;
+      }
+    };
+  }
+
+  /** Connection {@code index}: to its own broker of {@code --uris} first, the others as failover. */
+  private Connection open(ConnectionFactory factory, String name, int index) throws Exception {
+    List<Address> addresses = new ArrayList<>();
+    for (String uri : options.urisFor(index)) {
+      URI u = URI.create(uri);
+      addresses.add(new Address(u.getHost(), u.getPort() < 0 ? factory.getPort() : u.getPort()));
+    }
+    // in this order, as Warren's connections with shuffling off: amqp-client's resolver shuffles by default
+    Connection connection = factory.newConnection(null, inOrder(addresses), name);
     connections.add(connection);
     connection.addShutdownListener(cause -> {
       if (running && !cause.isInitiatedByApplication()) {

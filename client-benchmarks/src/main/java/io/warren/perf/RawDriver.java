@@ -91,8 +91,8 @@ public final class RawDriver implements ClientDriver {
     }
     group = new MultiThreadIoEventLoopGroup(Math.max(1, Runtime.getRuntime().availableProcessors() / 2),
         new DefaultThreadFactory("warren-perf-raw", true), NioIoHandler.newFactory());
-    URI uri = URI.create(options.uri());
     for (int i = 0; i < options.producers() + options.consumers(); i++) {
+      URI uri = URI.create(options.urisFor(i).get(0)); // spread over --uris; no failover in the reference client
       Connection c = new Connection(i < options.producers());
       io.netty.channel.ChannelFuture connected = new Bootstrap().group(group).channel(NioSocketChannel.class)
           .option(ChannelOption.TCP_NODELAY, true)

@@ -11,6 +11,7 @@ import io.warren.Connection;
 import io.warren.ConnectionOptions;
 import io.warren.ConsumeOptions;
 import io.warren.QueueDeclare;
+import io.warren.perf.AmqpClientDriver;
 import java.io.IOException;
 import java.lang.management.BufferPoolMXBean;
 import java.lang.management.ManagementFactory;
@@ -187,7 +188,7 @@ public final class ManyConnectionsMain implements java.util.concurrent.Callable<
                 for (Address a : addressesFor(i)) {
                     list.add(new com.rabbitmq.client.Address(a.host(), a.port()));
                 }
-                com.rabbitmq.client.Connection c = factory.newConnection(list, "many-" + i);
+                com.rabbitmq.client.Connection c = factory.newConnection(null, AmqpClientDriver.inOrder(list), "many-" + i);
                 opened.add(c);
                 com.rabbitmq.client.Channel ch = c.createChannel();
                 if (i == 0) {
