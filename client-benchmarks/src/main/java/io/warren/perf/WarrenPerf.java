@@ -55,6 +55,11 @@ public final class WarrenPerf implements Callable<Integer> {
       description = "Broker URI (default: " + DEFAULT_URI + ").")
   private String uri;
 
+  @Option(names = {"-H", "--uris"}, paramLabel = "URI[,URI...]", split = ",",
+      description = "Several brokers (a cluster's nodes), as in PerfTest: connections spread over them round-robin, "
+          + "each with the others as its failover addresses. Instead of --uri.")
+  private List<String> uris;
+
   @Option(names = {"-x", "--producers"}, paramLabel = "N", defaultValue = "1",
       description = "Producers, each with its own connection (default: ${DEFAULT-VALUE}; 0 with --peer source).")
   private int producers;
@@ -348,8 +353,8 @@ public final class WarrenPerf implements Callable<Integer> {
     if (peer == null) {
       return null;
     }
-    if (uri != null) {
-      throw usage("--peer runs against the built-in loopback peer: leave out --uri/-h");
+    if (uri != null || uris != null) {
+      throw usage("--peer runs against the built-in loopback peer: leave out --uri/-h and --uris/-H");
     }
     return switch (peer) {
       case "sink" -> LoopbackPeer.Mode.SINK;
@@ -409,7 +414,11 @@ public final class WarrenPerf implements Callable<Integer> {
       }
     }
     String key = routingKey != null ? routingKey : UUID.randomUUID().toString();
-    return new RunOptions(uri != null ? uri : DEFAULT_URI, p, c, bodySize, producerMessages, consumerMessages,
+    if (uri != null && uris != null) {
+      throw usage("give --uri/-h or --uris/-H, not both");
+    }
+    List<String> brokers = uris != null ? uris : List.of(uri != null ? uri : DEFAULT_URI);
+    return new RunOptions(brokers, p, c, bodySize, producerMessages, consumerMessages,
         rate, confirm, qos, multiAckEvery, autoAck, queue, persistent, mandatory, key, exchange, exchangeType,
         parseQueueArgs(queueArgs), autoDelete);
   }

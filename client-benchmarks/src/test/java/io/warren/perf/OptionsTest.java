@@ -69,6 +69,25 @@ class OptionsTest {
   }
 
   @Test
+  void urisSpreadConnectionsRoundRobinWithTheOthersAsFailover() {
+    RunOptions o = WarrenPerf.plan("--uris", "amqp://n1:5673,amqp://n2:5674,amqp://n3:5675", "-x", "2", "-y", "2")
+        .options();
+    assertEquals(List.of("amqp://n1:5673", "amqp://n2:5674", "amqp://n3:5675"), o.uris());
+    assertEquals("amqp://n1:5673", o.uri());
+    assertEquals(List.of("amqp://n1:5673", "amqp://n2:5674", "amqp://n3:5675"), o.urisFor(0));
+    assertEquals(List.of("amqp://n2:5674", "amqp://n3:5675", "amqp://n1:5673"), o.urisFor(1));
+    assertEquals(List.of("amqp://n1:5673", "amqp://n2:5674", "amqp://n3:5675"), o.urisFor(3));
+    assertEquals(List.of("amqp://n1:5673", "amqp://n2:5674"),
+        WarrenPerf.plan("-H", "amqp://n1:5673,amqp://n2:5674").options().uris(), "PerfTest's short name");
+  }
+
+  @Test
+  void uriAndUrisTogetherAreRefused() {
+    assertThrows(ParameterException.class,
+        () -> WarrenPerf.plan("-h", "amqp://a", "--uris", "amqp://b,amqp://c"));
+  }
+
+  @Test
   void perfTestLongNames() {
     WarrenPerf.Plan plan = WarrenPerf.plan("--uri", "amqp://localhost", "--producers", "2", "--consumers", "0",
         "--size", "64", "--time", "3", "--pmessages", "5", "--cmessages", "6", "--rate", "10", "--confirm", "8",

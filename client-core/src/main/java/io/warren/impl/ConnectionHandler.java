@@ -369,6 +369,11 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
 
     // ---- channels ----------------------------------------------------------------------------------------
 
+    /** The channels by number, for tests. Event loop only; null before tune. */
+    ChannelTable channelTable() {
+        return channels;
+    }
+
     /** Opens a channel on a free number. Event loop. */
     public void openChannel(CompletableFuture<Channel> result) {
         if (state != State.OPEN) {

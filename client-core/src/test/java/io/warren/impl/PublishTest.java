@@ -67,6 +67,19 @@ class PublishTest {
     }
 
     @Test
+    void aConnectionPaysForItsTaskPoolOnlyOnceItPublishes() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            PublishFlow flow = broker.handler.publishFlow();
+            assertEquals(-1, flow.pooledTasks(), "an idle connection has no pool (1024 slots)");
+            ch.publish("", "q", false, PROPS, text("hello"));
+            expectPublish(broker, 1);
+            broker.client.runPendingTasks();
+            assertEquals(1, flow.pooledTasks(), "the written publish's task is kept for the next one");
+        }
+    }
+
+    @Test
     void emptyBodySendsNoBodyFrameAndNullPropertiesAreNone() {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
