@@ -370,7 +370,8 @@ public final class Publisher {
         OutboundPath.WriteListener whenWritten = null;
         metrics.messagePublished();
         if (confirms != null) {
-            confirms.add(future, mandatory);
+            // the clock only when someone records confirm latencies (NOOP answers false: no read at all)
+            confirms.add(future, mandatory, metrics.timesConfirms() ? System.nanoTime() : 0);
             metrics.awaitingConfirm();
         } else if (future != null) {
             whenWritten = cause -> written(future, cause);
@@ -405,7 +406,7 @@ public final class Publisher {
         if (entering) {
             selecting--;
             if (error == null && confirms == null && !closed) {
-                confirms = new ConfirmTracker(number, options.maxOutstandingConfirms());
+                confirms = new ConfirmTracker(number, options.maxOutstandingConfirms(), metrics);
             }
             releaseHeld();
             updateWritability();
