@@ -3,7 +3,9 @@ package io.warren;
 /**
  * A publish in confirm mode has no outcome and never will: its channel or connection closed (or was closed)
  * before the broker confirmed it. Retryable: publish the message again, on a new channel. The cause is the
- * {@link ChannelClosedException} or {@link ConnectionClosedException} that says why.
+ * {@link ChannelClosedException} or {@link ConnectionClosedException} that says why. With recovery on, it is
+ * also how a publish made while its channel is being recovered fails, in either mode
+ * ({@link RecoveryOptions.PublishDuringRecovery}; cause: the {@link ConnectionLostException}).
  *
  * <p>{@link #mayHaveReachedBroker()} tells the two cases apart: false when the message was never written (a
  * publish still queued or held when the channel closed), true when it was written and its confirm did not
