@@ -221,7 +221,9 @@ public interface Channel {
      * frames are written to the socket; in confirm mode see {@link #confirmSelect()}. It fails with
      * {@link IllegalArgumentException} (an exchange or routing key over 255 bytes), {@link BackPressureException}
      * (over {@link PublishOptions#maxPendingBytes()}), {@link ConnectionBlockedException} (blocked, policy
-     * FAIL), or {@link PublishNotConfirmedException} (channel closed).
+     * FAIL), {@link ChannelClosedException} (the channel is closed, or closed before the publish was written
+     * without confirms), or {@link PublishNotConfirmedException} (confirm mode: the channel closed before the
+     * confirm).
      *
      * @param exchange the exchange, "" for the default exchange; a {@code String}, or a
      *                 {@link io.warren.codec.content.ShortString} encoded once for a hot path

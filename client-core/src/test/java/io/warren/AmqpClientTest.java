@@ -1,12 +1,14 @@
 package io.warren;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.warren.codec.AmqpProtocolException;
 import java.io.IOException;
 import java.io.InputStream;
+import java.net.ConnectException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
@@ -74,10 +76,28 @@ class AmqpClientTest {
         }
         ConnectionOptions options = new ConnectionOptions()
                 .addresses(List.of(new Address("127.0.0.1", a), new Address("127.0.0.1", b)));
-        ConnectionClosedException e = assertInstanceOf(ConnectionClosedException.class, failure(client.connect(options)));
+        ConnectionFailedException e = assertInstanceOf(ConnectionFailedException.class, failure(client.connect(options)));
         assertTrue(e.getMessage().contains("127.0.0.1:" + a) && e.getMessage().contains("127.0.0.1:" + b),
                 e.getMessage());
+        assertEquals(List.of(new Address("127.0.0.1", a), new Address("127.0.0.1", b)), e.addresses());
         assertEquals(1, e.getSuppressed().length);
+        assertInstanceOf(ConnectionFailedException.class, e.getCause());
+    }
+
+    /** A refused TCP connect: the connection never opened, so it is not a ConnectionClosedException. */
+    @Test
+    void aRefusedConnectIsAConnectionFailedExceptionNamingTheAddressNotTheCredentials() throws Exception {
+        int port;
+        try (ServerSocket s = new ServerSocket(0)) {
+            port = s.getLocalPort(); // closed again: nothing listens here
+        }
+        Throwable failure = failure(client.connect("amqp://alice:s3cret-pw@127.0.0.1:" + port + "/%2F"));
+        ConnectionFailedException e = assertInstanceOf(ConnectionFailedException.class, failure);
+        assertFalse(ConnectionClosedException.class.isInstance(failure));
+        assertInstanceOf(ConnectException.class, e.getCause());
+        assertEquals(List.of(new Address("127.0.0.1", port)), e.addresses());
+        assertTrue(e.getMessage().startsWith("could not connect to 127.0.0.1:" + port), e.getMessage());
+        assertFalse(e.getMessage().contains("s3cret-pw") || e.getMessage().contains("alice"), e.getMessage());
     }
 
     /**

@@ -4,11 +4,13 @@ import io.warren.ConsumerHandle;
 import io.warren.metrics.ClientMetrics;
 import java.util.Collection;
 import java.util.List;
+import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Consumer;
+import java.util.function.LongConsumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -40,6 +42,9 @@ public final class CountingMetrics implements MetricsCollector, ClientMetrics {
     private final LongAdder recoveries = new LongAdder();
     private final Set<ConsumerHandle> consumers = ConcurrentHashMap.newKeySet();
     private final List<Consumer<ConsumerHandle>> consumerListeners = new CopyOnWriteArrayList<>();
+    // any thread (volatile): null until someone records them, so that no clock is read for nothing
+    private volatile LongConsumer confirmLatency;
+    private volatile LongConsumer handlerTime;
 
     // ---- MetricsCollector --------------------------------------------------------------------------------
 
@@ -147,6 +152,40 @@ public final class CountingMetrics implements MetricsCollector, ClientMetrics {
         recoveries.increment();
     }
 
+    @Override
+    public boolean timesConfirms() {
+        return confirmLatency != null;
+    }
+
+    @Override
+    public void confirmLatency(long nanos) {
+        LongConsumer r = confirmLatency;
+        if (r != null) {
+            record(r, nanos);
+        }
+    }
+
+    @Override
+    public boolean timesHandlers() {
+        return handlerTime != null;
+    }
+
+    @Override
+    public void handlerTime(long nanos) {
+        LongConsumer r = handlerTime;
+        if (r != null) {
+            record(r, nanos);
+        }
+    }
+
+    private static void record(LongConsumer recorder, long nanos) {
+        try {
+            recorder.accept(nanos);
+        } catch (RuntimeException e) {
+            LOG.warn("metrics recorder failed", e);
+        }
+    }
+
     // ---- ClientMetrics -----------------------------------------------------------------------------------
 
     @Override
@@ -240,6 +279,20 @@ public final class CountingMetrics implements MetricsCollector, ClientMetrics {
         for (ConsumerHandle c : consumers) {
             tell(listener, c);
         }
+    }
+
+    @Override
+    public synchronized void onConfirmLatency(LongConsumer nanos) {
+        Objects.requireNonNull(nanos, "nanos");
+        LongConsumer before = confirmLatency;
+        confirmLatency = before == null ? nanos : before.andThen(nanos);
+    }
+
+    @Override
+    public synchronized void onHandlerTime(LongConsumer nanos) {
+        Objects.requireNonNull(nanos, "nanos");
+        LongConsumer before = handlerTime;
+        handlerTime = before == null ? nanos : before.andThen(nanos);
     }
 
     private static void tell(Consumer<ConsumerHandle> listener, ConsumerHandle consumer) {
@@ -349,6 +402,16 @@ public final class CountingMetrics implements MetricsCollector, ClientMetrics {
         @Override
         public void onConsumer(Consumer<ConsumerHandle> listener) {
             // nothing is counted, so no consumer is ever reported
+        }
+
+        @Override
+        public void onConfirmLatency(LongConsumer nanos) {
+            // nothing is measured
+        }
+
+        @Override
+        public void onHandlerTime(LongConsumer nanos) {
+            // nothing is measured
         }
     }
 }

@@ -54,7 +54,9 @@ import org.slf4j.LoggerFactory;
  * makes the numbering exact even when the select waits in the channel's RPC queue behind another request.
  *
  * <h2>Close</h2>
- * When the channel closes nothing more is written: held and later publishes fail as not written. Publishes
+ * When the channel closes nothing more is written: later publishes are refused with a {@link ChannelClosedException},
+ * held ones fail as not written (a {@link PublishNotConfirmedException} in confirm mode, else a
+ * {@link ChannelClosedException}: without confirms there is no confirm to miss). Publishes
  * awaiting their confirm fail with a retryable {@link PublishNotConfirmedException} at once when the broker closed
  * the channel or the connection is gone; after the application's close they keep taking acks and nacks until
  * close-ok, because RabbitMQ confirms what it read before the close first, and only what is left then fails.
@@ -172,7 +174,8 @@ public final class Publisher {
         }
         if (!channel.isOpen()) {
             body.release();
-            return notWritten(channel.closeFuture().toCompletableFuture().getNow(null));
+            // refused, not "unconfirmed": nothing was attempted, whatever the confirm mode
+            return closedError(channel.closeFuture().toCompletableFuture().getNow(null));
         }
         if (flow.isBlocked() && options.blockedPolicy() == PublishOptions.BlockedPolicy.FAIL) {
             body.release();
@@ -302,7 +305,9 @@ public final class Publisher {
         task.releaseBody();
         task.clear(); // not pooled: only the event loop returns tasks to the pool
         if (future != null) {
-            future.completeExceptionally(notWritten(cause));
+            future.completeExceptionally(new PublishNotConfirmedException("channel " + number
+                    + ": the client's event loop refused the publish (shut down); the message was not published",
+                    cause, number, false));
         }
     }
 
@@ -365,7 +370,8 @@ public final class Publisher {
         OutboundPath.WriteListener whenWritten = null;
         metrics.messagePublished();
         if (confirms != null) {
-            confirms.add(future, mandatory);
+            // the clock only when someone records confirm latencies (NOOP answers false: no read at all)
+            confirms.add(future, mandatory, metrics.timesConfirms() ? System.nanoTime() : 0);
             metrics.awaitingConfirm();
         } else if (future != null) {
             whenWritten = cause -> written(future, cause);
@@ -400,7 +406,7 @@ public final class Publisher {
         if (entering) {
             selecting--;
             if (error == null && confirms == null && !closed) {
-                confirms = new ConfirmTracker(number, options.maxOutstandingConfirms());
+                confirms = new ConfirmTracker(number, options.maxOutstandingConfirms(), metrics);
             }
             releaseHeld();
             updateWritability();
@@ -595,14 +601,31 @@ public final class Publisher {
         }
     }
 
-    private PublishNotConfirmedException notWritten(Throwable cause) {
+    /**
+     * Why a publish accepted earlier was never written. In confirm mode (or entering it) the application waits for
+     * a confirm, so it learns that none will come ({@link PublishNotConfirmedException}, not reached the broker);
+     * without confirms there was never a confirm to miss: the channel is closed. Event loop, or a discarded task.
+     */
+    private AmqpException notWritten(Throwable cause) {
+        if (confirms == null && selecting == 0) {
+            return closedError(cause);
+        }
         return new PublishNotConfirmedException("channel " + number + " is closed; the message was not published"
                 + (cause == null ? "" : ": " + cause.getMessage()), cause, number, false);
     }
 
-    private ChannelClosedException closedError(AmqpException cause) {
+    /**
+     * A {@link ChannelClosedException} for an operation refused because the channel is closed: it carries the
+     * close's reply code and text, and who closed it, from {@code cause} (the channel's own close) when it has them.
+     */
+    private ChannelClosedException closedError(Throwable cause) {
+        if (cause instanceof ChannelClosedException c && c.channelNumber() == number) {
+            return new ChannelClosedException("channel " + number + " is closed: " + c.getMessage(), c,
+                    c.replyCode(), c.replyText(), c.classId(), c.methodId(), number, c.initiatedByBroker());
+        }
+        AmqpException a = cause instanceof AmqpException e ? e : null;
         return new ChannelClosedException("channel " + number + " is closed" + (cause == null ? ""
-                : ": " + cause.getMessage()), cause, cause == null ? 0 : cause.replyCode(),
-                cause == null ? null : cause.replyText(), 0, 0, number, false);
+                : ": " + cause.getMessage()), cause, a == null ? 0 : a.replyCode(), a == null ? null : a.replyText(),
+                0, 0, number, false);
     }
 }

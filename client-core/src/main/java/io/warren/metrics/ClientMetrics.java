@@ -3,11 +3,13 @@ package io.warren.metrics;
 import io.warren.ConsumerHandle;
 import java.util.Collection;
 import java.util.function.Consumer;
+import java.util.function.LongConsumer;
 
 /**
  * What an {@link io.warren.AmqpClient} counted, over all its connections, since it was created: the figures
  * RabbitMQ's Java client and PerfTest report, plus bytes, outstanding confirms and each consumer's inbound
- * queue. Read from any thread; the values are plain counters (updated without locks by the event loops),
+ * queue, and, for whoever asks, confirm latencies and handler durations ({@link #onConfirmLatency},
+ * {@link #onHandlerTime}). Read from any thread; the values are plain counters (updated without locks by the event loops),
  * so a set of reads is not one atomic snapshot.
  *
  * <p>Collected only when {@link io.warren.ClientOptions#metricsEnabled(boolean)} was set: otherwise
@@ -76,4 +78,19 @@ public interface ClientMetrics {
      * its connection's event loop: do not block). {@link ConsumerHandle#endFuture()} tells when each ends.
      */
     void onConsumer(Consumer<ConsumerHandle> listener);
+
+    /**
+     * Calls {@code nanos} with each confirmed publish's latency, in nanoseconds: from its frames being written to
+     * the broker's basic.ack (confirm mode). Called on the connection's event loop: record and return (a
+     * Micrometer {@code Timer}, an HdrHistogram), never block. Until one is added no clock is read for it; a
+     * second one is called after the first. A client without metrics ({@link #enabled()} false) never calls it.
+     */
+    void onConfirmLatency(LongConsumer nanos);
+
+    /**
+     * Calls {@code nanos} with each delivery handler's duration, in nanoseconds: the handler call for a
+     * {@link io.warren.DeliveryHandler}, the call until its stage completes for an
+     * {@link io.warren.AsyncDeliveryHandler}. Called on the consumer's thread, as {@link #onConfirmLatency}.
+     */
+    void onHandlerTime(LongConsumer nanos);
 }

@@ -5,8 +5,12 @@ import io.vertx.core.Future;
 import io.vertx.core.Handler;
 import io.vertx.core.streams.ReadStream;
 import io.warren.AmqpException;
+import io.warren.ChannelClosedException;
+import io.warren.ConnectionClosedException;
+import io.warren.ConnectionLostException;
 import io.warren.ConsumerHandle;
 import io.warren.Delivery;
+import io.warren.codec.ReplyCode;
 
 /**
  * A consumer as a Vert.x {@link ReadStream}: deliveries, the stream's end and its failures arrive on the context
@@ -28,8 +32,11 @@ import io.warren.Delivery;
  *
  * <h2>End</h2>
  * When the consumer ends, the {@link #exceptionHandler} gets the reason if it was a failure (the broker
- * cancelled it, the channel or connection closed), then the {@link #endHandler} is called; after that the handler
- * is not called again. Deliveries still queued are released (and requeued when the channel is still open).
+ * cancelled it or closed the channel or connection, the connection was lost for good), then the
+ * {@link #endHandler} is called; after that the handler is not called again. A cancel, and a close the
+ * application made itself ({@code channel.close()}, {@code connection.close()}, a verticle's {@code stop()}), are
+ * an orderly end: the end handler only, so {@code pipeTo} ends its write stream and succeeds. Deliveries still
+ * queued are released (and requeued when the channel is still open).
  */
 public final class DeliveryStream implements ReadStream<Delivery> {
 
@@ -86,13 +93,24 @@ public final class DeliveryStream implements ReadStream<Delivery> {
         }
         ended = true;
         Handler<Throwable> eh = exceptionHandler;
-        if (cause != null && eh != null) {
+        if (cause != null && !closedByTheApplication(cause) && eh != null) {
             eh.handle(cause);
         }
         Handler<Void> done = endHandler;
         if (done != null) {
             done.handle(null);
         }
+    }
+
+    /**
+     * The application closed the channel or the connection in the ordinary way (reply code 200, from this side):
+     * the stream is over, not broken, so a {@code pipeTo} ends its write stream and succeeds.
+     */
+    static boolean closedByTheApplication(AmqpException cause) {
+        boolean fromHere = cause instanceof ChannelClosedException channel ? !channel.initiatedByBroker()
+                : cause instanceof ConnectionClosedException connection && !(connection instanceof ConnectionLostException)
+                        && !connection.initiatedByBroker();
+        return fromHere && cause.replyCode() == ReplyCode.REPLY_SUCCESS;
     }
 
     private void applyDemand() {

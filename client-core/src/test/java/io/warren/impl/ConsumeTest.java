@@ -1,5 +1,6 @@
 package io.warren.impl;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
@@ -131,6 +132,42 @@ class ConsumeTest {
             assertTrue(d.release());
             d.ack();
             assertEquals(List.of("ack 1"), written(broker));
+        }
+    }
+
+    /**
+     * bodyBytes / bodyAsString copy the readable bytes (a body in one frame and one in three), leave the reader
+     * index alone, and the copies outlive the delivery; after the release they refuse, as body() does.
+     */
+    @Test
+    void bodyBytesAndBodyAsStringAreCopiesTakenWhileTheDeliveryIsValid() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            List<byte[]> arrays = new ArrayList<>();
+            List<String> strings = new ArrayList<>();
+            List<Delivery> kept = new ArrayList<>();
+            consume(broker, ch, "c", ConsumeOptions.defaults(), d -> {
+                int readerIndex = d.body().readerIndex();
+                byte[] copy = d.bodyBytes();
+                assertEquals(readerIndex, d.body().readerIndex(), "bodyBytes does not read the body away");
+                copy[0] = 'X'; // the copy is ours: the body is untouched
+                arrays.add(copy);
+                strings.add(d.bodyAsString(StandardCharsets.UTF_8));
+                assertEquals(readerIndex, d.body().readerIndex(), "bodyAsString does not read the body away");
+                d.body().skipBytes(1); // a handler that read a byte: the copies start at the reader index
+                strings.add(d.bodyAsString(StandardCharsets.UTF_8));
+                kept.add(d);
+            });
+            deliver(broker, "c", 1, "h\u00e9llo".getBytes(StandardCharsets.UTF_8));
+            deliver(broker, "c", 2, "a".getBytes(), "b".getBytes(), "c".getBytes());
+            assertArrayEquals("X\u00e9llo".getBytes(StandardCharsets.UTF_8), arrays.get(0));
+            assertArrayEquals("Xbc".getBytes(StandardCharsets.UTF_8), arrays.get(1));
+            assertEquals(List.of("h\u00e9llo", "\u00e9llo", "abc", "bc"), strings);
+            for (Delivery d : kept) {
+                assertEquals(0, d.refCnt());
+                assertThrows(IllegalReferenceCountException.class, d::bodyBytes);
+                assertThrows(IllegalReferenceCountException.class, () -> d.bodyAsString(StandardCharsets.UTF_8));
+            }
         }
     }
 

@@ -22,6 +22,7 @@ import io.warren.ConsumeOptions;
 import io.warren.ConsumerCancelledException;
 import io.warren.Delivery;
 import io.warren.PublishOutcome;
+import io.warren.QueueDeclare;
 import io.warren.vertx.DeliveryStream;
 import io.warren.vertx.VertxAmqp;
 import io.warren.vertx.VertxChannel;
@@ -283,6 +284,75 @@ class VertxIT {
         assertTrue(ws.ended);
         assertEquals(0, messageCount(setup, q));
         await(setup.queueDelete(q));
+    }
+
+    /**
+     * The application closes the stream's channel (or its connection): an orderly end. The pipe ends its write
+     * stream and succeeds, and the exception handler is not called; before, the pipe failed with "closed by the
+     * application".
+     */
+    @Test
+    void closingTheChannelEndsThePipeCleanly(Broker broker, Connection connection, TestNames names) throws Exception {
+        pipeEndsCleanlyWhenTheApplicationCloses(broker, connection, names, false);
+    }
+
+    @Test
+    void closingTheConnectionEndsThePipeCleanly(Broker broker, TestNames names) throws Exception {
+        Connection own = await(BrokerExtension.client().connect(broker.uri()));
+        pipeEndsCleanlyWhenTheApplicationCloses(broker, own, names, true);
+    }
+
+    private void pipeEndsCleanlyWhenTheApplicationCloses(Broker broker, Connection connection, TestNames names,
+                                                         boolean wholeConnection) throws Exception {
+        String q = names.queue("q");
+        Channel setup = await(connection.openChannel());
+        await(setup.queueDeclare(QueueDeclare.named(q)));
+        names.onCleanup(() -> {
+            try (com.rabbitmq.client.Connection c = amqpClientConnection(broker)) {
+                c.createChannel().queueDelete(q);
+            }
+        });
+        publishNumbered(broker, q, 20, 16);
+        VertxAmqp amqp = VertxAmqp.create(vertx);
+        CompletableFuture<SlowWriteStream> sink = new CompletableFuture<>();
+        CompletableFuture<VertxChannel> channel = new CompletableFuture<>();
+        CompletableFuture<Void> piped = new CompletableFuture<>();
+        List<String> exceptions = Collections.synchronizedList(new ArrayList<>());
+        deploy(context -> amqp.wrap(connection).openChannel()
+                .compose(ch -> {
+                    channel.complete(ch);
+                    return ch.consume(q, ConsumeOptions.builder().prefetch(10).build());
+                })
+                .onSuccess(stream -> {
+                    SlowWriteStream ws = new SlowWriteStream(context);
+                    ws.setWriteQueueMaxSize(4);
+                    sink.complete(ws);
+                    stream.exceptionHandler(e -> exceptions.add(String.valueOf(e)));
+                    stream.pipeTo(ws).onComplete(ar -> {
+                        onContext(context, "pipeTo's future");
+                        if (ar.succeeded()) {
+                            piped.complete(null);
+                        } else {
+                            piped.completeExceptionally(ar.cause());
+                        }
+                    });
+                }));
+        SlowWriteStream ws = sink.get(30, TimeUnit.SECONDS);
+        awaitTrue(() -> ws.written >= 5, Duration.ofSeconds(30), "some written (" + ws.written + ")");
+        if (wholeConnection) {
+            await(connection.close());
+        } else {
+            await(channel.get(30, TimeUnit.SECONDS).channel().close());
+        }
+        piped.get(30, TimeUnit.SECONDS); // throws when the pipe failed
+        assertTrue(ws.ended, "the pipe ended the write stream");
+        assertEquals(List.of(), exceptions, "an orderly close is not a failure");
+    }
+
+    private static com.rabbitmq.client.Connection amqpClientConnection(Broker broker) throws Exception {
+        com.rabbitmq.client.ConnectionFactory f = new com.rabbitmq.client.ConnectionFactory();
+        f.setUri(broker.uri());
+        return f.newConnection("warren-it cleanup");
     }
 
     @Test

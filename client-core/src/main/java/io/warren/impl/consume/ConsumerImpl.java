@@ -12,6 +12,7 @@ import io.warren.DeliveryHandler;
 import io.warren.impl.ChannelRpc;
 import io.warren.impl.ChannelState;
 import io.warren.impl.ConnectionHandler;
+import io.warren.impl.MetricsCollector;
 import io.warren.impl.queue.InboundMessageQueue;
 import io.warren.codec.method.MethodIds;
 import java.nio.charset.StandardCharsets;
@@ -94,6 +95,8 @@ public final class ConsumerImpl implements ConsumerHandle {
      */
     private final ArrayDeque<DeliveryImpl> released;
     private final CompletableFuture<AmqpException> endFuture = new CompletableFuture<>();
+    /** The client's: a client without metrics has the NOOP one, and then no clock is read around the handler. */
+    private final MetricsCollector metrics;
 
     // event loop only
     private byte[] tagBytes;
@@ -118,6 +121,7 @@ public final class ConsumerImpl implements ConsumerHandle {
                  AsyncDeliveryHandler asyncHandler) {
         EventExecutor loop = channel.state().outbound().eventLoop();
         this.channel = channel;
+        this.metrics = channel.metrics();
         this.queueName = queueName;
         this.options = options;
         this.noAck = options.noAck();
@@ -250,11 +254,13 @@ public final class ConsumerImpl implements ConsumerHandle {
             processAsync(d);
             return;
         }
+        long start = metrics.timesHandlers() ? System.nanoTime() : 0;
         try {
             handler.handle(d);
         } catch (Throwable t) {
             handlerFailed(d, t);
         } finally {
+            timed(start);
             releaseBorrow(d);
             if (slots) {
                 completed();
@@ -290,16 +296,19 @@ public final class ConsumerImpl implements ConsumerHandle {
     }
 
     private void processAsync(DeliveryImpl d) {
+        long start = metrics.timesHandlers() ? System.nanoTime() : 0;
         CompletionStage<?> stage;
         try {
             stage = asyncHandler.handle(d);
         } catch (Throwable t) {
             handlerFailed(d, t);
+            timed(start);
             releaseBorrow(d);
             completed();
             return;
         }
         if (stage == null) {
+            timed(start);
             releaseBorrow(d);
             completed();
             return;
@@ -308,9 +317,17 @@ public final class ConsumerImpl implements ConsumerHandle {
             if (failure != null) {
                 handlerFailed(d, failure);
             }
+            timed(start);
             releaseBorrow(d);
             completed();
         });
+    }
+
+    /** A handler that started at {@code start} (0: not timed) is done. */
+    private void timed(long start) {
+        if (start != 0) {
+            metrics.handlerTime(System.nanoTime() - start);
+        }
     }
 
     /** Starts a delivery on the executor (the delivery is the task). */
