@@ -3,6 +3,7 @@ package io.warren.codec.table;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
 import io.netty.util.AsciiString;
+import io.warren.codec.Utf8;
 import java.math.BigDecimal;
 import java.math.BigInteger;
 import java.time.Instant;
@@ -19,8 +20,9 @@ import java.util.Map;
  *
  * <p>{@link #encodedLength} validates and sizes; {@link #encode} writes in one pass (nested lengths are
  * back-patched, not computed twice). A value of any other Java type, a {@code null} or non-text key,
- * a key over 255 UTF-8 bytes, or a BigDecimal that does not fit (scale 0..255, unscaled value within
- * 32 bits) is an {@link IllegalArgumentException} naming the key path. An {@link AsciiString} is
+ * a key over 255 UTF-8 bytes, text (key or value) with an unpaired surrogate (see {@link Utf8}), or a
+ * BigDecimal that does not fit (scale 0..255, unscaled value within 32 bits) is an
+ * {@link IllegalArgumentException} naming the key path, never the text. An {@link AsciiString} is
  * written as its raw bytes, the form the views return.
  */
 public final class FieldTableEncoder {
@@ -75,14 +77,15 @@ public final class FieldTableEncoder {
     /**
      * The UTF-8 length of {@code name} checked as a shortstr (field names are shortstrs).
      *
-     * @throws IllegalArgumentException for {@code null} or more than 255 bytes
+     * @throws IllegalArgumentException for {@code null}, more than 255 bytes or an unpaired surrogate
      */
     static int keyLength(Object name) {
         if (!(name instanceof CharSequence)) {
             throw new IllegalArgumentException(name == null ? "field name is null"
                     : "field name is a " + name.getClass().getName() + ", not text");
         }
-        int length = utf8Length((CharSequence) name);
+        CharSequence key = (CharSequence) name;
+        int length = key instanceof AsciiString ? key.length() : Utf8.encodedLength("field name", key);
         if (length > 255) {
             throw new IllegalArgumentException("field name '" + abbreviate(name) + "' is " + length
                     + " bytes in UTF-8, a shortstr holds at most 255");
@@ -123,7 +126,8 @@ public final class FieldTableEncoder {
         if (value == null) {
             return 0;
         } else if (value instanceof CharSequence) {
-            return 4 + utf8Length((CharSequence) value);
+            CharSequence s = (CharSequence) value;
+            return 4 + (s instanceof AsciiString ? s.length() : Utf8.encodedLength("long string", s));
         } else if (value instanceof Integer) {
             return 4;
         } else if (value instanceof Long) {
@@ -242,11 +246,6 @@ public final class FieldTableEncoder {
         int length = ByteBufUtil.utf8Bytes(s);
         out.writeInt(length);
         ByteBufUtil.reserveAndWriteUtf8(out, s, length);
-    }
-
-    /** UTF-8 length; an {@code AsciiString} counts its raw bytes. */
-    static int utf8Length(CharSequence s) {
-        return s instanceof AsciiString ? s.length() : ByteBufUtil.utf8Bytes(s);
     }
 
     private static String nested(Object key, IllegalArgumentException e) {
