@@ -15,8 +15,11 @@ import java.util.Map;
  * Encodes a {@code Map<String, ?>} as an AMQP field table (and collections as field arrays), with the
  * Java-to-AMQP mapping documented on {@link FieldType}: Boolean {@code t}, Byte {@code b}, Short
  * {@code s}, Integer {@code I}, Long {@code l}, Float {@code f}, Double {@code d}, BigDecimal
- * {@code D}, CharSequence {@code S}, byte[] {@code x}, Collection or Object[] {@code A}, Instant or
- * Date {@code T} (seconds), Map {@code F}, null {@code V}.
+ * {@code D}, CharSequence or {@link LongString} {@code S}, byte[] {@code x}, Collection or Object[]
+ * {@code A}, Instant or Date {@code T} (seconds), Map {@code F}, null {@code V}, and an {@link Unsigned}
+ * its own {@code B}, {@code u} or {@code i}. What {@link FieldTable#toMap()} returns encodes back to the
+ * same bytes (for names that are valid UTF-8 and unique, booleans written as 0 or 1 and timestamps within
+ * {@code Instant}'s range).
  *
  * <p>{@link #encodedLength} validates and sizes; {@link #encode} writes in one pass (nested lengths are
  * back-patched, not computed twice). A value of any other Java type, a {@code null} or non-text key,
@@ -153,6 +156,10 @@ public final class FieldTableEncoder {
             return 5;
         } else if (value instanceof Instant || value instanceof Date) {
             return 8;
+        } else if (value instanceof LongString) {
+            return 4 + ((LongString) value).length();
+        } else if (value instanceof Unsigned) {
+            return ((Unsigned) value).type().fixedSize();
         }
         throw new IllegalArgumentException("a " + value.getClass().getName() + " has no AMQP field type");
     }
@@ -206,8 +213,23 @@ public final class FieldTableEncoder {
             out.writeByte('T').writeLong(((Instant) value).getEpochSecond());
         } else if (value instanceof Date) {
             out.writeByte('T').writeLong(Math.floorDiv(((Date) value).getTime(), 1000L));
+        } else if (value instanceof LongString) {
+            byte[] bytes = ((LongString) value).array();
+            out.writeByte('S').writeInt(bytes.length).writeBytes(bytes);
+        } else if (value instanceof Unsigned) {
+            writeUnsigned(out, (Unsigned) value);
         } else {
             throw new IllegalArgumentException("a " + value.getClass().getName() + " has no AMQP field type");
+        }
+    }
+
+    private static void writeUnsigned(ByteBuf out, Unsigned value) {
+        FieldType type = value.type();
+        out.writeByte(type.tag());
+        switch (type) {
+            case UNSIGNED_8: out.writeByte(value.intValue()); break;
+            case UNSIGNED_16: out.writeShort(value.intValue()); break;
+            default: out.writeInt(value.intValue()); break;
         }
     }
 
