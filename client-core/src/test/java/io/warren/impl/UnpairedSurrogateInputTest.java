@@ -14,6 +14,7 @@ import io.warren.ConsumeOptions;
 import io.warren.ExchangeDeclare;
 import io.warren.QueueDeclare;
 import io.warren.codec.Frame;
+import io.warren.credentials.Credentials;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.method.MethodIds;
 import java.nio.charset.StandardCharsets;
@@ -29,6 +30,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestFactory;
+import org.junit.jupiter.api.function.Executable;
 
 /**
  * Text with an unpaired surrogate, through the public API: {@code queueDeclare("bad\uD800name")} used to declare
@@ -128,6 +130,20 @@ class UnpairedSurrogateInputTest {
         assertInstanceOf(IllegalArgumentException.class, e);
         assertTrue(e.getMessage().startsWith("new-secret has an unpaired surrogate"), e.getMessage());
         assertFalse(e.getMessage().contains("s3cret"), e.getMessage());
+    }
+
+    @Test
+    void credentialsWithAnUnpairedSurrogateAreRefusedWhenSetNotSentAsQuestionMarks() {
+        // PLAIN and AMQPLAIN encode them into the start-ok response: "pa\uD800ss" would log in as "pa?ss"
+        for (Executable set : List.<Executable>of(
+                () -> new ConnectionOptions().password(SECRET),
+                () -> new ConnectionOptions().username(SECRET),
+                () -> Credentials.of("guest", SECRET),
+                () -> Credentials.of(SECRET, "guest", null))) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, set);
+            assertTrue(e.getMessage().contains("has an unpaired surrogate"), e.getMessage());
+            assertFalse(e.getMessage().contains("s3cret"), e.getMessage());
+        }
     }
 
     @Test
