@@ -248,6 +248,33 @@ class FieldTableTest {
     }
 
     @Test
+    void longStringsThatAreAlmostUtf8EncodeBackToTheirBytes() {
+        byte[][] cases = {
+            {(byte) 0xED, (byte) 0xA0, (byte) 0x80}, // a surrogate encoded on its own (CESU-8)
+            {(byte) 0xED, (byte) 0xA0, (byte) 0xBD, (byte) 0xED, (byte) 0xB8, (byte) 0x80}, // a CESU-8 pair
+            {(byte) 0xC0, (byte) 0x80}, // overlong NUL (modified UTF-8)
+            {(byte) 0xE0, (byte) 0x80, (byte) 0xAF}, // overlong '/'
+            {(byte) 0xF4, (byte) 0x90, (byte) 0x80, (byte) 0x80}, // beyond U+10FFFF
+            {(byte) 0xF0, (byte) 0x9F, (byte) 0x98}, // a four-byte character cut short
+            {'o', 'k', (byte) 0xFE},
+        };
+        for (byte[] bytes : cases) {
+            ByteBuf buf = Unpooled.buffer().writeInt(0);
+            entry(buf, "S", 'S').writeInt(bytes.length).writeBytes(bytes);
+            buf.setInt(0, buf.writerIndex() - 4);
+            try {
+                Map<String, Object> map = new FieldTable().wrap(buf, 0).toMap();
+                assertEquals(LongString.of(bytes), map.get("S"), ByteBufUtil.hexDump(bytes));
+                ByteBuf again = encode(map);
+                assertEquals(ByteBufUtil.hexDump(buf), ByteBufUtil.hexDump(again));
+                again.release();
+            } finally {
+                buf.release();
+            }
+        }
+    }
+
+    @Test
     void aTimestampBeyondInstantsRangeIsClampedNotAFailure() {
         ByteBuf buf = Unpooled.buffer().writeInt(0);
         entry(buf, "T", 'T').writeLong(Long.MIN_VALUE);
