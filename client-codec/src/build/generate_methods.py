@@ -421,7 +421,9 @@ def gen_encoder(m):
     if "table" in uses:
         imports += ["io.warren.codec.table.FieldTableEncoder", "java.util.Map"]
     if "longstr" in uses:
-        imports.append("java.nio.charset.StandardCharsets")
+        imports.append("io.warren.codec.Utf8")
+        if any(a.type == "longstr" and a.default for a in m.args):
+            imports.append("java.nio.charset.StandardCharsets")
     fixed = 4
     var_terms = []
     bit_count = 0
@@ -529,15 +531,17 @@ def setters(m, a):
     if a.type == "shortstr":
         return [setter(doc + "\n\n<p>A {@link ShortString} is copied as pre-encoded bytes, an {@code AsciiString} as raw bytes, "
                        "anything else encoded as UTF-8 when the method is encoded."
-                       "\n\n@throws IllegalArgumentException when null or longer than 255 UTF-8 bytes",
+                       "\n\n@throws IllegalArgumentException when null, longer than 255 UTF-8 bytes or not well-formed "
+                       "UTF-16 (an unpaired surrogate)",
                        e, p, "CharSequence",
                        f"int length = ShortString.checkedLength(\"{a.name}\", {p});\nthis.{p} = ShortString.immutable({p});\nthis.{p}Length = length;")]
     if a.type == "longstr":
         return [setter(doc + "\n\n<p>The bytes are copied.\n\n@throws IllegalArgumentException when null", e, p, "byte[]",
                        f"if ({p} == null) {{\n    throw new IllegalArgumentException(\"{a.name} must not be null\");\n}}\nthis.{p} = {p}.clone();"),
-                setter(f"Sets {{@code {a.name}}} to the UTF-8 bytes of {{@code {p}}}.\n\n@throws IllegalArgumentException when null",
+                setter(f"Sets {{@code {a.name}}} to the UTF-8 bytes of {{@code {p}}}.\n\n@throws IllegalArgumentException when null "
+                       "or not well-formed UTF-16 (an unpaired surrogate; the message never holds the text)",
                        e, p, "CharSequence",
-                       f"if ({p} == null) {{\n    throw new IllegalArgumentException(\"{a.name} must not be null\");\n}}\nthis.{p} = {p}.toString().getBytes(StandardCharsets.UTF_8);")]
+                       f"if ({p} == null) {{\n    throw new IllegalArgumentException(\"{a.name} must not be null\");\n}}\nthis.{p} = Utf8.encode(\"{a.name}\", {p});")]
     if a.type == "table":
         return [setter(doc + "\n\n<p>{@code null} is an empty table. Values map to field types as "
                        "{@link io.warren.codec.table.FieldType} documents; the map is kept, not copied, so it must not "

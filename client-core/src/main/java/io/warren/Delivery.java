@@ -68,7 +68,13 @@ public interface Delivery extends ReferenceCounted {
      */
     ContentHeader header();
 
-    /** The properties decoded into a new immutable object (on first call), valid after the release too. */
+    /**
+     * The properties decoded into a new immutable object (on first call), valid after the release too. Published
+     * again, they put the content header's exact bytes on the wire, which is what a relay needs: header values keep
+     * their field types (a long string that is not UTF-8 is a {@link io.warren.codec.table.LongString}, an unsigned
+     * value an {@link io.warren.codec.table.Unsigned}; see {@link BasicProperties#headers()}), and short strings
+     * that are not UTF-8 keep their bytes.
+     */
     BasicProperties properties();
 
     /**
