@@ -185,6 +185,17 @@ public final class WarrenPerf implements Callable<Integer> {
     CommandLine commandLine = new CommandLine(new WarrenPerf(out, err));
     commandLine.setOut(new PrintWriter(out, true, StandardCharsets.UTF_8));
     commandLine.setErr(new PrintWriter(err, true, StandardCharsets.UTF_8));
+    CommandLine.IParameterExceptionHandler usual = commandLine.getParameterExceptionHandler();
+    commandLine.setParameterExceptionHandler((e, given) -> {
+      // -h is PerfTest's URI option: a bare -h is most likely someone asking for help
+      if (e instanceof CommandLine.MissingParameterException missing && missing.getMissing().stream()
+          .anyMatch(arg -> arg instanceof CommandLine.Model.OptionSpec o && o.longestName().equals("--uri"))) {
+        err.println("warren-perf: -h is the broker URI, as in PerfTest (-h amqp://guest:guest@localhost:5672); "
+            + "for help, use --help");
+        return commandLine.getCommandSpec().exitCodeOnInvalidInput();
+      }
+      return usual.handleParseException(e, given);
+    });
     return commandLine.execute(args);
   }
 
