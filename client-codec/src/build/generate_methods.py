@@ -372,6 +372,9 @@ def gen_view(m):
     body.append("\n".join(consts))
     body.append("\n".join(fields))
     resets = "".join(f"        this.{after} = -1;\n" for after, _, _ in m.after_methods)
+    body.append(f"""    /** An empty view: {{@link #wrap}} it onto a frame before reading. */
+    public {m.java}() {{
+    }}""")
     body.append(f"""    @Override
     public {m.java} wrap(ByteBuf buf, int offset) {{
         this.buf = buf;

@@ -120,6 +120,13 @@ public record RunOptions(
     return exchange.isEmpty() ? queueName : routingKey;
   }
 
+  /** The same run with other numbers of producers and consumers (one side of it against the loopback peer). */
+  public RunOptions withProducersAndConsumers(int newProducers, int newConsumers) {
+    return new RunOptions(uri, newProducers, newConsumers, size, producerMessages, consumerMessages, rate,
+        confirm, qos, multiAckEvery, autoAck, queue, persistent, mandatory, routingKey, exchange,
+        exchangeType, queueArgs, autoDelete);
+  }
+
   /** The same run against another address (the loopback peer's). */
   public RunOptions withUri(String newUri) {
     return new RunOptions(List.of(newUri), producers, consumers, size, producerMessages, consumerMessages, rate,

@@ -199,6 +199,17 @@ class OptionsTest {
     assertTrue(run.out.contains("--peer=sink|source"), run.out);
   }
 
+  @Test
+  void aBareMinusHSaysItIsTheUriAndPointsAtHelp() {
+    for (String[] args : List.of(new String[] {"-h"}, new String[] {"-x", "2", "-h"})) {
+      Captured run = run(args);
+      assertEquals(2, run.exit, String.join(" ", args) + "\n" + run.err);
+      assertTrue(run.err.contains("-h is the broker URI, as in PerfTest"), run.err);
+      assertTrue(run.err.contains("for help, use --help"), run.err);
+      assertFalse(run.err.contains("Usage: warren-perf"), "the hint, not the whole usage: " + run.err);
+    }
+  }
+
   record Captured(int exit, String out, String err) {}
 
   static Captured run(String... args) {

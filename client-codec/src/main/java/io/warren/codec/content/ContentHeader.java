@@ -108,6 +108,10 @@ public final class ContentHeader {
         return 1 << (15 - index);
     }
 
+    /** An empty view: {@link #wrap} it onto a buffer before reading. */
+    public ContentHeader() {
+    }
+
     /**
      * Points this view at a content header.
      *
