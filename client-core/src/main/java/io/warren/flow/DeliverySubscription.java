@@ -10,6 +10,7 @@ import io.warren.ConsumerHandle;
 import io.warren.Delivery;
 import io.warren.codec.ReplyCode;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.Flow;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 import java.util.concurrent.atomic.AtomicLongFieldUpdater;
@@ -90,7 +91,14 @@ final class DeliverySubscription implements Flow.Subscription {
         if (cancelled || terminal != null) {
             return;
         }
-        channel.consume(queue, options, this::onDelivery).whenComplete((handle, failure) -> {
+        CompletionStage<ConsumerHandle> consumed;
+        try {
+            consumed = channel.consume(queue, options, this::onDelivery);
+        } catch (RuntimeException e) {
+            signalTerminal(e); // rule 1.9: subscribe does not throw; the failure goes to onError
+            return;
+        }
+        consumed.whenComplete((handle, failure) -> {
             if (failure != null) {
                 signalTerminal(failure instanceof CompletionException && failure.getCause() != null
                         ? failure.getCause() : failure);
