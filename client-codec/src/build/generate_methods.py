@@ -652,8 +652,7 @@ def gen_table(spec, methods):
             f"    /** {{@code {m.key}}}. */\n"
             f"    public static final MethodInfo {m.const} = new MethodInfo({i}, {m.class_id}, {m.id}, "
             f"{java_string(m.cls)}, {java_string(m.name)},\n            {str(m.synchronous).lower()}, "
-            f"{str(m.content).lower()}, new String[] {{{names}}},\n            new ArgumentType[] {{{types}}},\n"
-            f"            {m.java}::new, {m.encoder}::new, {m.java}::validate);")
+            f"{str(m.content).lower()}, new String[] {{{names}}},\n            new ArgumentType[] {{{types}}});")
     all_list = ",\n".join("        " + m.const for m in methods)
     max_class = max(c["id"] for c in spec["classes"])
     members.append(f"    private static final MethodInfo[] ALL = {{\n{all_list}\n    }};")
@@ -744,6 +743,37 @@ def gen_table(spec, methods):
     public static String describe(int classId, int methodId) {{
         MethodInfo info = lookup(classId, methodId);
         return info == null ? "unknown method " + classId + "/" + methodId : info.toString();
+    }}""")
+    # One switch per job instead of three method references per method: a method reference is a class spun
+    # at run time, and 198 of them made the first MethodTable use (so the first connect) cost 0.2-0.4 s.
+    views = "\n".join(f"            case {i} -> new {m.java}();" for i, m in enumerate(methods))
+    encoders = "\n".join(f"            case {i} -> new {m.encoder}();" for i, m in enumerate(methods))
+    checks = "\n".join(f"            case {i} -> {m.java}.validate(buf, offset, length);" for i, m in enumerate(methods))
+    members.append(f"""    /**
+     * A new view of the method with this {{@link MethodInfo#index() index}}. A switch rather than a factory per
+     * method: {len(methods)} method references would be as many classes spun at the first use of this class.
+     */
+    static MethodView newView(int index) {{
+        return switch (index) {{
+{views}
+            default -> throw new IllegalArgumentException("no method with index " + index);
+        }};
+    }}
+
+    /** A new encoder of the method with this {{@link MethodInfo#index() index}}, spec defaults preset. */
+    static MethodEncoder newEncoder(int index) {{
+        return switch (index) {{
+{encoders}
+            default -> throw new IllegalArgumentException("no method with index " + index);
+        }};
+    }}
+
+    /** The straight-line argument check (the view's static {{@code validate}}) of the method with this index. */
+    static void validateArguments(int index, ByteBuf buf, int offset, int length) {{
+        switch (index) {{
+{checks}
+            default -> throw new IllegalArgumentException("no method with index " + index);
+        }}
     }}""")
     doc = ("Every AMQP 0-9-1 method (RabbitMQ's extensions included) as a {@link MethodInfo}, looked up by ids "
            "through an array indexed by class id and method id: dispatch is two array loads, never a cascade "
