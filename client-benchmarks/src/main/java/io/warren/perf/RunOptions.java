@@ -122,7 +122,7 @@ public record RunOptions(
 
   /** The same run with other numbers of producers and consumers (one side of it against the loopback peer). */
   public RunOptions withProducersAndConsumers(int newProducers, int newConsumers) {
-    return new RunOptions(uri, newProducers, newConsumers, size, producerMessages, consumerMessages, rate,
+    return new RunOptions(uris, newProducers, newConsumers, size, producerMessages, consumerMessages, rate,
         confirm, qos, multiAckEvery, autoAck, queue, persistent, mandatory, routingKey, exchange,
         exchangeType, queueArgs, autoDelete);
   }
