@@ -405,6 +405,7 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
      * batch arrived, close enough for their age ({@code ChannelConsumers}) at no clock read per delivery. Event loop.
      */
     public long readBatchNanos() {
+        assert outbound.inEventLoop();
         if (!readBatchTimed) {
             readBatchTimed = true;
             readBatchNanos = outbound.eventLoop().ticker().nanoTime();

@@ -251,4 +251,32 @@ class RecoveryDeliveryTagTest {
             assertEquals(0, c.queued());
         }
     }
+
+    @Test
+    void anAsyncConsumerHoldingDeliveriesFromALostConnectionDropsThemToo() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            List<String> seen = new ArrayList<>();
+            CompletionStage<ConsumerHandle> stage = ch.consumeAsync("q", ConsumeOptions.builder().consumerTag("c")
+                    .concurrency(2).initialDemand(0).build(), d -> {
+                        seen.add(d.deliveryTag() + (d.redelivered() ? " redelivered" : ""));
+                        d.ack();
+                        return null;
+                    });
+            answerConsume(brokers.first);
+            ConsumerHandle c = stage.toCompletableFuture().join();
+            deliver(brokers.first, 1); // counted in flight, held for want of the application's demand
+            deliver(brokers.first, 2);
+
+            FakeBroker second = recover(brokers);
+            second.send(1, new BasicDeliverEncoder().consumerTag("c").deliveryTag(1).redelivered(true).exchange("x")
+                    .routingKey("rk"));
+            second.sendContent(1, BasicProperties.EMPTY, BODY);
+            c.resume();
+            brokers.runAllTasks();
+            assertEquals(List.of("3 redelivered"), seen);
+            assertEquals("ack 1", settlement(second));
+            second.expectNothing();
+        }
+    }
 }

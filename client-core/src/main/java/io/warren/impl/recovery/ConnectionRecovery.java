@@ -165,6 +165,7 @@ public final class ConnectionRecovery {
      * consumers, as after a connection loss. A connection lost meanwhile takes the channel over. Event loop.
      */
     void recoverChannel(ChannelImpl channel, ChannelLostException cause) {
+        assert loop.inEventLoop();
         LOG.warn("channel {} on {}: {}", channel.channelNumber(), connection.address(), cause.getMessage());
         for (RecoveryListener l : listeners) {
             try {
@@ -178,6 +179,7 @@ public final class ConnectionRecovery {
     }
 
     private void reopen(ChannelImpl channel) {
+        assert loop.inEventLoop();
         if (!channel.recovery().isRecovering()) {
             return; // the application closed it meanwhile
         }
