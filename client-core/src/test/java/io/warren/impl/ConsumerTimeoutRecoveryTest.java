@@ -155,4 +155,53 @@ class ConsumerTimeoutRecoveryTest {
             assertFalse(c.isActive());
         }
     }
+
+    @Test
+    void aChannelWhoseRestoreIsRefusedEndsForGoodAndTheListenerIsToldWhy() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            FakeBroker broker = brokers.first;
+            List<String> events = new ArrayList<>();
+            brokers.connection.addRecoveryListener(new RecoveryListener() {
+                @Override
+                public void channelRecoveryStarted(Channel channel, ChannelLostException cause) {
+                    events.add("started");
+                }
+
+                @Override
+                public void channelRecoverySucceeded(Channel channel) {
+                    events.add("succeeded");
+                }
+
+                @Override
+                public void channelRecoveryFailed(Channel channel, Throwable cause) {
+                    events.add("failed " + ((ChannelClosedException) cause).replyCode());
+                }
+            });
+            Channel ch = broker.openChannel(brokers.connection, 1);
+            CompletionStage<Void> qos = ch.basicQos(10);
+            broker.expectAndRelease(1, MethodIds.BASIC_QOS);
+            broker.send(1, new BasicQosOkEncoder());
+            qos.toCompletableFuture().join();
+            CompletionStage<ConsumerHandle> stage = ch.consume("q", ConsumeOptions.builder().consumerTag("c").build(),
+                    Delivery::ack);
+            broker.expectAndRelease(1, MethodIds.BASIC_CONSUME); // the channel's own qos applies: no default
+            broker.send(1, new BasicConsumeOkEncoder().consumerTag("c"));
+            ConsumerHandle c = stage.toCompletableFuture().join();
+
+            broker.sendChannelClose(1, ReplyCode.PRECONDITION_FAILED, TIMED_OUT, 0, 0);
+            broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
+            RecoveringBrokers.reopen(broker, 1);
+            broker.expectAndRelease(1, MethodIds.BASIC_QOS); // the channel's mode first: refused this time
+            broker.sendChannelClose(1, ReplyCode.ACCESS_REFUSED, "ACCESS_REFUSED - no", 60, 10);
+            broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
+            brokers.runAllTasks();
+            broker.expectNothing();
+            assertEquals(List.of("started", "failed 403"), events);
+            assertFalse(ch.isOpen());
+            assertEquals(ReplyCode.ACCESS_REFUSED, ch.closeFuture().toCompletableFuture().join().replyCode());
+            assertFalse(c.isActive(), "its consumer ended with the channel");
+            assertEquals(ReplyCode.ACCESS_REFUSED, c.endFuture().toCompletableFuture().join().replyCode());
+            assertEquals(1, brokers.connections());
+        }
+    }
 }

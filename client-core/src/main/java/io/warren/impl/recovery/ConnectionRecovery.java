@@ -167,13 +167,7 @@ public final class ConnectionRecovery {
     void recoverChannel(ChannelImpl channel, ChannelLostException cause) {
         assert loop.inEventLoop();
         LOG.warn("channel {} on {}: {}", channel.channelNumber(), connection.address(), cause.getMessage());
-        for (RecoveryListener l : listeners) {
-            try {
-                l.channelRecoveryStarted(channel, cause);
-            } catch (RuntimeException e) {
-                LOG.warn("recovery listener failed", e);
-            }
-        }
+        tellListeners(l -> l.channelRecoveryStarted(channel, cause));
         // after the close: its number is freed once the broker's channel.close is answered
         loop.execute(() -> reopen(channel));
     }
@@ -210,34 +204,37 @@ public final class ConnectionRecovery {
                         return; // the connection was lost meanwhile: its recovery has the channel
                     }
                     if (e != null) {
-                        LOG.warn("channel {} on {} could not be recovered: {}", channel.channelNumber(),
-                                connection.address(), describe(e));
-                        Throwable why = e instanceof java.util.concurrent.CompletionException && e.getCause() != null
-                                ? e.getCause() : e;
-                        channel.abandon(why instanceof AmqpException a ? a : new AmqpException("channel "
-                                + channel.channelNumber() + " could not be recovered: " + describe(why), why));
-                        if (channel.state().isUsable()) {
-                            channel.close(); // opened, but a mode or consumer was refused: not left half restored
-                        }
-                        for (RecoveryListener l : listeners) {
-                            try {
-                                l.channelRecoveryFailed(channel, why);
-                            } catch (RuntimeException ex) {
-                                LOG.warn("recovery listener failed", ex);
-                            }
-                        }
+                        channelNotRecovered(channel, e);
                         return;
                     }
                     channel.recovered();
                     LOG.info("channel {} on {} recovered", channel.channelNumber(), connection.address());
-                    for (RecoveryListener l : listeners) {
-                        try {
-                            l.channelRecoverySucceeded(channel);
-                        } catch (RuntimeException ex) {
-                            LOG.warn("recovery listener failed", ex);
-                        }
-                    }
+                    tellListeners(l -> l.channelRecoverySucceeded(channel));
                 });
+    }
+
+    /** The channel was re-opened (or not) but could not be restored on a live connection: it ends for good. */
+    private void channelNotRecovered(ChannelImpl channel, Throwable failure) {
+        Throwable why = failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null
+                ? failure.getCause() : failure;
+        LOG.warn("channel {} on {} could not be recovered: {}", channel.channelNumber(), connection.address(),
+                describe(why));
+        channel.abandon(why instanceof AmqpException a ? a : new AmqpException("channel " + channel.channelNumber()
+                + " could not be recovered: " + describe(why), why));
+        if (channel.state().isUsable()) {
+            channel.close(); // opened, but a mode was refused: not left half restored
+        }
+        tellListeners(l -> l.channelRecoveryFailed(channel, why));
+    }
+
+    private void tellListeners(java.util.function.Consumer<RecoveryListener> event) {
+        for (RecoveryListener l : listeners) {
+            try {
+                event.accept(l);
+            } catch (RuntimeException e) {
+                LOG.warn("recovery listener failed", e);
+            }
+        }
     }
 
     private ConnectionClosedException closedMeanwhile(ChannelImpl channel) {
