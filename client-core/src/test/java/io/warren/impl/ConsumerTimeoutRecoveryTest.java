@@ -204,4 +204,52 @@ class ConsumerTimeoutRecoveryTest {
             assertEquals(1, brokers.connections());
         }
     }
+
+    @Test
+    void aConnectionLostWhileTheChannelIsReopenedTakesTheChannelOver() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            FakeBroker broker = brokers.first;
+            List<String> events = new ArrayList<>();
+            brokers.connection.addRecoveryListener(new RecoveryListener() {
+                @Override
+                public void channelRecoveryStarted(Channel channel, ChannelLostException cause) {
+                    events.add("channel started");
+                }
+
+                @Override
+                public void channelRecoveryFailed(Channel channel, Throwable cause) {
+                    events.add("channel failed");
+                }
+
+                @Override
+                public void recoverySucceeded(io.warren.Connection connection) {
+                    events.add("connection recovered");
+                }
+            });
+            Channel ch = broker.openChannel(brokers.connection, 1);
+            List<Long> seen = new ArrayList<>();
+            CompletionStage<ConsumerHandle> stage = ch.consume("q", ConsumeOptions.builder().consumerTag("c").build(),
+                    d -> {
+                        seen.add(d.deliveryTag());
+                        d.ack();
+                    });
+            answerConsume(broker);
+            ConsumerHandle c = stage.toCompletableFuture().join();
+            broker.sendChannelClose(1, ReplyCode.PRECONDITION_FAILED, TIMED_OUT, 0, 0);
+            broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
+            broker.expectAndRelease(1, MethodIds.CHANNEL_OPEN); // not answered: the connection goes first
+
+            FakeBroker second = brokers.cutAndReconnect();
+            RecoveringBrokers.reopen(second, 1);
+            answerConsume(second);
+            brokers.runAllTasks();
+            second.expectNothing();
+            assertEquals(List.of("channel started", "connection recovered"), events);
+            assertTrue(ch.isOpen());
+            assertTrue(c.isActive());
+            deliver(second, 1, true);
+            assertEquals(List.of(1L), seen);
+            assertEquals("ack 1", FakeBroker.settlement(second.next()));
+        }
+    }
 }
