@@ -98,7 +98,9 @@ public interface Channel {
 
     /**
      * basic.qos. RabbitMQ reads {@code global=false} as a limit per new consumer and {@code global=true}
-     * as a limit shared by the channel's consumers; {@code prefetchSize} must be 0 for RabbitMQ.
+     * as a limit shared by the channel's consumers; {@code prefetchSize} must be 0 for RabbitMQ. Once called,
+     * consumers of this channel that set no prefetch of their own get none ({@link ConsumeOptions#DEFAULT_PREFETCH}
+     * is for channels without basic.qos): this one applies.
      */
     CompletionStage<Void> basicQos(int prefetchSize, int prefetchCount, boolean global);
 
@@ -153,7 +155,8 @@ public interface Channel {
     // consuming
 
     /**
-     * Starts a consumer on {@code queue} (basic.qos first when the options have a prefetch, then
+     * Starts a consumer on {@code queue} (basic.qos first when the options have a prefetch, or for a manual-ack
+     * consumer on a channel without {@link #basicQos} the default {@value ConsumeOptions#DEFAULT_PREFETCH}; then
      * basic.consume). Completes with the consumer once the broker answered consume-ok, before any delivery
      * reaches the handler; fails with {@link IllegalArgumentException} for bad options (nothing is sent), or
      * with a {@link ChannelClosedException} when the broker refuses (404 no such queue, 403 exclusive, ...).

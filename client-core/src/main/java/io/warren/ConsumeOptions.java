@@ -11,8 +11,9 @@ import java.util.concurrent.Executor;
  * How a consumer is started by {@link Channel#consume}: the basic.consume arguments, its prefetch, where its
  * handler runs, how many deliveries it handles at once and when it pushes back. Immutable; build one with
  * {@link #builder()}. The defaults: a server-generated tag, manual acknowledgement, not exclusive, no
- * arguments, no basic.qos, the handler on the connection's event loop, one delivery at a time, water marks
- * {@value #DEFAULT_LOW_WATER_MARK} / {@value #DEFAULT_HIGH_WATER_MARK}.
+ * arguments, a prefetch of {@value #DEFAULT_PREFETCH} (see {@link Builder#prefetch}), the handler on the
+ * connection's event loop, one delivery at a time, water marks {@value #DEFAULT_LOW_WATER_MARK} /
+ * {@value #DEFAULT_HIGH_WATER_MARK}.
  *
  * <pre>{@code
  * ConsumeOptions.builder().prefetch(1000).executor(workers).concurrency(8).build()
@@ -27,6 +28,12 @@ public final class ConsumeOptions {
 
     /** Default low-water mark: the push-back ends once the queue holds fewer deliveries than this. */
     public static final int DEFAULT_LOW_WATER_MARK = 512;
+
+    /**
+     * The prefetch of a manual-ack consumer that sets none, on a channel without a basic.qos of its own: Spring
+     * AMQP's default (its {@code DEFAULT_PREFETCH_COUNT}). See {@link Builder#prefetch}.
+     */
+    public static final int DEFAULT_PREFETCH = 250;
 
     private static final ConsumeOptions DEFAULTS = builder().build();
 
@@ -84,7 +91,10 @@ public final class ConsumeOptions {
         return consumerTag;
     }
 
-    /** basic.consume's no-ack: the broker counts a message as acknowledged once it is sent. */
+    /**
+     * basic.consume's no-ack (other clients call it autoAck): the broker counts a message as acknowledged once it
+     * is sent. See {@link Builder#noAck} for what that costs.
+     */
     public boolean noAck() {
         return noAck;
     }
@@ -98,7 +108,11 @@ public final class ConsumeOptions {
         return arguments;
     }
 
-    /** The prefetch sent with basic.qos (global=false) before basic.consume, or -1 for no basic.qos. */
+    /**
+     * The prefetch sent with basic.qos (global=false) before basic.consume, as set with {@link Builder#prefetch};
+     * -1 when it was not set: then a manual-ack consumer gets {@link #DEFAULT_PREFETCH}, unless its channel has a
+     * basic.qos of its own ({@link Channel#basicQos}), and a noAck consumer no basic.qos.
+     */
     public int prefetch() {
         return prefetch;
     }
@@ -158,7 +172,14 @@ public final class ConsumeOptions {
             return this;
         }
 
-        /** noAck: no acknowledgements; the broker forgets a message once sent. Off by default. */
+        /**
+         * noAck (autoAck): no acknowledgements; the broker forgets a message once it has sent it. Off by default.
+         * Faster, but what the broker sent and the handler has not yet handled lives only in this process: the
+         * deliveries waiting in the consumer's queue (paused, slow handler) are <b>lost</b>, not requeued, when
+         * the consumer is cancelled, its channel or connection closes or the application stops. Deliveries
+         * received before a connection loss are still handed to the handler after recovery (there is nothing to
+         * redeliver). With manual acknowledgement they would be requeued or redelivered instead.
+         */
         public Builder noAck(boolean noAck) {
             this.noAck = noAck;
             return this;
@@ -224,6 +245,13 @@ public final class ConsumeOptions {
         /**
          * basic.qos(prefetch, global=false) sent on the channel before basic.consume: RabbitMQ keeps at most
          * {@code prefetch} unacknowledged deliveries in flight to this consumer (0 = no limit). 0..65535.
+         *
+         * <p>Not set, a manual-ack consumer gets {@link #DEFAULT_PREFETCH} (250, as Spring AMQP's listener
+         * containers), unless its channel has a basic.qos of its own ({@link Channel#basicQos}, which then applies
+         * as it is); a noAck consumer gets no basic.qos (RabbitMQ ignores the prefetch without acknowledgements).
+         * Without any limit the broker sends a manual-ack consumer the whole queue: a paused or slow consumer
+         * then fills the socket, RabbitMQ's writer stalls on it and the broker drops the connection after its
+         * send timeout (30 s). {@code prefetch(0)} asks for that explicitly.
          */
         public Builder prefetch(int prefetch) {
             if (prefetch < 0 || prefetch > 0xFFFF) {

@@ -11,8 +11,9 @@ import java.util.concurrent.CompletionStage;
  * over (the one being handled finishes), {@link #resume()} hands them over again, {@link #fetch(long)} hands
  * over a given number more. What that does to the broker depends on the acknowledgement mode:
  * <ul>
- *   <li>manual acknowledgement with a prefetch ({@link ConsumeOptions.Builder#prefetch}): the broker stops at
- *       the prefetch, so the queue never holds more; other consumers of the connection go on;</li>
+ *   <li>manual acknowledgement with a prefetch ({@link ConsumeOptions.Builder#prefetch}, by default
+ *       {@value ConsumeOptions#DEFAULT_PREFETCH}): the broker stops at the prefetch, so the queue never holds more;
+ *       other consumers of the connection go on;</li>
  *   <li>noAck (or no prefetch): when the queue reaches its high-water mark the connection stops reading from
  *       the socket until every such queue of the connection is below its low-water mark again, so memory stays
  *       bounded whatever the consumer's speed; the other consumers of the connection wait meanwhile.</li>
@@ -24,7 +25,14 @@ import java.util.concurrent.CompletionStage;
  * channel's close ({@link ChannelClosedException}), the connection's ({@link ConnectionClosedException}), or
  * the consumer's executor refusing to run its deliveries ({@link AmqpException}: the consumer is cancelled).
  * Deliveries still queued then are released without reaching the handler; on an open channel, with manual
- * acknowledgement, they are rejected with requeue so that the broker delivers them again.
+ * acknowledgement, they are rejected with requeue so that the broker delivers them again. With noAck they are
+ * lost: the broker forgot them when it sent them.
+ *
+ * <h2>Recovery</h2>
+ * A consumer survives the loss of its connection, and the broker's close of its channel for the consumer
+ * acknowledgement timeout ({@link RecoveryListener#channelRecoveryStarted}): the same handle goes on, with its tag
+ * and options. Manual-ack deliveries still queued from before are dropped, not handed to the handler: the broker
+ * requeued them and delivers them again.
  */
 public interface ConsumerHandle {
 

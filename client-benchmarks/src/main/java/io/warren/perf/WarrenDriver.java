@@ -172,7 +172,9 @@ public final class WarrenDriver implements ClientDriver {
   public void startConsumers() throws Exception {
     ConsumeOptions.Builder builder = ConsumeOptions.builder().noAck(options.autoAck());
     if (options.qos() > 0) {
-      builder.prefetch(options.qos()); // basic.qos before basic.consume; none at all for --qos 0, as amqp-client
+      builder.prefetch(options.qos()); // basic.qos before basic.consume
+    } else if (!options.autoAck()) {
+      builder.prefetch(0); // --qos 0 is no limit, as amqp-client without basic.qos (not Warren's default 250)
     }
     ConsumeOptions consumeOptions = builder.build();
     for (Consumer consumer : consumers) {

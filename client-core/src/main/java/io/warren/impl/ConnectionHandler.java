@@ -79,6 +79,9 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
     private int readPauses;
     /** Recovery is restoring channels and consumers onto this connection: pauses are counted, not applied. */
     private boolean restoring;
+    /** {@link #readBatchNanos()}: the clock as read in this read batch, once read. */
+    private long readBatchNanos;
+    private boolean readBatchTimed;
 
     /**
      * @param connected completed with the connection at connection.open-ok, or failed with why the
@@ -179,6 +182,7 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
 
     @Override
     public void channelReadComplete(ChannelHandlerContext ctx) {
+        readBatchTimed = false;
         heartbeats.onReadComplete();
         outbound.endReadBatch();
         ctx.fireChannelReadComplete();
@@ -408,6 +412,19 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
             return;
         }
         channel.open(result);
+    }
+
+    /**
+     * The event loop's clock, read once per read batch (by the first caller in it): when the deliveries of this
+     * batch arrived, close enough for their age ({@code ChannelConsumers}) at no clock read per delivery. Event loop.
+     */
+    public long readBatchNanos() {
+        assert outbound.inEventLoop();
+        if (!readBatchTimed) {
+            readBatchTimed = true;
+            readBatchNanos = outbound.eventLoop().ticker().nanoTime();
+        }
+        return readBatchNanos;
     }
 
     /** True once connection.open-ok came and until closing starts. Event loop. */

@@ -1,6 +1,7 @@
 package io.warren.impl;
 
 import io.warren.ConsumerHandle;
+import io.warren.impl.consume.ConsumerImpl;
 import io.warren.metrics.ClientMetrics;
 import java.util.Collection;
 import java.util.List;
@@ -8,6 +9,7 @@ import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Consumer;
 import java.util.function.LongConsumer;
@@ -40,6 +42,7 @@ public final class CountingMetrics implements MetricsCollector, ClientMetrics {
     private final LongAdder bytesRead = new LongAdder();
     private final LongAdder bytesWritten = new LongAdder();
     private final LongAdder recoveries = new LongAdder();
+    private final LongAdder staleDeliveriesDropped = new LongAdder();
     private final Set<ConsumerHandle> consumers = ConcurrentHashMap.newKeySet();
     private final List<Consumer<ConsumerHandle>> consumerListeners = new CopyOnWriteArrayList<>();
     // any thread (volatile): null until someone records them, so that no clock is read for nothing
@@ -186,6 +189,11 @@ public final class CountingMetrics implements MetricsCollector, ClientMetrics {
         }
     }
 
+    @Override
+    public void staleDeliveryDropped() {
+        staleDeliveriesDropped.increment();
+    }
+
     // ---- ClientMetrics -----------------------------------------------------------------------------------
 
     @Override
@@ -266,6 +274,22 @@ public final class CountingMetrics implements MetricsCollector, ClientMetrics {
     @Override
     public long recoveries() {
         return recoveries.sum();
+    }
+
+    @Override
+    public long staleDeliveriesDropped() {
+        return staleDeliveriesDropped.sum();
+    }
+
+    @Override
+    public long oldestUnacknowledgedMillis() {
+        long nanos = 0;
+        for (ConsumerHandle c : consumers) {
+            if (c instanceof ConsumerImpl consumer) {
+                nanos = Math.max(nanos, consumer.oldestUnacknowledgedAgeNanos());
+            }
+        }
+        return TimeUnit.NANOSECONDS.toMillis(nanos);
     }
 
     @Override
@@ -391,6 +415,16 @@ public final class CountingMetrics implements MetricsCollector, ClientMetrics {
 
         @Override
         public long recoveries() {
+            return 0;
+        }
+
+        @Override
+        public long staleDeliveriesDropped() {
+            return 0;
+        }
+
+        @Override
+        public long oldestUnacknowledgedMillis() {
             return 0;
         }
 

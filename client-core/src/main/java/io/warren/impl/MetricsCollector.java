@@ -99,6 +99,10 @@ public interface MetricsCollector {
     default void handlerTime(long nanos) {
     }
 
+    /** A manual-ack delivery from a lost channel was dropped before its handler (the broker redelivers it). */
+    default void staleDeliveryDropped() {
+    }
+
     /** True for a collector that counts: the byte counter is put in the pipeline only then. */
     default boolean counts() {
         return false;

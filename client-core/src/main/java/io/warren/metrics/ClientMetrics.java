@@ -70,6 +70,22 @@ public interface ClientMetrics {
     /** Connections recovered automatically after a loss. */
     long recoveries();
 
+    /**
+     * Manual-ack deliveries dropped before they reached the handler because their channel was lost meanwhile
+     * (the connection was lost, or the broker closed the channel and it was recovered): the broker requeued them
+     * and delivers them again, so the application sees each message once.
+     */
+    long staleDeliveriesDropped();
+
+    /**
+     * How long the oldest delivery the application has not yet settled has waited, in milliseconds, over the
+     * channels of the active consumers (a gauge; 0 when nothing waits). RabbitMQ closes a channel whose oldest
+     * unacknowledged delivery is older than its {@code consumer_timeout} (30 minutes by default) with 406
+     * PRECONDITION_FAILED; Warren then recovers the channel ({@link io.warren.RecoveryListener#channelRecoveryStarted})
+     * and the message is delivered again. Watch this figure to see that coming.
+     */
+    long oldestUnacknowledgedMillis();
+
     /** The active consumers; {@link ConsumerHandle#queued()} is each one's inbound queue depth. */
     Collection<ConsumerHandle> consumers();
 

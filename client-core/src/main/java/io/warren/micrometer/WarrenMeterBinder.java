@@ -6,6 +6,7 @@ import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Tag;
 import io.micrometer.core.instrument.Tags;
 import io.micrometer.core.instrument.Timer;
+import io.micrometer.core.instrument.TimeGauge;
 import io.micrometer.core.instrument.binder.MeterBinder;
 import io.warren.AmqpClient;
 import io.warren.ConsumerHandle;
@@ -46,6 +47,10 @@ import java.util.function.ToDoubleFunction;
  *   <tr><td>{@code rabbitmq.rejected}</td><td>counter</td><td>the application's nacks and rejects</td></tr>
  *   <tr><td>{@code rabbitmq.bytes_read}, {@code rabbitmq.bytes_written}</td><td>counter</td><td>AMQP bytes</td></tr>
  *   <tr><td>{@code rabbitmq.recoveries}</td><td>counter</td><td>connections recovered automatically</td></tr>
+ *   <tr><td>{@code rabbitmq.stale_deliveries_dropped}</td><td>counter</td><td>manual-ack deliveries of a lost
+ *       channel dropped before their handler (the broker redelivers them)</td></tr>
+ *   <tr><td>{@code rabbitmq.oldest_unacknowledged_age}</td><td>time gauge</td><td>how long the oldest delivery
+ *       not yet settled has waited; RabbitMQ closes its channel at {@code consumer_timeout}</td></tr>
  *   <tr><td>{@code rabbitmq.consumer.queued}</td><td>gauge, tag {@code queue}</td>
  *       <td>deliveries waiting for the handlers of the queue's consumers, summed over them (one series per
  *       queue, {@value #SERVER_NAMED} for all server-named queues; removed when the queue's last consumer
@@ -119,6 +124,12 @@ public final class WarrenMeterBinder implements MeterBinder {
         FunctionCounter.builder(prefix + ".bytes_written", metrics, m -> m.bytesWritten()).baseUnit("bytes")
                 .description("AMQP bytes written").tags(tags).register(registry);
         counter(registry, "recoveries", "connections recovered automatically", ClientMetrics::recoveries);
+        counter(registry, "stale_deliveries_dropped", "deliveries of a lost channel dropped before their handler",
+                ClientMetrics::staleDeliveriesDropped);
+        TimeGauge.builder(prefix + ".oldest_unacknowledged_age", metrics, TimeUnit.MILLISECONDS,
+                        ClientMetrics::oldestUnacknowledgedMillis)
+                .description("how long the oldest delivery not yet settled has waited (consumer_timeout)")
+                .tags(tags).register(registry);
         Timer confirmLatency = Timer.builder(prefix + ".confirm_latency")
                 .description("from a publish written to the broker's basic.ack (confirm mode)")
                 .tags(tags).register(registry);

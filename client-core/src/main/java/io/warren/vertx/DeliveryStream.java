@@ -19,9 +19,10 @@ import io.warren.codec.ReplyCode;
  * <h2>Flow control</h2>
  * {@link #pause()}, {@link #resume()} and {@link #fetch(long)} are the consumer's demand
  * ({@link ConsumerHandle#pause()} ...): nothing reaches the handler without demand, and deliveries received
- * meanwhile wait in the consumer's bounded queue (the broker stops at the prefetch with manual acks; with noAck
- * the connection stops reading at the queue's high-water mark). So {@link #pipeTo} honours the write stream's
- * back-pressure all the way to the broker. The stream starts without demand and flows once a handler is set,
+ * meanwhile wait in the consumer's bounded queue (with manual acks the broker stops at the prefetch, by default
+ * {@value io.warren.ConsumeOptions#DEFAULT_PREFETCH}; with noAck the connection stops reading at the queue's
+ * high-water mark). So {@link #pipeTo} honours the write stream's back-pressure all the way to the broker, and a
+ * stream paused for long keeps its connection. The stream starts without demand and flows once a handler is set,
  * unless it was paused.
  *
  * <h2>Ownership</h2>
@@ -36,7 +37,17 @@ import io.warren.codec.ReplyCode;
  * {@link #endHandler} is called; after that the handler is not called again. A cancel, and a close the
  * application made itself ({@code channel.close()}, {@code connection.close()}, a verticle's {@code stop()}), are
  * an orderly end: the end handler only, so {@code pipeTo} ends its write stream and succeeds. Deliveries still
- * queued are released (and requeued when the channel is still open).
+ * queued are released without reaching the handler. With manual acks the broker delivers them again: they are
+ * requeued when the channel is still open, and requeued by the broker itself when the channel or connection
+ * closed. <b>With noAck they are lost</b>: the broker forgot each message when it sent it, so what a paused or slow
+ * stream holds when it is cancelled, its verticle undeployed or its connection closed is gone. Use manual acks for
+ * messages that must not be lost.
+ *
+ * <h2>Recovery</h2>
+ * The stream survives a connection loss (and the channel's recovery after RabbitMQ's consumer acknowledgement
+ * timeout): the same stream goes on. Manual-ack deliveries it had not yet handed to the handler are dropped, since
+ * the broker delivers them again; a delivery handed over before the loss can no longer be settled
+ * ({@link io.warren.StaleDeliveryException}).
  */
 public final class DeliveryStream implements ReadStream<Delivery> {
 

@@ -54,8 +54,11 @@ class ConsumeTest {
     private static ConsumerHandle consume(FakeBroker broker, Channel ch, String tag, ConsumeOptions options,
                                           io.warren.DeliveryHandler handler) {
         CompletionStage<ConsumerHandle> stage = ch.consume("q", options, handler);
-        if (options.prefetch() >= 0) {
-            expectQos(broker, options.prefetch(), false);
+        // without one of its own, a manual-ack consumer gets the default unless the channel has its own qos
+        int prefetch = options.prefetch() >= 0 || options.noAck() || ((ChannelImpl) ch).hasOwnQos()
+                ? options.prefetch() : ConsumeOptions.DEFAULT_PREFETCH;
+        if (prefetch >= 0) {
+            expectQos(broker, prefetch, false);
             broker.expectNothing(); // consume waits for qos-ok
             broker.send(1, new BasicQosOkEncoder());
         }
@@ -249,6 +252,35 @@ class ConsumeTest {
             consume(broker, ch, "c", ConsumeOptions.builder().build(), Delivery::ack);
             broker.sendRaw(oneRead("c", 1, 10));
             assertEquals(List.of("ack 5 multiple", "ack 10 multiple"), written(broker));
+        }
+    }
+
+    @Test
+    void aManualAckConsumerWithoutAPrefetchGetsTheDefaultOneAndANoAckConsumerNone() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            CompletionStage<ConsumerHandle> manual = ch.consume("q", ConsumeOptions.defaults(), Delivery::ack);
+            // a paused consumer without a bound would make the broker fill the socket until it drops the connection
+            expectQos(broker, ConsumeOptions.DEFAULT_PREFETCH, false);
+            broker.send(1, new BasicQosOkEncoder());
+            broker.expectAndRelease(1, MethodIds.BASIC_CONSUME);
+            broker.send(1, new BasicConsumeOkEncoder().consumerTag("a"));
+            assertEquals("a", manual.toCompletableFuture().join().consumerTag());
+
+            CompletionStage<ConsumerHandle> noAck = ch.consume("q", ConsumeOptions.builder().noAck(true).build(),
+                    d -> { });
+            broker.expectAndRelease(1, MethodIds.BASIC_CONSUME); // RabbitMQ ignores a prefetch without acks
+            broker.send(1, new BasicConsumeOkEncoder().consumerTag("b"));
+            assertEquals("b", noAck.toCompletableFuture().join().consumerTag());
+
+            CompletionStage<ConsumerHandle> unbounded = ch.consume("q", ConsumeOptions.builder().prefetch(0).build(),
+                    Delivery::ack);
+            expectQos(broker, 0, false); // asked for explicitly
+            broker.send(1, new BasicQosOkEncoder());
+            broker.expectAndRelease(1, MethodIds.BASIC_CONSUME);
+            broker.send(1, new BasicConsumeOkEncoder().consumerTag("c"));
+            assertEquals("c", unbounded.toCompletableFuture().join().consumerTag());
+            broker.expectNothing();
         }
     }
 
@@ -533,6 +565,8 @@ class ConsumeTest {
                         stages.add(f);
                         return f.thenRun(d::ack);
                     });
+            expectQos(broker, ConsumeOptions.DEFAULT_PREFETCH, false);
+            broker.send(1, new BasicQosOkEncoder());
             broker.expectAndRelease(1, MethodIds.BASIC_CONSUME);
             broker.send(1, new BasicConsumeOkEncoder().consumerTag("c"));
             ConsumerHandle c = stage.toCompletableFuture().join();
@@ -585,6 +619,8 @@ class ConsumeTest {
             List<Long> seen = new ArrayList<>();
             CompletionStage<ConsumerHandle> stage = ch.consume("q", ConsumeOptions.builder().initialDemand(0).build(),
                     d -> seen.add(d.deliveryTag()));
+            expectQos(broker, ConsumeOptions.DEFAULT_PREFETCH, false);
+            broker.send(1, new BasicQosOkEncoder());
             broker.expectAndRelease(1, MethodIds.BASIC_CONSUME);
             // consume-ok and the first deliveries in one read: the handle is not even returned yet
             broker.send(1, new BasicConsumeOkEncoder().consumerTag("c"));

@@ -167,6 +167,88 @@ class VertxIT {
     }
 
     /**
+     * The trial's case: {@code consume(queue)} with the defaults, paused while a backlog waits. Without a prefetch
+     * the broker pushed everything, its writer stalled on the full socket and it dropped the connection (30 s send
+     * timeout); recovery then handed the deliveries of the dead connection to the handler, whose acks threw. With
+     * the default prefetch the broker holds all but the prefetch, which is what makes the connection safe however
+     * long the pause (shown by the broker's own counts, not by waiting 30 s), and each message arrives once.
+     */
+    @Test
+    void aPausedStreamWithTheDefaultsHoldsThePrefetchKeepsItsConnectionAndGetsEachMessageOnce(Broker broker,
+            Connection connection, TestNames names) throws Exception {
+        String q = names.queue("q");
+        Channel setup = await(connection.openChannel());
+        await(setup.queueDeclare(q));
+        int total = 3000;
+        publishNumbered(broker, q, total, 1024);
+        List<String> recoveries = Collections.synchronizedList(new ArrayList<>());
+        connection.addRecoveryListener(new io.warren.RecoveryListener() {
+            @Override
+            public void recoveryStarted(Connection c, io.warren.ConnectionLostException cause) {
+                recoveries.add(cause.getMessage());
+            }
+        });
+        java.util.BitSet seen = new java.util.BitSet();
+        AtomicInteger handled = new AtomicInteger();
+        AtomicInteger again = new AtomicInteger();
+        CompletableFuture<DeliveryStream> started = new CompletableFuture<>();
+        VertxAmqp amqp = VertxAmqp.create(vertx);
+        Context[] verticle = new Context[1];
+        deploy(context -> {
+            verticle[0] = context;
+            return amqp.wrap(connection).openChannel()
+                    .compose(ch -> ch.consume(q))
+                    .onSuccess(stream -> {
+                        stream.pause();
+                        stream.handler(d -> {
+                            onContext(context, "handler");
+                            int n = numberOf(d);
+                            if (seen.get(n) || d.redelivered()) {
+                                again.incrementAndGet();
+                            }
+                            seen.set(n);
+                            handled.incrementAndGet();
+                            d.ack();
+                        });
+                        started.complete(stream);
+                    });
+        });
+        DeliveryStream stream = started.get(30, TimeUnit.SECONDS);
+        int prefetch = ConsumeOptions.DEFAULT_PREFETCH;
+        long[][] counts = new long[1][];
+        awaitTrue(() -> {
+            try {
+                counts[0] = Rabbitmqctl.queueCounts(q);
+                return counts[0][1] >= prefetch;
+            } catch (Exception e) {
+                throw new AssertionError(e);
+            }
+        }, Duration.ofSeconds(30), "the prefetch delivered to the paused stream");
+        Thread.sleep(1000); // time for the broker to push more, if anything let it
+        counts[0] = Rabbitmqctl.queueCounts(q);
+        assertEquals(List.of((long) total - prefetch, (long) prefetch), List.of(counts[0][0], counts[0][1]),
+                "paused: the broker keeps all but the prefetch (ready, unacknowledged)");
+        assertEquals(0, handled.get());
+
+        verticle[0].runOnContext(v -> stream.resume());
+        awaitTrue(() -> handled.get() >= total, Duration.ofSeconds(60), "every message after resume");
+        Thread.sleep(200); // a duplicate would come right behind
+        assertEquals(total, handled.get(), "each message once");
+        assertEquals(total, seen.cardinality());
+        assertEquals(0, again.get(), "nothing redelivered");
+        assertEquals(List.of(), recoveries, "the connection was never lost");
+        assertTrue(connection.isOpen());
+        awaitTrue(() -> {
+            try {
+                return messageCount(setup, q) == 0;
+            } catch (Exception e) {
+                throw new AssertionError(e);
+            }
+        }, Duration.ofSeconds(10), "the acks to count");
+        await(setup.queueDelete(q));
+    }
+
+    /**
      * A write stream that keeps up to {@code maxSize} deliveries (retained) and completes one per timer tick,
      * acking it: slower than the broker, so the pipe must pause the stream.
      */

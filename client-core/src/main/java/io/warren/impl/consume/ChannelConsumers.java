@@ -117,6 +117,12 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
     private volatile boolean closed;
     /** Lost with the connection, recovery to follow: its deliveries' tags mean nothing on the new channel. */
     private volatile boolean stale;
+    /**
+     * When the oldest delivery still waiting for the application's settlement arrived (the loop's clock), or
+     * {@link AckCoalescer#NONE}: the age metrics read. Written on the event loop when it may have changed (a
+     * delivery into an empty window, a flush of settlements, the close).
+     */
+    private volatile long oldestUnackedSince = AckCoalescer.NONE;
 
     // event loop only: consumers lost with the connection, waiting for recovery to move them to a new channel
     private ConsumerImpl[] lost = new ConsumerImpl[0];
@@ -158,6 +164,16 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
     /** Whether this channel was lost with its connection and recovered on a new one. Any thread. */
     boolean isStale() {
         return stale;
+    }
+
+    /**
+     * A delivery of this lost channel was dropped before it reached its handler (the broker redelivers it). Any
+     * thread: the consumer's context.
+     */
+    void lostDeliveryDropped(MessageDelivery d) {
+        metrics.staleDeliveryDropped();
+        LOG.debug("channel {}: delivery {} is from before the channel was lost; dropped (the broker delivers it"
+                + " again)", number, d.deliveryTag());
     }
 
     /** What the application's delivery tags add to the broker's on this channel state. Any thread. */
@@ -203,22 +219,34 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
             return CompletableFuture.failedFuture(new IllegalArgumentException("a DeliveryHandler with concurrency "
                     + options.concurrency() + " needs an executor: the event loop runs one delivery at a time"));
         }
+        ConsumeOptions o = withDefaultPrefetch(options);
         ByteBuf qos = null;
         ByteBuf consume;
         try {
-            consume = ConsumeFrames.basicConsume(state.alloc(), number, queue, options.consumerTag(), options.noAck(),
-                    options.exclusive(), options.arguments());
-            if (options.prefetch() >= 0) {
-                qos = ConsumeFrames.basicQos(state.alloc(), number, options.prefetch());
+            consume = ConsumeFrames.basicConsume(state.alloc(), number, queue, o.consumerTag(), o.noAck(),
+                    o.exclusive(), o.arguments());
+            if (o.prefetch() >= 0) {
+                qos = ConsumeFrames.basicQos(state.alloc(), number, o.prefetch());
             }
         } catch (RuntimeException e) {
             return CompletableFuture.failedFuture(e);
         }
         CompletableFuture<ConsumerHandle> result = new CompletableFuture<>();
         ByteBuf qosFrame = qos;
-        state.outbound().execute(new Task(() -> start(queue, options, handler, asyncHandler, qosFrame, consume, result),
+        state.outbound().execute(new Task(() -> start(queue, o, handler, asyncHandler, qosFrame, consume, result),
                 result, consume, qosFrame));
         return result;
+    }
+
+    /**
+     * The options with {@link ConsumeOptions#DEFAULT_PREFETCH} when a manual-ack consumer sets no prefetch and the
+     * channel has no basic.qos of its own: the consumer keeps them, so recovery restores the same prefetch.
+     */
+    private ConsumeOptions withDefaultPrefetch(ConsumeOptions options) {
+        if (options.prefetch() >= 0 || options.noAck() || state.facade().hasOwnQos()) {
+            return options;
+        }
+        return options.toBuilder().prefetch(ConsumeOptions.DEFAULT_PREFETCH).build();
     }
 
     private void start(String queue, ConsumeOptions options, DeliveryHandler handler,
@@ -345,7 +373,7 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
             state.beginContent(frame, DROP);
             return;
         }
-        acks.delivered(deliveryTag, !consumer.noAck());
+        delivered(deliveryTag, !consumer.noAck());
         metrics.messageConsumed();
         assembling = consumer;
         assemblingTag = deliveryTag;
@@ -404,7 +432,8 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
      */
     private void onClose(AmqpException cause) {
         closed = true;
-        if (cause instanceof io.warren.ConnectionLostException) {
+        oldestUnackedSince = AckCoalescer.NONE; // the broker requeued what was unacknowledged
+        if (cause instanceof io.warren.ConnectionLostException || cause instanceof io.warren.ChannelLostException) {
             stale = true;
             ByteBuf unsent = acks.takeFrames();
             if (unsent != null) {
@@ -504,10 +533,32 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
 
     // ---- settlements -----------------------------------------------------------------------------------------
 
+    /** A tag for the coalescer, with its delivery time (read once per read batch). */
+    private void delivered(long deliveryTag, boolean needsAck) {
+        if (!needsAck) {
+            acks.delivered(deliveryTag, false, 0);
+            return;
+        }
+        long now = state.connection().readBatchNanos();
+        acks.delivered(deliveryTag, true, now);
+        if (oldestUnackedSince == AckCoalescer.NONE) {
+            oldestUnackedSince = now;
+        }
+    }
+
+    /**
+     * How long the oldest delivery of this channel has waited for the application's settlement, in nanoseconds;
+     * 0 when none waits. RabbitMQ closes the channel when that passes its consumer timeout. Any thread.
+     */
+    public long oldestUnacknowledgedAgeNanos() {
+        long since = oldestUnackedSince;
+        return since == AckCoalescer.NONE ? 0 : Math.max(0, loop.ticker().nanoTime() - since);
+    }
+
     /** A basic.get-ok arrived; {@code autoAck} as asked. Event loop. */
     public void gotMessage(long deliveryTag, boolean autoAck) {
         highestTag = deliveryTag;
-        acks.delivered(deliveryTag, !autoAck);
+        delivered(deliveryTag, !autoAck);
         metrics.messageConsumed();
     }
 
@@ -630,6 +681,7 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
     public void flush() {
         if (acks.hasWork()) {
             ByteBuf frames = acks.takeFrames();
+            oldestUnackedSince = acks.oldestPendingSince(); // cheap now: the window starts at a waiting tag
             if (frames != null) {
                 state.send(frames);
             }

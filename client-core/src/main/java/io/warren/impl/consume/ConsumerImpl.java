@@ -254,6 +254,12 @@ public final class ConsumerImpl implements ConsumerHandle {
             processAsync(d);
             return;
         }
+        if (droppedAsLost(d)) {
+            if (slots) {
+                completed();
+            }
+            return;
+        }
         long start = metrics.timesHandlers() ? System.nanoTime() : 0;
         try {
             handler.handle(d);
@@ -295,7 +301,26 @@ public final class ConsumerImpl implements ConsumerHandle {
         return new DeliveryImpl(this, on, method, header, body, deliveryTag, redelivered);
     }
 
+    /**
+     * Drops a manual-ack delivery whose channel was lost (with its connection, or closed by the broker and
+     * recovered) while it waited in the queue: the broker requeued it with that channel and delivers it again,
+     * so handing it over would give the application the message twice, and its settlement could only throw
+     * {@link io.warren.StaleDeliveryException}. A noAck delivery is still handed over: nobody will redeliver it.
+     */
+    private boolean droppedAsLost(DeliveryImpl d) {
+        if (noAck || !d.channel.isStale()) {
+            return false;
+        }
+        d.channel.lostDeliveryDropped(d);
+        releaseBorrow(d);
+        return true;
+    }
+
     private void processAsync(DeliveryImpl d) {
+        if (droppedAsLost(d)) {
+            completed();
+            return;
+        }
         long start = metrics.timesHandlers() ? System.nanoTime() : 0;
         CompletionStage<?> stage;
         try {
@@ -483,6 +508,14 @@ public final class ConsumerImpl implements ConsumerHandle {
             addUserDemand(count);
             startHeld();
         }
+    }
+
+    /**
+     * How long the oldest delivery not yet settled on this consumer's channel has waited (nanoseconds, 0 for none).
+     * Any thread.
+     */
+    public long oldestUnacknowledgedAgeNanos() {
+        return ended ? 0 : channel.oldestUnacknowledgedAgeNanos();
     }
 
     @Override

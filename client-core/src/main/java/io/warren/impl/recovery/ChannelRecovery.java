@@ -5,6 +5,7 @@ import io.netty.util.concurrent.EventExecutor;
 import io.netty.util.concurrent.ScheduledFuture;
 import io.warren.AmqpException;
 import io.warren.BackPressureException;
+import io.warren.ChannelLostException;
 import io.warren.ConnectionLostException;
 import io.warren.PublishNotConfirmedException;
 import io.warren.PublishOutcome;
@@ -147,6 +148,20 @@ public final class ChannelRecovery {
      * @param old the channel's state on the lost connection; its consumers move to the new one
      */
     public void lost(ConnectionLostException cause, ChannelState old, ConnectionRecovery connection) {
+        recordLoss(cause, old, connection);
+        connection.channelLost(channel);
+    }
+
+    /**
+     * The broker closed this channel alone for a reason recovery repairs: as {@link #lost(ConnectionLostException,
+     * ChannelState, ConnectionRecovery)}, and the channel is re-opened on the same connection. Event loop.
+     */
+    public void lost(ChannelLostException cause, ChannelState old, ConnectionRecovery connection) {
+        recordLoss(cause, old, connection);
+        connection.recoverChannel(channel, cause);
+    }
+
+    private void recordLoss(AmqpException cause, ChannelState old, ConnectionRecovery connection) {
         lostStates.add(old);
         // max: a state lost during an interrupted recovery may have seen nothing above its own offset
         tagsExposed = Math.max(tagsExposed, old.consumers().highestTagExposed());
@@ -158,7 +173,6 @@ public final class ChannelRecovery {
                 recovered = new CompletableFuture<>();
             }
         }
-        connection.channelLost(channel);
     }
 
     /** The wait timer: fails the held publishes whose own wait is over, re-arms for the next. Event loop. */
