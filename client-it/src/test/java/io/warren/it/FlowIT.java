@@ -191,6 +191,40 @@ class FlowIT {
     }
 
     @Test
+    void deliveriesWaitingWhenTheConnectionWasLostAreNotEmittedAndKeepNoDemand(Broker broker,
+            BrokerExtension.TestNames names) throws Exception {
+        String name = "flow-stale-" + System.nanoTime();
+        Connection c = await(BrokerExtension.client().connect(ConnectionOptions.fromUri(broker.uri())
+                .connectionName(name)
+                .recovery(new RecoveryOptions().backoff(Duration.ofMillis(50), Duration.ofSeconds(1), 2.0, 0.5))));
+        names.onCleanup(() -> c.close().toCompletableFuture().get(30, TimeUnit.SECONDS));
+        RecoveryIT.Events events = new RecoveryIT.Events();
+        c.addRecoveryListener(events);
+        Channel ch = await(c.openChannel());
+        String q = declare(ch, names.queue("stale"));
+        publishNumbered(broker, q, 10, 16);
+        Recorder r = new Recorder(true); // an ack of a stale delivery would throw, and so cancel the subscription
+        DeliveryPublisher.of(ch, q, ConsumeOptions.builder().prefetch(10).build()).subscribe(r);
+        r.subscription().request(2);
+        r.awaitCount(2);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (readyAndUnacked(q)[0] != 0 && System.nanoTime() < deadline) {
+            Thread.sleep(10);
+        }
+        assertEquals(0, readyAndUnacked(q)[0], "the other 8 wait in the client, without demand");
+
+        Rabbitmqctl.closeConnection(name, "closed by FlowIT");
+        events.awaitRecovery();
+
+        // the 8 that waited belong to the lost channel: the broker requeued them and sends them again; the
+        // demand asked for after the loss goes to those copies, none of it to the dropped ones
+        r.subscription().request(8);
+        r.awaitCount(10);
+        assertEquals(List.of(0, 1, 2, 3, 4, 5, 6, 7, 8, 9), r.numbers.stream().sorted().toList());
+        assertNull(r.end.getNow(null), "no terminal signal");
+    }
+
+    @Test
     void cancelCancelsTheConsumer(Connection c, Broker broker, BrokerExtension.TestNames names) throws Exception {
         Channel ch = await(c.openChannel());
         String q = declare(ch, names.queue("cancel"));

@@ -313,6 +313,13 @@ public final class ConsumerImpl implements ConsumerHandle {
         }
         d.channel.lostDeliveryDropped(d);
         releaseBorrow(d);
+        // the delivery took a unit of the application's demand that its redelivered copy needs
+        if (slots) {
+            addUserDemand(1);
+            startHeld();
+        } else {
+            queue.fetch(1);
+        }
         return true;
     }
 
