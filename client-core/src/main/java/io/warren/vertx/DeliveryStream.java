@@ -5,6 +5,7 @@ import io.vertx.core.Future;
 import io.vertx.core.Handler;
 import io.vertx.core.streams.ReadStream;
 import io.warren.AmqpException;
+import io.warren.ChannelClosedException;
 import io.warren.ConsumerHandle;
 import io.warren.Delivery;
 
@@ -64,8 +65,8 @@ public final class DeliveryStream implements ReadStream<Delivery> {
             // the handler was removed while this one was on its way: give it back rather than lose it
             try {
                 delivery.reject(true);
-            } catch (IllegalStateException noAckOrSettled) {
-                // noAck: the broker has forgotten it already
+            } catch (IllegalStateException | ChannelClosedException noAckOrClosed) {
+                // noAck: the broker has forgotten it already; closed: the broker requeued it with the close
             }
             return;
         }

@@ -407,6 +407,50 @@ class ConsumeTest {
     }
 
     @Test
+    void aTagAboveTheHighestDeliveredIsRefusedLocallyAndNothingIsSent() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            consume(broker, ch, "c", ConsumeOptions.defaults(), d -> { });
+            deliver(broker, "c", 1, HELLO);
+            deliver(broker, "c", 2, HELLO);
+            // the broker would close the channel with 406 PRECONDITION_FAILED - unknown delivery tag 999999
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> ch.basicAck(999999, false));
+            assertTrue(e.getMessage().contains("999999") && e.getMessage().contains("highest delivered is 2"),
+                    e::getMessage);
+            assertThrows(IllegalArgumentException.class, () -> ch.basicAck(3, true));
+            assertThrows(IllegalArgumentException.class, () -> ch.basicNack(3, false, true));
+            assertThrows(IllegalArgumentException.class, () -> ch.basicReject(3, false));
+            broker.expectNothing();
+            assertTrue(ch.isOpen());
+            ch.basicAck(2, true); // the highest delivered is fine
+            assertEquals(List.of("ack 2 multiple"), written(broker));
+        }
+    }
+
+    @Test
+    void settlingOnAClosedChannelIsRefusedWithWhyItClosed() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            List<Delivery> kept = new ArrayList<>();
+            consume(broker, ch, "c", ConsumeOptions.defaults(), kept::add);
+            deliver(broker, "c", 1, HELLO);
+            deliver(broker, "c", 2, HELLO);
+            broker.sendChannelClose(1, 404, "NOT_FOUND - no queue 'q'", 50, 10);
+            broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
+            ChannelClosedException byTag = assertThrows(ChannelClosedException.class, () -> ch.basicAck(1, false));
+            assertEquals(404, byTag.replyCode());
+            assertEquals(1, byTag.channelNumber());
+            assertTrue(byTag.getMessage().contains("delivery tag 1"), byTag::getMessage);
+            assertThrows(ChannelClosedException.class, () -> ch.basicNack(2, true, true));
+            assertThrows(ChannelClosedException.class, () -> ch.basicReject(2, true));
+            ChannelClosedException byDelivery = assertThrows(ChannelClosedException.class, () -> kept.get(1).ack());
+            assertEquals(404, byDelivery.replyCode());
+            assertThrows(ChannelClosedException.class, () -> kept.get(0).nack(true));
+            broker.expectNothing();
+        }
+    }
+
+    @Test
     void noAckConsumersOverTheirHighWaterMarkStopReadingUntilAllDrained() {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
