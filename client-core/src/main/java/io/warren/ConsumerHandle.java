@@ -48,7 +48,11 @@ public interface ConsumerHandle {
     /** Hands {@code count} more deliveries to the handler (added to what is left; {@code Long.MAX_VALUE} = no limit). */
     void fetch(long count);
 
-    /** The number of deliveries received and waiting for the handler (exact on the consumer's context). */
+    /**
+     * The number of deliveries received and waiting for the handler. Exact when called by the handler (unless a
+     * synchronous handler runs in parallel, {@code concurrency > 1}), where the delivery in hand is not counted, so
+     * with manual acknowledgement it never exceeds a prefetch the broker keeps to; from other threads a snapshot.
+     */
     long queued();
 
     /**

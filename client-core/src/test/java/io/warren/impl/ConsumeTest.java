@@ -610,6 +610,36 @@ class ConsumeTest {
     }
 
     @Test
+    void queuedIsExactInTheHandlerWhileARoundIsHandedOver() throws Exception {
+        java.util.concurrent.ExecutorService worker = java.util.concurrent.Executors.newSingleThreadExecutor();
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            ConsumerHandle[] handle = new ConsumerHandle[2];
+            List<Long> onLoop = new ArrayList<>();
+            List<Long> onWorker = java.util.Collections.synchronizedList(new ArrayList<>());
+            handle[0] = consume(broker, ch, "a", ConsumeOptions.builder().consumerTag("a").prefetch(10).build(),
+                    d -> onLoop.add(handle[0].queued()));
+            handle[1] = consume(broker, ch, "b", ConsumeOptions.builder().consumerTag("b").prefetch(10)
+                    .executor(worker).initialDemand(0).build(), d -> onWorker.add(handle[1].queued()));
+            handle[0].pause();
+            for (long t = 1; t <= 10; t++) {
+                deliver(broker, t <= 5 ? "a" : "b", t, HELLO);
+            }
+            assertEquals(5, handle[0].queued());
+            handle[0].resume();
+            broker.client.runPendingTasks();
+            // the handler holds one, the rest wait: never more than the broker's prefetch allows
+            assertEquals(List.of(4L, 3L, 2L, 1L, 0L), onLoop);
+            handle[1].resume();
+            worker.submit(() -> { }).get(); // the drain ran before this task on the single worker
+            assertEquals(List.of(4L, 3L, 2L, 1L, 0L), onWorker);
+            assertEquals(0, handle[1].queued());
+        } finally {
+            worker.shutdownNow();
+        }
+    }
+
+    @Test
     void onTheEventLoopAReleasedDeliveryIsReusedOnceItsTagIsSettled() {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);

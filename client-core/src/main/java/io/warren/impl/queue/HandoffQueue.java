@@ -92,6 +92,11 @@ public abstract sealed class HandoffQueue<M> permits SameThreadHandoffQueue, Cro
 
     // consumer thread only (the current owner)
     private M parked;
+    /**
+     * Messages of the current round handed to the consumer (the one it holds included) and not yet subtracted
+     * from the pending count, which is decremented once per round: {@link #waiting()} takes them off.
+     */
+    private long taken;
 
     HandoffQueue(Queue<M> queue, int lowWaterMark, int highWaterMark) {
         checkWaterMarks(lowWaterMark, highWaterMark);
@@ -180,28 +185,31 @@ public abstract sealed class HandoffQueue<M> permits SameThreadHandoffQueue, Cro
      *     empty and the ownership is given up
      */
     public final int drain(Predicate<? super M> consumer) {
-        long accepted = 0;
+        // taken counts a message while the consumer holds it, so that waiting() leaves it out
         M message = parked;
         if (message != null) {
+            taken = 1;
             if (!consumer.test(message)) {
+                taken = 0;
                 return DRAIN_REQUIRED;
             }
             parked = null;
-            accepted = 1;
         }
         int bits = 0;
         long pending = wip() & COUNT_MASK;
         while (true) {
-            while (accepted < pending) {
+            while (taken < pending) {
                 message = queue.poll();
                 assert message != null : "a counted message is always in the queue";
+                taken++;
                 if (!consumer.test(message)) {
+                    taken--;
                     parked = message;
                     break;
                 }
-                accepted++;
             }
-            long word = addWip(-accepted);
+            long word = addWip(-taken);
+            taken = 0;
             if ((word & STATE_MASK) == STATE_UNWRITABLE && (word & COUNT_MASK) < lowWaterMark) {
                 bits |= markResuming(word);
             }
@@ -213,7 +221,6 @@ public abstract sealed class HandoffQueue<M> permits SameThreadHandoffQueue, Cro
                 // The ownership is given up here: the producer's next add takes it.
                 return bits;
             }
-            accepted = 0;
         }
     }
 
@@ -265,10 +272,20 @@ public abstract sealed class HandoffQueue<M> permits SameThreadHandoffQueue, Cro
 
     /**
      * The number of pending messages, the parked one included. Exact on the producer or the consumer
-     * thread of the same-thread flavour; a snapshot from any thread in the cross-thread flavour.
+     * thread of the same-thread flavour; a snapshot from any thread in the cross-thread flavour. During a
+     * drain it still counts the messages the round has handed to the consumer: see {@link #waiting()}.
      */
     public final long pending() {
         return wip() & COUNT_MASK;
+    }
+
+    /**
+     * Owner (consumer thread) only, inside or outside a drain: the messages not yet handed to the consumer, the
+     * parked one included: the pending count without those the current round has taken (the one the consumer
+     * holds among them). Exact.
+     */
+    public final long waiting() {
+        return (wip() & COUNT_MASK) - taken;
     }
 
     /** The low-water mark. */

@@ -87,6 +87,11 @@ public abstract class InboundMessageQueue<M> {
      */
     private volatile int suspended;
     private volatile boolean closed;
+    /**
+     * The thread in {@link #handleMessage} now, or null: written by that thread only, so a thread that finds itself
+     * here is inside the handler (it cannot see its own earlier value, which it overwrote with null). Plain.
+     */
+    private Thread handling;
 
     /**
      * Picks the flavour with {@link #sameEventLoop(Executor, Executor)}.
@@ -256,9 +261,14 @@ public abstract class InboundMessageQueue<M> {
         return sameThread;
     }
 
-    /** The pending count; see {@link HandoffQueue#pending()} for when it is exact. */
+    /**
+     * The messages written and not yet handed to {@link #handleMessage}. Exact inside {@link #handleMessage} (the
+     * message in hand is not counted) and, in the same-thread flavour, anywhere on the loop; a snapshot elsewhere,
+     * which may still count the messages the current drain round has handed over (see
+     * {@link HandoffQueue#pending()}).
+     */
     public final long pending() {
-        return queue.pending();
+        return handling == Thread.currentThread() ? queue.waiting() : queue.pending();
     }
 
     /** For tests: a drain holds the ownership at rest, waiting for demand. */
@@ -360,10 +370,13 @@ public abstract class InboundMessageQueue<M> {
                 break;
             }
         }
+        handling = Thread.currentThread();
         try {
             handleMessage(message);
         } catch (Throwable t) {
             handleFailure(t);
+        } finally {
+            handling = null;
         }
         return true;
     }
