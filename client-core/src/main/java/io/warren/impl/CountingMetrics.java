@@ -33,6 +33,7 @@ public final class CountingMetrics implements MetricsCollector, ClientMetrics {
     private final LongAdder returned = new LongAdder();
     private final LongAdder outstandingConfirms = new LongAdder();
     private final LongAdder consumed = new LongAdder();
+    private final LongAdder beyondPrefetch = new LongAdder();
     private final LongAdder acknowledged = new LongAdder();
     private final LongAdder rejected = new LongAdder();
     private final LongAdder bytesRead = new LongAdder();
@@ -109,6 +110,11 @@ public final class CountingMetrics implements MetricsCollector, ClientMetrics {
     @Override
     public void messageConsumed() {
         consumed.increment();
+    }
+
+    @Override
+    public void deliveredBeyondPrefetch() {
+        beyondPrefetch.increment();
     }
 
     @Override
@@ -205,6 +211,11 @@ public final class CountingMetrics implements MetricsCollector, ClientMetrics {
     }
 
     @Override
+    public long deliveriesBeyondPrefetch() {
+        return beyondPrefetch.sum();
+    }
+
+    @Override
     public long acknowledged() {
         return acknowledged.sum();
     }
@@ -254,7 +265,8 @@ public final class CountingMetrics implements MetricsCollector, ClientMetrics {
     public String toString() {
         return "ClientMetrics{connections=" + connections() + ", channels=" + channels() + ", published="
                 + published() + ", confirmed=" + confirmed() + ", nacked=" + nacked() + ", returned=" + returned()
-                + ", outstandingConfirms=" + outstandingConfirms() + ", consumed=" + consumed() + ", acknowledged="
+                + ", outstandingConfirms=" + outstandingConfirms() + ", consumed=" + consumed()
+                + ", deliveriesBeyondPrefetch=" + deliveriesBeyondPrefetch() + ", acknowledged="
                 + acknowledged() + ", rejected=" + rejected() + ", bytesRead=" + bytesRead() + ", bytesWritten="
                 + bytesWritten() + ", recoveries=" + recoveries() + "}";
     }
@@ -313,6 +325,11 @@ public final class CountingMetrics implements MetricsCollector, ClientMetrics {
 
         @Override
         public long consumed() {
+            return 0;
+        }
+
+        @Override
+        public long deliveriesBeyondPrefetch() {
             return 0;
         }
 

@@ -490,11 +490,53 @@ class ConsumeTest {
     }
 
     @Test
-    void aPausedManualAckConsumerWithAPrefetchDoesNotStopReading() {
-        try (FakeBroker broker = new FakeBroker()) {
+    void aBrokerIgnoringThePrefetchIsStoppedAtTheHighWaterMarkAndCounted() {
+        CountingMetrics metrics = new CountingMetrics();
+        try (FakeBroker broker = new FakeBroker(new io.warren.ConnectionOptions(), null, metrics)) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
-            ConsumerHandle c = consume(broker, ch, "c",
-                    ConsumeOptions.builder().prefetch(8).waterMarks(2, 4).build(), Delivery::ack);
+            int prefetch = 10;
+            ConsumeOptions options = ConsumeOptions.builder().prefetch(prefetch).build();
+            int high = options.highWaterMark();
+            assertEquals(ConsumeOptions.DEFAULT_HIGH_WATER_MARK, high, "twice a small prefetch is below the floor");
+            ConsumerHandle c = consume(broker, ch, "c", options, Delivery::ack);
+            c.pause(); // a slow consumer: it takes 100 whenever the connection stops reading
+            long sent = 0;
+            int stops = 0;
+            boolean reading = true;
+            while (sent < 3 * high) {
+                if (broker.client.config().isAutoRead()) { // a socket delivers only while the channel reads
+                    reading = true;
+                    deliver(broker, "c", ++sent, HELLO);
+                    long queued = sent;
+                    assertTrue(c.queued() <= high, () -> "the queue stops at its high-water mark " + high
+                            + ", the socket read on: " + queued + " sent");
+                } else {
+                    if (reading) {
+                        reading = false;
+                        stops++;
+                        assertEquals(high, c.queued());
+                    }
+                    c.fetch(100);
+                    broker.client.runPendingTasks();
+                    written(broker); // the acks, for the broker to ignore
+                }
+            }
+            assertTrue(stops >= 4, "reading stopped at the mark again and again: " + stops);
+            assertEquals(sent - prefetch, metrics.deliveriesBeyondPrefetch(), "every delivery past the prefetch");
+            c.resume();
+            broker.client.runPendingTasks();
+            assertTrue(broker.client.config().isAutoRead());
+            assertEquals(0, broker.handler.readPauses());
+            written(broker);
+        }
+    }
+
+    @Test
+    void aPausedManualAckConsumerWithAPrefetchDoesNotStopReading() {
+        CountingMetrics metrics = new CountingMetrics();
+        try (FakeBroker broker = new FakeBroker(new io.warren.ConnectionOptions(), null, metrics)) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            ConsumerHandle c = consume(broker, ch, "c", ConsumeOptions.builder().prefetch(8).build(), Delivery::ack);
             c.pause();
             for (long t = 1; t <= 8; t++) {
                 deliver(broker, "c", t, HELLO);
@@ -502,6 +544,7 @@ class ConsumeTest {
             assertEquals(8, c.queued());
             assertTrue(broker.client.config().isAutoRead(), "the prefetch bounds the broker, not the socket");
             assertEquals(0, broker.handler.readPauses());
+            assertEquals(0, metrics.deliveriesBeyondPrefetch());
             c.resume();
             // acks wait for at most half the prefetch (4) before they are written
             assertEquals(List.of("ack 4 multiple", "ack 8 multiple"), written(broker));
@@ -583,6 +626,20 @@ class ConsumeTest {
             assertEquals(Map.of("x-priority", 5, "x-stream-offset", "first"),
                     ConsumeOptions.builder().priority(5).streamOffset("first").build().arguments());
         }
+    }
+
+    @Test
+    void theDefaultWaterMarksLieAboveThePrefetchAndSetOnesAreKept() {
+        ConsumeOptions big = ConsumeOptions.builder().prefetch(2000).build();
+        assertEquals(List.of(2000, 4000), List.of(big.lowWaterMark(), big.highWaterMark()));
+        assertEquals(List.of(512, 1024), List.of(ConsumeOptions.builder().prefetch(100).build().lowWaterMark(),
+                ConsumeOptions.builder().prefetch(100).build().highWaterMark()));
+        ConsumeOptions noAck = ConsumeOptions.builder().prefetch(2000).noAck(true).build();
+        assertEquals(1024, noAck.highWaterMark(), "with noAck the broker ignores the prefetch");
+        assertEquals(1024, big.toBuilder().prefetch(0).build().highWaterMark(), "derived marks follow the prefetch");
+        ConsumeOptions set = ConsumeOptions.builder().waterMarks(2, 4).prefetch(2000).build();
+        assertEquals(List.of(2, 4), List.of(set.lowWaterMark(), set.highWaterMark()));
+        assertEquals(4, set.toBuilder().prefetch(10).build().highWaterMark(), "set marks are kept");
     }
 
     @Test

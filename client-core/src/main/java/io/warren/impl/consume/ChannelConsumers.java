@@ -157,6 +157,11 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
         return closed;
     }
 
+    /** The client's metrics. Any thread. */
+    MetricsCollector metrics() {
+        return metrics;
+    }
+
     /** The connection's topology recorder, or null when topology recovery is off. */
     TopologyRecorder topology() {
         ConnectionRecovery r = state.connection().facade().recovery();

@@ -1,6 +1,7 @@
 package io.warren.impl.queue;
 
 import java.util.Queue;
+import java.util.concurrent.atomic.AtomicLongFieldUpdater;
 import java.util.function.Consumer;
 import java.util.function.Predicate;
 
@@ -90,13 +91,19 @@ public abstract sealed class HandoffQueue<M> permits SameThreadHandoffQueue, Cro
     private final long lowWaterMark;
     private final long highWaterMark;
 
+    @SuppressWarnings({"rawtypes", "unchecked"})
+    private static final AtomicLongFieldUpdater<HandoffQueue<?>> TAKEN =
+            (AtomicLongFieldUpdater) AtomicLongFieldUpdater.newUpdater(HandoffQueue.class, "taken");
+
     // consumer thread only (the current owner)
     private M parked;
+
     /**
      * Messages of the current round handed to the consumer (the one it holds included) and not yet subtracted
-     * from the pending count, which is decremented once per round: {@link #waiting()} takes them off.
+     * from the pending count, which is decremented once per round: {@link #waiting()} takes them off. Written by
+     * the owner only, with ordered stores (no fence: a plain store on x86), read by anyone.
      */
-    private long taken;
+    private volatile long taken;
 
     HandoffQueue(Queue<M> queue, int lowWaterMark, int highWaterMark) {
         checkWaterMarks(lowWaterMark, highWaterMark);
@@ -185,31 +192,36 @@ public abstract sealed class HandoffQueue<M> permits SameThreadHandoffQueue, Cro
      *     empty and the ownership is given up
      */
     public final int drain(Predicate<? super M> consumer) {
-        // taken counts a message while the consumer holds it, so that waiting() leaves it out
+        // a message counts as taken while the consumer holds it, so that waiting() leaves it out
+        long accepted = 0;
         M message = parked;
         if (message != null) {
-            taken = 1;
+            TAKEN.lazySet(this, 1);
             if (!consumer.test(message)) {
-                taken = 0;
+                TAKEN.lazySet(this, 0);
                 return DRAIN_REQUIRED;
             }
             parked = null;
+            accepted = 1;
         }
         int bits = 0;
         long pending = wip() & COUNT_MASK;
         while (true) {
-            while (taken < pending) {
+            while (accepted < pending) {
                 message = queue.poll();
                 assert message != null : "a counted message is always in the queue";
-                taken++;
+                TAKEN.lazySet(this, accepted + 1);
                 if (!consumer.test(message)) {
-                    taken--;
+                    TAKEN.lazySet(this, accepted);
                     parked = message;
                     break;
                 }
+                accepted++;
             }
-            long word = addWip(-taken);
-            taken = 0;
+            long word = addWip(-accepted);
+            // after the decrement: a reader that sees 0 here sees the decrement too, so it never counts the
+            // round's messages as waiting
+            TAKEN.lazySet(this, 0);
             if ((word & STATE_MASK) == STATE_UNWRITABLE && (word & COUNT_MASK) < lowWaterMark) {
                 bits |= markResuming(word);
             }
@@ -221,6 +233,7 @@ public abstract sealed class HandoffQueue<M> permits SameThreadHandoffQueue, Cro
                 // The ownership is given up here: the producer's next add takes it.
                 return bits;
             }
+            accepted = 0;
         }
     }
 
@@ -280,12 +293,14 @@ public abstract sealed class HandoffQueue<M> permits SameThreadHandoffQueue, Cro
     }
 
     /**
-     * Owner (consumer thread) only, inside or outside a drain: the messages not yet handed to the consumer, the
-     * parked one included: the pending count without those the current round has taken (the one the consumer
-     * holds among them). Exact.
+     * The messages not yet handed to the consumer, the parked one included: the pending count without those the
+     * current round has taken (the one the consumer holds among them). Exact on the owner (consumer) thread and,
+     * in the same-thread flavour, on the producer's; from another thread a snapshot that may count a message
+     * handed over while it reads, or miss the ones written meanwhile, but never a round already handed over.
      */
     public final long waiting() {
-        return (wip() & COUNT_MASK) - taken;
+        long t = taken; // first: a round's end lowers the count before it resets this (see drain)
+        return Math.max(0, (wip() & COUNT_MASK) - t);
     }
 
     /** The low-water mark. */

@@ -87,11 +87,6 @@ public abstract class InboundMessageQueue<M> {
      */
     private volatile int suspended;
     private volatile boolean closed;
-    /**
-     * The thread in {@link #handleMessage} now, or null: written by that thread only, so a thread that finds itself
-     * here is inside the handler (it cannot see its own earlier value, which it overwrote with null). Plain.
-     */
-    private Thread handling;
 
     /**
      * Picks the flavour with {@link #sameEventLoop(Executor, Executor)}.
@@ -262,13 +257,12 @@ public abstract class InboundMessageQueue<M> {
     }
 
     /**
-     * The messages written and not yet handed to {@link #handleMessage}. Exact inside {@link #handleMessage} (the
-     * message in hand is not counted) and, in the same-thread flavour, anywhere on the loop; a snapshot elsewhere,
-     * which may still count the messages the current drain round has handed over (see
-     * {@link HandoffQueue#pending()}).
+     * The messages written and not yet handed to {@link #handleMessage} (the one in hand is not counted). Exact in
+     * the consumer context and, in the same-thread flavour, on the loop; a snapshot elsewhere (see
+     * {@link HandoffQueue#waiting()}).
      */
     public final long pending() {
-        return handling == Thread.currentThread() ? queue.waiting() : queue.pending();
+        return queue.waiting();
     }
 
     /** For tests: a drain holds the ownership at rest, waiting for demand. */
@@ -370,13 +364,10 @@ public abstract class InboundMessageQueue<M> {
                 break;
             }
         }
-        handling = Thread.currentThread();
         try {
             handleMessage(message);
         } catch (Throwable t) {
             handleFailure(t);
-        } finally {
-            handling = null;
         }
         return true;
     }
