@@ -86,18 +86,19 @@ public abstract sealed class HandoffQueue<M> permits SameThreadHandoffQueue, Cro
     static final long STATE_UNWRITABLE = 1L << 60;
     static final long STATE_RESUMING = 2L << 60;
 
+    @SuppressWarnings({"rawtypes", "unchecked"})
+    private static final AtomicLongFieldUpdater<HandoffQueue<?>> TAKEN =
+            (AtomicLongFieldUpdater) AtomicLongFieldUpdater.newUpdater(HandoffQueue.class, "taken");
+
     // immutable
     private final Queue<M> queue;
     private final long lowWaterMark;
     private final long highWaterMark;
 
-    @SuppressWarnings({"rawtypes", "unchecked"})
-    private static final AtomicLongFieldUpdater<HandoffQueue<?>> TAKEN =
-            (AtomicLongFieldUpdater) AtomicLongFieldUpdater.newUpdater(HandoffQueue.class, "taken");
-
     // consumer thread only (the current owner)
     private M parked;
 
+    // written by the owner, read by any thread (volatile, ordered stores)
     /**
      * Messages of the current round handed to the consumer (the one it holds included) and not yet subtracted
      * from the pending count, which is decremented once per round: {@link #waiting()} takes them off. Written by
