@@ -128,8 +128,11 @@ public interface Channel {
      * {@code multiple=true} (every outstanding delivery) is sent as it is.
      *
      * @throws StaleDeliveryException the tag is from before a connection loss
-     * @throws IllegalArgumentException a negative tag, or 0 without {@code multiple} (which names no delivery and
-     *         would make the broker close the channel); nothing is sent
+     * @throws ChannelClosedException the channel is closed (the broker requeued its unsettled deliveries with the
+     *         close, and carries why it closed); nothing is sent
+     * @throws IllegalArgumentException a negative tag, 0 without {@code multiple}, or a tag above the highest this
+     *         channel handed out (none of which names a delivery, and the broker would close the channel with 406
+     *         PRECONDITION_FAILED); nothing is sent
      */
     void basicAck(long deliveryTag, boolean multiple);
 
@@ -137,6 +140,7 @@ public interface Channel {
      * basic.nack, fire and forget; see {@link #basicAck}.
      *
      * @throws StaleDeliveryException the tag is from before a connection loss
+     * @throws ChannelClosedException the channel is closed
      * @throws IllegalArgumentException as for {@link #basicAck}
      */
     void basicNack(long deliveryTag, boolean multiple, boolean requeue);
@@ -145,6 +149,7 @@ public interface Channel {
      * basic.reject, fire and forget; see {@link #basicAck}.
      *
      * @throws StaleDeliveryException the tag is from before a connection loss
+     * @throws ChannelClosedException the channel is closed
      * @throws IllegalArgumentException as for {@link #basicAck}
      */
     void basicReject(long deliveryTag, boolean requeue);

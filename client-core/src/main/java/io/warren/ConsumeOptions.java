@@ -11,9 +11,10 @@ import java.util.concurrent.Executor;
  * How a consumer is started by {@link Channel#consume}: the basic.consume arguments, its prefetch, where its
  * handler runs, how many deliveries it handles at once and when it pushes back. Immutable; build one with
  * {@link #builder()}. The defaults: a server-generated tag, manual acknowledgement, not exclusive, no
- * arguments, a prefetch of {@value #DEFAULT_PREFETCH} (see {@link Builder#prefetch}), the handler on the
- * connection's event loop, one delivery at a time, water marks {@value #DEFAULT_LOW_WATER_MARK} /
- * {@value #DEFAULT_HIGH_WATER_MARK}.
+ * arguments, a prefetch of {@value #DEFAULT_PREFETCH} for manual acks (see {@link Builder#prefetch}), the handler
+ * on the connection's event loop, one delivery at a time, water marks {@value #DEFAULT_LOW_WATER_MARK} /
+ * {@value #DEFAULT_HIGH_WATER_MARK}, raised with a prefetch above {@value #DEFAULT_LOW_WATER_MARK} to the prefetch
+ * / twice the prefetch (see {@link Builder#waterMarks}).
  *
  * <pre>{@code
  * ConsumeOptions.builder().prefetch(1000).executor(workers).concurrency(8).build()
@@ -23,10 +24,13 @@ import java.util.concurrent.Executor;
  */
 public final class ConsumeOptions {
 
-    /** Default high-water mark: the consumer's queue pushes back once it holds this many deliveries. */
+    /**
+     * Default high-water mark: the consumer's queue pushes back once it holds this many deliveries (with manual
+     * acknowledgement and a prefetch, twice the prefetch when that is more).
+     */
     public static final int DEFAULT_HIGH_WATER_MARK = 1024;
 
-    /** Default low-water mark: the push-back ends once the queue holds fewer deliveries than this. */
+    /** Default low-water mark: the push-back ends once the queue holds fewer deliveries than this (half the high). */
     public static final int DEFAULT_LOW_WATER_MARK = 512;
 
     /**
@@ -46,6 +50,8 @@ public final class ConsumeOptions {
     private final int concurrency;
     private final int lowWaterMark;
     private final int highWaterMark;
+    /** The water marks were set with {@link Builder#waterMarks}, not derived. */
+    private final boolean waterMarksSet;
     private final long initialDemand;
 
     private ConsumeOptions(Builder b) {
@@ -56,8 +62,20 @@ public final class ConsumeOptions {
         this.prefetch = b.prefetch;
         this.executor = b.executor;
         this.concurrency = b.concurrency;
-        this.lowWaterMark = b.lowWaterMark;
-        this.highWaterMark = b.highWaterMark;
+        this.waterMarksSet = b.waterMarksSet;
+        if (waterMarksSet) {
+            this.lowWaterMark = b.lowWaterMark;
+            this.highWaterMark = b.highWaterMark;
+        } else {
+            // a broker that keeps to the prefetch never fills the queue to the mark, so reading pauses only for
+            // one that does not (with noAck the broker ignores the prefetch)
+            int high = DEFAULT_HIGH_WATER_MARK;
+            if (!noAck && prefetch > 0) {
+                high = Math.max(high, 2 * prefetch);
+            }
+            this.highWaterMark = high;
+            this.lowWaterMark = high / 2;
+        }
         this.initialDemand = b.initialDemand;
     }
 
@@ -80,8 +98,9 @@ public final class ConsumeOptions {
         b.prefetch = prefetch;
         b.executor = executor;
         b.concurrency = concurrency;
-        b.lowWaterMark = lowWaterMark;
-        b.highWaterMark = highWaterMark;
+        if (waterMarksSet) { // derived ones follow a changed prefetch
+            b.waterMarks(lowWaterMark, highWaterMark);
+        }
         b.initialDemand = initialDemand;
         return b;
     }
@@ -127,10 +146,12 @@ public final class ConsumeOptions {
         return concurrency;
     }
 
+    /** The consumer's queue stops pushing back once it holds fewer deliveries than this; {@link Builder#waterMarks}. */
     public int lowWaterMark() {
         return lowWaterMark;
     }
 
+    /** The consumer's queue pushes back once it holds this many deliveries; see {@link Builder#waterMarks}. */
     public int highWaterMark() {
         return highWaterMark;
     }
@@ -159,8 +180,9 @@ public final class ConsumeOptions {
         private int prefetch = -1;
         private Executor executor;
         private int concurrency = 1;
-        private int lowWaterMark = DEFAULT_LOW_WATER_MARK;
-        private int highWaterMark = DEFAULT_HIGH_WATER_MARK;
+        private int lowWaterMark;
+        private int highWaterMark;
+        private boolean waterMarksSet;
         private long initialDemand = Long.MAX_VALUE;
 
         private Builder() {
@@ -291,8 +313,12 @@ public final class ConsumeOptions {
         }
 
         /**
-         * The consumer's queue pushes back once it holds {@code high} deliveries and stops pushing back once it
-         * holds fewer than {@code low}; see {@link ConsumerHandle}. 1 &lt;= low &lt;= high.
+         * The consumer's queue pushes back (the connection stops reading from the socket) once it holds
+         * {@code high} deliveries and stops pushing back once it holds fewer than {@code low}; see
+         * {@link ConsumerHandle}. 1 &lt;= low &lt;= high. Unset, they are {@value #DEFAULT_HIGH_WATER_MARK} /
+         * {@value #DEFAULT_LOW_WATER_MARK}, and with manual acknowledgement and a prefetch the larger of that and
+         * twice the prefetch / the prefetch: a broker that keeps to the prefetch never reaches them, one that does
+         * not is stopped there. Marks set below the prefetch stop reading even for a broker that keeps to it.
          */
         public Builder waterMarks(int low, int high) {
             if (low < 1 || high < low) {
@@ -300,6 +326,7 @@ public final class ConsumeOptions {
             }
             this.lowWaterMark = low;
             this.highWaterMark = high;
+            this.waterMarksSet = true;
             return this;
         }
 

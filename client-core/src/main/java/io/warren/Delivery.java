@@ -33,8 +33,10 @@ import java.util.Objects;
  * again unless you retained it. They are fire and forget: Warren hands them to the connection's event loop,
  * which coalesces acks into one basic.ack with {@code multiple=true} where that is safe (when every lower
  * delivery tag of the channel is settled). They throw {@link IllegalStateException} for a delivery taken with noAck / autoAck
- * (there is nothing to acknowledge) and for a second settlement of the same delivery. On a closed channel
- * they do nothing: the broker has already requeued the message.
+ * (there is nothing to acknowledge) and for a second settlement of the same delivery, a
+ * {@link StaleDeliveryException} for a delivery from before a connection loss, and a
+ * {@link ChannelClosedException} (carrying why it closed) once the channel is closed: nothing is sent then, the
+ * broker has already requeued the message.
  *
  * <p>The accessors may be called from any thread, one thread at a time.
  */

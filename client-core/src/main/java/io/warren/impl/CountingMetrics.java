@@ -37,6 +37,7 @@ public final class CountingMetrics implements MetricsCollector, ClientMetrics {
     private final LongAdder returned = new LongAdder();
     private final LongAdder outstandingConfirms = new LongAdder();
     private final LongAdder consumed = new LongAdder();
+    private final LongAdder beyondPrefetch = new LongAdder();
     private final LongAdder acknowledged = new LongAdder();
     private final LongAdder rejected = new LongAdder();
     private final LongAdder bytesRead = new LongAdder();
@@ -117,6 +118,11 @@ public final class CountingMetrics implements MetricsCollector, ClientMetrics {
     @Override
     public void messageConsumed() {
         consumed.increment();
+    }
+
+    @Override
+    public void deliveredBeyondPrefetch() {
+        beyondPrefetch.increment();
     }
 
     @Override
@@ -252,6 +258,11 @@ public final class CountingMetrics implements MetricsCollector, ClientMetrics {
     }
 
     @Override
+    public long deliveriesBeyondPrefetch() {
+        return beyondPrefetch.sum();
+    }
+
+    @Override
     public long acknowledged() {
         return acknowledged.sum();
     }
@@ -331,7 +342,8 @@ public final class CountingMetrics implements MetricsCollector, ClientMetrics {
     public String toString() {
         return "ClientMetrics{connections=" + connections() + ", channels=" + channels() + ", published="
                 + published() + ", confirmed=" + confirmed() + ", nacked=" + nacked() + ", returned=" + returned()
-                + ", outstandingConfirms=" + outstandingConfirms() + ", consumed=" + consumed() + ", acknowledged="
+                + ", outstandingConfirms=" + outstandingConfirms() + ", consumed=" + consumed()
+                + ", deliveriesBeyondPrefetch=" + deliveriesBeyondPrefetch() + ", acknowledged="
                 + acknowledged() + ", rejected=" + rejected() + ", bytesRead=" + bytesRead() + ", bytesWritten="
                 + bytesWritten() + ", recoveries=" + recoveries() + "}";
     }
@@ -390,6 +402,11 @@ public final class CountingMetrics implements MetricsCollector, ClientMetrics {
 
         @Override
         public long consumed() {
+            return 0;
+        }
+
+        @Override
+        public long deliveriesBeyondPrefetch() {
             return 0;
         }
 

@@ -59,6 +59,10 @@ public interface MetricsCollector {
     default void messageConsumed() {
     }
 
+    /** A delivery arrived while its manual-ack consumer's queue held its prefetch's worth already. */
+    default void deliveredBeyondPrefetch() {
+    }
+
     default void messageAcknowledged() {
     }
 

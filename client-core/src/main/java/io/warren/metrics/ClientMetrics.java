@@ -55,6 +55,13 @@ public interface ClientMetrics {
     /** Messages delivered to consumers (basic.deliver) and fetched (basic.get-ok). */
     long consumed();
 
+    /**
+     * Deliveries that arrived while their consumer's queue already held its prefetch's worth not yet handled: the
+     * broker (or something between) did not keep to the basic.qos it accepted. Warren does not trust it: the queue
+     * stops the connection's reading at its high-water mark all the same. Should stay 0.
+     */
+    long deliveriesBeyondPrefetch();
+
     /** Acknowledgements the application made (basic.ack). */
     long acknowledged();
 

@@ -43,6 +43,8 @@ import java.util.function.ToDoubleFunction;
  *   <tr><td>{@code rabbitmq.unrouted_published}</td><td>counter</td><td>messages returned (basic.return)</td></tr>
  *   <tr><td>{@code rabbitmq.outstanding_confirms}</td><td>gauge</td><td>publishes awaiting their confirm</td></tr>
  *   <tr><td>{@code rabbitmq.consumed}</td><td>counter</td><td>messages delivered or fetched</td></tr>
+ *   <tr><td>{@code rabbitmq.consumer.beyond_prefetch}</td><td>counter</td><td>deliveries beyond a consumer's
+ *       prefetch (a broker not keeping to basic.qos; should stay 0)</td></tr>
  *   <tr><td>{@code rabbitmq.acknowledged}</td><td>counter</td><td>the application's acks</td></tr>
  *   <tr><td>{@code rabbitmq.rejected}</td><td>counter</td><td>the application's nacks and rejects</td></tr>
  *   <tr><td>{@code rabbitmq.bytes_read}, {@code rabbitmq.bytes_written}</td><td>counter</td><td>AMQP bytes</td></tr>
@@ -117,6 +119,8 @@ public final class WarrenMeterBinder implements MeterBinder {
         counter(registry, "unrouted_published", "messages returned by the broker", ClientMetrics::returned);
         gauge(registry, "outstanding_confirms", "publishes awaiting their confirm", ClientMetrics::outstandingConfirms);
         counter(registry, "consumed", "messages delivered to consumers or fetched", ClientMetrics::consumed);
+        counter(registry, "consumer.beyond_prefetch", "deliveries that arrived while their consumer's queue held its "
+                + "prefetch's worth: the broker did not keep to basic.qos", ClientMetrics::deliveriesBeyondPrefetch);
         counter(registry, "acknowledged", "acknowledgements made by the application", ClientMetrics::acknowledged);
         counter(registry, "rejected", "nacks and rejects made by the application", ClientMetrics::rejected);
         FunctionCounter.builder(prefix + ".bytes_read", metrics, m -> m.bytesRead()).baseUnit("bytes")

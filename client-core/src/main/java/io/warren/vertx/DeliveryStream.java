@@ -82,8 +82,8 @@ public final class DeliveryStream implements ReadStream<Delivery> {
             // the handler was removed while this one was on its way: give it back rather than lose it
             try {
                 delivery.reject(true);
-            } catch (IllegalStateException noAckOrSettled) {
-                // noAck: the broker has forgotten it already
+            } catch (IllegalStateException | ChannelClosedException noAckOrClosed) {
+                // noAck: the broker has forgotten it already; closed: the broker requeued it with the close
             }
             return;
         }

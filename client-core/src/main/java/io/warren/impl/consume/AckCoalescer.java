@@ -37,7 +37,8 @@ import java.util.Arrays;
  *
  * <p>Settling a tag that is already settled is dropped ({@link #settle} returns false): the broker would
  * close the channel with 406 PRECONDITION_FAILED "unknown delivery tag". A tag never delivered on the channel
- * is passed through, for the broker to judge.
+ * is passed through, for the broker to judge ({@link ChannelConsumers} refuses the application's before they get
+ * here).
  */
 final class AckCoalescer {
 

@@ -4,6 +4,7 @@ import io.netty.buffer.ByteBuf;
 import io.netty.util.concurrent.EventExecutor;
 import io.warren.AmqpException;
 import io.warren.AsyncDeliveryHandler;
+import io.warren.ChannelClosedException;
 import io.warren.ConnectionClosedException;
 import io.warren.ConsumeOptions;
 import io.warren.ConsumerCancelledException;
@@ -26,6 +27,7 @@ import java.util.Arrays;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
+import java.util.concurrent.atomic.AtomicLongFieldUpdater;
 import org.jctools.queues.MessagePassingQueue;
 import org.jctools.queues.MpscUnboundedArrayQueue;
 import org.slf4j.Logger;
@@ -74,6 +76,8 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
 
     private static final AtomicIntegerFieldUpdater<ChannelConsumers> DRAIN_SCHEDULED =
             AtomicIntegerFieldUpdater.newUpdater(ChannelConsumers.class, "drainScheduled");
+    private static final AtomicLongFieldUpdater<ChannelConsumers> HIGHEST_TAG =
+            AtomicLongFieldUpdater.newUpdater(ChannelConsumers.class, "highestTag");
 
     private static final ContentAssembler.Listener DROP = AssembledContent::release;
 
@@ -106,15 +110,19 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
     private int channelPrefetch;
     /** Whether that basic.qos was global: a window all the channel's consumers share. */
     private boolean channelPrefetchGlobal;
-    /** The highest broker tag delivered here (deliver or get-ok); read at the loss to set the next offset. */
-    private long highestTag;
-
     private final MetricsCollector metrics;
 
     // any thread (MPSC queue, volatile)
     private final MessagePassingQueue<Settlement> settlements = new MpscUnboundedArrayQueue<>(64);
     private volatile int drainScheduled;
     private volatile boolean closed;
+    /**
+     * The highest broker tag delivered here (deliver or get-ok): read at the loss to set the next offset, and by
+     * {@link #settle(long, boolean, boolean, int)} to refuse a tag never delivered. Written on the event loop only,
+     * with a release store (no fence on the delivery path): a thread that got a tag through a delivery's hand-off
+     * sees at least that tag here.
+     */
+    private volatile long highestTag;
     /** Lost with the connection, recovery to follow: its deliveries' tags mean nothing on the new channel. */
     private volatile boolean stale;
     /**
@@ -153,6 +161,11 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
     /** Whether the channel has closed. Any thread. */
     boolean isClosed() {
         return closed;
+    }
+
+    /** The client's metrics. Any thread. */
+    MetricsCollector metrics() {
+        return metrics;
     }
 
     /** The connection's topology recorder, or null when topology recovery is off. */
@@ -364,7 +377,7 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
         int afterTag = at + 5 + tagLength;
         long deliveryTag = p.getLong(afterTag);
         boolean redelivered = (p.getByte(afterTag + 8) & 1) != 0;
-        highestTag = deliveryTag; // the broker's tags only grow on a channel
+        HIGHEST_TAG.lazySet(this, deliveryTag); // the broker's tags only grow on a channel
         ConsumerImpl consumer = find(p, at + 5, tagLength);
         if (consumer == null) {
             LOG.warn("channel {}: basic.deliver {} for consumer '{}', which is not (or no longer) here; dropped",
@@ -557,7 +570,7 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
 
     /** A basic.get-ok arrived; {@code autoAck} as asked. Event loop. */
     public void gotMessage(long deliveryTag, boolean autoAck) {
-        highestTag = deliveryTag;
+        HIGHEST_TAG.lazySet(this, deliveryTag);
         delivered(deliveryTag, !autoAck);
         metrics.messageConsumed();
     }
@@ -568,7 +581,10 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
      *
      * @throws StaleDeliveryException when the tag is from before a connection loss: at or below the offset, or
      *         any tag while this channel state is lost and waiting for recovery; nothing is written
-     * @throws IllegalArgumentException for a negative tag, or 0 without {@code multiple}; nothing is written
+     * @throws ChannelClosedException when the channel is closed (the broker requeued its unsettled deliveries with
+     *         the close); nothing is written
+     * @throws IllegalArgumentException for a negative tag, 0 without {@code multiple}, or a tag above the highest
+     *         delivered on the channel; nothing is written
      */
     public void settle(long deliveryTag, boolean multiple, boolean requeue, int kind) {
         if (deliveryTag < 0 || (deliveryTag == 0 && !multiple)) {
@@ -580,6 +596,15 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
         // are only the new channel's; without, the broker judges it as before
         if (deliveryTag != 0 && (stale || deliveryTag <= tagOffset)) {
             throw staleTag(deliveryTag);
+        }
+        if (closed) {
+            throw closedTag(deliveryTag);
+        }
+        if (deliveryTag > tagOffset + highestTag) {
+            // never delivered here: the broker would close the channel (406 unknown delivery tag), multiple or not
+            throw new IllegalArgumentException("delivery tag " + deliveryTag + " was never delivered on channel "
+                    + number + " (the highest delivered is " + (tagOffset + highestTag) + "): nothing is sent"
+                    + (multiple ? "; 0 with multiple=true settles every outstanding delivery" : ""));
         }
         long brokerTag = deliveryTag == 0 ? 0 : deliveryTag - tagOffset;
         int op = kind | (multiple ? AckCoalescer.MULTIPLE : 0) | (requeue ? AckCoalescer.REQUEUE : 0);
@@ -598,6 +623,19 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
                 + "before its connection was lost" + (stale ? "" : " and recovered (this channel's tags are above "
                 + tagOffset + " now)") + ": it is stale and nothing is sent; the broker redelivers the message "
                 + "(flagged redelivered)", deliveryTag, number);
+    }
+
+    /**
+     * The refusal of a settlement (tag the application's) on a closed channel, carrying why it closed: nothing can
+     * be sent, and the broker requeued every unsettled delivery of the channel with its close. Any thread, once
+     * {@link #isClosed()}.
+     */
+    ChannelClosedException closedTag(long deliveryTag) {
+        ChannelClosedException closed = state.closedError(); // reads the cause written before our closed flag
+        return new ChannelClosedException("delivery tag " + deliveryTag + " cannot be settled: "
+                + closed.getMessage() + "; nothing is sent (the broker requeued the channel's unsettled deliveries "
+                + "with its close)", closed.getCause(), closed.replyCode(), closed.replyText(), closed.classId(),
+                closed.methodId(), number, closed.initiatedByBroker());
     }
 
     /** A delivery settled. Any thread. */

@@ -45,10 +45,12 @@ import org.slf4j.LoggerFactory;
  *
  * <h2>Back-pressure</h2>
  * The queue reports its high-water mark (once) and its return below the low-water mark (once), on the event
- * loop. With noAck, or without a prefetch, that pauses and resumes the connection's reading
- * ({@code ConnectionHandler.pauseReading}, counted over the connection's consumers). With manual
- * acknowledgement and a prefetch the broker never sends more than the prefetch, so nothing is paused and the
- * other consumers of the connection go on.
+ * loop: that pauses and resumes the connection's reading ({@code ConnectionHandler.pauseReading}, counted over
+ * the connection's consumers), whatever the acknowledgement mode. With manual acknowledgement and a prefetch the
+ * default marks lie above the prefetch ({@link ConsumeOptions.Builder#waterMarks}), so a broker that keeps to it
+ * never pauses anything and the other consumers of the connection go on; one that does not is not trusted: it is
+ * stopped at the mark, reported once per consumer and channel in the log, and counted per delivery
+ * ({@code deliveriesBeyondPrefetch}).
  *
  * <h2>End</h2>
  * {@link #end} (event loop) closes the queue: what is queued or held goes to {@link #dispose}: released,
@@ -85,8 +87,11 @@ public final class ConsumerImpl implements ConsumerHandle {
     private final boolean slots;
     /** A synchronous handler run in parallel on the executor. */
     private final boolean parallel;
-    /** Back-pressure stops the connection's reading (noAck, or no prefetch bounding the broker). */
-    private final boolean pausesReading;
+    /**
+     * The prefetch the broker accepted for this consumer (basic.qos before basic.consume), or 0 when none binds
+     * it (none asked, or noAck): the queue never holds more from a broker that keeps to it.
+     */
+    private final int prefetch;
     private final DeliveryQueue queue;
     private final ConcurrentLinkedQueue<DeliveryImpl> held;
     /**
@@ -106,6 +111,8 @@ public final class ConsumerImpl implements ConsumerHandle {
      * was paused, and so that recovery carries the pause over to the new connection ({@link #rebind}).
      */
     private ConnectionHandler readingPausedOn;
+    /** Whether this consumer's channel already logged its broker sending beyond the prefetch. */
+    private boolean beyondPrefetchLogged;
 
     // any thread (volatile): the tag is written once, at consume-ok, before the handle is published
     private volatile String consumerTag = "";
@@ -131,7 +138,7 @@ public final class ConsumerImpl implements ConsumerHandle {
         this.concurrency = options.concurrency();
         this.slots = asyncHandler != null || concurrency > 1;
         this.parallel = asyncHandler == null && concurrency > 1;
-        this.pausesReading = noAck || options.prefetch() <= 0;
+        this.prefetch = noAck ? 0 : Math.max(0, options.prefetch());
         this.queue = new DeliveryQueue(loop, executor, options.lowWaterMark(), options.highWaterMark());
         this.released = handler != null && !slots && queue.isSameThread() ? new ArrayDeque<>(16) : null;
         if (slots) {
@@ -183,6 +190,7 @@ public final class ConsumerImpl implements ConsumerHandle {
     void rebind(ChannelConsumers recovered, String queue) {
         this.channel = recovered;
         this.queueName = queue;
+        this.beyondPrefetchLogged = false; // another connection, perhaps another broker
         ConnectionHandler paused = readingPausedOn;
         ConnectionHandler now = recovered.state().connection();
         if (paused != null && paused != now) {
@@ -201,6 +209,24 @@ public final class ConsumerImpl implements ConsumerHandle {
     /** A complete delivery for this consumer (ownership passes to the queue). Event loop. */
     void deliver(DeliveryImpl delivery) {
         queue.write(delivery);
+        if (prefetch > 0 && queue.pending() > prefetch) {
+            beyondPrefetch();
+        }
+    }
+
+    /**
+     * The queue holds more deliveries not yet handled than the broker may have unacknowledged: it does not keep to
+     * the prefetch. Reported, not trusted: the high-water mark stops reading all the same. Event loop.
+     */
+    private void beyondPrefetch() {
+        channel.metrics().deliveredBeyondPrefetch();
+        if (!beyondPrefetchLogged) {
+            beyondPrefetchLogged = true;
+            LOG.warn("consumer '{}' on channel {} (queue '{}'): the broker sent more than the prefetch of {} it "
+                    + "accepted ({} deliveries wait for the handler); reading from the connection pauses when {} wait. "
+                    + "Logged once for this consumer and channel; the metric deliveriesBeyondPrefetch counts each",
+                    consumerTag, channel.number(), queueName, prefetch, queue.pending(), options.highWaterMark());
+        }
     }
 
     /** Ends the consumer with {@code cause} ({@code null}: cancelled by the application). Event loop. */
@@ -595,11 +621,9 @@ public final class ConsumerImpl implements ConsumerHandle {
 
         @Override
         protected void handlePause() {
-            if (pausesReading) {
-                ConnectionHandler connection = channel.state().connection();
-                readingPausedOn = connection;
-                connection.pauseReading();
-            }
+            ConnectionHandler connection = channel.state().connection();
+            readingPausedOn = connection;
+            connection.pauseReading();
         }
 
         @Override
