@@ -5,6 +5,7 @@ import io.warren.AmqpException;
 import io.warren.BackPressureException;
 import io.warren.ChannelClosedException;
 import io.warren.ConnectionBlockedException;
+import io.warren.ConnectionLostException;
 import io.warren.PublishNotConfirmedException;
 import io.warren.PublishOptions;
 import io.warren.PublishOutcome;
@@ -18,6 +19,7 @@ import io.warren.codec.content.ShortString;
 import io.warren.codec.method.BasicAck;
 import io.warren.codec.method.BasicNack;
 import io.warren.codec.method.MethodIds;
+import io.warren.impl.recovery.ChannelRecovery;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Objects;
@@ -54,7 +56,9 @@ import org.slf4j.LoggerFactory;
  * makes the numbering exact even when the select waits in the channel's RPC queue behind another request.
  *
  * <h2>Close</h2>
- * When the channel closes nothing more is written: held and later publishes fail as not written. Publishes
+ * When the channel closes nothing more is written: held and later publishes fail as not written, unless the
+ * connection was lost with recovery to follow ({@code PublishDuringRecovery.WAIT}): then they are handed to the
+ * channel's {@link ChannelRecovery#carry recovery}, which writes them, in order, on the recovered channel. Publishes
  * awaiting their confirm fail with a retryable {@link PublishNotConfirmedException} at once when the broker closed
  * the channel or the connection is gone; after the application's close they keep taking acks and nacks until
  * close-ok, because RabbitMQ confirms what it read before the close first, and only what is left then fails.
@@ -275,8 +279,9 @@ public final class Publisher {
     void onTask(PublishTask task) {
         long bytes = task.bytes;
         if (closed) {
+            // queued before the loss, reached here after it (the connection's end runs what is still queued)
             flow.dequeued(bytes);
-            failNotWritten(task, closeCause);
+            endNotWritten(task);
             return;
         }
         if (mustHold() || flow.isWriting()) {
@@ -499,7 +504,7 @@ public final class Publisher {
         PublishTask task;
         while ((task = held.poll()) != null) {
             flow.unhold(task.bytes);
-            failNotWritten(task, cause);
+            endNotWritten(task);
         }
         windowFull = false;
         if (waiters != null) {
@@ -583,6 +588,20 @@ public final class Publisher {
             windowClosed = span >= options.maxOutstandingConfirms();
         }
         return windowClosed;
+    }
+
+    /**
+     * A publish accepted but not written when the channel closed: carried over to the recovered channel when the
+     * connection was lost with recovery to follow, else failed as not written.
+     */
+    private void endNotWritten(PublishTask task) {
+        if (closeCause instanceof ConnectionLostException && channel.recovery().carry(task.exchange,
+                task.routingKey, task.mandatory, task.properties, task.body, task.future, task.bytes)) {
+            task.body = null; // recovery owns it now
+            flow.releaseTask(task);
+            return;
+        }
+        failNotWritten(task, closeCause);
     }
 
     private void failNotWritten(PublishTask task, Throwable cause) {
