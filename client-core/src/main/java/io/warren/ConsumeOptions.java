@@ -45,6 +45,7 @@ public final class ConsumeOptions {
     private final boolean noAck;
     private final boolean exclusive;
     private final Map<String, Object> arguments;
+    private final StreamOffsetTracker streamOffsets;
     private final int prefetch;
     private final Executor executor;
     private final int concurrency;
@@ -59,6 +60,7 @@ public final class ConsumeOptions {
         this.noAck = b.noAck;
         this.exclusive = b.exclusive;
         this.arguments = Collections.unmodifiableMap(new LinkedHashMap<>(b.arguments));
+        this.streamOffsets = b.streamOffsets;
         this.prefetch = b.prefetch;
         this.executor = b.executor;
         this.concurrency = b.concurrency;
@@ -95,6 +97,7 @@ public final class ConsumeOptions {
         b.noAck = noAck;
         b.exclusive = exclusive;
         b.arguments.putAll(arguments);
+        b.streamOffsets = streamOffsets;
         b.prefetch = prefetch;
         b.executor = executor;
         b.concurrency = concurrency;
@@ -122,9 +125,24 @@ public final class ConsumeOptions {
         return exclusive;
     }
 
-    /** basic.consume's arguments (x-priority, x-stream-offset, x-cancel-on-ha-failover, ...). */
+    /**
+     * basic.consume's arguments (x-priority, x-stream-offset, x-cancel-on-ha-failover, ...). With a
+     * {@link #streamOffsets() tracker}, {@code x-stream-offset} is the tracker's at the time of the call: each
+     * basic.consume, recovery's included, reads it.
+     */
     public Map<String, Object> arguments() {
-        return arguments;
+        StreamOffsetTracker t = streamOffsets;
+        if (t == null) {
+            return arguments;
+        }
+        Map<String, Object> withOffset = new LinkedHashMap<>(arguments);
+        withOffset.put("x-stream-offset", t.consumeOffset());
+        return Collections.unmodifiableMap(withOffset);
+    }
+
+    /** The tracker that supplies {@code x-stream-offset}, or {@code null}. */
+    public StreamOffsetTracker streamOffsets() {
+        return streamOffsets;
     }
 
     /**
@@ -177,6 +195,7 @@ public final class ConsumeOptions {
         private boolean noAck;
         private boolean exclusive;
         private final Map<String, Object> arguments = new LinkedHashMap<>();
+        private StreamOffsetTracker streamOffsets;
         private int prefetch = -1;
         private Executor executor;
         private int concurrency = 1;
@@ -252,6 +271,16 @@ public final class ConsumeOptions {
                 throw new IllegalArgumentException("stream offset must not be negative: " + offset);
             }
             return argument("x-stream-offset", offset);
+        }
+
+        /**
+         * {@code x-stream-offset} from {@code tracker} at each basic.consume: its start at first, the message after
+         * the last one processed on a re-consume (automatic recovery). Replaces an {@code x-stream-offset} argument.
+         */
+        public Builder streamOffset(StreamOffsetTracker tracker) {
+            this.streamOffsets = Objects.requireNonNull(tracker, "tracker");
+            arguments.remove("x-stream-offset");
+            return this;
         }
 
         /** {@code x-stream-offset} as a point in time (sent as an AMQP timestamp). */

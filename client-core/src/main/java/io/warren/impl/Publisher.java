@@ -5,6 +5,7 @@ import io.warren.AmqpException;
 import io.warren.BackPressureException;
 import io.warren.ChannelClosedException;
 import io.warren.ConnectionBlockedException;
+import io.warren.ConnectionLostException;
 import io.warren.PublishNotConfirmedException;
 import io.warren.PublishOptions;
 import io.warren.PublishOutcome;
@@ -18,6 +19,7 @@ import io.warren.codec.content.ShortString;
 import io.warren.codec.method.BasicAck;
 import io.warren.codec.method.BasicNack;
 import io.warren.codec.method.MethodIds;
+import io.warren.impl.recovery.ChannelRecovery;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Objects;
@@ -54,8 +56,10 @@ import org.slf4j.LoggerFactory;
  * makes the numbering exact even when the select waits in the channel's RPC queue behind another request.
  *
  * <h2>Close</h2>
- * When the channel closes nothing more is written: later publishes are refused with a {@link ChannelClosedException},
- * held ones fail as not written (a {@link PublishNotConfirmedException} in confirm mode, else a
+ * When the channel closes nothing more is written: later publishes are refused with a {@link ChannelClosedException};
+ * held ones are handed to the channel's {@link ChannelRecovery#carry recovery} when the connection was lost with
+ * recovery to follow ({@code PublishDuringRecovery.WAIT}), which writes them, in order, on the recovered channel;
+ * otherwise they fail as not written (a {@link PublishNotConfirmedException} in confirm mode, else a
  * {@link ChannelClosedException}: without confirms there is no confirm to miss). Publishes
  * awaiting their confirm fail with a retryable {@link PublishNotConfirmedException} at once when the broker closed
  * the channel or the connection is gone; after the application's close they keep taking acks and nacks until
@@ -278,8 +282,9 @@ public final class Publisher {
     void onTask(PublishTask task) {
         long bytes = task.bytes;
         if (closed) {
+            // queued before the loss, reached here after it (the connection's end runs what is still queued)
             flow.dequeued(bytes);
-            failNotWritten(task, closeCause);
+            endNotWritten(task);
             return;
         }
         if (mustHold() || flow.isWriting()) {
@@ -505,7 +510,7 @@ public final class Publisher {
         PublishTask task;
         while ((task = held.poll()) != null) {
             flow.unhold(task.bytes);
-            failNotWritten(task, cause);
+            endNotWritten(task);
         }
         windowFull = false;
         if (waiters != null) {
@@ -589,6 +594,20 @@ public final class Publisher {
             windowClosed = span >= options.maxOutstandingConfirms();
         }
         return windowClosed;
+    }
+
+    /**
+     * A publish accepted but not written when the channel closed: carried over to the recovered channel when the
+     * connection was lost with recovery to follow, else failed as not written.
+     */
+    private void endNotWritten(PublishTask task) {
+        if (closeCause instanceof ConnectionLostException && channel.recovery().carry(task.exchange,
+                task.routingKey, task.mandatory, task.properties, task.body, task.future, task.bytes)) {
+            task.body = null; // recovery owns it now
+            flow.releaseTask(task);
+            return;
+        }
+        failNotWritten(task, closeCause);
     }
 
     private void failNotWritten(PublishTask task, Throwable cause) {

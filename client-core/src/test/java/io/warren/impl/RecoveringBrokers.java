@@ -38,8 +38,13 @@ final class RecoveringBrokers implements AutoCloseable {
     }
 
     RecoveringBrokers(RecoveryOptions recovery) {
-        this.options = new ConnectionOptions().recovery(recovery.backoff(Duration.ofMillis(BACKOFF_MILLIS),
-                Duration.ofMillis(BACKOFF_MILLIS), 1.0, 0.0));
+        this(new ConnectionOptions().recovery(recovery));
+    }
+
+    /** With {@code options}' publish settings and recovery options; the backoff is replaced by the test's. */
+    RecoveringBrokers(ConnectionOptions options) {
+        this.options = new ConnectionOptions(options).recovery(new RecoveryOptions(options.recovery()).backoff(
+                Duration.ofMillis(BACKOFF_MILLIS), Duration.ofMillis(BACKOFF_MILLIS), 1.0, 0.0));
         this.first = new FakeBroker(options);
         // Recovery's timers run on this loop: only the test moves its clock. On the wall clock the 1 ms backoff
         // could run out inside cut()'s own runPendingTasks, and the attempt be made before the test looks for it

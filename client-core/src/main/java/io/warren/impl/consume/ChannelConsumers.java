@@ -202,11 +202,6 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
         return tagOffset + highestTag;
     }
 
-    /** The client's metrics collector (the same for every channel of the client). */
-    MetricsCollector metrics() {
-        return metrics;
-    }
-
     ShortStrings exchangeNames() {
         return exchangeNames;
     }
