@@ -99,18 +99,6 @@ class FlowIT {
         return await(ch.queueDeclare(QueueDeclare.named(name).argument("x-expires", 60_000))).queue();
     }
 
-    /** messages_ready and messages_unacknowledged of {@code queue}, as rabbitmqctl reports them. */
-    static long[] readyAndUnacked(String queue) throws Exception {
-        String out = Rabbitmqctl.run("-q", "list_queues", "name", "messages_ready", "messages_unacknowledged");
-        for (String line : out.split("\n")) {
-            String[] f = line.split("\t");
-            if (f.length == 3 && f[0].equals(queue)) {
-                return new long[] {Long.parseLong(f[1].trim()), Long.parseLong(f[2].trim())};
-            }
-        }
-        throw new AssertionError("rabbitmqctl does not list " + queue + ":\n" + out);
-    }
-
     @Test
     void requestFiveLeavesTheBacklogInTheBroker(Connection c, Broker broker, BrokerExtension.TestNames names)
             throws Exception {
@@ -122,7 +110,7 @@ class FlowIT {
 
         r.subscription().request(5);
         r.awaitCount(5);
-        long[] counts = readyAndUnacked(q);
+        long[] counts = Rabbitmqctl.queueCounts(q);
         assertTrue(counts[1] <= 5, "unacked " + counts[1]);
         assertEquals(45, counts[0], "ready: the broker holds the rest");
 
@@ -132,7 +120,7 @@ class FlowIT {
             r.deliveries.take().ack();
         }
         r.awaitCount(10);
-        counts = readyAndUnacked(q);
+        counts = Rabbitmqctl.queueCounts(q);
         assertTrue(counts[1] <= 5, "unacked " + counts[1]);
         assertEquals(40, counts[0], "ready");
         assertEquals(List.of(0, 1, 2, 3, 4, 5, 6, 7, 8, 9), r.numbers);
@@ -152,9 +140,9 @@ class FlowIT {
         r.awaitCount(3);
         // the broker sent up to the prefetch (acked: it may send more): all of it waits for demand, in the client
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        long[] counts = readyAndUnacked(q);
+        long[] counts = Rabbitmqctl.queueCounts(q);
         while (counts[0] + counts[1] > 47 && System.nanoTime() < deadline) {
-            counts = readyAndUnacked(q);
+            counts = Rabbitmqctl.queueCounts(q);
         }
         assertEquals(3, r.numbers.size(), "no onNext beyond request(3) though the broker sent " + counts[1]);
         assertTrue(counts[1] <= 20, "unacked " + counts[1] + " within the prefetch");
@@ -208,10 +196,10 @@ class FlowIT {
         r.subscription().request(2);
         r.awaitCount(2);
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (readyAndUnacked(q)[0] != 0 && System.nanoTime() < deadline) {
+        while (Rabbitmqctl.queueCounts(q)[0] != 0 && System.nanoTime() < deadline) {
             Thread.sleep(10);
         }
-        assertEquals(0, readyAndUnacked(q)[0], "the other 8 wait in the client, without demand");
+        assertEquals(0, Rabbitmqctl.queueCounts(q)[0], "the other 8 wait in the client, without demand");
 
         Rabbitmqctl.closeConnection(name, "closed by FlowIT");
         events.awaitRecovery();
