@@ -232,9 +232,15 @@ public final class ConsumeOptions {
             return this;
         }
 
-        /** One basic.consume argument; {@code null} removes it. */
+        /**
+         * One basic.consume argument; {@code null} removes it. Setting {@code x-stream-offset} drops a
+         * {@link #streamOffset(StreamOffsetTracker) tracker} given before: the last call wins.
+         */
         public Builder argument(String name, Object value) {
             Objects.requireNonNull(name, "name");
+            if (name.equals("x-stream-offset")) {
+                streamOffsets = null;
+            }
             if (value == null) {
                 arguments.remove(name);
             } else {

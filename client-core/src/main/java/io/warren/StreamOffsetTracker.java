@@ -3,6 +3,7 @@ package io.warren;
 import io.warren.codec.content.SequenceHeader;
 import java.time.Instant;
 import java.util.Objects;
+import java.util.concurrent.atomic.AtomicLongFieldUpdater;
 
 /**
  * Where a consumer of a stream queue is: the offset of the last message it processed, read from each delivery's
@@ -17,8 +18,8 @@ import java.util.Objects;
  * channel.consume("events", ConsumeOptions.builder().prefetch(100).streamOffset(offsets).build(), d -> {
  *     if (!offsets.isRepeat(d)) {
  *         handle(d);
+ *         offsets.processed(d); // before the ack: a message acked is never read again
  *     }
- *     offsets.processed(d); // before the ack: a message acked is never read again
  *     d.ack();
  * });
  * }</pre>
@@ -33,7 +34,10 @@ public final class StreamOffsetTracker {
 
     /** A {@code String} spec, a {@code Long} offset or an {@code Instant}: the first consume's argument. */
     private final Object start;
-    // any thread
+    private static final AtomicLongFieldUpdater<StreamOffsetTracker> LAST_PROCESSED =
+            AtomicLongFieldUpdater.newUpdater(StreamOffsetTracker.class, "lastProcessed");
+
+    // any thread; only ever raised
     private volatile long lastProcessed = -1;
 
     private StreamOffsetTracker(Object start) {
@@ -84,12 +88,16 @@ public final class StreamOffsetTracker {
         return offset >= 0 && offset <= lastProcessed;
     }
 
-    /** Records the message at {@code offset} as processed. */
+    /**
+     * Records the message at {@code offset} as processed. An offset at or below the last one processed (a repeat
+     * after a re-consume) changes nothing: the position never moves back, so a repeat is never handled twice and a
+     * re-consume never asks for messages already processed.
+     */
     public void processed(long offset) {
         if (offset < 0) {
             throw new IllegalArgumentException("stream offset must not be negative: " + offset);
         }
-        lastProcessed = offset;
+        LAST_PROCESSED.accumulateAndGet(this, offset, Math::max);
     }
 
     /** The offset of the last message processed, or -1 before the first. */

@@ -42,6 +42,25 @@ class StreamOffsetTrackerTest {
     }
 
     @Test
+    void aRepeatRecordedAfterAReconsumeDoesNotMoveThePositionBack() {
+        StreamOffsetTracker t = StreamOffsetTracker.startingAt("first");
+        t.processed(41);
+        t.processed(7); // a delivery of the lost connection, handled after the re-consume
+        assertEquals(41, t.lastProcessed(), "the position never moves back");
+        assertEquals(42L, t.consumeOffset(), "a later re-consume still asks for the message after 41");
+    }
+
+    @Test
+    void theLastStreamOffsetGivenWinsBetweenATrackerAndAFixedOffset() {
+        StreamOffsetTracker t = StreamOffsetTracker.startingAt("next");
+        assertEquals("first", ConsumeOptions.builder().streamOffset(t).streamOffset("first").build()
+                .arguments().get("x-stream-offset"));
+        assertNull(ConsumeOptions.builder().streamOffset(t).streamOffset(5).build().streamOffsets());
+        assertEquals("next", ConsumeOptions.builder().streamOffset("first").streamOffset(t).build()
+                .arguments().get("x-stream-offset"));
+    }
+
+    @Test
     void badOffsetsAreRefused() {
         assertThrows(IllegalArgumentException.class, () -> StreamOffsetTracker.startingAt(-1));
         StreamOffsetTracker t = StreamOffsetTracker.startingAt("first");
