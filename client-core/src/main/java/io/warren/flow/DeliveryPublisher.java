@@ -13,7 +13,8 @@ import java.util.concurrent.Flow;
  * <h2>Demand</h2>
  * {@code request(n)} is the consumer's demand ({@link io.warren.ConsumerHandle#fetch}): no delivery reaches
  * {@code onNext} without it. The broker keeps the backlog: with manual acknowledgement it sends at most the
- * prefetch ({@link ConsumeOptions.Builder#prefetch}, {@value #DEFAULT_PREFETCH} when the options have none) of
+ * prefetch ({@link ConsumeOptions.Builder#prefetch}; when the options have none, the channel's own basic.qos or
+ * {@value ConsumeOptions#DEFAULT_PREFETCH}, as for {@link Channel#consume}) of
  * deliveries not yet acknowledged, so the client holds no more than the prefetch whatever the demand, and the
  * rest stays in the queue. AMQP 0-9-1 has no credit finer than that: demand above the prefetch is served as the
  * subscriber acknowledges. A prefetch about the subscriber's request size keeps what the client holds close to
@@ -43,9 +44,6 @@ import java.util.concurrent.Flow;
  */
 public final class DeliveryPublisher implements Flow.Publisher<Delivery> {
 
-    /** The prefetch used when the options have none and acknowledge manually. */
-    public static final int DEFAULT_PREFETCH = 256;
-
     private final Channel channel;
     private final String queue;
     private final ConsumeOptions options;
@@ -61,7 +59,8 @@ public final class DeliveryPublisher implements Flow.Publisher<Delivery> {
     /**
      * A publisher of {@code queue}'s deliveries on {@code channel}. The options are those of
      * {@link Channel#consume} but for the demand (the subscriber's) and the concurrency (1: signals are serial);
-     * without a prefetch, a manual-ack consumer gets {@value #DEFAULT_PREFETCH}.
+     * without a prefetch, a manual-ack consumer gets what {@link Channel#consume} gives it: the channel's own
+     * basic.qos, else {@value ConsumeOptions#DEFAULT_PREFETCH}.
      *
      * @throws IllegalArgumentException when the options ask for a concurrency above 1
      */
@@ -73,11 +72,7 @@ public final class DeliveryPublisher implements Flow.Publisher<Delivery> {
             throw new IllegalArgumentException("a Flow.Publisher signals one delivery at a time: concurrency must "
                     + "be 1, not " + options.concurrency());
         }
-        ConsumeOptions.Builder b = options.toBuilder().initialDemand(0);
-        if (!options.noAck() && options.prefetch() < 0) {
-            b.prefetch(DEFAULT_PREFETCH);
-        }
-        return new DeliveryPublisher(channel, queue, b.build(), Long.MAX_VALUE);
+        return new DeliveryPublisher(channel, queue, options.toBuilder().initialDemand(0).build(), Long.MAX_VALUE);
     }
 
     /** {@link #of(Channel, String, ConsumeOptions)} with manual acknowledgement and the default prefetch. */
