@@ -1,9 +1,9 @@
 package io.warren.perf;
 
+import io.warren.AmqpUri;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.Socket;
-import java.net.URI;
 
 /** Whether anything accepts a TCP connection where an AMQP URI points, before a run commits to a broker. */
 final class BrokerProbe {
@@ -17,18 +17,16 @@ final class BrokerProbe {
    * names none); else why not, without the URI's credentials. An unparsable URI is left to the run to report.
    */
   static String refusal(String uri) {
-    URI parsed;
+    AmqpUri parsed;
     try {
-      parsed = URI.create(uri);
+      // Warren's parser: java.net.URI ends the user info at the first '@', so a password holding one would be
+      // taken for the host, looked up and named in the answer
+      parsed = AmqpUri.parse(uri);
     } catch (IllegalArgumentException e) {
       return null;
     }
-    if (parsed.getHost() == null) {
-      return null;
-    }
-    int port = parsed.getPort() > 0 ? parsed.getPort() : "amqps".equals(parsed.getScheme()) ? 5671 : 5672;
     try (Socket probe = new Socket()) {
-      probe.connect(new InetSocketAddress(parsed.getHost(), port), TIMEOUT_MILLIS);
+      probe.connect(new InetSocketAddress(parsed.host(), parsed.port()), TIMEOUT_MILLIS);
       return null;
     } catch (IOException e) {
       return e.getClass().getSimpleName() + (e.getMessage() == null ? "" : ": " + e.getMessage());
