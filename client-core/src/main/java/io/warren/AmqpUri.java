@@ -1,6 +1,9 @@
 package io.warren;
 
 import java.io.ByteArrayOutputStream;
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Locale;
@@ -250,9 +253,6 @@ public record AmqpUri(boolean tls, String username, String password, String host
 
     /** Percent-decoding as RFC 3986 says: '+' is a plus sign here, not a space. */
     private static String decode(String s, String uri) {
-        if (s.indexOf('%') < 0) {
-            return s;
-        }
         ByteArrayOutputStream out = new ByteArrayOutputStream(s.length());
         for (int i = 0; i < s.length(); i++) {
             char c = s.charAt(i);
@@ -269,12 +269,24 @@ public record AmqpUri(boolean tls, String username, String password, String host
                 i += 2;
             } else {
                 int cp = s.codePointAt(i);
+                if (Character.isSurrogate((char) cp) && Character.charCount(cp) == 1) {
+                    // UTF-8 has no form for it: getBytes would write '?', and the broker would see another name
+                    throw invalid("an unpaired surrogate", uri);
+                }
                 byte[] bytes = new String(Character.toChars(cp)).getBytes(StandardCharsets.UTF_8);
                 out.write(bytes, 0, bytes.length);
                 i += Character.charCount(cp) - 1;
             }
         }
-        return out.toString(StandardCharsets.UTF_8);
+        try {
+            // REPORT, not the replacement character: two different escapes must not become the same name
+            return StandardCharsets.UTF_8.newDecoder()
+                    .onMalformedInput(CodingErrorAction.REPORT)
+                    .onUnmappableCharacter(CodingErrorAction.REPORT)
+                    .decode(ByteBuffer.wrap(out.toByteArray())).toString();
+        } catch (CharacterCodingException e) {
+            throw invalid("percent-escapes that are not UTF-8", uri);
+        }
     }
 
     /** An ASCII hex digit's value, or -1 ({@link Character#digit} would also take other scripts' digits). */
