@@ -143,7 +143,7 @@ final class DeliverySubscription implements Flow.Subscription {
         if (!noAck) {
             try {
                 delivery.reject(true);
-            } catch (IllegalStateException alreadySettled) {
+            } catch (IllegalStateException | ChannelClosedException alreadySettledOrClosed) {
                 // settled before: nothing to give back
             }
         }

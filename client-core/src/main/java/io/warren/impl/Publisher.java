@@ -5,7 +5,6 @@ import io.warren.AmqpException;
 import io.warren.BackPressureException;
 import io.warren.ChannelClosedException;
 import io.warren.ConnectionBlockedException;
-import io.warren.ConnectionLostException;
 import io.warren.PublishNotConfirmedException;
 import io.warren.PublishOptions;
 import io.warren.PublishOutcome;
@@ -598,11 +597,13 @@ public final class Publisher {
 
     /**
      * A publish accepted but not written when the channel closed: carried over to the recovered channel when the
-     * connection was lost with recovery to follow, else failed as not written.
+     * connection or the channel was lost with recovery to follow, else failed as not written.
      */
     private void endNotWritten(PublishTask task) {
-        if (closeCause instanceof ConnectionLostException && channel.recovery().carry(task.exchange,
-                task.routingKey, task.mandatory, task.properties, task.body, task.future, task.bytes)) {
+        // the recovery decides: it takes them while it recovers under WAIT, after a connection loss or after the
+        // channel alone was lost (RabbitMQ's consumer acknowledgement timeout)
+        if (channel.recovery().carry(task.exchange, task.routingKey, task.mandatory, task.properties, task.body,
+                task.future, task.bytes)) {
             task.body = null; // recovery owns it now
             flow.releaseTask(task);
             return;

@@ -157,6 +157,42 @@ class RecoveryPublishWaitTest {
     }
 
     @Test
+    void publishesHeldWhenOnlyTheChannelIsLostAreWrittenOnTheReopenedChannelFirst() {
+        try (RecoveringBrokers brokers = windowOfTwo(new RecoveryOptions())) {
+            FakeBroker broker = brokers.first;
+            Channel ch = broker.openChannel(brokers.connection, 1);
+            confirmMode(broker, ch);
+            ch.publish("", "q", false, PROPS, text("m1"));
+            ch.publish("", "q", false, PROPS, text("m2"));
+            TrackedBody body3 = new TrackedBody("m3".getBytes(StandardCharsets.UTF_8));
+            CompletionStage<PublishOutcome> p3 = ch.publish("", "q", false, PROPS, body3);
+            expectPublish(broker, 1);
+            expectPublish(broker, 1);
+            broker.expectNothing(); // m3 waits for the window
+
+            // RabbitMQ's consumer acknowledgement timeout closes the channel alone: it is reopened on the same
+            // connection, and m3, accepted before, is not failed but written there first
+            broker.sendChannelClose(1, io.warren.codec.ReplyCode.PRECONDITION_FAILED,
+                    "PRECONDITION_FAILED - delivery acknowledgement on channel 1 timed out. Timeout value used: "
+                            + "1800000 ms.", 0, 0);
+            broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
+            assertPending(p3);
+            CompletionStage<PublishOutcome> p4 = ch.publish("", "q", false, PROPS, text("m4"));
+            RecoveringBrokers.reopen(broker, 1);
+            broker.expectAndRelease(1, MethodIds.CONFIRM_SELECT);
+            broker.send(1, new ConfirmSelectOkEncoder());
+            brokers.runAllTasks();
+            assertEquals("m3", expectPublish(broker, 1).text(), "accepted before the loss: first after it");
+            assertEquals("m4", expectPublish(broker, 1).text());
+            body3.assertReleasedOnce();
+            ack(broker, 1, 2, true);
+            assertTrue(p3.toCompletableFuture().join().isConfirmed());
+            assertTrue(p4.toCompletableFuture().join().isConfirmed());
+            assertEquals(1, brokers.connections(), "the connection was not touched");
+        }
+    }
+
+    @Test
     void aPublishHeldAcrossTheLossStillWaitsAtMostTheTimeout() {
         try (RecoveringBrokers brokers = windowOfTwo(new RecoveryOptions().publishWaitTimeout(Duration.ofSeconds(10)))) {
             FakeBroker first = brokers.first;
