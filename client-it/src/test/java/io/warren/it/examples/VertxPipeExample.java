@@ -9,8 +9,10 @@ import io.vertx.core.buffer.Buffer;
 import io.vertx.core.file.OpenOptions;
 import io.vertx.core.streams.WriteStream;
 import io.warren.AmqpClient;
+import io.warren.ChannelClosedException;
 import io.warren.ConsumeOptions;
 import io.warren.Delivery;
+import io.warren.StaleDeliveryException;
 import io.warren.vertx.VertxAmqp;
 import io.warren.vertx.VertxConnection;
 import java.util.ArrayList;
@@ -123,12 +125,16 @@ public final class VertxPipeExample {
                 d.release();                   // copied into the buffer: the bytes are no longer needed
             }
             return out.write(lines).andThen(result -> {
-                for (Delivery d : written) {
-                    if (result.succeeded()) {
-                        d.ack();               // settling needs only the tag: fine after the release
-                    } else {
-                        d.nack(true);          // requeue: the broker delivers it again
+                try {
+                    for (Delivery d : written) {
+                        if (result.succeeded()) {
+                            d.ack();           // settling needs only the tag: fine after the release
+                        } else {
+                            d.nack(true);      // requeue: the broker delivers it again
+                        }
                     }
+                } catch (ChannelClosedException | StaleDeliveryException gone) {
+                    // the channel closed (or was recovered) during the write: the broker requeued what is unsettled
                 }
             });
         }
