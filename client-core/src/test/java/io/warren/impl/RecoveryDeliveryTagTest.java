@@ -253,6 +253,38 @@ class RecoveryDeliveryTagTest {
     }
 
     @Test
+    void deliveriesOfTheLostChannelStillQueuedDoNotMakeTheRedeliveriesLookBeyondThePrefetch() {
+        CountingMetrics metrics = new CountingMetrics();
+        try (RecoveringBrokers brokers = new RecoveringBrokers(new io.warren.ConnectionOptions(), metrics)) {
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            List<Long> seen = new ArrayList<>();
+            ConsumerHandle c = consume(brokers.first, ch, ConsumeOptions.builder().consumerTag("c").prefetch(2)
+                    .initialDemand(0).build(), d -> {
+                        seen.add(d.deliveryTag());
+                        d.ack();
+                    });
+            deliver(brokers.first, 1);
+            deliver(brokers.first, 2);
+
+            FakeBroker second = recover(brokers);
+            // paused, the two of the lost channel still wait; the broker keeps to the prefetch on the new one
+            for (long tag = 1; tag <= 2; tag++) {
+                second.send(1, new BasicDeliverEncoder().consumerTag("c").deliveryTag(tag).redelivered(true)
+                        .exchange("x").routingKey("rk"));
+                second.sendContent(1, BasicProperties.EMPTY, BODY);
+            }
+            assertEquals(0, metrics.deliveriesBeyondPrefetch(), "the broker sent no more than the prefetch");
+            c.resume();
+            brokers.runAllTasks();
+            assertEquals(List.of(3L, 4L), seen);
+            second.send(1, new BasicDeliverEncoder().consumerTag("c").deliveryTag(3).exchange("x").routingKey("rk"));
+            second.sendContent(1, BasicProperties.EMPTY, BODY);
+            brokers.runAllTasks();
+            assertEquals(0, metrics.deliveriesBeyondPrefetch());
+        }
+    }
+
+    @Test
     void anAsyncConsumerHoldingDeliveriesFromALostConnectionDropsThemToo() {
         try (RecoveringBrokers brokers = new RecoveringBrokers()) {
             Channel ch = brokers.first.openChannel(brokers.connection, 1);

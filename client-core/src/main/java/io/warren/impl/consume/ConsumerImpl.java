@@ -111,6 +111,16 @@ public final class ConsumerImpl implements ConsumerHandle {
      * was paused, and so that recovery carries the pause over to the new connection ({@link #rebind}).
      */
     private ConnectionHandler readingPausedOn;
+    private static final AtomicLongFieldUpdater<ConsumerImpl> STALE_QUEUED =
+            AtomicLongFieldUpdater.newUpdater(ConsumerImpl.class, "staleQueued");
+
+    /**
+     * Manual-ack deliveries of a lost channel still in the queue (set by the event loop at recovery, lowered by the
+     * consumer's context as it drops them): the broker requeued them, so they do not count against the new
+     * channel's prefetch. Any thread.
+     */
+    private volatile long staleQueued;
+
     /** Whether this consumer's channel already logged its broker sending beyond the prefetch. */
     private boolean beyondPrefetchLogged;
 
@@ -191,6 +201,9 @@ public final class ConsumerImpl implements ConsumerHandle {
         this.channel = recovered;
         this.queueName = queue;
         this.beyondPrefetchLogged = false; // another connection, perhaps another broker
+        if (!noAck) {
+            STALE_QUEUED.set(this, this.queue.pending()); // everything queued now came on the lost channel
+        }
         ConnectionHandler paused = readingPausedOn;
         ConnectionHandler now = recovered.state().connection();
         if (paused != null && paused != now) {
@@ -209,7 +222,7 @@ public final class ConsumerImpl implements ConsumerHandle {
     /** A complete delivery for this consumer (ownership passes to the queue). Event loop. */
     void deliver(DeliveryImpl delivery) {
         queue.write(delivery);
-        if (prefetch > 0 && queue.pending() > prefetch) {
+        if (prefetch > 0 && queue.pending() - staleQueued > prefetch) {
             beyondPrefetch();
         }
     }
@@ -338,6 +351,7 @@ public final class ConsumerImpl implements ConsumerHandle {
             return false;
         }
         d.channel.lostDeliveryDropped(d);
+        STALE_QUEUED.updateAndGet(this, n -> n > 0 ? n - 1 : 0);
         releaseBorrow(d);
         // the delivery took a unit of the application's demand that its redelivered copy needs
         if (slots) {
