@@ -137,6 +137,41 @@ class ProvisionScriptTest {
         }
     }
 
+    @Test
+    void aPasswordWithASlashNamesNeitherHostNorPortAndIsNeverPrinted() throws Exception {
+        stub("id", "echo 1000");
+        equip();
+        Result r = provision("amqp://guest:ab/cd@127.0.0.1:1", "verify");
+        assertEquals(1, r.exit, r.err);
+        assertTrue(r.err.contains("AMQP_URI names (127.0.0.1:1) does not answer"), r.err);
+        for (String secret : List.of("ab/cd", "guest", ":ab", "cd")) {
+            assertFalse(r.err.contains(secret), secret + " printed: " + r.err);
+        }
+    }
+
+    @Test
+    void theQueryAndIpv6BracketsAreNotPartOfTheHostOrPort() throws Exception {
+        stub("id", "echo 1000");
+        equip();
+        try (ServerSocket broker = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            Result r = provision("amqp://127.0.0.1:" + broker.getLocalPort() + "?heartbeat=10", "verify");
+            assertEquals(0, r.exit, r.err);
+        }
+        Result v6 = provision("amqp://guest:s3cret@[::1]:1/%2F", "verify");
+        assertEquals(1, v6.exit, v6.err);
+        assertTrue(v6.err.contains("([::1]:1) does not answer"), v6.err);
+    }
+
+    @Test
+    void aPortThatIsNotANumberIsSaidSoWithoutPrintingTheUri() throws Exception {
+        stub("id", "echo 1000");
+        equip();
+        Result r = provision("amqp://guest:s3cret@127.0.0.1:56x72/%2F", "verify");
+        assertEquals(1, r.exit, r.err);
+        assertTrue(r.err.contains("the port in AMQP_URI is not a number"), r.err);
+        assertFalse(r.err.contains("s3cret") || r.err.contains("56x72"), r.err);
+    }
+
     /** Java, Maven 3.9, Chromium and a rabbitmqctl that reaches its node. */
     private void equip() throws IOException {
         stub("java", "exit 0");
