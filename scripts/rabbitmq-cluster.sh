@@ -4,9 +4,12 @@
 #
 #   scripts/rabbitmq-cluster.sh start    starts the nodes, clusters them; returns when all three are clustered
 #                                        and answer AMQP. Idempotent: fast when the cluster is already up, and
-#                                        a node whose application was stopped (stop_app) is started again.
+#                                        a node whose application was stopped (stop_app) is started again. When
+#                                        no node runs, the nodes' old data is removed first.
 #   scripts/rabbitmq-cluster.sh stop     stops the three nodes and deletes their data. Idempotent.
-#   scripts/rabbitmq-cluster.sh status   exits 0 when all three nodes run, are clustered and answer AMQP.
+#   scripts/rabbitmq-cluster.sh status   exits 0 when all three nodes run, are clustered and answer AMQP. As a user
+#                                        other than root or rabbitmq (the CLI needs one of them), only the three
+#                                        AMQP ports are checked, and it says membership was not checked.
 #
 # Nodes: rabbit2@localhost, rabbit3@localhost, rabbit4@localhost; AMQP on 127.0.0.1:5673-5675, Erlang
 # distribution on 25683-25685 (25672 is the single broker's). Data and logs under $WARREN_CLUSTER_DIR
@@ -25,6 +28,9 @@ RABBIT_HOME=/var/lib/rabbitmq
 BIN=/usr/lib/rabbitmq/bin
 
 log() { printf '[rabbitmq-cluster] %s\n' "$*" >&2; }
+
+# root or the rabbitmq user: the CLI can reach the nodes (runuser refuses anyone else)
+can_use_cli() { [ "$(id -u)" = 0 ] || [ "$(id -u)" = "$(id -u rabbitmq 2>/dev/null)" ]; }
 
 # Runs a RabbitMQ command as the rabbitmq user, with its home (and so its Erlang cookie).
 as_rabbitmq() {
@@ -128,7 +134,12 @@ start() {
       return 0
     fi
   fi
-  [ "$vms" = 0 ] || stop
+  if [ "$vms" = 0 ]; then
+    # no node runs (after a reboot, say): data left by an earlier cluster could break join_cluster
+    wipe_data
+  else
+    stop
+  fi
   local started=$SECONDS
   log "starting ${NODES[*]/%/@localhost} under $BASE"
   mkdir -p "$BASE"
@@ -149,6 +160,25 @@ start() {
     return 1
   fi
   log "up in $((SECONDS - started)) s: ${NODES[*]/%/@localhost} on 127.0.0.1:${AMQP_PORTS[*]}"
+}
+
+# The nodes' directories under $BASE (data, logs, config); $BASE itself may be a shared directory.
+wipe_data() {
+  local node
+  for node in "${NODES[@]}"; do
+    if [ -e "$BASE/$node" ]; then
+      # a half-started VM the CLI does not reach still holds the directory; a pid from before a reboot may now
+      # be another process's, so only an Erlang VM is ended
+      local pid=""
+      [ -f "$BASE/$node/$node.pid" ] && pid=$(cat "$BASE/$node/$node.pid")
+      if [ -n "$pid" ] && [[ "$(ps -p "$pid" -o comm= 2>/dev/null)" == beam* ]]; then
+        kill "$pid" 2>/dev/null || true
+        for _ in $(seq 1 20); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+      fi
+      log "no node running: removing the old $BASE/$node"
+      rm -rf "${BASE:?}/$node"
+    fi
+  done
 }
 
 stop() {
@@ -176,6 +206,23 @@ stop() {
 
 status() {
   local i up=0
+  if ! can_use_cli; then
+    # not root: the three AMQP ports are all that can be checked
+    for i in "${!NODES[@]}"; do
+      if amqp_answers "${AMQP_PORTS[$i]}"; then
+        echo "${NODES[$i]}@localhost: AMQP on 127.0.0.1:${AMQP_PORTS[$i]} answers"
+        up=$((up + 1))
+      else
+        echo "${NODES[$i]}@localhost: AMQP on 127.0.0.1:${AMQP_PORTS[$i]} does not answer"
+      fi
+    done
+    if [ "$up" = "${#NODES[@]}" ]; then
+      echo "clustered: not checked (the CLI needs root or the rabbitmq user); the three AMQP ports answer"
+      return 0
+    fi
+    echo "cluster: not up (scripts/rabbitmq-cluster.sh start, as root)"
+    return 1
+  fi
   for i in "${!NODES[@]}"; do
     if app_running "${NODES[$i]}" && amqp_answers "${AMQP_PORTS[$i]}"; then
       echo "${NODES[$i]}@localhost: running, AMQP on 127.0.0.1:${AMQP_PORTS[$i]}"

@@ -137,6 +137,82 @@ class ProvisionScriptTest {
         }
     }
 
+    @Test
+    void aPasswordWithASlashNamesNeitherHostNorPortAndIsNeverPrinted() throws Exception {
+        stub("id", "echo 1000");
+        equip();
+        Result r = provision("amqp://guest:ab/cd@127.0.0.1:1", "verify");
+        assertEquals(1, r.exit, r.err);
+        assertTrue(r.err.contains("AMQP_URI names (127.0.0.1:1) does not answer"), r.err);
+        for (String secret : List.of("ab/cd", "guest", ":ab", "cd")) {
+            assertFalse(r.err.contains(secret), secret + " printed: " + r.err);
+        }
+    }
+
+    @Test
+    void theQueryAndIpv6BracketsAreNotPartOfTheHostOrPort() throws Exception {
+        stub("id", "echo 1000");
+        equip();
+        try (ServerSocket broker = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            Result r = provision("amqp://127.0.0.1:" + broker.getLocalPort() + "?heartbeat=10", "verify");
+            assertEquals(0, r.exit, r.err);
+        }
+        Result v6 = provision("amqp://guest:s3cret@[::1]:1/%2F", "verify");
+        assertEquals(1, v6.exit, v6.err);
+        assertTrue(v6.err.contains("([::1]:1) does not answer"), v6.err);
+    }
+
+    @Test
+    void aPortThatIsNotANumberIsSaidSoWithoutPrintingTheUri() throws Exception {
+        stub("id", "echo 1000");
+        equip();
+        Result r = provision("amqp://guest:s3cret@127.0.0.1:56x72/%2F", "verify");
+        assertEquals(1, r.exit, r.err);
+        assertTrue(r.err.contains("the port in AMQP_URI is not a number"), r.err);
+        assertFalse(r.err.contains("s3cret") || r.err.contains("56x72"), r.err);
+    }
+
+    @Test
+    void excludingTheClusterGroupLeavesTheClusterAlone() throws Exception {
+        clusterScriptThatIsNotUp();
+        stub("id", "echo 1000");
+        equip();
+        try (ServerSocket broker = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            String uri = "amqp://127.0.0.1:" + broker.getLocalPort();
+            for (String flag : List.of("-DexcludedGroups=cluster", "-DexcludedGroups=slow,cluster")) {
+                Result r = provision(uri, "-B", flag, "verify");
+                assertEquals(0, r.exit, flag + ": " + r.err);
+                assertEquals("", r.err, flag);
+            }
+            Result other = provision(uri, "-B", "-DexcludedGroups=clusters", "verify");
+            assertEquals(1, other.exit, other.err);
+            assertTrue(other.err.contains("scripts/rabbitmq-cluster.sh start"), other.err);
+        }
+    }
+
+    @Test
+    void theClusterNeedsRabbitmqServerEvenWhenTheBrokerUnderTestIsElsewhere() throws Exception {
+        Path cluster = clusterScriptThatIsNotUp();
+        stub("id", "echo 0");
+        stub("apt-get", "exit 0");
+        equip();   // no rabbitmq-server on PATH
+        try (ServerSocket broker = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            Result r = provision("amqp://127.0.0.1:" + broker.getLocalPort(), "verify");
+            assertEquals(0, r.exit, r.err);
+            assertTrue(r.err.contains("apt-get install -y -qq rabbitmq-server\n"), r.err);
+            assertTrue(r.err.indexOf("apt-get install") < r.err.indexOf("would run: bash " + cluster.toRealPath() + " start"),
+                    r.err);
+        }
+    }
+
+    /** A scripts/rabbitmq-cluster.sh whose status says the cluster is not up. */
+    private Path clusterScriptThatIsNotUp() throws IOException {
+        Path cluster = tree.resolve("scripts/rabbitmq-cluster.sh");
+        Files.createDirectories(cluster.getParent());
+        Files.writeString(cluster, "#!/usr/bin/env bash\n[ \"$1\" = start ]\n");
+        return cluster;
+    }
+
     /** Java, Maven 3.9, Chromium and a rabbitmqctl that reaches its node. */
     private void equip() throws IOException {
         stub("java", "exit 0");
