@@ -372,6 +372,9 @@ def gen_view(m):
     body.append("\n".join(consts))
     body.append("\n".join(fields))
     resets = "".join(f"        this.{after} = -1;\n" for after, _, _ in m.after_methods)
+    body.append(f"""    /** An empty view: {{@link #wrap}} it onto a frame before reading. */
+    public {m.java}() {{
+    }}""")
     body.append(f"""    @Override
     public {m.java} wrap(ByteBuf buf, int offset) {{
         this.buf = buf;
@@ -421,7 +424,9 @@ def gen_encoder(m):
     if "table" in uses:
         imports += ["io.warren.codec.table.FieldTableEncoder", "java.util.Map"]
     if "longstr" in uses:
-        imports.append("java.nio.charset.StandardCharsets")
+        imports.append("io.warren.codec.Utf8")
+        if any(a.type == "longstr" and a.default for a in m.args):
+            imports.append("java.nio.charset.StandardCharsets")
     fixed = 4
     var_terms = []
     bit_count = 0
@@ -529,15 +534,17 @@ def setters(m, a):
     if a.type == "shortstr":
         return [setter(doc + "\n\n<p>A {@link ShortString} is copied as pre-encoded bytes, an {@code AsciiString} as raw bytes, "
                        "anything else encoded as UTF-8 when the method is encoded."
-                       "\n\n@throws IllegalArgumentException when null or longer than 255 UTF-8 bytes",
+                       "\n\n@throws IllegalArgumentException when null, longer than 255 UTF-8 bytes or not well-formed "
+                       "UTF-16 (an unpaired surrogate)",
                        e, p, "CharSequence",
                        f"int length = ShortString.checkedLength(\"{a.name}\", {p});\nthis.{p} = ShortString.immutable({p});\nthis.{p}Length = length;")]
     if a.type == "longstr":
         return [setter(doc + "\n\n<p>The bytes are copied.\n\n@throws IllegalArgumentException when null", e, p, "byte[]",
                        f"if ({p} == null) {{\n    throw new IllegalArgumentException(\"{a.name} must not be null\");\n}}\nthis.{p} = {p}.clone();"),
-                setter(f"Sets {{@code {a.name}}} to the UTF-8 bytes of {{@code {p}}}.\n\n@throws IllegalArgumentException when null",
+                setter(f"Sets {{@code {a.name}}} to the UTF-8 bytes of {{@code {p}}}.\n\n@throws IllegalArgumentException when null "
+                       "or not well-formed UTF-16 (an unpaired surrogate; the message never holds the text)",
                        e, p, "CharSequence",
-                       f"if ({p} == null) {{\n    throw new IllegalArgumentException(\"{a.name} must not be null\");\n}}\nthis.{p} = {p}.toString().getBytes(StandardCharsets.UTF_8);")]
+                       f"if ({p} == null) {{\n    throw new IllegalArgumentException(\"{a.name} must not be null\");\n}}\nthis.{p} = Utf8.encode(\"{a.name}\", {p});")]
     if a.type == "table":
         return [setter(doc + "\n\n<p>{@code null} is an empty table. Values map to field types as "
                        "{@link io.warren.codec.table.FieldType} documents; the map is kept, not copied, so it must not "
@@ -645,8 +652,7 @@ def gen_table(spec, methods):
             f"    /** {{@code {m.key}}}. */\n"
             f"    public static final MethodInfo {m.const} = new MethodInfo({i}, {m.class_id}, {m.id}, "
             f"{java_string(m.cls)}, {java_string(m.name)},\n            {str(m.synchronous).lower()}, "
-            f"{str(m.content).lower()}, new String[] {{{names}}},\n            new ArgumentType[] {{{types}}},\n"
-            f"            {m.java}::new, {m.encoder}::new, {m.java}::validate);")
+            f"{str(m.content).lower()}, new String[] {{{names}}},\n            new ArgumentType[] {{{types}}});")
     all_list = ",\n".join("        " + m.const for m in methods)
     max_class = max(c["id"] for c in spec["classes"])
     members.append(f"    private static final MethodInfo[] ALL = {{\n{all_list}\n    }};")
@@ -737,6 +743,37 @@ def gen_table(spec, methods):
     public static String describe(int classId, int methodId) {{
         MethodInfo info = lookup(classId, methodId);
         return info == null ? "unknown method " + classId + "/" + methodId : info.toString();
+    }}""")
+    # One switch per job instead of three method references per method: a method reference is a class spun
+    # at run time, and 198 of them made the first MethodTable use (so the first connect) cost 0.2-0.4 s.
+    views = "\n".join(f"            case {i} -> new {m.java}();" for i, m in enumerate(methods))
+    encoders = "\n".join(f"            case {i} -> new {m.encoder}();" for i, m in enumerate(methods))
+    checks = "\n".join(f"            case {i} -> {m.java}.validate(buf, offset, length);" for i, m in enumerate(methods))
+    members.append(f"""    /**
+     * A new view of the method with this {{@link MethodInfo#index() index}}. A switch rather than a factory per
+     * method: {len(methods)} method references would be as many classes spun at the first use of this class.
+     */
+    static MethodView newView(int index) {{
+        return switch (index) {{
+{views}
+            default -> throw new IllegalArgumentException("no method with index " + index);
+        }};
+    }}
+
+    /** A new encoder of the method with this {{@link MethodInfo#index() index}}, spec defaults preset. */
+    static MethodEncoder newEncoder(int index) {{
+        return switch (index) {{
+{encoders}
+            default -> throw new IllegalArgumentException("no method with index " + index);
+        }};
+    }}
+
+    /** The straight-line argument check (the view's static {{@code validate}}) of the method with this index. */
+    static void validateArguments(int index, ByteBuf buf, int offset, int length) {{
+        switch (index) {{
+{checks}
+            default -> throw new IllegalArgumentException("no method with index " + index);
+        }}
     }}""")
     doc = ("Every AMQP 0-9-1 method (RabbitMQ's extensions included) as a {@link MethodInfo}, looked up by ids "
            "through an array indexed by class id and method id: dispatch is two array loads, never a cascade "

@@ -78,7 +78,8 @@ public final class AmqpClient {
      * Opens a connection. Completes with the open connection after connection.open-ok, or fails with an
      * {@link AuthenticationException} (bad credentials), a {@link ConnectionClosedException} carrying the
      * broker's reply code and text (an unknown virtual host, for example), a
-     * {@link ConnectionTimeoutException}, or the socket's failure for the last address tried.
+     * {@link ConnectionTimeoutException}, or a {@link ConnectionFailedException} when no address accepted the TCP
+     * connection (its cause is the socket's failure: {@link java.net.ConnectException}, unknown host, ...).
      */
     public CompletionStage<Connection> connect(ConnectionOptions options) {
         ConnectionOptions copy = new ConnectionOptions(Objects.requireNonNull(options, "options"));

@@ -1,6 +1,9 @@
 package io.warren;
 
 import java.io.ByteArrayOutputStream;
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Locale;
@@ -28,7 +31,14 @@ public record AmqpUri(boolean tls, String username, String password, String host
                       int heartbeat, int frameMax, int channelMax, Duration connectionTimeout,
                       AuthMechanism authMechanism) {
 
-    /** Parses {@code uri}; throws {@link IllegalArgumentException} naming what is wrong. */
+    /**
+     * Parses {@code uri}; throws {@link IllegalArgumentException} naming what is wrong. The message shows the URI
+     * as {@link #redact(String)} does, so a password is never in it, whatever it contains.
+     *
+     * <p>A user name or password holding {@code /}, {@code ?} or {@code #} must percent-encode them: unencoded they
+     * end the host part, and the rest would be read as the port, the virtual host or the query. An {@code @} after
+     * the host is refused for that reason (write {@code %40} in a virtual host): it is how such a password shows.
+     */
     public static AmqpUri parse(String uri) {
         if (uri == null) {
             throw new IllegalArgumentException("AMQP URI must not be null");
@@ -43,25 +53,36 @@ public record AmqpUri(boolean tls, String username, String password, String host
             tls = true;
             rest = uri.substring("amqps://".length());
         } else {
-            throw new IllegalArgumentException("AMQP URI must start with amqp:// or amqps://: " + redact(uri));
+            throw invalid("unknown scheme (amqp:// or amqps:// expected)", uri);
+        }
+        // RFC 3986: the authority ends at the first '/', '?' or '#'
+        int authorityEnd = rest.length();
+        for (int i = 0; i < rest.length(); i++) {
+            char c = rest.charAt(i);
+            if (c == '/' || c == '?' || c == '#') {
+                authorityEnd = i;
+                break;
+            }
+        }
+        String authority = rest.substring(0, authorityEnd);
+        String tail = rest.substring(authorityEnd);
+        if (tail.indexOf('@') >= 0) {
+            // a password with an unencoded '/', '?' or '#' ends the authority early and leaves its rest (and the
+            // user info's '@') here, where it would become the port, the virtual host or a query parameter
+            throw invalid("'@' after the host (a user name or password with '/', '?' or '#' must percent-encode"
+                    + " them; an '@' in a virtual host or query is written %40)", uri);
         }
         String query = null;
-        int q = rest.indexOf('?');
-        if (q >= 0) {
-            query = rest.substring(q + 1);
-            rest = rest.substring(0, q);
-        }
-        int fragment = rest.indexOf('#');
+        int fragment = tail.indexOf('#');
         if (fragment >= 0) {
-            rest = rest.substring(0, fragment);
+            tail = tail.substring(0, fragment);
         }
-        String path = null;
-        int slash = rest.indexOf('/');
-        String authority = rest;
-        if (slash >= 0) {
-            authority = rest.substring(0, slash);
-            path = rest.substring(slash + 1);
+        int q = tail.indexOf('?');
+        if (q >= 0) {
+            query = tail.substring(q + 1);
+            tail = tail.substring(0, q);
         }
+        String path = tail.isEmpty() ? null : tail.substring(1);
         String username = null;
         String password = null;
         int at = authority.lastIndexOf('@');
@@ -81,14 +102,14 @@ public record AmqpUri(boolean tls, String username, String password, String host
         if (authority.startsWith("[")) {
             int close = authority.indexOf(']');
             if (close < 0) {
-                throw new IllegalArgumentException("unclosed IPv6 host in AMQP URI: " + redact(uri));
+                throw invalid("unclosed IPv6 host", uri);
             }
             host = authority.substring(1, close);
             String after = authority.substring(close + 1);
             if (after.startsWith(":")) {
                 portText = after.substring(1);
             } else if (!after.isEmpty()) {
-                throw new IllegalArgumentException("unexpected text after IPv6 host in AMQP URI: " + redact(uri));
+                throw invalid("unexpected text after the IPv6 host", uri);
             }
         } else {
             int colon = authority.lastIndexOf(':');
@@ -104,16 +125,12 @@ public record AmqpUri(boolean tls, String username, String password, String host
         }
         int port = tls ? 5671 : 5672;
         if (portText != null && !portText.isEmpty()) {
-            port = parseInt(portText, "port", uri);
-            if (port < 1 || port > 65535) {
-                throw new IllegalArgumentException("port out of range 1..65535 in AMQP URI: " + redact(uri));
-            }
+            port = range(parseInt(portText, "port", uri), 1, 65535, "port", uri);
         }
         String vhost = null;
         if (path != null) {
             if (path.indexOf('/') >= 0) {
-                throw new IllegalArgumentException(
-                        "AMQP URI path must be one segment (write / in a vhost as %2F): " + redact(uri));
+                throw invalid("path of more than one segment (write / in a virtual host as %2F)", uri);
             }
             vhost = decode(path, uri);
         }
@@ -142,8 +159,7 @@ public record AmqpUri(boolean tls, String username, String password, String host
                         try {
                             mechanism = AuthMechanism.valueOf(value.toUpperCase(Locale.ROOT));
                         } catch (IllegalArgumentException e) {
-                            throw new IllegalArgumentException("unknown auth_mechanism '" + value
-                                    + "' in AMQP URI (plain, amqplain or external)");
+                            throw invalid("unknown auth_mechanism (plain, amqplain or external)", uri);
                         }
                     }
                     default -> {
@@ -195,52 +211,86 @@ public record AmqpUri(boolean tls, String username, String password, String host
                 + new Address(host, port) + (virtualHost == null ? "" : "/" + virtualHost);
     }
 
+    /**
+     * The URI with everything that may hold a user name or password hidden, for messages and logs: the text
+     * between the scheme's {@code //} and the last {@code @} of the whole URI becomes {@code ***}. Taking the
+     * last {@code @} anywhere, not the one that ends the host part, hides a password whatever it contains
+     * ({@code @}, {@code /}, {@code ?}, {@code #}), even in a URI that does not parse. A URI without {@code @}
+     * is returned as it is.
+     */
+    public static String redact(String uri) {
+        int at = uri.lastIndexOf('@');
+        if (at < 0) {
+            return uri;
+        }
+        int slashes = uri.indexOf("//");
+        int start = slashes >= 0 && slashes < at ? slashes + 2 : 0;
+        return uri.substring(0, start) + "***" + uri.substring(at);
+    }
+
+    /**
+     * The error for a malformed URI: what is wrong, then the redacted URI. No part of the URI is quoted on its
+     * own, since a part taken from before the last {@code @} may be a piece of a password.
+     */
+    private static IllegalArgumentException invalid(String what, String uri) {
+        return new IllegalArgumentException(what + " in AMQP URI: " + redact(uri));
+    }
+
     private static int parseInt(String text, String what, String uri) {
         try {
             return Integer.parseInt(text);
         } catch (NumberFormatException e) {
-            throw new IllegalArgumentException("invalid " + what + " '" + text + "' in AMQP URI: " + redact(uri));
+            throw invalid("invalid " + what, uri);
         }
     }
 
     private static int range(int value, int min, int max, String what, String uri) {
         if (value < min || value > max) {
-            throw new IllegalArgumentException(what + " out of range " + min + ".." + max + " in AMQP URI: " + redact(uri));
+            throw invalid(what + " out of range " + min + ".." + max, uri);
         }
         return value;
     }
 
     /** Percent-decoding as RFC 3986 says: '+' is a plus sign here, not a space. */
     private static String decode(String s, String uri) {
-        if (s.indexOf('%') < 0) {
-            return s;
-        }
         ByteArrayOutputStream out = new ByteArrayOutputStream(s.length());
         for (int i = 0; i < s.length(); i++) {
             char c = s.charAt(i);
             if (c == '%') {
                 if (i + 2 >= s.length()) {
-                    throw new IllegalArgumentException("truncated percent-escape in AMQP URI: " + redact(uri));
+                    throw invalid("truncated percent-escape", uri);
                 }
-                int hi = Character.digit(s.charAt(i + 1), 16);
-                int lo = Character.digit(s.charAt(i + 2), 16);
+                int hi = hex(s.charAt(i + 1));
+                int lo = hex(s.charAt(i + 2));
                 if (hi < 0 || lo < 0) {
-                    throw new IllegalArgumentException("invalid percent-escape in AMQP URI: " + redact(uri));
+                    throw invalid("invalid percent-escape", uri);
                 }
                 out.write((hi << 4) | lo);
                 i += 2;
             } else {
                 int cp = s.codePointAt(i);
+                if (Character.isSurrogate((char) cp) && Character.charCount(cp) == 1) {
+                    // UTF-8 has no form for it: getBytes would write '?', and the broker would see another name
+                    throw invalid("an unpaired surrogate", uri);
+                }
                 byte[] bytes = new String(Character.toChars(cp)).getBytes(StandardCharsets.UTF_8);
                 out.write(bytes, 0, bytes.length);
                 i += Character.charCount(cp) - 1;
             }
         }
-        return out.toString(StandardCharsets.UTF_8);
+        try {
+            // REPORT, not the replacement character: two different escapes must not become the same name
+            return StandardCharsets.UTF_8.newDecoder()
+                    .onMalformedInput(CodingErrorAction.REPORT)
+                    .onUnmappableCharacter(CodingErrorAction.REPORT)
+                    .decode(ByteBuffer.wrap(out.toByteArray())).toString();
+        } catch (CharacterCodingException e) {
+            throw invalid("percent-escapes that are not UTF-8", uri);
+        }
     }
 
-    /** The URI with its password hidden, for error messages: a password is never logged or thrown. */
-    static String redact(String uri) {
-        return uri.replaceAll("//([^:@/]*):[^@/]*@", "//$1:***@");
+    /** An ASCII hex digit's value, or -1 ({@link Character#digit} would also take other scripts' digits). */
+    private static int hex(char c) {
+        return c <= 'f' ? Character.digit(c, 16) : -1;
     }
 }

@@ -98,7 +98,9 @@ public interface Channel {
 
     /**
      * basic.qos. RabbitMQ reads {@code global=false} as a limit per new consumer and {@code global=true}
-     * as a limit shared by the channel's consumers; {@code prefetchSize} must be 0 for RabbitMQ.
+     * as a limit shared by the channel's consumers; {@code prefetchSize} must be 0 for RabbitMQ. Once called,
+     * consumers of this channel that set no prefetch of their own get none ({@link ConsumeOptions#DEFAULT_PREFETCH}
+     * is for channels without basic.qos): this one applies.
      */
     CompletionStage<Void> basicQos(int prefetchSize, int prefetchCount, boolean global);
 
@@ -126,8 +128,11 @@ public interface Channel {
      * {@code multiple=true} (every outstanding delivery) is sent as it is.
      *
      * @throws StaleDeliveryException the tag is from before a connection loss
-     * @throws IllegalArgumentException a negative tag, or 0 without {@code multiple} (which names no delivery and
-     *         would make the broker close the channel); nothing is sent
+     * @throws ChannelClosedException the channel is closed (the broker requeued its unsettled deliveries with the
+     *         close, and carries why it closed); nothing is sent
+     * @throws IllegalArgumentException a negative tag, 0 without {@code multiple}, or a tag above the highest this
+     *         channel handed out (none of which names a delivery, and the broker would close the channel with 406
+     *         PRECONDITION_FAILED); nothing is sent
      */
     void basicAck(long deliveryTag, boolean multiple);
 
@@ -135,6 +140,7 @@ public interface Channel {
      * basic.nack, fire and forget; see {@link #basicAck}.
      *
      * @throws StaleDeliveryException the tag is from before a connection loss
+     * @throws ChannelClosedException the channel is closed
      * @throws IllegalArgumentException as for {@link #basicAck}
      */
     void basicNack(long deliveryTag, boolean multiple, boolean requeue);
@@ -143,6 +149,7 @@ public interface Channel {
      * basic.reject, fire and forget; see {@link #basicAck}.
      *
      * @throws StaleDeliveryException the tag is from before a connection loss
+     * @throws ChannelClosedException the channel is closed
      * @throws IllegalArgumentException as for {@link #basicAck}
      */
     void basicReject(long deliveryTag, boolean requeue);
@@ -153,7 +160,8 @@ public interface Channel {
     // consuming
 
     /**
-     * Starts a consumer on {@code queue} (basic.qos first when the options have a prefetch, then
+     * Starts a consumer on {@code queue} (basic.qos first when the options have a prefetch, or for a manual-ack
+     * consumer on a channel without {@link #basicQos} the default {@value ConsumeOptions#DEFAULT_PREFETCH}; then
      * basic.consume). Completes with the consumer once the broker answered consume-ok, before any delivery
      * reaches the handler; fails with {@link IllegalArgumentException} for bad options (nothing is sent), or
      * with a {@link ChannelClosedException} when the broker refuses (404 no such queue, 403 exclusive, ...).
@@ -221,7 +229,9 @@ public interface Channel {
      * frames are written to the socket; in confirm mode see {@link #confirmSelect()}. It fails with
      * {@link IllegalArgumentException} (an exchange or routing key over 255 bytes), {@link BackPressureException}
      * (over {@link PublishOptions#maxPendingBytes()}), {@link ConnectionBlockedException} (blocked, policy
-     * FAIL), or {@link PublishNotConfirmedException} (channel closed).
+     * FAIL), {@link ChannelClosedException} (the channel is closed, or closed before the publish was written
+     * without confirms), or {@link PublishNotConfirmedException} (confirm mode: the channel closed before the
+     * confirm).
      *
      * @param exchange the exchange, "" for the default exchange; a {@code String}, or a
      *                 {@link io.warren.codec.content.ShortString} encoded once for a hot path

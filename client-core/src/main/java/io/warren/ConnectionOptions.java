@@ -1,5 +1,6 @@
 package io.warren;
 
+import io.warren.codec.Utf8;
 import io.warren.credentials.CredentialsProvider;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -103,8 +104,14 @@ public final class ConnectionOptions {
         return shuffleAddresses;
     }
 
+    /**
+     * The user name.
+     *
+     * @throws IllegalArgumentException when it has an unpaired surrogate (it would be sent as {@code '?'})
+     */
     public ConnectionOptions username(String username) {
-        this.username = Objects.requireNonNull(username, "username");
+        Utf8.encodedLength("username", Objects.requireNonNull(username, "username"));
+        this.username = username;
         return this;
     }
 
@@ -112,9 +119,15 @@ public final class ConnectionOptions {
         return username;
     }
 
-    /** The password. Never logged, and left out of {@link #toString()}. */
+    /**
+     * The password. Never logged, and left out of {@link #toString()}.
+     *
+     * @throws IllegalArgumentException when it has an unpaired surrogate (it would be sent as {@code '?'}); the
+     *         message names the index, never the password
+     */
     public ConnectionOptions password(String password) {
-        this.password = Objects.requireNonNull(password, "password");
+        Utf8.encodedLength("password", Objects.requireNonNull(password, "password"));
+        this.password = password;
         return this;
     }
 

@@ -11,8 +11,10 @@ import java.util.concurrent.Executor;
  * How a consumer is started by {@link Channel#consume}: the basic.consume arguments, its prefetch, where its
  * handler runs, how many deliveries it handles at once and when it pushes back. Immutable; build one with
  * {@link #builder()}. The defaults: a server-generated tag, manual acknowledgement, not exclusive, no
- * arguments, no basic.qos, the handler on the connection's event loop, one delivery at a time, water marks
- * {@value #DEFAULT_LOW_WATER_MARK} / {@value #DEFAULT_HIGH_WATER_MARK}.
+ * arguments, a prefetch of {@value #DEFAULT_PREFETCH} for manual acks (see {@link Builder#prefetch}), the handler
+ * on the connection's event loop, one delivery at a time, water marks {@value #DEFAULT_LOW_WATER_MARK} /
+ * {@value #DEFAULT_HIGH_WATER_MARK}, raised with a prefetch above {@value #DEFAULT_LOW_WATER_MARK} to the prefetch
+ * / twice the prefetch (see {@link Builder#waterMarks}).
  *
  * <pre>{@code
  * ConsumeOptions.builder().prefetch(1000).executor(workers).concurrency(8).build()
@@ -22,11 +24,20 @@ import java.util.concurrent.Executor;
  */
 public final class ConsumeOptions {
 
-    /** Default high-water mark: the consumer's queue pushes back once it holds this many deliveries. */
+    /**
+     * Default high-water mark: the consumer's queue pushes back once it holds this many deliveries (with manual
+     * acknowledgement and a prefetch, twice the prefetch when that is more).
+     */
     public static final int DEFAULT_HIGH_WATER_MARK = 1024;
 
-    /** Default low-water mark: the push-back ends once the queue holds fewer deliveries than this. */
+    /** Default low-water mark: the push-back ends once the queue holds fewer deliveries than this (half the high). */
     public static final int DEFAULT_LOW_WATER_MARK = 512;
+
+    /**
+     * The prefetch of a manual-ack consumer that sets none, on a channel without a basic.qos of its own: Spring
+     * AMQP's default (its {@code DEFAULT_PREFETCH_COUNT}). See {@link Builder#prefetch}.
+     */
+    public static final int DEFAULT_PREFETCH = 250;
 
     private static final ConsumeOptions DEFAULTS = builder().build();
 
@@ -34,11 +45,14 @@ public final class ConsumeOptions {
     private final boolean noAck;
     private final boolean exclusive;
     private final Map<String, Object> arguments;
+    private final StreamOffsetTracker streamOffsets;
     private final int prefetch;
     private final Executor executor;
     private final int concurrency;
     private final int lowWaterMark;
     private final int highWaterMark;
+    /** The water marks were set with {@link Builder#waterMarks}, not derived. */
+    private final boolean waterMarksSet;
     private final long initialDemand;
 
     private ConsumeOptions(Builder b) {
@@ -46,11 +60,24 @@ public final class ConsumeOptions {
         this.noAck = b.noAck;
         this.exclusive = b.exclusive;
         this.arguments = Collections.unmodifiableMap(new LinkedHashMap<>(b.arguments));
+        this.streamOffsets = b.streamOffsets;
         this.prefetch = b.prefetch;
         this.executor = b.executor;
         this.concurrency = b.concurrency;
-        this.lowWaterMark = b.lowWaterMark;
-        this.highWaterMark = b.highWaterMark;
+        this.waterMarksSet = b.waterMarksSet;
+        if (waterMarksSet) {
+            this.lowWaterMark = b.lowWaterMark;
+            this.highWaterMark = b.highWaterMark;
+        } else {
+            // a broker that keeps to the prefetch never fills the queue to the mark, so reading pauses only for
+            // one that does not (with noAck the broker ignores the prefetch)
+            int high = DEFAULT_HIGH_WATER_MARK;
+            if (!noAck && prefetch > 0) {
+                high = Math.max(high, 2 * prefetch);
+            }
+            this.highWaterMark = high;
+            this.lowWaterMark = high / 2;
+        }
         this.initialDemand = b.initialDemand;
     }
 
@@ -70,11 +97,13 @@ public final class ConsumeOptions {
         b.noAck = noAck;
         b.exclusive = exclusive;
         b.arguments.putAll(arguments);
+        b.streamOffsets = streamOffsets;
         b.prefetch = prefetch;
         b.executor = executor;
         b.concurrency = concurrency;
-        b.lowWaterMark = lowWaterMark;
-        b.highWaterMark = highWaterMark;
+        if (waterMarksSet) { // derived ones follow a changed prefetch
+            b.waterMarks(lowWaterMark, highWaterMark);
+        }
         b.initialDemand = initialDemand;
         return b;
     }
@@ -84,7 +113,10 @@ public final class ConsumeOptions {
         return consumerTag;
     }
 
-    /** basic.consume's no-ack: the broker counts a message as acknowledged once it is sent. */
+    /**
+     * basic.consume's no-ack (other clients call it autoAck): the broker counts a message as acknowledged once it
+     * is sent. See {@link Builder#noAck} for what that costs.
+     */
     public boolean noAck() {
         return noAck;
     }
@@ -93,12 +125,31 @@ public final class ConsumeOptions {
         return exclusive;
     }
 
-    /** basic.consume's arguments (x-priority, x-stream-offset, x-cancel-on-ha-failover, ...). */
+    /**
+     * basic.consume's arguments (x-priority, x-stream-offset, x-cancel-on-ha-failover, ...). With a
+     * {@link #streamOffsets() tracker}, {@code x-stream-offset} is the tracker's at the time of the call: each
+     * basic.consume, recovery's included, reads it.
+     */
     public Map<String, Object> arguments() {
-        return arguments;
+        StreamOffsetTracker t = streamOffsets;
+        if (t == null) {
+            return arguments;
+        }
+        Map<String, Object> withOffset = new LinkedHashMap<>(arguments);
+        withOffset.put("x-stream-offset", t.consumeOffset());
+        return Collections.unmodifiableMap(withOffset);
     }
 
-    /** The prefetch sent with basic.qos (global=false) before basic.consume, or -1 for no basic.qos. */
+    /** The tracker that supplies {@code x-stream-offset}, or {@code null}. */
+    public StreamOffsetTracker streamOffsets() {
+        return streamOffsets;
+    }
+
+    /**
+     * The prefetch sent with basic.qos (global=false) before basic.consume, as set with {@link Builder#prefetch};
+     * -1 when it was not set: then a manual-ack consumer gets {@link #DEFAULT_PREFETCH}, unless its channel has a
+     * basic.qos of its own ({@link Channel#basicQos}), and a noAck consumer no basic.qos.
+     */
     public int prefetch() {
         return prefetch;
     }
@@ -113,10 +164,12 @@ public final class ConsumeOptions {
         return concurrency;
     }
 
+    /** The consumer's queue stops pushing back once it holds fewer deliveries than this; {@link Builder#waterMarks}. */
     public int lowWaterMark() {
         return lowWaterMark;
     }
 
+    /** The consumer's queue pushes back once it holds this many deliveries; see {@link Builder#waterMarks}. */
     public int highWaterMark() {
         return highWaterMark;
     }
@@ -142,11 +195,13 @@ public final class ConsumeOptions {
         private boolean noAck;
         private boolean exclusive;
         private final Map<String, Object> arguments = new LinkedHashMap<>();
+        private StreamOffsetTracker streamOffsets;
         private int prefetch = -1;
         private Executor executor;
         private int concurrency = 1;
-        private int lowWaterMark = DEFAULT_LOW_WATER_MARK;
-        private int highWaterMark = DEFAULT_HIGH_WATER_MARK;
+        private int lowWaterMark;
+        private int highWaterMark;
+        private boolean waterMarksSet;
         private long initialDemand = Long.MAX_VALUE;
 
         private Builder() {
@@ -158,7 +213,14 @@ public final class ConsumeOptions {
             return this;
         }
 
-        /** noAck: no acknowledgements; the broker forgets a message once sent. Off by default. */
+        /**
+         * noAck (autoAck): no acknowledgements; the broker forgets a message once it has sent it. Off by default.
+         * Faster, but what the broker sent and the handler has not yet handled lives only in this process: the
+         * deliveries waiting in the consumer's queue (paused, slow handler) are <b>lost</b>, not requeued, when
+         * the consumer is cancelled, its channel or connection closes or the application stops. Deliveries
+         * received before a connection loss are still handed to the handler after recovery (there is nothing to
+         * redeliver). With manual acknowledgement they would be requeued or redelivered instead.
+         */
         public Builder noAck(boolean noAck) {
             this.noAck = noAck;
             return this;
@@ -170,9 +232,15 @@ public final class ConsumeOptions {
             return this;
         }
 
-        /** One basic.consume argument; {@code null} removes it. */
+        /**
+         * One basic.consume argument; {@code null} removes it. Setting {@code x-stream-offset} drops a
+         * {@link #streamOffset(StreamOffsetTracker) tracker} given before: the last call wins.
+         */
         public Builder argument(String name, Object value) {
             Objects.requireNonNull(name, "name");
+            if (name.equals("x-stream-offset")) {
+                streamOffsets = null;
+            }
             if (value == null) {
                 arguments.remove(name);
             } else {
@@ -211,6 +279,16 @@ public final class ConsumeOptions {
             return argument("x-stream-offset", offset);
         }
 
+        /**
+         * {@code x-stream-offset} from {@code tracker} at each basic.consume: its start at first, the message after
+         * the last one processed on a re-consume (automatic recovery). Replaces an {@code x-stream-offset} argument.
+         */
+        public Builder streamOffset(StreamOffsetTracker tracker) {
+            this.streamOffsets = Objects.requireNonNull(tracker, "tracker");
+            arguments.remove("x-stream-offset");
+            return this;
+        }
+
         /** {@code x-stream-offset} as a point in time (sent as an AMQP timestamp). */
         public Builder streamOffset(Instant timestamp) {
             return argument("x-stream-offset", Objects.requireNonNull(timestamp, "timestamp"));
@@ -224,6 +302,13 @@ public final class ConsumeOptions {
         /**
          * basic.qos(prefetch, global=false) sent on the channel before basic.consume: RabbitMQ keeps at most
          * {@code prefetch} unacknowledged deliveries in flight to this consumer (0 = no limit). 0..65535.
+         *
+         * <p>Not set, a manual-ack consumer gets {@link #DEFAULT_PREFETCH} (250, as Spring AMQP's listener
+         * containers), unless its channel has a basic.qos of its own ({@link Channel#basicQos}, which then applies
+         * as it is); a noAck consumer gets no basic.qos (RabbitMQ ignores the prefetch without acknowledgements).
+         * Without any limit the broker sends a manual-ack consumer the whole queue: a paused or slow consumer
+         * then fills the socket, RabbitMQ's writer stalls on it and the broker drops the connection after its
+         * send timeout (30 s). {@code prefetch(0)} asks for that explicitly.
          */
         public Builder prefetch(int prefetch) {
             if (prefetch < 0 || prefetch > 0xFFFF) {
@@ -263,8 +348,12 @@ public final class ConsumeOptions {
         }
 
         /**
-         * The consumer's queue pushes back once it holds {@code high} deliveries and stops pushing back once it
-         * holds fewer than {@code low}; see {@link ConsumerHandle}. 1 &lt;= low &lt;= high.
+         * The consumer's queue pushes back (the connection stops reading from the socket) once it holds
+         * {@code high} deliveries and stops pushing back once it holds fewer than {@code low}; see
+         * {@link ConsumerHandle}. 1 &lt;= low &lt;= high. Unset, they are {@value #DEFAULT_HIGH_WATER_MARK} /
+         * {@value #DEFAULT_LOW_WATER_MARK}, and with manual acknowledgement and a prefetch the larger of that and
+         * twice the prefetch / the prefetch: a broker that keeps to the prefetch never reaches them, one that does
+         * not is stopped there. Marks set below the prefetch stop reading even for a broker that keeps to it.
          */
         public Builder waterMarks(int low, int high) {
             if (low < 1 || high < low) {
@@ -272,6 +361,7 @@ public final class ConsumeOptions {
             }
             this.lowWaterMark = low;
             this.highWaterMark = high;
+            this.waterMarksSet = true;
             return this;
         }
 

@@ -9,13 +9,20 @@ import java.util.concurrent.CompletionStage;
  * <h2>Flow control</h2>
  * Deliveries wait in the consumer's queue until its handler takes them. {@link #pause()} stops handing them
  * over (the one being handled finishes), {@link #resume()} hands them over again, {@link #fetch(long)} hands
- * over a given number more. What that does to the broker depends on the acknowledgement mode:
+ * over a given number more. Whatever the acknowledgement mode, when the queue reaches its high-water mark
+ * ({@link ConsumeOptions.Builder#waterMarks}) the connection stops reading from the socket until every such queue
+ * of the connection is below its low-water mark again, so memory stays bounded whatever the consumer's speed and
+ * whatever the broker sends; the other consumers of the connection wait meanwhile. How often that happens depends
+ * on the acknowledgement mode:
  * <ul>
- *   <li>manual acknowledgement with a prefetch ({@link ConsumeOptions.Builder#prefetch}): the broker stops at
- *       the prefetch, so the queue never holds more; other consumers of the connection go on;</li>
- *   <li>noAck (or no prefetch): when the queue reaches its high-water mark the connection stops reading from
- *       the socket until every such queue of the connection is below its low-water mark again, so memory stays
- *       bounded whatever the consumer's speed; the other consumers of the connection wait meanwhile.</li>
+ *   <li>manual acknowledgement with a prefetch ({@link ConsumeOptions.Builder#prefetch}, by default
+ *       {@value ConsumeOptions#DEFAULT_PREFETCH}): the broker stops at the prefetch, below the default marks, so
+ *       reading never stops and the other consumers go on. A broker that sends more is not trusted: it is stopped
+ *       at the mark, logged once, and counted ({@link io.warren.metrics.ClientMetrics#deliveriesBeyondPrefetch()});</li>
+ *   <li>noAck (or {@code prefetch(0)}): the broker sends as fast as it can; when the queue reaches its high-water
+ *       mark the connection stops reading from the socket until every such queue of the connection is below its
+ *       low-water mark again, so memory stays bounded whatever the consumer's speed; the other consumers of the
+ *       connection wait meanwhile.</li>
  * </ul>
  *
  * <h2>End</h2>
@@ -24,7 +31,14 @@ import java.util.concurrent.CompletionStage;
  * channel's close ({@link ChannelClosedException}), the connection's ({@link ConnectionClosedException}), or
  * the consumer's executor refusing to run its deliveries ({@link AmqpException}: the consumer is cancelled).
  * Deliveries still queued then are released without reaching the handler; on an open channel, with manual
- * acknowledgement, they are rejected with requeue so that the broker delivers them again.
+ * acknowledgement, they are rejected with requeue so that the broker delivers them again. With noAck they are
+ * lost: the broker forgot them when it sent them.
+ *
+ * <h2>Recovery</h2>
+ * A consumer survives the loss of its connection, and the broker's close of its channel for the consumer
+ * acknowledgement timeout ({@link RecoveryListener#channelRecoveryStarted}): the same handle goes on, with its tag
+ * and options. Manual-ack deliveries still queued from before are dropped, not handed to the handler: the broker
+ * requeued them and delivers them again.
  */
 public interface ConsumerHandle {
 
@@ -48,7 +62,11 @@ public interface ConsumerHandle {
     /** Hands {@code count} more deliveries to the handler (added to what is left; {@code Long.MAX_VALUE} = no limit). */
     void fetch(long count);
 
-    /** The number of deliveries received and waiting for the handler (exact on the consumer's context). */
+    /**
+     * The number of deliveries received and waiting for the handler. Exact when called by the handler (unless a
+     * synchronous handler runs in parallel, {@code concurrency > 1}), where the delivery in hand is not counted, so
+     * with manual acknowledgement it never exceeds a prefetch the broker keeps to; from other threads a snapshot.
+     */
     long queued();
 
     /**

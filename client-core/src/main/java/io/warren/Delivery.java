@@ -1,9 +1,12 @@
 package io.warren;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufUtil;
 import io.netty.util.ReferenceCounted;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.content.ContentHeader;
+import java.nio.charset.Charset;
+import java.util.Objects;
 
 /**
  * A message delivered to a consumer (basic.deliver) or fetched with {@link Channel#basicGet} (then a
@@ -17,7 +20,9 @@ import io.warren.codec.content.ContentHeader;
  * {@link #release()} once per retain. An {@link AsyncDeliveryHandler} borrows it until the stage it returned
  * completes. A {@link GetResponse} belongs to the caller, who releases it. {@link #body()} and
  * {@link #header()} are valid only while the delivery is not released; {@code body().retain()} keeps the bytes
- * on their own (release them later). Do not release the body separately.
+ * on their own (release them later). Do not release the body separately. {@link #bodyBytes()} and
+ * {@link #bodyAsString(Charset)} copy the body, for code that wants an array or a string and no buffer rules:
+ * the copy is yours for good, but it is taken when you call them, so call them while the delivery is valid.
  *
  * <h2>Settlement</h2>
  * {@link #ack()}, {@link #nack(boolean)}, {@link #reject(boolean)} and their {@code multiple} forms may be
@@ -28,8 +33,10 @@ import io.warren.codec.content.ContentHeader;
  * again unless you retained it. They are fire and forget: Warren hands them to the connection's event loop,
  * which coalesces acks into one basic.ack with {@code multiple=true} where that is safe (when every lower
  * delivery tag of the channel is settled). They throw {@link IllegalStateException} for a delivery taken with noAck / autoAck
- * (there is nothing to acknowledge) and for a second settlement of the same delivery. On a closed channel
- * they do nothing: the broker has already requeued the message.
+ * (there is nothing to acknowledge) and for a second settlement of the same delivery, a
+ * {@link StaleDeliveryException} for a delivery from before a connection loss, and a
+ * {@link ChannelClosedException} (carrying why it closed) once the channel is closed: nothing is sent then, the
+ * broker has already requeued the message.
  *
  * <p>The accessors may be called from any thread, one thread at a time.
  */
@@ -63,7 +70,13 @@ public interface Delivery extends ReferenceCounted {
      */
     ContentHeader header();
 
-    /** The properties decoded into a new immutable object (on first call), valid after the release too. */
+    /**
+     * The properties decoded into a new immutable object (on first call), valid after the release too. Published
+     * again, they put the content header's exact bytes on the wire, which is what a relay needs: header values keep
+     * their field types (a long string that is not UTF-8 is a {@link io.warren.codec.table.LongString}, an unsigned
+     * value an {@link io.warren.codec.table.Unsigned}; see {@link BasicProperties#headers()}), and short strings
+     * that are not UTF-8 keep their bytes.
+     */
     BasicProperties properties();
 
     /**
@@ -72,6 +85,30 @@ public interface Delivery extends ReferenceCounted {
      * absolute reads to read it twice.
      */
     ByteBuf body();
+
+    /**
+     * A copy of the body's readable bytes in a new array, yours to keep. Use it where an API wants a
+     * {@code byte[]}; {@link #body()} reads the same bytes without copying. Like {@link #body()}, call it while
+     * the delivery is valid (in the handler, or until you release what you retained): the copy outlives the
+     * delivery, the call does not. Does not move the body's reader index.
+     *
+     * @throws io.netty.util.IllegalReferenceCountException when the delivery was released already
+     */
+    default byte[] bodyBytes() {
+        ByteBuf b = body();
+        return ByteBufUtil.getBytes(b, b.readerIndex(), b.readableBytes());
+    }
+
+    /**
+     * The body's readable bytes decoded with {@code charset} into a new {@code String} (a copy, yours to keep).
+     * As {@link #bodyBytes()}: call it while the delivery is valid; it does not move the body's reader index.
+     *
+     * @throws io.netty.util.IllegalReferenceCountException when the delivery was released already
+     */
+    default String bodyAsString(Charset charset) {
+        ByteBuf b = body();
+        return b.toString(b.readerIndex(), b.readableBytes(), Objects.requireNonNull(charset, "charset"));
+    }
 
     /** Acknowledges this delivery (basic.ack). Any thread. */
     void ack();

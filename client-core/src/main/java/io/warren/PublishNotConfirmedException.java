@@ -1,13 +1,17 @@
 package io.warren;
 
 /**
- * A publish has no outcome and never will: its channel or connection closed (or was closed) before the
- * broker confirmed it. Retryable: publish the message again, on a new channel. The cause is the
- * {@link ChannelClosedException} or {@link ConnectionClosedException} that says why.
+ * A publish in confirm mode has no outcome and never will: its channel or connection closed (or was closed)
+ * before the broker confirmed it. Retryable: publish the message again, on a new channel. The cause is the
+ * {@link ChannelClosedException} or {@link ConnectionClosedException} that says why. With recovery on, it is
+ * also how a publish made while its channel is being recovered fails, in either mode
+ * ({@link RecoveryOptions.PublishDuringRecovery}; cause: the {@link ConnectionLostException}).
  *
- * <p>{@link #mayHaveReachedBroker()} tells the two cases apart: false when the message was never written
- * (publishing on a closed channel, or a publish still queued or held when the channel closed), true when it
- * was written and its confirm did not arrive (the broker may have routed it: a retry can duplicate it).
+ * <p>{@link #mayHaveReachedBroker()} tells the two cases apart: false when the message was never written (a
+ * publish still queued or held when the channel closed), true when it was written and its confirm did not
+ * arrive (the broker may have routed it: a retry can duplicate it). A publish made on a channel that is already
+ * closed is refused with a {@link ChannelClosedException} instead, and so is a queued one when confirms are off:
+ * there is no confirm to miss. See {@code docs/ERRORS.md}.
  */
 public class PublishNotConfirmedException extends AmqpException {
 

@@ -11,6 +11,7 @@ import java.util.Objects;
  *
  * <pre>{@code
  * channel.queueDeclare(QueueDeclare.named("orders").durable(true).quorum())
+ * channel.queueDeclare(QueueDeclare.named("jobs").quorum().singleActiveConsumer().deliveryLimit(5))
  * channel.queueDeclare(QueueDeclare.serverNamed())   // exclusive, auto-delete, name from the broker
  * }</pre>
  */
@@ -92,6 +93,25 @@ public final class QueueDeclare {
     public QueueDeclare stream() {
         durable = true;
         return argument("x-queue-type", "stream");
+    }
+
+    /**
+     * {@code x-single-active-consumer=true}: of the queue's consumers one at a time gets messages; when its channel
+     * or connection goes, the broker moves the queue to the next (classic and quorum queues).
+     */
+    public QueueDeclare singleActiveConsumer() {
+        return argument("x-single-active-consumer", true);
+    }
+
+    /**
+     * {@code x-delivery-limit} of a quorum queue: a message returned (nack, reject, or a consumer gone) more than
+     * {@code limit} times is dropped or dead-lettered instead of delivered again.
+     */
+    public QueueDeclare deliveryLimit(int limit) {
+        if (limit < 0) {
+            throw new IllegalArgumentException("deliveryLimit must not be negative: " + limit);
+        }
+        return argument("x-delivery-limit", limit);
     }
 
     /** {@code x-message-ttl} in milliseconds. */

@@ -29,4 +29,27 @@ public interface RecoveryListener {
      */
     default void topologyRecoveryFailed(Connection connection, String entity, Throwable cause) {
     }
+
+    /**
+     * The broker closed {@code channel} for a reason recovery repairs, and it is being re-opened on the same
+     * connection with its modes and consumers; {@code cause} says why: today RabbitMQ's delivery acknowledgement
+     * timeout (406 PRECONDITION_FAILED, {@code consumer_timeout}), which requeued the channel's unacknowledged
+     * deliveries. Deliveries from before it that the application still holds are stale: settling one throws
+     * {@link StaleDeliveryException}, and those not yet handed to a handler are dropped (the broker redelivers them).
+     * {@link io.warren.metrics.ClientMetrics#oldestUnacknowledgedMillis()} shows the timeout coming.
+     */
+    default void channelRecoveryStarted(Channel channel, ChannelLostException cause) {
+    }
+
+    /** The channel of {@link #channelRecoveryStarted} is back, with its modes and consumers. */
+    default void channelRecoverySucceeded(Channel channel) {
+    }
+
+    /**
+     * The channel of {@link #channelRecoveryStarted} could not be re-opened or restored: it is closed for good and
+     * its {@link Channel#closeFuture()} says why. (A connection lost meanwhile is not this: the connection's
+     * recovery takes the channel over.)
+     */
+    default void channelRecoveryFailed(Channel channel, Throwable cause) {
+    }
 }

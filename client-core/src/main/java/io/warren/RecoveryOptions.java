@@ -28,10 +28,15 @@ public final class RecoveryOptions {
          * The publish is held by the client (its bytes count against {@link PublishOptions#maxPendingBytes()})
          * and sent, in order, once the channel and the topology are back; it fails with a
          * {@link PublishNotConfirmedException} (not written, retryable) when recovery takes longer than
-         * {@link #publishWaitTimeout()} or gives up.
+         * {@link #publishWaitTimeout()} or gives up. Publishes accepted before the loss but not yet written (held
+         * for the confirm window or a blocked connection) are held the same way and written first, in order: they
+         * never reached the broker, so this cannot duplicate them.
          */
         WAIT,
-        /** The publish fails at once with a {@link PublishNotConfirmedException} (not written, retryable). */
+        /**
+         * The publish fails at once with a {@link PublishNotConfirmedException} (not written, retryable), and so do
+         * those accepted before the loss but not yet written.
+         */
         FAIL_FAST
     }
 

@@ -1,16 +1,29 @@
 package io.warren;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.warren.codec.AmqpProtocolException;
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.ConnectException;
+import java.net.InetAddress;
 import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /** The entry point's failures that need no broker. */
 class AmqpClientTest {
@@ -63,10 +76,93 @@ class AmqpClientTest {
         }
         ConnectionOptions options = new ConnectionOptions()
                 .addresses(List.of(new Address("127.0.0.1", a), new Address("127.0.0.1", b)));
-        ConnectionClosedException e = assertInstanceOf(ConnectionClosedException.class, failure(client.connect(options)));
+        ConnectionFailedException e = assertInstanceOf(ConnectionFailedException.class, failure(client.connect(options)));
         assertTrue(e.getMessage().contains("127.0.0.1:" + a) && e.getMessage().contains("127.0.0.1:" + b),
                 e.getMessage());
+        assertEquals(List.of(new Address("127.0.0.1", a), new Address("127.0.0.1", b)), e.addresses());
         assertEquals(1, e.getSuppressed().length);
+        assertInstanceOf(ConnectionFailedException.class, e.getCause());
+    }
+
+    /** A refused TCP connect: the connection never opened, so it is not a ConnectionClosedException. */
+    @Test
+    void aRefusedConnectIsAConnectionFailedExceptionNamingTheAddressNotTheCredentials() throws Exception {
+        int port;
+        try (ServerSocket s = new ServerSocket(0)) {
+            port = s.getLocalPort(); // closed again: nothing listens here
+        }
+        Throwable failure = failure(client.connect("amqp://alice:s3cret-pw@127.0.0.1:" + port + "/%2F"));
+        ConnectionFailedException e = assertInstanceOf(ConnectionFailedException.class, failure);
+        assertFalse(ConnectionClosedException.class.isInstance(failure));
+        assertInstanceOf(ConnectException.class, e.getCause());
+        assertEquals(List.of(new Address("127.0.0.1", port)), e.addresses());
+        assertTrue(e.getMessage().startsWith("could not connect to 127.0.0.1:" + port), e.getMessage());
+        assertFalse(e.getMessage().contains("s3cret-pw") || e.getMessage().contains("alice"), e.getMessage());
+    }
+
+    /**
+     * A server on a loopback socket that answers the protocol header with {@code reply}, then reads what the
+     * client sends until the client closes the socket (at most 5 s, far under the 10 s close timeout used).
+     */
+    private static final class GarbageServer implements AutoCloseable {
+        final ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
+        final CompletableFuture<byte[]> received = new CompletableFuture<>();
+
+        GarbageServer(byte[] reply) throws IOException {
+            Thread t = new Thread(() -> {
+                try (Socket s = socket.accept()) {
+                    s.setSoTimeout(5000);
+                    InputStream in = s.getInputStream();
+                    in.readNBytes(8); // AMQP 0-9-1
+                    s.getOutputStream().write(reply);
+                    s.getOutputStream().flush();
+                    received.complete(in.readAllBytes()); // until the client closes; SocketTimeoutException after 5 s
+                } catch (IOException | RuntimeException e) {
+                    received.completeExceptionally(e);
+                }
+            }, "garbage-server");
+            t.setDaemon(true);
+            t.start();
+        }
+
+        @Override
+        public void close() throws IOException {
+            socket.close();
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"an HTTP answer", "a frame size of 0x7FFFFFFF"})
+    void aServerThatAnswersWithGarbageFailsTheConnectWithThe501AndIsClosedAtOnce(String what) throws Exception {
+        byte[] reply = what.startsWith("an HTTP")
+                ? "HTTP/1.1 400 Bad Request\r\n\r\n".getBytes(StandardCharsets.US_ASCII)
+                : new byte[] {1, 0, 0, 0x7F, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF};
+        try (GarbageServer server = new GarbageServer(reply)) {
+            // a connect timeout shorter than the close timeout: the attempt must not end as a bare timeout
+            ConnectionOptions options = new ConnectionOptions().address("127.0.0.1", server.socket.getLocalPort())
+                    .connectionTimeout(Duration.ofSeconds(3)).closeTimeout(Duration.ofSeconds(10))
+                    .automaticRecovery(false);
+            ConnectionClosedException e = assertInstanceOf(ConnectionClosedException.class,
+                    failure(client.connect(options)));
+            assertEquals(501, e.replyCode(), e.getMessage());
+            AmqpProtocolException cause = assertInstanceOf(AmqpProtocolException.class, e.getCause());
+            assertEquals(501, cause.replyCode());
+            assertTrue(e.getMessage().contains("501 FRAME_ERROR") && e.getMessage().contains("connection.start"),
+                    e.getMessage());
+            // the client closed the socket by itself, and told the server why first: connection.close 501
+            byte[] sent = server.received.get(10, TimeUnit.SECONDS);
+            byte[] close501 = {0, 10, 0, 50, 0x01, (byte) 0xF5}; // class 10, method 50, reply-code 501
+            assertTrue(indexOf(sent, close501) >= 0, () -> "no connection.close 501 in " + Arrays.toString(sent));
+        }
+    }
+
+    private static int indexOf(byte[] haystack, byte[] needle) {
+        for (int i = 0; i + needle.length <= haystack.length; i++) {
+            if (Arrays.equals(haystack, i, i + needle.length, needle, 0, needle.length)) {
+                return i;
+            }
+        }
+        return -1;
     }
 
     @Test

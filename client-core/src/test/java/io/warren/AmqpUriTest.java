@@ -16,6 +16,15 @@ import org.junit.jupiter.params.provider.ValueSource;
 /** The examples of RabbitMQ's URI spec, and the query parameters Warren reads. */
 class AmqpUriTest {
 
+    @ParameterizedTest
+    @ValueSource(strings = {"amqp://guest:pa%FFss@h/v", "amqp://guest:pa%ED%A0%80ss@h/v", "amqp://guest:pa%C3ss@h/v",
+            "amqp://guest:pa\uD800ss@h/v", "amqp://guest:pa\uDC00ss%21@h/v", "amqp://h/v%ff"})
+    void escapesThatAreNotUtf8AndUnpairedSurrogatesAreRefusedNotReplaced(String uri) {
+        // replaced by U+FFFD or '?', two different URIs would log in as the same user or reach the same vhost
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> AmqpUri.parse(uri));
+        assertFalse(e.getMessage().contains("Sek"), "no piece of the password: " + e.getMessage());
+    }
+
     @Test
     void fullUriWithPercentEncoding() {
         AmqpUri uri = AmqpUri.parse("amqp://us%40er:p%3Ass%2Fw@host.example:10000/v%2Fhost");

@@ -30,6 +30,15 @@ public final class PeerProcess implements AutoCloseable {
         return start(List.of(), "sink");
     }
 
+    /**
+     * A hostile peer that ignores basic.qos: each consumer gets {@code deliveries} deliveries of {@code bodySize}
+     * bytes as fast as the socket takes them, whatever its prefetch.
+     */
+    public static PeerProcess startFlood(int bodySize, long deliveries) throws IOException, InterruptedException {
+        return start(List.of("-Dio.netty.leakDetection.level=disabled"), "flood", String.valueOf(bodySize),
+                String.valueOf(deliveries));
+    }
+
     /** A peer whose deliveries carry bodies of {@code bodySize} bytes (its own leak detection off). */
     public static PeerProcess startSource(int bodySize) throws IOException, InterruptedException {
         return start(List.of("-Dio.netty.leakDetection.level=disabled"), "source", String.valueOf(bodySize));

@@ -1,6 +1,8 @@
 package io.warren.perf;
 
 import com.rabbitmq.client.AMQP;
+import com.rabbitmq.client.Address;
+import com.rabbitmq.client.AddressResolver;
 import com.rabbitmq.client.AlreadyClosedException;
 import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.ConfirmListener;
@@ -10,7 +12,9 @@ import com.rabbitmq.client.DefaultConsumer;
 import com.rabbitmq.client.Envelope;
 import com.rabbitmq.client.MessageProperties;
 import com.rabbitmq.client.ShutdownSignalException;
+import io.warren.AmqpUri;
 import java.io.IOException;
+import java.net.URISyntaxException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -46,17 +50,23 @@ public final class AmqpClientDriver implements ClientDriver {
     this.options = options;
     this.metrics = metrics;
     ConnectionFactory factory = new ConnectionFactory();
-    factory.setUri(options.uri());
+    try {
+      factory.setUri(options.uri());
+    } catch (URISyntaxException | IllegalArgumentException e) {
+      // amqp-client's message quotes the whole URI, password included: neither it nor the cause goes on
+      throw new IllegalArgumentException("amqp-client cannot use the URI " + AmqpUri.redact(options.uri()) + " ("
+          + e.getClass().getSimpleName() + ")");
+    }
     factory.setAutomaticRecoveryEnabled(false);
     factory.setTopologyRecoveryEnabled(false);
     factory.setConnectionTimeout(5_000);
     for (int i = 0; i < options.producers(); i++) {
-      Connection connection = open(factory, "warren-perf-producer-" + i);
+      Connection connection = open(factory, "warren-perf-producer-" + i, i);
       Channel channel = connection.createChannel();
       producers.add(new Producer(i, channel));
     }
     for (int i = 0; i < options.consumers(); i++) {
-      Connection connection = open(factory, "warren-perf-consumer-" + i);
+      Connection connection = open(factory, "warren-perf-consumer-" + i, options.producers() + i);
       Channel channel = connection.createChannel();
       if (options.qos() > 0) {
         channel.basicQos(options.qos());
@@ -65,8 +75,30 @@ public final class AmqpClientDriver implements ClientDriver {
     }
   }
 
-  private Connection open(ConnectionFactory factory, String name) throws Exception {
-    Connection connection = factory.newConnection(name);
+  /** The addresses as given: amqp-client's {@link AddressResolver#maybeShuffle} shuffles a list by default. */
+  public static AddressResolver inOrder(List<Address> addresses) {
+    return new AddressResolver() {
+      @Override
+      public List<Address> getAddresses() {
+        return addresses;
+      }
+
+      @Override
+      public List<Address> maybeShuffle(List<Address> input) {
+        return input;
+      }
+    };
+  }
+
+  /** Connection {@code index}: to its own broker of {@code --uris} first, the others as failover. */
+  private Connection open(ConnectionFactory factory, String name, int index) throws Exception {
+    List<Address> addresses = new ArrayList<>();
+    for (String uri : options.urisFor(index)) {
+      AmqpUri parsed = AmqpUri.parse(uri); // its errors name no password, java.net.URI's quote it
+      addresses.add(new Address(parsed.host(), parsed.port()));
+    }
+    // in this order, as Warren's connections with shuffling off: amqp-client's resolver shuffles by default
+    Connection connection = factory.newConnection(null, inOrder(addresses), name);
     connections.add(connection);
     connection.addShutdownListener(cause -> {
       if (running && !cause.isInitiatedByApplication()) {

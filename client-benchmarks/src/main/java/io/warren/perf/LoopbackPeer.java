@@ -46,12 +46,16 @@ import java.util.concurrent.atomic.LongAdder;
  *       in turn. Writing stops while the channel is not writable and, without no-ack, while the prefetch
  *       (basic.qos) is used up; acks (single or multiple) reopen it. A flush every
  *       {@value PeerConnection#FLUSH_BYTES} bytes and at the end of each pass.</li>
+ *   <li>{@link Mode#FLOOD}: as SOURCE, but a hostile server: basic.qos is answered and then ignored, so
+ *       consumers with manual acknowledgement are streamed as fast as the socket takes deliveries, whatever
+ *       their prefetch (what a client must survive without running out of memory).</li>
  * </ul>
  *
  * Frames are decoded with Warren's {@link FrameDecoder} and method views, and written with its
  * encoders. The peer's threads are named {@code warren-peer-*}: the tool leaves their CPU and
  * allocation out of the client's. Run it on its own with
- * {@code java -cp warren-perf.jar io.warren.perf.LoopbackPeer sink|source [port] [body-size]}.
+ * {@code java -cp warren-perf.jar io.warren.perf.LoopbackPeer sink|source|flood [port] [body-size] [deliveries]}
+ * ({@code deliveries} per consumer, 0 = no end).
  */
 public final class LoopbackPeer implements AutoCloseable {
 
@@ -60,7 +64,9 @@ public final class LoopbackPeer implements AutoCloseable {
     /** Read and confirm publishes; deliver nothing. */
     SINK,
     /** Read and confirm publishes; stream deliveries to every consumer. */
-    SOURCE
+    SOURCE,
+    /** As {@link #SOURCE}, ignoring the prefetch (basic.qos) it accepted. */
+    FLOOD
   }
 
   private final Mode mode;
@@ -150,16 +156,19 @@ public final class LoopbackPeer implements AutoCloseable {
     group.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly();
   }
 
-  /** The peer on its own: {@code sink|source [port] [body-size]}; prints its rates every second. */
+  /**
+   * The peer on its own: {@code sink|source|flood [port] [body-size] [deliveries]}; prints its rates every second.
+   */
   public static void main(String[] args) throws Exception {
-    if (args.length < 1 || !(args[0].equals("sink") || args[0].equals("source"))) {
-      System.err.println("usage: LoopbackPeer sink|source [port] [body-size]");
+    if (args.length < 1 || !List.of("sink", "source", "flood").contains(args[0])) {
+      System.err.println("usage: LoopbackPeer sink|source|flood [port] [body-size] [deliveries-per-consumer]");
       System.exit(2);
     }
     Mode mode = Mode.valueOf(args[0].toUpperCase(Locale.ROOT));
     int port = args.length > 1 ? Integer.parseInt(args[1]) : 5673;
     int size = args.length > 2 ? Integer.parseInt(args[2]) : MessageBody.MIN_SIZE;
-    try (LoopbackPeer peer = new LoopbackPeer(mode, size, 0, port,
+    long deliveries = args.length > 3 ? Long.parseLong(args[3]) : 0;
+    try (LoopbackPeer peer = new LoopbackPeer(mode, size, deliveries, port,
         Math.max(1, Math.min(4, Runtime.getRuntime().availableProcessors() / 2)))) {
       System.out.println("loopback peer (" + args[0] + ") listening on " + peer.uri());
       RunResult.PeerStats last = peer.stats();

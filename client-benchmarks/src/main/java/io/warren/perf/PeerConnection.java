@@ -359,8 +359,10 @@ final class PeerConnection extends ChannelInboundHandlerAdapter {
         ? "amq.ctag-" + NAMES.incrementAndGet() : basicConsume.consumerTagAsString();
     boolean noAck = basicConsume.noAck();
     reply(ch.number, basicConsume.nowait(), new BasicConsumeOkEncoder().consumerTag(tag));
-    if (peer.mode() == LoopbackPeer.Mode.SOURCE) {
-      sources.add(new Source(ch, tag, noAck, peer.deliveriesPerConsumer(), ctx, peer.bodySize(), frameMax));
+    if (peer.mode() != LoopbackPeer.Mode.SINK) {
+      // FLOOD: the prefetch accepted with basic.qos-ok is ignored, as if every delivery were noAck
+      boolean unbounded = noAck || peer.mode() == LoopbackPeer.Mode.FLOOD;
+      sources.add(new Source(ch, tag, unbounded, peer.deliveriesPerConsumer(), ctx, peer.bodySize(), frameMax));
       schedulePump();
     }
   }

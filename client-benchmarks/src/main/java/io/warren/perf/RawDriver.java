@@ -14,6 +14,7 @@ import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.util.concurrent.DefaultThreadFactory;
+import io.warren.AmqpUri;
 import io.warren.codec.Frame;
 import io.warren.codec.FrameDecoder;
 import io.warren.codec.FrameType;
@@ -42,6 +43,7 @@ import io.warren.codec.method.QueueBindEncoder;
 import io.warren.codec.method.QueueDeclareEncoder;
 import io.warren.codec.method.QueueDeclareOk;
 import java.net.URI;
+import java.net.URISyntaxException;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -89,10 +91,19 @@ public final class RawDriver implements ClientDriver {
       throw new IllegalArgumentException("the raw reference client does not pace or take returns: "
           + "leave out --rate and --flag mandatory");
     }
+    List<URI> uris = new ArrayList<>();
+    for (String text : options.uris()) {
+      try {
+        uris.add(new URI(text));
+      } catch (URISyntaxException e) {
+        // its message quotes the whole URI, password included: neither it nor the cause goes on
+        throw new IllegalArgumentException("the raw client cannot use the URI " + AmqpUri.redact(text));
+      }
+    }
     group = new MultiThreadIoEventLoopGroup(Math.max(1, Runtime.getRuntime().availableProcessors() / 2),
         new DefaultThreadFactory("warren-perf-raw", true), NioIoHandler.newFactory());
-    URI uri = URI.create(options.uri());
     for (int i = 0; i < options.producers() + options.consumers(); i++) {
+      URI uri = uris.get(i % uris.size()); // spread over --uris as the others are; no failover here
       Connection c = new Connection(i < options.producers());
       io.netty.channel.ChannelFuture connected = new Bootstrap().group(group).channel(NioSocketChannel.class)
           .option(ChannelOption.TCP_NODELAY, true)

@@ -1,5 +1,7 @@
 package io.warren.perf;
 
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 
@@ -18,7 +20,8 @@ import java.util.Objects;
  *       binds it, so every consumer receives a copy of every message.</li>
  * </ul>
  *
- * @param uri the broker (or loopback peer) to connect to, {@code amqp://user:pass@host:port/vhost}
+ * @param uris the brokers (or the loopback peer), {@code amqp://user:pass@host:port/vhost}; connections spread
+ *     over them round-robin
  * @param producers publishing threads, each with its own connection and channel
  * @param consumers consumers, each with its own connection and channel
  * @param size body length in bytes; at least {@link MessageBody#MIN_SIZE} (the timestamp)
@@ -39,7 +42,7 @@ import java.util.Objects;
  * @param autoDelete whether a named queue is declared auto-delete
  */
 public record RunOptions(
-    String uri,
+    List<String> uris,
     int producers,
     int consumers,
     int size,
@@ -60,7 +63,10 @@ public record RunOptions(
     boolean autoDelete) {
 
   public RunOptions {
-    Objects.requireNonNull(uri, "uri");
+    uris = List.copyOf(uris);
+    if (uris.isEmpty()) {
+      throw new IllegalArgumentException("at least one URI");
+    }
     Objects.requireNonNull(queue, "queue");
     Objects.requireNonNull(routingKey, "routingKey");
     Objects.requireNonNull(exchange, "exchange");
@@ -72,6 +78,23 @@ public record RunOptions(
     if (size < MessageBody.MIN_SIZE) {
       throw new IllegalArgumentException("size must be at least " + MessageBody.MIN_SIZE);
     }
+  }
+
+  /** The first broker's URI (the only one unless {@code --uris} named several). */
+  public String uri() {
+    return uris.get(0);
+  }
+
+  /**
+   * The brokers in the order connection {@code index} tries them: its own first (connections spread over the
+   * brokers round-robin, as PerfTest's {@code --uris} does), then the others, for failover.
+   */
+  public List<String> urisFor(int index) {
+    List<String> list = new ArrayList<>(uris.size());
+    for (int k = 0; k < uris.size(); k++) {
+      list.add(uris.get((index + k) % uris.size()));
+    }
+    return list;
   }
 
   /** Whether producers put their channels in confirm mode. */
@@ -97,9 +120,16 @@ public record RunOptions(
     return exchange.isEmpty() ? queueName : routingKey;
   }
 
+  /** The same run with other numbers of producers and consumers (one side of it against the loopback peer). */
+  public RunOptions withProducersAndConsumers(int newProducers, int newConsumers) {
+    return new RunOptions(uris, newProducers, newConsumers, size, producerMessages, consumerMessages, rate,
+        confirm, qos, multiAckEvery, autoAck, queue, persistent, mandatory, routingKey, exchange,
+        exchangeType, queueArgs, autoDelete);
+  }
+
   /** The same run against another address (the loopback peer's). */
   public RunOptions withUri(String newUri) {
-    return new RunOptions(newUri, producers, consumers, size, producerMessages, consumerMessages, rate,
+    return new RunOptions(List.of(newUri), producers, consumers, size, producerMessages, consumerMessages, rate,
         confirm, qos, multiAckEvery, autoAck, queue, persistent, mandatory, routingKey, exchange,
         exchangeType, queueArgs, autoDelete);
   }

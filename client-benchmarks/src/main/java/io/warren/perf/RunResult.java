@@ -1,7 +1,8 @@
 package io.warren.perf;
 
-import java.net.URI;
-import java.net.URISyntaxException;
+import io.warren.AmqpUri;
+import java.net.URLEncoder;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -179,18 +180,19 @@ record RunResult(
     return pairs;
   }
 
-  /** {@code uri} without its password, for printing and for the JSON. */
+  /**
+   * {@code uri} without its password, for printing and for the JSON: as {@link AmqpUri#redact} hides it, with the
+   * user name put back when the URI parses (its user info is then all that comes before its last '@').
+   */
   static String redact(String uri) {
+    String hidden = AmqpUri.redact(uri);
+    String user;
     try {
-      URI u = new URI(uri);
-      if (u.getUserInfo() == null) {
-        return uri;
-      }
-      String user = u.getUserInfo().split(":", 2)[0];
-      return new URI(u.getScheme(), user, u.getHost(), u.getPort(), u.getPath(), u.getQuery(), null).toString();
-    } catch (URISyntaxException e) {
-      return "(unparsable URI)";
+      user = AmqpUri.parse(uri).username();
+    } catch (IllegalArgumentException e) {
+      return hidden;
     }
+    return user == null ? hidden : hidden.replace("//***@", "//" + URLEncoder.encode(user, StandardCharsets.UTF_8) + "@");
   }
 
   /**

@@ -4,7 +4,9 @@ import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.PooledByteBufAllocator;
 import io.netty.util.concurrent.FastThreadLocalThread;
+import io.warren.Address;
 import io.warren.AmqpClient;
+import io.warren.AmqpUri;
 import io.warren.Channel;
 import io.warren.ClientOptions;
 import io.warren.ConnectionOptions;
@@ -106,16 +108,26 @@ public final class WarrenDriver implements ClientDriver {
       base.publishOptions(new PublishOptions().maxOutstandingConfirms(options.confirm()));
     }
     for (int i = 0; i < options.producers(); i++) {
-      Channel channel = open(base, "warren-perf-producer-" + i);
+      Channel channel = open(base, "warren-perf-producer-" + i, i);
       producers.add(new Producer(i, channel));
     }
     for (int i = 0; i < options.consumers(); i++) {
-      consumers.add(new Consumer(open(base, "warren-perf-consumer-" + i)));
+      consumers.add(new Consumer(open(base, "warren-perf-consumer-" + i, options.producers() + i)));
     }
   }
 
-  private Channel open(ConnectionOptions base, String name) throws Exception {
-    io.warren.Connection connection = await(client.connect(new ConnectionOptions(base).connectionName(name)));
+  /** Connection {@code index}: to its own broker of {@code --uris} first, the others as failover. */
+  private Channel open(ConnectionOptions base, String name, int index) throws Exception {
+    ConnectionOptions own = new ConnectionOptions(base).connectionName(name);
+    if (options.uris().size() > 1) {
+      List<Address> addresses = new ArrayList<>();
+      for (String uri : options.urisFor(index)) {
+        AmqpUri parsed = AmqpUri.parse(uri);
+        addresses.add(new Address(parsed.host(), parsed.port()));
+      }
+      own.addresses(addresses).shuffleAddresses(false);
+    }
+    io.warren.Connection connection = await(client.connect(own));
     connections.add(connection);
     connection.closeFuture().thenAccept(cause -> {
       if (running) {
@@ -160,7 +172,9 @@ public final class WarrenDriver implements ClientDriver {
   public void startConsumers() throws Exception {
     ConsumeOptions.Builder builder = ConsumeOptions.builder().noAck(options.autoAck());
     if (options.qos() > 0) {
-      builder.prefetch(options.qos()); // basic.qos before basic.consume; none at all for --qos 0, as amqp-client
+      builder.prefetch(options.qos()); // basic.qos before basic.consume
+    } else if (!options.autoAck()) {
+      builder.prefetch(0); // --qos 0 is no limit, as amqp-client without basic.qos (not Warren's default 250)
     }
     ConsumeOptions consumeOptions = builder.build();
     for (Consumer consumer : consumers) {

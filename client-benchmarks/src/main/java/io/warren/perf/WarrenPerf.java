@@ -55,6 +55,11 @@ public final class WarrenPerf implements Callable<Integer> {
       description = "Broker URI (default: " + DEFAULT_URI + ").")
   private String uri;
 
+  @Option(names = {"-H", "--uris"}, paramLabel = "URI[,URI...]", split = ",",
+      description = "Several brokers (a cluster's nodes), as in PerfTest: connections spread over them round-robin, "
+          + "each with the others as its failover addresses. Instead of --uri.")
+  private List<String> uris;
+
   @Option(names = {"-x", "--producers"}, paramLabel = "N", defaultValue = "1",
       description = "Producers, each with its own connection (default: ${DEFAULT-VALUE}; 0 with --peer source).")
   private int producers;
@@ -185,6 +190,17 @@ public final class WarrenPerf implements Callable<Integer> {
     CommandLine commandLine = new CommandLine(new WarrenPerf(out, err));
     commandLine.setOut(new PrintWriter(out, true, StandardCharsets.UTF_8));
     commandLine.setErr(new PrintWriter(err, true, StandardCharsets.UTF_8));
+    CommandLine.IParameterExceptionHandler usual = commandLine.getParameterExceptionHandler();
+    commandLine.setParameterExceptionHandler((e, given) -> {
+      // -h is PerfTest's URI option: a bare -h is most likely someone asking for help
+      if (e instanceof CommandLine.MissingParameterException missing && missing.getMissing().stream()
+          .anyMatch(arg -> arg instanceof CommandLine.Model.OptionSpec o && o.longestName().equals("--uri"))) {
+        err.println("warren-perf: -h is the broker URI, as in PerfTest (-h amqp://guest:guest@localhost:5672); "
+            + "for help, use --help");
+        return commandLine.getCommandSpec().exitCodeOnInvalidInput();
+      }
+      return usual.handleParseException(e, given);
+    });
     return commandLine.execute(args);
   }
 
@@ -241,52 +257,29 @@ public final class WarrenPerf implements Callable<Integer> {
     }, "warren-perf-shutdown");
     Runtime.getRuntime().addShutdownHook(hook);
 
-    LoopbackPeer loopback = null;
     List<RunResult> results = new ArrayList<>();
     int exit = 0;
     try {
-      String target = RunResult.redact(options.uri());
-      if (peerMode != null) {
-        loopback = LoopbackPeer.start(peerMode, options.size(), 0);
-        options = options.withUri(loopback.uri());
-        target = "peer:" + peerMode.name().toLowerCase();
-        out.println("loopback peer (" + target + ") listening on " + loopback.uri());
-      }
-      LoopbackPeer peerForStats = loopback;
-      PerfRun perfRun = new PerfRun(options, timeLimit, plan.warmupSeconds(), target, plan.id(), out, stop,
-          peerForStats == null ? null : peerForStats::stats);
-      Map<String, Integer> runNumbers = new LinkedHashMap<>();
-      rounds:
-      for (int round = 0; round < runs; round++) {
-        // A B, then B A, ...: neither client always runs first on a warmer JVM
-        List<String> order = round % 2 == 0 ? clients : reversed(clients);
-        for (String c : order) {
-          if (stop.requested()) {
-            break rounds;
-          }
-          int number = runNumbers.merge(c, 1, Integer::sum);
-          RunResult result = perfRun.run(Clients.create(c), number);
-          results.add(result);
-          Summary.print(result, out);
-          if (result.failure() != null) {
-            err.println("warren-perf: " + c + " run " + number + " failed: " + result.failure());
-            exit = 1;
-            break rounds;
-          }
+      List<Leg> legs = legs(peerMode, options, timeLimit);
+      for (Leg leg : legs) {
+        int before = results.size();
+        exit = runLeg(leg, plan, results, stop);
+        // one table per leg: the sink's and the source's figures are not runs of the same thing
+        List<RunResult> legResults = results.subList(before, results.size());
+        if (clients.size() > 1 && !legResults.isEmpty()) {
+          out.println(legs.size() == 1 ? "== comparison ==" : "== comparison, peer:"
+              + leg.peer().name().toLowerCase() + " ==");
+          Summary.comparisonTable(jsonOf(legResults), clients).forEach(out::println);
+          out.println();
         }
-      }
-      if (clients.size() > 1 && !results.isEmpty()) {
-        out.println("== comparison ==");
-        Summary.comparisonTable(jsonOf(results), clients).forEach(out::println);
-        out.println();
+        if (exit != 0 || stop.requested()) {
+          break;
+        }
       }
     } catch (Exception e) {
       err.println("warren-perf: " + explain(e, options.uri()));
       exit = 1;
     } finally {
-      if (loopback != null) {
-        loopback.close();
-      }
       try {
         writeFiles(results);
       } catch (IOException e) {
@@ -301,6 +294,86 @@ public final class WarrenPerf implements Callable<Integer> {
       }
     }
     return exit;
+  }
+
+  /** One stretch of the run: against the broker ({@code peer} null) or one loopback peer. */
+  private record Leg(LoopbackPeer.Mode peer, RunOptions options, long timeSeconds) {}
+
+  /**
+   * What to run against: the peer asked for, the broker when one answers, and else the built-in loopback peer
+   * (the producers against the sink, then the consumers against the source), said plainly, so a machine
+   * without RabbitMQ still measures both clients.
+   */
+  private List<Leg> legs(LoopbackPeer.Mode peerMode, RunOptions options, long timeLimit) {
+    if (peerMode != null) {
+      return List.of(new Leg(peerMode, options, timeLimit));
+    }
+    String refused = BrokerProbe.refusal(options.uri());
+    if (refused == null) {
+      return List.of(new Leg(null, options, timeLimit));
+    }
+    out.println("warren-perf: no AMQP broker answers at " + RunResult.redact(options.uri()) + " (" + refused
+        + "), so this run measures the client alone against the built-in loopback peer instead: "
+        + (options.producers() > 0 ? "publishing against --peer sink" : "")
+        + (options.producers() > 0 && options.consumers() > 0 ? ", then " : "")
+        + (options.consumers() > 0 ? "consuming from --peer source" : "")
+        + ". These figures leave the broker out; start RabbitMQ or point --uri/-h at one to include it.");
+    List<Leg> legs = new ArrayList<>();
+    if (options.producers() > 0) {
+      RunOptions publishing = options.withProducersAndConsumers(options.producers(), 0);
+      legs.add(new Leg(LoopbackPeer.Mode.SINK, publishing, legTime(timeLimit, publishing.producerMessages())));
+    }
+    if (options.consumers() > 0) {
+      RunOptions consuming = options.withProducersAndConsumers(0, options.consumers());
+      legs.add(new Leg(LoopbackPeer.Mode.SOURCE, consuming, legTime(timeLimit, consuming.consumerMessages())));
+    }
+    return legs;
+  }
+
+  /** A leg whose own side has no message count would otherwise run until Ctrl-C: give it the default time. */
+  private static long legTime(long timeLimit, long messages) {
+    return timeLimit == 0 && messages == 0 ? DEFAULT_TIME_SECONDS : timeLimit;
+  }
+
+  /** Runs every client on one leg, {@code runs} times each, alternating; returns the exit code so far. */
+  private int runLeg(Leg leg, Plan plan, List<RunResult> results, PerfRun.StopSignal stop) throws Exception {
+    RunOptions options = leg.options();
+    String target = RunResult.redact(options.uri());
+    LoopbackPeer loopback = null;
+    try {
+      if (leg.peer() != null) {
+        loopback = LoopbackPeer.start(leg.peer(), options.size(), 0);
+        options = options.withUri(loopback.uri());
+        target = "peer:" + leg.peer().name().toLowerCase();
+        out.println("loopback peer (" + target + ") listening on " + loopback.uri());
+      }
+      LoopbackPeer peerForStats = loopback;
+      PerfRun perfRun = new PerfRun(options, leg.timeSeconds(), plan.warmupSeconds(), target, plan.id(), out, stop,
+          peerForStats == null ? null : peerForStats::stats);
+      Map<String, Integer> runNumbers = new LinkedHashMap<>();
+      for (int round = 0; round < runs; round++) {
+        // A B, then B A, ...: neither client always runs first on a warmer JVM
+        List<String> order = round % 2 == 0 ? plan.clients() : reversed(plan.clients());
+        for (String c : order) {
+          if (stop.requested()) {
+            return 0;
+          }
+          int number = runNumbers.merge(c, 1, Integer::sum);
+          RunResult result = perfRun.run(Clients.create(c), number);
+          results.add(result);
+          Summary.print(result, out);
+          if (result.failure() != null) {
+            err.println("warren-perf: " + c + " run " + number + " failed: " + result.failure());
+            return 1;
+          }
+        }
+      }
+      return 0;
+    } finally {
+      if (loopback != null) {
+        loopback.close();
+      }
+    }
   }
 
   private void writeFiles(List<RunResult> results) throws IOException {
@@ -348,8 +421,8 @@ public final class WarrenPerf implements Callable<Integer> {
     if (peer == null) {
       return null;
     }
-    if (uri != null) {
-      throw usage("--peer runs against the built-in loopback peer: leave out --uri/-h");
+    if (uri != null || uris != null) {
+      throw usage("--peer runs against the built-in loopback peer: leave out --uri/-h and --uris/-H");
     }
     return switch (peer) {
       case "sink" -> LoopbackPeer.Mode.SINK;
@@ -409,7 +482,11 @@ public final class WarrenPerf implements Callable<Integer> {
       }
     }
     String key = routingKey != null ? routingKey : UUID.randomUUID().toString();
-    return new RunOptions(uri != null ? uri : DEFAULT_URI, p, c, bodySize, producerMessages, consumerMessages,
+    if (uri != null && uris != null) {
+      throw usage("give --uri/-h or --uris/-H, not both");
+    }
+    List<String> brokers = uris != null ? uris : List.of(uri != null ? uri : DEFAULT_URI);
+    return new RunOptions(brokers, p, c, bodySize, producerMessages, consumerMessages,
         rate, confirm, qos, multiAckEvery, autoAck, queue, persistent, mandatory, key, exchange, exchangeType,
         parseQueueArgs(queueArgs), autoDelete);
   }

@@ -9,14 +9,16 @@ import java.net.Socket;
 import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
  * A short end-to-end run of amqp-client against the real broker (Warren's: {@link WarrenDriverTest}) (AMQP_URI, or guest/guest on
- * 127.0.0.1:5672), and what the tool says when no broker answers. A missing broker fails this test, with
- * the tool's own message: it is never skipped.
+ * 127.0.0.1:5672), and what the tool does when no broker answers: it measures the client against its loopback
+ * peer and says so. A missing broker fails the broker test, with the tool's own message: it is never skipped.
  */
 class BrokerRunTest {
 
@@ -60,14 +62,56 @@ class BrokerRunTest {
   }
 
   @Test
-  void noBrokerSaysSoAndSuggestsThePeer() throws Exception {
-    int closedPort;
-    try (ServerSocket socket = new ServerSocket(0)) {
-      closedPort = socket.getLocalPort();
+  void withNoBrokerTheDefaultRunMeasuresTheClientAgainstTheLoopbackPeerAndSaysSo(@TempDir Path dir) throws Exception {
+    int closedPort = closedPort();
+    Path json = dir.resolve("runs.json");
+    OptionsTest.Captured run = OptionsTest.run("-h", "amqp://guest:s3cret@127.0.0.1:" + closedPort, "-z", "1",
+        "--json", json.toString());
+    assertEquals(0, run.exit(), run.out() + run.err());
+    assertTrue(run.out().contains("no AMQP broker answers at amqp://guest@127.0.0.1:" + closedPort), run.out());
+    assertTrue(run.out().contains("measures the client alone against the built-in loopback peer"), run.out());
+    assertTrue(!run.out().contains("s3cret") && !run.err().contains("s3cret"), "no password printed");
+
+    List<?> runs = (List<?>) JsonParser.parse(Files.readString(json));
+    assertEquals(List.of("peer:sink", "peer:source"), targets(runs), "the producer, then the consumer");
+    Map<String, Object> sink = PeerRunTest.asObject(runs.get(0));
+    Map<String, Object> source = PeerRunTest.asObject(runs.get(1));
+    assertTrue(PeerRunTest.number(sink, "sent") > 0, "published against the sink: " + sink);
+    assertTrue(PeerRunTest.number(source, "received") > 0, "consumed from the source: " + source);
+  }
+
+  @Test
+  void withNoBrokerCompareRunsBothClientsOnEachSideOfThePeer(@TempDir Path dir) throws Exception {
+    Path json = dir.resolve("runs.json");
+    OptionsTest.Captured run = OptionsTest.run("-h", "amqp://127.0.0.1:" + closedPort(), "--compare", "-z", "1",
+        "--json", json.toString());
+    assertEquals(0, run.exit(), run.out() + run.err());
+    assertTrue(run.out().contains("built-in loopback peer"), run.out());
+    assertTrue(run.out().contains("== comparison, peer:sink ==") && run.out().contains("== comparison, peer:source =="),
+        run.out());
+
+    List<?> runs = (List<?>) JsonParser.parse(Files.readString(json));
+    assertEquals(List.of("peer:sink", "peer:sink", "peer:source", "peer:source"), targets(runs));
+    List<Object> clients = new ArrayList<>();
+    for (Object r : runs) {
+      clients.add(PeerRunTest.asObject(r).get("client"));
     }
-    OptionsTest.Captured run = OptionsTest.run("-h", "amqp://guest:guest@127.0.0.1:" + closedPort, "-z", "1");
-    assertEquals(1, run.exit(), run.out() + run.err());
-    assertTrue(run.err().contains("no AMQP broker answers at amqp://guest@127.0.0.1:" + closedPort), run.err());
-    assertTrue(run.err().contains("--peer sink"), run.err());
+    assertEquals(2, clients.subList(0, 2).stream().distinct().count(), "both clients against the sink: " + clients);
+    assertEquals(2, clients.subList(2, 4).stream().distinct().count(), "both clients against the source: " + clients);
+  }
+
+  private static List<Object> targets(List<?> runs) {
+    List<Object> targets = new ArrayList<>();
+    for (Object r : runs) {
+      targets.add(PeerRunTest.asObject(r).get("target"));
+    }
+    return targets;
+  }
+
+  /** A port nothing listens on: bound and closed again. */
+  private static int closedPort() throws java.io.IOException {
+    try (ServerSocket socket = new ServerSocket(0)) {
+      return socket.getLocalPort();
+    }
   }
 }

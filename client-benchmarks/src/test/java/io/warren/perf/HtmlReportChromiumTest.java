@@ -23,7 +23,7 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * The --report page, opened in a real headless Chromium with every network request refused: its script
  * ran, the charts are drawn with the run's numbers, the summary table holds them, and a screenshot is
- * taken. Chromium (Debian's {@code chromium} package, listed in .ci/extra-packages) must be installed:
+ * taken. Chromium (Debian's {@code chromium} package, which ./mvnw installs as root) must be installed:
  * without it this test fails, it does not skip.
  */
 class HtmlReportChromiumTest {
@@ -159,8 +159,8 @@ class HtmlReportChromiumTest {
       }
     }
     fail("Chromium is not installed, and this test must open the HTML report in a real headless browser: "
-        + "install Debian's chromium package (apt-get install -y chromium; .ci/run installs what "
-        + ".ci/extra-packages lists) or point CHROMIUM at a Chromium binary");
+        + "install Debian's chromium package (apt-get install -y chromium; ./mvnw does it when run as root) "
+        + "or point CHROMIUM at a Chromium binary");
     throw new AssertionError("unreachable");
   }
 }

@@ -69,6 +69,25 @@ class OptionsTest {
   }
 
   @Test
+  void urisSpreadConnectionsRoundRobinWithTheOthersAsFailover() {
+    RunOptions o = WarrenPerf.plan("--uris", "amqp://n1:5673,amqp://n2:5674,amqp://n3:5675", "-x", "2", "-y", "2")
+        .options();
+    assertEquals(List.of("amqp://n1:5673", "amqp://n2:5674", "amqp://n3:5675"), o.uris());
+    assertEquals("amqp://n1:5673", o.uri());
+    assertEquals(List.of("amqp://n1:5673", "amqp://n2:5674", "amqp://n3:5675"), o.urisFor(0));
+    assertEquals(List.of("amqp://n2:5674", "amqp://n3:5675", "amqp://n1:5673"), o.urisFor(1));
+    assertEquals(List.of("amqp://n1:5673", "amqp://n2:5674", "amqp://n3:5675"), o.urisFor(3));
+    assertEquals(List.of("amqp://n1:5673", "amqp://n2:5674"),
+        WarrenPerf.plan("-H", "amqp://n1:5673,amqp://n2:5674").options().uris(), "PerfTest's short name");
+  }
+
+  @Test
+  void uriAndUrisTogetherAreRefused() {
+    assertThrows(ParameterException.class,
+        () -> WarrenPerf.plan("-h", "amqp://a", "--uris", "amqp://b,amqp://c"));
+  }
+
+  @Test
   void perfTestLongNames() {
     WarrenPerf.Plan plan = WarrenPerf.plan("--uri", "amqp://localhost", "--producers", "2", "--consumers", "0",
         "--size", "64", "--time", "3", "--pmessages", "5", "--cmessages", "6", "--rate", "10", "--confirm", "8",
@@ -178,6 +197,17 @@ class OptionsTest {
     assertTrue(run.out.contains("-h, --uri=URI"), run.out);
     assertTrue(run.out.contains("--multi-ack-every"), run.out);
     assertTrue(run.out.contains("--peer=sink|source"), run.out);
+  }
+
+  @Test
+  void aBareMinusHSaysItIsTheUriAndPointsAtHelp() {
+    for (String[] args : List.of(new String[] {"-h"}, new String[] {"-x", "2", "-h"})) {
+      Captured run = run(args);
+      assertEquals(2, run.exit, String.join(" ", args) + "\n" + run.err);
+      assertTrue(run.err.contains("-h is the broker URI, as in PerfTest"), run.err);
+      assertTrue(run.err.contains("for help, use --help"), run.err);
+      assertFalse(run.err.contains("Usage: warren-perf"), "the hint, not the whole usage: " + run.err);
+    }
   }
 
   record Captured(int exit, String out, String err) {}

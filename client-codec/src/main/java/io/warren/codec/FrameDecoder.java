@@ -8,9 +8,9 @@ import io.netty.channel.ChannelInboundHandlerAdapter;
  * Splits the inbound byte stream into {@link Frame}s: the Netty side of the codec's {@link FrameReader}, which
  * parses and checks each frame (limits, end byte, method and content-header payloads; see there). The size is
  * checked as soon as a frame's 7-byte header is readable, before the decoder waits for (and the cumulation
- * grows to hold) the payload. Method and content-header frames are accepted up to the larger of frame-max and
- * {@code maxMethodFrameSize} (default {@value #DEFAULT_MAX_METHOD_FRAME_SIZE}), because RabbitMQ sends content
- * headers larger than frame-max once a message has been dead-lettered many times.
+ * grows to hold) the payload. Once frame-max is negotiated ({@link #setFrameMax(int)}) it bounds every frame;
+ * before that, method frames (connection.start with a broker's large server properties) are accepted up to
+ * {@code maxMethodFrameSize} (default {@value #DEFAULT_MAX_METHOD_FRAME_SIZE}).
  *
  * <p>A plain inbound handler rather than a {@code ByteToMessageDecoder}: frames are parsed straight from
  * each read buffer and passed on one by one as they are found, so a read costs no output list, no
@@ -31,7 +31,7 @@ import io.netty.channel.ChannelInboundHandlerAdapter;
  */
 public class FrameDecoder extends ChannelInboundHandlerAdapter {
 
-    /** Default limit for method and content-header frames (whole frame): 1 MiB. */
+    /** Default limit for method and content-header frames (whole frame) until frame-max is negotiated: 1 MiB. */
     public static final int DEFAULT_MAX_METHOD_FRAME_SIZE = 1 << 20;
 
     /** The most a cumulation reserves for a partial frame before its bytes arrive: it grows as they do. */
@@ -61,8 +61,8 @@ public class FrameDecoder extends ChannelInboundHandlerAdapter {
     }
 
     /**
-     * @param maxMethodFrameSize the limit for method and content-header frames (whole frame, bytes) when
-     *        it is larger than frame-max; at least {@value Frames#FRAME_MIN_SIZE}
+     * @param maxMethodFrameSize the limit for method and content-header frames (whole frame, bytes) until
+     *        frame-max is negotiated; at least {@value Frames#FRAME_MIN_SIZE}
      * @param validatePayloads whether to validate method and content-header payloads before passing
      *        frames on; turn it off only when the next handler calls the validators itself
      */
@@ -72,7 +72,8 @@ public class FrameDecoder extends ChannelInboundHandlerAdapter {
 
     /**
      * Sets the negotiated frame-max (from connection.tune-ok): 0 means unlimited, otherwise at least
-     * {@value Frames#FRAME_MIN_SIZE}. Event loop only.
+     * {@value Frames#FRAME_MIN_SIZE}. It bounds every frame from now on, method and content-header frames
+     * included. Event loop only.
      */
     public void setFrameMax(int frameMax) {
         reader.setFrameMax(frameMax);

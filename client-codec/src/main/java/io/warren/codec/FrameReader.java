@@ -21,11 +21,13 @@ import io.warren.codec.method.MethodTable;
  *
  * <p>Limits, all counting the whole frame (header, payload and end byte, as the spec's frame-max does):
  * <ul>
- *   <li>body frames: the negotiated frame-max, {@value Frames#FRAME_MIN_SIZE} until {@link #setFrameMax(int)}
- *       is called after tune; 0 means no limit;</li>
- *   <li>method and content-header frames: the larger of frame-max and {@code maxMethodFrameSize}, because
- *       RabbitMQ sends content headers larger than frame-max once a message has been dead-lettered many times
- *       (its x-death header grows), and the official Java client accepts them;</li>
+ *   <li>once {@link #setFrameMax(int)} was called after tune: the negotiated frame-max for every frame, method,
+ *       content header and body alike (0 means no limit). The spec says a peer that receives a larger frame closes
+ *       the connection with 501 FRAME_ERROR, and does not except content headers;</li>
+ *   <li>before that: {@value Frames#FRAME_MIN_SIZE} for body frames, and {@code maxMethodFrameSize} for method
+ *       and content-header frames. The spec only asks a peer to accept frames of up to frame-min-size before
+ *       tuning, but a broker configured with large server properties sends a larger connection.start, and
+ *       RabbitMQ's clients read it;</li>
  *   <li>heartbeat frames: empty, on channel 0.</li>
  * </ul>
  *
@@ -49,6 +51,8 @@ public final class FrameReader {
     private long maxBodyPayload;
     private long maxMethodPayload;
     private int frameMax = Frames.FRAME_MIN_SIZE;
+    /** Whether frame-max was negotiated: it then bounds every frame. */
+    private boolean tuned;
     /** Bytes of the stream read so far: the offset errors name, and whether a protocol header may come. */
     private long streamOffset;
     /** Whether a read threw: the stream is out of step, and further reads are refused. */
@@ -61,8 +65,8 @@ public final class FrameReader {
     private int payloadSize;
 
     /**
-     * @param maxMethodFrameSize the limit for method and content-header frames (whole frame, bytes) when it is
-     *        larger than frame-max; at least {@value Frames#FRAME_MIN_SIZE}
+     * @param maxMethodFrameSize the limit for method and content-header frames (whole frame, bytes) until
+     *        frame-max is negotiated; at least {@value Frames#FRAME_MIN_SIZE}
      * @param validatePayloads whether to validate method and content-header payloads ({@link MethodTable#validate},
      *        {@link ContentHeader#validate}) so that views wrapped over them never read out of bounds; turn it off
      *        only when the caller validates them itself
@@ -79,7 +83,7 @@ public final class FrameReader {
 
     /**
      * Sets the negotiated frame-max (from connection.tune-ok): 0 means unlimited, otherwise at least
-     * {@value Frames#FRAME_MIN_SIZE}.
+     * {@value Frames#FRAME_MIN_SIZE}. From now on it bounds every frame, method and content-header frames too.
      */
     public void setFrameMax(int frameMax) {
         if (frameMax != 0 && frameMax < Frames.FRAME_MIN_SIZE) {
@@ -87,6 +91,7 @@ public final class FrameReader {
                     + ": " + frameMax);
         }
         this.frameMax = frameMax;
+        this.tuned = true;
         updateLimits();
     }
 
@@ -95,7 +100,7 @@ public final class FrameReader {
         return frameMax;
     }
 
-    /** The limit on method and content-header frames (whole frame) when larger than frame-max. */
+    /** The limit on method and content-header frames (whole frame) until frame-max is negotiated. */
     public int maxMethodFrameSize() {
         return maxMethodFrameSize;
     }
@@ -103,7 +108,7 @@ public final class FrameReader {
     private void updateLimits() {
         // frame-max counts the 7-byte header and the end byte: the payload gets frame-max - 8.
         maxBodyPayload = frameMax == 0 ? MAX_PAYLOAD : frameMax - Frames.FRAME_OVERHEAD;
-        maxMethodPayload = Math.max(maxBodyPayload, maxMethodFrameSize - Frames.FRAME_OVERHEAD);
+        maxMethodPayload = tuned ? maxBodyPayload : Math.max(maxBodyPayload, maxMethodFrameSize - Frames.FRAME_OVERHEAD);
     }
 
     /**
@@ -228,17 +233,15 @@ public final class FrameReader {
         switch (type) {
             case BODY:
                 if (size > maxBodyPayload) {
-                    throw frameError("body frame of " + (size + Frames.FRAME_OVERHEAD) + " bytes exceeds frame-max "
-                            + frameMax, type, channel, 3);
+                    throw tooLarge(type, channel, size);
                 }
                 break;
             case METHOD:
             case HEADER:
                 if (size > maxMethodPayload) {
-                    throw frameError(type.name().toLowerCase() + " frame of " + (size + Frames.FRAME_OVERHEAD)
-                            + " bytes exceeds the limit of " + (maxMethodPayload + Frames.FRAME_OVERHEAD)
-                            + " bytes (frame-max " + frameMax + ", maxMethodFrameSize " + maxMethodFrameSize + ")",
-                            type, channel, 3);
+                    throw tuned ? tooLarge(type, channel, size) : frameError(type.name().toLowerCase()
+                            + " frame of " + (size + Frames.FRAME_OVERHEAD) + " bytes exceeds maxMethodFrameSize "
+                            + maxMethodFrameSize + ", the limit until frame-max is negotiated", type, channel, 3);
                 }
                 break;
             case HEARTBEAT:
@@ -289,6 +292,11 @@ public final class FrameReader {
         }
         throw new ProtocolVersionMismatchException(in.getUnsignedByte(start + 4), in.getUnsignedByte(start + 5),
                 in.getUnsignedByte(start + 6), in.getUnsignedByte(start + 7));
+    }
+
+    private AmqpProtocolException tooLarge(FrameType type, int channel, long size) {
+        return frameError(type.name().toLowerCase() + " frame of " + (size + Frames.FRAME_OVERHEAD)
+                + " bytes exceeds frame-max " + frameMax, type, channel, 3);
     }
 
     private AmqpProtocolException frameError(String detail, FrameType type, int channel, long offsetInFrame) {

@@ -261,19 +261,121 @@ class FrameDecoderTest {
         assertFalse(channel.finish());
     }
 
-    @Test
-    void contentHeaderLargerThanFrameMaxIsAcceptedUpToTheMethodLimit() {
-        // RabbitMQ's x-death header grows with every dead-lettering and may exceed frame-max
+    /** A content header frame of at least {@code minSize} bytes (its headers table makes it large). */
+    private static ByteBuf largeContentHeader(int minSize) {
         Map<String, Object> headers = new LinkedHashMap<>();
-        for (int i = 0; i < 400; i++) {
+        for (int i = 0; headers.size() * 40 < minSize; i++) {
             headers.put("x-death-" + i, "queue-" + i + "-rejected-expired-and-retried");
         }
         ByteBuf header = Frames.contentHeader(ALLOC, 1, 0, BasicProperties.builder().headers(headers).build());
-        assertTrue(header.readableBytes() > Frames.FRAME_MIN_SIZE);
-        EmbeddedChannel channel = new EmbeddedChannel(new FrameDecoder());
-        channel.writeInbound(header);
-        assertEquals(FrameType.HEADER, readAll(channel).get(0).type());
+        assertTrue(header.readableBytes() >= minSize);
+        return header;
+    }
+
+    /** A decoder after tune: frame-max negotiated. */
+    private static EmbeddedChannel tuned(int frameMax) {
+        FrameDecoder decoder = new FrameDecoder();
+        decoder.setFrameMax(frameMax);
+        return new EmbeddedChannel(decoder);
+    }
+
+    /**
+     * Feeds a heartbeat and then {@code frame} byte by byte; returns the index of {@code frame}'s byte that made
+     * the decoder throw (asserting the heartbeat came out and the decoder stays failed), and the exception.
+     */
+    private static Refusal refusedByteByByte(EmbeddedChannel channel, ByteBuf frame) {
+        channel.writeInbound(Frames.heartbeat(ALLOC));
+        assertEquals(1, readAll(channel).size());
+        try {
+            for (int i = 0; i < frame.readableBytes(); i++) {
+                ByteBuf one = Unpooled.wrappedBuffer(new byte[] {frame.getByte(frame.readerIndex() + i)});
+                try {
+                    channel.writeInbound(one);
+                } catch (AmqpProtocolException e) {
+                    assertTrue(readAll(channel).isEmpty(), "nothing of the refused frame is passed on");
+                    channel.writeInbound(Frames.heartbeat(ALLOC));
+                    assertNull(channel.readInbound(), "sticky: nothing is decoded after the refusal");
+                    assertTrue(((FrameDecoder) channel.pipeline().first()).isFailed());
+                    assertFalse(channel.finish());
+                    return new Refusal(i, e);
+                }
+                assertTrue(readAll(channel).isEmpty(), "byte " + i + " completed a frame that should be refused");
+            }
+            throw new AssertionError("a frame of " + frame.readableBytes() + " bytes was accepted");
+        } finally {
+            frame.release();
+        }
+    }
+
+    record Refusal(int atByte, AmqpProtocolException error) {
+    }
+
+    @Test
+    void aContentHeaderOverTheNegotiatedFrameMaxIs501FromItsHeader() {
+        ByteBuf header = largeContentHeader(Frames.FRAME_MIN_SIZE * 3);
+        int size = header.readableBytes();
+        Refusal r = refusedByteByByte(tuned(size - 1), header);
+        assertEquals(Frames.FRAME_HEADER_SIZE - 1, r.atByte(), "refused once its 7-byte header is in, not later");
+        assertEquals(ReplyCode.FRAME_ERROR, r.error().replyCode());
+        assertEquals(FrameType.HEADER, r.error().frameType());
+        assertEquals(1, r.error().channel());
+        assertTrue(r.error().getMessage().contains("header frame of " + size + " bytes exceeds frame-max " + (size - 1)),
+                r.error().getMessage());
+    }
+
+    @Test
+    void aMethodFrameOverTheNegotiatedFrameMaxIs501FromItsHeader() {
+        ByteBuf method = methodFrame(0, new ConnectionStartEncoder().serverProperties(largeTable(Frames.FRAME_MIN_SIZE * 2)));
+        int size = method.readableBytes();
+        Refusal r = refusedByteByByte(tuned(Frames.FRAME_MIN_SIZE), method);
+        assertEquals(Frames.FRAME_HEADER_SIZE - 1, r.atByte());
+        assertEquals(ReplyCode.FRAME_ERROR, r.error().replyCode());
+        assertEquals(FrameType.METHOD, r.error().frameType());
+        assertTrue(r.error().getMessage().contains("method frame of " + size + " bytes exceeds frame-max 4096"),
+                r.error().getMessage());
+    }
+
+    @Test
+    void aContentHeaderOfExactlyTheNegotiatedFrameMaxIsAcceptedByteByByte() {
+        ByteBuf header = largeContentHeader(Frames.FRAME_MIN_SIZE + 100);
+        byte[] bytes = ByteBufUtil.getBytes(header);
+        header.release();
+        EmbeddedChannel channel = tuned(bytes.length);
+        List<Decoded> frames = new ArrayList<>();
+        for (byte b : bytes) {
+            channel.writeInbound(Unpooled.wrappedBuffer(new byte[] {b}));
+            frames.addAll(readAll(channel));
+        }
+        assertEquals(1, frames.size());
+        assertEquals(FrameType.HEADER, frames.get(0).type());
+        assertEquals(bytes.length - Frames.FRAME_OVERHEAD, frames.get(0).payload().length);
         assertFalse(channel.finish());
+    }
+
+    @Test
+    void beforeTuneALargeConnectionStartIsAcceptedByteByByte() {
+        // a broker with many server properties: over frame-min-size, read because it comes before frame-max is known
+        ByteBuf start = methodFrame(0, new ConnectionStartEncoder().serverProperties(largeTable(Frames.FRAME_MIN_SIZE + 500)));
+        byte[] bytes = ByteBufUtil.getBytes(start);
+        start.release();
+        assertTrue(bytes.length > Frames.FRAME_MIN_SIZE);
+        EmbeddedChannel channel = new EmbeddedChannel(new FrameDecoder());
+        List<Decoded> frames = new ArrayList<>();
+        for (byte b : bytes) {
+            channel.writeInbound(Unpooled.wrappedBuffer(new byte[] {b}));
+            frames.addAll(readAll(channel));
+        }
+        assertEquals(1, frames.size());
+        assertEquals(FrameType.METHOD, frames.get(0).type());
+        assertFalse(channel.finish());
+    }
+
+    private static Map<String, Object> largeTable(int minSize) {
+        Map<String, Object> table = new LinkedHashMap<>();
+        for (int i = 0; table.size() * 30 < minSize; i++) {
+            table.put("property-" + i, "value-of-property-" + i);
+        }
+        return table;
     }
 
     @Test

@@ -1,5 +1,6 @@
 package io.warren.credentials;
 
+import io.warren.codec.Utf8;
 import java.time.Instant;
 import java.util.Objects;
 
@@ -15,17 +16,28 @@ public final class Credentials {
     private final Instant expiresAt;
 
     private Credentials(String username, String secret, Instant expiresAt) {
-        this.username = Objects.requireNonNull(username, "username");
-        this.secret = Objects.requireNonNull(secret, "secret");
+        // both go into SASL responses and update-secret as UTF-8: an unpaired surrogate would be sent as '?'
+        Utf8.encodedLength("username", Objects.requireNonNull(username, "username"));
+        Utf8.encodedLength("secret", Objects.requireNonNull(secret, "secret"));
+        this.username = username;
+        this.secret = secret;
         this.expiresAt = expiresAt;
     }
 
-    /** Credentials that do not expire. */
+    /**
+     * Credentials that do not expire.
+     *
+     * @throws IllegalArgumentException when either has an unpaired surrogate (the message never holds the secret)
+     */
     public static Credentials of(String username, String secret) {
         return new Credentials(username, secret, null);
     }
 
-    /** Credentials whose secret expires at {@code expiresAt}; {@code null} for never. */
+    /**
+     * Credentials whose secret expires at {@code expiresAt}; {@code null} for never.
+     *
+     * @throws IllegalArgumentException when either has an unpaired surrogate (the message never holds the secret)
+     */
     public static Credentials of(String username, String secret, Instant expiresAt) {
         return new Credentials(username, secret, expiresAt);
     }

@@ -6,6 +6,7 @@ import io.warren.AmqpException;
 import io.warren.AsyncDeliveryHandler;
 import io.warren.Channel;
 import io.warren.ChannelClosedException;
+import io.warren.ChannelLostException;
 import io.warren.Connection;
 import io.warren.ConnectionLostException;
 import io.warren.ConsumeOptions;
@@ -53,6 +54,8 @@ public final class ChannelImpl implements Channel {
     private volatile boolean open;
     /** False for the channel recovery uses to declare the topology again (not recorded twice). */
     private volatile boolean recording = true;
+    /** The application asked for a basic.qos of the channel's own: consumers then get no default prefetch. */
+    private volatile boolean ownQos;
     private final CompletableFuture<AmqpException> closeFuture = new CompletableFuture<>();
 
     ChannelImpl(ChannelState state) {
@@ -95,6 +98,14 @@ public final class ChannelImpl implements Channel {
     /** Whether declares, binds and deletes on this channel are recorded for recovery. */
     public void recording(boolean on) {
         this.recording = on;
+    }
+
+    /**
+     * Whether the application asked for the channel's own basic.qos ({@link #basicQos}): then it bounds the
+     * consumers that set no prefetch, instead of {@link ConsumeOptions#DEFAULT_PREFETCH}. Any thread.
+     */
+    public boolean hasOwnQos() {
+        return ownQos;
     }
 
     /** Everything is back after a recovery. Event loop. */
@@ -157,7 +168,24 @@ public final class ChannelImpl implements Channel {
             recovery.lost(lost, state, r);
             return;
         }
+        if (wasOpen && r != null && cause instanceof ChannelLostException lost) {
+            // the broker closed this channel alone and it is re-opened on the same connection
+            recovery.lost(lost, state, r);
+            return;
+        }
         closeFuture.complete(cause);
+    }
+
+    /**
+     * The broker closed this open channel: the cause its state closes with. A {@link ChannelLostException} when
+     * recovery re-opens the channel (the consumer acknowledgement timeout), else {@code cause}. Event loop.
+     */
+    AmqpException brokerCloseCause(ChannelClosedException cause) {
+        ConnectionRecovery r = connectionRecovery();
+        if (!open || r == null || !r.recoversChannelAfter(cause)) {
+            return cause;
+        }
+        return new ChannelLostException(cause.getMessage() + "; the channel is being recovered", cause);
     }
 
     @Override
@@ -379,6 +407,7 @@ public final class ChannelImpl implements Channel {
         if (prefetchSize < 0 || prefetchCount < 0 || prefetchCount > 0xFFFF) {
             return invalid("prefetchSize must not be negative and prefetchCount must be within 0..65535");
         }
+        ownQos = true; // at the call: a consume made right after it on this thread must see it
         return voidRpc(MethodIds.BASIC_QOS, MethodIds.BASIC_QOS_OK, false,
                 () -> Requests.basicQos(state.alloc(), number, prefetchSize, prefetchCount, global))
                 .whenComplete((v, e) -> {

@@ -379,7 +379,7 @@ public final class ChannelState {
             return;
         }
         LOG.debug("channel {} closed by the broker: {}", number, close.describe());
-        shutDown(cause, State.CLOSED);
+        shutDown(facade.brokerCloseCause(cause), State.CLOSED);
         freeNumber();
         completeCloseRequest();
     }

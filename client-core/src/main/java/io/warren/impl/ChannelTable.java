@@ -1,21 +1,29 @@
 package io.warren.impl;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.function.IntFunction;
 
 /**
  * The channels of one connection by number, and the allocation of numbers up to the negotiated
  * channel-max. Event loop only.
+ *
+ * <p>The table grows with the highest number in use instead of being sized to the channel-max up front: at
+ * RabbitMQ's default of 2047 that would be 8 KiB on every connection, most of which open one or two channels.
+ * Lookups stay an array index, as every inbound frame needs one.
  */
 final class ChannelTable {
 
+    /** Numbers 1..3 without growing: most connections never open a fourth channel. */
+    static final int INITIAL_CAPACITY = 4;
+
     private final ChannelNumbers numbers;
-    private final ChannelState[] byNumber;
+    private ChannelState[] byNumber;
 
     ChannelTable(int channelMax) {
         this.numbers = new ChannelNumbers(channelMax);
-        this.byNumber = new ChannelState[channelMax + 1];
+        this.byNumber = new ChannelState[Math.min(INITIAL_CAPACITY, channelMax + 1)];
     }
 
     /** A new channel on a free number made by {@code factory}, or {@code null} when all are in use. */
@@ -25,7 +33,7 @@ final class ChannelTable {
             return null;
         }
         ChannelState state = factory.apply(n);
-        byNumber[n] = state;
+        put(n, state);
         return state;
     }
 
@@ -38,8 +46,22 @@ final class ChannelTable {
             return null;
         }
         ChannelState state = factory.apply(n);
-        byNumber[n] = state;
+        put(n, state);
         return state;
+    }
+
+    private void put(int n, ChannelState state) {
+        if (n >= byNumber.length) {
+            // doubling keeps a connection that opens channels one by one at O(log channelMax) copies
+            int length = Math.min(Math.max(byNumber.length * 2, n + 1), numbers.channelMax() + 1);
+            byNumber = Arrays.copyOf(byNumber, length);
+        }
+        byNumber[n] = state;
+    }
+
+    /** Slots of the table today, for tests. */
+    int capacity() {
+        return byNumber.length;
     }
 
     /** The channel with number {@code n}, or {@code null}. */
@@ -50,7 +72,7 @@ final class ChannelTable {
     /** Forgets {@code state} and frees its number for reuse. */
     void remove(ChannelState state) {
         int n = state.number();
-        if (byNumber[n] == state) {
+        if (n < byNumber.length && byNumber[n] == state) {
             byNumber[n] = null;
             numbers.free(n);
         }

@@ -49,10 +49,13 @@ final class ConfirmTracker {
 
     private final int channel;
     private final int maxSpan;
+    private final MetricsCollector metrics;
 
     // event loop only
     private Object[] slots;
     private byte[] flags;
+    /** When each outstanding publish was written (System.nanoTime), for confirm latencies; null until timed. */
+    private long[] sentAt;
     private int mask;
     private long next = 1;
     private long lowest = 1;
@@ -60,9 +63,10 @@ final class ConfirmTracker {
     private final ArrayDeque<ReturnInfo> pendingReturns = new ArrayDeque<>(2);
     private LongObjectHashMap<ReturnInfo> returned;
 
-    ConfirmTracker(int channel, int maxSpan) {
+    ConfirmTracker(int channel, int maxSpan, MetricsCollector metrics) {
         this.channel = channel;
         this.maxSpan = maxSpan;
+        this.metrics = metrics;
         int capacity = Math.min(1024, ceilPowerOfTwo(maxSpan));
         this.slots = new Object[capacity];
         this.flags = new byte[capacity];
@@ -89,8 +93,11 @@ final class ConfirmTracker {
         return next;
     }
 
-    /** Records the next publish; {@code future} may be null (no outcome). Returns its sequence number. */
-    long add(CompletableFuture<PublishOutcome> future, boolean mandatory) {
+    /**
+     * Records the next publish; {@code future} may be null (no outcome); {@code sentAtNanos} is when it was written
+     * (System.nanoTime), or 0 when confirm latencies are not recorded. Returns its sequence number.
+     */
+    long add(CompletableFuture<PublishOutcome> future, boolean mandatory, long sentAtNanos) {
         if (next - lowest >= slots.length) {
             grow();
         }
@@ -98,6 +105,12 @@ final class ConfirmTracker {
         int i = (int) seq & mask;
         slots[i] = future == null ? NO_OUTCOME : future;
         flags[i] = mandatory ? MANDATORY : 0;
+        if (sentAtNanos != 0 || sentAt != null) {
+            if (sentAt == null) {
+                sentAt = new long[slots.length]; // the first timed publish: timing was switched on
+            }
+            sentAt[i] = sentAtNanos;
+        }
         outstanding++;
         return seq;
     }
@@ -144,21 +157,23 @@ final class ConfirmTracker {
                     ack ? "ack" : "nack", tag, lowest, next - 1);
             return;
         }
+        // one clock read per basic.ack, however many publishes it confirms
+        long now = ack && sentAt != null ? System.nanoTime() : 0;
         if (multiple) {
             // multiple with tag 0 would mean "everything"; RabbitMQ never sends it, treated as up to the newest
             long last = tag == 0 ? next - 1 : tag;
             // Fields are read again at every step: completing a future runs application code that may publish
             // (add) or grow the ring.
             while (lowest <= last) {
-                settleOne(lowest++, ack);
+                settleOne(lowest++, ack, now);
             }
         } else {
-            settleOne(tag, ack);
+            settleOne(tag, ack, now);
         }
         skipSettled();
     }
 
-    private void settleOne(long seq, boolean ack) {
+    private void settleOne(long seq, boolean ack, long now) {
         int i = (int) seq & mask;
         Object slot = slots[i];
         if (slot == null) {
@@ -168,6 +183,10 @@ final class ConfirmTracker {
         slots[i] = null;
         flags[i] = 0;
         outstanding--;
+        if (now != 0 && sentAt[i] != 0) {
+            metrics.confirmLatency(now - sentAt[i]);
+            sentAt[i] = 0;
+        }
         ReturnInfo r = (f & RETURNED) != 0 ? returned.remove(seq) : null;
         if (slot == NO_OUTCOME) {
             if (!ack) {
@@ -277,6 +296,13 @@ final class ConfirmTracker {
         for (long seq = lowest; seq < next; seq++) {
             s[(int) seq & m] = slots[(int) seq & mask];
             f[(int) seq & m] = flags[(int) seq & mask];
+        }
+        if (sentAt != null) {
+            long[] t = new long[capacity];
+            for (long seq = lowest; seq < next; seq++) {
+                t[(int) seq & m] = sentAt[(int) seq & mask];
+            }
+            sentAt = t;
         }
         slots = s;
         flags = f;

@@ -12,6 +12,7 @@ import io.warren.AuthenticationException;
 import io.warren.Channel;
 import io.warren.ConnectionClosedException;
 import io.warren.ConnectionOptions;
+import io.warren.ConnectionTimeoutException;
 import io.warren.codec.AmqpProtocolException;
 import io.warren.codec.Frame;
 import io.warren.codec.FrameDecoder;
@@ -35,10 +36,18 @@ import org.slf4j.LoggerFactory;
  * <p>Every {@link Frame} read here is released exactly once: here, or by the channel it is passed to.
  * A malformed frame ({@link AmqpProtocolException} from the decoder or from a channel) closes the connection
  * with the exception's reply code (501, 502, 503, 505) and a {@link ConnectionClosedException} that names it.
+ * After an error in the decoder itself, which then reads nothing more, the socket closes as soon as
+ * connection.close is written: a close-ok could not be read.
  */
 public final class ConnectionHandler extends ChannelInboundHandlerAdapter implements Handshake.Callbacks {
 
     private static final Logger LOG = LoggerFactory.getLogger(ConnectionHandler.class);
+
+    /**
+     * After a frame-level error the socket closes once connection.close is written; this bounds the wait for
+     * that write (a peer that does not read), when it is shorter than the close timeout.
+     */
+    static final long FRAME_ERROR_CLOSE_GRACE_NANOS = TimeUnit.SECONDS.toNanos(1);
 
     enum State { HANDSHAKE, OPEN, CLOSING, CLOSED }
 
@@ -70,6 +79,9 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
     private int readPauses;
     /** Recovery is restoring channels and consumers onto this connection: pauses are counted, not applied. */
     private boolean restoring;
+    /** {@link #readBatchNanos()}: the clock as read in this read batch, once read. */
+    private long readBatchNanos;
+    private boolean readBatchTimed;
 
     /**
      * @param connected completed with the connection at connection.open-ok, or failed with why the
@@ -170,6 +182,7 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
 
     @Override
     public void channelReadComplete(ChannelHandlerContext ctx) {
+        readBatchTimed = false;
         heartbeats.onReadComplete();
         outbound.endReadBatch();
         ctx.fireChannelReadComplete();
@@ -360,6 +373,11 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
 
     // ---- channels ----------------------------------------------------------------------------------------
 
+    /** The channels by number, for tests. Event loop only; null before tune. */
+    ChannelTable channelTable() {
+        return channels;
+    }
+
     /** Opens a channel on a free number. Event loop. */
     public void openChannel(CompletableFuture<Channel> result) {
         if (state != State.OPEN) {
@@ -394,6 +412,19 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
             return;
         }
         channel.open(result);
+    }
+
+    /**
+     * The event loop's clock, read once per read batch (by the first caller in it): when the deliveries of this
+     * batch arrived, close enough for their age ({@code ChannelConsumers}) at no clock read per delivery. Event loop.
+     */
+    public long readBatchNanos() {
+        assert outbound.inEventLoop();
+        if (!readBatchTimed) {
+            readBatchTimed = true;
+            readBatchNanos = outbound.eventLoop().ticker().nanoTime();
+        }
+        return readBatchNanos;
     }
 
     /** True once connection.open-ok came and until closing starts. Event loop. */
@@ -443,7 +474,7 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
                 ConnectionClosedException cause = new ConnectionClosedException("connection to " + address
                         + " closed by the application" + (replyCode == ReplyCode.REPLY_SUCCESS ? ""
                         : ": " + replyCode + " " + replyText), null, replyCode, replyText, 0, 0, false);
-                startClosing(cause, replyCode, replyText, 0, 0);
+                startClosing(cause, replyCode, replyText, 0, 0, true);
             }
             default -> {
                 // closing already: the socket close completes the result
@@ -451,16 +482,34 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
         }
     }
 
-    private void startClosing(AmqpException cause, int replyCode, String replyText, int classId, int methodId) {
+    /**
+     * Sends connection.close and closes the socket on close-ok, or after the close timeout. When the frame
+     * decoder has failed ({@code closeOkReadable} false) close-ok could never be read: the socket closes as soon
+     * as connection.close is written (the peer learns why; waiting for its answer would only hold the caller),
+     * and no later than {@link #FRAME_ERROR_CLOSE_GRACE_NANOS}.
+     */
+    private void startClosing(AmqpException cause, int replyCode, String replyText, int classId, int methodId,
+                              boolean closeOkReadable) {
         recordCause(cause);
         state = State.CLOSING;
         facade.closing();
         failChannels(closeCause);
-        outbound.write(Requests.connectionClose(ctx.alloc(), replyCode, replyText, classId, methodId));
-        closeTimer = ctx.executor().schedule(() -> {
-            LOG.debug("no connection.close-ok from {} within {}; closing the socket", address, options.closeTimeout());
-            ctx.close();
-        }, options.closeTimeout().toNanos(), TimeUnit.NANOSECONDS);
+        ByteBuf close = Requests.connectionClose(ctx.alloc(), replyCode, replyText, classId, methodId);
+        if (closeOkReadable) {
+            outbound.write(close);
+            closeTimer = ctx.executor().schedule(() -> {
+                LOG.debug("no connection.close-ok from {} within {}; closing the socket", address,
+                        options.closeTimeout());
+                ctx.close();
+            }, options.closeTimeout().toNanos(), TimeUnit.NANOSECONDS);
+        } else {
+            outbound.write(close, failure -> ctx.close()); // written or not: nothing more to wait for
+            outbound.flushNow();
+            closeTimer = ctx.executor().schedule(() -> {
+                LOG.debug("connection.close to {} not written within the grace; closing the socket", address);
+                ctx.close();
+            }, Math.min(options.closeTimeout().toNanos(), FRAME_ERROR_CLOSE_GRACE_NANOS), TimeUnit.NANOSECONDS);
+        }
     }
 
     private void onBrokerClose(Frame frame) {
@@ -506,7 +555,9 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
                 + " closed by the client after a protocol error: " + e.getMessage(), e, e.replyCode(), e.detail(),
                 Math.max(e.classId(), 0), Math.max(e.methodId(), 0), false);
         if (state == State.HANDSHAKE) {
-            connectFailure = cause;
+            connectFailure = new ConnectionClosedException("could not connect to " + address + ": protocol error while "
+                    + handshake.stage().description + ": " + e.getMessage(), e, e.replyCode(), e.detail(),
+                    Math.max(e.classId(), 0), Math.max(e.methodId(), 0), false);
         }
         if (state == State.CLOSING) {
             // a second error while closing: the socket goes now, but the connection.close written for the first
@@ -516,7 +567,13 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
             return;
         }
         startClosing(cause, e.replyCode(), ReplyCode.name(e.replyCode()) + " - " + e.detail(),
-                Math.max(e.classId(), 0), Math.max(e.methodId(), 0));
+                Math.max(e.classId(), 0), Math.max(e.methodId(), 0), !decoderFailed());
+    }
+
+    /** Whether the frame decoder met malformed input: it reads nothing more, close-ok included. */
+    private boolean decoderFailed() {
+        FrameDecoder decoder = ctx.pipeline().get(FrameDecoder.class);
+        return decoder != null && decoder.isFailed();
     }
 
     private void missedHeartbeats(long silentMillis) {
@@ -526,10 +583,18 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
         ctx.close();
     }
 
-    /** The connect attempt took too long: the connector fails it with {@code cause}. Event loop. */
-    void connectTimedOut(AmqpException cause) {
+    /**
+     * The connect attempt took too long. Still in the handshake: it fails with {@code timeout}. Already closing
+     * because the attempt failed (a protocol error, the broker's refusal): that failure is why, and the attempt
+     * fails with it now rather than with the clock. Event loop.
+     */
+    void connectTimedOut(ConnectionTimeoutException timeout) {
+        assert ctx.executor().inEventLoop();
         if (state == State.HANDSHAKE) {
-            failHandshake(cause);
+            failHandshake(timeout);
+        } else if (connectFailure != null && state != State.CLOSED) {
+            connected.completeExceptionally(connectFailure);
+            ctx.close();
         }
     }
 

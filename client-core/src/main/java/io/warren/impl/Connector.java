@@ -16,6 +16,7 @@ import io.warren.AmqpException;
 import io.warren.AuthMechanism;
 import io.warren.Connection;
 import io.warren.ConnectionClosedException;
+import io.warren.ConnectionFailedException;
 import io.warren.ConnectionOptions;
 import io.warren.ConnectionTimeoutException;
 import io.warren.TlsOptions;
@@ -136,17 +137,18 @@ public final class Connector {
         ScheduledFuture<?> timer = connect.channel().eventLoop().schedule(() -> {
             if (!connected.isDone()) {
                 String stage = connect.isSuccess() ? handler.stageDescription() : "TCP connect";
-                handler.connectTimedOut(new ConnectionTimeoutException("could not connect to " + address + " within "
-                        + timeoutMillis + " ms (connection_timeout); stage reached: " + stage));
-                connected.completeExceptionally(new ConnectionTimeoutException("could not connect to " + address
-                        + " within " + timeoutMillis + " ms (connection_timeout); stage reached: " + stage));
+                ConnectionTimeoutException timeout = new ConnectionTimeoutException("could not connect to " + address
+                        + " within " + timeoutMillis + " ms (connection_timeout); stage reached: " + stage);
+                handler.connectTimedOut(timeout); // an attempt that had already failed keeps its own failure
+                connected.completeExceptionally(timeout);
                 connect.channel().close();
             }
         }, timeoutMillis, TimeUnit.MILLISECONDS);
         connect.addListener(f -> {
             if (!f.isSuccess()) {
-                connected.completeExceptionally(new ConnectionClosedException("could not connect to " + address
-                        + ": " + f.cause(), f.cause()));
+                // the connection never opened: not a "closed" connection (the cause is the socket's failure)
+                connected.completeExceptionally(new ConnectionFailedException("could not connect to " + address
+                        + ": " + f.cause().getMessage(), List.of(address), f.cause()));
             }
         });
         connected.whenComplete((connection, error) -> {
@@ -160,8 +162,7 @@ public final class Connector {
                 return;
             }
             failures.add(error);
-            boolean refusedByBroker = error instanceof ConnectionClosedException cce && cce.replyCode() != 0
-                    && cce.initiatedByBroker();
+            boolean refusedByBroker = refusedByBroker(error);
             if (!refusedByBroker && index + 1 < addresses.size()) {
                 LOG.debug("connecting to {} failed, trying the next address: {}", address, error.getMessage());
                 attempt(options, ssl, addresses, index + 1, failures, result, recovering, loops);
@@ -171,13 +172,26 @@ public final class Connector {
         });
     }
 
+    /** The broker itself refused (credentials, virtual host): the next address would refuse too. */
+    private static boolean refusedByBroker(Throwable error) {
+        return error instanceof ConnectionClosedException cce && cce.replyCode() != 0 && cce.initiatedByBroker();
+    }
+
     private static Throwable failure(List<Address> addresses, List<Throwable> failures) {
         Throwable last = failures.get(failures.size() - 1);
         if (failures.size() == 1) {
             return last;
         }
-        AmqpException all = new ConnectionClosedException("could not connect to any of " + addresses
-                + "; last failure: " + last.getMessage(), last);
+        if (refusedByBroker(last)) {
+            // the broker's answer is the news (an AuthenticationException stays one); the addresses that did not
+            // answer before it are kept as suppressed
+            for (Throwable t : failures.subList(0, failures.size() - 1)) {
+                last.addSuppressed(t);
+            }
+            return last;
+        }
+        AmqpException all = new ConnectionFailedException("could not connect to any of " + addresses
+                + "; last failure: " + last.getMessage(), addresses, last);
         for (Throwable t : failures.subList(0, failures.size() - 1)) {
             all.addSuppressed(t);
         }

@@ -1,14 +1,18 @@
 package io.warren.impl;
 
 import io.warren.ConsumerHandle;
+import io.warren.impl.consume.ConsumerImpl;
 import io.warren.metrics.ClientMetrics;
 import java.util.Collection;
 import java.util.List;
+import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.Consumer;
+import java.util.function.LongConsumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -33,13 +37,18 @@ public final class CountingMetrics implements MetricsCollector, ClientMetrics {
     private final LongAdder returned = new LongAdder();
     private final LongAdder outstandingConfirms = new LongAdder();
     private final LongAdder consumed = new LongAdder();
+    private final LongAdder beyondPrefetch = new LongAdder();
     private final LongAdder acknowledged = new LongAdder();
     private final LongAdder rejected = new LongAdder();
     private final LongAdder bytesRead = new LongAdder();
     private final LongAdder bytesWritten = new LongAdder();
     private final LongAdder recoveries = new LongAdder();
+    private final LongAdder staleDeliveriesDropped = new LongAdder();
     private final Set<ConsumerHandle> consumers = ConcurrentHashMap.newKeySet();
     private final List<Consumer<ConsumerHandle>> consumerListeners = new CopyOnWriteArrayList<>();
+    // any thread (volatile): null until someone records them, so that no clock is read for nothing
+    private volatile LongConsumer confirmLatency;
+    private volatile LongConsumer handlerTime;
 
     // ---- MetricsCollector --------------------------------------------------------------------------------
 
@@ -112,6 +121,11 @@ public final class CountingMetrics implements MetricsCollector, ClientMetrics {
     }
 
     @Override
+    public void deliveredBeyondPrefetch() {
+        beyondPrefetch.increment();
+    }
+
+    @Override
     public void messageAcknowledged() {
         acknowledged.increment();
     }
@@ -145,6 +159,45 @@ public final class CountingMetrics implements MetricsCollector, ClientMetrics {
     @Override
     public void recovered() {
         recoveries.increment();
+    }
+
+    @Override
+    public boolean timesConfirms() {
+        return confirmLatency != null;
+    }
+
+    @Override
+    public void confirmLatency(long nanos) {
+        LongConsumer r = confirmLatency;
+        if (r != null) {
+            record(r, nanos);
+        }
+    }
+
+    @Override
+    public boolean timesHandlers() {
+        return handlerTime != null;
+    }
+
+    @Override
+    public void handlerTime(long nanos) {
+        LongConsumer r = handlerTime;
+        if (r != null) {
+            record(r, nanos);
+        }
+    }
+
+    private static void record(LongConsumer recorder, long nanos) {
+        try {
+            recorder.accept(nanos);
+        } catch (RuntimeException e) {
+            LOG.warn("metrics recorder failed", e);
+        }
+    }
+
+    @Override
+    public void staleDeliveryDropped() {
+        staleDeliveriesDropped.increment();
     }
 
     // ---- ClientMetrics -----------------------------------------------------------------------------------
@@ -205,6 +258,11 @@ public final class CountingMetrics implements MetricsCollector, ClientMetrics {
     }
 
     @Override
+    public long deliveriesBeyondPrefetch() {
+        return beyondPrefetch.sum();
+    }
+
+    @Override
     public long acknowledged() {
         return acknowledged.sum();
     }
@@ -230,6 +288,22 @@ public final class CountingMetrics implements MetricsCollector, ClientMetrics {
     }
 
     @Override
+    public long staleDeliveriesDropped() {
+        return staleDeliveriesDropped.sum();
+    }
+
+    @Override
+    public long oldestUnacknowledgedMillis() {
+        long nanos = 0;
+        for (ConsumerHandle c : consumers) {
+            if (c instanceof ConsumerImpl consumer) {
+                nanos = Math.max(nanos, consumer.oldestUnacknowledgedAgeNanos());
+            }
+        }
+        return TimeUnit.NANOSECONDS.toMillis(nanos);
+    }
+
+    @Override
     public Collection<ConsumerHandle> consumers() {
         return List.copyOf(consumers);
     }
@@ -240,6 +314,20 @@ public final class CountingMetrics implements MetricsCollector, ClientMetrics {
         for (ConsumerHandle c : consumers) {
             tell(listener, c);
         }
+    }
+
+    @Override
+    public synchronized void onConfirmLatency(LongConsumer nanos) {
+        Objects.requireNonNull(nanos, "nanos");
+        LongConsumer before = confirmLatency;
+        confirmLatency = before == null ? nanos : before.andThen(nanos);
+    }
+
+    @Override
+    public synchronized void onHandlerTime(LongConsumer nanos) {
+        Objects.requireNonNull(nanos, "nanos");
+        LongConsumer before = handlerTime;
+        handlerTime = before == null ? nanos : before.andThen(nanos);
     }
 
     private static void tell(Consumer<ConsumerHandle> listener, ConsumerHandle consumer) {
@@ -254,7 +342,8 @@ public final class CountingMetrics implements MetricsCollector, ClientMetrics {
     public String toString() {
         return "ClientMetrics{connections=" + connections() + ", channels=" + channels() + ", published="
                 + published() + ", confirmed=" + confirmed() + ", nacked=" + nacked() + ", returned=" + returned()
-                + ", outstandingConfirms=" + outstandingConfirms() + ", consumed=" + consumed() + ", acknowledged="
+                + ", outstandingConfirms=" + outstandingConfirms() + ", consumed=" + consumed()
+                + ", deliveriesBeyondPrefetch=" + deliveriesBeyondPrefetch() + ", acknowledged="
                 + acknowledged() + ", rejected=" + rejected() + ", bytesRead=" + bytesRead() + ", bytesWritten="
                 + bytesWritten() + ", recoveries=" + recoveries() + "}";
     }
@@ -317,6 +406,11 @@ public final class CountingMetrics implements MetricsCollector, ClientMetrics {
         }
 
         @Override
+        public long deliveriesBeyondPrefetch() {
+            return 0;
+        }
+
+        @Override
         public long acknowledged() {
             return 0;
         }
@@ -342,6 +436,16 @@ public final class CountingMetrics implements MetricsCollector, ClientMetrics {
         }
 
         @Override
+        public long staleDeliveriesDropped() {
+            return 0;
+        }
+
+        @Override
+        public long oldestUnacknowledgedMillis() {
+            return 0;
+        }
+
+        @Override
         public Collection<ConsumerHandle> consumers() {
             return List.of();
         }
@@ -349,6 +453,16 @@ public final class CountingMetrics implements MetricsCollector, ClientMetrics {
         @Override
         public void onConsumer(Consumer<ConsumerHandle> listener) {
             // nothing is counted, so no consumer is ever reported
+        }
+
+        @Override
+        public void onConfirmLatency(LongConsumer nanos) {
+            // nothing is measured
+        }
+
+        @Override
+        public void onHandlerTime(LongConsumer nanos) {
+            // nothing is measured
         }
     }
 }

@@ -60,6 +60,10 @@ public interface MetricsCollector {
     default void messageConsumed() {
     }
 
+    /** A delivery arrived while its manual-ack consumer's queue held its prefetch's worth already. */
+    default void deliveredBeyondPrefetch() {
+    }
+
     default void messageAcknowledged() {
     }
 
@@ -77,6 +81,31 @@ public interface MetricsCollector {
     }
 
     default void recovered() {
+    }
+
+    /**
+     * True when confirm latencies are recorded: the publisher reads the clock per confirm-mode publish only then.
+     * Read once per publish on the event loop: a plain answer, no lookup.
+     */
+    default boolean timesConfirms() {
+        return false;
+    }
+
+    /** A publish was confirmed (basic.ack) {@code nanos} after its frames were written. Event loop. */
+    default void confirmLatency(long nanos) {
+    }
+
+    /** True when handler durations are recorded: the consumer reads the clock around its handler only then. */
+    default boolean timesHandlers() {
+        return false;
+    }
+
+    /** A delivery handler took {@code nanos} (an asynchronous one: until its stage completed). Consumer's thread. */
+    default void handlerTime(long nanos) {
+    }
+
+    /** A manual-ack delivery from a lost channel was dropped before its handler (the broker redelivers it). */
+    default void staleDeliveryDropped() {
     }
 
     /** True for a collector that counts: the byte counter is put in the pipeline only then. */

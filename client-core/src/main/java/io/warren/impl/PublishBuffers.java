@@ -9,6 +9,7 @@ import io.netty.util.ResourceLeakTracker;
 import io.netty.util.concurrent.EventExecutor;
 import io.warren.codec.Frames;
 import java.nio.ByteBuffer;
+import java.util.Arrays;
 
 /**
  * The head and end-octet buffers of single-frame publishes ({@link PublishFrames}), kept for reuse by the
@@ -81,14 +82,26 @@ final class PublishBuffers {
         return endOctets.count;
     }
 
+    /** Slots of the two stacks of kept buffers together, for tests. Event loop. */
+    int keptCapacity() {
+        return heads.capacity() + endOctets.capacity();
+    }
+
     /** Keeps {@code b} released to zero on the loop; false when it must be freed (another thread, stack full). */
     private boolean keep(Reusable b) {
         return loop.inEventLoop() && (b.endOctet ? endOctets : heads).push(b);
     }
 
-    /** A stack of released buffers of one kind, at most {@link #MAX_KEPT}. Event loop only. */
+    /**
+     * A stack of released buffers of one kind, at most {@link #MAX_KEPT}. Event loop only. It grows with the
+     * publishes a connection has had in flight at once, so a connection that never publishes keeps no array at all
+     * (two arrays of {@code MAX_KEPT} were 32 KiB on every idle connection).
+     */
     private static final class Kept {
-        private final Reusable[] items = new Reusable[MAX_KEPT];
+        private static final Reusable[] NONE = new Reusable[0];
+        private static final int FIRST_CAPACITY = 16;
+
+        private Reusable[] items = NONE;
         private int count;
 
         Reusable pop() {
@@ -101,11 +114,18 @@ final class PublishBuffers {
         }
 
         boolean push(Reusable b) {
-            if (count == MAX_KEPT) {
-                return false;
+            if (count == items.length) {
+                if (count == MAX_KEPT) {
+                    return false;
+                }
+                items = Arrays.copyOf(items, Math.min(Math.max(FIRST_CAPACITY, count * 2), MAX_KEPT));
             }
             items[count++] = b;
             return true;
+        }
+
+        int capacity() {
+            return items.length;
         }
     }
 

@@ -60,8 +60,12 @@ public final class PublishFlow implements BlockedListener {
     // any thread (volatile): set by a publisher whose publish filled the queue, cleared at half (see isWritable)
     private volatile boolean queueFull;
 
-    /** Pooled tasks: taken by publishing threads, returned by the event loop (single producer, many consumers). */
-    private final SpmcArrayQueue<PublishTask> taskPool = new SpmcArrayQueue<>(TASK_POOL_SIZE);
+    /**
+     * Pooled tasks: taken by publishing threads, returned by the event loop (single producer, many consumers).
+     * Made by the event loop when the first task comes back: a connection that never publishes does not pay its
+     * 4 KiB array. Any thread reads it (volatile), the event loop writes it.
+     */
+    private volatile SpmcArrayQueue<PublishTask> taskPool;
     /** Head and end-octet buffers of the connection's publishes (event loop only). */
     private final PublishBuffers buffers;
 
@@ -139,14 +143,26 @@ public final class PublishFlow implements BlockedListener {
 
     /** A task for a new publish: a pooled one, or a new one when the pool is empty. Any thread. */
     PublishTask acquireTask() {
-        PublishTask t = taskPool.relaxedPoll();
+        SpmcArrayQueue<PublishTask> pool = taskPool;
+        PublishTask t = pool == null ? null : pool.relaxedPoll();
         return t != null ? t : new PublishTask();
     }
 
     /** Clears a task and returns it to the pool (dropped when the pool is full). Event loop. */
     void releaseTask(PublishTask task) {
+        assert ctx.executor().inEventLoop() : "the pool has one producer, the event loop";
         task.clear();
-        taskPool.relaxedOffer(task);
+        SpmcArrayQueue<PublishTask> pool = taskPool;
+        if (pool == null) {
+            taskPool = pool = new SpmcArrayQueue<>(TASK_POOL_SIZE);
+        }
+        pool.relaxedOffer(task);
+    }
+
+    /** Tasks kept for reuse, for tests. */
+    int pooledTasks() {
+        SpmcArrayQueue<PublishTask> pool = taskPool;
+        return pool == null ? -1 : pool.size();
     }
 
     boolean isBlocked() {

@@ -19,6 +19,7 @@ import io.warren.codec.content.ShortString;
 import io.warren.codec.method.BasicAck;
 import io.warren.codec.method.BasicNack;
 import io.warren.codec.method.MethodIds;
+import io.warren.impl.recovery.ChannelRecovery;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Objects;
@@ -61,7 +62,11 @@ import org.slf4j.LoggerFactory;
  * makes the numbering exact even when the select waits in the channel's RPC queue behind another request.
  *
  * <h2>Close</h2>
- * When the channel closes nothing more is written: held and later publishes fail as not written. Publishes
+ * When the channel closes nothing more is written: later publishes are refused with a {@link ChannelClosedException};
+ * held ones are handed to the channel's {@link ChannelRecovery#carry recovery} when the connection was lost with
+ * recovery to follow ({@code PublishDuringRecovery.WAIT}), which writes them, in order, on the recovered channel;
+ * otherwise they fail as not written (a {@link PublishNotConfirmedException} in confirm mode, else a
+ * {@link ChannelClosedException}: without confirms there is no confirm to miss). Publishes
  * awaiting their confirm fail with a retryable {@link PublishNotConfirmedException} at once when the broker closed
  * the channel or the connection is gone; after the application's close they keep taking acks and nacks until
  * close-ok, because RabbitMQ confirms what it read before the close first, and only what is left then fails.
@@ -185,7 +190,8 @@ public final class Publisher {
         }
         if (!channel.isOpen()) {
             body.release();
-            return notWritten(channel.closeFuture().toCompletableFuture().getNow(null));
+            // refused, not "unconfirmed": nothing was attempted, whatever the confirm mode
+            return closedError(channel.closeFuture().toCompletableFuture().getNow(null));
         }
         if (flow.isBlocked() && options.blockedPolicy() == PublishOptions.BlockedPolicy.FAIL) {
             body.release();
@@ -329,8 +335,9 @@ public final class Publisher {
     void onTask(PublishTask task) {
         long bytes = task.bytes;
         if (closed) {
+            // queued before the loss, reached here after it (the connection's end runs what is still queued)
             flow.dequeued(bytes);
-            failNotWritten(task, closeCause);
+            endNotWritten(task);
             return;
         }
         if (mustHold() || flow.isWriting()) {
@@ -356,7 +363,9 @@ public final class Publisher {
         task.releaseBody();
         task.clear(); // not pooled: only the event loop returns tasks to the pool
         if (future != null) {
-            future.completeExceptionally(notWritten(cause));
+            future.completeExceptionally(new PublishNotConfirmedException("channel " + number
+                    + ": the client's event loop refused the publish (shut down); the message was not published",
+                    cause, number, false));
         }
     }
 
@@ -419,7 +428,8 @@ public final class Publisher {
         OutboundPath.WriteListener whenWritten = null;
         metrics.messagePublished();
         if (confirms != null) {
-            confirms.add(future, mandatory);
+            // the clock only when someone records confirm latencies (NOOP answers false: no read at all)
+            confirms.add(future, mandatory, metrics.timesConfirms() ? System.nanoTime() : 0);
             metrics.awaitingConfirm();
         } else if (future != null) {
             whenWritten = cause -> written(future, cause);
@@ -454,7 +464,7 @@ public final class Publisher {
         if (entering) {
             selecting--;
             if (error == null && confirms == null && !closed) {
-                confirms = new ConfirmTracker(number, options.maxOutstandingConfirms());
+                confirms = new ConfirmTracker(number, options.maxOutstandingConfirms(), metrics);
             }
             releaseHeld();
             updateWritability();
@@ -554,7 +564,7 @@ public final class Publisher {
         PublishTask task;
         while ((task = held.poll()) != null) {
             flow.unhold(task.bytes);
-            failNotWritten(task, cause);
+            endNotWritten(task);
         }
         windowFull = false;
         if (waiters != null) {
@@ -644,6 +654,22 @@ public final class Publisher {
         return windowClosed;
     }
 
+    /**
+     * A publish accepted but not written when the channel closed: carried over to the recovered channel when the
+     * connection or the channel was lost with recovery to follow, else failed as not written.
+     */
+    private void endNotWritten(PublishTask task) {
+        // the recovery decides: it takes them while it recovers under WAIT, after a connection loss or after the
+        // channel alone was lost (RabbitMQ's consumer acknowledgement timeout)
+        if (channel.recovery().carry(task.exchange, task.routingKey, task.mandatory, task.properties, task.body,
+                task.future, task.bytes)) {
+            task.body = null; // recovery owns it now
+            flow.releaseTask(task);
+            return;
+        }
+        failNotWritten(task, closeCause);
+    }
+
     private void failNotWritten(PublishTask task, Throwable cause) {
         metrics.publishFailed();
         CompletableFuture<PublishOutcome> future = task.future;
@@ -654,14 +680,31 @@ public final class Publisher {
         }
     }
 
-    private PublishNotConfirmedException notWritten(Throwable cause) {
+    /**
+     * Why a publish accepted earlier was never written. In confirm mode (or entering it) the application waits for
+     * a confirm, so it learns that none will come ({@link PublishNotConfirmedException}, not reached the broker);
+     * without confirms there was never a confirm to miss: the channel is closed. Event loop, or a discarded task.
+     */
+    private AmqpException notWritten(Throwable cause) {
+        if (confirms == null && selecting == 0) {
+            return closedError(cause);
+        }
         return new PublishNotConfirmedException("channel " + number + " is closed; the message was not published"
                 + (cause == null ? "" : ": " + cause.getMessage()), cause, number, false);
     }
 
-    private ChannelClosedException closedError(AmqpException cause) {
+    /**
+     * A {@link ChannelClosedException} for an operation refused because the channel is closed: it carries the
+     * close's reply code and text, and who closed it, from {@code cause} (the channel's own close) when it has them.
+     */
+    private ChannelClosedException closedError(Throwable cause) {
+        if (cause instanceof ChannelClosedException c && c.channelNumber() == number) {
+            return new ChannelClosedException("channel " + number + " is closed: " + c.getMessage(), c,
+                    c.replyCode(), c.replyText(), c.classId(), c.methodId(), number, c.initiatedByBroker());
+        }
+        AmqpException a = cause instanceof AmqpException e ? e : null;
         return new ChannelClosedException("channel " + number + " is closed" + (cause == null ? ""
-                : ": " + cause.getMessage()), cause, cause == null ? 0 : cause.replyCode(),
-                cause == null ? null : cause.replyText(), 0, 0, number, false);
+                : ": " + cause.getMessage()), cause, a == null ? 0 : a.replyCode(), a == null ? null : a.replyText(),
+                0, 0, number, false);
     }
 }

@@ -100,6 +100,7 @@ public final class WarrenTracing {
      * when written otherwise; a failure is recorded on it. Ownership of {@code body} passes to Warren as with
      * {@code publish}.
      */
+    @SuppressWarnings("try") // the Scope is held for its extent, never read: OpenTelemetry's idiom
     public CompletionStage<PublishOutcome> publish(Channel channel, CharSequence exchange, CharSequence routingKey,
                                                    boolean mandatory, BasicProperties properties, ByteBuf body) {
         Span span;
@@ -182,6 +183,7 @@ public final class WarrenTracing {
      * and made current for the handler's code (so its own spans and logs join the producer's trace). An
      * exception is recorded on the span and passed on.
      */
+    @SuppressWarnings("try") // the Scope is held for its extent, never read: OpenTelemetry's idiom
     public DeliveryHandler traced(DeliveryHandler handler) {
         Objects.requireNonNull(handler, "handler");
         return delivery -> {
@@ -203,6 +205,7 @@ public final class WarrenTracing {
      * The span is current while the handler starts its work; code it runs later on other threads should take
      * {@code Context.current()} along (OpenTelemetry's {@code Context.wrap}).
      */
+    @SuppressWarnings("try") // the Scope is held for its extent, never read: OpenTelemetry's idiom
     public AsyncDeliveryHandler tracedAsync(AsyncDeliveryHandler handler) {
         Objects.requireNonNull(handler, "handler");
         return delivery -> {

@@ -9,6 +9,7 @@ import io.warren.ConsumerHandle;
 import io.warren.Delivery;
 import io.warren.ReturnListener;
 import io.warren.ReturnedMessage;
+import io.warren.RpcTimeoutException;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.content.ContentHeader;
 import java.time.Duration;
@@ -19,7 +20,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -50,7 +50,8 @@ import org.slf4j.LoggerFactory;
  * client does not know, is released and logged.
  *
  * <h2>Failures</h2>
- * A call fails with {@link TimeoutException} after its timeout, with {@link RequestReturnedException} when no
+ * A call fails with {@link RpcTimeoutException} after its timeout (the channel and the client stay usable; a
+ * late reply is dropped), with {@link RequestReturnedException} when no
  * queue took the request (requests are published mandatory), with the publish's failure, and with the
  * channel's close when the channel closes. Use a channel of its own for the client: the direct reply-to
  * consumer takes the channel's replies.
@@ -151,8 +152,8 @@ public final class RpcClient {
         // A timer on the JDK's shared delayer thread, cancelled (and its task removed) when the call completes.
         CompletableFuture<Void> timer = new CompletableFuture<Void>()
                 .completeOnTimeout(null, timeout.toNanos(), TimeUnit.NANOSECONDS);
-        timer.thenRun(() -> fail(correlationId, new TimeoutException("no reply to RPC " + correlationId + " ("
-                + exchange + "/" + routingKey + ") within " + timeout)));
+        timer.thenRun(() -> fail(correlationId, new RpcTimeoutException("no reply to RPC " + correlationId + " ("
+                + exchange + "/" + routingKey + ") within " + timeout, 0, 0, channel.channelNumber())));
         reply.whenComplete((d, error) -> {
             pending.remove(correlationId);
             timer.cancel(false);

@@ -5,8 +5,12 @@ import io.vertx.core.Future;
 import io.vertx.core.Handler;
 import io.vertx.core.streams.ReadStream;
 import io.warren.AmqpException;
+import io.warren.ChannelClosedException;
+import io.warren.ConnectionClosedException;
+import io.warren.ConnectionLostException;
 import io.warren.ConsumerHandle;
 import io.warren.Delivery;
+import io.warren.codec.ReplyCode;
 
 /**
  * A consumer as a Vert.x {@link ReadStream}: deliveries, the stream's end and its failures arrive on the context
@@ -15,9 +19,10 @@ import io.warren.Delivery;
  * <h2>Flow control</h2>
  * {@link #pause()}, {@link #resume()} and {@link #fetch(long)} are the consumer's demand
  * ({@link ConsumerHandle#pause()} ...): nothing reaches the handler without demand, and deliveries received
- * meanwhile wait in the consumer's bounded queue (the broker stops at the prefetch with manual acks; with noAck
- * the connection stops reading at the queue's high-water mark). So {@link #pipeTo} honours the write stream's
- * back-pressure all the way to the broker. The stream starts without demand and flows once a handler is set,
+ * meanwhile wait in the consumer's bounded queue (with manual acks the broker stops at the prefetch, by default
+ * {@value io.warren.ConsumeOptions#DEFAULT_PREFETCH}; with noAck the connection stops reading at the queue's
+ * high-water mark). So {@link #pipeTo} honours the write stream's back-pressure all the way to the broker, and a
+ * stream paused for long keeps its connection. The stream starts without demand and flows once a handler is set,
  * unless it was paused.
  *
  * <h2>Ownership</h2>
@@ -28,8 +33,21 @@ import io.warren.Delivery;
  *
  * <h2>End</h2>
  * When the consumer ends, the {@link #exceptionHandler} gets the reason if it was a failure (the broker
- * cancelled it, the channel or connection closed), then the {@link #endHandler} is called; after that the handler
- * is not called again. Deliveries still queued are released (and requeued when the channel is still open).
+ * cancelled it or closed the channel or connection, the connection was lost for good), then the
+ * {@link #endHandler} is called; after that the handler is not called again. A cancel, and a close the
+ * application made itself ({@code channel.close()}, {@code connection.close()}, a verticle's {@code stop()}), are
+ * an orderly end: the end handler only, so {@code pipeTo} ends its write stream and succeeds. Deliveries still
+ * queued are released without reaching the handler. With manual acks the broker delivers them again: they are
+ * requeued when the channel is still open, and requeued by the broker itself when the channel or connection
+ * closed. <b>With noAck they are lost</b>: the broker forgot each message when it sent it, so what a paused or slow
+ * stream holds when it is cancelled, its verticle undeployed or its connection closed is gone. Use manual acks for
+ * messages that must not be lost.
+ *
+ * <h2>Recovery</h2>
+ * The stream survives a connection loss (and the channel's recovery after RabbitMQ's consumer acknowledgement
+ * timeout): the same stream goes on. Manual-ack deliveries it had not yet handed to the handler are dropped, since
+ * the broker delivers them again; a delivery handed over before the loss can no longer be settled
+ * ({@link io.warren.StaleDeliveryException}).
  */
 public final class DeliveryStream implements ReadStream<Delivery> {
 
@@ -64,8 +82,8 @@ public final class DeliveryStream implements ReadStream<Delivery> {
             // the handler was removed while this one was on its way: give it back rather than lose it
             try {
                 delivery.reject(true);
-            } catch (IllegalStateException noAckOrSettled) {
-                // noAck: the broker has forgotten it already
+            } catch (IllegalStateException | ChannelClosedException noAckOrClosed) {
+                // noAck: the broker has forgotten it already; closed: the broker requeued it with the close
             }
             return;
         }
@@ -86,13 +104,24 @@ public final class DeliveryStream implements ReadStream<Delivery> {
         }
         ended = true;
         Handler<Throwable> eh = exceptionHandler;
-        if (cause != null && eh != null) {
+        if (cause != null && !closedByTheApplication(cause) && eh != null) {
             eh.handle(cause);
         }
         Handler<Void> done = endHandler;
         if (done != null) {
             done.handle(null);
         }
+    }
+
+    /**
+     * The application closed the channel or the connection in the ordinary way (reply code 200, from this side):
+     * the stream is over, not broken, so a {@code pipeTo} ends its write stream and succeeds.
+     */
+    static boolean closedByTheApplication(AmqpException cause) {
+        boolean fromHere = cause instanceof ChannelClosedException channel ? !channel.initiatedByBroker()
+                : cause instanceof ConnectionClosedException connection && !(connection instanceof ConnectionLostException)
+                        && !connection.initiatedByBroker();
+        return fromHere && cause.replyCode() == ReplyCode.REPLY_SUCCESS;
     }
 
     private void applyDemand() {

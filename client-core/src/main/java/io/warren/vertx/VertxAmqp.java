@@ -3,8 +3,10 @@ package io.warren.vertx;
 import io.vertx.core.Context;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
+import io.vertx.core.internal.VertxInternal;
 import io.warren.AmqpClient;
 import io.warren.Channel;
+import io.warren.ClientOptions;
 import io.warren.Connection;
 import io.warren.ConnectionOptions;
 import java.util.Objects;
@@ -17,6 +19,7 @@ import java.util.concurrent.Executor;
  * optional dependency of Warren: this package needs {@code vertx-core} on the class path (or module path).
  *
  * <pre>{@code
+ * AmqpClient client = VertxAmqp.client(vertx);              // on Vert.x's event loops, no threads of its own
  * VertxAmqp amqp = VertxAmqp.create(vertx);
  * amqp.connect(client, "amqp://localhost")                  // in a verticle: futures complete on its context
  *     .compose(VertxConnection::openChannel)
@@ -35,6 +38,27 @@ public final class VertxAmqp {
         this.vertx = vertx;
     }
 
+    /**
+     * A Warren client on {@code vertx}'s own event loops: no threads of its own, and a connection's callbacks run
+     * on a Vert.x event-loop thread. {@link AmqpClient#close()} closes the client's connections and leaves the
+     * event loops to Vert.x. The client's other options are the defaults.
+     */
+    public static AmqpClient client(Vertx vertx) {
+        return client(vertx, new ClientOptions());
+    }
+
+    /**
+     * As {@link #client(Vertx)}, with {@code options} (metrics, say); their event loop group and I/O threads are
+     * replaced by {@code vertx}'s. {@code options} itself is not changed.
+     */
+    public static AmqpClient client(Vertx vertx, ClientOptions options) {
+        Objects.requireNonNull(vertx, "vertx");
+        // Vert.x 5 keeps its Netty group behind VertxInternal; this cast is the one place Warren relies on it,
+        // so that applications never have to
+        return AmqpClient.create(new ClientOptions(Objects.requireNonNull(options, "options"))
+                .eventLoopGroup(((VertxInternal) vertx).nettyEventLoopGroup()));
+    }
+
     public static VertxAmqp create(Vertx vertx) {
         return new VertxAmqp(Objects.requireNonNull(vertx, "vertx"));
     }
@@ -43,7 +67,7 @@ public final class VertxAmqp {
         return vertx;
     }
 
-    /** Connects with {@code client} (which may run on Vert.x's event loops: {@code ClientOptions.eventLoopGroup}). */
+    /** Connects with {@code client} (which may run on Vert.x's event loops: {@link #client(Vertx)}). */
     public Future<VertxConnection> connect(AmqpClient client, ConnectionOptions options) {
         return future(client.connect(options)).map(this::wrap);
     }

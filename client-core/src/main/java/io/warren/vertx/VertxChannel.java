@@ -96,7 +96,9 @@ public final class VertxChannel {
      * Starts a consumer whose deliveries come as a {@link DeliveryStream} on the caller's context. The stream
      * starts paused until a handler is set, so nothing is missed. {@code options} give the basic.consume
      * arguments, prefetch and water marks; their executor and concurrency are replaced: a stream delivers one
-     * item at a time on its context.
+     * item at a time on its context. Without a prefetch in {@code options} (and without {@link #basicQos} on the
+     * channel) a manual-ack stream gets {@value io.warren.ConsumeOptions#DEFAULT_PREFETCH}. With noAck, what the
+     * stream holds when it ends is lost (see {@link DeliveryStream}).
      */
     public Future<DeliveryStream> consume(String queue, ConsumeOptions options) {
         Context context = amqp.vertx().getOrCreateContext();
@@ -107,6 +109,10 @@ public final class VertxChannel {
                 .map(stream::started);
     }
 
+    /**
+     * A manual-ack stream with the default options: a prefetch of {@value io.warren.ConsumeOptions#DEFAULT_PREFETCH},
+     * so a paused stream holds at most that many deliveries and the broker keeps the rest.
+     */
     public Future<DeliveryStream> consume(String queue) {
         return consume(queue, ConsumeOptions.defaults());
     }

@@ -136,9 +136,9 @@ class ConfirmTest {
             broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE);
             f.forEach(PublishFixture::assertPending);
             CompletionStage<PublishOutcome> late = ch.publish("", "q", false, PROPS, text("late"));
-            PublishNotConfirmedException notWritten = assertInstanceOf(PublishNotConfirmedException.class,
-                    failure(late));
-            assertFalse(notWritten.mayHaveReachedBroker(), "a publish after close() is never written");
+            // a publish after close() is refused, never written: the channel is closed (not "unconfirmed")
+            ChannelClosedException refused = assertInstanceOf(ChannelClosedException.class, failure(late));
+            assertFalse(refused.initiatedByBroker());
             ack(broker, 1, 2, true);
             nack(broker, 1, 3, false);
             assertSame(PublishOutcome.CONFIRMED, f.get(0).toCompletableFuture().join());

@@ -17,6 +17,7 @@ import io.warren.ChannelClosedException;
 import io.warren.ConnectionClosedException;
 import io.warren.ConnectionOptions;
 import io.warren.QueueDeclareOk;
+import io.warren.codec.AmqpProtocolException;
 import io.warren.codec.Frame;
 import io.warren.codec.FrameType;
 import io.warren.codec.Frames;
@@ -305,7 +306,7 @@ class ConnectionLifecycleTest {
             ConnectionImpl c = broker.handshake(2047, 131072, 4);
             Channel ch = broker.openChannel(c, 1);
             for (int i = 0; i < 4; i++) {
-                ch.basicAck(i + 1, false);
+                ch.basicAck(0, true); // an outbound frame: 0 with multiple is valid without deliveries
                 broker.client.advanceTimeBy(1900, TimeUnit.MILLISECONDS);
                 broker.client.runScheduledPendingTasks();
                 broker.expectAndRelease(1, MethodIds.BASIC_ACK);
@@ -338,9 +339,56 @@ class ConnectionLifecycleTest {
                     ChannelTest.failure(pending));
             assertEquals(502, e.replyCode());
             assertTrue(e.getMessage().contains("channel 1"), e.getMessage());
-            // the decoder discards everything now; the broker answers and drops the socket
-            broker.client.close();
+            // the decoder discards everything now, close-ok included: the socket went once connection.close was out
+            assertFalse(broker.client.isOpen());
             assertEquals(502, c.closeFuture().toCompletableFuture().join().replyCode());
+        }
+    }
+
+    @Test
+    void aFrameErrorClosesTheSocketOnceConnectionCloseIsWrittenWithoutWaitingForCloseOk() {
+        try (FakeBroker broker = new FakeBroker(new ConnectionOptions().closeTimeout(Duration.ofSeconds(10)))) {
+            broker.client.freezeTime(); // no timer fires unless the test moves the clock: the close may not need one
+            ConnectionImpl c = broker.handshake();
+            Channel ch = broker.openChannel(c, 1);
+            CompletionStage<QueueDeclareOk> pending = ch.queueDeclare("q");
+            broker.expectAndRelease(1, MethodIds.QUEUE_DECLARE);
+            // a body frame header announcing 0x7FFFFFFF bytes, far over frame-max: the decoder is done reading
+            broker.sendRaw(FakeBroker.ALLOC.buffer(7).writeByte(FrameType.BODY.id()).writeShort(1).writeInt(0x7FFFFFFF));
+            Frame close = broker.expect(0, MethodIds.CONNECTION_CLOSE);
+            assertEquals(501, closeView(close).replyCode());
+            close.release();
+            assertFalse(broker.client.isOpen(), "closed once connection.close was written, not after the close timeout");
+            ConnectionClosedException reason = c.closeFuture().toCompletableFuture().join();
+            assertEquals(501, reason.replyCode());
+            AmqpProtocolException cause = assertInstanceOf(AmqpProtocolException.class, reason.getCause());
+            assertEquals(FrameType.BODY, cause.frameType());
+            assertEquals(501, assertInstanceOf(ConnectionClosedException.class, ChannelTest.failure(pending)).replyCode());
+        }
+    }
+
+    @Test
+    void aFrameErrorClosesTheSocketAfterAShortGraceWhenConnectionCloseCannotBeWritten() {
+        try (FakeBroker broker = new FakeBroker(new ConnectionOptions().closeTimeout(Duration.ofSeconds(10)))) {
+            broker.client.freezeTime();
+            ConnectionImpl c = broker.handshake();
+            // a peer that does not read: the write of connection.close never completes
+            broker.client.pipeline().addFirst(new ChannelOutboundHandlerAdapter() {
+                @Override
+                public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
+                    io.netty.util.ReferenceCountUtil.release(msg);
+                }
+            });
+            broker.sendRaw(FakeBroker.ALLOC.buffer(7).writeByte(9).writeShort(0).writeInt(0));
+            assertTrue(broker.client.isOpen());
+            long graceMillis = TimeUnit.NANOSECONDS.toMillis(ConnectionHandler.FRAME_ERROR_CLOSE_GRACE_NANOS);
+            broker.client.advanceTimeBy(graceMillis - 1, TimeUnit.MILLISECONDS);
+            broker.client.runScheduledPendingTasks();
+            assertTrue(broker.client.isOpen());
+            broker.client.advanceTimeBy(1, TimeUnit.MILLISECONDS);
+            broker.client.runScheduledPendingTasks();
+            assertFalse(broker.client.isOpen(), "closed after the grace, far within the 10 s close timeout");
+            assertEquals(501, c.closeFuture().toCompletableFuture().join().replyCode());
         }
     }
 
@@ -356,7 +404,9 @@ class ConnectionLifecycleTest {
             assertEquals(50, view.classId());
             assertEquals(11, view.methodId());
             close.release();
+            assertTrue(broker.client.isOpen(), "the decoder still reads: close-ok is waited for");
             broker.send(0, new ConnectionCloseOkEncoder());
+            assertFalse(broker.client.isOpen());
             ConnectionClosedException reason = c.closeFuture().toCompletableFuture().join();
             assertEquals(505, reason.replyCode());
             assertFalse(reason.initiatedByBroker());

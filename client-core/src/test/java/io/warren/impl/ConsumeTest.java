@@ -1,5 +1,6 @@
 package io.warren.impl;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
@@ -53,8 +54,11 @@ class ConsumeTest {
     private static ConsumerHandle consume(FakeBroker broker, Channel ch, String tag, ConsumeOptions options,
                                           io.warren.DeliveryHandler handler) {
         CompletionStage<ConsumerHandle> stage = ch.consume("q", options, handler);
-        if (options.prefetch() >= 0) {
-            expectQos(broker, options.prefetch(), false);
+        // without one of its own, a manual-ack consumer gets the default unless the channel has its own qos
+        int prefetch = options.prefetch() >= 0 || options.noAck() || ((ChannelImpl) ch).hasOwnQos()
+                ? options.prefetch() : ConsumeOptions.DEFAULT_PREFETCH;
+        if (prefetch >= 0) {
+            expectQos(broker, prefetch, false);
             broker.expectNothing(); // consume waits for qos-ok
             broker.send(1, new BasicQosOkEncoder());
         }
@@ -131,6 +135,42 @@ class ConsumeTest {
             assertTrue(d.release());
             d.ack();
             assertEquals(List.of("ack 1"), written(broker));
+        }
+    }
+
+    /**
+     * bodyBytes / bodyAsString copy the readable bytes (a body in one frame and one in three), leave the reader
+     * index alone, and the copies outlive the delivery; after the release they refuse, as body() does.
+     */
+    @Test
+    void bodyBytesAndBodyAsStringAreCopiesTakenWhileTheDeliveryIsValid() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            List<byte[]> arrays = new ArrayList<>();
+            List<String> strings = new ArrayList<>();
+            List<Delivery> kept = new ArrayList<>();
+            consume(broker, ch, "c", ConsumeOptions.defaults(), d -> {
+                int readerIndex = d.body().readerIndex();
+                byte[] copy = d.bodyBytes();
+                assertEquals(readerIndex, d.body().readerIndex(), "bodyBytes does not read the body away");
+                copy[0] = 'X'; // the copy is ours: the body is untouched
+                arrays.add(copy);
+                strings.add(d.bodyAsString(StandardCharsets.UTF_8));
+                assertEquals(readerIndex, d.body().readerIndex(), "bodyAsString does not read the body away");
+                d.body().skipBytes(1); // a handler that read a byte: the copies start at the reader index
+                strings.add(d.bodyAsString(StandardCharsets.UTF_8));
+                kept.add(d);
+            });
+            deliver(broker, "c", 1, "h\u00e9llo".getBytes(StandardCharsets.UTF_8));
+            deliver(broker, "c", 2, "a".getBytes(), "b".getBytes(), "c".getBytes());
+            assertArrayEquals("X\u00e9llo".getBytes(StandardCharsets.UTF_8), arrays.get(0));
+            assertArrayEquals("Xbc".getBytes(StandardCharsets.UTF_8), arrays.get(1));
+            assertEquals(List.of("h\u00e9llo", "\u00e9llo", "abc", "bc"), strings);
+            for (Delivery d : kept) {
+                assertEquals(0, d.refCnt());
+                assertThrows(IllegalReferenceCountException.class, d::bodyBytes);
+                assertThrows(IllegalReferenceCountException.class, () -> d.bodyAsString(StandardCharsets.UTF_8));
+            }
         }
     }
 
@@ -212,6 +252,35 @@ class ConsumeTest {
             consume(broker, ch, "c", ConsumeOptions.builder().build(), Delivery::ack);
             broker.sendRaw(oneRead("c", 1, 10));
             assertEquals(List.of("ack 5 multiple", "ack 10 multiple"), written(broker));
+        }
+    }
+
+    @Test
+    void aManualAckConsumerWithoutAPrefetchGetsTheDefaultOneAndANoAckConsumerNone() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            CompletionStage<ConsumerHandle> manual = ch.consume("q", ConsumeOptions.defaults(), Delivery::ack);
+            // a paused consumer without a bound would make the broker fill the socket until it drops the connection
+            expectQos(broker, ConsumeOptions.DEFAULT_PREFETCH, false);
+            broker.send(1, new BasicQosOkEncoder());
+            broker.expectAndRelease(1, MethodIds.BASIC_CONSUME);
+            broker.send(1, new BasicConsumeOkEncoder().consumerTag("a"));
+            assertEquals("a", manual.toCompletableFuture().join().consumerTag());
+
+            CompletionStage<ConsumerHandle> noAck = ch.consume("q", ConsumeOptions.builder().noAck(true).build(),
+                    d -> { });
+            broker.expectAndRelease(1, MethodIds.BASIC_CONSUME); // RabbitMQ ignores a prefetch without acks
+            broker.send(1, new BasicConsumeOkEncoder().consumerTag("b"));
+            assertEquals("b", noAck.toCompletableFuture().join().consumerTag());
+
+            CompletionStage<ConsumerHandle> unbounded = ch.consume("q", ConsumeOptions.builder().prefetch(0).build(),
+                    Delivery::ack);
+            expectQos(broker, 0, false); // asked for explicitly
+            broker.send(1, new BasicQosOkEncoder());
+            broker.expectAndRelease(1, MethodIds.BASIC_CONSUME);
+            broker.send(1, new BasicConsumeOkEncoder().consumerTag("c"));
+            assertEquals("c", unbounded.toCompletableFuture().join().consumerTag());
+            broker.expectNothing();
         }
     }
 
@@ -407,6 +476,50 @@ class ConsumeTest {
     }
 
     @Test
+    void aTagAboveTheHighestDeliveredIsRefusedLocallyAndNothingIsSent() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            consume(broker, ch, "c", ConsumeOptions.defaults(), d -> { });
+            deliver(broker, "c", 1, HELLO);
+            deliver(broker, "c", 2, HELLO);
+            // the broker would close the channel with 406 PRECONDITION_FAILED - unknown delivery tag 999999
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> ch.basicAck(999999, false));
+            assertTrue(e.getMessage().contains("999999") && e.getMessage().contains("highest delivered is 2"),
+                    e::getMessage);
+            assertThrows(IllegalArgumentException.class, () -> ch.basicAck(3, true));
+            assertThrows(IllegalArgumentException.class, () -> ch.basicNack(3, false, true));
+            assertThrows(IllegalArgumentException.class, () -> ch.basicReject(3, false));
+            broker.expectNothing();
+            assertTrue(ch.isOpen());
+            ch.basicAck(2, true); // the highest delivered is fine
+            assertEquals(List.of("ack 2 multiple"), written(broker));
+        }
+    }
+
+    @Test
+    void settlingOnAClosedChannelIsRefusedWithWhyItClosed() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            List<Delivery> kept = new ArrayList<>();
+            consume(broker, ch, "c", ConsumeOptions.defaults(), kept::add);
+            deliver(broker, "c", 1, HELLO);
+            deliver(broker, "c", 2, HELLO);
+            broker.sendChannelClose(1, 404, "NOT_FOUND - no queue 'q'", 50, 10);
+            broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
+            ChannelClosedException byTag = assertThrows(ChannelClosedException.class, () -> ch.basicAck(1, false));
+            assertEquals(404, byTag.replyCode());
+            assertEquals(1, byTag.channelNumber());
+            assertTrue(byTag.getMessage().contains("delivery tag 1"), byTag::getMessage);
+            assertThrows(ChannelClosedException.class, () -> ch.basicNack(2, true, true));
+            assertThrows(ChannelClosedException.class, () -> ch.basicReject(2, true));
+            ChannelClosedException byDelivery = assertThrows(ChannelClosedException.class, () -> kept.get(1).ack());
+            assertEquals(404, byDelivery.replyCode());
+            assertThrows(ChannelClosedException.class, () -> kept.get(0).nack(true));
+            broker.expectNothing();
+        }
+    }
+
+    @Test
     void noAckConsumersOverTheirHighWaterMarkStopReadingUntilAllDrained() {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
@@ -446,11 +559,53 @@ class ConsumeTest {
     }
 
     @Test
-    void aPausedManualAckConsumerWithAPrefetchDoesNotStopReading() {
-        try (FakeBroker broker = new FakeBroker()) {
+    void aBrokerIgnoringThePrefetchIsStoppedAtTheHighWaterMarkAndCounted() {
+        CountingMetrics metrics = new CountingMetrics();
+        try (FakeBroker broker = new FakeBroker(new io.warren.ConnectionOptions(), null, metrics)) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
-            ConsumerHandle c = consume(broker, ch, "c",
-                    ConsumeOptions.builder().prefetch(8).waterMarks(2, 4).build(), Delivery::ack);
+            int prefetch = 10;
+            ConsumeOptions options = ConsumeOptions.builder().prefetch(prefetch).build();
+            int high = options.highWaterMark();
+            assertEquals(ConsumeOptions.DEFAULT_HIGH_WATER_MARK, high, "twice a small prefetch is below the floor");
+            ConsumerHandle c = consume(broker, ch, "c", options, Delivery::ack);
+            c.pause(); // a slow consumer: it takes 100 whenever the connection stops reading
+            long sent = 0;
+            int stops = 0;
+            boolean reading = true;
+            while (sent < 3 * high) {
+                if (broker.client.config().isAutoRead()) { // a socket delivers only while the channel reads
+                    reading = true;
+                    deliver(broker, "c", ++sent, HELLO);
+                    long queued = sent;
+                    assertTrue(c.queued() <= high, () -> "the queue stops at its high-water mark " + high
+                            + ", the socket read on: " + queued + " sent");
+                } else {
+                    if (reading) {
+                        reading = false;
+                        stops++;
+                        assertEquals(high, c.queued());
+                    }
+                    c.fetch(100);
+                    broker.client.runPendingTasks();
+                    written(broker); // the acks, for the broker to ignore
+                }
+            }
+            assertTrue(stops >= 4, "reading stopped at the mark again and again: " + stops);
+            assertEquals(sent - prefetch, metrics.deliveriesBeyondPrefetch(), "every delivery past the prefetch");
+            c.resume();
+            broker.client.runPendingTasks();
+            assertTrue(broker.client.config().isAutoRead());
+            assertEquals(0, broker.handler.readPauses());
+            written(broker);
+        }
+    }
+
+    @Test
+    void aPausedManualAckConsumerWithAPrefetchDoesNotStopReading() {
+        CountingMetrics metrics = new CountingMetrics();
+        try (FakeBroker broker = new FakeBroker(new io.warren.ConnectionOptions(), null, metrics)) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            ConsumerHandle c = consume(broker, ch, "c", ConsumeOptions.builder().prefetch(8).build(), Delivery::ack);
             c.pause();
             for (long t = 1; t <= 8; t++) {
                 deliver(broker, "c", t, HELLO);
@@ -458,6 +613,7 @@ class ConsumeTest {
             assertEquals(8, c.queued());
             assertTrue(broker.client.config().isAutoRead(), "the prefetch bounds the broker, not the socket");
             assertEquals(0, broker.handler.readPauses());
+            assertEquals(0, metrics.deliveriesBeyondPrefetch());
             c.resume();
             // acks wait for at most half the prefetch (4) before they are written
             assertEquals(List.of("ack 4 multiple", "ack 8 multiple"), written(broker));
@@ -496,6 +652,8 @@ class ConsumeTest {
                         stages.add(f);
                         return f.thenRun(d::ack);
                     });
+            expectQos(broker, ConsumeOptions.DEFAULT_PREFETCH, false);
+            broker.send(1, new BasicQosOkEncoder());
             broker.expectAndRelease(1, MethodIds.BASIC_CONSUME);
             broker.send(1, new BasicConsumeOkEncoder().consumerTag("c"));
             ConsumerHandle c = stage.toCompletableFuture().join();
@@ -542,12 +700,28 @@ class ConsumeTest {
     }
 
     @Test
+    void theDefaultWaterMarksLieAboveThePrefetchAndSetOnesAreKept() {
+        ConsumeOptions big = ConsumeOptions.builder().prefetch(2000).build();
+        assertEquals(List.of(2000, 4000), List.of(big.lowWaterMark(), big.highWaterMark()));
+        assertEquals(List.of(512, 1024), List.of(ConsumeOptions.builder().prefetch(100).build().lowWaterMark(),
+                ConsumeOptions.builder().prefetch(100).build().highWaterMark()));
+        ConsumeOptions noAck = ConsumeOptions.builder().prefetch(2000).noAck(true).build();
+        assertEquals(1024, noAck.highWaterMark(), "with noAck the broker ignores the prefetch");
+        assertEquals(1024, big.toBuilder().prefetch(0).build().highWaterMark(), "derived marks follow the prefetch");
+        ConsumeOptions set = ConsumeOptions.builder().waterMarks(2, 4).prefetch(2000).build();
+        assertEquals(List.of(2, 4), List.of(set.lowWaterMark(), set.highWaterMark()));
+        assertEquals(4, set.toBuilder().prefetch(10).build().highWaterMark(), "set marks are kept");
+    }
+
+    @Test
     void anInitialDemandOfZeroStartsPausedSoNothingArrivesBeforeTheApplicationAsks() {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
             List<Long> seen = new ArrayList<>();
             CompletionStage<ConsumerHandle> stage = ch.consume("q", ConsumeOptions.builder().initialDemand(0).build(),
                     d -> seen.add(d.deliveryTag()));
+            expectQos(broker, ConsumeOptions.DEFAULT_PREFETCH, false);
+            broker.send(1, new BasicQosOkEncoder());
             broker.expectAndRelease(1, MethodIds.BASIC_CONSUME);
             // consume-ok and the first deliveries in one read: the handle is not even returned yet
             broker.send(1, new BasicConsumeOkEncoder().consumerTag("c"));
@@ -562,6 +736,36 @@ class ConsumeTest {
             c.resume();
             broker.client.runPendingTasks();
             assertEquals(List.of(1L, 2L), seen);
+        }
+    }
+
+    @Test
+    void queuedIsExactInTheHandlerWhileARoundIsHandedOver() throws Exception {
+        java.util.concurrent.ExecutorService worker = java.util.concurrent.Executors.newSingleThreadExecutor();
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            ConsumerHandle[] handle = new ConsumerHandle[2];
+            List<Long> onLoop = new ArrayList<>();
+            List<Long> onWorker = java.util.Collections.synchronizedList(new ArrayList<>());
+            handle[0] = consume(broker, ch, "a", ConsumeOptions.builder().consumerTag("a").prefetch(10).build(),
+                    d -> onLoop.add(handle[0].queued()));
+            handle[1] = consume(broker, ch, "b", ConsumeOptions.builder().consumerTag("b").prefetch(10)
+                    .executor(worker).initialDemand(0).build(), d -> onWorker.add(handle[1].queued()));
+            handle[0].pause();
+            for (long t = 1; t <= 10; t++) {
+                deliver(broker, t <= 5 ? "a" : "b", t, HELLO);
+            }
+            assertEquals(5, handle[0].queued());
+            handle[0].resume();
+            broker.client.runPendingTasks();
+            // the handler holds one, the rest wait: never more than the broker's prefetch allows
+            assertEquals(List.of(4L, 3L, 2L, 1L, 0L), onLoop);
+            handle[1].resume();
+            worker.submit(() -> { }).get(); // the drain ran before this task on the single worker
+            assertEquals(List.of(4L, 3L, 2L, 1L, 0L), onWorker);
+            assertEquals(0, handle[1].queued());
+        } finally {
+            worker.shutdownNow();
         }
     }
 

@@ -57,8 +57,14 @@ final class FakeBroker implements AutoCloseable {
 
     /** A broker for the connection that recovery opens to take {@code recovering} over (null: a new one). */
     FakeBroker(ConnectionOptions options, ConnectionImpl recovering) {
+        this(options, recovering, MetricsCollector.NOOP);
+    }
+
+    /** A broker for a connection that counts into {@code metrics}. */
+    FakeBroker(ConnectionOptions options, ConnectionImpl recovering, MetricsCollector metrics) {
         this.options = options;
-        this.handler = new ConnectionHandler(options, new Address("broker.test", 5672), connected, recovering);
+        this.handler = new ConnectionHandler(options, new Address("broker.test", 5672), connected, recovering,
+                metrics);
         this.client = new EmbeddedChannel(new FrameDecoder(), handler);
         FrameDecoder serverSide = new FrameDecoder();
         serverSide.setFrameMax(0);

@@ -7,11 +7,15 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
+import io.netty.buffer.Unpooled;
 import io.warren.AuthMechanism;
 import io.warren.AuthenticationException;
 import io.warren.ConnectionClosedException;
 import io.warren.ConnectionOptions;
+import io.warren.ConnectionTimeoutException;
+import io.warren.codec.AmqpProtocolException;
 import io.warren.codec.Frame;
+import io.warren.codec.method.ConnectionClose;
 import io.warren.codec.method.ConnectionCloseEncoder;
 import io.warren.codec.method.ConnectionOpen;
 import io.warren.codec.method.ConnectionSecureEncoder;
@@ -21,6 +25,7 @@ import io.warren.codec.method.ConnectionTuneEncoder;
 import io.warren.codec.method.ConnectionTuneOk;
 import io.warren.codec.method.MethodIds;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.CompletionException;
 import org.junit.jupiter.api.Test;
@@ -37,6 +42,43 @@ class HandshakeTest {
             throw new AssertionError("unreachable");
         } catch (CompletionException e) {
             return e.getCause();
+        }
+    }
+
+    @Test
+    void garbageInsteadOfConnectionStartFailsTheConnectWithThe501AtOnce() {
+        try (FakeBroker broker = new FakeBroker(new ConnectionOptions().closeTimeout(Duration.ofSeconds(10)))) {
+            broker.client.freezeTime(); // no timer fires: the failure may not wait for the close timeout
+            // what an HTTP server answers to the protocol header
+            broker.sendRaw(Unpooled.copiedBuffer("HTTP/1.1 400 Bad Request\r\n\r\n", StandardCharsets.US_ASCII));
+            Frame close = broker.expect(0, MethodIds.CONNECTION_CLOSE);
+            assertEquals(501, new ConnectionClose().wrap(close.payload(), close.payload().readerIndex()).replyCode());
+            close.release();
+            assertFalse(broker.client.isOpen(), "closed once connection.close was written");
+            ConnectionClosedException e = assertInstanceOf(ConnectionClosedException.class, failure(broker.connected));
+            assertEquals(501, e.replyCode());
+            AmqpProtocolException cause = assertInstanceOf(AmqpProtocolException.class, e.getCause());
+            assertEquals(501, cause.replyCode());
+            assertTrue(e.getMessage().contains("501 FRAME_ERROR") && e.getMessage().contains("connection.start"),
+                    e.getMessage());
+        }
+    }
+
+    @Test
+    void aConnectTimeoutWhileClosingAfterAProtocolErrorFailsWithTheProtocolError() {
+        try (FakeBroker broker = new FakeBroker(new ConnectionOptions().closeTimeout(Duration.ofSeconds(10)))) {
+            broker.client.freezeTime();
+            // a well-formed but unexpected method: the decoder still reads, so close-ok is waited for
+            broker.send(0, new ConnectionTuneEncoder().channelMax(1).frameMax(4096).heartbeat(0));
+            broker.expectAndRelease(0, MethodIds.CONNECTION_CLOSE);
+            assertTrue(broker.client.isOpen());
+            assertFalse(broker.connected.isDone());
+            // the connector's timer fires before close-ok or the close timeout
+            broker.handler.connectTimedOut(new ConnectionTimeoutException("could not connect within 1000 ms"));
+            ConnectionClosedException e = assertInstanceOf(ConnectionClosedException.class, failure(broker.connected));
+            assertEquals(505, e.replyCode());
+            assertInstanceOf(AmqpProtocolException.class, e.getCause());
+            assertFalse(broker.client.isOpen());
         }
     }
 

@@ -9,6 +9,11 @@ import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.channel.embedded.EmbeddedChannel;
 import io.netty.util.concurrent.DefaultEventExecutor;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
@@ -88,6 +93,38 @@ class PublishBuffersTest {
             }
         } finally {
             loop.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
+        }
+    }
+
+    @Test
+    void aConnectionThatNeverPublishedKeepsNoStack() {
+        EmbeddedChannel loop = new EmbeddedChannel();
+        PublishBuffers buffers = new PublishBuffers(loop.eventLoop(), ByteBufAllocator.DEFAULT);
+        assertEquals(0, buffers.keptCapacity(), "an idle connection pays for no slots");
+        loop.finishAndReleaseAll();
+    }
+
+    @Test
+    void theStacksGrowWithThePublishesInFlightAtOnce() {
+        EmbeddedChannel loop = new EmbeddedChannel();
+        PublishBuffers buffers = new PublishBuffers(loop.eventLoop(), ByteBufAllocator.DEFAULT);
+        List<ByteBuf> inFlight = new ArrayList<>();
+        for (int i = 0; i < 40; i++) {
+            inFlight.add(buffers.head(20));
+        }
+        inFlight.forEach(ByteBuf::release);
+        assertTrue(buffers.keptCapacity() >= 40 && buffers.keptCapacity() <= 80,
+                "room for the 40 heads kept, not for 4096: " + buffers.keptCapacity());
+        Set<ByteBuf> again = Collections.newSetFromMap(new IdentityHashMap<>());
+        for (int i = 0; i < 40; i++) {
+            again.add(buffers.head(20));
+        }
+        try {
+            assertEquals(40, again.size(), "40 distinct buffers");
+            assertTrue(again.containsAll(inFlight), "every kept head is taken again: none was dropped as it grew");
+        } finally {
+            again.forEach(ByteBuf::release);
+            loop.finishAndReleaseAll();
         }
     }
 }

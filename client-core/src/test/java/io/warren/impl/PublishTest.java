@@ -21,6 +21,7 @@ import io.netty.buffer.Unpooled;
 import io.netty.channel.embedded.EmbeddedChannel;
 import io.warren.BackPressureException;
 import io.warren.Channel;
+import io.warren.ChannelClosedException;
 import io.warren.ConnectionBlockedException;
 import io.warren.ConnectionOptions;
 import io.warren.PublishNotConfirmedException;
@@ -63,6 +64,19 @@ class PublishTest {
             broker.client.runPendingTasks();
             assertSame(PublishOutcome.SENT, sent.toCompletableFuture().join(), "written: SENT without confirm mode");
             broker.expectNothing();
+        }
+    }
+
+    @Test
+    void aConnectionPaysForItsTaskPoolOnlyOnceItPublishes() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            PublishFlow flow = broker.handler.publishFlow();
+            assertEquals(-1, flow.pooledTasks(), "an idle connection has no pool (1024 slots)");
+            ch.publish("", "q", false, PROPS, text("hello"));
+            expectPublish(broker, 1);
+            broker.client.runPendingTasks();
+            assertEquals(1, flow.pooledTasks(), "the written publish's task is kept for the next one");
         }
     }
 
@@ -288,11 +302,51 @@ class PublishTest {
             broker.sendChannelClose(1, 404, "NOT_FOUND - no exchange 'x'", 60, 40);
             broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
             TrackedBody body = new TrackedBody(filled(10, 'x'));
-            PublishNotConfirmedException e = assertInstanceOf(PublishNotConfirmedException.class,
+            ChannelClosedException e = assertInstanceOf(ChannelClosedException.class,
                     failure(ch.publish("x", "", false, PROPS, body)));
-            assertFalse(e.mayHaveReachedBroker());
             assertEquals(404, e.replyCode());
+            assertTrue(e.initiatedByBroker(), "the channel's own close says who closed it");
             body.assertReleasedOnce();
+        }
+    }
+
+    /** Confirms are off: the publish cannot be "not confirmed"; it was refused because the channel is closed. */
+    @Test
+    void publishingOnAChannelTheApplicationClosedFailsWithChannelClosed() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            CompletionStage<Void> closed = ch.close();
+            broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE);
+            broker.sendChannelCloseOk(1);
+            assertNull(closed.toCompletableFuture().join());
+            TrackedBody body = new TrackedBody(filled(10, 'x'));
+            ChannelClosedException e = assertInstanceOf(ChannelClosedException.class,
+                    failure(ch.publish("", "q", false, PROPS, body)));
+            assertFalse(e.initiatedByBroker());
+            assertEquals(1, e.channelNumber());
+            assertTrue(e.getMessage().contains("closed by the application"), e.getMessage());
+            body.assertReleasedOnce();
+            TrackedBody other = new TrackedBody(filled(10, 'y'));
+            assertThrows(ChannelClosedException.class, () -> ch.publishNoOutcome("", "q", false, PROPS, other));
+            other.assertReleasedOnce();
+            broker.expectNothing();
+        }
+    }
+
+    /** In confirm mode too: nothing was written, and the reason is the closed channel, not a missing confirm. */
+    @Test
+    void publishingOnAClosedChannelInConfirmModeFailsWithChannelClosed() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            PublishFixture.confirmMode(broker, ch);
+            CompletionStage<Void> closed = ch.close();
+            broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE);
+            broker.sendChannelCloseOk(1);
+            assertNull(closed.toCompletableFuture().join());
+            TrackedBody body = new TrackedBody(filled(10, 'x'));
+            assertInstanceOf(ChannelClosedException.class, failure(ch.publish("", "q", false, PROPS, body)));
+            body.assertReleasedOnce();
+            broker.expectNothing();
         }
     }
 
@@ -379,8 +433,9 @@ class PublishTest {
             CompletionStage<PublishOutcome> held = ch.publish("", "q", false, PROPS, body);
             broker.sendChannelClose(1, 406, "PRECONDITION_FAILED", 50, 10);
             broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
-            PublishNotConfirmedException e = assertInstanceOf(PublishNotConfirmedException.class, failure(held));
-            assertFalse(e.mayHaveReachedBroker(), "never written");
+            // confirms are off: held and never written because the channel closed
+            ChannelClosedException e = assertInstanceOf(ChannelClosedException.class, failure(held));
+            assertEquals(406, e.replyCode());
             body.assertReleasedOnce();
             broker.expectNothing();
         }

@@ -38,9 +38,19 @@ final class RecoveringBrokers implements AutoCloseable {
     }
 
     RecoveringBrokers(RecoveryOptions recovery) {
-        this.options = new ConnectionOptions().recovery(recovery.backoff(Duration.ofMillis(BACKOFF_MILLIS),
-                Duration.ofMillis(BACKOFF_MILLIS), 1.0, 0.0));
-        this.first = new FakeBroker(options);
+        this(new ConnectionOptions().recovery(recovery));
+    }
+
+    /** With {@code options}' publish settings and recovery options; the backoff is replaced by the test's. */
+    RecoveringBrokers(ConnectionOptions options) {
+        this(options, MetricsCollector.NOOP);
+    }
+
+    /** As {@link #RecoveringBrokers(ConnectionOptions)}, every connection counting into {@code metrics}. */
+    RecoveringBrokers(ConnectionOptions options, MetricsCollector metrics) {
+        this.options = new ConnectionOptions(options).recovery(new RecoveryOptions(options.recovery()).backoff(
+                Duration.ofMillis(BACKOFF_MILLIS), Duration.ofMillis(BACKOFF_MILLIS), 1.0, 0.0));
+        this.first = new FakeBroker(options, null, metrics);
         // Recovery's timers run on this loop: only the test moves its clock. On the wall clock the 1 ms backoff
         // could run out inside cut()'s own runPendingTasks, and the attempt be made before the test looks for it
         // (RecoveryTest failed so once in a full build).
@@ -48,7 +58,7 @@ final class RecoveringBrokers implements AutoCloseable {
         brokers.add(first);
         this.connection = first.handshake();
         this.recovery = new ConnectionRecovery(connection, options, (o, c, loop) -> {
-            FakeBroker next = new FakeBroker(o, c);
+            FakeBroker next = new FakeBroker(o, c, metrics);
             brokers.add(next);
             return next.connected;
         }, (EventLoop) first.client.eventLoop());

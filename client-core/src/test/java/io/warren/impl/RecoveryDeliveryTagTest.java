@@ -6,7 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.warren.Channel;
 import io.warren.ConsumeOptions;
+import io.warren.ConsumerHandle;
 import io.warren.Delivery;
+import io.warren.DeliveryHandler;
 import io.warren.GetResponse;
 import io.warren.StaleDeliveryException;
 import io.warren.codec.Frame;
@@ -14,6 +16,7 @@ import io.warren.codec.content.BasicProperties;
 import io.warren.codec.method.BasicConsumeOkEncoder;
 import io.warren.codec.method.BasicDeliverEncoder;
 import io.warren.codec.method.BasicGetOkEncoder;
+import io.warren.codec.method.BasicQosOkEncoder;
 import io.warren.codec.method.MethodIds;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -34,12 +37,25 @@ class RecoveryDeliveryTagTest {
     /** A channel with consumer "c" on queue "q" whose deliveries are kept (retained) in {@code kept}. */
     private static Channel consuming(RecoveringBrokers brokers, List<Delivery> kept) {
         Channel ch = brokers.first.openChannel(brokers.connection, 1);
-        CompletionStage<?> c = ch.consume("q", ConsumeOptions.builder().consumerTag("c").build(),
-                d -> kept.add(d.retain()));
-        brokers.first.expectAndRelease(1, MethodIds.BASIC_CONSUME);
-        brokers.first.send(1, new BasicConsumeOkEncoder().consumerTag("c"));
-        assertTrue(c.toCompletableFuture().isDone());
+        consume(brokers.first, ch, ConsumeOptions.builder().consumerTag("c").build(), d -> kept.add(d.retain()));
         return ch;
+    }
+
+    /** Consumer "c" on queue "q" with {@code options} (manual ack, the default prefetch), answered. */
+    private static ConsumerHandle consume(FakeBroker broker, Channel ch, ConsumeOptions options,
+                                          DeliveryHandler handler) {
+        CompletionStage<ConsumerHandle> c = ch.consume("q", options, handler);
+        answerConsume(broker);
+        assertTrue(c.toCompletableFuture().isDone());
+        return c.toCompletableFuture().join();
+    }
+
+    /** basic.qos with the default prefetch, then basic.consume of "c", answered. */
+    private static void answerConsume(FakeBroker broker) {
+        broker.expectAndRelease(1, MethodIds.BASIC_QOS);
+        broker.send(1, new BasicQosOkEncoder());
+        broker.expectAndRelease(1, MethodIds.BASIC_CONSUME);
+        broker.send(1, new BasicConsumeOkEncoder().consumerTag("c"));
     }
 
     /** Recovery to the next broker: channel 1 re-opened and consumer "c" restored. */
@@ -50,8 +66,7 @@ class RecoveryDeliveryTagTest {
     /** Answers the restore on {@code next}: channel 1 re-opened, consumer "c" again. */
     private static FakeBroker restore(RecoveringBrokers brokers, FakeBroker next) {
         RecoveringBrokers.reopen(next, 1);
-        next.expectAndRelease(1, MethodIds.BASIC_CONSUME);
-        next.send(1, new BasicConsumeOkEncoder().consumerTag("c"));
+        answerConsume(next);
         brokers.runAllTasks();
         return next;
     }
@@ -202,6 +217,98 @@ class RecoveryDeliveryTagTest {
             } finally {
                 releaseAll(kept);
             }
+        }
+    }
+
+    @Test
+    void manualAckDeliveriesQueuedFromALostConnectionAreDroppedNotHandedToTheHandlerAfterRecovery() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            List<String> seen = new ArrayList<>();
+            ConsumerHandle c = consume(brokers.first, ch, ConsumeOptions.builder().consumerTag("c").initialDemand(0)
+                    .build(), d -> {
+                        seen.add(d.deliveryTag() + (d.redelivered() ? " redelivered" : ""));
+                        d.ack();
+                    });
+            deliver(brokers.first, 1);
+            deliver(brokers.first, 2);
+            assertEquals(2, c.queued(), "paused: both wait in the consumer's queue");
+
+            FakeBroker second = recover(brokers);
+            // the broker requeued both with the lost channel and delivers them again on the new one
+            for (long tag = 1; tag <= 2; tag++) {
+                second.send(1, new BasicDeliverEncoder().consumerTag("c").deliveryTag(tag).redelivered(true)
+                        .exchange("x").routingKey("rk"));
+                second.sendContent(1, BasicProperties.EMPTY, BODY);
+            }
+            c.resume();
+            brokers.runAllTasks();
+            // each message once: the copies from the lost channel never reach the handler (their acks could only
+            // throw StaleDeliveryException), the broker's redeliveries do
+            assertEquals(List.of("3 redelivered", "4 redelivered"), seen);
+            assertEquals("ack 2 multiple", settlement(second));
+            second.expectNothing();
+            assertEquals(0, c.queued());
+        }
+    }
+
+    @Test
+    void deliveriesOfTheLostChannelStillQueuedDoNotMakeTheRedeliveriesLookBeyondThePrefetch() {
+        CountingMetrics metrics = new CountingMetrics();
+        try (RecoveringBrokers brokers = new RecoveringBrokers(new io.warren.ConnectionOptions(), metrics)) {
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            List<Long> seen = new ArrayList<>();
+            ConsumerHandle c = consume(brokers.first, ch, ConsumeOptions.builder().consumerTag("c").prefetch(2)
+                    .initialDemand(0).build(), d -> {
+                        seen.add(d.deliveryTag());
+                        d.ack();
+                    });
+            deliver(brokers.first, 1);
+            deliver(brokers.first, 2);
+
+            FakeBroker second = recover(brokers);
+            // paused, the two of the lost channel still wait; the broker keeps to the prefetch on the new one
+            for (long tag = 1; tag <= 2; tag++) {
+                second.send(1, new BasicDeliverEncoder().consumerTag("c").deliveryTag(tag).redelivered(true)
+                        .exchange("x").routingKey("rk"));
+                second.sendContent(1, BasicProperties.EMPTY, BODY);
+            }
+            assertEquals(0, metrics.deliveriesBeyondPrefetch(), "the broker sent no more than the prefetch");
+            c.resume();
+            brokers.runAllTasks();
+            assertEquals(List.of(3L, 4L), seen);
+            second.send(1, new BasicDeliverEncoder().consumerTag("c").deliveryTag(3).exchange("x").routingKey("rk"));
+            second.sendContent(1, BasicProperties.EMPTY, BODY);
+            brokers.runAllTasks();
+            assertEquals(0, metrics.deliveriesBeyondPrefetch());
+        }
+    }
+
+    @Test
+    void anAsyncConsumerHoldingDeliveriesFromALostConnectionDropsThemToo() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            List<String> seen = new ArrayList<>();
+            CompletionStage<ConsumerHandle> stage = ch.consumeAsync("q", ConsumeOptions.builder().consumerTag("c")
+                    .concurrency(2).initialDemand(0).build(), d -> {
+                        seen.add(d.deliveryTag() + (d.redelivered() ? " redelivered" : ""));
+                        d.ack();
+                        return null;
+                    });
+            answerConsume(brokers.first);
+            ConsumerHandle c = stage.toCompletableFuture().join();
+            deliver(brokers.first, 1); // counted in flight, held for want of the application's demand
+            deliver(brokers.first, 2);
+
+            FakeBroker second = recover(brokers);
+            second.send(1, new BasicDeliverEncoder().consumerTag("c").deliveryTag(1).redelivered(true).exchange("x")
+                    .routingKey("rk"));
+            second.sendContent(1, BasicProperties.EMPTY, BODY);
+            c.resume();
+            brokers.runAllTasks();
+            assertEquals(List.of("3 redelivered"), seen);
+            assertEquals("ack 1", settlement(second));
+            second.expectNothing();
         }
     }
 }

@@ -1,6 +1,8 @@
 package io.warren.impl;
 
+import static io.warren.impl.PublishFixture.ack;
 import static io.warren.impl.PublishFixture.assertPending;
+import static io.warren.impl.PublishFixture.confirmMode;
 import static io.warren.impl.PublishFixture.expectPublish;
 import static io.warren.impl.PublishFixture.failure;
 import static io.warren.impl.PublishFixture.text;
@@ -11,13 +13,18 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.warren.Channel;
 import io.warren.ConnectionLostException;
+import io.warren.ConnectionOptions;
+import io.warren.PublishOptions;
 import io.warren.PublishNotConfirmedException;
 import io.warren.PublishOutcome;
 import io.warren.RecoveryOptions;
 import io.warren.codec.content.BasicProperties;
+import io.warren.codec.method.ConfirmSelectOkEncoder;
+import io.warren.codec.method.MethodIds;
 import io.warren.impl.PublishFixture.TrackedBody;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -94,6 +101,134 @@ class RecoveryPublishWaitTest {
             assertEquals("h3", expectPublish(second, 1).text());
             assertEquals("after", expectPublish(second, 1).text());
             second.expectNothing();
+        }
+    }
+
+    /** Confirm mode with a window of two: the third publish and later ones are accepted but held by the channel. */
+    private static RecoveringBrokers windowOfTwo(RecoveryOptions recovery) {
+        return new RecoveringBrokers(new ConnectionOptions().recovery(recovery)
+                .publishOptions(new PublishOptions().maxOutstandingConfirms(2)));
+    }
+
+    @Test
+    void publishesAcceptedButNotWrittenWhenTheConnectionDropsAreWrittenAfterRecoveryInOrderNumberedAgain() {
+        try (RecoveringBrokers brokers = windowOfTwo(new RecoveryOptions())) {
+            FakeBroker first = brokers.first;
+            Channel ch = first.openChannel(brokers.connection, 1);
+            confirmMode(first, ch);
+            CompletionStage<PublishOutcome> p1 = ch.publish("", "q", false, PROPS, text("m1"));
+            CompletionStage<PublishOutcome> p2 = ch.publish("", "q", false, PROPS, text("m2"));
+            TrackedBody body3 = new TrackedBody("m3".getBytes(StandardCharsets.UTF_8));
+            CompletionStage<PublishOutcome> p3 = ch.publish("", "q", false, PROPS, body3);
+            CompletionStage<PublishOutcome> p4 = ch.publish("", "q", false, PROPS, text("m4"));
+            assertEquals("m1", expectPublish(first, 1).text());
+            assertEquals("m2", expectPublish(first, 1).text());
+            first.expectNothing(); // m3 and m4 wait for the window
+
+            brokers.cut();
+            for (CompletionStage<PublishOutcome> written : List.of(p1, p2)) {
+                PublishNotConfirmedException e = assertInstanceOf(PublishNotConfirmedException.class,
+                        failure(written));
+                assertTrue(e.mayHaveReachedBroker(), "written before the loss: the broker may have it");
+            }
+            assertPending(p3); // never written: held across the loss, not failed
+            assertPending(p4);
+            CompletionStage<PublishOutcome> p5 = ch.publish("", "q", false, PROPS, text("m5"));
+
+            FakeBroker second = brokers.cutAndReconnectAfterLoss();
+            RecoveringBrokers.reopen(second, 1);
+            second.expectAndRelease(1, MethodIds.CONFIRM_SELECT);
+            second.send(1, new ConfirmSelectOkEncoder());
+            assertFalse(brokers.connection.isRecovering());
+            assertEquals("m3", expectPublish(second, 1).text(), "accepted before the loss: first after it");
+            assertEquals("m4", expectPublish(second, 1).text());
+            second.expectNothing(); // m5, made during recovery, waits behind them for the new window
+            body3.assertReleasedOnce();
+
+            ack(second, 1, 1, false); // the recovered channel numbers from 1 again: 1 is m3
+            assertTrue(p3.toCompletableFuture().join().isConfirmed());
+            assertPending(p4);
+            assertEquals("m5", expectPublish(second, 1).text());
+            ack(second, 1, 3, true);
+            assertTrue(p4.toCompletableFuture().join().isConfirmed());
+            assertTrue(p5.toCompletableFuture().join().isConfirmed());
+            second.expectNothing();
+        }
+    }
+
+    @Test
+    void publishesHeldWhenOnlyTheChannelIsLostAreWrittenOnTheReopenedChannelFirst() {
+        try (RecoveringBrokers brokers = windowOfTwo(new RecoveryOptions())) {
+            FakeBroker broker = brokers.first;
+            Channel ch = broker.openChannel(brokers.connection, 1);
+            confirmMode(broker, ch);
+            ch.publish("", "q", false, PROPS, text("m1"));
+            ch.publish("", "q", false, PROPS, text("m2"));
+            TrackedBody body3 = new TrackedBody("m3".getBytes(StandardCharsets.UTF_8));
+            CompletionStage<PublishOutcome> p3 = ch.publish("", "q", false, PROPS, body3);
+            expectPublish(broker, 1);
+            expectPublish(broker, 1);
+            broker.expectNothing(); // m3 waits for the window
+
+            // RabbitMQ's consumer acknowledgement timeout closes the channel alone: it is reopened on the same
+            // connection, and m3, accepted before, is not failed but written there first
+            broker.sendChannelClose(1, io.warren.codec.ReplyCode.PRECONDITION_FAILED,
+                    "PRECONDITION_FAILED - delivery acknowledgement on channel 1 timed out. Timeout value used: "
+                            + "1800000 ms.", 0, 0);
+            broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
+            assertPending(p3);
+            CompletionStage<PublishOutcome> p4 = ch.publish("", "q", false, PROPS, text("m4"));
+            RecoveringBrokers.reopen(broker, 1);
+            broker.expectAndRelease(1, MethodIds.CONFIRM_SELECT);
+            broker.send(1, new ConfirmSelectOkEncoder());
+            brokers.runAllTasks();
+            assertEquals("m3", expectPublish(broker, 1).text(), "accepted before the loss: first after it");
+            assertEquals("m4", expectPublish(broker, 1).text());
+            body3.assertReleasedOnce();
+            ack(broker, 1, 2, true);
+            assertTrue(p3.toCompletableFuture().join().isConfirmed());
+            assertTrue(p4.toCompletableFuture().join().isConfirmed());
+            assertEquals(1, brokers.connections(), "the connection was not touched");
+        }
+    }
+
+    @Test
+    void aPublishHeldAcrossTheLossStillWaitsAtMostTheTimeout() {
+        try (RecoveringBrokers brokers = windowOfTwo(new RecoveryOptions().publishWaitTimeout(Duration.ofSeconds(10)))) {
+            FakeBroker first = brokers.first;
+            Channel ch = first.openChannel(brokers.connection, 1);
+            confirmMode(first, ch);
+            ch.publish("", "q", false, PROPS, text("m1"));
+            ch.publish("", "q", false, PROPS, text("m2"));
+            TrackedBody body3 = new TrackedBody("m3".getBytes(StandardCharsets.UTF_8));
+            CompletionStage<PublishOutcome> p3 = ch.publish("", "q", false, PROPS, body3);
+            expectPublish(first, 1);
+            expectPublish(first, 1);
+            brokers.cut(); // the attempt at 1 ms hangs in its handshake
+            assertPending(p3);
+            advance(brokers, 11);
+            assertFailedNotWritten(p3);
+            body3.assertReleasedOnce();
+        }
+    }
+
+    @Test
+    void failFastFailsAPublishHeldAtTheLossAsNotWritten() {
+        RecoveryOptions options = new RecoveryOptions()
+                .publishDuringRecovery(RecoveryOptions.PublishDuringRecovery.FAIL_FAST);
+        try (RecoveringBrokers brokers = windowOfTwo(options)) {
+            FakeBroker first = brokers.first;
+            Channel ch = first.openChannel(brokers.connection, 1);
+            confirmMode(first, ch);
+            ch.publish("", "q", false, PROPS, text("m1"));
+            ch.publish("", "q", false, PROPS, text("m2"));
+            TrackedBody body3 = new TrackedBody("m3".getBytes(StandardCharsets.UTF_8));
+            CompletionStage<PublishOutcome> p3 = ch.publish("", "q", false, PROPS, body3);
+            expectPublish(first, 1);
+            expectPublish(first, 1);
+            brokers.cut();
+            assertFailedNotWritten(p3);
+            body3.assertReleasedOnce();
         }
     }
 

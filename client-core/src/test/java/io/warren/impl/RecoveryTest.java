@@ -286,13 +286,14 @@ class RecoveryTest {
             Channel ch = first.openChannel(brokers.connection, 1);
             List<Delivery> kept = new ArrayList<>();
             var c = ch.consume("q", ConsumeOptions.builder().consumerTag("c").build(), d -> kept.add(d.retain()));
-            assertEquals(List.of("1 basic.consume q c"), new Answers(first, "1").all());
+            assertEquals(List.of("1 basic.qos 250", "1 basic.consume q c"), new Answers(first, "1").all());
             done(c);
             deliver(first, "c", 1, "before");
             assertEquals(1, kept.size());
 
             FakeBroker second = brokers.cutAndReconnect();
-            assertEquals(List.of("1 channel.open", "1 basic.consume q c"), new Answers(second, "2").all());
+            assertEquals(List.of("1 channel.open", "1 basic.qos 250", "1 basic.consume q c"),
+                    new Answers(second, "2").all());
             Delivery before = kept.get(0);
             try {
                 StaleDeliveryException e = assertThrows(StaleDeliveryException.class, before::ack);

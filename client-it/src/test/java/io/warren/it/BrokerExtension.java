@@ -1,6 +1,7 @@
 package io.warren.it;
 
 import io.warren.AmqpClient;
+import io.warren.AmqpUri;
 import io.warren.Connection;
 import io.warren.ConnectionOptions;
 import java.io.IOException;
@@ -56,7 +57,7 @@ public final class BrokerExtension implements BeforeAllCallback, AfterEachCallba
             if (answers(candidate.host(), candidate.port())) {
                 return broker = candidate;
             }
-            tried.add("AMQP_URI=" + redact(env) + " (nothing answers at " + candidate.host() + ":" + candidate.port() + ")");
+            tried.add("AMQP_URI=" + AmqpUri.redact(env) + " (nothing answers at " + candidate.host() + ":" + candidate.port() + ")");
         } else {
             tried.add("AMQP_URI (not set)");
         }
@@ -81,10 +82,6 @@ public final class BrokerExtension implements BeforeAllCallback, AfterEachCallba
         } catch (IOException e) {
             return false;
         }
-    }
-
-    private static String redact(String uri) {
-        return uri.replaceAll("//([^:@/]*):[^@/]*@", "//$1:***@");
     }
 
     @Override

@@ -10,9 +10,9 @@ import io.vertx.core.Vertx;
 import io.vertx.core.internal.VertxInternal;
 import io.warren.AmqpClient;
 import io.warren.Channel;
-import io.warren.ClientOptions;
 import io.warren.Connection;
 import io.warren.QueueDeclare;
+import io.warren.vertx.VertxAmqp;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -27,8 +27,9 @@ class EventLoopGroupIT {
     void runsOnAVertxEventLoopAndLeavesTheGroupRunning(Broker broker) throws Exception {
         Vertx vertx = Vertx.vertx();
         try {
+            AmqpClient client = VertxAmqp.client(vertx);
+            // the test reaches into Vert.x for the group only to hold its loops (below)
             EventLoopGroup group = ((VertxInternal) vertx).nettyEventLoopGroup();
-            AmqpClient client = AmqpClient.create(new ClientOptions().eventLoopGroup(group));
             Connection c = await(client.connect(broker.uri()));
             Channel ch = await(c.openChannel());
             CompletableFuture<String> thread = new CompletableFuture<>();

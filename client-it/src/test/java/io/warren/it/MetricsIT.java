@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Tags;
+import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.warren.AmqpClient;
 import io.warren.Channel;
@@ -20,6 +21,7 @@ import io.warren.PublishOutcome;
 import io.warren.QueueDeclare;
 import io.warren.metrics.ClientMetrics;
 import io.warren.micrometer.WarrenMeterBinder;
+import io.warren.rpc.RpcClient;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -98,12 +100,24 @@ class MetricsIT {
             assertEquals(5, value(registry, "rabbitmq.acknowledged"));
             assertEquals(5, value(registry, "rabbitmq.rejected"));
 
-            var queued = registry.find("rabbitmq.consumer.queued").tag("queue", queue)
-                    .tag("consumer_tag", consumer.consumerTag()).tag("app", "metrics-it").gauge();
-            assertNotNull(queued, "a gauge per consumer");
+            // a server-named queue: its series is the one all server-named queues share, never one per name
+            var queued = registry.find("rabbitmq.consumer.queued").tag("queue", WarrenMeterBinder.SERVER_NAMED)
+                    .tag("app", "metrics-it").gauge();
+            assertNotNull(queued, "a gauge for the consumer's queue");
+            assertEquals(List.of(), registry.getMeters().stream()
+                    .filter(m -> m.getId().getTag("consumer_tag") != null).map(m -> m.getId().toString()).toList(),
+                    "no series per consumer tag");
             eventually("the consumer's queue drained", () -> queued.value() == 0);
             await(consumer.cancel());
             eventually("the consumer's gauge removed", () -> registry.find("rabbitmq.consumer.queued").gauge() == null);
+
+            // the timers: one confirm latency per confirmed publish, one duration per handler call
+            Timer confirms = registry.get("rabbitmq.confirm_latency").tag("app", "metrics-it").timer();
+            assertEquals(11, confirms.count());
+            assertTrue(confirms.totalTime(TimeUnit.NANOSECONDS) > 0);
+            Timer handlers = registry.get("rabbitmq.handler_duration").tag("app", "metrics-it").timer();
+            assertEquals(10, handlers.count());
+            assertTrue(handlers.max(TimeUnit.NANOSECONDS) > 0);
 
             assertTrue(value(registry, "rabbitmq.bytes_read") > 0);
             assertTrue(value(registry, "rabbitmq.bytes_written") > 0);
@@ -112,6 +126,46 @@ class MetricsIT {
             // the socket's close completes close() just before the pipeline is told the channel is inactive
             eventually("no connection, no channel", () -> metrics.connections() == 0 && metrics.channels() == 0);
             assertEquals(0, value(registry, "rabbitmq.connections"));
+        } finally {
+            await(client.close());
+        }
+    }
+
+    /**
+     * Consumers come and go (consumer tags are random, RPC clients each have a reply consumer): the series stay
+     * one per queue, the gauge sums the queue's consumers, and goes with the last of them.
+     */
+    @Test
+    void consumerGaugesAreOnePerQueueNotOnePerConsumer(Broker broker, BrokerExtension.TestNames names)
+            throws Exception {
+        AmqpClient client = AmqpClient.create(new ClientOptions().metricsEnabled(true).ioThreads(1));
+        SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        new WarrenMeterBinder(client).bindTo(registry);
+        String queue = names.queue("orders");
+        try {
+            Connection connection = await(client.connect(broker.uri()));
+            Channel channel = await(connection.openChannel());
+            await(channel.queueDeclare(QueueDeclare.named(queue).autoDelete(true)));
+            List<ConsumerHandle> consumers = new ArrayList<>();
+            for (int i = 0; i < 5; i++) {
+                consumers.add(await(channel.consume(queue, ConsumeOptions.builder().prefetch(10).build(),
+                        d -> d.ack())));
+            }
+            for (int i = 0; i < 3; i++) {
+                await(RpcClient.create(await(connection.openChannel())));
+            }
+            eventually("the consumers reported", () -> client.metrics().consumers().size() == 8);
+            assertEquals(List.of("amq.rabbitmq.reply-to", queue), registry.find("rabbitmq.consumer.queued").gauges()
+                    .stream().map(g -> g.getId().getTag("queue")).sorted().toList());
+            for (int i = 0; i < 4; i++) {
+                await(consumers.get(i).cancel());
+            }
+            assertNotNull(registry.find("rabbitmq.consumer.queued").tag("queue", queue).gauge(),
+                    "one consumer of the queue is left: its series stays");
+            await(consumers.get(4).cancel());
+            eventually("the queue's series removed with its last consumer",
+                    () -> registry.find("rabbitmq.consumer.queued").tag("queue", queue).gauge() == null);
+            await(connection.close());
         } finally {
             await(client.close());
         }

@@ -59,6 +59,26 @@ public final class Rabbitmqctl {
         throw new AssertionError("rabbitmqctl does not list a connection named " + connectionName);
     }
 
+    /**
+     * {@code list_queues name messages_ready messages_unacknowledged} for {@code queue} (in the default virtual
+     * host): {ready, unacknowledged}, as the broker counts them now. Needs no management plugin.
+     */
+    public static long[] queueCounts(String queue) throws IOException, InterruptedException {
+        String out = run("-q", "list_queues", "name", "messages_ready", "messages_unacknowledged");
+        for (String line : out.split("\n")) {
+            String[] columns = line.trim().split("\t");
+            if (columns.length == 3 && columns[0].equals(queue)) {
+                return new long[] {Long.parseLong(columns[1].trim()), Long.parseLong(columns[2].trim())};
+            }
+        }
+        throw new AssertionError("rabbitmqctl list_queues does not list " + queue + ": " + out);
+    }
+
+    /** {@code rabbitmqctl eval expression}: its printed result. */
+    public static String eval(String expression) throws IOException, InterruptedException {
+        return run("eval", expression).trim();
+    }
+
     /** stop_app: the node stays up, AMQP listeners close, every connection is dropped. */
     public static void stopApp() throws IOException, InterruptedException {
         run("stop_app");

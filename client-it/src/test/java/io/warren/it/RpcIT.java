@@ -11,6 +11,7 @@ import io.warren.ConsumeOptions;
 import io.warren.Connection;
 import io.warren.Delivery;
 import io.warren.QueueDeclare;
+import io.warren.RpcTimeoutException;
 import io.warren.codec.content.BasicProperties;
 import io.warren.rpc.RequestReturnedException;
 import io.warren.rpc.RpcClient;
@@ -26,7 +27,6 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
@@ -114,7 +114,7 @@ class RpcIT {
         ExecutionException e = assertThrows(ExecutionException.class,
                 () -> await(rpc.call("", queue, null, bytes("anyone?"), Duration.ofMillis(300))));
         long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
-        assertInstanceOf(TimeoutException.class, e.getCause());
+        assertInstanceOf(RpcTimeoutException.class, e.getCause());
         assertTrue(e.getCause().getMessage().contains("within PT0.3S"), e.getCause().getMessage());
         // a lower bound only: a 300 ms timeout cannot fire sooner (the wait itself is bounded by await)
         assertTrue(millis >= 250, "timed out after " + millis + " ms");
@@ -143,7 +143,7 @@ class RpcIT {
         RpcClient rpc = await(RpcClient.create(await(connection.openChannel())));
         ExecutionException e = assertThrows(ExecutionException.class,
                 () -> await(rpc.call("", queue, null, bytes("XAUUSD"), Duration.ofMillis(500))));
-        assertInstanceOf(TimeoutException.class, e.getCause());
+        assertInstanceOf(RpcTimeoutException.class, e.getCause());
         Channel check = await(connection.openChannel());
         assertEquals(0, await(check.queueDeclare(QueueDeclare.passive(queue))).messageCount(),
                 "rejected without requeue");

@@ -22,6 +22,7 @@ import io.warren.ConsumeOptions;
 import io.warren.ConsumerCancelledException;
 import io.warren.Delivery;
 import io.warren.PublishOutcome;
+import io.warren.QueueDeclare;
 import io.warren.vertx.DeliveryStream;
 import io.warren.vertx.VertxAmqp;
 import io.warren.vertx.VertxChannel;
@@ -166,6 +167,88 @@ class VertxIT {
     }
 
     /**
+     * The trial's case: {@code consume(queue)} with the defaults, paused while a backlog waits. Without a prefetch
+     * the broker pushed everything, its writer stalled on the full socket and it dropped the connection (30 s send
+     * timeout); recovery then handed the deliveries of the dead connection to the handler, whose acks threw. With
+     * the default prefetch the broker holds all but the prefetch, which is what makes the connection safe however
+     * long the pause (shown by the broker's own counts, not by waiting 30 s), and each message arrives once.
+     */
+    @Test
+    void aPausedStreamWithTheDefaultsHoldsThePrefetchKeepsItsConnectionAndGetsEachMessageOnce(Broker broker,
+            Connection connection, TestNames names) throws Exception {
+        String q = names.queue("q");
+        Channel setup = await(connection.openChannel());
+        await(setup.queueDeclare(q));
+        int total = 3000;
+        publishNumbered(broker, q, total, 1024);
+        List<String> recoveries = Collections.synchronizedList(new ArrayList<>());
+        connection.addRecoveryListener(new io.warren.RecoveryListener() {
+            @Override
+            public void recoveryStarted(Connection c, io.warren.ConnectionLostException cause) {
+                recoveries.add(cause.getMessage());
+            }
+        });
+        java.util.BitSet seen = new java.util.BitSet();
+        AtomicInteger handled = new AtomicInteger();
+        AtomicInteger again = new AtomicInteger();
+        CompletableFuture<DeliveryStream> started = new CompletableFuture<>();
+        VertxAmqp amqp = VertxAmqp.create(vertx);
+        Context[] verticle = new Context[1];
+        deploy(context -> {
+            verticle[0] = context;
+            return amqp.wrap(connection).openChannel()
+                    .compose(ch -> ch.consume(q))
+                    .onSuccess(stream -> {
+                        stream.pause();
+                        stream.handler(d -> {
+                            onContext(context, "handler");
+                            int n = numberOf(d);
+                            if (seen.get(n) || d.redelivered()) {
+                                again.incrementAndGet();
+                            }
+                            seen.set(n);
+                            handled.incrementAndGet();
+                            d.ack();
+                        });
+                        started.complete(stream);
+                    });
+        });
+        DeliveryStream stream = started.get(30, TimeUnit.SECONDS);
+        int prefetch = ConsumeOptions.DEFAULT_PREFETCH;
+        long[][] counts = new long[1][];
+        awaitTrue(() -> {
+            try {
+                counts[0] = Rabbitmqctl.queueCounts(q);
+                return counts[0][1] >= prefetch;
+            } catch (Exception e) {
+                throw new AssertionError(e);
+            }
+        }, Duration.ofSeconds(30), "the prefetch delivered to the paused stream");
+        Thread.sleep(1000); // time for the broker to push more, if anything let it
+        counts[0] = Rabbitmqctl.queueCounts(q);
+        assertEquals(List.of((long) total - prefetch, (long) prefetch), List.of(counts[0][0], counts[0][1]),
+                "paused: the broker keeps all but the prefetch (ready, unacknowledged)");
+        assertEquals(0, handled.get());
+
+        verticle[0].runOnContext(v -> stream.resume());
+        awaitTrue(() -> handled.get() >= total, Duration.ofSeconds(60), "every message after resume");
+        Thread.sleep(200); // a duplicate would come right behind
+        assertEquals(total, handled.get(), "each message once");
+        assertEquals(total, seen.cardinality());
+        assertEquals(0, again.get(), "nothing redelivered");
+        assertEquals(List.of(), recoveries, "the connection was never lost");
+        assertTrue(connection.isOpen());
+        awaitTrue(() -> {
+            try {
+                return messageCount(setup, q) == 0;
+            } catch (Exception e) {
+                throw new AssertionError(e);
+            }
+        }, Duration.ofSeconds(10), "the acks to count");
+        await(setup.queueDelete(q));
+    }
+
+    /**
      * A write stream that keeps up to {@code maxSize} deliveries (retained) and completes one per timer tick,
      * acking it: slower than the broker, so the pipe must pause the stream.
      */
@@ -283,6 +366,75 @@ class VertxIT {
         assertTrue(ws.ended);
         assertEquals(0, messageCount(setup, q));
         await(setup.queueDelete(q));
+    }
+
+    /**
+     * The application closes the stream's channel (or its connection): an orderly end. The pipe ends its write
+     * stream and succeeds, and the exception handler is not called; before, the pipe failed with "closed by the
+     * application".
+     */
+    @Test
+    void closingTheChannelEndsThePipeCleanly(Broker broker, Connection connection, TestNames names) throws Exception {
+        pipeEndsCleanlyWhenTheApplicationCloses(broker, connection, names, false);
+    }
+
+    @Test
+    void closingTheConnectionEndsThePipeCleanly(Broker broker, TestNames names) throws Exception {
+        Connection own = await(BrokerExtension.client().connect(broker.uri()));
+        pipeEndsCleanlyWhenTheApplicationCloses(broker, own, names, true);
+    }
+
+    private void pipeEndsCleanlyWhenTheApplicationCloses(Broker broker, Connection connection, TestNames names,
+                                                         boolean wholeConnection) throws Exception {
+        String q = names.queue("q");
+        Channel setup = await(connection.openChannel());
+        await(setup.queueDeclare(QueueDeclare.named(q)));
+        names.onCleanup(() -> {
+            try (com.rabbitmq.client.Connection c = amqpClientConnection(broker)) {
+                c.createChannel().queueDelete(q);
+            }
+        });
+        publishNumbered(broker, q, 20, 16);
+        VertxAmqp amqp = VertxAmqp.create(vertx);
+        CompletableFuture<SlowWriteStream> sink = new CompletableFuture<>();
+        CompletableFuture<VertxChannel> channel = new CompletableFuture<>();
+        CompletableFuture<Void> piped = new CompletableFuture<>();
+        List<String> exceptions = Collections.synchronizedList(new ArrayList<>());
+        deploy(context -> amqp.wrap(connection).openChannel()
+                .compose(ch -> {
+                    channel.complete(ch);
+                    return ch.consume(q, ConsumeOptions.builder().prefetch(10).build());
+                })
+                .onSuccess(stream -> {
+                    SlowWriteStream ws = new SlowWriteStream(context);
+                    ws.setWriteQueueMaxSize(4);
+                    sink.complete(ws);
+                    stream.exceptionHandler(e -> exceptions.add(String.valueOf(e)));
+                    stream.pipeTo(ws).onComplete(ar -> {
+                        onContext(context, "pipeTo's future");
+                        if (ar.succeeded()) {
+                            piped.complete(null);
+                        } else {
+                            piped.completeExceptionally(ar.cause());
+                        }
+                    });
+                }));
+        SlowWriteStream ws = sink.get(30, TimeUnit.SECONDS);
+        awaitTrue(() -> ws.written >= 5, Duration.ofSeconds(30), "some written (" + ws.written + ")");
+        if (wholeConnection) {
+            await(connection.close());
+        } else {
+            await(channel.get(30, TimeUnit.SECONDS).channel().close());
+        }
+        piped.get(30, TimeUnit.SECONDS); // throws when the pipe failed
+        assertTrue(ws.ended, "the pipe ended the write stream");
+        assertEquals(List.of(), exceptions, "an orderly close is not a failure");
+    }
+
+    private static com.rabbitmq.client.Connection amqpClientConnection(Broker broker) throws Exception {
+        com.rabbitmq.client.ConnectionFactory f = new com.rabbitmq.client.ConnectionFactory();
+        f.setUri(broker.uri());
+        return f.newConnection("warren-it cleanup");
     }
 
     @Test

@@ -24,6 +24,7 @@ import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
 import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Measurement;
 import org.openjdk.jmh.annotations.Mode;
 import org.openjdk.jmh.annotations.OperationsPerInvocation;
 import org.openjdk.jmh.annotations.OutputTimeUnit;
@@ -32,6 +33,7 @@ import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.annotations.Warmup;
 
 /**
  * The whole publish path, end to end into a socket: the caller's checks, the hand-over to the event loop, the
@@ -60,6 +62,9 @@ import org.openjdk.jmh.annotations.TearDown;
  * ({@link PublishOptions#maxOutstandingConfirms}) and {@link Channel#whenWritable()}, amqp-client by a
  * semaphore released from its {@code ConfirmListener} (PerfTest's way).
  */
+// explicit rather than JMH's defaults (5 + 5 iterations of 10 s): the 10 s iterations BENCHMARKS.md's figures used
+@Warmup(iterations = 3, time = 10)
+@Measurement(iterations = 5, time = 10)
 @Fork(value = 1, jvmArgsAppend = {"-Dio.netty.leakDetection.level=disabled"})
 @OperationsPerInvocation(PublishAllocationBenchmark.BATCH)
 @BenchmarkMode(Mode.Throughput)

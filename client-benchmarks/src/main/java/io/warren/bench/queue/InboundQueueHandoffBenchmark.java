@@ -12,7 +12,9 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
 import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Measurement;
 import org.openjdk.jmh.annotations.Mode;
 import org.openjdk.jmh.annotations.OperationsPerInvocation;
 import org.openjdk.jmh.annotations.OutputTimeUnit;
@@ -21,6 +23,7 @@ import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.annotations.Warmup;
 
 /**
  * Cross-thread hand-off of messages from a producer event loop to a consumer thread, the inbound path
@@ -47,6 +50,10 @@ import org.openjdk.jmh.annotations.TearDown;
  * {@value #LOW_WATER_MARK}; the producer stops on pause and carries on from resume (the queues), or
  * blocks in {@code put} on a queue of capacity {@value #HIGH_WATER_MARK} (the blocking queue).
  */
+// explicit rather than JMH's defaults (5 forks of 5 + 5 iterations of 10 s): the settings BENCHMARKS.md's figures used
+@Warmup(iterations = 5, time = 2)
+@Measurement(iterations = 5, time = 2)
+@Fork(2)
 @BenchmarkMode(Mode.Throughput)
 @OutputTimeUnit(TimeUnit.SECONDS)
 public class InboundQueueHandoffBenchmark {

@@ -17,8 +17,14 @@ import java.util.Map;
  * the content header after the body size): publishing the same {@code BasicProperties} again copies
  * those bytes instead of encoding again, and later changes to a nested header value cannot change
  * what is sent. Every value is checked by the builder: a short string over 255 UTF-8 bytes, a
- * delivery mode or priority outside 0..255, or a header value with no AMQP field type is an
- * {@link IllegalArgumentException}.
+ * delivery mode or priority outside 0..255, text with an unpaired surrogate, or a header value with no AMQP
+ * field type is an {@link IllegalArgumentException}.
+ *
+ * <p>Properties read from a delivery ({@link ContentHeader#toProperties()}) are written back exactly as they
+ * came, which is what a relay needs: header values keep their types ({@link #headers()}), a short string
+ * that is not valid UTF-8 keeps its bytes (its accessor returns it decoded, malformed bytes as U+FFFD), and a
+ * timestamp beyond {@link Instant}'s range keeps its seconds (its accessor clamps). {@link #toBuilder()}
+ * keeps them too, for the properties no setter replaces.
  *
  * <p>Property order on the wire, with the flag bit announcing each:
  * <pre>
@@ -56,6 +62,14 @@ public final class BasicProperties {
     private final String appId;
     private final String clusterId;
 
+    /**
+     * The short-string properties whose bytes are not valid UTF-8, by property index, as read from a content
+     * header (null when there are none): written back as they came, while the accessors return them decoded.
+     */
+    private final ShortString[] raw;
+    /** The timestamp's seconds as sent: {@link #timestamp} is clamped to Instant's range, this is not. */
+    private final long timestampSeconds;
+
     /** Flags word and property values, as they go on the wire. */
     private final byte[] encoded;
 
@@ -70,10 +84,12 @@ public final class BasicProperties {
         this.expiration = b.expiration;
         this.messageId = b.messageId;
         this.timestamp = b.timestamp;
+        this.timestampSeconds = b.timestampSeconds;
         this.type = b.type;
         this.userId = b.userId;
         this.appId = b.appId;
         this.clusterId = b.clusterId;
+        this.raw = b.raw == null ? null : b.raw.clone();
         this.encoded = encode();
     }
 
@@ -95,10 +111,12 @@ public final class BasicProperties {
         b.expiration = expiration;
         b.messageId = messageId;
         b.timestamp = timestamp;
+        b.timestampSeconds = timestampSeconds;
         b.type = type;
         b.userId = userId;
         b.appId = appId;
         b.clusterId = clusterId;
+        b.raw = raw == null ? null : raw.clone();
         return b;
     }
 
@@ -112,7 +130,13 @@ public final class BasicProperties {
         return contentEncoding;
     }
 
-    /** Application headers (unmodifiable, wire order), or null. */
+    /**
+     * Application headers (unmodifiable, wire order), or null. Values are the Java types
+     * {@link io.warren.codec.table.FieldType} lists; in headers read from a delivery, a long string that is
+     * not valid UTF-8 is an {@link io.warren.codec.table.LongString} (its bytes; {@code toString()} decodes
+     * them) and an unsigned {@code B}/{@code u}/{@code i} value an {@link io.warren.codec.table.Unsigned}
+     * (a {@code Number}), so that the same headers publish the same bytes: a relay forwards them unchanged.
+     */
     public Map<String, Object> headers() {
         return headers;
     }
@@ -214,7 +238,7 @@ public final class BasicProperties {
         int flags = 0;
         int length = 2;
         int[] shortLengths = new int[ContentHeader.PROPERTY_COUNT];
-        String[] strings = strings();
+        CharSequence[] strings = strings();
         for (int i = 0; i < strings.length; i++) {
             if (strings[i] != null) {
                 shortLengths[i] = ShortString.checkedLength(ContentHeader.propertyName(i), strings[i]);
@@ -258,7 +282,7 @@ public final class BasicProperties {
                     out.writeByte(priority);
                     break;
                 case ContentHeader.TIMESTAMP_INDEX:
-                    out.writeLong(timestamp.getEpochSecond());
+                    out.writeLong(timestampSeconds);
                     break;
                 default:
                     ShortString.write(out, strings[i], shortLengths[i]);
@@ -271,9 +295,9 @@ public final class BasicProperties {
         return bytes;
     }
 
-    /** The short-string properties by property index, null elsewhere. */
-    private String[] strings() {
-        String[] s = new String[ContentHeader.PROPERTY_COUNT];
+    /** The short-string properties by property index (raw bytes where kept), null elsewhere. */
+    private CharSequence[] strings() {
+        CharSequence[] s = new CharSequence[ContentHeader.PROPERTY_COUNT];
         s[ContentHeader.CONTENT_TYPE_INDEX] = contentType;
         s[ContentHeader.CONTENT_ENCODING_INDEX] = contentEncoding;
         s[ContentHeader.CORRELATION_ID_INDEX] = correlationId;
@@ -284,6 +308,13 @@ public final class BasicProperties {
         s[ContentHeader.USER_ID_INDEX] = userId;
         s[ContentHeader.APP_ID_INDEX] = appId;
         s[ContentHeader.CLUSTER_ID_INDEX] = clusterId;
+        if (raw != null) {
+            for (int i = 0; i < raw.length; i++) {
+                if (raw[i] != null) {
+                    s[i] = raw[i];
+                }
+            }
+        }
         return s;
     }
 
@@ -329,21 +360,24 @@ public final class BasicProperties {
         private String expiration;
         private String messageId;
         private Instant timestamp;
+        private long timestampSeconds;
         private String type;
         private String userId;
         private String appId;
         private String clusterId;
+        /** See {@link BasicProperties#raw}; a setter of the same property drops its entry. */
+        private ShortString[] raw;
 
         private Builder() {
         }
 
         public Builder contentType(String contentType) {
-            this.contentType = checkShort("content-type", contentType);
+            this.contentType = checkShort(ContentHeader.CONTENT_TYPE_INDEX, contentType);
             return this;
         }
 
         public Builder contentEncoding(String contentEncoding) {
-            this.contentEncoding = checkShort("content-encoding", contentEncoding);
+            this.contentEncoding = checkShort(ContentHeader.CONTENT_ENCODING_INDEX, contentEncoding);
             return this;
         }
 
@@ -378,48 +412,88 @@ public final class BasicProperties {
         }
 
         public Builder correlationId(String correlationId) {
-            this.correlationId = checkShort("correlation-id", correlationId);
+            this.correlationId = checkShort(ContentHeader.CORRELATION_ID_INDEX, correlationId);
             return this;
         }
 
         public Builder replyTo(String replyTo) {
-            this.replyTo = checkShort("reply-to", replyTo);
+            this.replyTo = checkShort(ContentHeader.REPLY_TO_INDEX, replyTo);
             return this;
         }
 
         public Builder expiration(String expiration) {
-            this.expiration = checkShort("expiration", expiration);
+            this.expiration = checkShort(ContentHeader.EXPIRATION_INDEX, expiration);
             return this;
         }
 
         public Builder messageId(String messageId) {
-            this.messageId = checkShort("message-id", messageId);
+            this.messageId = checkShort(ContentHeader.MESSAGE_ID_INDEX, messageId);
             return this;
         }
 
         /** The timestamp; sub-second precision is dropped on the wire. */
         public Builder timestamp(Instant timestamp) {
             this.timestamp = timestamp;
+            this.timestampSeconds = timestamp == null ? 0 : timestamp.getEpochSecond();
+            return this;
+        }
+
+        /** The timestamp as the wire's seconds, kept exactly; the accessor clamps it to Instant's range. */
+        Builder timestampSeconds(long epochSecond) {
+            this.timestamp = Instant.ofEpochSecond(Math.max(Instant.MIN.getEpochSecond(),
+                    Math.min(Instant.MAX.getEpochSecond(), epochSecond)));
+            this.timestampSeconds = epochSecond;
+            return this;
+        }
+
+        /**
+         * Short-string property {@code index} as a content header carried it: a {@code String}, or a
+         * {@link ShortString} of bytes that are not valid UTF-8, whose accessor returns them decoded and which is
+         * written back unchanged.
+         */
+        Builder shortString(int index, CharSequence value) {
+            String decoded = value.toString();
+            switch (index) {
+                case ContentHeader.CONTENT_TYPE_INDEX: contentType = decoded; break;
+                case ContentHeader.CONTENT_ENCODING_INDEX: contentEncoding = decoded; break;
+                case ContentHeader.CORRELATION_ID_INDEX: correlationId = decoded; break;
+                case ContentHeader.REPLY_TO_INDEX: replyTo = decoded; break;
+                case ContentHeader.EXPIRATION_INDEX: expiration = decoded; break;
+                case ContentHeader.MESSAGE_ID_INDEX: messageId = decoded; break;
+                case ContentHeader.TYPE_INDEX: type = decoded; break;
+                case ContentHeader.USER_ID_INDEX: userId = decoded; break;
+                case ContentHeader.APP_ID_INDEX: appId = decoded; break;
+                case ContentHeader.CLUSTER_ID_INDEX: clusterId = decoded; break;
+                default: throw new IllegalArgumentException(ContentHeader.propertyName(index) + " is not a short string");
+            }
+            if (value instanceof ShortString) {
+                if (raw == null) {
+                    raw = new ShortString[ContentHeader.PROPERTY_COUNT];
+                }
+                raw[index] = (ShortString) value;
+            } else if (raw != null) {
+                raw[index] = null;
+            }
             return this;
         }
 
         public Builder type(String type) {
-            this.type = checkShort("type", type);
+            this.type = checkShort(ContentHeader.TYPE_INDEX, type);
             return this;
         }
 
         public Builder userId(String userId) {
-            this.userId = checkShort("user-id", userId);
+            this.userId = checkShort(ContentHeader.USER_ID_INDEX, userId);
             return this;
         }
 
         public Builder appId(String appId) {
-            this.appId = checkShort("app-id", appId);
+            this.appId = checkShort(ContentHeader.APP_ID_INDEX, appId);
             return this;
         }
 
         public Builder clusterId(String clusterId) {
-            this.clusterId = checkShort("cluster-id", clusterId);
+            this.clusterId = checkShort(ContentHeader.CLUSTER_ID_INDEX, clusterId);
             return this;
         }
 
@@ -428,9 +502,12 @@ public final class BasicProperties {
             return new BasicProperties(this);
         }
 
-        private static String checkShort(String name, String value) {
+        private String checkShort(int index, String value) {
             if (value != null) {
-                ShortString.checkedLength(name, value);
+                ShortString.checkedLength(ContentHeader.propertyName(index), value);
+            }
+            if (raw != null) {
+                raw[index] = null;
             }
             return value;
         }

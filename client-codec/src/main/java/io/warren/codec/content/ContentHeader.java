@@ -1,6 +1,7 @@
 package io.warren.codec.content;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufUtil;
 import io.netty.util.AsciiString;
 import io.warren.codec.AmqpProtocolException;
 import io.warren.codec.AsciiStringCache;
@@ -105,6 +106,10 @@ public final class ContentHeader {
     /** The flag bit of property {@code index} in the first flags word. */
     public static int flag(int index) {
         return 1 << (15 - index);
+    }
+
+    /** An empty view: {@link #wrap} it onto a buffer before reading. */
+    public ContentHeader() {
     }
 
     /**
@@ -223,7 +228,10 @@ public final class ContentHeader {
 
     /**
      * The headers as a view over the frame (reused by every call on this view: valid until the next
-     * {@code wrap} and while the frame lives), or null when absent.
+     * {@code wrap} and while the frame lives), or null when absent. {@code headers().toMap()} maps values as
+     * {@link io.warren.codec.table.FieldType} documents: a long string that is not UTF-8 comes back as a
+     * {@link io.warren.codec.table.LongString}, an unsigned value as an {@link io.warren.codec.table.Unsigned},
+     * and both encode back to their own bytes.
      */
     public FieldTable headers() {
         int p = position(HEADERS_INDEX);
@@ -346,14 +354,19 @@ public final class ContentHeader {
         return buf.slice(start, propertiesEnd - start);
     }
 
-    /** Every property materialised (allocates); a timestamp beyond {@link Instant}'s range is clamped to it. */
+    /**
+     * Every property materialised (allocates), written back exactly as it is here when published: a short string
+     * that is not valid UTF-8 keeps its bytes and a timestamp beyond {@link Instant}'s range its seconds (their
+     * accessors return the string decoded and the time clamped), header values keep their types (see
+     * {@link BasicProperties#headers()}).
+     */
     public BasicProperties toProperties() {
         BasicProperties.Builder b = BasicProperties.builder();
         if (hasContentType()) {
-            b.contentType(contentTypeAsString());
+            shortString(b, CONTENT_TYPE_INDEX);
         }
         if (hasContentEncoding()) {
-            b.contentEncoding(contentEncodingAsString());
+            shortString(b, CONTENT_ENCODING_INDEX);
         }
         if (hasHeaders()) {
             b.headers(headers().toMap());
@@ -365,43 +378,45 @@ public final class ContentHeader {
             b.priority(priority());
         }
         if (hasCorrelationId()) {
-            b.correlationId(correlationIdAsString());
+            shortString(b, CORRELATION_ID_INDEX);
         }
         if (hasReplyTo()) {
-            b.replyTo(replyToAsString());
+            shortString(b, REPLY_TO_INDEX);
         }
         if (hasExpiration()) {
-            b.expiration(expirationAsString());
+            shortString(b, EXPIRATION_INDEX);
         }
         if (hasMessageId()) {
-            b.messageId(messageIdAsString());
+            shortString(b, MESSAGE_ID_INDEX);
         }
         if (hasTimestamp()) {
-            b.timestamp(instantOf(timestamp()));
+            b.timestampSeconds(timestamp());
         }
         if (hasType()) {
-            b.type(typeAsString());
+            shortString(b, TYPE_INDEX);
         }
         if (hasUserId()) {
-            b.userId(userIdAsString());
+            shortString(b, USER_ID_INDEX);
         }
         if (hasAppId()) {
-            b.appId(appIdAsString());
+            shortString(b, APP_ID_INDEX);
         }
         if (hasClusterId()) {
-            b.clusterId(clusterIdAsString());
+            shortString(b, CLUSTER_ID_INDEX);
         }
         return b.build();
     }
 
     /**
-     * The wire's 64-bit seconds as an Instant. {@link Instant} spans about a billion years either side of the epoch;
-     * a peer may still send any 64-bit value, which is clamped to that range rather than failing a copy or a
-     * {@code toString()} ({@link #timestamp()} keeps the exact value).
+     * Short-string property {@code index} into {@code b}: as a {@code String} when its bytes are valid UTF-8 (which
+     * encodes back to the same bytes), else as those bytes, so that the properties are written back unchanged.
      */
-    private static Instant instantOf(long epochSecond) {
-        return Instant.ofEpochSecond(Math.max(Instant.MIN.getEpochSecond(),
-                Math.min(Instant.MAX.getEpochSecond(), epochSecond)));
+    private void shortString(BasicProperties.Builder b, int index) {
+        int p = position(index);
+        int length = buf.getUnsignedByte(p);
+        b.shortString(index, ByteBufUtil.isText(buf, p + 1, length, StandardCharsets.UTF_8)
+                ? buf.toString(p + 1, length, StandardCharsets.UTF_8)
+                : ShortString.of(AsciiStringCache.shortString(buf, p)));
     }
 
     @Override

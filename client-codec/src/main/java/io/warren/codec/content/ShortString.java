@@ -3,6 +3,7 @@ package io.warren.codec.content;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
 import io.netty.util.AsciiString;
+import io.warren.codec.Utf8;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 
@@ -44,7 +45,8 @@ public final class ShortString implements CharSequence {
     /**
      * {@code value} encoded once.
      *
-     * @throws IllegalArgumentException when {@code value} is null or longer than 255 UTF-8 bytes
+     * @throws IllegalArgumentException when {@code value} is null, longer than 255 UTF-8 bytes or has an
+     *         unpaired surrogate
      */
     public static ShortString of(CharSequence value) {
         if (value instanceof ShortString) {
@@ -125,7 +127,8 @@ public final class ShortString implements CharSequence {
      * The byte length {@code value} takes as a shortstr (without the length octet).
      *
      * @param what the argument's spec name, for the message
-     * @throws IllegalArgumentException when {@code value} is null or longer than 255 UTF-8 bytes
+     * @throws IllegalArgumentException when {@code value} is null, longer than 255 UTF-8 bytes or not
+     *         well-formed UTF-16 (an unpaired surrogate, see {@link Utf8})
      */
     public static int checkedLength(String what, CharSequence value) {
         if (value == null) {
@@ -137,7 +140,7 @@ public final class ShortString implements CharSequence {
         } else if (value instanceof AsciiString) {
             length = value.length();
         } else {
-            length = ByteBufUtil.utf8Bytes(value);
+            length = Utf8.encodedLength(what, value);
         }
         if (length > MAX_LENGTH) {
             throw new IllegalArgumentException(what + " is " + length

@@ -39,6 +39,10 @@ public final class AccessRequest implements MethodView {
     /** Cached index after a variable-length field; -1 until computed. */
     private int afterRealm = -1;
 
+    /** An empty view: {@link #wrap} it onto a frame before reading. */
+    public AccessRequest() {
+    }
+
     @Override
     public AccessRequest wrap(ByteBuf buf, int offset) {
         this.buf = buf;

@@ -32,6 +32,10 @@ public final class AccessRequestOk implements MethodView {
     private ByteBuf buf;
     private int offset;
 
+    /** An empty view: {@link #wrap} it onto a frame before reading. */
+    public AccessRequestOk() {
+    }
+
     @Override
     public AccessRequestOk wrap(ByteBuf buf, int offset) {
         this.buf = buf;

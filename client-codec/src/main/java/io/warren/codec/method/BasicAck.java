@@ -34,6 +34,10 @@ public final class BasicAck implements MethodView {
     private ByteBuf buf;
     private int offset;
 
+    /** An empty view: {@link #wrap} it onto a frame before reading. */
+    public BasicAck() {
+    }
+
     @Override
     public BasicAck wrap(ByteBuf buf, int offset) {
         this.buf = buf;

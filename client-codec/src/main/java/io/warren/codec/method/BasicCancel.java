@@ -38,6 +38,10 @@ public final class BasicCancel implements MethodView {
     /** Cached index after a variable-length field; -1 until computed. */
     private int afterConsumerTag = -1;
 
+    /** An empty view: {@link #wrap} it onto a frame before reading. */
+    public BasicCancel() {
+    }
+
     @Override
     public BasicCancel wrap(ByteBuf buf, int offset) {
         this.buf = buf;

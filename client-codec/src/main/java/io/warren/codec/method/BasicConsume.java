@@ -42,6 +42,10 @@ public final class BasicConsume implements MethodView {
     private int afterConsumerTag = -1;
     private FieldTable argumentsTable;
 
+    /** An empty view: {@link #wrap} it onto a frame before reading. */
+    public BasicConsume() {
+    }
+
     @Override
     public BasicConsume wrap(ByteBuf buf, int offset) {
         this.buf = buf;

@@ -41,6 +41,10 @@ public final class BasicDeliver implements MethodView {
     private int afterConsumerTag = -1;
     private int afterExchange = -1;
 
+    /** An empty view: {@link #wrap} it onto a frame before reading. */
+    public BasicDeliver() {
+    }
+
     @Override
     public BasicDeliver wrap(ByteBuf buf, int offset) {
         this.buf = buf;

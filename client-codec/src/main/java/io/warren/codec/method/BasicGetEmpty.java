@@ -36,6 +36,10 @@ public final class BasicGetEmpty implements MethodView {
     private ByteBuf buf;
     private int offset;
 
+    /** An empty view: {@link #wrap} it onto a frame before reading. */
+    public BasicGetEmpty() {
+    }
+
     @Override
     public BasicGetEmpty wrap(ByteBuf buf, int offset) {
         this.buf = buf;

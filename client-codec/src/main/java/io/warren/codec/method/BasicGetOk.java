@@ -43,6 +43,10 @@ public final class BasicGetOk implements MethodView {
     private int afterExchange = -1;
     private int afterRoutingKey = -1;
 
+    /** An empty view: {@link #wrap} it onto a frame before reading. */
+    public BasicGetOk() {
+    }
+
     @Override
     public BasicGetOk wrap(ByteBuf buf, int offset) {
         this.buf = buf;

@@ -35,6 +35,10 @@ public final class BasicNack implements MethodView {
     private ByteBuf buf;
     private int offset;
 
+    /** An empty view: {@link #wrap} it onto a frame before reading. */
+    public BasicNack() {
+    }
+
     @Override
     public BasicNack wrap(ByteBuf buf, int offset) {
         this.buf = buf;

@@ -43,6 +43,10 @@ public final class BasicPublish implements MethodView {
     private int afterExchange = -1;
     private int afterRoutingKey = -1;
 
+    /** An empty view: {@link #wrap} it onto a frame before reading. */
+    public BasicPublish() {
+    }
+
     @Override
     public BasicPublish wrap(ByteBuf buf, int offset) {
         this.buf = buf;

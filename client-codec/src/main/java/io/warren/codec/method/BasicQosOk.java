@@ -30,6 +30,10 @@ public final class BasicQosOk implements MethodView {
     private ByteBuf buf;
     private int offset;
 
+    /** An empty view: {@link #wrap} it onto a frame before reading. */
+    public BasicQosOk() {
+    }
+
     @Override
     public BasicQosOk wrap(ByteBuf buf, int offset) {
         this.buf = buf;

@@ -42,6 +42,10 @@ public final class BasicReturn implements MethodView {
     private int afterReplyText = -1;
     private int afterExchange = -1;
 
+    /** An empty view: {@link #wrap} it onto a frame before reading. */
+    public BasicReturn() {
+    }
+
     @Override
     public BasicReturn wrap(ByteBuf buf, int offset) {
         this.buf = buf;

@@ -78,7 +78,8 @@ public final class BasicReturnEncoder implements MethodEncoder {
      * <p>A {@link ShortString} is copied as pre-encoded bytes, an {@code AsciiString} as raw bytes, anything
      * else encoded as UTF-8 when the method is encoded.
      *
-     * @throws IllegalArgumentException when null or longer than 255 UTF-8 bytes
+     * @throws IllegalArgumentException when null, longer than 255 UTF-8 bytes or not well-formed UTF-16 (an
+     * unpaired surrogate)
      */
     public BasicReturnEncoder replyText(CharSequence replyText) {
         int length = ShortString.checkedLength("reply-text", replyText);
@@ -93,7 +94,8 @@ public final class BasicReturnEncoder implements MethodEncoder {
      * <p>A {@link ShortString} is copied as pre-encoded bytes, an {@code AsciiString} as raw bytes, anything
      * else encoded as UTF-8 when the method is encoded.
      *
-     * @throws IllegalArgumentException when null or longer than 255 UTF-8 bytes
+     * @throws IllegalArgumentException when null, longer than 255 UTF-8 bytes or not well-formed UTF-16 (an
+     * unpaired surrogate)
      */
     public BasicReturnEncoder exchange(CharSequence exchange) {
         int length = ShortString.checkedLength("exchange", exchange);
@@ -108,7 +110,8 @@ public final class BasicReturnEncoder implements MethodEncoder {
      * <p>A {@link ShortString} is copied as pre-encoded bytes, an {@code AsciiString} as raw bytes, anything
      * else encoded as UTF-8 when the method is encoded.
      *
-     * @throws IllegalArgumentException when null or longer than 255 UTF-8 bytes
+     * @throws IllegalArgumentException when null, longer than 255 UTF-8 bytes or not well-formed UTF-16 (an
+     * unpaired surrogate)
      */
     public BasicReturnEncoder routingKey(CharSequence routingKey) {
         int length = ShortString.checkedLength("routing-key", routingKey);

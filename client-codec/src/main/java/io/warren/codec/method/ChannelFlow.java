@@ -33,6 +33,10 @@ public final class ChannelFlow implements MethodView {
     private ByteBuf buf;
     private int offset;
 
+    /** An empty view: {@link #wrap} it onto a frame before reading. */
+    public ChannelFlow() {
+    }
+
     @Override
     public ChannelFlow wrap(ByteBuf buf, int offset) {
         this.buf = buf;

@@ -33,6 +33,10 @@ public final class ChannelFlowOk implements MethodView {
     private ByteBuf buf;
     private int offset;
 
+    /** An empty view: {@link #wrap} it onto a frame before reading. */
+    public ChannelFlowOk() {
+    }
+
     @Override
     public ChannelFlowOk wrap(ByteBuf buf, int offset) {
         this.buf = buf;

@@ -1,7 +1,7 @@
 package io.warren.codec.method;
 
 import io.netty.buffer.ByteBuf;
-import java.nio.charset.StandardCharsets;
+import io.warren.codec.Utf8;
 
 /**
  * Encodes {@code channel.open-ok} (class 20, method 11). The channel is open.
@@ -65,13 +65,14 @@ public final class ChannelOpenOkEncoder implements MethodEncoder {
     /**
      * Sets {@code channel-id} to the UTF-8 bytes of {@code channelId}.
      *
-     * @throws IllegalArgumentException when null
+     * @throws IllegalArgumentException when null or not well-formed UTF-16 (an unpaired surrogate; the
+     * message never holds the text)
      */
     public ChannelOpenOkEncoder channelId(CharSequence channelId) {
         if (channelId == null) {
             throw new IllegalArgumentException("channel-id must not be null");
         }
-        this.channelId = channelId.toString().getBytes(StandardCharsets.UTF_8);
+        this.channelId = Utf8.encode("channel-id", channelId);
         return this;
     }
 

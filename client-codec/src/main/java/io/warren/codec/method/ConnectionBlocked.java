@@ -36,6 +36,10 @@ public final class ConnectionBlocked implements MethodView {
     private ByteBuf buf;
     private int offset;
 
+    /** An empty view: {@link #wrap} it onto a frame before reading. */
+    public ConnectionBlocked() {
+    }
+
     @Override
     public ConnectionBlocked wrap(ByteBuf buf, int offset) {
         this.buf = buf;

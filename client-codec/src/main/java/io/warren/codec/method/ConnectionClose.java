@@ -39,6 +39,10 @@ public final class ConnectionClose implements MethodView {
     /** Cached index after a variable-length field; -1 until computed. */
     private int afterReplyText = -1;
 
+    /** An empty view: {@link #wrap} it onto a frame before reading. */
+    public ConnectionClose() {
+    }
+
     @Override
     public ConnectionClose wrap(ByteBuf buf, int offset) {
         this.buf = buf;

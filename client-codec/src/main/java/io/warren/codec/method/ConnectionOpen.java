@@ -38,6 +38,10 @@ public final class ConnectionOpen implements MethodView {
     private int afterVirtualHost = -1;
     private int afterCapabilities = -1;
 
+    /** An empty view: {@link #wrap} it onto a frame before reading. */
+    public ConnectionOpen() {
+    }
+
     @Override
     public ConnectionOpen wrap(ByteBuf buf, int offset) {
         this.buf = buf;

@@ -60,7 +60,8 @@ public final class ConnectionOpenEncoder implements MethodEncoder {
      * <p>A {@link ShortString} is copied as pre-encoded bytes, an {@code AsciiString} as raw bytes, anything
      * else encoded as UTF-8 when the method is encoded.
      *
-     * @throws IllegalArgumentException when null or longer than 255 UTF-8 bytes
+     * @throws IllegalArgumentException when null, longer than 255 UTF-8 bytes or not well-formed UTF-16 (an
+     * unpaired surrogate)
      */
     public ConnectionOpenEncoder virtualHost(CharSequence virtualHost) {
         int length = ShortString.checkedLength("virtual-host", virtualHost);
@@ -75,7 +76,8 @@ public final class ConnectionOpenEncoder implements MethodEncoder {
      * <p>A {@link ShortString} is copied as pre-encoded bytes, an {@code AsciiString} as raw bytes, anything
      * else encoded as UTF-8 when the method is encoded.
      *
-     * @throws IllegalArgumentException when null or longer than 255 UTF-8 bytes
+     * @throws IllegalArgumentException when null, longer than 255 UTF-8 bytes or not well-formed UTF-16 (an
+     * unpaired surrogate)
      */
     public ConnectionOpenEncoder capabilities(CharSequence capabilities) {
         int length = ShortString.checkedLength("capabilities", capabilities);

@@ -34,6 +34,10 @@ public final class ConnectionSecure implements MethodView {
     private ByteBuf buf;
     private int offset;
 
+    /** An empty view: {@link #wrap} it onto a frame before reading. */
+    public ConnectionSecure() {
+    }
+
     @Override
     public ConnectionSecure wrap(ByteBuf buf, int offset) {
         this.buf = buf;

@@ -1,7 +1,7 @@
 package io.warren.codec.method;
 
 import io.netty.buffer.ByteBuf;
-import java.nio.charset.StandardCharsets;
+import io.warren.codec.Utf8;
 
 /**
  * Encodes {@code connection.secure} (class 10, method 20). A further SASL challenge from the server.
@@ -65,13 +65,14 @@ public final class ConnectionSecureEncoder implements MethodEncoder {
     /**
      * Sets {@code challenge} to the UTF-8 bytes of {@code challenge}.
      *
-     * @throws IllegalArgumentException when null
+     * @throws IllegalArgumentException when null or not well-formed UTF-16 (an unpaired surrogate; the
+     * message never holds the text)
      */
     public ConnectionSecureEncoder challenge(CharSequence challenge) {
         if (challenge == null) {
             throw new IllegalArgumentException("challenge must not be null");
         }
-        this.challenge = challenge.toString().getBytes(StandardCharsets.UTF_8);
+        this.challenge = Utf8.encode("challenge", challenge);
         return this;
     }
 

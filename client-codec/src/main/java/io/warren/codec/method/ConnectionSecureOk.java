@@ -34,6 +34,10 @@ public final class ConnectionSecureOk implements MethodView {
     private ByteBuf buf;
     private int offset;
 
+    /** An empty view: {@link #wrap} it onto a frame before reading. */
+    public ConnectionSecureOk() {
+    }
+
     @Override
     public ConnectionSecureOk wrap(ByteBuf buf, int offset) {
         this.buf = buf;

@@ -1,7 +1,7 @@
 package io.warren.codec.method;
 
 import io.netty.buffer.ByteBuf;
-import java.nio.charset.StandardCharsets;
+import io.warren.codec.Utf8;
 
 /**
  * Encodes {@code connection.secure-ok} (class 10, method 21). The client's answer to a SASL challenge.
@@ -65,13 +65,14 @@ public final class ConnectionSecureOkEncoder implements MethodEncoder {
     /**
      * Sets {@code response} to the UTF-8 bytes of {@code response}.
      *
-     * @throws IllegalArgumentException when null
+     * @throws IllegalArgumentException when null or not well-formed UTF-16 (an unpaired surrogate; the
+     * message never holds the text)
      */
     public ConnectionSecureOkEncoder response(CharSequence response) {
         if (response == null) {
             throw new IllegalArgumentException("response must not be null");
         }
-        this.response = response.toString().getBytes(StandardCharsets.UTF_8);
+        this.response = Utf8.encode("response", response);
         return this;
     }
 

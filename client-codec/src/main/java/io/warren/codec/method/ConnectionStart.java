@@ -46,6 +46,10 @@ public final class ConnectionStart implements MethodView {
     private int afterMechanisms = -1;
     private FieldTable serverPropertiesTable;
 
+    /** An empty view: {@link #wrap} it onto a frame before reading. */
+    public ConnectionStart() {
+    }
+
     @Override
     public ConnectionStart wrap(ByteBuf buf, int offset) {
         this.buf = buf;

@@ -1,6 +1,7 @@
 package io.warren.codec.method;
 
 import io.netty.buffer.ByteBuf;
+import io.warren.codec.Utf8;
 import io.warren.codec.table.FieldTableEncoder;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
@@ -125,13 +126,14 @@ public final class ConnectionStartEncoder implements MethodEncoder {
     /**
      * Sets {@code mechanisms} to the UTF-8 bytes of {@code mechanisms}.
      *
-     * @throws IllegalArgumentException when null
+     * @throws IllegalArgumentException when null or not well-formed UTF-16 (an unpaired surrogate; the
+     * message never holds the text)
      */
     public ConnectionStartEncoder mechanisms(CharSequence mechanisms) {
         if (mechanisms == null) {
             throw new IllegalArgumentException("mechanisms must not be null");
         }
-        this.mechanisms = mechanisms.toString().getBytes(StandardCharsets.UTF_8);
+        this.mechanisms = Utf8.encode("mechanisms", mechanisms);
         return this;
     }
 
@@ -154,13 +156,14 @@ public final class ConnectionStartEncoder implements MethodEncoder {
     /**
      * Sets {@code locales} to the UTF-8 bytes of {@code locales}.
      *
-     * @throws IllegalArgumentException when null
+     * @throws IllegalArgumentException when null or not well-formed UTF-16 (an unpaired surrogate; the
+     * message never holds the text)
      */
     public ConnectionStartEncoder locales(CharSequence locales) {
         if (locales == null) {
             throw new IllegalArgumentException("locales must not be null");
         }
-        this.locales = locales.toString().getBytes(StandardCharsets.UTF_8);
+        this.locales = Utf8.encode("locales", locales);
         return this;
     }
 

@@ -42,6 +42,10 @@ public final class ConnectionStartOk implements MethodView {
     private int afterResponse = -1;
     private FieldTable clientPropertiesTable;
 
+    /** An empty view: {@link #wrap} it onto a frame before reading. */
+    public ConnectionStartOk() {
+    }
+
     @Override
     public ConnectionStartOk wrap(ByteBuf buf, int offset) {
         this.buf = buf;

@@ -1,9 +1,9 @@
 package io.warren.codec.method;
 
 import io.netty.buffer.ByteBuf;
+import io.warren.codec.Utf8;
 import io.warren.codec.content.ShortString;
 import io.warren.codec.table.FieldTableEncoder;
-import java.nio.charset.StandardCharsets;
 import java.util.Map;
 
 /**
@@ -84,7 +84,8 @@ public final class ConnectionStartOkEncoder implements MethodEncoder {
      * <p>A {@link ShortString} is copied as pre-encoded bytes, an {@code AsciiString} as raw bytes, anything
      * else encoded as UTF-8 when the method is encoded.
      *
-     * @throws IllegalArgumentException when null or longer than 255 UTF-8 bytes
+     * @throws IllegalArgumentException when null, longer than 255 UTF-8 bytes or not well-formed UTF-16 (an
+     * unpaired surrogate)
      */
     public ConnectionStartOkEncoder mechanism(CharSequence mechanism) {
         int length = ShortString.checkedLength("mechanism", mechanism);
@@ -111,13 +112,14 @@ public final class ConnectionStartOkEncoder implements MethodEncoder {
     /**
      * Sets {@code response} to the UTF-8 bytes of {@code response}.
      *
-     * @throws IllegalArgumentException when null
+     * @throws IllegalArgumentException when null or not well-formed UTF-16 (an unpaired surrogate; the
+     * message never holds the text)
      */
     public ConnectionStartOkEncoder response(CharSequence response) {
         if (response == null) {
             throw new IllegalArgumentException("response must not be null");
         }
-        this.response = response.toString().getBytes(StandardCharsets.UTF_8);
+        this.response = Utf8.encode("response", response);
         return this;
     }
 
@@ -127,7 +129,8 @@ public final class ConnectionStartOkEncoder implements MethodEncoder {
      * <p>A {@link ShortString} is copied as pre-encoded bytes, an {@code AsciiString} as raw bytes, anything
      * else encoded as UTF-8 when the method is encoded.
      *
-     * @throws IllegalArgumentException when null or longer than 255 UTF-8 bytes
+     * @throws IllegalArgumentException when null, longer than 255 UTF-8 bytes or not well-formed UTF-16 (an
+     * unpaired surrogate)
      */
     public ConnectionStartOkEncoder locale(CharSequence locale) {
         int length = ShortString.checkedLength("locale", locale);

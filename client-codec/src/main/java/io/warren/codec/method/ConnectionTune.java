@@ -35,6 +35,10 @@ public final class ConnectionTune implements MethodView {
     private ByteBuf buf;
     private int offset;
 
+    /** An empty view: {@link #wrap} it onto a frame before reading. */
+    public ConnectionTune() {
+    }
+
     @Override
     public ConnectionTune wrap(ByteBuf buf, int offset) {
         this.buf = buf;

@@ -31,6 +31,10 @@ public final class ConnectionUnblocked implements MethodView {
     private ByteBuf buf;
     private int offset;
 
+    /** An empty view: {@link #wrap} it onto a frame before reading. */
+    public ConnectionUnblocked() {
+    }
+
     @Override
     public ConnectionUnblocked wrap(ByteBuf buf, int offset) {
         this.buf = buf;

@@ -38,6 +38,10 @@ public final class ConnectionUpdateSecret implements MethodView {
     /** Cached index after a variable-length field; -1 until computed. */
     private int afterNewSecret = -1;
 
+    /** An empty view: {@link #wrap} it onto a frame before reading. */
+    public ConnectionUpdateSecret() {
+    }
+
     @Override
     public ConnectionUpdateSecret wrap(ByteBuf buf, int offset) {
         this.buf = buf;

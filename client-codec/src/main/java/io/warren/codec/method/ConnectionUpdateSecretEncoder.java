@@ -1,8 +1,8 @@
 package io.warren.codec.method;
 
 import io.netty.buffer.ByteBuf;
+import io.warren.codec.Utf8;
 import io.warren.codec.content.ShortString;
-import java.nio.charset.StandardCharsets;
 
 /**
  * Encodes {@code connection.update-secret} (class 10, method 70). RabbitMQ extension: replaces the
@@ -71,13 +71,14 @@ public final class ConnectionUpdateSecretEncoder implements MethodEncoder {
     /**
      * Sets {@code new-secret} to the UTF-8 bytes of {@code newSecret}.
      *
-     * @throws IllegalArgumentException when null
+     * @throws IllegalArgumentException when null or not well-formed UTF-16 (an unpaired surrogate; the
+     * message never holds the text)
      */
     public ConnectionUpdateSecretEncoder newSecret(CharSequence newSecret) {
         if (newSecret == null) {
             throw new IllegalArgumentException("new-secret must not be null");
         }
-        this.newSecret = newSecret.toString().getBytes(StandardCharsets.UTF_8);
+        this.newSecret = Utf8.encode("new-secret", newSecret);
         return this;
     }
 
@@ -87,7 +88,8 @@ public final class ConnectionUpdateSecretEncoder implements MethodEncoder {
      * <p>A {@link ShortString} is copied as pre-encoded bytes, an {@code AsciiString} as raw bytes, anything
      * else encoded as UTF-8 when the method is encoded.
      *
-     * @throws IllegalArgumentException when null or longer than 255 UTF-8 bytes
+     * @throws IllegalArgumentException when null, longer than 255 UTF-8 bytes or not well-formed UTF-16 (an
+     * unpaired surrogate)
      */
     public ConnectionUpdateSecretEncoder reason(CharSequence reason) {
         int length = ShortString.checkedLength("reason", reason);

@@ -43,6 +43,10 @@ public final class ExchangeDeclare implements MethodView {
     private int afterType = -1;
     private FieldTable argumentsTable;
 
+    /** An empty view: {@link #wrap} it onto a frame before reading. */
+    public ExchangeDeclare() {
+    }
+
     @Override
     public ExchangeDeclare wrap(ByteBuf buf, int offset) {
         this.buf = buf;

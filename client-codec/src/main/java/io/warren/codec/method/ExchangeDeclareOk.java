@@ -30,6 +30,10 @@ public final class ExchangeDeclareOk implements MethodView {
     private ByteBuf buf;
     private int offset;
 
+    /** An empty view: {@link #wrap} it onto a frame before reading. */
+    public ExchangeDeclareOk() {
+    }
+
     @Override
     public ExchangeDeclareOk wrap(ByteBuf buf, int offset) {
         this.buf = buf;

@@ -40,6 +40,10 @@ public final class ExchangeDelete implements MethodView {
     /** Cached index after a variable-length field; -1 until computed. */
     private int afterExchange = -1;
 
+    /** An empty view: {@link #wrap} it onto a frame before reading. */
+    public ExchangeDelete() {
+    }
+
     @Override
     public ExchangeDelete wrap(ByteBuf buf, int offset) {
         this.buf = buf;

@@ -43,6 +43,10 @@ public final class ExchangeUnbind implements MethodView {
     private int afterRoutingKey = -1;
     private FieldTable argumentsTable;
 
+    /** An empty view: {@link #wrap} it onto a frame before reading. */
+    public ExchangeUnbind() {
+    }
+
     @Override
     public ExchangeUnbind wrap(ByteBuf buf, int offset) {
         this.buf = buf;

@@ -4,7 +4,6 @@ import io.netty.buffer.ByteBuf;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
-import java.util.function.Supplier;
 
 /**
  * What the spec says about one method: ids, names, whether it is synchronous or carries content, and
@@ -22,18 +21,9 @@ public final class MethodInfo {
     private final boolean content;
     private final List<String> argumentNames;
     private final ArgumentType[] argumentTypes;
-    private final Supplier<MethodView> viewFactory;
-    private final Supplier<MethodEncoder> encoderFactory;
-    private final ArgumentValidator validator;
-
-    /** The generated straight-line check of one method's arguments (the view's static {@code validate}). */
-    interface ArgumentValidator {
-        void validate(ByteBuf buf, int offset, int length);
-    }
 
     MethodInfo(int index, int classId, int methodId, String className, String methodName, boolean synchronous,
-            boolean content, String[] argumentNames, ArgumentType[] argumentTypes, Supplier<MethodView> viewFactory,
-            Supplier<MethodEncoder> encoderFactory, ArgumentValidator validator) {
+            boolean content, String[] argumentNames, ArgumentType[] argumentTypes) {
         this.index = index;
         this.classId = classId;
         this.methodId = methodId;
@@ -44,14 +34,11 @@ public final class MethodInfo {
         this.content = content;
         this.argumentNames = Collections.unmodifiableList(Arrays.asList(argumentNames.clone()));
         this.argumentTypes = argumentTypes.clone();
-        this.viewFactory = viewFactory;
-        this.encoderFactory = encoderFactory;
-        this.validator = validator;
     }
 
     /** Checks the arguments of a payload whose ids were already matched; see {@link MethodTable#validate}. */
     void validateArguments(ByteBuf buf, int offset, int length) {
-        validator.validate(buf, offset, length);
+        MethodTable.validateArguments(index, buf, offset, length);
     }
 
     /** A dense index, 0 to {@code MethodTable.size() - 1}, for arrays of per-method handlers. */
@@ -116,12 +103,12 @@ public final class MethodInfo {
 
     /** A new view for this method. */
     public MethodView newView() {
-        return viewFactory.get();
+        return MethodTable.newView(index);
     }
 
     /** A new encoder for this method, spec defaults preset. */
     public MethodEncoder newEncoder() {
-        return encoderFactory.get();
+        return MethodTable.newEncoder(index);
     }
 
     @Override

@@ -23,398 +23,332 @@ public final class MethodTable {
     /** {@code connection.start}. */
     public static final MethodInfo CONNECTION_START = new MethodInfo(0, 10, 10, "connection", "start",
             true, false, new String[] {"version-major", "version-minor", "server-properties", "mechanisms", "locales"},
-            new ArgumentType[] {ArgumentType.OCTET, ArgumentType.OCTET, ArgumentType.TABLE, ArgumentType.LONGSTR, ArgumentType.LONGSTR},
-            ConnectionStart::new, ConnectionStartEncoder::new, ConnectionStart::validate);
+            new ArgumentType[] {ArgumentType.OCTET, ArgumentType.OCTET, ArgumentType.TABLE, ArgumentType.LONGSTR, ArgumentType.LONGSTR});
 
     /** {@code connection.start-ok}. */
     public static final MethodInfo CONNECTION_START_OK = new MethodInfo(1, 10, 11, "connection", "start-ok",
             false, false, new String[] {"client-properties", "mechanism", "response", "locale"},
-            new ArgumentType[] {ArgumentType.TABLE, ArgumentType.SHORTSTR, ArgumentType.LONGSTR, ArgumentType.SHORTSTR},
-            ConnectionStartOk::new, ConnectionStartOkEncoder::new, ConnectionStartOk::validate);
+            new ArgumentType[] {ArgumentType.TABLE, ArgumentType.SHORTSTR, ArgumentType.LONGSTR, ArgumentType.SHORTSTR});
 
     /** {@code connection.secure}. */
     public static final MethodInfo CONNECTION_SECURE = new MethodInfo(2, 10, 20, "connection", "secure",
             true, false, new String[] {"challenge"},
-            new ArgumentType[] {ArgumentType.LONGSTR},
-            ConnectionSecure::new, ConnectionSecureEncoder::new, ConnectionSecure::validate);
+            new ArgumentType[] {ArgumentType.LONGSTR});
 
     /** {@code connection.secure-ok}. */
     public static final MethodInfo CONNECTION_SECURE_OK = new MethodInfo(3, 10, 21, "connection", "secure-ok",
             false, false, new String[] {"response"},
-            new ArgumentType[] {ArgumentType.LONGSTR},
-            ConnectionSecureOk::new, ConnectionSecureOkEncoder::new, ConnectionSecureOk::validate);
+            new ArgumentType[] {ArgumentType.LONGSTR});
 
     /** {@code connection.tune}. */
     public static final MethodInfo CONNECTION_TUNE = new MethodInfo(4, 10, 30, "connection", "tune",
             true, false, new String[] {"channel-max", "frame-max", "heartbeat"},
-            new ArgumentType[] {ArgumentType.SHORT, ArgumentType.LONG, ArgumentType.SHORT},
-            ConnectionTune::new, ConnectionTuneEncoder::new, ConnectionTune::validate);
+            new ArgumentType[] {ArgumentType.SHORT, ArgumentType.LONG, ArgumentType.SHORT});
 
     /** {@code connection.tune-ok}. */
     public static final MethodInfo CONNECTION_TUNE_OK = new MethodInfo(5, 10, 31, "connection", "tune-ok",
             false, false, new String[] {"channel-max", "frame-max", "heartbeat"},
-            new ArgumentType[] {ArgumentType.SHORT, ArgumentType.LONG, ArgumentType.SHORT},
-            ConnectionTuneOk::new, ConnectionTuneOkEncoder::new, ConnectionTuneOk::validate);
+            new ArgumentType[] {ArgumentType.SHORT, ArgumentType.LONG, ArgumentType.SHORT});
 
     /** {@code connection.open}. */
     public static final MethodInfo CONNECTION_OPEN = new MethodInfo(6, 10, 40, "connection", "open",
             true, false, new String[] {"virtual-host", "capabilities", "insist"},
-            new ArgumentType[] {ArgumentType.SHORTSTR, ArgumentType.SHORTSTR, ArgumentType.BIT},
-            ConnectionOpen::new, ConnectionOpenEncoder::new, ConnectionOpen::validate);
+            new ArgumentType[] {ArgumentType.SHORTSTR, ArgumentType.SHORTSTR, ArgumentType.BIT});
 
     /** {@code connection.open-ok}. */
     public static final MethodInfo CONNECTION_OPEN_OK = new MethodInfo(7, 10, 41, "connection", "open-ok",
             false, false, new String[] {"known-hosts"},
-            new ArgumentType[] {ArgumentType.SHORTSTR},
-            ConnectionOpenOk::new, ConnectionOpenOkEncoder::new, ConnectionOpenOk::validate);
+            new ArgumentType[] {ArgumentType.SHORTSTR});
 
     /** {@code connection.close}. */
     public static final MethodInfo CONNECTION_CLOSE = new MethodInfo(8, 10, 50, "connection", "close",
             true, false, new String[] {"reply-code", "reply-text", "class-id", "method-id"},
-            new ArgumentType[] {ArgumentType.SHORT, ArgumentType.SHORTSTR, ArgumentType.SHORT, ArgumentType.SHORT},
-            ConnectionClose::new, ConnectionCloseEncoder::new, ConnectionClose::validate);
+            new ArgumentType[] {ArgumentType.SHORT, ArgumentType.SHORTSTR, ArgumentType.SHORT, ArgumentType.SHORT});
 
     /** {@code connection.close-ok}. */
     public static final MethodInfo CONNECTION_CLOSE_OK = new MethodInfo(9, 10, 51, "connection", "close-ok",
             false, false, new String[] {},
-            new ArgumentType[] {},
-            ConnectionCloseOk::new, ConnectionCloseOkEncoder::new, ConnectionCloseOk::validate);
+            new ArgumentType[] {});
 
     /** {@code connection.blocked}. */
     public static final MethodInfo CONNECTION_BLOCKED = new MethodInfo(10, 10, 60, "connection", "blocked",
             false, false, new String[] {"reason"},
-            new ArgumentType[] {ArgumentType.SHORTSTR},
-            ConnectionBlocked::new, ConnectionBlockedEncoder::new, ConnectionBlocked::validate);
+            new ArgumentType[] {ArgumentType.SHORTSTR});
 
     /** {@code connection.unblocked}. */
     public static final MethodInfo CONNECTION_UNBLOCKED = new MethodInfo(11, 10, 61, "connection", "unblocked",
             false, false, new String[] {},
-            new ArgumentType[] {},
-            ConnectionUnblocked::new, ConnectionUnblockedEncoder::new, ConnectionUnblocked::validate);
+            new ArgumentType[] {});
 
     /** {@code connection.update-secret}. */
     public static final MethodInfo CONNECTION_UPDATE_SECRET = new MethodInfo(12, 10, 70, "connection", "update-secret",
             true, false, new String[] {"new-secret", "reason"},
-            new ArgumentType[] {ArgumentType.LONGSTR, ArgumentType.SHORTSTR},
-            ConnectionUpdateSecret::new, ConnectionUpdateSecretEncoder::new, ConnectionUpdateSecret::validate);
+            new ArgumentType[] {ArgumentType.LONGSTR, ArgumentType.SHORTSTR});
 
     /** {@code connection.update-secret-ok}. */
     public static final MethodInfo CONNECTION_UPDATE_SECRET_OK = new MethodInfo(13, 10, 71, "connection", "update-secret-ok",
             false, false, new String[] {},
-            new ArgumentType[] {},
-            ConnectionUpdateSecretOk::new, ConnectionUpdateSecretOkEncoder::new, ConnectionUpdateSecretOk::validate);
+            new ArgumentType[] {});
 
     /** {@code channel.open}. */
     public static final MethodInfo CHANNEL_OPEN = new MethodInfo(14, 20, 10, "channel", "open",
             true, false, new String[] {"out-of-band"},
-            new ArgumentType[] {ArgumentType.SHORTSTR},
-            ChannelOpen::new, ChannelOpenEncoder::new, ChannelOpen::validate);
+            new ArgumentType[] {ArgumentType.SHORTSTR});
 
     /** {@code channel.open-ok}. */
     public static final MethodInfo CHANNEL_OPEN_OK = new MethodInfo(15, 20, 11, "channel", "open-ok",
             false, false, new String[] {"channel-id"},
-            new ArgumentType[] {ArgumentType.LONGSTR},
-            ChannelOpenOk::new, ChannelOpenOkEncoder::new, ChannelOpenOk::validate);
+            new ArgumentType[] {ArgumentType.LONGSTR});
 
     /** {@code channel.flow}. */
     public static final MethodInfo CHANNEL_FLOW = new MethodInfo(16, 20, 20, "channel", "flow",
             true, false, new String[] {"active"},
-            new ArgumentType[] {ArgumentType.BIT},
-            ChannelFlow::new, ChannelFlowEncoder::new, ChannelFlow::validate);
+            new ArgumentType[] {ArgumentType.BIT});
 
     /** {@code channel.flow-ok}. */
     public static final MethodInfo CHANNEL_FLOW_OK = new MethodInfo(17, 20, 21, "channel", "flow-ok",
             false, false, new String[] {"active"},
-            new ArgumentType[] {ArgumentType.BIT},
-            ChannelFlowOk::new, ChannelFlowOkEncoder::new, ChannelFlowOk::validate);
+            new ArgumentType[] {ArgumentType.BIT});
 
     /** {@code channel.close}. */
     public static final MethodInfo CHANNEL_CLOSE = new MethodInfo(18, 20, 40, "channel", "close",
             true, false, new String[] {"reply-code", "reply-text", "class-id", "method-id"},
-            new ArgumentType[] {ArgumentType.SHORT, ArgumentType.SHORTSTR, ArgumentType.SHORT, ArgumentType.SHORT},
-            ChannelClose::new, ChannelCloseEncoder::new, ChannelClose::validate);
+            new ArgumentType[] {ArgumentType.SHORT, ArgumentType.SHORTSTR, ArgumentType.SHORT, ArgumentType.SHORT});
 
     /** {@code channel.close-ok}. */
     public static final MethodInfo CHANNEL_CLOSE_OK = new MethodInfo(19, 20, 41, "channel", "close-ok",
             false, false, new String[] {},
-            new ArgumentType[] {},
-            ChannelCloseOk::new, ChannelCloseOkEncoder::new, ChannelCloseOk::validate);
+            new ArgumentType[] {});
 
     /** {@code access.request}. */
     public static final MethodInfo ACCESS_REQUEST = new MethodInfo(20, 30, 10, "access", "request",
             true, false, new String[] {"realm", "exclusive", "passive", "active", "write", "read"},
-            new ArgumentType[] {ArgumentType.SHORTSTR, ArgumentType.BIT, ArgumentType.BIT, ArgumentType.BIT, ArgumentType.BIT, ArgumentType.BIT},
-            AccessRequest::new, AccessRequestEncoder::new, AccessRequest::validate);
+            new ArgumentType[] {ArgumentType.SHORTSTR, ArgumentType.BIT, ArgumentType.BIT, ArgumentType.BIT, ArgumentType.BIT, ArgumentType.BIT});
 
     /** {@code access.request-ok}. */
     public static final MethodInfo ACCESS_REQUEST_OK = new MethodInfo(21, 30, 11, "access", "request-ok",
             false, false, new String[] {"ticket"},
-            new ArgumentType[] {ArgumentType.SHORT},
-            AccessRequestOk::new, AccessRequestOkEncoder::new, AccessRequestOk::validate);
+            new ArgumentType[] {ArgumentType.SHORT});
 
     /** {@code exchange.declare}. */
     public static final MethodInfo EXCHANGE_DECLARE = new MethodInfo(22, 40, 10, "exchange", "declare",
             true, false, new String[] {"ticket", "exchange", "type", "passive", "durable", "auto-delete", "internal", "nowait", "arguments"},
-            new ArgumentType[] {ArgumentType.SHORT, ArgumentType.SHORTSTR, ArgumentType.SHORTSTR, ArgumentType.BIT, ArgumentType.BIT, ArgumentType.BIT, ArgumentType.BIT, ArgumentType.BIT, ArgumentType.TABLE},
-            ExchangeDeclare::new, ExchangeDeclareEncoder::new, ExchangeDeclare::validate);
+            new ArgumentType[] {ArgumentType.SHORT, ArgumentType.SHORTSTR, ArgumentType.SHORTSTR, ArgumentType.BIT, ArgumentType.BIT, ArgumentType.BIT, ArgumentType.BIT, ArgumentType.BIT, ArgumentType.TABLE});
 
     /** {@code exchange.declare-ok}. */
     public static final MethodInfo EXCHANGE_DECLARE_OK = new MethodInfo(23, 40, 11, "exchange", "declare-ok",
             false, false, new String[] {},
-            new ArgumentType[] {},
-            ExchangeDeclareOk::new, ExchangeDeclareOkEncoder::new, ExchangeDeclareOk::validate);
+            new ArgumentType[] {});
 
     /** {@code exchange.delete}. */
     public static final MethodInfo EXCHANGE_DELETE = new MethodInfo(24, 40, 20, "exchange", "delete",
             true, false, new String[] {"ticket", "exchange", "if-unused", "nowait"},
-            new ArgumentType[] {ArgumentType.SHORT, ArgumentType.SHORTSTR, ArgumentType.BIT, ArgumentType.BIT},
-            ExchangeDelete::new, ExchangeDeleteEncoder::new, ExchangeDelete::validate);
+            new ArgumentType[] {ArgumentType.SHORT, ArgumentType.SHORTSTR, ArgumentType.BIT, ArgumentType.BIT});
 
     /** {@code exchange.delete-ok}. */
     public static final MethodInfo EXCHANGE_DELETE_OK = new MethodInfo(25, 40, 21, "exchange", "delete-ok",
             false, false, new String[] {},
-            new ArgumentType[] {},
-            ExchangeDeleteOk::new, ExchangeDeleteOkEncoder::new, ExchangeDeleteOk::validate);
+            new ArgumentType[] {});
 
     /** {@code exchange.bind}. */
     public static final MethodInfo EXCHANGE_BIND = new MethodInfo(26, 40, 30, "exchange", "bind",
             true, false, new String[] {"ticket", "destination", "source", "routing-key", "nowait", "arguments"},
-            new ArgumentType[] {ArgumentType.SHORT, ArgumentType.SHORTSTR, ArgumentType.SHORTSTR, ArgumentType.SHORTSTR, ArgumentType.BIT, ArgumentType.TABLE},
-            ExchangeBind::new, ExchangeBindEncoder::new, ExchangeBind::validate);
+            new ArgumentType[] {ArgumentType.SHORT, ArgumentType.SHORTSTR, ArgumentType.SHORTSTR, ArgumentType.SHORTSTR, ArgumentType.BIT, ArgumentType.TABLE});
 
     /** {@code exchange.bind-ok}. */
     public static final MethodInfo EXCHANGE_BIND_OK = new MethodInfo(27, 40, 31, "exchange", "bind-ok",
             false, false, new String[] {},
-            new ArgumentType[] {},
-            ExchangeBindOk::new, ExchangeBindOkEncoder::new, ExchangeBindOk::validate);
+            new ArgumentType[] {});
 
     /** {@code exchange.unbind}. */
     public static final MethodInfo EXCHANGE_UNBIND = new MethodInfo(28, 40, 40, "exchange", "unbind",
             true, false, new String[] {"ticket", "destination", "source", "routing-key", "nowait", "arguments"},
-            new ArgumentType[] {ArgumentType.SHORT, ArgumentType.SHORTSTR, ArgumentType.SHORTSTR, ArgumentType.SHORTSTR, ArgumentType.BIT, ArgumentType.TABLE},
-            ExchangeUnbind::new, ExchangeUnbindEncoder::new, ExchangeUnbind::validate);
+            new ArgumentType[] {ArgumentType.SHORT, ArgumentType.SHORTSTR, ArgumentType.SHORTSTR, ArgumentType.SHORTSTR, ArgumentType.BIT, ArgumentType.TABLE});
 
     /** {@code exchange.unbind-ok}. */
     public static final MethodInfo EXCHANGE_UNBIND_OK = new MethodInfo(29, 40, 51, "exchange", "unbind-ok",
             false, false, new String[] {},
-            new ArgumentType[] {},
-            ExchangeUnbindOk::new, ExchangeUnbindOkEncoder::new, ExchangeUnbindOk::validate);
+            new ArgumentType[] {});
 
     /** {@code queue.declare}. */
     public static final MethodInfo QUEUE_DECLARE = new MethodInfo(30, 50, 10, "queue", "declare",
             true, false, new String[] {"ticket", "queue", "passive", "durable", "exclusive", "auto-delete", "nowait", "arguments"},
-            new ArgumentType[] {ArgumentType.SHORT, ArgumentType.SHORTSTR, ArgumentType.BIT, ArgumentType.BIT, ArgumentType.BIT, ArgumentType.BIT, ArgumentType.BIT, ArgumentType.TABLE},
-            QueueDeclare::new, QueueDeclareEncoder::new, QueueDeclare::validate);
+            new ArgumentType[] {ArgumentType.SHORT, ArgumentType.SHORTSTR, ArgumentType.BIT, ArgumentType.BIT, ArgumentType.BIT, ArgumentType.BIT, ArgumentType.BIT, ArgumentType.TABLE});
 
     /** {@code queue.declare-ok}. */
     public static final MethodInfo QUEUE_DECLARE_OK = new MethodInfo(31, 50, 11, "queue", "declare-ok",
             false, false, new String[] {"queue", "message-count", "consumer-count"},
-            new ArgumentType[] {ArgumentType.SHORTSTR, ArgumentType.LONG, ArgumentType.LONG},
-            QueueDeclareOk::new, QueueDeclareOkEncoder::new, QueueDeclareOk::validate);
+            new ArgumentType[] {ArgumentType.SHORTSTR, ArgumentType.LONG, ArgumentType.LONG});
 
     /** {@code queue.bind}. */
     public static final MethodInfo QUEUE_BIND = new MethodInfo(32, 50, 20, "queue", "bind",
             true, false, new String[] {"ticket", "queue", "exchange", "routing-key", "nowait", "arguments"},
-            new ArgumentType[] {ArgumentType.SHORT, ArgumentType.SHORTSTR, ArgumentType.SHORTSTR, ArgumentType.SHORTSTR, ArgumentType.BIT, ArgumentType.TABLE},
-            QueueBind::new, QueueBindEncoder::new, QueueBind::validate);
+            new ArgumentType[] {ArgumentType.SHORT, ArgumentType.SHORTSTR, ArgumentType.SHORTSTR, ArgumentType.SHORTSTR, ArgumentType.BIT, ArgumentType.TABLE});
 
     /** {@code queue.bind-ok}. */
     public static final MethodInfo QUEUE_BIND_OK = new MethodInfo(33, 50, 21, "queue", "bind-ok",
             false, false, new String[] {},
-            new ArgumentType[] {},
-            QueueBindOk::new, QueueBindOkEncoder::new, QueueBindOk::validate);
+            new ArgumentType[] {});
 
     /** {@code queue.purge}. */
     public static final MethodInfo QUEUE_PURGE = new MethodInfo(34, 50, 30, "queue", "purge",
             true, false, new String[] {"ticket", "queue", "nowait"},
-            new ArgumentType[] {ArgumentType.SHORT, ArgumentType.SHORTSTR, ArgumentType.BIT},
-            QueuePurge::new, QueuePurgeEncoder::new, QueuePurge::validate);
+            new ArgumentType[] {ArgumentType.SHORT, ArgumentType.SHORTSTR, ArgumentType.BIT});
 
     /** {@code queue.purge-ok}. */
     public static final MethodInfo QUEUE_PURGE_OK = new MethodInfo(35, 50, 31, "queue", "purge-ok",
             false, false, new String[] {"message-count"},
-            new ArgumentType[] {ArgumentType.LONG},
-            QueuePurgeOk::new, QueuePurgeOkEncoder::new, QueuePurgeOk::validate);
+            new ArgumentType[] {ArgumentType.LONG});
 
     /** {@code queue.delete}. */
     public static final MethodInfo QUEUE_DELETE = new MethodInfo(36, 50, 40, "queue", "delete",
             true, false, new String[] {"ticket", "queue", "if-unused", "if-empty", "nowait"},
-            new ArgumentType[] {ArgumentType.SHORT, ArgumentType.SHORTSTR, ArgumentType.BIT, ArgumentType.BIT, ArgumentType.BIT},
-            QueueDelete::new, QueueDeleteEncoder::new, QueueDelete::validate);
+            new ArgumentType[] {ArgumentType.SHORT, ArgumentType.SHORTSTR, ArgumentType.BIT, ArgumentType.BIT, ArgumentType.BIT});
 
     /** {@code queue.delete-ok}. */
     public static final MethodInfo QUEUE_DELETE_OK = new MethodInfo(37, 50, 41, "queue", "delete-ok",
             false, false, new String[] {"message-count"},
-            new ArgumentType[] {ArgumentType.LONG},
-            QueueDeleteOk::new, QueueDeleteOkEncoder::new, QueueDeleteOk::validate);
+            new ArgumentType[] {ArgumentType.LONG});
 
     /** {@code queue.unbind}. */
     public static final MethodInfo QUEUE_UNBIND = new MethodInfo(38, 50, 50, "queue", "unbind",
             true, false, new String[] {"ticket", "queue", "exchange", "routing-key", "arguments"},
-            new ArgumentType[] {ArgumentType.SHORT, ArgumentType.SHORTSTR, ArgumentType.SHORTSTR, ArgumentType.SHORTSTR, ArgumentType.TABLE},
-            QueueUnbind::new, QueueUnbindEncoder::new, QueueUnbind::validate);
+            new ArgumentType[] {ArgumentType.SHORT, ArgumentType.SHORTSTR, ArgumentType.SHORTSTR, ArgumentType.SHORTSTR, ArgumentType.TABLE});
 
     /** {@code queue.unbind-ok}. */
     public static final MethodInfo QUEUE_UNBIND_OK = new MethodInfo(39, 50, 51, "queue", "unbind-ok",
             false, false, new String[] {},
-            new ArgumentType[] {},
-            QueueUnbindOk::new, QueueUnbindOkEncoder::new, QueueUnbindOk::validate);
+            new ArgumentType[] {});
 
     /** {@code basic.qos}. */
     public static final MethodInfo BASIC_QOS = new MethodInfo(40, 60, 10, "basic", "qos",
             true, false, new String[] {"prefetch-size", "prefetch-count", "global"},
-            new ArgumentType[] {ArgumentType.LONG, ArgumentType.SHORT, ArgumentType.BIT},
-            BasicQos::new, BasicQosEncoder::new, BasicQos::validate);
+            new ArgumentType[] {ArgumentType.LONG, ArgumentType.SHORT, ArgumentType.BIT});
 
     /** {@code basic.qos-ok}. */
     public static final MethodInfo BASIC_QOS_OK = new MethodInfo(41, 60, 11, "basic", "qos-ok",
             false, false, new String[] {},
-            new ArgumentType[] {},
-            BasicQosOk::new, BasicQosOkEncoder::new, BasicQosOk::validate);
+            new ArgumentType[] {});
 
     /** {@code basic.consume}. */
     public static final MethodInfo BASIC_CONSUME = new MethodInfo(42, 60, 20, "basic", "consume",
             true, false, new String[] {"ticket", "queue", "consumer-tag", "no-local", "no-ack", "exclusive", "nowait", "arguments"},
-            new ArgumentType[] {ArgumentType.SHORT, ArgumentType.SHORTSTR, ArgumentType.SHORTSTR, ArgumentType.BIT, ArgumentType.BIT, ArgumentType.BIT, ArgumentType.BIT, ArgumentType.TABLE},
-            BasicConsume::new, BasicConsumeEncoder::new, BasicConsume::validate);
+            new ArgumentType[] {ArgumentType.SHORT, ArgumentType.SHORTSTR, ArgumentType.SHORTSTR, ArgumentType.BIT, ArgumentType.BIT, ArgumentType.BIT, ArgumentType.BIT, ArgumentType.TABLE});
 
     /** {@code basic.consume-ok}. */
     public static final MethodInfo BASIC_CONSUME_OK = new MethodInfo(43, 60, 21, "basic", "consume-ok",
             false, false, new String[] {"consumer-tag"},
-            new ArgumentType[] {ArgumentType.SHORTSTR},
-            BasicConsumeOk::new, BasicConsumeOkEncoder::new, BasicConsumeOk::validate);
+            new ArgumentType[] {ArgumentType.SHORTSTR});
 
     /** {@code basic.cancel}. */
     public static final MethodInfo BASIC_CANCEL = new MethodInfo(44, 60, 30, "basic", "cancel",
             true, false, new String[] {"consumer-tag", "nowait"},
-            new ArgumentType[] {ArgumentType.SHORTSTR, ArgumentType.BIT},
-            BasicCancel::new, BasicCancelEncoder::new, BasicCancel::validate);
+            new ArgumentType[] {ArgumentType.SHORTSTR, ArgumentType.BIT});
 
     /** {@code basic.cancel-ok}. */
     public static final MethodInfo BASIC_CANCEL_OK = new MethodInfo(45, 60, 31, "basic", "cancel-ok",
             false, false, new String[] {"consumer-tag"},
-            new ArgumentType[] {ArgumentType.SHORTSTR},
-            BasicCancelOk::new, BasicCancelOkEncoder::new, BasicCancelOk::validate);
+            new ArgumentType[] {ArgumentType.SHORTSTR});
 
     /** {@code basic.publish}. */
     public static final MethodInfo BASIC_PUBLISH = new MethodInfo(46, 60, 40, "basic", "publish",
             false, true, new String[] {"ticket", "exchange", "routing-key", "mandatory", "immediate"},
-            new ArgumentType[] {ArgumentType.SHORT, ArgumentType.SHORTSTR, ArgumentType.SHORTSTR, ArgumentType.BIT, ArgumentType.BIT},
-            BasicPublish::new, BasicPublishEncoder::new, BasicPublish::validate);
+            new ArgumentType[] {ArgumentType.SHORT, ArgumentType.SHORTSTR, ArgumentType.SHORTSTR, ArgumentType.BIT, ArgumentType.BIT});
 
     /** {@code basic.return}. */
     public static final MethodInfo BASIC_RETURN = new MethodInfo(47, 60, 50, "basic", "return",
             false, true, new String[] {"reply-code", "reply-text", "exchange", "routing-key"},
-            new ArgumentType[] {ArgumentType.SHORT, ArgumentType.SHORTSTR, ArgumentType.SHORTSTR, ArgumentType.SHORTSTR},
-            BasicReturn::new, BasicReturnEncoder::new, BasicReturn::validate);
+            new ArgumentType[] {ArgumentType.SHORT, ArgumentType.SHORTSTR, ArgumentType.SHORTSTR, ArgumentType.SHORTSTR});
 
     /** {@code basic.deliver}. */
     public static final MethodInfo BASIC_DELIVER = new MethodInfo(48, 60, 60, "basic", "deliver",
             false, true, new String[] {"consumer-tag", "delivery-tag", "redelivered", "exchange", "routing-key"},
-            new ArgumentType[] {ArgumentType.SHORTSTR, ArgumentType.LONGLONG, ArgumentType.BIT, ArgumentType.SHORTSTR, ArgumentType.SHORTSTR},
-            BasicDeliver::new, BasicDeliverEncoder::new, BasicDeliver::validate);
+            new ArgumentType[] {ArgumentType.SHORTSTR, ArgumentType.LONGLONG, ArgumentType.BIT, ArgumentType.SHORTSTR, ArgumentType.SHORTSTR});
 
     /** {@code basic.get}. */
     public static final MethodInfo BASIC_GET = new MethodInfo(49, 60, 70, "basic", "get",
             true, false, new String[] {"ticket", "queue", "no-ack"},
-            new ArgumentType[] {ArgumentType.SHORT, ArgumentType.SHORTSTR, ArgumentType.BIT},
-            BasicGet::new, BasicGetEncoder::new, BasicGet::validate);
+            new ArgumentType[] {ArgumentType.SHORT, ArgumentType.SHORTSTR, ArgumentType.BIT});
 
     /** {@code basic.get-ok}. */
     public static final MethodInfo BASIC_GET_OK = new MethodInfo(50, 60, 71, "basic", "get-ok",
             false, true, new String[] {"delivery-tag", "redelivered", "exchange", "routing-key", "message-count"},
-            new ArgumentType[] {ArgumentType.LONGLONG, ArgumentType.BIT, ArgumentType.SHORTSTR, ArgumentType.SHORTSTR, ArgumentType.LONG},
-            BasicGetOk::new, BasicGetOkEncoder::new, BasicGetOk::validate);
+            new ArgumentType[] {ArgumentType.LONGLONG, ArgumentType.BIT, ArgumentType.SHORTSTR, ArgumentType.SHORTSTR, ArgumentType.LONG});
 
     /** {@code basic.get-empty}. */
     public static final MethodInfo BASIC_GET_EMPTY = new MethodInfo(51, 60, 72, "basic", "get-empty",
             false, false, new String[] {"cluster-id"},
-            new ArgumentType[] {ArgumentType.SHORTSTR},
-            BasicGetEmpty::new, BasicGetEmptyEncoder::new, BasicGetEmpty::validate);
+            new ArgumentType[] {ArgumentType.SHORTSTR});
 
     /** {@code basic.ack}. */
     public static final MethodInfo BASIC_ACK = new MethodInfo(52, 60, 80, "basic", "ack",
             false, false, new String[] {"delivery-tag", "multiple"},
-            new ArgumentType[] {ArgumentType.LONGLONG, ArgumentType.BIT},
-            BasicAck::new, BasicAckEncoder::new, BasicAck::validate);
+            new ArgumentType[] {ArgumentType.LONGLONG, ArgumentType.BIT});
 
     /** {@code basic.reject}. */
     public static final MethodInfo BASIC_REJECT = new MethodInfo(53, 60, 90, "basic", "reject",
             false, false, new String[] {"delivery-tag", "requeue"},
-            new ArgumentType[] {ArgumentType.LONGLONG, ArgumentType.BIT},
-            BasicReject::new, BasicRejectEncoder::new, BasicReject::validate);
+            new ArgumentType[] {ArgumentType.LONGLONG, ArgumentType.BIT});
 
     /** {@code basic.recover-async}. */
     public static final MethodInfo BASIC_RECOVER_ASYNC = new MethodInfo(54, 60, 100, "basic", "recover-async",
             false, false, new String[] {"requeue"},
-            new ArgumentType[] {ArgumentType.BIT},
-            BasicRecoverAsync::new, BasicRecoverAsyncEncoder::new, BasicRecoverAsync::validate);
+            new ArgumentType[] {ArgumentType.BIT});
 
     /** {@code basic.recover}. */
     public static final MethodInfo BASIC_RECOVER = new MethodInfo(55, 60, 110, "basic", "recover",
             true, false, new String[] {"requeue"},
-            new ArgumentType[] {ArgumentType.BIT},
-            BasicRecover::new, BasicRecoverEncoder::new, BasicRecover::validate);
+            new ArgumentType[] {ArgumentType.BIT});
 
     /** {@code basic.recover-ok}. */
     public static final MethodInfo BASIC_RECOVER_OK = new MethodInfo(56, 60, 111, "basic", "recover-ok",
             false, false, new String[] {},
-            new ArgumentType[] {},
-            BasicRecoverOk::new, BasicRecoverOkEncoder::new, BasicRecoverOk::validate);
+            new ArgumentType[] {});
 
     /** {@code basic.nack}. */
     public static final MethodInfo BASIC_NACK = new MethodInfo(57, 60, 120, "basic", "nack",
             false, false, new String[] {"delivery-tag", "multiple", "requeue"},
-            new ArgumentType[] {ArgumentType.LONGLONG, ArgumentType.BIT, ArgumentType.BIT},
-            BasicNack::new, BasicNackEncoder::new, BasicNack::validate);
+            new ArgumentType[] {ArgumentType.LONGLONG, ArgumentType.BIT, ArgumentType.BIT});
 
     /** {@code tx.select}. */
     public static final MethodInfo TX_SELECT = new MethodInfo(58, 90, 10, "tx", "select",
             true, false, new String[] {},
-            new ArgumentType[] {},
-            TxSelect::new, TxSelectEncoder::new, TxSelect::validate);
+            new ArgumentType[] {});
 
     /** {@code tx.select-ok}. */
     public static final MethodInfo TX_SELECT_OK = new MethodInfo(59, 90, 11, "tx", "select-ok",
             false, false, new String[] {},
-            new ArgumentType[] {},
-            TxSelectOk::new, TxSelectOkEncoder::new, TxSelectOk::validate);
+            new ArgumentType[] {});
 
     /** {@code tx.commit}. */
     public static final MethodInfo TX_COMMIT = new MethodInfo(60, 90, 20, "tx", "commit",
             true, false, new String[] {},
-            new ArgumentType[] {},
-            TxCommit::new, TxCommitEncoder::new, TxCommit::validate);
+            new ArgumentType[] {});
 
     /** {@code tx.commit-ok}. */
     public static final MethodInfo TX_COMMIT_OK = new MethodInfo(61, 90, 21, "tx", "commit-ok",
             false, false, new String[] {},
-            new ArgumentType[] {},
-            TxCommitOk::new, TxCommitOkEncoder::new, TxCommitOk::validate);
+            new ArgumentType[] {});
 
     /** {@code tx.rollback}. */
     public static final MethodInfo TX_ROLLBACK = new MethodInfo(62, 90, 30, "tx", "rollback",
             true, false, new String[] {},
-            new ArgumentType[] {},
-            TxRollback::new, TxRollbackEncoder::new, TxRollback::validate);
+            new ArgumentType[] {});
 
     /** {@code tx.rollback-ok}. */
     public static final MethodInfo TX_ROLLBACK_OK = new MethodInfo(63, 90, 31, "tx", "rollback-ok",
             false, false, new String[] {},
-            new ArgumentType[] {},
-            TxRollbackOk::new, TxRollbackOkEncoder::new, TxRollbackOk::validate);
+            new ArgumentType[] {});
 
     /** {@code confirm.select}. */
     public static final MethodInfo CONFIRM_SELECT = new MethodInfo(64, 85, 10, "confirm", "select",
             true, false, new String[] {"nowait"},
-            new ArgumentType[] {ArgumentType.BIT},
-            ConfirmSelect::new, ConfirmSelectEncoder::new, ConfirmSelect::validate);
+            new ArgumentType[] {ArgumentType.BIT});
 
     /** {@code confirm.select-ok}. */
     public static final MethodInfo CONFIRM_SELECT_OK = new MethodInfo(65, 85, 11, "confirm", "select-ok",
             false, false, new String[] {},
-            new ArgumentType[] {},
-            ConfirmSelectOk::new, ConfirmSelectOkEncoder::new, ConfirmSelectOk::validate);
+            new ArgumentType[] {});
 
     private static final MethodInfo[] ALL = {
         CONNECTION_START,
@@ -572,5 +506,227 @@ public final class MethodTable {
     public static String describe(int classId, int methodId) {
         MethodInfo info = lookup(classId, methodId);
         return info == null ? "unknown method " + classId + "/" + methodId : info.toString();
+    }
+
+    /**
+     * A new view of the method with this {@link MethodInfo#index() index}. A switch rather than a factory per
+     * method: 66 method references would be as many classes spun at the first use of this class.
+     */
+    static MethodView newView(int index) {
+        return switch (index) {
+            case 0 -> new ConnectionStart();
+            case 1 -> new ConnectionStartOk();
+            case 2 -> new ConnectionSecure();
+            case 3 -> new ConnectionSecureOk();
+            case 4 -> new ConnectionTune();
+            case 5 -> new ConnectionTuneOk();
+            case 6 -> new ConnectionOpen();
+            case 7 -> new ConnectionOpenOk();
+            case 8 -> new ConnectionClose();
+            case 9 -> new ConnectionCloseOk();
+            case 10 -> new ConnectionBlocked();
+            case 11 -> new ConnectionUnblocked();
+            case 12 -> new ConnectionUpdateSecret();
+            case 13 -> new ConnectionUpdateSecretOk();
+            case 14 -> new ChannelOpen();
+            case 15 -> new ChannelOpenOk();
+            case 16 -> new ChannelFlow();
+            case 17 -> new ChannelFlowOk();
+            case 18 -> new ChannelClose();
+            case 19 -> new ChannelCloseOk();
+            case 20 -> new AccessRequest();
+            case 21 -> new AccessRequestOk();
+            case 22 -> new ExchangeDeclare();
+            case 23 -> new ExchangeDeclareOk();
+            case 24 -> new ExchangeDelete();
+            case 25 -> new ExchangeDeleteOk();
+            case 26 -> new ExchangeBind();
+            case 27 -> new ExchangeBindOk();
+            case 28 -> new ExchangeUnbind();
+            case 29 -> new ExchangeUnbindOk();
+            case 30 -> new QueueDeclare();
+            case 31 -> new QueueDeclareOk();
+            case 32 -> new QueueBind();
+            case 33 -> new QueueBindOk();
+            case 34 -> new QueuePurge();
+            case 35 -> new QueuePurgeOk();
+            case 36 -> new QueueDelete();
+            case 37 -> new QueueDeleteOk();
+            case 38 -> new QueueUnbind();
+            case 39 -> new QueueUnbindOk();
+            case 40 -> new BasicQos();
+            case 41 -> new BasicQosOk();
+            case 42 -> new BasicConsume();
+            case 43 -> new BasicConsumeOk();
+            case 44 -> new BasicCancel();
+            case 45 -> new BasicCancelOk();
+            case 46 -> new BasicPublish();
+            case 47 -> new BasicReturn();
+            case 48 -> new BasicDeliver();
+            case 49 -> new BasicGet();
+            case 50 -> new BasicGetOk();
+            case 51 -> new BasicGetEmpty();
+            case 52 -> new BasicAck();
+            case 53 -> new BasicReject();
+            case 54 -> new BasicRecoverAsync();
+            case 55 -> new BasicRecover();
+            case 56 -> new BasicRecoverOk();
+            case 57 -> new BasicNack();
+            case 58 -> new TxSelect();
+            case 59 -> new TxSelectOk();
+            case 60 -> new TxCommit();
+            case 61 -> new TxCommitOk();
+            case 62 -> new TxRollback();
+            case 63 -> new TxRollbackOk();
+            case 64 -> new ConfirmSelect();
+            case 65 -> new ConfirmSelectOk();
+            default -> throw new IllegalArgumentException("no method with index " + index);
+        };
+    }
+
+    /** A new encoder of the method with this {@link MethodInfo#index() index}, spec defaults preset. */
+    static MethodEncoder newEncoder(int index) {
+        return switch (index) {
+            case 0 -> new ConnectionStartEncoder();
+            case 1 -> new ConnectionStartOkEncoder();
+            case 2 -> new ConnectionSecureEncoder();
+            case 3 -> new ConnectionSecureOkEncoder();
+            case 4 -> new ConnectionTuneEncoder();
+            case 5 -> new ConnectionTuneOkEncoder();
+            case 6 -> new ConnectionOpenEncoder();
+            case 7 -> new ConnectionOpenOkEncoder();
+            case 8 -> new ConnectionCloseEncoder();
+            case 9 -> new ConnectionCloseOkEncoder();
+            case 10 -> new ConnectionBlockedEncoder();
+            case 11 -> new ConnectionUnblockedEncoder();
+            case 12 -> new ConnectionUpdateSecretEncoder();
+            case 13 -> new ConnectionUpdateSecretOkEncoder();
+            case 14 -> new ChannelOpenEncoder();
+            case 15 -> new ChannelOpenOkEncoder();
+            case 16 -> new ChannelFlowEncoder();
+            case 17 -> new ChannelFlowOkEncoder();
+            case 18 -> new ChannelCloseEncoder();
+            case 19 -> new ChannelCloseOkEncoder();
+            case 20 -> new AccessRequestEncoder();
+            case 21 -> new AccessRequestOkEncoder();
+            case 22 -> new ExchangeDeclareEncoder();
+            case 23 -> new ExchangeDeclareOkEncoder();
+            case 24 -> new ExchangeDeleteEncoder();
+            case 25 -> new ExchangeDeleteOkEncoder();
+            case 26 -> new ExchangeBindEncoder();
+            case 27 -> new ExchangeBindOkEncoder();
+            case 28 -> new ExchangeUnbindEncoder();
+            case 29 -> new ExchangeUnbindOkEncoder();
+            case 30 -> new QueueDeclareEncoder();
+            case 31 -> new QueueDeclareOkEncoder();
+            case 32 -> new QueueBindEncoder();
+            case 33 -> new QueueBindOkEncoder();
+            case 34 -> new QueuePurgeEncoder();
+            case 35 -> new QueuePurgeOkEncoder();
+            case 36 -> new QueueDeleteEncoder();
+            case 37 -> new QueueDeleteOkEncoder();
+            case 38 -> new QueueUnbindEncoder();
+            case 39 -> new QueueUnbindOkEncoder();
+            case 40 -> new BasicQosEncoder();
+            case 41 -> new BasicQosOkEncoder();
+            case 42 -> new BasicConsumeEncoder();
+            case 43 -> new BasicConsumeOkEncoder();
+            case 44 -> new BasicCancelEncoder();
+            case 45 -> new BasicCancelOkEncoder();
+            case 46 -> new BasicPublishEncoder();
+            case 47 -> new BasicReturnEncoder();
+            case 48 -> new BasicDeliverEncoder();
+            case 49 -> new BasicGetEncoder();
+            case 50 -> new BasicGetOkEncoder();
+            case 51 -> new BasicGetEmptyEncoder();
+            case 52 -> new BasicAckEncoder();
+            case 53 -> new BasicRejectEncoder();
+            case 54 -> new BasicRecoverAsyncEncoder();
+            case 55 -> new BasicRecoverEncoder();
+            case 56 -> new BasicRecoverOkEncoder();
+            case 57 -> new BasicNackEncoder();
+            case 58 -> new TxSelectEncoder();
+            case 59 -> new TxSelectOkEncoder();
+            case 60 -> new TxCommitEncoder();
+            case 61 -> new TxCommitOkEncoder();
+            case 62 -> new TxRollbackEncoder();
+            case 63 -> new TxRollbackOkEncoder();
+            case 64 -> new ConfirmSelectEncoder();
+            case 65 -> new ConfirmSelectOkEncoder();
+            default -> throw new IllegalArgumentException("no method with index " + index);
+        };
+    }
+
+    /** The straight-line argument check (the view's static {@code validate}) of the method with this index. */
+    static void validateArguments(int index, ByteBuf buf, int offset, int length) {
+        switch (index) {
+            case 0 -> ConnectionStart.validate(buf, offset, length);
+            case 1 -> ConnectionStartOk.validate(buf, offset, length);
+            case 2 -> ConnectionSecure.validate(buf, offset, length);
+            case 3 -> ConnectionSecureOk.validate(buf, offset, length);
+            case 4 -> ConnectionTune.validate(buf, offset, length);
+            case 5 -> ConnectionTuneOk.validate(buf, offset, length);
+            case 6 -> ConnectionOpen.validate(buf, offset, length);
+            case 7 -> ConnectionOpenOk.validate(buf, offset, length);
+            case 8 -> ConnectionClose.validate(buf, offset, length);
+            case 9 -> ConnectionCloseOk.validate(buf, offset, length);
+            case 10 -> ConnectionBlocked.validate(buf, offset, length);
+            case 11 -> ConnectionUnblocked.validate(buf, offset, length);
+            case 12 -> ConnectionUpdateSecret.validate(buf, offset, length);
+            case 13 -> ConnectionUpdateSecretOk.validate(buf, offset, length);
+            case 14 -> ChannelOpen.validate(buf, offset, length);
+            case 15 -> ChannelOpenOk.validate(buf, offset, length);
+            case 16 -> ChannelFlow.validate(buf, offset, length);
+            case 17 -> ChannelFlowOk.validate(buf, offset, length);
+            case 18 -> ChannelClose.validate(buf, offset, length);
+            case 19 -> ChannelCloseOk.validate(buf, offset, length);
+            case 20 -> AccessRequest.validate(buf, offset, length);
+            case 21 -> AccessRequestOk.validate(buf, offset, length);
+            case 22 -> ExchangeDeclare.validate(buf, offset, length);
+            case 23 -> ExchangeDeclareOk.validate(buf, offset, length);
+            case 24 -> ExchangeDelete.validate(buf, offset, length);
+            case 25 -> ExchangeDeleteOk.validate(buf, offset, length);
+            case 26 -> ExchangeBind.validate(buf, offset, length);
+            case 27 -> ExchangeBindOk.validate(buf, offset, length);
+            case 28 -> ExchangeUnbind.validate(buf, offset, length);
+            case 29 -> ExchangeUnbindOk.validate(buf, offset, length);
+            case 30 -> QueueDeclare.validate(buf, offset, length);
+            case 31 -> QueueDeclareOk.validate(buf, offset, length);
+            case 32 -> QueueBind.validate(buf, offset, length);
+            case 33 -> QueueBindOk.validate(buf, offset, length);
+            case 34 -> QueuePurge.validate(buf, offset, length);
+            case 35 -> QueuePurgeOk.validate(buf, offset, length);
+            case 36 -> QueueDelete.validate(buf, offset, length);
+            case 37 -> QueueDeleteOk.validate(buf, offset, length);
+            case 38 -> QueueUnbind.validate(buf, offset, length);
+            case 39 -> QueueUnbindOk.validate(buf, offset, length);
+            case 40 -> BasicQos.validate(buf, offset, length);
+            case 41 -> BasicQosOk.validate(buf, offset, length);
+            case 42 -> BasicConsume.validate(buf, offset, length);
+            case 43 -> BasicConsumeOk.validate(buf, offset, length);
+            case 44 -> BasicCancel.validate(buf, offset, length);
+            case 45 -> BasicCancelOk.validate(buf, offset, length);
+            case 46 -> BasicPublish.validate(buf, offset, length);
+            case 47 -> BasicReturn.validate(buf, offset, length);
+            case 48 -> BasicDeliver.validate(buf, offset, length);
+            case 49 -> BasicGet.validate(buf, offset, length);
+            case 50 -> BasicGetOk.validate(buf, offset, length);
+            case 51 -> BasicGetEmpty.validate(buf, offset, length);
+            case 52 -> BasicAck.validate(buf, offset, length);
+            case 53 -> BasicReject.validate(buf, offset, length);
+            case 54 -> BasicRecoverAsync.validate(buf, offset, length);
+            case 55 -> BasicRecover.validate(buf, offset, length);
+            case 56 -> BasicRecoverOk.validate(buf, offset, length);
+            case 57 -> BasicNack.validate(buf, offset, length);
+            case 58 -> TxSelect.validate(buf, offset, length);
+            case 59 -> TxSelectOk.validate(buf, offset, length);
+            case 60 -> TxCommit.validate(buf, offset, length);
+            case 61 -> TxCommitOk.validate(buf, offset, length);
+            case 62 -> TxRollback.validate(buf, offset, length);
+            case 63 -> TxRollbackOk.validate(buf, offset, length);
+            case 64 -> ConfirmSelect.validate(buf, offset, length);
+            case 65 -> ConfirmSelectOk.validate(buf, offset, length);
+            default -> throw new IllegalArgumentException("no method with index " + index);
+        }
     }
 }

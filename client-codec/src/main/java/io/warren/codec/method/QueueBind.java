@@ -42,6 +42,10 @@ public final class QueueBind implements MethodView {
     private int afterRoutingKey = -1;
     private FieldTable argumentsTable;
 
+    /** An empty view: {@link #wrap} it onto a frame before reading. */
+    public QueueBind() {
+    }
+
     @Override
     public QueueBind wrap(ByteBuf buf, int offset) {
         this.buf = buf;

@@ -85,7 +85,8 @@ public final class QueueBindEncoder implements MethodEncoder {
      * <p>A {@link ShortString} is copied as pre-encoded bytes, an {@code AsciiString} as raw bytes, anything
      * else encoded as UTF-8 when the method is encoded.
      *
-     * @throws IllegalArgumentException when null or longer than 255 UTF-8 bytes
+     * @throws IllegalArgumentException when null, longer than 255 UTF-8 bytes or not well-formed UTF-16 (an
+     * unpaired surrogate)
      */
     public QueueBindEncoder queue(CharSequence queue) {
         int length = ShortString.checkedLength("queue", queue);
@@ -100,7 +101,8 @@ public final class QueueBindEncoder implements MethodEncoder {
      * <p>A {@link ShortString} is copied as pre-encoded bytes, an {@code AsciiString} as raw bytes, anything
      * else encoded as UTF-8 when the method is encoded.
      *
-     * @throws IllegalArgumentException when null or longer than 255 UTF-8 bytes
+     * @throws IllegalArgumentException when null, longer than 255 UTF-8 bytes or not well-formed UTF-16 (an
+     * unpaired surrogate)
      */
     public QueueBindEncoder exchange(CharSequence exchange) {
         int length = ShortString.checkedLength("exchange", exchange);
@@ -115,7 +117,8 @@ public final class QueueBindEncoder implements MethodEncoder {
      * <p>A {@link ShortString} is copied as pre-encoded bytes, an {@code AsciiString} as raw bytes, anything
      * else encoded as UTF-8 when the method is encoded.
      *
-     * @throws IllegalArgumentException when null or longer than 255 UTF-8 bytes
+     * @throws IllegalArgumentException when null, longer than 255 UTF-8 bytes or not well-formed UTF-16 (an
+     * unpaired surrogate)
      */
     public QueueBindEncoder routingKey(CharSequence routingKey) {
         int length = ShortString.checkedLength("routing-key", routingKey);

@@ -42,6 +42,10 @@ public final class QueueDeclare implements MethodView {
     private int afterQueue = -1;
     private FieldTable argumentsTable;
 
+    /** An empty view: {@link #wrap} it onto a frame before reading. */
+    public QueueDeclare() {
+    }
+
     @Override
     public QueueDeclare wrap(ByteBuf buf, int offset) {
         this.buf = buf;

@@ -40,6 +40,10 @@ public final class QueueDelete implements MethodView {
     /** Cached index after a variable-length field; -1 until computed. */
     private int afterQueue = -1;
 
+    /** An empty view: {@link #wrap} it onto a frame before reading. */
+    public QueueDelete() {
+    }
+
     @Override
     public QueueDelete wrap(ByteBuf buf, int offset) {
         this.buf = buf;

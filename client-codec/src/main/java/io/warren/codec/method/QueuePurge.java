@@ -38,6 +38,10 @@ public final class QueuePurge implements MethodView {
     /** Cached index after a variable-length field; -1 until computed. */
     private int afterQueue = -1;
 
+    /** An empty view: {@link #wrap} it onto a frame before reading. */
+    public QueuePurge() {
+    }
+
     @Override
     public QueuePurge wrap(ByteBuf buf, int offset) {
         this.buf = buf;

@@ -43,6 +43,10 @@ public final class QueueUnbind implements MethodView {
     private int afterRoutingKey = -1;
     private FieldTable argumentsTable;
 
+    /** An empty view: {@link #wrap} it onto a frame before reading. */
+    public QueueUnbind() {
+    }
+
     @Override
     public QueueUnbind wrap(ByteBuf buf, int offset) {
         this.buf = buf;

@@ -83,7 +83,8 @@ public final class QueueUnbindEncoder implements MethodEncoder {
      * <p>A {@link ShortString} is copied as pre-encoded bytes, an {@code AsciiString} as raw bytes, anything
      * else encoded as UTF-8 when the method is encoded.
      *
-     * @throws IllegalArgumentException when null or longer than 255 UTF-8 bytes
+     * @throws IllegalArgumentException when null, longer than 255 UTF-8 bytes or not well-formed UTF-16 (an
+     * unpaired surrogate)
      */
     public QueueUnbindEncoder queue(CharSequence queue) {
         int length = ShortString.checkedLength("queue", queue);
@@ -98,7 +99,8 @@ public final class QueueUnbindEncoder implements MethodEncoder {
      * <p>A {@link ShortString} is copied as pre-encoded bytes, an {@code AsciiString} as raw bytes, anything
      * else encoded as UTF-8 when the method is encoded.
      *
-     * @throws IllegalArgumentException when null or longer than 255 UTF-8 bytes
+     * @throws IllegalArgumentException when null, longer than 255 UTF-8 bytes or not well-formed UTF-16 (an
+     * unpaired surrogate)
      */
     public QueueUnbindEncoder exchange(CharSequence exchange) {
         int length = ShortString.checkedLength("exchange", exchange);
@@ -113,7 +115,8 @@ public final class QueueUnbindEncoder implements MethodEncoder {
      * <p>A {@link ShortString} is copied as pre-encoded bytes, an {@code AsciiString} as raw bytes, anything
      * else encoded as UTF-8 when the method is encoded.
      *
-     * @throws IllegalArgumentException when null or longer than 255 UTF-8 bytes
+     * @throws IllegalArgumentException when null, longer than 255 UTF-8 bytes or not well-formed UTF-16 (an
+     * unpaired surrogate)
      */
     public QueueUnbindEncoder routingKey(CharSequence routingKey) {
         int length = ShortString.checkedLength("routing-key", routingKey);

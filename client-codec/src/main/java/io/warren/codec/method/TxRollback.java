@@ -30,6 +30,10 @@ public final class TxRollback implements MethodView {
     private ByteBuf buf;
     private int offset;
 
+    /** An empty view: {@link #wrap} it onto a frame before reading. */
+    public TxRollback() {
+    }
+
     @Override
     public TxRollback wrap(ByteBuf buf, int offset) {
         this.buf = buf;

@@ -30,6 +30,10 @@ public final class TxRollbackOk implements MethodView {
     private ByteBuf buf;
     private int offset;
 
+    /** An empty view: {@link #wrap} it onto a frame before reading. */
+    public TxRollbackOk() {
+    }
+
     @Override
     public TxRollbackOk wrap(ByteBuf buf, int offset) {
         this.buf = buf;

@@ -30,6 +30,10 @@ public final class TxSelectOk implements MethodView {
     private ByteBuf buf;
     private int offset;
 
+    /** An empty view: {@link #wrap} it onto a frame before reading. */
+    public TxSelectOk() {
+    }
+
     @Override
     public TxSelectOk wrap(ByteBuf buf, int offset) {
         this.buf = buf;

@@ -25,6 +25,10 @@ public final class FieldArray {
     private ByteBuf buf;
     private int offset;
 
+    /** An empty view: {@link #wrap} it onto a buffer before reading. */
+    public FieldArray() {
+    }
+
     /**
      * Points this view at the array whose 32-bit length is at {@code offset} of {@code buf}.
      *
@@ -92,6 +96,10 @@ public final class FieldArray {
 
     /** Walks the values of an array in place. */
     public static final class Cursor extends FieldCursor {
+
+        /** A cursor at no entry, to reuse: {@link FieldArray#cursor(Cursor)} points it at an array's entries. */
+        public Cursor() {
+        }
 
         /** Moves to the next value; {@code false} at the end of the array. */
         public boolean next() {

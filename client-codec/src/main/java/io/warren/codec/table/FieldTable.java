@@ -29,6 +29,10 @@ public final class FieldTable {
     private ByteBuf buf;
     private int offset;
 
+    /** An empty view: {@link #wrap} it onto a buffer before reading. */
+    public FieldTable() {
+    }
+
     /**
      * Points this view at the table whose 32-bit length is at {@code offset} of {@code buf}.
      *
@@ -144,6 +148,10 @@ public final class FieldTable {
     public static final class Cursor extends FieldCursor {
 
         private int keyPos;
+
+        /** A cursor at no entry, to reuse: {@link FieldTable#cursor(Cursor)} points it at a table's entries. */
+        public Cursor() {
+        }
 
         /** Moves to the next entry; {@code false} at the end of the table. */
         public boolean next() {

@@ -3,6 +3,7 @@ package io.warren.codec.table;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
 import io.netty.util.AsciiString;
+import io.warren.codec.Utf8;
 import java.math.BigDecimal;
 import java.math.BigInteger;
 import java.time.Instant;
@@ -14,13 +15,17 @@ import java.util.Map;
  * Encodes a {@code Map<String, ?>} as an AMQP field table (and collections as field arrays), with the
  * Java-to-AMQP mapping documented on {@link FieldType}: Boolean {@code t}, Byte {@code b}, Short
  * {@code s}, Integer {@code I}, Long {@code l}, Float {@code f}, Double {@code d}, BigDecimal
- * {@code D}, CharSequence {@code S}, byte[] {@code x}, Collection or Object[] {@code A}, Instant or
- * Date {@code T} (seconds), Map {@code F}, null {@code V}.
+ * {@code D}, CharSequence or {@link LongString} {@code S}, byte[] {@code x}, Collection or Object[]
+ * {@code A}, Instant or Date {@code T} (seconds), Map {@code F}, null {@code V}, and an {@link Unsigned}
+ * its own {@code B}, {@code u} or {@code i}. What {@link FieldTable#toMap()} returns encodes back to the
+ * same bytes (for names that are valid UTF-8 and unique, booleans written as 0 or 1 and timestamps within
+ * {@code Instant}'s range).
  *
  * <p>{@link #encodedLength} validates and sizes; {@link #encode} writes in one pass (nested lengths are
  * back-patched, not computed twice). A value of any other Java type, a {@code null} or non-text key,
- * a key over 255 UTF-8 bytes, or a BigDecimal that does not fit (scale 0..255, unscaled value within
- * 32 bits) is an {@link IllegalArgumentException} naming the key path. An {@link AsciiString} is
+ * a key over 255 UTF-8 bytes, text (key or value) with an unpaired surrogate (see {@link Utf8}), or a
+ * BigDecimal that does not fit (scale 0..255, unscaled value within 32 bits) is an
+ * {@link IllegalArgumentException} naming the key path, never the text. An {@link AsciiString} is
  * written as its raw bytes, the form the views return.
  */
 public final class FieldTableEncoder {
@@ -75,14 +80,15 @@ public final class FieldTableEncoder {
     /**
      * The UTF-8 length of {@code name} checked as a shortstr (field names are shortstrs).
      *
-     * @throws IllegalArgumentException for {@code null} or more than 255 bytes
+     * @throws IllegalArgumentException for {@code null}, more than 255 bytes or an unpaired surrogate
      */
     static int keyLength(Object name) {
         if (!(name instanceof CharSequence)) {
             throw new IllegalArgumentException(name == null ? "field name is null"
                     : "field name is a " + name.getClass().getName() + ", not text");
         }
-        int length = utf8Length((CharSequence) name);
+        CharSequence key = (CharSequence) name;
+        int length = key instanceof AsciiString ? key.length() : Utf8.encodedLength("field name", key);
         if (length > 255) {
             throw new IllegalArgumentException("field name '" + abbreviate(name) + "' is " + length
                     + " bytes in UTF-8, a shortstr holds at most 255");
@@ -123,7 +129,8 @@ public final class FieldTableEncoder {
         if (value == null) {
             return 0;
         } else if (value instanceof CharSequence) {
-            return 4 + utf8Length((CharSequence) value);
+            CharSequence s = (CharSequence) value;
+            return 4 + (s instanceof AsciiString ? s.length() : Utf8.encodedLength("long string", s));
         } else if (value instanceof Integer) {
             return 4;
         } else if (value instanceof Long) {
@@ -149,6 +156,10 @@ public final class FieldTableEncoder {
             return 5;
         } else if (value instanceof Instant || value instanceof Date) {
             return 8;
+        } else if (value instanceof LongString) {
+            return 4 + ((LongString) value).length();
+        } else if (value instanceof Unsigned) {
+            return ((Unsigned) value).type().fixedSize();
         }
         throw new IllegalArgumentException("a " + value.getClass().getName() + " has no AMQP field type");
     }
@@ -202,8 +213,23 @@ public final class FieldTableEncoder {
             out.writeByte('T').writeLong(((Instant) value).getEpochSecond());
         } else if (value instanceof Date) {
             out.writeByte('T').writeLong(Math.floorDiv(((Date) value).getTime(), 1000L));
+        } else if (value instanceof LongString) {
+            byte[] bytes = ((LongString) value).array();
+            out.writeByte('S').writeInt(bytes.length).writeBytes(bytes);
+        } else if (value instanceof Unsigned) {
+            writeUnsigned(out, (Unsigned) value);
         } else {
             throw new IllegalArgumentException("a " + value.getClass().getName() + " has no AMQP field type");
+        }
+    }
+
+    private static void writeUnsigned(ByteBuf out, Unsigned value) {
+        FieldType type = value.type();
+        out.writeByte(type.tag());
+        switch (type) {
+            case UNSIGNED_8: out.writeByte(value.intValue()); break;
+            case UNSIGNED_16: out.writeShort(value.intValue()); break;
+            default: out.writeInt(value.intValue()); break;
         }
     }
 
@@ -242,11 +268,6 @@ public final class FieldTableEncoder {
         int length = ByteBufUtil.utf8Bytes(s);
         out.writeInt(length);
         ByteBufUtil.reserveAndWriteUtf8(out, s, length);
-    }
-
-    /** UTF-8 length; an {@code AsciiString} counts its raw bytes. */
-    static int utf8Length(CharSequence s) {
-        return s instanceof AsciiString ? s.length() : ByteBufUtil.utf8Bytes(s);
     }
 
     private static String nested(Object key, IllegalArgumentException e) {

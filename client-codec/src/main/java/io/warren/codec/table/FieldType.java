@@ -10,24 +10,32 @@ package io.warren.codec.table;
  *   <tr><th>tag</th><th>type</th><th>decoded as</th><th>encoded from</th></tr>
  *   <tr><td>t</td><td>boolean</td><td>Boolean</td><td>Boolean</td></tr>
  *   <tr><td>b</td><td>signed 8-bit</td><td>Byte</td><td>Byte</td></tr>
- *   <tr><td>B</td><td>unsigned 8-bit</td><td>Short</td><td>-</td></tr>
+ *   <tr><td>B</td><td>unsigned 8-bit</td><td>{@link Unsigned}</td><td>Unsigned</td></tr>
  *   <tr><td>s</td><td>signed 16-bit</td><td>Short</td><td>Short</td></tr>
- *   <tr><td>u</td><td>unsigned 16-bit</td><td>Integer</td><td>-</td></tr>
+ *   <tr><td>u</td><td>unsigned 16-bit</td><td>Unsigned</td><td>Unsigned</td></tr>
  *   <tr><td>I</td><td>signed 32-bit</td><td>Integer</td><td>Integer</td></tr>
- *   <tr><td>i</td><td>unsigned 32-bit</td><td>Long</td><td>-</td></tr>
+ *   <tr><td>i</td><td>unsigned 32-bit</td><td>Unsigned</td><td>Unsigned</td></tr>
  *   <tr><td>l</td><td>signed 64-bit</td><td>Long</td><td>Long</td></tr>
  *   <tr><td>f</td><td>float</td><td>Float</td><td>Float</td></tr>
  *   <tr><td>d</td><td>double</td><td>Double</td><td>Double</td></tr>
  *   <tr><td>D</td><td>decimal (scale octet, signed 32-bit)</td><td>BigDecimal</td><td>BigDecimal</td></tr>
- *   <tr><td>S</td><td>long string</td><td>String if valid UTF-8, else byte[]</td><td>CharSequence</td></tr>
+ *   <tr><td>S</td><td>long string</td><td>String if valid UTF-8, else {@link LongString}</td><td>CharSequence, LongString</td></tr>
  *   <tr><td>x</td><td>byte array</td><td>byte[]</td><td>byte[]</td></tr>
  *   <tr><td>A</td><td>array (32-bit byte length, then values)</td><td>List&lt;Object&gt;</td><td>Collection, Object[]</td></tr>
- *   <tr><td>T</td><td>timestamp (64-bit seconds)</td><td>java.time.Instant</td><td>Instant, java.util.Date</td></tr>
+ *   <tr><td>T</td><td>timestamp (64-bit seconds)</td><td>java.time.Instant (clamped to its range)</td><td>Instant, java.util.Date</td></tr>
  *   <tr><td>F</td><td>nested table</td><td>Map&lt;String, Object&gt; (wire order)</td><td>Map with CharSequence keys</td></tr>
  *   <tr><td>V</td><td>void</td><td>null</td><td>null</td></tr>
  * </table>
- * Unsigned types decode to the next wider signed Java type so that no value changes sign; they
- * re-encode as that wider signed type.
+ * Decoding and encoding again gives back the same bytes: the same types (an unsigned value stays unsigned, a
+ * long string stays {@code S} even when it is not UTF-8), the same key order (a {@code LinkedHashMap}) and the
+ * same nesting. What a {@code Map} cannot hold is the exception: a field name that is not valid UTF-8 or that
+ * repeats, a boolean octet other than 0 or 1 (read as true, written as 1), a timestamp beyond {@code Instant}'s
+ * range; {@link FieldTable#slice()} forwards a table as it is, and a cursor reads every value exactly.
+ *
+ * <p>RabbitMQ's table, not the 0-9-1 spec's: the spec has {@code s} for a short string, {@code U} and
+ * {@code L} for signed 16- and 64-bit and {@code l} for unsigned 64-bit integers; RabbitMQ (and the clients
+ * that talk to it) use {@code s} for signed 16-bit and {@code l} for signed 64-bit, and know no {@code U},
+ * {@code L} or short-string value. A field table therefore has no short strings.
  */
 public enum FieldType {
     BOOLEAN('t', 1),

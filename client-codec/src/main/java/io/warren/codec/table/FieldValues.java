@@ -39,11 +39,11 @@ final class FieldValues {
         switch (type) {
             case BOOLEAN: return buf.getByte(pos) != 0;
             case SIGNED_8: return buf.getByte(pos);
-            case UNSIGNED_8: return buf.getUnsignedByte(pos);
+            case UNSIGNED_8: return Unsigned.shortShortUint(buf.getUnsignedByte(pos));
             case SIGNED_16: return buf.getShort(pos);
-            case UNSIGNED_16: return buf.getUnsignedShort(pos);
+            case UNSIGNED_16: return Unsigned.shortUint(buf.getUnsignedShort(pos));
             case SIGNED_32: return buf.getInt(pos);
-            case UNSIGNED_32: return buf.getUnsignedInt(pos);
+            case UNSIGNED_32: return Unsigned.longUint(buf.getUnsignedInt(pos));
             case SIGNED_64: return buf.getLong(pos);
             case FLOAT: return buf.getFloat(pos);
             case DOUBLE: return buf.getDouble(pos);
@@ -51,7 +51,7 @@ final class FieldValues {
             case LONG_STRING: return longString(buf, pos + 4, buf.getInt(pos));
             case BYTE_ARRAY: return bytes(buf, pos + 4, buf.getInt(pos));
             case ARRAY: return list(buf, pos);
-            case TIMESTAMP: return Instant.ofEpochSecond(buf.getLong(pos));
+            case TIMESTAMP: return instant(buf.getLong(pos));
             case TABLE: return map(buf, pos);
             case VOID: return null;
             default: throw new AssertionError(type);
@@ -78,12 +78,25 @@ final class FieldValues {
         return new BigDecimal(BigInteger.valueOf(buf.getInt(pos + 1)), buf.getUnsignedByte(pos));
     }
 
-    /** A long string as a {@code String} when it is valid UTF-8, else its bytes (no information lost). */
+    /**
+     * A long string as a {@code String} when it is valid UTF-8 (which encodes back to the same bytes), else as a
+     * {@link LongString} of its bytes, which is written back as {@code S}: no information lost either way.
+     */
     static Object longString(ByteBuf buf, int index, int length) {
         if (ByteBufUtil.isText(buf, index, length, StandardCharsets.UTF_8)) {
             return buf.toString(index, length, StandardCharsets.UTF_8);
         }
-        return bytes(buf, index, length);
+        return LongString.own(bytes(buf, index, length));
+    }
+
+    /**
+     * The wire's 64-bit seconds as an Instant. {@link Instant} spans about a billion years either side of the
+     * epoch; a peer may send any 64-bit value, which is clamped to that range rather than failing the whole
+     * table (the cursor's {@code longValue()} reads the exact value).
+     */
+    static Instant instant(long epochSecond) {
+        return Instant.ofEpochSecond(Math.max(Instant.MIN.getEpochSecond(),
+                Math.min(Instant.MAX.getEpochSecond(), epochSecond)));
     }
 
     static byte[] bytes(ByteBuf buf, int index, int length) {

@@ -71,17 +71,17 @@ class FieldTableTest {
             Map<String, Object> map = new FieldTable().wrap(buf, 0).toMap();
             assertEquals(Boolean.TRUE, map.get("t"));
             assertEquals((byte) -5, map.get("b"));
-            assertEquals((short) 250, map.get("B"));
+            assertEquals(Unsigned.shortShortUint(250), map.get("B"));
             assertEquals((short) -300, map.get("s"));
-            assertEquals(65000, map.get("u"));
+            assertEquals(Unsigned.shortUint(65000), map.get("u"));
             assertEquals(-70000, map.get("I"));
-            assertEquals(0xF0000000L, map.get("i"));
+            assertEquals(Unsigned.longUint(0xF0000000L), map.get("i"));
             assertEquals(Long.MIN_VALUE, map.get("l"));
             assertEquals(1.5f, map.get("f"));
             assertEquals(-2.25, map.get("d"));
             assertEquals(new BigDecimal("-123.45"), map.get("D"));
             assertEquals("h\u00e9l", map.get("S"));
-            assertArrayEquals(new byte[] {(byte) 0xC3, 0x28}, (byte[]) map.get("S-binary"), "invalid UTF-8 stays bytes");
+            assertEquals(LongString.of(new byte[] {(byte) 0xC3, 0x28}), map.get("S-binary"), "invalid UTF-8 stays bytes");
             assertArrayEquals(new byte[] {1, 2, 3}, (byte[]) map.get("x"));
             assertEquals(List.of(false, 7), map.get("A"));
             assertEquals(Instant.ofEpochSecond(1_700_000_000L), map.get("T"));
@@ -202,6 +202,88 @@ class FieldTableTest {
             assertEquals("raw", out.get("ascii"));
             assertEquals(List.of(2L), out.get("array"));
             assertEquals(Instant.ofEpochSecond(11), out.get("date"));
+        } finally {
+            buf.release();
+        }
+    }
+
+    @Test
+    void longStringsAndUnsignedValuesEncodeWithTheirOwnTags() {
+        byte[] notUtf8 = {(byte) 0xC3, 0x28, (byte) 0xFF};
+        Map<String, Object> in = new LinkedHashMap<>();
+        in.put("S", LongString.of(notUtf8));
+        in.put("S-utf8", LongString.of("ok".getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+        in.put("B", Unsigned.shortShortUint(255));
+        in.put("u", Unsigned.shortUint(65535));
+        in.put("i", Unsigned.longUint(0xFFFF_FFFFL));
+        ByteBuf buf = encode(in);
+        try {
+            ByteBuf expected = Unpooled.buffer().writeInt(0);
+            entry(expected, "S", 'S').writeInt(3).writeBytes(notUtf8);
+            entry(expected, "S-utf8", 'S').writeInt(2).writeBytes("ok".getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            entry(expected, "B", 'B').writeByte(255);
+            entry(expected, "u", 'u').writeShort(65535);
+            entry(expected, "i", 'i').writeInt(-1);
+            expected.setInt(0, expected.writerIndex() - 4);
+            assertEquals(ByteBufUtil.hexDump(expected), ByteBufUtil.hexDump(buf));
+            expected.release();
+            Map<String, Object> out = new FieldTable().wrap(buf, 0).toMap();
+            assertEquals(LongString.of(notUtf8), out.get("S"));
+            assertEquals("ok", out.get("S-utf8"), "valid UTF-8 decodes to a String, which encodes the same");
+            assertEquals(in.get("B"), out.get("B"));
+            assertEquals(0xFFFF_FFFFL, ((Number) out.get("i")).longValue());
+        } finally {
+            buf.release();
+        }
+        LongString s = LongString.of(notUtf8);
+        notUtf8[0] = 'x';
+        assertEquals(3, s.length());
+        assertEquals((byte) 0xC3, s.bytes()[0], "of() copies");
+        assertEquals("\uFFFD(\uFFFD", s.toString());
+        assertEquals(FieldType.UNSIGNED_16, Unsigned.shortUint(7).type());
+        assertFalse(Unsigned.shortUint(7).equals(Unsigned.longUint(7)), "the width is part of the value");
+        assertThrows(IllegalArgumentException.class, () -> Unsigned.shortShortUint(256));
+        assertThrows(IllegalArgumentException.class, () -> Unsigned.shortUint(-1));
+        assertThrows(IllegalArgumentException.class, () -> Unsigned.longUint(1L << 32));
+    }
+
+    @Test
+    void longStringsThatAreAlmostUtf8EncodeBackToTheirBytes() {
+        byte[][] cases = {
+            {(byte) 0xED, (byte) 0xA0, (byte) 0x80}, // a surrogate encoded on its own (CESU-8)
+            {(byte) 0xED, (byte) 0xA0, (byte) 0xBD, (byte) 0xED, (byte) 0xB8, (byte) 0x80}, // a CESU-8 pair
+            {(byte) 0xC0, (byte) 0x80}, // overlong NUL (modified UTF-8)
+            {(byte) 0xE0, (byte) 0x80, (byte) 0xAF}, // overlong '/'
+            {(byte) 0xF4, (byte) 0x90, (byte) 0x80, (byte) 0x80}, // beyond U+10FFFF
+            {(byte) 0xF0, (byte) 0x9F, (byte) 0x98}, // a four-byte character cut short
+            {'o', 'k', (byte) 0xFE},
+        };
+        for (byte[] bytes : cases) {
+            ByteBuf buf = Unpooled.buffer().writeInt(0);
+            entry(buf, "S", 'S').writeInt(bytes.length).writeBytes(bytes);
+            buf.setInt(0, buf.writerIndex() - 4);
+            try {
+                Map<String, Object> map = new FieldTable().wrap(buf, 0).toMap();
+                assertEquals(LongString.of(bytes), map.get("S"), ByteBufUtil.hexDump(bytes));
+                ByteBuf again = encode(map);
+                assertEquals(ByteBufUtil.hexDump(buf), ByteBufUtil.hexDump(again));
+                again.release();
+            } finally {
+                buf.release();
+            }
+        }
+    }
+
+    @Test
+    void aTimestampBeyondInstantsRangeIsClampedNotAFailure() {
+        ByteBuf buf = Unpooled.buffer().writeInt(0);
+        entry(buf, "T", 'T').writeLong(Long.MIN_VALUE);
+        buf.setInt(0, buf.writerIndex() - 4);
+        try {
+            assertEquals(Instant.MIN, new FieldTable().wrap(buf, 0).toMap().get("T"));
+            FieldTable.Cursor c = new FieldTable().wrap(buf, 0).cursor();
+            assertTrue(c.next());
+            assertEquals(Long.MIN_VALUE, c.longValue(), "the cursor reads the exact seconds");
         } finally {
             buf.release();
         }

@@ -30,9 +30,15 @@ import java.util.Arrays;
  * They are appended at once (in call order with everything else). A multiple nack first writes the acks not
  * yet written, so that it cannot cover them, then names the highest waiting tag up to the one asked for.
  *
+ * <h2>Delivery times</h2>
+ * Each waiting tag keeps the time it was delivered (the event loop's clock, read once per read batch), so that
+ * {@link #oldestPendingSince()} tells how long the oldest delivery has waited: RabbitMQ closes the channel when
+ * that passes its consumer timeout.
+ *
  * <p>Settling a tag that is already settled is dropped ({@link #settle} returns false): the broker would
  * close the channel with 406 PRECONDITION_FAILED "unknown delivery tag". A tag never delivered on the channel
- * is passed through, for the broker to judge.
+ * is passed through, for the broker to judge ({@link ChannelConsumers} refuses the application's before they get
+ * here).
  */
 final class AckCoalescer {
 
@@ -50,11 +56,16 @@ final class AckCoalescer {
     private static final byte PENDING = 1;
     private static final byte ACKED = 2;
 
+    /** {@link #oldestPendingSince()} when nothing waits. */
+    static final long NONE = Long.MIN_VALUE;
+
     private final int channel;
     private final ByteBufAllocator alloc;
 
     // event loop only
     private byte[] ring = new byte[INITIAL_CAPACITY];
+    /** When each PENDING tag of the ring was delivered, same index. */
+    private long[] times = new long[INITIAL_CAPACITY];
     /** Every tag below is settled and its frame appended, or a straggler. */
     private long base = 1;
     /** One past the highest tag delivered. Ring entries outside [base, next) are always SETTLED. */
@@ -62,6 +73,7 @@ final class AckCoalescer {
     /** ACKED entries in the ring. */
     private int acked;
     private long[] stragglers = new long[0];
+    private long[] stragglerTimes = new long[0];
     private int stragglerCount;
     private ByteBuf out;
 
@@ -70,8 +82,11 @@ final class AckCoalescer {
         this.alloc = alloc;
     }
 
-    /** A delivery (basic.deliver or basic.get-ok) arrived; {@code needsAck} unless noAck / autoAck. */
-    void delivered(long tag, boolean needsAck) {
+    /**
+     * A delivery (basic.deliver or basic.get-ok) arrived at {@code nanos}; {@code needsAck} unless noAck /
+     * autoAck.
+     */
+    void delivered(long tag, boolean needsAck, long nanos) {
         if (tag < next) {
             return; // tags only grow on a channel; one that does not is left to the broker to judge
         }
@@ -81,7 +96,13 @@ final class AckCoalescer {
         }
         makeRoom(tag);
         ring[index(tag)] = needsAck ? PENDING : SETTLED;
+        times[index(tag)] = nanos;
         next = tag + 1;
+    }
+
+    /** {@link #delivered(long, boolean, long)} at time 0, for tests that do not look at times. */
+    void delivered(long tag, boolean needsAck) {
+        delivered(tag, needsAck, 0);
     }
 
     /**
@@ -213,6 +234,23 @@ final class AckCoalescer {
         return ring[index(tag)] != PENDING;
     }
 
+    /**
+     * When the oldest tag still waiting for the application was delivered, or {@link #NONE}. Cheap right after
+     * {@link #takeFrames()} (the window then starts at a waiting tag); it scans acked tags otherwise.
+     */
+    long oldestPendingSince() {
+        if (stragglerCount > 0) {
+            return stragglerTimes[0]; // spilled from the bottom of the window: older than any in it
+        }
+        for (long t = base; t < next; t++) {
+            int i = index(t);
+            if (ring[i] == PENDING) {
+                return times[i];
+            }
+        }
+        return NONE;
+    }
+
     /** {@link #appendAcks()}, then hands over everything appended (the caller owns it), or null. */
     ByteBuf takeFrames() {
         appendAcks();
@@ -294,18 +332,21 @@ final class AckCoalescer {
 
     private void grow() {
         byte[] bigger = new byte[ring.length << 1];
+        long[] biggerTimes = new long[bigger.length];
         int mask = bigger.length - 1;
         for (long t = base; t < next; t++) {
             bigger[(int) t & mask] = ring[index(t)];
+            biggerTimes[(int) t & mask] = times[index(t)];
         }
         ring = bigger;
+        times = biggerTimes;
     }
 
     /** The ring is at its largest: the lowest tag leaves it (as a straggler if it still waits). */
     private void spillBase() {
         int i = index(base);
         if (ring[i] == PENDING) {
-            addStraggler(base);
+            addStraggler(base, times[i]);
         } else if (ring[i] == ACKED) {
             acked--;
             appendAck(base, false);
@@ -315,10 +356,12 @@ final class AckCoalescer {
         advance();
     }
 
-    private void addStraggler(long tag) {
+    private void addStraggler(long tag, long nanos) {
         if (stragglerCount == stragglers.length) {
             stragglers = Arrays.copyOf(stragglers, Math.max(16, stragglerCount * 2));
+            stragglerTimes = Arrays.copyOf(stragglerTimes, stragglers.length);
         }
+        stragglerTimes[stragglerCount] = nanos;
         stragglers[stragglerCount++] = tag; // spilled in tag order: the list stays sorted
     }
 
@@ -328,6 +371,7 @@ final class AckCoalescer {
             return false;
         }
         System.arraycopy(stragglers, i + 1, stragglers, i, stragglerCount - i - 1);
+        System.arraycopy(stragglerTimes, i + 1, stragglerTimes, i, stragglerCount - i - 1);
         stragglerCount--;
         return true;
     }
@@ -340,6 +384,7 @@ final class AckCoalescer {
 
     private void removeStragglers(int count) {
         System.arraycopy(stragglers, count, stragglers, 0, stragglerCount - count);
+        System.arraycopy(stragglerTimes, count, stragglerTimes, 0, stragglerCount - count);
         stragglerCount -= count;
     }
 

@@ -4,6 +4,7 @@ import io.netty.buffer.ByteBuf;
 import io.netty.util.concurrent.EventExecutor;
 import io.warren.AmqpException;
 import io.warren.AsyncDeliveryHandler;
+import io.warren.ChannelClosedException;
 import io.warren.ConnectionClosedException;
 import io.warren.ConsumeOptions;
 import io.warren.ConsumerCancelledException;
@@ -26,6 +27,7 @@ import java.util.Arrays;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
+import java.util.concurrent.atomic.AtomicLongFieldUpdater;
 import org.jctools.queues.MessagePassingQueue;
 import org.jctools.queues.MpscUnboundedArrayQueue;
 import org.slf4j.Logger;
@@ -74,6 +76,8 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
 
     private static final AtomicIntegerFieldUpdater<ChannelConsumers> DRAIN_SCHEDULED =
             AtomicIntegerFieldUpdater.newUpdater(ChannelConsumers.class, "drainScheduled");
+    private static final AtomicLongFieldUpdater<ChannelConsumers> HIGHEST_TAG =
+            AtomicLongFieldUpdater.newUpdater(ChannelConsumers.class, "highestTag");
 
     private static final ContentAssembler.Listener DROP = AssembledContent::release;
 
@@ -106,17 +110,27 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
     private int channelPrefetch;
     /** Whether that basic.qos was global: a window all the channel's consumers share. */
     private boolean channelPrefetchGlobal;
-    /** The highest broker tag delivered here (deliver or get-ok); read at the loss to set the next offset. */
-    private long highestTag;
-
     private final MetricsCollector metrics;
 
     // any thread (MPSC queue, volatile)
     private final MessagePassingQueue<Settlement> settlements = new MpscUnboundedArrayQueue<>(64);
     private volatile int drainScheduled;
     private volatile boolean closed;
+    /**
+     * The highest broker tag delivered here (deliver or get-ok): read at the loss to set the next offset, and by
+     * {@link #settle(long, boolean, boolean, int)} to refuse a tag never delivered. Written on the event loop only,
+     * with a release store (no fence on the delivery path): a thread that got a tag through a delivery's hand-off
+     * sees at least that tag here.
+     */
+    private volatile long highestTag;
     /** Lost with the connection, recovery to follow: its deliveries' tags mean nothing on the new channel. */
     private volatile boolean stale;
+    /**
+     * When the oldest delivery still waiting for the application's settlement arrived (the loop's clock), or
+     * {@link AckCoalescer#NONE}: the age metrics read. Written on the event loop when it may have changed (a
+     * delivery into an empty window, a flush of settlements, the close).
+     */
+    private volatile long oldestUnackedSince = AckCoalescer.NONE;
 
     // event loop only: consumers lost with the connection, waiting for recovery to move them to a new channel
     private ConsumerImpl[] lost = new ConsumerImpl[0];
@@ -149,6 +163,11 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
         return closed;
     }
 
+    /** The client's metrics. Any thread. */
+    MetricsCollector metrics() {
+        return metrics;
+    }
+
     /** The connection's topology recorder, or null when topology recovery is off. */
     TopologyRecorder topology() {
         ConnectionRecovery r = state.connection().facade().recovery();
@@ -158,6 +177,16 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
     /** Whether this channel was lost with its connection and recovered on a new one. Any thread. */
     boolean isStale() {
         return stale;
+    }
+
+    /**
+     * A delivery of this lost channel was dropped before it reached its handler (the broker redelivers it). Any
+     * thread: the consumer's context.
+     */
+    void lostDeliveryDropped(MessageDelivery d) {
+        metrics.staleDeliveryDropped();
+        LOG.debug("channel {}: delivery {} is from before the channel was lost; dropped (the broker delivers it"
+                + " again)", number, d.deliveryTag());
     }
 
     /** What the application's delivery tags add to the broker's on this channel state. Any thread. */
@@ -198,22 +227,34 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
             return CompletableFuture.failedFuture(new IllegalArgumentException("a DeliveryHandler with concurrency "
                     + options.concurrency() + " needs an executor: the event loop runs one delivery at a time"));
         }
+        ConsumeOptions o = withDefaultPrefetch(options);
         ByteBuf qos = null;
         ByteBuf consume;
         try {
-            consume = ConsumeFrames.basicConsume(state.alloc(), number, queue, options.consumerTag(), options.noAck(),
-                    options.exclusive(), options.arguments());
-            if (options.prefetch() >= 0) {
-                qos = ConsumeFrames.basicQos(state.alloc(), number, options.prefetch());
+            consume = ConsumeFrames.basicConsume(state.alloc(), number, queue, o.consumerTag(), o.noAck(),
+                    o.exclusive(), o.arguments());
+            if (o.prefetch() >= 0) {
+                qos = ConsumeFrames.basicQos(state.alloc(), number, o.prefetch());
             }
         } catch (RuntimeException e) {
             return CompletableFuture.failedFuture(e);
         }
         CompletableFuture<ConsumerHandle> result = new CompletableFuture<>();
         ByteBuf qosFrame = qos;
-        state.outbound().execute(new Task(() -> start(queue, options, handler, asyncHandler, qosFrame, consume, result),
+        state.outbound().execute(new Task(() -> start(queue, o, handler, asyncHandler, qosFrame, consume, result),
                 result, consume, qosFrame));
         return result;
+    }
+
+    /**
+     * The options with {@link ConsumeOptions#DEFAULT_PREFETCH} when a manual-ack consumer sets no prefetch and the
+     * channel has no basic.qos of its own: the consumer keeps them, so recovery restores the same prefetch.
+     */
+    private ConsumeOptions withDefaultPrefetch(ConsumeOptions options) {
+        if (options.prefetch() >= 0 || options.noAck() || state.facade().hasOwnQos()) {
+            return options;
+        }
+        return options.toBuilder().prefetch(ConsumeOptions.DEFAULT_PREFETCH).build();
     }
 
     private void start(String queue, ConsumeOptions options, DeliveryHandler handler,
@@ -331,7 +372,7 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
         int afterTag = at + 5 + tagLength;
         long deliveryTag = p.getLong(afterTag);
         boolean redelivered = (p.getByte(afterTag + 8) & 1) != 0;
-        highestTag = deliveryTag; // the broker's tags only grow on a channel
+        HIGHEST_TAG.lazySet(this, deliveryTag); // the broker's tags only grow on a channel
         ConsumerImpl consumer = find(p, at + 5, tagLength);
         if (consumer == null) {
             LOG.warn("channel {}: basic.deliver {} for consumer '{}', which is not (or no longer) here; dropped",
@@ -340,7 +381,7 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
             state.beginContent(frame, DROP);
             return;
         }
-        acks.delivered(deliveryTag, !consumer.noAck());
+        delivered(deliveryTag, !consumer.noAck());
         metrics.messageConsumed();
         assembling = consumer;
         assemblingTag = deliveryTag;
@@ -399,7 +440,8 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
      */
     private void onClose(AmqpException cause) {
         closed = true;
-        if (cause instanceof io.warren.ConnectionLostException) {
+        oldestUnackedSince = AckCoalescer.NONE; // the broker requeued what was unacknowledged
+        if (cause instanceof io.warren.ConnectionLostException || cause instanceof io.warren.ChannelLostException) {
             stale = true;
             ByteBuf unsent = acks.takeFrames();
             if (unsent != null) {
@@ -499,10 +541,32 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
 
     // ---- settlements -----------------------------------------------------------------------------------------
 
+    /** A tag for the coalescer, with its delivery time (read once per read batch). */
+    private void delivered(long deliveryTag, boolean needsAck) {
+        if (!needsAck) {
+            acks.delivered(deliveryTag, false, 0);
+            return;
+        }
+        long now = state.connection().readBatchNanos();
+        acks.delivered(deliveryTag, true, now);
+        if (oldestUnackedSince == AckCoalescer.NONE) {
+            oldestUnackedSince = now;
+        }
+    }
+
+    /**
+     * How long the oldest delivery of this channel has waited for the application's settlement, in nanoseconds;
+     * 0 when none waits. RabbitMQ closes the channel when that passes its consumer timeout. Any thread.
+     */
+    public long oldestUnacknowledgedAgeNanos() {
+        long since = oldestUnackedSince;
+        return since == AckCoalescer.NONE ? 0 : Math.max(0, loop.ticker().nanoTime() - since);
+    }
+
     /** A basic.get-ok arrived; {@code autoAck} as asked. Event loop. */
     public void gotMessage(long deliveryTag, boolean autoAck) {
-        highestTag = deliveryTag;
-        acks.delivered(deliveryTag, !autoAck);
+        HIGHEST_TAG.lazySet(this, deliveryTag);
+        delivered(deliveryTag, !autoAck);
         metrics.messageConsumed();
     }
 
@@ -512,7 +576,10 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
      *
      * @throws StaleDeliveryException when the tag is from before a connection loss: at or below the offset, or
      *         any tag while this channel state is lost and waiting for recovery; nothing is written
-     * @throws IllegalArgumentException for a negative tag, or 0 without {@code multiple}; nothing is written
+     * @throws ChannelClosedException when the channel is closed (the broker requeued its unsettled deliveries with
+     *         the close); nothing is written
+     * @throws IllegalArgumentException for a negative tag, 0 without {@code multiple}, or a tag above the highest
+     *         delivered on the channel; nothing is written
      */
     public void settle(long deliveryTag, boolean multiple, boolean requeue, int kind) {
         if (deliveryTag < 0 || (deliveryTag == 0 && !multiple)) {
@@ -524,6 +591,15 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
         // are only the new channel's; without, the broker judges it as before
         if (deliveryTag != 0 && (stale || deliveryTag <= tagOffset)) {
             throw staleTag(deliveryTag);
+        }
+        if (closed) {
+            throw closedTag(deliveryTag);
+        }
+        if (deliveryTag > tagOffset + highestTag) {
+            // never delivered here: the broker would close the channel (406 unknown delivery tag), multiple or not
+            throw new IllegalArgumentException("delivery tag " + deliveryTag + " was never delivered on channel "
+                    + number + " (the highest delivered is " + (tagOffset + highestTag) + "): nothing is sent"
+                    + (multiple ? "; 0 with multiple=true settles every outstanding delivery" : ""));
         }
         long brokerTag = deliveryTag == 0 ? 0 : deliveryTag - tagOffset;
         int op = kind | (multiple ? AckCoalescer.MULTIPLE : 0) | (requeue ? AckCoalescer.REQUEUE : 0);
@@ -542,6 +618,19 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
                 + "before its connection was lost" + (stale ? "" : " and recovered (this channel's tags are above "
                 + tagOffset + " now)") + ": it is stale and nothing is sent; the broker redelivers the message "
                 + "(flagged redelivered)", deliveryTag, number);
+    }
+
+    /**
+     * The refusal of a settlement (tag the application's) on a closed channel, carrying why it closed: nothing can
+     * be sent, and the broker requeued every unsettled delivery of the channel with its close. Any thread, once
+     * {@link #isClosed()}.
+     */
+    ChannelClosedException closedTag(long deliveryTag) {
+        ChannelClosedException closed = state.closedError(); // reads the cause written before our closed flag
+        return new ChannelClosedException("delivery tag " + deliveryTag + " cannot be settled: "
+                + closed.getMessage() + "; nothing is sent (the broker requeued the channel's unsettled deliveries "
+                + "with its close)", closed.getCause(), closed.replyCode(), closed.replyText(), closed.classId(),
+                closed.methodId(), number, closed.initiatedByBroker());
     }
 
     /** A delivery settled. Any thread. */
@@ -625,6 +714,7 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
     public void flush() {
         if (acks.hasWork()) {
             ByteBuf frames = acks.takeFrames();
+            oldestUnackedSince = acks.oldestPendingSince(); // cheap now: the window starts at a waiting tag
             if (frames != null) {
                 state.send(frames);
             }

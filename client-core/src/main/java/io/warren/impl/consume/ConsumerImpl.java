@@ -12,6 +12,7 @@ import io.warren.DeliveryHandler;
 import io.warren.impl.ChannelRpc;
 import io.warren.impl.ChannelState;
 import io.warren.impl.ConnectionHandler;
+import io.warren.impl.MetricsCollector;
 import io.warren.impl.queue.InboundMessageQueue;
 import io.warren.codec.method.MethodIds;
 import java.nio.charset.StandardCharsets;
@@ -44,10 +45,12 @@ import org.slf4j.LoggerFactory;
  *
  * <h2>Back-pressure</h2>
  * The queue reports its high-water mark (once) and its return below the low-water mark (once), on the event
- * loop. With noAck, or without a prefetch, that pauses and resumes the connection's reading
- * ({@code ConnectionHandler.pauseReading}, counted over the connection's consumers). With manual
- * acknowledgement and a prefetch the broker never sends more than the prefetch, so nothing is paused and the
- * other consumers of the connection go on.
+ * loop: that pauses and resumes the connection's reading ({@code ConnectionHandler.pauseReading}, counted over
+ * the connection's consumers), whatever the acknowledgement mode. With manual acknowledgement and a prefetch the
+ * default marks lie above the prefetch ({@link ConsumeOptions.Builder#waterMarks}), so a broker that keeps to it
+ * never pauses anything and the other consumers of the connection go on; one that does not is not trusted: it is
+ * stopped at the mark, reported once per consumer and channel in the log, and counted per delivery
+ * ({@code deliveriesBeyondPrefetch}).
  *
  * <h2>End</h2>
  * {@link #end} (event loop) closes the queue: what is queued or held goes to {@link #dispose}: released,
@@ -84,8 +87,11 @@ public final class ConsumerImpl implements ConsumerHandle {
     private final boolean slots;
     /** A synchronous handler run in parallel on the executor. */
     private final boolean parallel;
-    /** Back-pressure stops the connection's reading (noAck, or no prefetch bounding the broker). */
-    private final boolean pausesReading;
+    /**
+     * The prefetch the broker accepted for this consumer (basic.qos before basic.consume), or 0 when none binds
+     * it (none asked, or noAck): the queue never holds more from a broker that keeps to it.
+     */
+    private final int prefetch;
     private final DeliveryQueue queue;
     private final ConcurrentLinkedQueue<DeliveryImpl> held;
     /**
@@ -94,6 +100,8 @@ public final class ConsumerImpl implements ConsumerHandle {
      */
     private final ArrayDeque<DeliveryImpl> released;
     private final CompletableFuture<AmqpException> endFuture = new CompletableFuture<>();
+    /** The client's: a client without metrics has the NOOP one, and then no clock is read around the handler. */
+    private final MetricsCollector metrics;
 
     // event loop only
     private byte[] tagBytes;
@@ -103,6 +111,18 @@ public final class ConsumerImpl implements ConsumerHandle {
      * was paused, and so that recovery carries the pause over to the new connection ({@link #rebind}).
      */
     private ConnectionHandler readingPausedOn;
+    private static final AtomicLongFieldUpdater<ConsumerImpl> STALE_QUEUED =
+            AtomicLongFieldUpdater.newUpdater(ConsumerImpl.class, "staleQueued");
+
+    /**
+     * Manual-ack deliveries of a lost channel still in the queue (set by the event loop at recovery, lowered by the
+     * consumer's context as it drops them): the broker requeued them, so they do not count against the new
+     * channel's prefetch. Any thread.
+     */
+    private volatile long staleQueued;
+
+    /** Whether this consumer's channel already logged its broker sending beyond the prefetch. */
+    private boolean beyondPrefetchLogged;
 
     // any thread (volatile): the tag is written once, at consume-ok, before the handle is published
     private volatile String consumerTag = "";
@@ -118,6 +138,7 @@ public final class ConsumerImpl implements ConsumerHandle {
                  AsyncDeliveryHandler asyncHandler) {
         EventExecutor loop = channel.state().outbound().eventLoop();
         this.channel = channel;
+        this.metrics = channel.metrics();
         this.queueName = queueName;
         this.options = options;
         this.noAck = options.noAck();
@@ -127,7 +148,7 @@ public final class ConsumerImpl implements ConsumerHandle {
         this.concurrency = options.concurrency();
         this.slots = asyncHandler != null || concurrency > 1;
         this.parallel = asyncHandler == null && concurrency > 1;
-        this.pausesReading = noAck || options.prefetch() <= 0;
+        this.prefetch = noAck ? 0 : Math.max(0, options.prefetch());
         this.queue = new DeliveryQueue(loop, executor, options.lowWaterMark(), options.highWaterMark());
         this.released = handler != null && !slots && queue.isSameThread() ? new ArrayDeque<>(16) : null;
         if (slots) {
@@ -179,6 +200,10 @@ public final class ConsumerImpl implements ConsumerHandle {
     void rebind(ChannelConsumers recovered, String queue) {
         this.channel = recovered;
         this.queueName = queue;
+        this.beyondPrefetchLogged = false; // another connection, perhaps another broker
+        if (!noAck) {
+            STALE_QUEUED.set(this, this.queue.pending()); // everything queued now came on the lost channel
+        }
         ConnectionHandler paused = readingPausedOn;
         ConnectionHandler now = recovered.state().connection();
         if (paused != null && paused != now) {
@@ -197,6 +222,24 @@ public final class ConsumerImpl implements ConsumerHandle {
     /** A complete delivery for this consumer (ownership passes to the queue). Event loop. */
     void deliver(DeliveryImpl delivery) {
         queue.write(delivery);
+        if (prefetch > 0 && queue.pending() - staleQueued > prefetch) {
+            beyondPrefetch();
+        }
+    }
+
+    /**
+     * The queue holds more deliveries not yet handled than the broker may have unacknowledged: it does not keep to
+     * the prefetch. Reported, not trusted: the high-water mark stops reading all the same. Event loop.
+     */
+    private void beyondPrefetch() {
+        channel.metrics().deliveredBeyondPrefetch();
+        if (!beyondPrefetchLogged) {
+            beyondPrefetchLogged = true;
+            LOG.warn("consumer '{}' on channel {} (queue '{}'): the broker sent more than the prefetch of {} it "
+                    + "accepted ({} deliveries wait for the handler); reading from the connection pauses when {} wait. "
+                    + "Logged once for this consumer and channel; the metric deliveriesBeyondPrefetch counts each",
+                    consumerTag, channel.number(), queueName, prefetch, queue.pending(), options.highWaterMark());
+        }
     }
 
     /** Ends the consumer with {@code cause} ({@code null}: cancelled by the application). Event loop. */
@@ -250,11 +293,19 @@ public final class ConsumerImpl implements ConsumerHandle {
             processAsync(d);
             return;
         }
+        if (droppedAsLost(d)) {
+            if (slots) {
+                completed();
+            }
+            return;
+        }
+        long start = metrics.timesHandlers() ? System.nanoTime() : 0;
         try {
             handler.handle(d);
         } catch (Throwable t) {
             handlerFailed(d, t);
         } finally {
+            timed(start);
             releaseBorrow(d);
             if (slots) {
                 completed();
@@ -289,17 +340,47 @@ public final class ConsumerImpl implements ConsumerHandle {
         return new DeliveryImpl(this, on, method, header, body, deliveryTag, redelivered);
     }
 
+    /**
+     * Drops a manual-ack delivery whose channel was lost (with its connection, or closed by the broker and
+     * recovered) while it waited in the queue: the broker requeued it with that channel and delivers it again,
+     * so handing it over would give the application the message twice, and its settlement could only throw
+     * {@link io.warren.StaleDeliveryException}. A noAck delivery is still handed over: nobody will redeliver it.
+     */
+    private boolean droppedAsLost(DeliveryImpl d) {
+        if (noAck || !d.channel.isStale()) {
+            return false;
+        }
+        d.channel.lostDeliveryDropped(d);
+        STALE_QUEUED.updateAndGet(this, n -> n > 0 ? n - 1 : 0);
+        releaseBorrow(d);
+        // the delivery took a unit of the application's demand that its redelivered copy needs
+        if (slots) {
+            addUserDemand(1);
+            startHeld();
+        } else {
+            queue.fetch(1);
+        }
+        return true;
+    }
+
     private void processAsync(DeliveryImpl d) {
+        if (droppedAsLost(d)) {
+            completed();
+            return;
+        }
+        long start = metrics.timesHandlers() ? System.nanoTime() : 0;
         CompletionStage<?> stage;
         try {
             stage = asyncHandler.handle(d);
         } catch (Throwable t) {
             handlerFailed(d, t);
+            timed(start);
             releaseBorrow(d);
             completed();
             return;
         }
         if (stage == null) {
+            timed(start);
             releaseBorrow(d);
             completed();
             return;
@@ -308,9 +389,17 @@ public final class ConsumerImpl implements ConsumerHandle {
             if (failure != null) {
                 handlerFailed(d, failure);
             }
+            timed(start);
             releaseBorrow(d);
             completed();
         });
+    }
+
+    /** A handler that started at {@code start} (0: not timed) is done. */
+    private void timed(long start) {
+        if (start != 0) {
+            metrics.handlerTime(System.nanoTime() - start);
+        }
     }
 
     /** Starts a delivery on the executor (the delivery is the task). */
@@ -468,6 +557,14 @@ public final class ConsumerImpl implements ConsumerHandle {
         }
     }
 
+    /**
+     * How long the oldest delivery not yet settled on this consumer's channel has waited (nanoseconds, 0 for none).
+     * Any thread.
+     */
+    public long oldestUnacknowledgedAgeNanos() {
+        return ended ? 0 : channel.oldestUnacknowledgedAgeNanos();
+    }
+
     @Override
     public long queued() {
         return queue.pending() + (held == null ? 0 : held.size());
@@ -538,11 +635,9 @@ public final class ConsumerImpl implements ConsumerHandle {
 
         @Override
         protected void handlePause() {
-            if (pausesReading) {
-                ConnectionHandler connection = channel.state().connection();
-                readingPausedOn = connection;
-                connection.pauseReading();
-            }
+            ConnectionHandler connection = channel.state().connection();
+            readingPausedOn = connection;
+            connection.pauseReading();
         }
 
         @Override

@@ -199,6 +199,9 @@ public abstract class MessageDelivery extends Settlement implements Delivery {
         if (channel.isStale()) {
             throw channel.staleTag(deliveryTag());
         }
+        if (channel.isClosed()) {
+            throw channel.closedTag(deliveryTag());
+        }
         if (!SETTLED.compareAndSet(this, UNSETTLED, HANDED_OVER)) {
             throw new IllegalStateException("delivery " + deliveryTag() + " on channel " + channel.number()
                     + " is already acknowledged, nacked or rejected");

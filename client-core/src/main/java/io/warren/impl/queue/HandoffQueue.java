@@ -1,6 +1,7 @@
 package io.warren.impl.queue;
 
 import java.util.Queue;
+import java.util.concurrent.atomic.AtomicLongFieldUpdater;
 import java.util.function.Consumer;
 import java.util.function.Predicate;
 
@@ -85,6 +86,10 @@ public abstract sealed class HandoffQueue<M> permits SameThreadHandoffQueue, Cro
     static final long STATE_UNWRITABLE = 1L << 60;
     static final long STATE_RESUMING = 2L << 60;
 
+    @SuppressWarnings({"rawtypes", "unchecked"})
+    private static final AtomicLongFieldUpdater<HandoffQueue<?>> TAKEN =
+            (AtomicLongFieldUpdater) AtomicLongFieldUpdater.newUpdater(HandoffQueue.class, "taken");
+
     // immutable
     private final Queue<M> queue;
     private final long lowWaterMark;
@@ -92,6 +97,14 @@ public abstract sealed class HandoffQueue<M> permits SameThreadHandoffQueue, Cro
 
     // consumer thread only (the current owner)
     private M parked;
+
+    // written by the owner, read by any thread (volatile, ordered stores)
+    /**
+     * Messages of the current round handed to the consumer (the one it holds included) and not yet subtracted
+     * from the pending count, which is decremented once per round: {@link #waiting()} takes them off. Written by
+     * the owner only, with ordered stores (no fence: a plain store on x86), read by anyone.
+     */
+    private volatile long taken;
 
     HandoffQueue(Queue<M> queue, int lowWaterMark, int highWaterMark) {
         checkWaterMarks(lowWaterMark, highWaterMark);
@@ -180,10 +193,13 @@ public abstract sealed class HandoffQueue<M> permits SameThreadHandoffQueue, Cro
      *     empty and the ownership is given up
      */
     public final int drain(Predicate<? super M> consumer) {
+        // a message counts as taken while the consumer holds it, so that waiting() leaves it out
         long accepted = 0;
         M message = parked;
         if (message != null) {
+            TAKEN.lazySet(this, 1);
             if (!consumer.test(message)) {
+                TAKEN.lazySet(this, 0);
                 return DRAIN_REQUIRED;
             }
             parked = null;
@@ -195,13 +211,18 @@ public abstract sealed class HandoffQueue<M> permits SameThreadHandoffQueue, Cro
             while (accepted < pending) {
                 message = queue.poll();
                 assert message != null : "a counted message is always in the queue";
+                TAKEN.lazySet(this, accepted + 1);
                 if (!consumer.test(message)) {
+                    TAKEN.lazySet(this, accepted);
                     parked = message;
                     break;
                 }
                 accepted++;
             }
             long word = addWip(-accepted);
+            // after the decrement: a reader that sees 0 here sees the decrement too, so it never counts the
+            // round's messages as waiting
+            TAKEN.lazySet(this, 0);
             if ((word & STATE_MASK) == STATE_UNWRITABLE && (word & COUNT_MASK) < lowWaterMark) {
                 bits |= markResuming(word);
             }
@@ -265,10 +286,22 @@ public abstract sealed class HandoffQueue<M> permits SameThreadHandoffQueue, Cro
 
     /**
      * The number of pending messages, the parked one included. Exact on the producer or the consumer
-     * thread of the same-thread flavour; a snapshot from any thread in the cross-thread flavour.
+     * thread of the same-thread flavour; a snapshot from any thread in the cross-thread flavour. During a
+     * drain it still counts the messages the round has handed to the consumer: see {@link #waiting()}.
      */
     public final long pending() {
         return wip() & COUNT_MASK;
+    }
+
+    /**
+     * The messages not yet handed to the consumer, the parked one included: the pending count without those the
+     * current round has taken (the one the consumer holds among them). Exact on the owner (consumer) thread and,
+     * in the same-thread flavour, on the producer's; from another thread a snapshot that may count a message
+     * handed over while it reads, or miss the ones written meanwhile, but never a round already handed over.
+     */
+    public final long waiting() {
+        long t = taken; // first: a round's end lowers the count before it resets this (see drain)
+        return Math.max(0, (wip() & COUNT_MASK) - t);
     }
 
     /** The low-water mark. */

@@ -256,9 +256,13 @@ public abstract class InboundMessageQueue<M> {
         return sameThread;
     }
 
-    /** The pending count; see {@link HandoffQueue#pending()} for when it is exact. */
+    /**
+     * The messages written and not yet handed to {@link #handleMessage} (the one in hand is not counted). Exact in
+     * the consumer context and, in the same-thread flavour, on the loop; a snapshot elsewhere (see
+     * {@link HandoffQueue#waiting()}).
+     */
     public final long pending() {
-        return queue.pending();
+        return queue.waiting();
     }
 
     /** For tests: a drain holds the ownership at rest, waiting for demand. */

@@ -5,6 +5,7 @@ import io.netty.util.concurrent.EventExecutor;
 import io.netty.util.concurrent.ScheduledFuture;
 import io.warren.AmqpException;
 import io.warren.BackPressureException;
+import io.warren.ChannelLostException;
 import io.warren.ConnectionLostException;
 import io.warren.PublishNotConfirmedException;
 import io.warren.PublishOutcome;
@@ -40,6 +41,13 @@ import org.slf4j.LoggerFactory;
  * hold is guarded by this object's monitor: publishers on any thread, the event loop replays; it is used only
  * while recovering, never on the normal path.
  *
+ * <p>Publishes the lost channel had accepted but not written (held by its confirm window or a blocked connection,
+ * or still queued for the event loop) are {@linkplain #carry carried} over under {@code WAIT}: they never reached
+ * the broker, so writing them after recovery cannot duplicate anything. They are written first, in the order they
+ * were accepted, before anything published during recovery (a separate queue: a publisher thread may already
+ * have had a later publish held while the event loop was still handing them over), and the same bound and wait
+ * timeout apply to them. Their bodies move from task to task, never copied.
+ *
  * <p>Each publish waits at most the timeout from when it was made, not from the loss: a publish made late in a
  * long recovery gets its whole wait. Deadlines are read on recovery's event-loop clock when the publish is
  * queued under the monitor, so they rise in queue order and one timer, armed for the oldest, is enough: it
@@ -74,7 +82,11 @@ public final class ChannelRecovery {
     private volatile long tagsExposed;
 
     // guarded by this
+    /** Accepted by the lost channel before the loss and not written: written first after recovery. */
+    private final ArrayDeque<Held> carried = new ArrayDeque<>();
+    /** Made during recovery. */
     private final ArrayDeque<Held> held = new ArrayDeque<>();
+    /** The bytes of both queues. */
     private long heldBytes;
     private AmqpException lossCause;
     private CompletableFuture<Void> recovered;
@@ -147,6 +159,20 @@ public final class ChannelRecovery {
      * @param old the channel's state on the lost connection; its consumers move to the new one
      */
     public void lost(ConnectionLostException cause, ChannelState old, ConnectionRecovery connection) {
+        recordLoss(cause, old, connection);
+        connection.channelLost(channel);
+    }
+
+    /**
+     * The broker closed this channel alone for a reason recovery repairs: as {@link #lost(ConnectionLostException,
+     * ChannelState, ConnectionRecovery)}, and the channel is re-opened on the same connection. Event loop.
+     */
+    public void lost(ChannelLostException cause, ChannelState old, ConnectionRecovery connection) {
+        recordLoss(cause, old, connection);
+        connection.recoverChannel(channel, cause);
+    }
+
+    private void recordLoss(AmqpException cause, ChannelState old, ConnectionRecovery connection) {
         lostStates.add(old);
         // max: a state lost during an interrupted recovery may have seen nothing above its own offset
         tagsExposed = Math.max(tagsExposed, old.consumers().highestTagExposed());
@@ -158,7 +184,6 @@ public final class ChannelRecovery {
                 recovered = new CompletableFuture<>();
             }
         }
-        connection.channelLost(channel);
     }
 
     /** The wait timer: fails the held publishes whose own wait is over, re-arms for the next. Event loop. */
@@ -168,14 +193,13 @@ public final class ChannelRecovery {
         synchronized (this) {
             waitTimer = null;
             long now = loop.ticker().nanoTime();
-            Held h;
-            while ((h = held.peek()) != null && h.deadlineNanos - now <= 0) {
-                held.poll();
-                heldBytes -= h.bytes;
-                expired.add(h);
-            }
-            if (h != null) {
-                armWaitTimer(h.deadlineNanos - now);
+            expire(carried, now, expired);
+            expire(held, now, expired);
+            Held next = carried.isEmpty() ? held.peek()
+                    : held.isEmpty() || carried.peek().deadlineNanos - held.peek().deadlineNanos <= 0 ? carried.peek()
+                    : held.peek();
+            if (next != null) {
+                armWaitTimer(next.deadlineNanos - now);
             }
             cause = lossCause;
         }
@@ -185,6 +209,16 @@ public final class ChannelRecovery {
         }
         for (Held h : expired) {
             fail(h, cause, "was not back within RecoveryOptions.publishWaitTimeout of the publish");
+        }
+    }
+
+    /** Guarded by this. Moves the expired head of {@code queue} (its deadlines rise) to {@code expired}. */
+    private void expire(ArrayDeque<Held> queue, long now, List<Held> expired) {
+        Held h;
+        while ((h = queue.peek()) != null && h.deadlineNanos - now <= 0) {
+            queue.poll();
+            heldBytes -= h.bytes;
+            expired.add(h);
         }
     }
 
@@ -239,6 +273,33 @@ public final class ChannelRecovery {
         return future;
     }
 
+    /**
+     * Takes over a publish the lost channel had accepted but not written (see the class comment): returns true
+     * when it is held to be written after recovery, and then owns {@code body}; false when it is not (the channel
+     * is not being recovered, or {@code FAIL_FAST}): the caller still owns it and fails the publish. Event loop.
+     *
+     * @param future its outcome, {@code null} for {@code publishNoOutcome}
+     * @param bytes what it counted against the connection's bound; it counts the same against the hold's
+     */
+    public boolean carry(CharSequence exchange, CharSequence routingKey, boolean mandatory,
+                         BasicProperties properties, ByteBuf body, CompletableFuture<PublishOutcome> future,
+                         long bytes) {
+        synchronized (this) {
+            if (!recovering || channel.recoveryOptions().publishDuringRecovery()
+                    != RecoveryOptions.PublishDuringRecovery.WAIT) {
+                return false;
+            }
+            // no bound check: it was within PublishOptions.maxPendingBytes when accepted, and the hold refuses
+            // publishes made during recovery while these fill it
+            long wait = channel.recoveryOptions().publishWaitTimeout().toNanos();
+            carried.add(new Held(exchange, routingKey, mandatory, properties, body, future, bytes,
+                    loop.ticker().nanoTime() + wait));
+            heldBytes += bytes;
+            armWaitTimer(wait);
+            return true;
+        }
+    }
+
     /** Completes when the channel is back (for {@code whenWritable}); fails when it never will be. Any thread. */
     public synchronized CompletionStage<Void> whenRecovered() {
         return recovered == null ? CompletableFuture.completedFuture(null) : recovered;
@@ -286,6 +347,9 @@ public final class ChannelRecovery {
         // takes, then finds recovering false and publishes behind the replayed messages, in order.
         synchronized (this) {
             Held h;
+            while ((h = carried.poll()) != null) {
+                replay(h);
+            }
             while ((h = held.poll()) != null) {
                 replay(h);
             }
@@ -327,7 +391,9 @@ public final class ChannelRecovery {
         CompletableFuture<Void> done;
         synchronized (this) {
             recovering = false;
-            failed = new ArrayList<>(held);
+            failed = new ArrayList<>(carried);
+            failed.addAll(held);
+            carried.clear();
             held.clear();
             heldBytes = 0;
             cancelWaitTimer();

@@ -5,6 +5,8 @@ import io.netty.util.concurrent.ScheduledFuture;
 import io.warren.AmqpException;
 import io.warren.AuthenticationException;
 import io.warren.Channel;
+import io.warren.ChannelClosedException;
+import io.warren.ChannelLostException;
 import io.warren.ConnectionClosedException;
 import io.warren.ConnectionLostException;
 import io.warren.ConnectionOptions;
@@ -138,6 +140,112 @@ public final class ConnectionRecovery {
     /** A channel lost with the connection, to be re-opened. Event loop. */
     void channelLost(ChannelImpl channel) {
         lost.put(channel.channelNumber(), channel);
+    }
+
+    // ---- one channel closed by the broker (event loop) --------------------------------------------------------
+
+    /**
+     * Whether the broker's close of a channel is one recovery repairs on the same connection: RabbitMQ's delivery
+     * acknowledgement timeout ({@code consumer_timeout}: 406 PRECONDITION_FAILED "delivery acknowledgement on
+     * channel N timed out"), after which the application's consumers would otherwise just end. Event loop.
+     */
+    public boolean recoversChannelAfter(ChannelClosedException close) {
+        return phase == Phase.RUNNING && !loop.isShuttingDown() && isConsumerTimeout(close);
+    }
+
+    static boolean isConsumerTimeout(ChannelClosedException close) {
+        String text = close.replyText();
+        return close.initiatedByBroker() && close.replyCode() == ReplyCode.PRECONDITION_FAILED && text != null
+                && text.contains("acknowledgement") && text.contains("timed out");
+    }
+
+    /**
+     * The broker closed {@code channel} (its state is closed, its consumers wait in its {@link ChannelRecovery}):
+     * re-open it with its number on the current connection once the close is done with, then restore its modes and
+     * consumers, as after a connection loss. A connection lost meanwhile takes the channel over. Event loop.
+     */
+    void recoverChannel(ChannelImpl channel, ChannelLostException cause) {
+        assert loop.inEventLoop();
+        LOG.warn("channel {} on {}: {}", channel.channelNumber(), connection.address(), cause.getMessage());
+        tellListeners(l -> l.channelRecoveryStarted(channel, cause));
+        // after the close: its number is freed once the broker's channel.close is answered
+        loop.execute(() -> reopen(channel));
+    }
+
+    private void reopen(ChannelImpl channel) {
+        assert loop.inEventLoop();
+        if (!channel.recovery().isRecovering()) {
+            return; // the application closed it meanwhile
+        }
+        ConnectionHandler handler = connection.handler();
+        if (phase != Phase.RUNNING || !handler.isOpen()) {
+            // the connection went before the channel was re-opened: the connection's recovery restores it, or
+            // ends it with the rest
+            if (phase == Phase.CLOSED) {
+                channel.abandon(closedMeanwhile(channel));
+            } else {
+                channelLost(channel);
+            }
+            return;
+        }
+        CompletableFuture<Channel> opened = new CompletableFuture<>();
+        handler.reopenChannel(channel, opened);
+        opened.thenCompose(c -> channel.recovery().restoreModes())
+                .thenCompose(v -> channel.recovery().restoreConsumers(topology::currentName, false))
+                .whenComplete((v, e) -> {
+                    if (!channel.recovery().isRecovering()) {
+                        return; // closed by the application
+                    }
+                    if (phase == Phase.CLOSED) {
+                        channel.abandon(closedMeanwhile(channel));
+                        return;
+                    }
+                    if (channelTakenOver(channel, handler)) {
+                        return; // the connection was lost meanwhile: its recovery has the channel
+                    }
+                    if (e != null) {
+                        channelNotRecovered(channel, e);
+                        return;
+                    }
+                    channel.recovered();
+                    LOG.info("channel {} on {} recovered", channel.channelNumber(), connection.address());
+                    tellListeners(l -> l.channelRecoverySucceeded(channel));
+                });
+    }
+
+    /** The channel was re-opened (or not) but could not be restored on a live connection: it ends for good. */
+    private void channelNotRecovered(ChannelImpl channel, Throwable failure) {
+        Throwable why = failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null
+                ? failure.getCause() : failure;
+        LOG.warn("channel {} on {} could not be recovered: {}", channel.channelNumber(), connection.address(),
+                describe(why));
+        channel.abandon(why instanceof AmqpException a ? a : new AmqpException("channel " + channel.channelNumber()
+                + " could not be recovered: " + describe(why), why));
+        if (channel.state().isUsable()) {
+            channel.close(); // opened, but a mode was refused: not left half restored
+        }
+        tellListeners(l -> l.channelRecoveryFailed(channel, why));
+    }
+
+    private void tellListeners(java.util.function.Consumer<RecoveryListener> event) {
+        for (RecoveryListener l : listeners) {
+            try {
+                event.accept(l);
+            } catch (RuntimeException e) {
+                LOG.warn("recovery listener failed", e);
+            }
+        }
+    }
+
+    private ConnectionClosedException closedMeanwhile(ChannelImpl channel) {
+        return new ConnectionClosedException("connection to " + connection.address() + " closed before channel "
+                + channel.channelNumber() + " was recovered", null);
+    }
+
+    /** Whether the connection was lost while {@code channel} was being restored on {@code handler}. */
+    private boolean channelTakenOver(ChannelImpl channel, ConnectionHandler handler) {
+        return connection.handler() != handler || !handler.isOpen() || phase != Phase.RUNNING
+                || lost.get(channel.channelNumber()) == channel;
     }
 
     /** The application closed a channel that was waiting for recovery. Event loop. */

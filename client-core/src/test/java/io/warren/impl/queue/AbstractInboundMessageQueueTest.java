@@ -127,6 +127,21 @@ abstract class AbstractInboundMessageQueueTest {
     }
 
     @Test
+    void inTheHandlerPendingCountsOnlyTheMessagesNotYetHandedOver() {
+        TestQueue q = newQueue(4, 8);
+        q.pause();
+        writeInts(q, 0, 5);
+        awaitTrue(q::isSuspended, "the drain to stop for demand");
+        List<Long> seen = Collections.synchronizedList(new ArrayList<>());
+        q.onMessage = m -> seen.add(q.pending());
+        q.resume(); // one round hands over all five: the pending count is decremented once, at its end
+        awaitTrue(() -> q.received.size() == 5, "5 deliveries");
+        assertEquals(List.of(4L, 3L, 2L, 1L, 0L), copy(seen));
+        awaitIdle(q);
+        assertEquals(0, pending(q));
+    }
+
+    @Test
     void demandFetchedBeforeTheMessagesIsSpentOnThem() {
         TestQueue q = newQueue(4, 8);
         q.pause();

@@ -67,6 +67,21 @@ class ReadmeSnippetsTest {
     }
 
     @Test
+    void everyQuotedExampleLinksToItsWholeFile() throws IOException {
+        // the snippets leave out imports: the link to the file is where a reader finds them
+        String readme = Files.readString(README, StandardCharsets.UTF_8);
+        Matcher m = SNIPPET.matcher(readme);
+        List<String> unlinked = new ArrayList<>();
+        while (m.find()) {
+            String link = "](client-it/" + EXAMPLES.resolve(m.group(1) + ".java") + ")";
+            if (!readme.contains(link) && !unlinked.contains(m.group(1))) {
+                unlinked.add(m.group(1));
+            }
+        }
+        assertEquals(List.of(), unlinked, "examples the README quotes without linking to their file");
+    }
+
+    @Test
     void regionsAreFoundAndDedented() {
         Map<String, String> r = regions(List.of("class X {", "    void f() {", "        // [a]", "        int x = 1;",
                 "          int y = 2;", "", "        // [/a]", "    }", "}"));

@@ -3,11 +3,8 @@ package io.warren.it.examples;
 import io.vertx.core.Future;
 import io.vertx.core.VerticleBase;
 import io.vertx.core.Vertx;
-import io.vertx.core.internal.VertxInternal;
 import io.warren.AmqpClient;
-import io.warren.ClientOptions;
 import io.warren.ConsumeOptions;
-import io.warren.vertx.DeliveryStream;
 import io.warren.vertx.VertxAmqp;
 import io.warren.vertx.VertxConnection;
 import java.nio.charset.StandardCharsets;
@@ -31,8 +28,7 @@ public final class VertxConsumerVerticleExample {
     /** A Warren client on {@code vertx}'s event loops (no threads of its own). */
     public static AmqpClient client(Vertx vertx) {
         // [vertx-client]
-        AmqpClient client = AmqpClient.create(new ClientOptions()
-                .eventLoopGroup(((VertxInternal) vertx).nettyEventLoopGroup()));
+        AmqpClient client = VertxAmqp.client(vertx);   // runs on Vert.x's event loops, no threads of its own
         // [/vertx-client]
         return client;
     }
@@ -43,7 +39,7 @@ public final class VertxConsumerVerticleExample {
         private final AmqpClient client;
         private final String uri;
         private final String queue;
-        private DeliveryStream orders;
+        private VertxConnection connection;
 
         public OrdersVerticle(AmqpClient client, String uri, String queue) {
             this.client = client;
@@ -54,20 +50,21 @@ public final class VertxConsumerVerticleExample {
         @Override
         public Future<?> start() {
             return VertxAmqp.create(vertx).connect(client, uri)     // futures complete on this verticle's context
-                    .compose(VertxConnection::openChannel)
+                    .compose(opened -> {
+                        connection = opened;
+                        return opened.openChannel();
+                    })
                     .compose(channel -> channel.consume(queue, ConsumeOptions.builder().prefetch(50).build()))
-                    .onSuccess(stream -> {
-                        orders = stream;
-                        stream.handler(delivery -> {
-                            vertx.eventBus().publish("orders", delivery.body().toString(StandardCharsets.UTF_8));
-                            delivery.ack();
-                        });
-                    });
+                    .onSuccess(orders -> orders.handler(delivery -> {
+                        vertx.eventBus().publish("orders", delivery.bodyAsString(StandardCharsets.UTF_8));
+                        delivery.ack();
+                    }));
         }
 
         @Override
         public Future<?> stop() {
-            return orders == null ? Future.succeededFuture() : orders.cancel();
+            // the verticle opened the connection, so it closes it: the consumer ends, unacked messages go back
+            return connection == null ? Future.succeededFuture() : connection.close();
         }
     }
     // [/vertx-verticle]

@@ -5,11 +5,13 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import io.vertx.core.Vertx;
 import io.warren.AmqpClient;
 import io.warren.Channel;
+import io.warren.ClientOptions;
 import io.warren.Connection;
 import io.warren.QueueDeclare;
 import io.warren.it.Broker;
 import io.warren.it.BrokerExtension;
 import io.warren.it.BrokerExtension.TestNames;
+import io.warren.vertx.VertxAmqp;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
@@ -25,10 +27,11 @@ class VertxConsumerVerticleExampleIT {
     void theVerticlePutsEachOrderOnTheEventBus(Broker broker, Connection connection, TestNames names) throws Exception {
         String queue = names.queue("orders");
         Channel channel = connection.openChannel().toCompletableFuture().get(30, TimeUnit.SECONDS);
-        channel.queueDeclare(QueueDeclare.named(queue).autoDelete(true)).toCompletableFuture().get(30, TimeUnit.SECONDS);
+        channel.queueDeclare(QueueDeclare.named(queue)).toCompletableFuture().get(30, TimeUnit.SECONDS);
         Vertx vertx = Vertx.vertx();
         try {
-            AmqpClient client = VertxConsumerVerticleExample.client(vertx);
+            // the example's client, with metrics on to see the verticle's connection come and go
+            AmqpClient client = VertxAmqp.client(vertx, new ClientOptions().metricsEnabled(true));
             BlockingQueue<String> bus = new ArrayBlockingQueue<>(10);
             vertx.eventBus().<String>consumer("orders", m -> bus.add(m.body()));
             String id = vertx.deployVerticle(new VertxConsumerVerticleExample.OrdersVerticle(client, broker.uri(), queue))
@@ -40,7 +43,17 @@ class VertxConsumerVerticleExampleIT {
             for (int i = 0; i < 3; i++) {
                 assertEquals("order " + i, bus.poll(30, TimeUnit.SECONDS));
             }
+            assertEquals(1, client.metrics().connections());
             vertx.undeploy(id).await(30, TimeUnit.SECONDS);
+            // the close completes with the socket's close; the count follows on the event loop
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (client.metrics().connections() != 0 && System.nanoTime() < deadline) {
+                Thread.sleep(10);
+            }
+            assertEquals(0, client.metrics().connections(), "stop() closed the connection start() opened");
+            assertEquals(0, channel.queueDeclare(QueueDeclare.passive(queue)).toCompletableFuture()
+                    .get(30, TimeUnit.SECONDS).consumerCount());
+            channel.queueDelete(queue).toCompletableFuture().get(30, TimeUnit.SECONDS);
             client.close().toCompletableFuture().get(30, TimeUnit.SECONDS);
         } finally {
             vertx.close().await(30, TimeUnit.SECONDS);

@@ -1,0 +1,64 @@
+package io.warren.perf;
+
+import io.warren.AmqpClient;
+import io.warren.Connection;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Connects once in a fresh JVM, closes, and exits: what an application pays for its first connection (class
+ * loading, static initialisers, event loops, the handshake). Run it as a whole process, several times,
+ * alternating the clients:
+ *
+ * <pre>
+ *   /usr/bin/time -f %e java -cp ... io.warren.perf.FirstConnectMain warren amqp://guest:guest@localhost:5672
+ *   /usr/bin/time -f %e java -cp ... io.warren.perf.FirstConnectMain amqp-client amqp://guest:guest@localhost:5672
+ * </pre>
+ *
+ * It prints the milliseconds of each phase since {@code main} started ({@code -q}: nothing), so that the
+ * process time splits into JVM start, client creation, connect and close. Count the classes loaded with
+ * {@code -verbose:class | grep -c '^\['}. On a loaded machine compare the processes' CPU time (user + sys) rather
+ * than their wall time.
+ *
+ * <p>What the first connect costs beyond amqp-client's (JDK 17, Netty 4.2): loading Netty (about 475 classes);
+ * Netty's JFR allocator events, registered with JFR on the first buffer allocated (skipped with
+ * {@code -Dio.netty.jfr.enabled=false}, the application's choice: it is a JVM-wide Netty setting); and Netty's
+ * first channel id (network interfaces enumerated for the MAC address, unless {@code -Dio.netty.machineId} is
+ * set). Class data sharing ({@code -XX:ArchiveClassesAtExit} once, then {@code -XX:SharedArchiveFile}) takes
+ * most of the class loading away for both clients.
+ */
+public final class FirstConnectMain {
+
+    public static void main(String[] args) throws Exception {
+        long t0 = System.nanoTime();
+        String client = args.length > 0 ? args[0] : "warren";
+        String uri = args.length > 1 ? args[1] : "amqp://guest:guest@localhost:5672/%2F";
+        boolean quiet = args.length > 2 && args[2].equals("-q");
+        long created;
+        long connected;
+        if (client.equals("warren")) {
+            AmqpClient c = AmqpClient.create();
+            created = System.nanoTime();
+            Connection connection = c.connect(uri).toCompletableFuture().get(30, TimeUnit.SECONDS);
+            connected = System.nanoTime();
+            connection.close().toCompletableFuture().get(30, TimeUnit.SECONDS);
+            c.close().toCompletableFuture().get(30, TimeUnit.SECONDS);
+        } else if (client.equals("amqp-client")) {
+            com.rabbitmq.client.ConnectionFactory f = new com.rabbitmq.client.ConnectionFactory();
+            f.setUri(uri);
+            created = System.nanoTime();
+            com.rabbitmq.client.Connection connection = f.newConnection();
+            connected = System.nanoTime();
+            connection.close();
+        } else {
+            throw new IllegalArgumentException("usage: FirstConnectMain warren|amqp-client [uri] [-q]");
+        }
+        long closed = System.nanoTime();
+        if (!quiet) {
+            System.out.printf("%s: create %.1f ms, connect %.1f ms, close %.1f ms (since main)%n", client,
+                    (created - t0) / 1e6, (connected - t0) / 1e6, (closed - t0) / 1e6);
+        }
+    }
+
+    private FirstConnectMain() {
+    }
+}

@@ -1,0 +1,255 @@
+package io.warren.impl;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.warren.Channel;
+import io.warren.ChannelClosedException;
+import io.warren.ChannelLostException;
+import io.warren.ConsumeOptions;
+import io.warren.ConsumerHandle;
+import io.warren.Delivery;
+import io.warren.RecoveryListener;
+import io.warren.StaleDeliveryException;
+import io.warren.codec.ReplyCode;
+import io.warren.codec.content.BasicProperties;
+import io.warren.codec.method.BasicConsumeOkEncoder;
+import io.warren.codec.method.BasicDeliverEncoder;
+import io.warren.codec.method.BasicQosOkEncoder;
+import io.warren.codec.method.MethodIds;
+import io.warren.impl.consume.ConsumerImpl;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+
+/**
+ * RabbitMQ's delivery acknowledgement timeout ({@code consumer_timeout}) closes the consumer's channel with 406
+ * PRECONDITION_FAILED: the channel is recovered on the same connection, as after a connection loss (same channel
+ * and consumer objects, stale tags refused, the listener told why), and the age of the oldest unacknowledged
+ * delivery showed it coming. Against a scripted broker, on its frozen clock.
+ */
+class ConsumerTimeoutRecoveryTest {
+
+    private static final byte[] BODY = "m".getBytes(StandardCharsets.UTF_8);
+
+    /** RabbitMQ 3.10's text (rabbit_channel's evaluate_consumer_timeout). */
+    private static final String TIMED_OUT = "PRECONDITION_FAILED - delivery acknowledgement on channel 1 timed out. "
+            + "Timeout value used: 1800000 ms. This timeout value can be configured, see consumers doc guide to learn "
+            + "more";
+
+    private static void deliver(FakeBroker broker, long tag, boolean redelivered) {
+        broker.send(1, new BasicDeliverEncoder().consumerTag("c").deliveryTag(tag).redelivered(redelivered)
+                .exchange("x").routingKey("rk"));
+        broker.sendContent(1, BasicProperties.EMPTY, BODY);
+    }
+
+    /** basic.qos with the default prefetch, then basic.consume of "c", answered. */
+    private static void answerConsume(FakeBroker broker) {
+        broker.expectAndRelease(1, MethodIds.BASIC_QOS);
+        broker.send(1, new BasicQosOkEncoder());
+        broker.expectAndRelease(1, MethodIds.BASIC_CONSUME);
+        broker.send(1, new BasicConsumeOkEncoder().consumerTag("c"));
+    }
+
+    private static long ageMillis(ConsumerHandle c) {
+        return TimeUnit.NANOSECONDS.toMillis(((ConsumerImpl) c).oldestUnacknowledgedAgeNanos());
+    }
+
+    @Test
+    void theAckTimeoutsChannelCloseIsRecoveredOnTheSameConnectionWithTheSameConsumer() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            FakeBroker broker = brokers.first;
+            List<String> events = new ArrayList<>();
+            brokers.connection.addRecoveryListener(new RecoveryListener() {
+                @Override
+                public void channelRecoveryStarted(Channel channel, ChannelLostException cause) {
+                    events.add("started " + channel.channelNumber() + " " + cause.replyCode() + " "
+                            + cause.replyText().startsWith("PRECONDITION_FAILED - delivery acknowledgement"));
+                }
+
+                @Override
+                public void channelRecoverySucceeded(Channel channel) {
+                    events.add("succeeded " + channel.channelNumber());
+                }
+            });
+            Channel ch = broker.openChannel(brokers.connection, 1);
+            List<Delivery> kept = new ArrayList<>();
+            CompletionStage<ConsumerHandle> stage = ch.consume("q", ConsumeOptions.builder().consumerTag("c").build(),
+                    d -> kept.add(d.retain()));
+            answerConsume(broker);
+            ConsumerHandle c = stage.toCompletableFuture().join();
+            try {
+                assertEquals(0, ageMillis(c), "nothing delivered");
+                deliver(broker, 1, false);
+                broker.client.advanceTimeBy(7, TimeUnit.SECONDS);
+                deliver(broker, 2, false);
+                broker.client.advanceTimeBy(3, TimeUnit.SECONDS);
+                assertEquals(10_000, ageMillis(c), "the oldest unacknowledged delivery came 10 s ago");
+                kept.get(0).ack();
+                assertEquals("ack 1", FakeBroker.settlement(broker.next()));
+                assertEquals(3_000, ageMillis(c), "now the second is the oldest");
+
+                broker.sendChannelClose(1, ReplyCode.PRECONDITION_FAILED, TIMED_OUT, 0, 0);
+                broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
+                // the same number again on the same connection, then the consumer with its tag and prefetch
+                RecoveringBrokers.reopen(broker, 1);
+                answerConsume(broker);
+                brokers.runAllTasks();
+                assertEquals(List.of("started 1 406 true", "succeeded 1"), events);
+                assertTrue(ch.isOpen());
+                assertFalse(ch.closeFuture().toCompletableFuture().isDone());
+                assertTrue(c.isActive());
+                assertFalse(c.endFuture().toCompletableFuture().isDone());
+                assertEquals(1, brokers.connections(), "the connection was not touched");
+                assertEquals(0, ageMillis(c), "the broker requeued what was unacknowledged");
+
+                // delivery 2 is stale: its tag names nothing (or another message) on the new channel
+                assertThrows(StaleDeliveryException.class, () -> kept.get(1).ack());
+                broker.expectNothing();
+                deliver(broker, 1, true); // the broker's redelivery of message 2
+                assertEquals(3, kept.size());
+                assertEquals(3, kept.get(2).deliveryTag(), "tags continue above those seen before");
+                assertTrue(kept.get(2).redelivered());
+                kept.get(2).ack();
+                assertEquals("ack 1", FakeBroker.settlement(broker.next()));
+                broker.expectNothing();
+            } finally {
+                kept.forEach(Delivery::release);
+            }
+        }
+    }
+
+    @Test
+    void anotherPreconditionFailedStillEndsTheChannelAndItsConsumers() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            FakeBroker broker = brokers.first;
+            List<String> events = new ArrayList<>();
+            brokers.connection.addRecoveryListener(new RecoveryListener() {
+                @Override
+                public void channelRecoveryStarted(Channel channel, ChannelLostException cause) {
+                    events.add("started");
+                }
+            });
+            Channel ch = broker.openChannel(brokers.connection, 1);
+            CompletionStage<ConsumerHandle> stage = ch.consume("q", ConsumeOptions.builder().consumerTag("c").build(),
+                    Delivery::ack);
+            answerConsume(broker);
+            ConsumerHandle c = stage.toCompletableFuture().join();
+            broker.sendChannelClose(1, ReplyCode.PRECONDITION_FAILED, "PRECONDITION_FAILED - unknown delivery tag 9",
+                    60, 80);
+            broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
+            brokers.runAllTasks();
+            broker.expectNothing();
+            assertEquals(List.of(), events);
+            assertFalse(ch.isOpen());
+            ChannelClosedException closed = assertInstanceOf(ChannelClosedException.class,
+                    ch.closeFuture().toCompletableFuture().join());
+            assertFalse(closed instanceof ChannelLostException);
+            assertEquals(ReplyCode.PRECONDITION_FAILED, closed.replyCode());
+            assertFalse(c.isActive());
+        }
+    }
+
+    @Test
+    void aChannelWhoseRestoreIsRefusedEndsForGoodAndTheListenerIsToldWhy() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            FakeBroker broker = brokers.first;
+            List<String> events = new ArrayList<>();
+            brokers.connection.addRecoveryListener(new RecoveryListener() {
+                @Override
+                public void channelRecoveryStarted(Channel channel, ChannelLostException cause) {
+                    events.add("started");
+                }
+
+                @Override
+                public void channelRecoverySucceeded(Channel channel) {
+                    events.add("succeeded");
+                }
+
+                @Override
+                public void channelRecoveryFailed(Channel channel, Throwable cause) {
+                    events.add("failed " + ((ChannelClosedException) cause).replyCode());
+                }
+            });
+            Channel ch = broker.openChannel(brokers.connection, 1);
+            CompletionStage<Void> qos = ch.basicQos(10);
+            broker.expectAndRelease(1, MethodIds.BASIC_QOS);
+            broker.send(1, new BasicQosOkEncoder());
+            qos.toCompletableFuture().join();
+            CompletionStage<ConsumerHandle> stage = ch.consume("q", ConsumeOptions.builder().consumerTag("c").build(),
+                    Delivery::ack);
+            broker.expectAndRelease(1, MethodIds.BASIC_CONSUME); // the channel's own qos applies: no default
+            broker.send(1, new BasicConsumeOkEncoder().consumerTag("c"));
+            ConsumerHandle c = stage.toCompletableFuture().join();
+
+            broker.sendChannelClose(1, ReplyCode.PRECONDITION_FAILED, TIMED_OUT, 0, 0);
+            broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
+            RecoveringBrokers.reopen(broker, 1);
+            broker.expectAndRelease(1, MethodIds.BASIC_QOS); // the channel's mode first: refused this time
+            broker.sendChannelClose(1, ReplyCode.ACCESS_REFUSED, "ACCESS_REFUSED - no", 60, 10);
+            broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
+            brokers.runAllTasks();
+            broker.expectNothing();
+            assertEquals(List.of("started", "failed 403"), events);
+            assertFalse(ch.isOpen());
+            assertEquals(ReplyCode.ACCESS_REFUSED, ch.closeFuture().toCompletableFuture().join().replyCode());
+            assertFalse(c.isActive(), "its consumer ended with the channel");
+            assertEquals(ReplyCode.ACCESS_REFUSED, c.endFuture().toCompletableFuture().join().replyCode());
+            assertEquals(1, brokers.connections());
+        }
+    }
+
+    @Test
+    void aConnectionLostWhileTheChannelIsReopenedTakesTheChannelOver() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            FakeBroker broker = brokers.first;
+            List<String> events = new ArrayList<>();
+            brokers.connection.addRecoveryListener(new RecoveryListener() {
+                @Override
+                public void channelRecoveryStarted(Channel channel, ChannelLostException cause) {
+                    events.add("channel started");
+                }
+
+                @Override
+                public void channelRecoveryFailed(Channel channel, Throwable cause) {
+                    events.add("channel failed");
+                }
+
+                @Override
+                public void recoverySucceeded(io.warren.Connection connection) {
+                    events.add("connection recovered");
+                }
+            });
+            Channel ch = broker.openChannel(brokers.connection, 1);
+            List<Long> seen = new ArrayList<>();
+            CompletionStage<ConsumerHandle> stage = ch.consume("q", ConsumeOptions.builder().consumerTag("c").build(),
+                    d -> {
+                        seen.add(d.deliveryTag());
+                        d.ack();
+                    });
+            answerConsume(broker);
+            ConsumerHandle c = stage.toCompletableFuture().join();
+            broker.sendChannelClose(1, ReplyCode.PRECONDITION_FAILED, TIMED_OUT, 0, 0);
+            broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
+            broker.expectAndRelease(1, MethodIds.CHANNEL_OPEN); // not answered: the connection goes first
+
+            FakeBroker second = brokers.cutAndReconnect();
+            RecoveringBrokers.reopen(second, 1);
+            answerConsume(second);
+            brokers.runAllTasks();
+            second.expectNothing();
+            assertEquals(List.of("channel started", "connection recovered"), events);
+            assertTrue(ch.isOpen());
+            assertTrue(c.isActive());
+            deliver(second, 1, true);
+            assertEquals(List.of(1L), seen);
+            assertEquals("ack 1", FakeBroker.settlement(second.next()));
+        }
+    }
+}

@@ -1,0 +1,45 @@
+package io.warren.it.examples;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import io.warren.Channel;
+import io.warren.Connection;
+import io.warren.QueueDeclare;
+import io.warren.it.BrokerExtension;
+import io.warren.it.BrokerExtension.TestNames;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/** Runs the README's Reactive Streams example against the broker. */
+@ExtendWith(BrokerExtension.class)
+class FlowExampleIT {
+
+    @Test
+    void everyOrderArrivesInOrderAckedAndTheStreamCompletesWhenTheQueueGoes(Connection connection, TestNames names)
+            throws Exception {
+        String queue = names.queue("orders");
+        Channel publisher = connection.openChannel().toCompletableFuture().get(30, TimeUnit.SECONDS);
+        publisher.queueDeclare(QueueDeclare.named(queue)).toCompletableFuture().get(30, TimeUnit.SECONDS);
+        int confirmed = PublishWithConfirmsExample.publishOrders(publisher, queue, 300)
+                .toCompletableFuture().get(60, TimeUnit.SECONDS);
+        assertEquals(300, confirmed);
+
+        Channel consumerChannel = connection.openChannel().toCompletableFuture().get(30, TimeUnit.SECONDS);
+        List<String> received = new CopyOnWriteArrayList<>();
+        CompletableFuture<Void> done = FlowExample.consumeOrders(consumerChannel, queue, received::add);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (received.size() < 300 && System.nanoTime() < deadline) {
+            Thread.sleep(10);
+        }
+        assertEquals(300, received.size());
+        assertEquals("order 0", received.get(0));
+        assertEquals("order 299", received.get(299));
+
+        publisher.queueDelete(queue).toCompletableFuture().get(30, TimeUnit.SECONDS);
+        done.get(30, TimeUnit.SECONDS); // the broker's basic.cancel completes the stream
+    }
+}
