@@ -247,7 +247,10 @@ public interface Channel {
 
     /**
      * As {@link #publish(CharSequence, CharSequence, boolean, io.warren.codec.content.BasicProperties,
-     * io.netty.buffer.ByteBuf)} with the array wrapped, not copied: do not modify it until the stage completes.
+     * io.netty.buffer.ByteBuf)} with the array wrapped, not copied. The array may still be read after this method
+     * returns (while the message waits for the event loop, a full socket, or a held confirm window): do not modify
+     * it until the stage completes. A caller that fills one array again for each message must pass a copy (or wait
+     * for the stage first).
      */
     CompletionStage<PublishOutcome> publish(CharSequence exchange, CharSequence routingKey, boolean mandatory,
                                             io.warren.codec.content.BasicProperties properties, byte[] body);

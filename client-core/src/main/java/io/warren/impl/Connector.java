@@ -103,7 +103,11 @@ public final class Connector {
         long timeoutMillis = options.connectionTimeout().toMillis();
         Bootstrap bootstrap = new Bootstrap()
                 .group(loops)
-                .channel(channelClass)
+                // Warren's own NIO channel is made here, not by Netty's reflection: io.warren.impl is not exported
+                // to Netty's module on the module path
+                .channelFactory(channelClass == DirectNioSocketChannel.class
+                        ? (io.netty.channel.ChannelFactory<io.netty.channel.Channel>) DirectNioSocketChannel::new
+                        : new io.netty.channel.ReflectiveChannelFactory<>(channelClass))
                 .option(ChannelOption.TCP_NODELAY, true)
                 .option(ChannelOption.SO_KEEPALIVE, true)
                 // Netty 4.2's default adaptive allocator hands out slices that are not recycled: with it,

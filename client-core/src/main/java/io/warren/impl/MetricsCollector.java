@@ -9,7 +9,8 @@ import io.warren.ConsumerHandle;
  * looked up per message. {@link CountingMetrics} is the one real implementation; Micrometer (or anything
  * else) reads its counters through {@link io.warren.metrics.ClientMetrics}.
  *
- * <p>Called on event loops (and, for refused publishes, on the publisher's thread): implementations must be
+ * <p>Called on event loops (and, for refused publishes and publishes written on their caller's thread, on the
+ * publisher's thread): implementations must be
  * thread-safe and must not block.
  */
 public interface MetricsCollector {

@@ -1,15 +1,24 @@
 package io.warren.impl;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOutboundBuffer;
 import io.netty.channel.ChannelPromise;
 import io.netty.util.ReferenceCountUtil;
 import io.netty.util.concurrent.EventExecutor;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.GenericFutureListener;
+import io.warren.codec.FrameDecoder;
 import io.warren.codec.Frames;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.SocketChannel;
+import java.util.Map;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
@@ -35,6 +44,32 @@ import org.jctools.queues.MpscUnboundedArrayQueue;
  *       writes a pending end octet first, so nothing ever comes between a body and its end and a flush never
  *       leaves a message incomplete.</li>
  * </ul>
+ *
+ * <h2>The writer token: publishes written on the caller's thread</h2>
+ * At a service's pace the queue is empty at every publish, and handing each one to the event loop costs a selector
+ * wake-up and a scheduling delay per message. So a publishing thread that finds the path idle writes the message to
+ * the socket itself. Who may write to the socket is decided by one token ({@code owner}):
+ * <ul>
+ *   <li>{@code FREE}: nobody writes. Invariants: nothing the loop wrote is unflushed, no end octet is pending.</li>
+ *   <li>{@code LOOP}: the event loop writes through the pipeline. It takes the token (one CAS) at its first write of
+ *       a pass or drain, and gives it back after the flush that ends them ({@link #flushIfPending}).</li>
+ *   <li>{@code CALLER}: one publishing thread frames a message into {@link #callerHead()} and makes one gathering,
+ *       non-blocking write ({@link #writeDirect}) to the JDK socket under Netty's NIO channel. It takes the token
+ *       only when nothing is queued, no drain is scheduled, Netty's outbound buffer is empty and the channel is
+ *       writable ({@link #tryTakeForCaller}).</li>
+ *   <li>{@code HANDED}: the socket took only part of a caller's message; the rest waits in {@code handed*} for the
+ *       loop, which alone may take the token from this state, and writes that rest first.</li>
+ * </ul>
+ * Why a write from another thread is safe: every byte Netty writes to this socket comes from its outbound buffer,
+ * and only the token holder adds to it (all of Warren's writes go through this path; nothing else in the pipeline
+ * writes on its own). A caller takes the token and then sees the buffer empty ({@code totalPendingWriteBytes}
+ * falls to 0 only after Netty's last socket write of an entry): while it holds the token Netty has nothing to
+ * write, and the loop, finding the token held, queues its own writes ({@code deferring}: all of them, in order,
+ * until the queue is drained) instead of writing. The JDK's {@code SocketChannel} allows a write on one thread while
+ * another reads or closes it. Callers never write where that argument does not hold: TLS ({@code SslHandler} must
+ * see every byte), the metrics' byte counter, and the native transports (Netty exposes their descriptor as a raw
+ * int, which a concurrent close could hand to another socket). Under load the token is rarely free and publishes
+ * go through the queue and its coalesced flushes as before.
  *
  * <p>Ownership: a buffer passed to {@code write} belongs to the path from the call on; it is released
  * when written, or when the write fails (including on a closed connection).
@@ -65,6 +100,34 @@ public final class OutboundPath {
 
     private static final AtomicIntegerFieldUpdater<OutboundPath> DRAIN_SCHEDULED =
             AtomicIntegerFieldUpdater.newUpdater(OutboundPath.class, "drainScheduled");
+    private static final AtomicIntegerFieldUpdater<OutboundPath> OWNER =
+            AtomicIntegerFieldUpdater.newUpdater(OutboundPath.class, "owner");
+
+    /** Token states: see the class comment. */
+    private static final int FREE = 0;
+    private static final int LOOP = 1;
+    private static final int CALLER = 2;
+    private static final int HANDED = 3;
+
+    /** Capacity of the caller's head buffer: a larger head goes through the event loop. */
+    static final int CALLER_HEAD_CAPACITY = 512;
+
+    /**
+     * What makes a burst: publishes closer together than this (system property
+     * {@code warren.publish.callerWriteGapMicros}, 50 us by default). 50 us is above the hop's own median (20-30 us)
+     * and below the gap at the paced rates services publish at (100 us at 10,000 msg/s).
+     */
+    static final long CALLER_WRITE_GAP_NANOS =
+            TimeUnit.MICROSECONDS.toNanos(Long.getLong("warren.publish.callerWriteGapMicros", 50));
+
+    /**
+     * Caller writes in one burst before the rest of it joins the queue. A few publishes at once (a paced publisher
+     * woken late catches up) cost a few syscalls, less than a hop; a long burst costs one syscall per message, where
+     * the queue's drain writes hundreds with one flush (the client-only rate into a sink halves without this bound).
+     * Once the loop has flushed, the burst stays with it until a pause of {@link #CALLER_WRITE_GAP_NANOS}. System
+     * property {@code warren.publish.callerWritesPerBurst}, for benchmarks.
+     */
+    static final int CALLER_WRITES_PER_BURST = Integer.getInteger("warren.publish.callerWritesPerBurst", 16);
 
     private final ChannelHandlerContext ctx;
     private final EventExecutor loop;
@@ -75,6 +138,16 @@ public final class OutboundPath {
     // any thread (volatile / MPSC)
     private final MessagePassingQueue<Object> queue = new MpscUnboundedArrayQueue<>(256);
     private volatile int drainScheduled;
+    /** The writer token: FREE, LOOP, CALLER or HANDED. */
+    private volatile int owner;
+    /** Set by whoever writes (the token holder); read and cleared by the heartbeat sender on the loop. */
+    private volatile boolean writtenSinceCheck;
+    /** When the last caller's write or the loop's last flush was made ({@code System.nanoTime()}); token holder. */
+    private volatile long lastWriteNanos = System.nanoTime() - CALLER_WRITE_GAP_NANOS;
+    /** Caller writes in the current burst; {@link #CALLER_WRITES_PER_BURST} once the loop has the burst. */
+    private volatile int burstWrites;
+    /** {@link #CALLER_WRITE_GAP_NANOS}, unless a test changed it. */
+    private volatile long callerWriteGapNanos = CALLER_WRITE_GAP_NANOS;
     private final java.util.concurrent.CopyOnWriteArrayList<Runnable> writabilityListeners =
             new java.util.concurrent.CopyOnWriteArrayList<>();
 
@@ -82,7 +155,10 @@ public final class OutboundPath {
     private boolean inBatch;
     private boolean flushPending;
     private boolean flushTaskScheduled;
-    private boolean writtenSinceCheck;
+    /** The loop queued a write of its own (a caller held the token): its later writes queue behind it. */
+    private boolean deferring;
+    /** A drain runs: it holds the token, and what its items write goes straight out. */
+    private boolean draining;
     /** Whether the body frame written last still needs its end octet, and the listener of its message. */
     private boolean endPending;
     private WriteListener pendingEndListener;
@@ -90,10 +166,49 @@ public final class OutboundPath {
     /** The connection's reused head and end-octet buffers: the publisher frames heads, this path writes end octets. */
     private final PublishBuffers publishBuffers;
 
+    /** The JDK socket a caller may write to under the token; null when callers never write (class comment). */
+    private final SocketChannel socket;
+    // token holder only (CALLER): the head buffer, the gathering array and the end octet of a caller's write
+    private final ByteBuf callerHead;
+    private final ByteBuffer[] gather = new ByteBuffer[3];
+    private final ByteBuffer callerEnd;
+    // written by a caller before it sets HANDED, read by the loop after it takes the token from HANDED
+    private ByteBuf handedHead;
+    private ByteBuf handedBody;
+    private WriteListener handedListener;
+    /** Messages callers wrote, and how many of them the socket took only in part (token holder; for tests). */
+    private long callerWrites;
+    private long handOvers;
+
     public OutboundPath(ChannelHandlerContext ctx) {
         this.ctx = ctx;
         this.loop = ctx.executor();
         this.publishBuffers = new PublishBuffers(loop, ctx.alloc());
+        this.socket = ctx.channel() instanceof DirectNioSocketChannel direct && onlyWarrensHandlers(ctx)
+                ? direct.socket() : null;
+        if (socket != null) {
+            // The JDK's own direct buffers, kept for the connection's life and freed by the garbage collector.
+            callerHead = Unpooled.wrappedBuffer(ByteBuffer.allocateDirect(CALLER_HEAD_CAPACITY)).clear();
+            callerEnd = ByteBuffer.allocateDirect(1).put(0, (byte) Frames.FRAME_END);
+        } else {
+            callerHead = null;
+            callerEnd = null;
+        }
+    }
+
+    /**
+     * Callers write to the socket only when the pipeline is the frame decoder and this path's handler: no SslHandler
+     * (it must see every byte), no byte counter (it counts them), nothing that could write on its own. (The
+     * initializer that built the pipeline is still in it while it runs.)
+     */
+    private static boolean onlyWarrensHandlers(ChannelHandlerContext ctx) {
+        for (Map.Entry<String, ChannelHandler> e : ctx.pipeline()) {
+            ChannelHandler h = e.getValue();
+            if (!(h instanceof FrameDecoder || h == ctx.handler() || h instanceof ChannelInitializer<?>)) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** The connection's head and end-octet buffers (event loop only). */
@@ -136,11 +251,13 @@ public final class OutboundPath {
 
     /** Writes {@code frames} (one or more whole frames) without notification; any thread. Takes ownership. */
     public void write(ByteBuf frames) {
-        if (loop.inEventLoop()) {
+        if (!loop.inEventLoop()) {
+            offer(frames);
+        } else if (takeOnLoop()) {
             writePendingEnds();
             writeNow(frames, null);
         } else {
-            offer(frames);
+            defer(frames);
         }
     }
 
@@ -151,11 +268,13 @@ public final class OutboundPath {
     public void write(ByteBuf frames, WriteListener listener) {
         if (listener == null) {
             write(frames);
-        } else if (loop.inEventLoop()) {
+        } else if (!loop.inEventLoop()) {
+            offer(new PendingWrite(frames, listener));
+        } else if (takeOnLoop()) {
             writePendingEnds();
             writeNow(frames, listener);
         } else {
-            offer(new PendingWrite(frames, listener));
+            defer(new PendingWrite(frames, listener));
         }
     }
 
@@ -169,6 +288,11 @@ public final class OutboundPath {
      * the previous message's listener runs between this head and body: harmless, as every write after it fails too.)
      */
     void writeContent(ByteBuf head, ByteBuf body, WriteListener listener) {
+        if (!takeOnLoop()) {
+            // a caller holds the token: after it, in order with the loop's other writes
+            defer(new DeferredContent(head, body, listener));
+            return;
+        }
         if (endPending && head.readerIndex() > 0) {
             WriteListener previous = pendingEndListener;
             endPending = false;
@@ -250,6 +374,17 @@ public final class OutboundPath {
     public void discardQueued(Throwable cause) {
         // written to the closed channel, which releases it and fails its listener as for any other write
         writePendingEnds();
+        // as a drain: what the items write goes to the closed channel now instead of being queued again
+        draining = true;
+        deferring = false;
+        try {
+            discardItems(cause);
+        } finally {
+            draining = false;
+        }
+    }
+
+    private void discardItems(Throwable cause) {
         Object item;
         while ((item = queue.relaxedPoll()) != null) {
             if (item instanceof Runnable r) {
@@ -265,12 +400,18 @@ public final class OutboundPath {
 
     private void offer(Object item) {
         queue.offer(item);
-        // Only the thread that takes the queue from idle schedules: one drain task however many writers.
+        scheduleDrain();
+    }
+
+    /**
+     * Only the thread that takes the queue from idle schedules: one drain task however many writers. An event loop
+     * that refuses it is shut down: nothing will ever write, what is queued is released.
+     */
+    private void scheduleDrain() {
         if (drainScheduled == 0 && DRAIN_SCHEDULED.compareAndSet(this, 0, 1)) {
             try {
                 loop.execute(drainTask);
             } catch (RuntimeException rejected) {
-                // The event loop is shut down: nothing will ever write; release what is queued.
                 discardRejected(rejected);
             }
         }
@@ -300,10 +441,22 @@ public final class OutboundPath {
     }
 
     private void drain() {
+        if (!takeToken()) {
+            // A caller writes: it looks at the queue when it gives the token back and schedules a drain then. Let go
+            // of the flag first, then look at the token again: either the caller sees the flag clear, or this sees
+            // the token given back (volatile accesses are totally ordered).
+            drainScheduled = 0;
+            int o = owner;
+            if (o == HANDED || o == FREE && !queue.isEmpty()) {
+                scheduleDrain();
+            }
+            return;
+        }
         // drainScheduled stays set while this runs: writers offering meanwhile schedule nothing, so a writer
         // that keeps the queue full cannot make the loop run drain after drain inside one pass.
         boolean outerBatch = inBatch;
         inBatch = true;
+        draining = true;
         int taken = 0;
         try {
             Object item;
@@ -320,6 +473,10 @@ public final class OutboundPath {
                 }
             }
         } finally {
+            draining = false;
+            if (queue.isEmpty()) {
+                deferring = false; // the loop's own queued writes are all out
+            }
             inBatch = outerBatch;
             if (!outerBatch) {
                 flushIfPending();
@@ -386,6 +543,233 @@ public final class OutboundPath {
         if (flushPending) {
             flushPending = false;
             ctx.flush();
+            lastWriteNanos = System.nanoTime();
+            burstWrites = CALLER_WRITES_PER_BURST;
+        }
+        if (!inBatch && !draining && owner == LOOP) {
+            // Everything the loop wrote is flushed (what the socket did not take is in Netty's outbound buffer,
+            // which keeps callers away until it is written): callers may write again.
+            owner = FREE;
+            if (!queue.isEmpty()) {
+                scheduleDrain();
+            }
+        }
+    }
+
+    // ---- the writer token ------------------------------------------------------------------------------------
+
+    /**
+     * Takes the token for a write of the event loop's; false when a caller holds it, or when the loop has queued
+     * writes of its own that must go first: the write is then queued ({@link #defer}). Event loop.
+     */
+    private boolean takeOnLoop() {
+        if (draining) {
+            return true; // a drain holds the token and writes in queue order
+        }
+        return !deferring && takeToken();
+    }
+
+    /** Takes the token for the loop unless a caller holds it; writes a handed rest first. Event loop. */
+    private boolean takeToken() {
+        int o = owner;
+        if (o == LOOP) {
+            return true;
+        }
+        if (o == FREE && OWNER.compareAndSet(this, FREE, LOOP)) {
+            return true;
+        }
+        if (o == HANDED) {
+            owner = LOOP; // only the loop leaves HANDED
+            writeHanded();
+            return true;
+        }
+        return false;
+    }
+
+    /** Queues a write (or a task that writes) of the loop's own behind a caller's; see {@link #takeOnLoop}. */
+    private void defer(Object item) {
+        deferring = true;
+        queue.offer(item);
+        scheduleDrain();
+    }
+
+    /** The rest of a caller's message the socket did not take: first on the wire. Event loop, token just taken. */
+    private void writeHanded() {
+        ByteBuf head = handedHead;
+        ByteBuf body = handedBody;
+        WriteListener listener = handedListener;
+        handedHead = null;
+        handedBody = null;
+        handedListener = null;
+        if (head != null) {
+            writeToPipeline(head, null);
+        }
+        if (body != null) {
+            writeToPipeline(body, null);
+        }
+        endPending = true; // the message's end octet is always part of what is left
+        pendingEndListener = listener;
+        if (!inBatch && !flushTaskScheduled) {
+            flushTaskScheduled = true;
+            loop.execute(flushTask);
+        }
+    }
+
+    /**
+     * Takes the token for a caller's write when the path is idle: callers may write here, nothing is queued or being
+     * drained, Netty's outbound buffer is empty and the channel writable. Any thread but the loop; on true the caller
+     * goes on with {@link #writeDirect} or gives the token back with {@link #releaseCaller}.
+     */
+    boolean tryTakeForCaller() {
+        // not on the loop: its publishes are written in its pass and flushed together (one syscall per batch); not
+        // deep in a burst (CALLER_WRITES_PER_BURST)
+        if (socket == null || owner != FREE || drainScheduled != 0 || !queue.isEmpty()
+                || inBurst(System.nanoTime()) && burstWrites >= CALLER_WRITES_PER_BURST || loop.inEventLoop()
+                || !OWNER.compareAndSet(this, FREE, CALLER)) {
+            return false;
+        }
+        // Looked at under the token: the loop adds to Netty's buffer only while it holds it.
+        io.netty.channel.Channel ch = ctx.channel();
+        ChannelOutboundBuffer out = ch.unsafe().outboundBuffer();
+        if (out == null || out.totalPendingWriteBytes() != 0 || !ch.isWritable() || !ch.isActive()) {
+            releaseCaller();
+            return false;
+        }
+        return true;
+    }
+
+    /** Whether {@code now} is close behind the connection's last write: see {@link #CALLER_WRITE_GAP_NANOS}. */
+    private boolean inBurst(long now) {
+        return now - lastWriteNanos < callerWriteGapNanos;
+    }
+
+    /** Gives the caller's token back; schedules a drain for what was queued meanwhile. Token holder (CALLER). */
+    void releaseCaller() {
+        owner = FREE;
+        if (!queue.isEmpty()) {
+            scheduleDrain();
+        }
+    }
+
+    /** The head buffer a caller frames into, cleared. Token holder (CALLER) only; the path owns it. */
+    ByteBuf callerHead() {
+        return callerHead.clear();
+    }
+
+    /**
+     * Writes {@code head} (the {@link #callerHead()}), {@code body} and the body frame's end octet with one
+     * non-blocking gathering write. Token holder (CALLER); takes ownership of {@code body} unless the socket refuses
+     * it. When the socket took it
+     * all the token is given back and this returns true. Otherwise the caller keeps the token and must call
+     * {@link #handOver} next: the rest (head copied, body kept, end octet) goes to the event loop.
+     *
+     * @throws IOException when the socket refused it (closed, reset): nothing was written, the token is given back
+     *                     and {@code body} stays the caller's
+     */
+    boolean writeDirect(ByteBuf head, ByteBuf body) throws IOException {
+        int headLength = head.readableBytes();
+        int bodyLength = body.readableBytes();
+        ByteBuffer[] g = gather;
+        g[0] = head.internalNioBuffer(head.readerIndex(), headLength);
+        // internalNioBuffer is the buffer's own, reused view: only for a body no other owner or thread can touch
+        // meanwhile (a derived buffer's is its parent's, which another slice's writer may be using)
+        g[1] = body.refCnt() == 1 && body.unwrap() == null ? body.internalNioBuffer(body.readerIndex(), bodyLength)
+                : body.nioBuffer(body.readerIndex(), bodyLength);
+        g[2] = callerEnd.clear();
+        long written;
+        try {
+            written = socket.write(g, 0, 3);
+        } catch (IOException | RuntimeException e) {
+            g[0] = g[1] = g[2] = null;
+            releaseCaller();
+            throw e;
+        }
+        g[0] = g[1] = g[2] = null;
+        writtenSinceCheck = true;
+        long now = System.nanoTime();
+        burstWrites = inBurst(now) ? burstWrites + 1 : 1;
+        lastWriteNanos = now;
+        callerWrites++;
+        if (written == headLength + bodyLength + 1) {
+            body.release();
+            releaseCaller();
+            return true;
+        }
+        // A partial write: the socket's buffer is full. The loop writes the rest through Netty, which waits for
+        // the socket (OP_WRITE); callers stay away until Netty's buffer is empty again.
+        if (written < headLength) {
+            handedHead = ctx.alloc().directBuffer(headLength - (int) written)
+                    .writeBytes(head, head.readerIndex() + (int) written, headLength - (int) written);
+        }
+        long bodyWritten = Math.max(0, written - headLength);
+        if (bodyWritten < bodyLength) {
+            handedBody = body.refCnt() == 1 ? body.skipBytes((int) bodyWritten)
+                    : shared(body, body.readerIndex() + (int) bodyWritten, bodyLength - (int) bodyWritten);
+        } else {
+            body.release();
+        }
+        return false;
+    }
+
+    /**
+     * Hands the rest of a partly written message ({@link #writeDirect} returned false) and the token to the event
+     * loop; {@code listener} (or null) hears on the loop when the message is written whole. Token holder (CALLER).
+     */
+    void handOver(WriteListener listener) {
+        handedListener = listener;
+        handOvers++;
+        owner = HANDED; // publishes the handed fields to the loop
+        scheduleDrain();
+    }
+
+    /** The connection's Netty channel (tests set socket options through it). */
+    io.netty.channel.Channel channel() {
+        return ctx.channel();
+    }
+
+    /** For tests: {@code 0} lets callers write whenever the path is idle, however close behind the last write. */
+    void callerWriteGap(long nanos) {
+        callerWriteGapNanos = nanos;
+    }
+
+    /** Messages written on callers' threads so far, and how many of them were handed over; read when all is quiet. */
+    long[] callerWriteCounts() {
+        return new long[] {callerWrites, handOvers};
+    }
+
+    /** A slice of {@code body} with indices of its own, for a buffer another owner references; takes its reference. */
+    private static ByteBuf shared(ByteBuf body, int index, int length) {
+        try {
+            return body.retainedSlice(index, length);
+        } finally {
+            body.release();
+        }
+    }
+
+    /** A single-frame publish the loop wrote while a caller held the token: written in queue order after it. */
+    private final class DeferredContent implements DiscardableTask {
+        private final ByteBuf head;
+        private final ByteBuf body;
+        private final WriteListener listener;
+
+        DeferredContent(ByteBuf head, ByteBuf body, WriteListener listener) {
+            this.head = head;
+            this.body = body;
+            this.listener = listener;
+        }
+
+        @Override
+        public void run() {
+            writeContent(head, body, listener);
+        }
+
+        @Override
+        public void discard(Throwable cause) {
+            head.release();
+            body.release();
+            if (listener != null) {
+                listener.written(cause);
+            }
         }
     }
 

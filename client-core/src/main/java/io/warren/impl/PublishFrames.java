@@ -33,7 +33,8 @@ import io.warren.codec.method.BasicPublishEncoder;
  * as a {@code retainedSlice()} instead, because the socket moves the reader index of the object it writes.
  *
  * <p>The caller's thread checks the arguments and computes the size ({@link #wireLength}); the event loop frames
- * ({@link #frame}). Framing on the loop is deliberate: head and tail are taken and released on the same thread,
+ * ({@link #frame}), except for a publish its caller writes itself ({@link #frameHead}, into the outbound path's
+ * caller head, while it holds the path's writer token). Framing on the loop is deliberate: head and tail are taken and released on the same thread,
  * where they are reused (and where the pooled allocator's thread cache works, for a head too large to be kept);
  * allocated on an application thread (not a {@code FastThreadLocalThread}) each would cost a new buffer object.
  */
@@ -146,6 +147,31 @@ final class PublishFrames {
             if (head != null) {
                 head.release();
             }
+        }
+    }
+
+    /**
+     * Frames the head of a single-frame publish with a body of {@code bodyLength} bytes (method frame, content-header
+     * frame, body frame header) into {@code head}, for a caller that writes the message itself
+     * ({@link OutboundPath#writeDirect}). Writes nothing and returns false when it does not fit {@code head}'s
+     * capacity. The caller checked the arguments ({@link #checkHeaderFits} and the names' lengths).
+     */
+    static boolean frameHead(ByteBuf head, int channel, CharSequence exchange, CharSequence routingKey,
+                             boolean mandatory, BasicProperties properties, int bodyLength) {
+        BasicPublishEncoder method = ENCODER.get();
+        try {
+            method.exchange(exchange).routingKey(routingKey).mandatory(mandatory);
+            int headLength = method.encodedLength() + ContentHeaderEncoder.encodedLength(properties)
+                    + 2 * Frames.FRAME_OVERHEAD + Frames.FRAME_HEADER_SIZE;
+            if (headLength > head.maxWritableBytes()) {
+                return false;
+            }
+            Frames.writeMethod(head, channel, method);
+            Frames.writeContentHeader(head, channel, bodyLength, properties);
+            Frames.writeHeader(head, FrameType.BODY, channel, bodyLength);
+            return true;
+        } finally {
+            method.reset(); // drop the caller's strings
         }
     }
 

@@ -11,6 +11,7 @@ import io.warren.PublishOutcome;
 import io.warren.ReturnListener;
 import io.warren.WritabilityListener;
 import io.warren.codec.Frame;
+import io.warren.codec.Frames;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.content.ContentHeaderEncoder;
 import io.warren.codec.content.SequenceHeader;
@@ -29,12 +30,18 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One channel's publishing: framing on the caller's thread, the hand-over to the event loop, publisher
+ * One channel's publishing: writing on the caller's thread when the connection is idle, else the hand-over to
+ * the event loop, publisher
  * confirms ({@link ConfirmTracker}), basic.return, and back-pressure (the confirm window, the connection's
  * {@link PublishFlow}, writability listeners and waiters).
  *
  * <h2>Path of a publish</h2>
  * <ol>
+ *   <li>Caller's thread, connection idle (outside confirm mode, nothing held, nothing queued on the connection,
+ *       Netty's outbound buffer empty, not deep in a burst of publishes): the thread takes the {@link OutboundPath}'s writer token, frames the head
+ *       into the path's buffer ({@link PublishFrames#frameHead}) and writes head, body and end octet with one
+ *       gathering write: no task, no hop to the event loop. A rest the socket did not take goes to the loop.
+ *       Anything else goes the way below.</li>
  *   <li>Caller's thread: the arguments are checked and the size computed, {@link PublishFlow#tryReserve}
  *       counts its bytes or refuses it, and a pooled {@link PublishTask} goes to the connection's
  *       {@link OutboundPath} with {@code execute}: in order with this thread's other writes and tasks, and
@@ -106,6 +113,12 @@ public final class Publisher {
     private final RepeatedName routingKeyName = new RepeatedName();
     /** Written by the event loop when it changes: publishes are held, or the confirm window is full. */
     private volatile boolean windowFull;
+    /**
+     * Written by the event loop: a publish may be written on its caller's thread (see {@link OutboundPath}): not in
+     * confirm mode (sequence numbers and the window are the loop's), no select in flight, nothing held, not closed.
+     * Cleared before the loop writes whatever such a publish must not pass.
+     */
+    private volatile boolean direct = true;
 
     // event loop only
     private final ArrayDeque<PublishTask> held = new ArrayDeque<>();
@@ -188,6 +201,7 @@ public final class Publisher {
         }
         BasicProperties props = properties == null ? BasicProperties.EMPTY : properties;
         long bytes;
+        int frameMax;
         try {
             // checked here so that bad input fails the caller at once; framed on the event loop (PublishFrames)
             exchange = exchangeName.of(exchange);
@@ -196,7 +210,7 @@ public final class Publisher {
             int routingKeyLength = ShortString.checkedLength("routing-key", routingKey);
             exchange = ShortString.immutable(exchange);
             routingKey = ShortString.immutable(routingKey);
-            int frameMax = state.connection().facade().frameMax();
+            frameMax = state.connection().facade().frameMax();
             // room kept for the sequence header a mandatory publish may get in confirm mode (the mode is the loop's)
             PublishFrames.checkHeaderFits(number, ContentHeaderEncoder.encodedLength(props, mandatory
                     && options.correlateReturns() ? SEQUENCE_HEADER : null), frameMax);
@@ -205,6 +219,21 @@ public final class Publisher {
         } catch (RuntimeException e) {
             body.release();
             return e;
+        }
+        if (direct && body.isReadable() && (frameMax == 0 || body.readableBytes() <= frameMax - Frames.FRAME_OVERHEAD)
+                && body.nioBufferCount() == 1 && outbound.tryTakeForCaller()) {
+            // The connection is idle: written on this thread, no hand-over. Looked at again under the token: the loop
+            // clears `direct` before it writes anything that this publish must not pass (confirm.select, a held
+            // publish, the channel's close), and it cannot write while this thread holds the token.
+            ByteBuf head = outbound.callerHead();
+            if (!(direct && !flow.holdsWhileBlocked() && PublishFrames.frameHead(head, number, exchange, routingKey,
+                    mandatory, props, body.readableBytes()))) {
+                outbound.releaseCaller();
+            } else if (writeDirect(head, body, future)) {
+                return null;
+            }
+            // else the socket refused it (the connection is going): the event loop's way decides its fate (failed,
+            // or carried over by recovery) as for any publish that meets a lost connection
         }
         if (!flow.tryReserve(bytes)) {
             body.release();
@@ -216,6 +245,31 @@ public final class Publisher {
         task.set(this, exchange, routingKey, mandatory, props, body, bytes, future);
         outbound.execute(task);
         return null;
+    }
+
+    /**
+     * Writes a framed publish on the caller's thread under the outbound path's token (held on entry, given back or
+     * handed to the loop on return). Outside confirm mode only ({@code direct}). False when the socket refused it:
+     * nothing written, {@code body} still the caller's.
+     */
+    private boolean writeDirect(ByteBuf head, ByteBuf body, CompletableFuture<PublishOutcome> future) {
+        boolean whole;
+        try {
+            whole = outbound.writeDirect(head, body);
+        } catch (java.io.IOException | RuntimeException e) {
+            LOG.debug("channel {}: the socket refused a publish ({}); it goes through the event loop", number,
+                    e.toString());
+            return false;
+        }
+        metrics.messagePublished();
+        if (whole) {
+            if (future != null) {
+                future.complete(PublishOutcome.SENT);
+            }
+        } else {
+            outbound.handOver(future == null ? null : cause -> written(future, cause));
+        }
+        return true;
     }
 
     /** True when a publish now would be written at once; see {@link io.warren.Channel#isWritable()}. */
@@ -501,6 +555,7 @@ public final class Publisher {
 
     private void onClosed(AmqpException cause) {
         closed = true;
+        direct = false;
         closeCause = cause;
         flow.remove(this);
         if (!state.isAwaitingCloseOk()) {
@@ -549,6 +604,10 @@ public final class Publisher {
 
     /** Refreshes {@code windowFull}; tells listeners of a change and completes waiters when writable. */
     private void updateWritability() {
+        boolean mayWriteDirect = confirms == null && selecting == 0 && held.isEmpty() && !closed;
+        if (mayWriteDirect != direct) {
+            direct = mayWriteDirect;
+        }
         boolean full = !held.isEmpty() || selecting > 0 || windowClosed();
         if (full != windowFull) {
             windowFull = full;

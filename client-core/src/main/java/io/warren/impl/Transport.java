@@ -7,7 +7,6 @@ import io.netty.channel.IoEventLoop;
 import io.netty.channel.IoHandle;
 import io.netty.channel.IoHandlerFactory;
 import io.netty.channel.nio.NioIoHandler;
-import io.netty.channel.socket.nio.NioSocketChannel;
 import java.lang.reflect.Method;
 import java.util.ArrayList;
 import java.util.List;
@@ -36,7 +35,7 @@ public record Transport(String name, IoHandlerFactory ioHandlerFactory, Class<? 
     private static final String NIO_HANDLE = "io.netty.channel.nio.AbstractNioChannel$AbstractNioUnsafe";
 
     public static Transport nio() {
-        return new Transport("nio", NioIoHandler.newFactory(), NioSocketChannel.class, handle(NIO_HANDLE));
+        return new Transport("nio", NioIoHandler.newFactory(), DirectNioSocketChannel.class, handle(NIO_HANDLE));
     }
 
     private static Class<? extends IoHandle> handle(String name) {
@@ -77,7 +76,7 @@ public record Transport(String name, IoHandlerFactory ioHandlerFactory, Class<? 
                         + " accepts none of the io_uring, epoll or NIO socket channels");
             }
         }
-        return NioSocketChannel.class;
+        return DirectNioSocketChannel.class;
     }
 
     private static List<Transport> natives() {

@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.nio.NioIoHandler;
-import io.netty.channel.socket.nio.NioSocketChannel;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
@@ -14,7 +13,7 @@ class TransportTest {
     void withoutNativeTransportsOnTheClasspathItIsNio() {
         Transport t = Transport.best(true);
         assertEquals("nio", t.name());
-        assertEquals(NioSocketChannel.class, t.channelClass());
+        assertEquals(DirectNioSocketChannel.class, t.channelClass());
         assertEquals("nio", Transport.best(false).name());
     }
 
@@ -22,7 +21,7 @@ class TransportTest {
     void anApplicationsNioGroupGetsNioSocketChannels() throws Exception {
         MultiThreadIoEventLoopGroup group = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
         try {
-            assertEquals(NioSocketChannel.class, Transport.channelClassFor(group));
+            assertEquals(DirectNioSocketChannel.class, Transport.channelClassFor(group));
         } finally {
             group.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
         }

@@ -42,7 +42,7 @@ import org.openjdk.jmh.annotations.Warmup;
  * multiple ack per read, like a broker.
  *
  * <p>The application publishes from a Netty {@code FastThreadLocalThread} (a {@code DefaultEventExecutor}), as a
- * Netty or Vert.x application does, in batches of {@value #BATCH} handed over by the JMH thread: on such a thread
+ * Netty or Vert.x application does (or, {@code thread=plain}, from a plain thread, as most applications do), in batches of {@value #BATCH} handed over by the JMH thread: on such a thread
  * Netty's pooled allocator has a thread cache and recycles buffer objects, so Warren's body (the caller's own
  * buffer, a pooled direct buffer written with the 16 bytes) is as cheap as Netty can make it. On a plain
  * thread the pooled allocator recycles nothing (~110 B per buffer object, Netty's cost, not Warren's).
@@ -78,14 +78,23 @@ public class PublishAllocationBenchmark {
 
     @State(Scope.Benchmark)
     public static class Peer {
+        /**
+         * The application's publishing thread: {@code netty}, a FastThreadLocalThread (a Netty or Vert.x
+         * application); {@code plain}, a plain {@code java.lang.Thread} (most applications), where Netty's pooled
+         * allocator has no thread cache and its recyclers keep nothing.
+         */
+        @Param({"netty", "plain"})
+        public String thread;
+
         PeerProcess peer;
-        /** The application's publishing thread: a FastThreadLocalThread. */
         DefaultEventExecutor app;
 
         @Setup(Level.Trial)
         public void start() throws Exception {
             peer = PeerProcess.startSink();
-            app = new DefaultEventExecutor(new DefaultThreadFactory("app"));
+            java.util.concurrent.ThreadFactory threads = thread.equals("netty") ? new DefaultThreadFactory("app")
+                    : r -> new Thread(r, "app");
+            app = new DefaultEventExecutor(threads);
         }
 
         @TearDown(Level.Trial)
