@@ -149,7 +149,7 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
     @Override
     public void handlerAdded(ChannelHandlerContext ctx) {
         this.ctx = ctx;
-        this.outbound = new OutboundPath(ctx);
+        this.outbound = new OutboundPath(ctx, options.publishOptions());
         this.heartbeats = new Heartbeats(outbound, ctx.alloc(), this::missedHeartbeats);
         this.handshake = new Handshake(options, outbound, ctx.alloc(), this);
         this.publishFlow = new PublishFlow(ctx, outbound, facade, options.publishOptions());

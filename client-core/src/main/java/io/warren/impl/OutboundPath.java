@@ -13,6 +13,7 @@ import io.netty.util.ReferenceCountUtil;
 import io.netty.util.concurrent.EventExecutor;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.GenericFutureListener;
+import io.warren.PublishOptions;
 import io.warren.codec.FrameDecoder;
 import io.warren.codec.Frames;
 import java.io.IOException;
@@ -112,23 +113,6 @@ public final class OutboundPath {
     /** Capacity of the caller's head buffer: a larger head goes through the event loop. */
     static final int CALLER_HEAD_CAPACITY = 512;
 
-    /**
-     * What makes a burst: publishes closer together than this (system property
-     * {@code warren.publish.callerWriteGapMicros}, 50 us by default). 50 us is above the hop's own median (20-30 us)
-     * and below the gap at the paced rates services publish at (100 us at 10,000 msg/s).
-     */
-    static final long CALLER_WRITE_GAP_NANOS =
-            TimeUnit.MICROSECONDS.toNanos(Long.getLong("warren.publish.callerWriteGapMicros", 50));
-
-    /**
-     * Caller writes in one burst before the rest of it joins the queue. A few publishes at once (a paced publisher
-     * woken late catches up) cost a few syscalls, less than a hop; a long burst costs one syscall per message, where
-     * the queue's drain writes hundreds with one flush (the client-only rate into a sink halves without this bound).
-     * Once the loop has flushed, the burst stays with it until a pause of {@link #CALLER_WRITE_GAP_NANOS}. System
-     * property {@code warren.publish.callerWritesPerBurst}, for benchmarks.
-     */
-    static final int CALLER_WRITES_PER_BURST = Integer.getInteger("warren.publish.callerWritesPerBurst", 16);
-
     private final ChannelHandlerContext ctx;
     private final EventExecutor loop;
     private final Runnable drainTask = this::drain;
@@ -143,11 +127,15 @@ public final class OutboundPath {
     /** Set by whoever writes (the token holder); read and cleared by the heartbeat sender on the loop. */
     private volatile boolean writtenSinceCheck;
     /** When the last caller's write or the loop's last flush was made ({@code System.nanoTime()}); token holder. */
-    private volatile long lastWriteNanos = System.nanoTime() - CALLER_WRITE_GAP_NANOS;
-    /** Caller writes in the current burst; {@link #CALLER_WRITES_PER_BURST} once the loop has the burst. */
+    private volatile long lastWriteNanos;
+    /** Caller writes in the current burst; {@link #callerWritesPerBurst} once the loop has the burst. */
     private volatile int burstWrites;
-    /** {@link #CALLER_WRITE_GAP_NANOS}, unless a test changed it. */
-    private volatile long callerWriteGapNanos = CALLER_WRITE_GAP_NANOS;
+    /**
+     * What makes a burst, and how many of a burst's publishes their callers write before the rest joins the queue
+     * ({@link PublishOptions#callerWriteGap}, {@link PublishOptions#callerWritesPerBurst}; a test may change the gap).
+     */
+    private volatile long callerWriteGapNanos;
+    private final int callerWritesPerBurst;
     private final java.util.concurrent.CopyOnWriteArrayList<Runnable> writabilityListeners =
             new java.util.concurrent.CopyOnWriteArrayList<>();
 
@@ -180,8 +168,17 @@ public final class OutboundPath {
     private long callerWrites;
     private long handOvers;
 
+    /** With {@link PublishOptions}' defaults for callers' writes. */
     public OutboundPath(ChannelHandlerContext ctx) {
+        this(ctx, new PublishOptions());
+    }
+
+    /** @param options the callers' writes' tuning: {@link PublishOptions#callerWriteGap} and its burst bound */
+    public OutboundPath(ChannelHandlerContext ctx, PublishOptions options) {
         this.ctx = ctx;
+        this.callerWriteGapNanos = options.callerWriteGap().toNanos();
+        this.callerWritesPerBurst = options.callerWritesPerBurst();
+        this.lastWriteNanos = System.nanoTime() - callerWriteGapNanos;
         this.loop = ctx.executor();
         this.publishBuffers = new PublishBuffers(loop, ctx.alloc());
         this.socket = ctx.channel() instanceof DirectNioSocketChannel direct && onlyWarrensHandlers(ctx)
@@ -544,7 +541,7 @@ public final class OutboundPath {
             flushPending = false;
             ctx.flush();
             lastWriteNanos = System.nanoTime();
-            burstWrites = CALLER_WRITES_PER_BURST;
+            burstWrites = callerWritesPerBurst;
         }
         if (!inBatch && !draining && owner == LOOP) {
             // Everything the loop wrote is flushed (what the socket did not take is in Netty's outbound buffer,
@@ -622,9 +619,9 @@ public final class OutboundPath {
      */
     boolean tryTakeForCaller() {
         // not on the loop: its publishes are written in its pass and flushed together (one syscall per batch); not
-        // deep in a burst (CALLER_WRITES_PER_BURST)
+        // deep in a burst (callerWritesPerBurst)
         if (socket == null || owner != FREE || drainScheduled != 0 || !queue.isEmpty()
-                || inBurst(System.nanoTime()) && burstWrites >= CALLER_WRITES_PER_BURST || loop.inEventLoop()
+                || inBurst(System.nanoTime()) && burstWrites >= callerWritesPerBurst || loop.inEventLoop()
                 || !OWNER.compareAndSet(this, FREE, CALLER)) {
             return false;
         }
@@ -638,7 +635,7 @@ public final class OutboundPath {
         return true;
     }
 
-    /** Whether {@code now} is close behind the connection's last write: see {@link #CALLER_WRITE_GAP_NANOS}. */
+    /** Whether {@code now} is close behind the connection's last write: see {@link PublishOptions#callerWriteGap}. */
     private boolean inBurst(long now) {
         return now - lastWriteNanos < callerWriteGapNanos;
     }

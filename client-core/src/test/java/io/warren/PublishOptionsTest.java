@@ -1,0 +1,32 @@
+package io.warren;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import java.time.Duration;
+import org.junit.jupiter.api.Test;
+
+/** The callers' writes are tuned per connection through the options, not by system properties. */
+class PublishOptionsTest {
+
+    @Test
+    void callersWritesHaveTheirDefaultsAndAreCopied() {
+        PublishOptions o = new PublishOptions();
+        assertEquals(Duration.ofNanos(50_000), o.callerWriteGap());
+        assertEquals(16, o.callerWritesPerBurst());
+        PublishOptions tuned = new PublishOptions().callerWriteGap(Duration.ZERO).callerWritesPerBurst(0);
+        PublishOptions copy = new PublishOptions(tuned);
+        assertEquals(Duration.ZERO, copy.callerWriteGap());
+        assertEquals(0, copy.callerWritesPerBurst());
+    }
+
+    @Test
+    void callersWritesOutOfRangeAreRefused() {
+        PublishOptions o = new PublishOptions();
+        assertThrows(IllegalArgumentException.class, () -> o.callerWriteGap(Duration.ofNanos(-1)));
+        assertThrows(IllegalArgumentException.class, () -> o.callerWriteGap(Duration.ofSeconds(2)));
+        assertThrows(NullPointerException.class, () -> o.callerWriteGap(null));
+        assertThrows(IllegalArgumentException.class, () -> o.callerWritesPerBurst(-1));
+        assertThrows(IllegalArgumentException.class, () -> o.callerWritesPerBurst(1025));
+    }
+}
