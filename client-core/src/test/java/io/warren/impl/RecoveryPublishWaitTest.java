@@ -105,6 +105,23 @@ class RecoveryPublishWaitTest {
     }
 
     /** Confirm mode with a window of two: the third publish and later ones are accepted but held by the channel. */
+    /** Channel 1 in confirm mode and a publish held on it: the third, {@code body3}, behind a full window of two. */
+    private record ThirdHeld(Channel channel, CompletionStage<PublishOutcome> publish) {
+    }
+
+    /** Opens channel 1 in confirm mode, publishes m1 and m2 (written: the window of two is full) and m3 (held). */
+    private static ThirdHeld windowFullWithTheThirdHeld(RecoveringBrokers brokers, TrackedBody body3) {
+        FakeBroker broker = brokers.first;
+        Channel ch = broker.openChannel(brokers.connection, 1);
+        confirmMode(broker, ch);
+        ch.publish("", "q", false, PROPS, text("m1"));
+        ch.publish("", "q", false, PROPS, text("m2"));
+        CompletionStage<PublishOutcome> p3 = ch.publish("", "q", false, PROPS, body3);
+        expectPublish(broker, 1);
+        expectPublish(broker, 1);
+        return new ThirdHeld(ch, p3);
+    }
+
     private static RecoveringBrokers windowOfTwo(RecoveryOptions recovery) {
         return new RecoveringBrokers(new ConnectionOptions().recovery(recovery)
                 .publishOptions(new PublishOptions().maxOutstandingConfirms(2)));
@@ -160,14 +177,10 @@ class RecoveryPublishWaitTest {
     void publishesHeldWhenOnlyTheChannelIsLostAreWrittenOnTheReopenedChannelFirst() {
         try (RecoveringBrokers brokers = windowOfTwo(new RecoveryOptions())) {
             FakeBroker broker = brokers.first;
-            Channel ch = broker.openChannel(brokers.connection, 1);
-            confirmMode(broker, ch);
-            ch.publish("", "q", false, PROPS, text("m1"));
-            ch.publish("", "q", false, PROPS, text("m2"));
             TrackedBody body3 = new TrackedBody("m3".getBytes(StandardCharsets.UTF_8));
-            CompletionStage<PublishOutcome> p3 = ch.publish("", "q", false, PROPS, body3);
-            expectPublish(broker, 1);
-            expectPublish(broker, 1);
+            ThirdHeld held = windowFullWithTheThirdHeld(brokers, body3);
+            Channel ch = held.channel();
+            CompletionStage<PublishOutcome> p3 = held.publish();
             broker.expectNothing(); // m3 waits for the window
 
             // RabbitMQ's consumer acknowledgement timeout closes the channel alone: it is reopened on the same
@@ -195,15 +208,8 @@ class RecoveryPublishWaitTest {
     @Test
     void aPublishHeldAcrossTheLossStillWaitsAtMostTheTimeout() {
         try (RecoveringBrokers brokers = windowOfTwo(new RecoveryOptions().publishWaitTimeout(Duration.ofSeconds(10)))) {
-            FakeBroker first = brokers.first;
-            Channel ch = first.openChannel(brokers.connection, 1);
-            confirmMode(first, ch);
-            ch.publish("", "q", false, PROPS, text("m1"));
-            ch.publish("", "q", false, PROPS, text("m2"));
             TrackedBody body3 = new TrackedBody("m3".getBytes(StandardCharsets.UTF_8));
-            CompletionStage<PublishOutcome> p3 = ch.publish("", "q", false, PROPS, body3);
-            expectPublish(first, 1);
-            expectPublish(first, 1);
+            CompletionStage<PublishOutcome> p3 = windowFullWithTheThirdHeld(brokers, body3).publish();
             brokers.cut(); // the attempt at 1 ms hangs in its handshake
             assertPending(p3);
             advance(brokers, 11);
@@ -217,15 +223,8 @@ class RecoveryPublishWaitTest {
         RecoveryOptions options = new RecoveryOptions()
                 .publishDuringRecovery(RecoveryOptions.PublishDuringRecovery.FAIL_FAST);
         try (RecoveringBrokers brokers = windowOfTwo(options)) {
-            FakeBroker first = brokers.first;
-            Channel ch = first.openChannel(brokers.connection, 1);
-            confirmMode(first, ch);
-            ch.publish("", "q", false, PROPS, text("m1"));
-            ch.publish("", "q", false, PROPS, text("m2"));
             TrackedBody body3 = new TrackedBody("m3".getBytes(StandardCharsets.UTF_8));
-            CompletionStage<PublishOutcome> p3 = ch.publish("", "q", false, PROPS, body3);
-            expectPublish(first, 1);
-            expectPublish(first, 1);
+            CompletionStage<PublishOutcome> p3 = windowFullWithTheThirdHeld(brokers, body3).publish();
             brokers.cut();
             assertFailedNotWritten(p3);
             body3.assertReleasedOnce();
