@@ -24,7 +24,6 @@ module io.warren.core {
     exports io.warren.vertx;
     exports io.warren.credentials;
     exports io.warren.flow;
-    exports io.warren.metrics;
     exports io.warren.micrometer;
     exports io.warren.otel;
     exports io.warren.rpc;

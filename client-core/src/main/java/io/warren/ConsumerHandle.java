@@ -18,7 +18,7 @@ import java.util.concurrent.CompletionStage;
  *   <li>manual acknowledgement with a prefetch ({@link ConsumeOptions.Builder#prefetch}, by default
  *       {@value ConsumeOptions#DEFAULT_PREFETCH}): the broker stops at the prefetch, below the default marks, so
  *       reading never stops and the other consumers go on. A broker that sends more is not trusted: it is stopped
- *       at the mark, logged once, and counted ({@link io.warren.metrics.ClientMetrics#deliveriesBeyondPrefetch()});</li>
+ *       at the mark, logged once, and counted ({@link ClientMetrics#deliveriesBeyondPrefetch()});</li>
  *   <li>noAck (or {@code prefetch(0)}): the broker sends as fast as it can; when the queue reaches its high-water
  *       mark the connection stops reading from the socket until every such queue of the connection is below its
  *       low-water mark again, so memory stays bounded whatever the consumer's speed; the other consumers of the

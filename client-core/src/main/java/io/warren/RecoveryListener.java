@@ -36,7 +36,7 @@ public interface RecoveryListener {
      * timeout (406 PRECONDITION_FAILED, {@code consumer_timeout}), which requeued the channel's unacknowledged
      * deliveries. Deliveries from before it that the application still holds are stale: settling one throws
      * {@link StaleDeliveryException}, and those not yet handed to a handler are dropped (the broker redelivers them).
-     * {@link io.warren.metrics.ClientMetrics#oldestUnacknowledgedMillis()} shows the timeout coming.
+     * {@link ClientMetrics#oldestUnacknowledgedMillis()} shows the timeout coming.
      */
     default void channelRecoveryStarted(Channel channel, ChannelLostException cause) {
     }

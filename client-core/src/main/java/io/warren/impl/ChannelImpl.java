@@ -23,9 +23,22 @@ import io.warren.WritabilityListener;
 import io.warren.codec.ReplyCode;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.method.MethodIds;
+import io.warren.impl.channel.ChannelHandle;
+import io.warren.impl.channel.ChannelRpc;
+import io.warren.impl.channel.ChannelState;
+import io.warren.impl.connection.ConnectionHandler;
+import io.warren.impl.connection.HandOver;
+import io.warren.impl.connection.OutboundPath;
+import io.warren.impl.connection.Replies;
+import io.warren.impl.connection.Requests;
 import io.warren.impl.consume.ChannelConsumers;
+import io.warren.impl.consume.ConsumerHost;
+import io.warren.impl.consume.GetRequest;
+import io.warren.impl.consume.QueueConsumerCounts;
+import io.warren.impl.publish.Publisher;
 import io.warren.impl.recovery.ChannelRecovery;
 import io.warren.impl.recovery.ConnectionRecovery;
+import io.warren.impl.recovery.RecoverableChannel;
 import io.warren.impl.recovery.TopologyRecorder;
 import java.nio.ByteBuffer;
 import java.util.Map;
@@ -40,15 +53,18 @@ import java.util.function.Supplier;
  * connection's {@link OutboundPath}, which keeps one thread's calls in order. Futures complete on the event
  * loop: code chained to them without an executor must not block.
  */
-public final class ChannelImpl implements Channel {
+public final class ChannelImpl implements ChannelHandle, ConsumerHost, RecoverableChannel {
 
     private final int number;
+    /** The connection the application holds: the same across recoveries. */
+    private final ConnectionImpl connection;
     /** What the channel needs to survive a connection loss (modes, listeners, publishes made meanwhile). */
     private final ChannelRecovery recovery = new ChannelRecovery(this);
 
     // any thread (volatile); replaced on the event loop when the channel is recovered on a new connection
     private volatile ChannelState state;
     private volatile Publisher publisher;
+    private volatile ChannelConsumers consumers;
 
     // any thread (volatile)
     private volatile boolean open;
@@ -58,44 +74,80 @@ public final class ChannelImpl implements Channel {
     private volatile boolean ownQos;
     private final CompletableFuture<AmqpException> closeFuture = new CompletableFuture<>();
 
-    ChannelImpl(ChannelState state) {
+    private ChannelImpl(ConnectionImpl connection, ChannelState state) {
+        this.connection = connection;
         this.state = state;
         this.number = state.number();
-        this.publisher = new Publisher(state, this);
+        this.publisher = new Publisher(state, this, recovery);
+        this.consumers = new ChannelConsumers(state, this, recovery.tagsExposed());
+    }
+
+    /**
+     * Opens a new channel on a free number of {@code handler}'s connection; {@code result} completes with it on
+     * channel.open-ok. Returns the channel, or null when no number was free ({@code result} failed). Event loop.
+     */
+    static ChannelImpl open(ConnectionImpl connection, ConnectionHandler handler, CompletableFuture<Channel> result) {
+        ChannelImpl[] made = new ChannelImpl[1];
+        ChannelState state = handler.allocateChannel(n -> new ChannelState(n, handler, handler.rpcTimeoutNanos(),
+                handler.options().maxInboundMessageBodySize(), s -> made[0] = new ChannelImpl(connection, s)), result);
+        if (state == null) {
+            return null;
+        }
+        state.open(result);
+        return made[0];
+    }
+
+    /**
+     * Recovery: this channel again on {@code handler}'s connection, with its number; {@code result} completes on
+     * channel.open-ok. Event loop.
+     */
+    @Override
+    public void reopen(ConnectionHandler handler, CompletableFuture<Channel> result) {
+        ChannelState newState = handler.allocateChannel(number, k -> new ChannelState(k, handler,
+                handler.rpcTimeoutNanos(), handler.options().maxInboundMessageBodySize(), this::attach), result);
+        if (newState != null) {
+            newState.open(result);
+        }
     }
 
     /**
      * Recovery: {@code newState}, on the new connection, takes this channel over; a new publisher comes with it
-     * (its confirm numbering starts again) and gets the channel's listeners. Event loop.
+     * (its confirm numbering starts again) and gets the channel's listeners, and new consumers whose delivery tags
+     * start above those the application saw. Event loop.
      */
-    ChannelImpl attach(ChannelState newState) {
+    private ChannelImpl attach(ChannelState newState) {
         this.state = newState;
-        Publisher p = new Publisher(newState, this);
+        Publisher p = new Publisher(newState, this, recovery);
         this.publisher = p;
         recovery.publisherReplaced(p);
+        this.consumers = new ChannelConsumers(newState, this, recovery.tagsExposed());
         return this;
     }
 
+    @Override
     public ChannelRecovery recovery() {
         return recovery;
     }
 
     /** The recovery options of the connection; defaults when recovery is off. */
+    @Override
     public RecoveryOptions recoveryOptions() {
         ConnectionRecovery r = connectionRecovery();
         return r == null ? new RecoveryOptions().enabled(false) : r.options();
     }
 
     /** The connection's bound on publish bytes not yet written (also bounds publishes held during recovery). */
+    @Override
     public long maxPendingBytes() {
-        return state.connection().publishFlow().options().maxPendingBytes();
+        return state.connection().options().publishOptions().maxPendingBytes();
     }
 
     private ConnectionRecovery connectionRecovery() {
-        return state.connection().facade().recovery();
+        return connection.recovery();
     }
 
     /** Whether declares, binds and deletes on this channel are recorded for recovery. */
+    @Override
     public void recording(boolean on) {
         this.recording = on;
     }
@@ -104,16 +156,19 @@ public final class ChannelImpl implements Channel {
      * Whether the application asked for the channel's own basic.qos ({@link #basicQos}): then it bounds the
      * consumers that set no prefetch, instead of {@link ConsumeOptions#DEFAULT_PREFETCH}. Any thread.
      */
+    @Override
     public boolean hasOwnQos() {
         return ownQos;
     }
 
     /** Everything is back after a recovery. Event loop. */
+    @Override
     public void recovered() {
         recovery.recovered();
     }
 
     /** This channel will not be recovered (recovery gave up, or the application closed it meanwhile). Event loop. */
+    @Override
     public void abandon(AmqpException cause) {
         recovery.abandon(cause);
         open = false;
@@ -135,16 +190,36 @@ public final class ChannelImpl implements Channel {
     }
 
     /** Publishing, confirms and returns for this channel. */
+    @Override
     public Publisher publisher() {
         return publisher;
     }
 
     /** The event-loop state behind this channel, for the publish and consume extensions. */
+    /** The consuming side on the current connection. */
+    @Override
+    public ChannelConsumers consumers() {
+        return consumers;
+    }
+
+    @Override
+    public void flushAcknowledgements() {
+        consumers.flush();
+    }
+
+    @Override
+    public QueueConsumerCounts consumerCounts() {
+        ConnectionRecovery r = connectionRecovery();
+        return r == null || !r.options().topologyRecovery() ? null : r.topology();
+    }
+
+    @Override
     public ChannelState state() {
         return state;
     }
 
-    void markOpen() {
+    @Override
+    public void markOpen() {
         open = true;
     }
 
@@ -153,7 +228,8 @@ public final class ChannelImpl implements Channel {
      * Called before anything waiting on the channel is failed, so that whoever a failed future wakes finds
      * {@link #isOpen()} false. Event loop.
      */
-    boolean stopOpen() {
+    @Override
+    public boolean stopOpen() {
         // a channel lost again while being recovered is still the application's: it waits for the next attempt
         boolean wasOpen = open || recovery.isRecovering();
         open = false;
@@ -161,16 +237,17 @@ public final class ChannelImpl implements Channel {
     }
 
     /** After {@link #stopOpen()} and the failing of what waited: recovery takes over, or the channel ends. */
-    void markClosed(AmqpException cause, boolean wasOpen) {
+    @Override
+    public void markClosed(AmqpException cause, boolean wasOpen) {
         ConnectionRecovery r = connectionRecovery();
         if (wasOpen && r != null && cause instanceof ConnectionLostException lost) {
             // recovery follows: the channel lives on (closeFuture stays pending), publishes made meanwhile wait
-            recovery.lost(lost, state, r);
+            recovery.lost(lost, consumers, r);
             return;
         }
         if (wasOpen && r != null && cause instanceof ChannelLostException lost) {
             // the broker closed this channel alone and it is re-opened on the same connection
-            recovery.lost(lost, state, r);
+            recovery.lost(lost, consumers, r);
             return;
         }
         closeFuture.complete(cause);
@@ -180,7 +257,8 @@ public final class ChannelImpl implements Channel {
      * The broker closed this open channel: the cause its state closes with. A {@link ChannelLostException} when
      * recovery re-opens the channel (the consumer acknowledgement timeout), else {@code cause}. Event loop.
      */
-    AmqpException brokerCloseCause(ChannelClosedException cause) {
+    @Override
+    public AmqpException brokerCloseCause(ChannelClosedException cause) {
         ConnectionRecovery r = connectionRecovery();
         if (!open || r == null || !r.recoversChannelAfter(cause)) {
             return cause;
@@ -195,7 +273,7 @@ public final class ChannelImpl implements Channel {
 
     @Override
     public Connection connection() {
-        return state.connection().facade();
+        return connection;
     }
 
     @Override
@@ -413,7 +491,7 @@ public final class ChannelImpl implements Channel {
                 .whenComplete((v, e) -> {
                     if (e == null) {
                         recovery.qosAccepted(prefetchSize, prefetchCount, global);
-                        state.consumers().channelQosAccepted(prefetchCount, global);
+                        consumers.channelQosAccepted(prefetchCount, global);
                     }
                 });
     }
@@ -429,7 +507,7 @@ public final class ChannelImpl implements Channel {
             return future;
         }
         ChannelRpc.Request<GetResponse> request = ChannelRpc.Request.of(MethodIds.BASIC_GET, MethodIds.BASIC_GET_OK,
-                MethodIds.BASIC_GET_EMPTY, frame, (reply, f) -> BasicGet.onReply(state, reply, f, autoAck), future);
+                MethodIds.BASIC_GET_EMPTY, frame, (reply, f) -> GetRequest.onReply(consumers, reply, f, autoAck), future);
         HandOver.run(state.outbound(), () -> state.call(request), frame, future);
         return future;
     }
@@ -438,17 +516,17 @@ public final class ChannelImpl implements Channel {
 
     @Override
     public void basicAck(long deliveryTag, boolean multiple) {
-        state.consumers().settle(deliveryTag, multiple, false, ChannelConsumers.ACK);
+        consumers.settle(deliveryTag, multiple, false, ChannelConsumers.ACK);
     }
 
     @Override
     public void basicNack(long deliveryTag, boolean multiple, boolean requeue) {
-        state.consumers().settle(deliveryTag, multiple, requeue, ChannelConsumers.NACK);
+        consumers.settle(deliveryTag, multiple, requeue, ChannelConsumers.NACK);
     }
 
     @Override
     public void basicReject(long deliveryTag, boolean requeue) {
-        state.consumers().settle(deliveryTag, false, requeue, ChannelConsumers.REJECT);
+        consumers.settle(deliveryTag, false, requeue, ChannelConsumers.REJECT);
     }
 
     @Override
@@ -461,13 +539,13 @@ public final class ChannelImpl implements Channel {
 
     @Override
     public CompletionStage<ConsumerHandle> consume(String queue, ConsumeOptions options, DeliveryHandler handler) {
-        return state.consumers().consume(queue, options, handler, null);
+        return consumers.consume(queue, options, handler, null);
     }
 
     @Override
     public CompletionStage<ConsumerHandle> consumeAsync(String queue, ConsumeOptions options,
                                                         AsyncDeliveryHandler handler) {
-        return state.consumers().consume(queue, options, null, handler);
+        return consumers.consume(queue, options, null, handler);
     }
 
     // ---- tx, confirm -------------------------------------------------------------------------------------
@@ -596,7 +674,7 @@ public final class ChannelImpl implements Channel {
      * Sends a synchronous request whose reply carries nothing the caller needs. Public so that the publish
      * and consume extensions send their own requests the same way (basic.consume, basic.cancel, ...).
      */
-    public CompletionStage<Void> voidRpc(int requestKey, int replyKey, boolean noWait, Supplier<ByteBuf> encode) {
+    private CompletionStage<Void> voidRpc(int requestKey, int replyKey, boolean noWait, Supplier<ByteBuf> encode) {
         return rpc(requestKey, replyKey, noWait, null, encode, (frame, f) -> f.complete(null));
     }
 
@@ -604,7 +682,7 @@ public final class ChannelImpl implements Channel {
      * Encodes on the caller's thread (an {@link IllegalArgumentException} fails the stage, nothing is
      * written), then queues the request on the event loop.
      */
-    public <T> CompletionStage<T> rpc(int requestKey, int replyKey, boolean noWait, T noWaitResult,
+    private <T> CompletionStage<T> rpc(int requestKey, int replyKey, boolean noWait, T noWaitResult,
                                       Supplier<ByteBuf> encode, ChannelRpc.ReplyHandler<T> handler) {
         CompletableFuture<T> future = new CompletableFuture<>();
         ByteBuf frame;

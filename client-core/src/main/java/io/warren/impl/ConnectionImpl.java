@@ -9,7 +9,15 @@ import io.warren.ConnectionClosedException;
 import io.warren.ConnectionOptions;
 import io.warren.RecoveryListener;
 import io.warren.codec.ReplyCode;
+import io.warren.impl.connection.ConnectionEvents;
+import io.warren.impl.connection.ConnectionHandler;
+import io.warren.impl.connection.HandOver;
+import io.warren.impl.connection.OutboundPath;
+import io.warren.impl.metrics.MetricsCollector;
+import io.warren.impl.publish.PublishFlow;
 import io.warren.impl.recovery.ConnectionRecovery;
+import io.warren.impl.recovery.RecoverableChannel;
+import io.warren.impl.recovery.RecoverableConnection;
 import java.util.Collections;
 import java.util.Map;
 import java.util.Objects;
@@ -24,7 +32,7 @@ import org.slf4j.LoggerFactory;
  * connection's {@link OutboundPath}; what the event loop learns (tune, blocked, closed) is published here
  * in volatile fields.
  */
-public final class ConnectionImpl implements Connection {
+public final class ConnectionImpl implements ConnectionEvents, RecoverableConnection {
 
     private static final Logger LOG = LoggerFactory.getLogger(ConnectionImpl.class);
 
@@ -48,40 +56,58 @@ public final class ConnectionImpl implements Connection {
     private final CopyOnWriteArrayList<BlockedListener> blockedListeners = new CopyOnWriteArrayList<>();
     private final CompletableFuture<ConnectionClosedException> closeFuture = new CompletableFuture<>();
 
-    ConnectionImpl(ConnectionHandler handler, ConnectionOptions options, Address address) {
+    private ConnectionImpl(ConnectionHandler handler, ConnectionOptions options, Address address) {
         this.handler = handler;
         this.address = address;
         this.name = options.connectionName();
     }
 
+    /**
+     * The handler of a connection to {@code address}, with its handle: a new one, or {@code recovering}, which the
+     * handler takes over once open (automatic recovery).
+     *
+     * @param connected completed with the handle at connection.open-ok, or failed with why the connection could
+     *                  not be opened
+     */
+    public static ConnectionHandler newHandler(ConnectionOptions options, Address address,
+                                               CompletableFuture<ConnectionImpl> connected, ConnectionImpl recovering,
+                                               MetricsCollector metrics) {
+        return new ConnectionHandler(options, address, connected,
+                h -> recovering == null ? new ConnectionImpl(h, options, address) : recovering, metrics);
+    }
+
     /** The event-loop state behind this connection, for extensions. */
+    @Override
     public ConnectionHandler handler() {
         return handler;
     }
 
     /** A new connection opened by recovery takes this facade over. Event loop. */
-    void attach(ConnectionHandler handler, Address address) {
+    @Override
+    public void attach(ConnectionHandler handler, Address address) {
         this.handler = handler;
         this.address = address;
     }
 
     /** Turns automatic recovery on for this connection (once, when it first opened). */
-    public void enableRecovery(ConnectionRecovery recovery) {
+    void enableRecovery(ConnectionRecovery recovery) {
         this.recovery = recovery;
     }
 
     /** Automatic recovery, or null when it is off. */
-    public ConnectionRecovery recovery() {
+    ConnectionRecovery recovery() {
         return recovery;
     }
 
     /** The cause a lost connection's channels are closed with: a ConnectionLostException when recovery follows. */
-    AmqpException channelCause(AmqpException cause) {
+    @Override
+    public AmqpException channelCause(AmqpException cause) {
         ConnectionRecovery r = recovery;
         return r != null && r.willRecover(closeRequested) ? r.lossCause(cause) : cause;
     }
 
     /** Recovery is complete: the connection is open again, and no longer blocked (a new connection is not). */
+    @Override
     public void recovered() {
         open = true;
         if (blocked) {
@@ -90,6 +116,7 @@ public final class ConnectionImpl implements Connection {
     }
 
     /** Recovery gave up: the connection is closed for good, with why. */
+    @Override
     public void gaveUp(ConnectionClosedException cause) {
         open = false;
         closeFuture.complete(cause);
@@ -97,18 +124,33 @@ public final class ConnectionImpl implements Connection {
 
     // ---- published by the event loop ---------------------------------------------------------------------
 
-    void tuned(int channelMax, int frameMax, int heartbeat) {
+    @Override
+    public void outboundReady(ConnectionHandler handler) {
+        PublishFlow.attach(handler, this);
+    }
+
+    @Override
+    public CompletionStage<RecoverableChannel> openChannel(ConnectionHandler handler) {
+        CompletableFuture<Channel> opened = new CompletableFuture<>();
+        ChannelImpl channel = ChannelImpl.open(this, handler, opened);
+        return opened.thenApply(c -> channel);
+    }
+
+    @Override
+    public void tuned(int channelMax, int frameMax, int heartbeat) {
         this.channelMax = channelMax;
         this.frameMax = frameMax;
         this.heartbeat = heartbeat;
     }
 
-    void opened(Map<String, Object> serverProperties) {
+    @Override
+    public void opened(Map<String, Object> serverProperties) {
         this.serverProperties = Collections.unmodifiableMap(serverProperties);
         this.open = true;
     }
 
-    void blocked(String reason) {
+    @Override
+    public void blocked(String reason) {
         blocked = true;
         LOG.info("connection to {} blocked by the broker: {}", address, reason);
         for (BlockedListener l : blockedListeners) {
@@ -120,7 +162,8 @@ public final class ConnectionImpl implements Connection {
         }
     }
 
-    void unblocked() {
+    @Override
+    public void unblocked() {
         blocked = false;
         LOG.info("connection to {} unblocked by the broker", address);
         for (BlockedListener l : blockedListeners) {
@@ -132,11 +175,13 @@ public final class ConnectionImpl implements Connection {
         }
     }
 
-    void closing() {
+    @Override
+    public void closing() {
         open = false;
     }
 
-    void closed(ConnectionClosedException cause) {
+    @Override
+    public void closed(ConnectionClosedException cause) {
         open = false;
         ConnectionRecovery r = recovery;
         if (r != null && r.onClosed(cause, closeRequested)) {
@@ -159,9 +204,9 @@ public final class ConnectionImpl implements Connection {
         HandOver.run(handler.outbound(), () -> {
             ConnectionRecovery r = recovery;
             if (r != null) {
-                r.afterRecovery(() -> handler.openChannel(result)); // at once unless recovering
+                r.afterRecovery(() -> ChannelImpl.open(this, handler, result)); // at once unless recovering
             } else {
-                handler.openChannel(result);
+                ChannelImpl.open(this, handler, result);
             }
         }, null, result);
         return result;

@@ -21,6 +21,10 @@ import io.warren.ConnectionOptions;
 import io.warren.ConnectionTimeoutException;
 import io.warren.TlsOptions;
 import io.warren.codec.FrameDecoder;
+import io.warren.impl.connection.ByteCounter;
+import io.warren.impl.connection.ConnectionHandler;
+import io.warren.impl.connection.DirectNioSocketChannel;
+import io.warren.impl.metrics.MetricsCollector;
 import io.warren.impl.recovery.ConnectionRecovery;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -67,8 +71,8 @@ public final class Connector {
      * Automatic recovery: a new connection for {@code connection}, on its event loop {@code loop} (so that
      * everything the connection owns stays on one thread), across the addresses again.
      */
-    public CompletionStage<ConnectionImpl> reconnect(ConnectionOptions options, ConnectionImpl connection,
-                                                     EventLoop loop) {
+    private CompletionStage<ConnectionImpl> reconnect(ConnectionOptions options, ConnectionImpl connection,
+                                                      EventLoop loop) {
         return connect(options, connection, loop).thenApply(c -> (ConnectionImpl) c);
     }
 
@@ -99,7 +103,7 @@ public final class Connector {
                          EventLoopGroup loops) {
         Address address = addresses.get(index);
         CompletableFuture<ConnectionImpl> connected = new CompletableFuture<>();
-        ConnectionHandler handler = new ConnectionHandler(options, address, connected, recovering, metrics);
+        ConnectionHandler handler = ConnectionImpl.newHandler(options, address, connected, recovering, metrics);
         long timeoutMillis = options.connectionTimeout().toMillis();
         Bootstrap bootstrap = new Bootstrap()
                 .group(loops)
@@ -155,7 +159,8 @@ public final class Connector {
             timer.cancel(false);
             if (error == null) {
                 if (recovering == null && options.recovery().enabled()) {
-                    connection.enableRecovery(new ConnectionRecovery(connection, options, this::reconnect,
+                    connection.enableRecovery(new ConnectionRecovery(connection, options,
+                            (o, onLoop) -> reconnect(o, connection, onLoop),
                             handler.eventLoop()));
                 }
                 result.complete(connection);

@@ -33,6 +33,8 @@ import io.warren.codec.method.ConnectionStartEncoder;
 import io.warren.codec.method.ConnectionTuneEncoder;
 import io.warren.codec.method.MethodEncoder;
 import io.warren.codec.method.MethodIds;
+import io.warren.impl.connection.OutboundPath;
+import io.warren.impl.publish.Publisher;
 import java.io.BufferedInputStream;
 import java.io.DataInputStream;
 import java.io.IOException;

@@ -5,7 +5,11 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.warren.AmqpException;
 import io.warren.Channel;
+import io.warren.codec.Frame;
+import io.warren.impl.connection.ChannelTable;
+import io.warren.impl.connection.InboundChannel;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -36,7 +40,7 @@ class ChannelTableTest {
                 opened.add(broker.openChannel(c, n));
             }
             ChannelTable table = broker.handler.channelTable();
-            ChannelState recovered = table.allocate(1500, n -> new ChannelState(n, broker.handler, 1_000_000L, 1 << 20));
+            InboundChannel recovered = table.allocate(1500, ChannelTableTest::numbered);
             for (Channel ch : opened) {
                 assertEquals(ch.channelNumber(), table.get(ch.channelNumber()).number());
             }
@@ -69,5 +73,24 @@ class ChannelTableTest {
             broker.openChannel(c, 2);
             assertEquals(3, broker.handler.channelTable().capacity());
         }
+    }
+
+    /** A channel that only has its number: the table needs nothing else. */
+    private static InboundChannel numbered(int n) {
+        return new InboundChannel() {
+            @Override
+            public int number() {
+                return n;
+            }
+
+            @Override
+            public void onFrame(Frame frame) {
+                frame.release();
+            }
+
+            @Override
+            public void onConnectionClosed(AmqpException cause) {
+            }
+        };
     }
 }

@@ -29,6 +29,7 @@ import io.warren.codec.method.ConfirmSelectOkEncoder;
 import io.warren.codec.method.ConnectionCloseEncoder;
 import io.warren.codec.method.MethodIds;
 import io.warren.impl.PublishFixture.TrackedBody;
+import io.warren.impl.publish.Publisher;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;

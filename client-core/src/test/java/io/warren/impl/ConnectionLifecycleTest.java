@@ -28,6 +28,7 @@ import io.warren.codec.method.ConnectionCloseOkEncoder;
 import io.warren.codec.method.ConnectionUnblockedEncoder;
 import io.warren.codec.method.MethodIds;
 import io.warren.codec.method.QueueDeclareOkEncoder;
+import io.warren.impl.connection.ConnectionHandler;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;

@@ -33,6 +33,7 @@ import io.warren.codec.method.BasicQos;
 import io.warren.codec.method.BasicQosOkEncoder;
 import io.warren.codec.method.MethodIds;
 import io.warren.codec.method.TxCommitOkEncoder;
+import io.warren.impl.metrics.CountingMetrics;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;

@@ -26,6 +26,9 @@ import io.warren.codec.method.ConnectionTuneEncoder;
 import io.warren.codec.method.MethodEncoder;
 import io.warren.codec.method.MethodIds;
 import io.warren.codec.method.MethodTable;
+import io.warren.impl.connection.ConnectionHandler;
+import io.warren.impl.connection.MethodNames;
+import io.warren.impl.metrics.MetricsCollector;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
@@ -63,7 +66,7 @@ final class FakeBroker implements AutoCloseable {
     /** A broker for a connection that counts into {@code metrics}. */
     FakeBroker(ConnectionOptions options, ConnectionImpl recovering, MetricsCollector metrics) {
         this.options = options;
-        this.handler = new ConnectionHandler(options, new Address("broker.test", 5672), connected, recovering,
+        this.handler = ConnectionImpl.newHandler(options, new Address("broker.test", 5672), connected, recovering,
                 metrics);
         this.client = new EmbeddedChannel(new FrameDecoder(), handler);
         FrameDecoder serverSide = new FrameDecoder();

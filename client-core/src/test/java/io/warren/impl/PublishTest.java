@@ -37,6 +37,7 @@ import io.warren.codec.method.ConnectionUnblockedEncoder;
 import io.warren.codec.method.MethodIds;
 import io.warren.impl.PublishFixture.Published;
 import io.warren.impl.PublishFixture.TrackedBody;
+import io.warren.impl.publish.PublishFlow;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -71,7 +72,7 @@ class PublishTest {
     void aConnectionPaysForItsTaskPoolOnlyOnceItPublishes() {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
-            PublishFlow flow = broker.handler.publishFlow();
+            PublishFlow flow = PublishFlow.of(broker.handler);
             assertEquals(-1, flow.pooledTasks(), "an idle connection has no pool (1024 slots)");
             ch.publish("", "q", false, PROPS, text("hello"));
             expectPublish(broker, 1);

@@ -8,6 +8,7 @@ import io.warren.ConnectionOptions;
 import io.warren.RecoveryOptions;
 import io.warren.codec.method.ChannelOpenOkEncoder;
 import io.warren.codec.method.MethodIds;
+import io.warren.impl.metrics.MetricsCollector;
 import io.warren.impl.recovery.ConnectionRecovery;
 import java.io.IOException;
 import java.time.Duration;
@@ -57,8 +58,9 @@ final class RecoveringBrokers implements AutoCloseable {
         first.client.freezeTime();
         brokers.add(first);
         this.connection = first.handshake();
-        this.recovery = new ConnectionRecovery(connection, options, (o, c, loop) -> {
-            FakeBroker next = new FakeBroker(o, c, metrics);
+        ConnectionImpl recovering = connection;
+        this.recovery = new ConnectionRecovery(connection, options, (o, loop) -> {
+            FakeBroker next = new FakeBroker(o, recovering, metrics);
             brokers.add(next);
             return next.connected;
         }, (EventLoop) first.client.eventLoop());

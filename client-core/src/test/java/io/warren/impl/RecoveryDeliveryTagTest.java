@@ -18,6 +18,7 @@ import io.warren.codec.method.BasicDeliverEncoder;
 import io.warren.codec.method.BasicGetOkEncoder;
 import io.warren.codec.method.BasicQosOkEncoder;
 import io.warren.codec.method.MethodIds;
+import io.warren.impl.metrics.CountingMetrics;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;

@@ -45,6 +45,7 @@ import io.warren.codec.method.MethodIds;
 import io.warren.codec.method.QueueBind;
 import io.warren.codec.method.QueueBindOkEncoder;
 import io.warren.codec.method.QueueDeclareOkEncoder;
+import io.warren.impl.connection.MethodNames;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;

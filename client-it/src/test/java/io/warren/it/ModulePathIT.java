@@ -51,7 +51,7 @@ class ModulePathIT {
         Module codec = layer.findModule("io.warren.codec").orElseThrow();
         assertTrue(core.getDescriptor().isAutomatic() == false && codec.getDescriptor().isAutomatic() == false,
                 "real module descriptors, not automatic modules");
-        for (String p : List.of("io.warren", "io.warren.credentials", "io.warren.metrics", "io.warren.rpc",
+        for (String p : List.of("io.warren", "io.warren.credentials", "io.warren.rpc",
                 "io.warren.vertx", "io.warren.micrometer", "io.warren.otel")) {
             assertTrue(core.isExported(p), p + " exported");
         }

@@ -15,14 +15,12 @@ import io.warren.codec.Frame;
 import io.warren.codec.method.BasicCancel;
 import io.warren.codec.method.BasicConsumeOk;
 import io.warren.codec.method.MethodIds;
-import io.warren.impl.AssembledContent;
-import io.warren.impl.ChannelRpc;
-import io.warren.impl.ChannelState;
-import io.warren.impl.ContentAssembler;
-import io.warren.impl.MetricsCollector;
-import io.warren.impl.OutboundPath;
-import io.warren.impl.recovery.ConnectionRecovery;
-import io.warren.impl.recovery.TopologyRecorder;
+import io.warren.impl.channel.AssembledContent;
+import io.warren.impl.channel.ChannelRpc;
+import io.warren.impl.channel.ChannelState;
+import io.warren.impl.channel.ContentAssembler;
+import io.warren.impl.connection.OutboundPath;
+import io.warren.impl.metrics.MetricsCollector;
 import java.util.Arrays;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
@@ -59,7 +57,7 @@ import org.slf4j.LoggerFactory;
  *       order); the drain settles everything queued and writes the frames at once.</li>
  * </ul>
  * Frames the coalescer holds are written before any synchronous method or channel.close the channel sends
- * ({@link #flush()}, called by {@code ChannelState}), so an ack made before a close is never lost to it.
+ * ({@link #flush()}, before each synchronous method and channel.close of the channel), so an ack made before a close is never lost to it.
  *
  * <h2>Delivery tags across recovery</h2>
  * The broker numbers a recovered channel's deliveries from 1 again, so the tags the application sees are the
@@ -88,6 +86,7 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
 
     // immutable
     private final ChannelState state;
+    private final ConsumerHost host;
     private final int number;
     private final EventExecutor loop;
     private final AckCoalescer acks;
@@ -135,14 +134,19 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
     // event loop only: consumers lost with the connection, waiting for recovery to move them to a new channel
     private ConsumerImpl[] lost = new ConsumerImpl[0];
 
-    /** Made by the channel's constructor, on the event loop: registers the handlers and the close hook. */
-    public ChannelConsumers(ChannelState state) {
+    /**
+     * Made with the channel's state, on the event loop: registers the handlers and the close hook.
+     *
+     * @param tagOffset the delivery tags recovery showed the application before this state (0 for a new channel)
+     */
+    public ChannelConsumers(ChannelState state, ConsumerHost host, long tagOffset) {
         this.state = state;
+        this.host = host;
         this.number = state.number();
         this.loop = state.outbound().eventLoop();
         this.acks = new AckCoalescer(number, state.alloc());
         this.metrics = state.connection().metrics();
-        this.tagOffset = state.facade().recovery().tagsExposed();
+        this.tagOffset = tagOffset;
         state.register(MethodIds.CLASS_BASIC, MethodIds.methodId(MethodIds.BASIC_DELIVER), this::onDeliver);
         state.register(MethodIds.CLASS_BASIC, MethodIds.methodId(MethodIds.BASIC_CANCEL), this::onBrokerCancel);
         state.onClose(this::onClose);
@@ -168,10 +172,9 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
         return metrics;
     }
 
-    /** The connection's topology recorder, or null when topology recovery is off. */
-    TopologyRecorder topology() {
-        ConnectionRecovery r = state.connection().facade().recovery();
-        return r == null || !r.options().topologyRecovery() ? null : r.topology();
+    /** Where consumers count themselves for topology recovery, or null when topology recovery is off. */
+    QueueConsumerCounts topology() {
+        return host.consumerCounts();
     }
 
     /** Whether this channel was lost with its connection and recovered on a new one. Any thread. */
@@ -251,7 +254,7 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
      * channel has no basic.qos of its own: the consumer keeps them, so recovery restores the same prefetch.
      */
     private ConsumeOptions withDefaultPrefetch(ConsumeOptions options) {
-        if (options.prefetch() >= 0 || options.noAck() || state.facade().hasOwnQos()) {
+        if (options.prefetch() >= 0 || options.noAck() || host.hasOwnQos()) {
             return options;
         }
         return options.toBuilder().prefetch(ConsumeOptions.DEFAULT_PREFETCH).build();
@@ -274,7 +277,7 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
                     consumer.activate(tag);
                     add(consumer);
                     metrics.consumerStarted(consumer);
-                    TopologyRecorder topology = topology();
+                    QueueConsumerCounts topology = topology();
                     if (topology != null) {
                         topology.consumerStarted(queue); // an auto-delete queue goes with its last consumer
                     }
@@ -708,7 +711,7 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
     }
 
     /**
-     * Writes what the coalescer holds. Event loop; {@code ChannelState} calls it before sending a synchronous
+     * Writes what the coalescer holds. Event loop; called (through the channel handle) before a synchronous
      * method or channel.close, so settlements made before them go first.
      */
     public void flush() {

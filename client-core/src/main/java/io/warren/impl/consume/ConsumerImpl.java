@@ -9,12 +9,13 @@ import io.warren.Channel;
 import io.warren.ConsumeOptions;
 import io.warren.ConsumerHandle;
 import io.warren.DeliveryHandler;
-import io.warren.impl.ChannelRpc;
-import io.warren.impl.ChannelState;
-import io.warren.impl.ConnectionHandler;
-import io.warren.impl.MetricsCollector;
-import io.warren.impl.queue.InboundMessageQueue;
 import io.warren.codec.method.MethodIds;
+import io.warren.impl.channel.ChannelRpc;
+import io.warren.impl.channel.ChannelState;
+import io.warren.impl.connection.ConnectionHandler;
+import io.warren.impl.metrics.MetricsCollector;
+import io.warren.impl.metrics.UnacknowledgedAge;
+import io.warren.impl.queue.InboundMessageQueue;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
 import java.util.concurrent.CompletableFuture;
@@ -56,7 +57,7 @@ import org.slf4j.LoggerFactory;
  * {@link #end} (event loop) closes the queue: what is queued or held goes to {@link #dispose}: released,
  * and rejected with requeue when the channel is still open and the consumer acknowledges manually.
  */
-public final class ConsumerImpl implements ConsumerHandle {
+public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
 
     private static final Logger LOG = LoggerFactory.getLogger(ConsumerImpl.class);
 
@@ -251,7 +252,7 @@ public final class ConsumerImpl implements ConsumerHandle {
         channel.ended(this);
         // the broker no longer has this consumer (cancelled, or its channel closed for good: a consumer moved by
         // recovery never ends): an auto-delete queue without consumers is gone, so is its record
-        io.warren.impl.recovery.TopologyRecorder topology = channel.topology();
+        QueueConsumerCounts topology = channel.topology();
         if (topology != null && !consumerTag.isEmpty()) {
             topology.consumerEnded(queueName);
         }
@@ -561,6 +562,7 @@ public final class ConsumerImpl implements ConsumerHandle {
      * How long the oldest delivery not yet settled on this consumer's channel has waited (nanoseconds, 0 for none).
      * Any thread.
      */
+    @Override
     public long oldestUnacknowledgedAgeNanos() {
         return ended ? 0 : channel.oldestUnacknowledgedAgeNanos();
     }

@@ -7,5 +7,7 @@
  * and disposes of what is still queued on close. {@link io.warren.impl.queue.HandoffQueue} is the
  * lock-free engine under it, returning bit sets and calling no executor, for callers that schedule
  * drains themselves.
+ *
+ * <p>A leaf room: uses no other room.
  */
 package io.warren.impl.queue;

@@ -13,9 +13,9 @@ import io.warren.RecoveryOptions;
 import io.warren.ReturnListener;
 import io.warren.WritabilityListener;
 import io.warren.codec.content.BasicProperties;
-import io.warren.impl.ChannelImpl;
-import io.warren.impl.ChannelState;
-import io.warren.impl.Publisher;
+import io.warren.impl.consume.ChannelConsumers;
+import io.warren.impl.publish.PublishCarryOver;
+import io.warren.impl.publish.Publisher;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
@@ -29,8 +29,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * What one channel needs to survive the loss of its connection: the modes to restore (qos, tx, confirm), the
- * listeners to move to each new {@link Publisher}, the publishes made while it is being recovered, and the old
- * {@link ChannelState} whose consumers wait to be moved to the new one. One per {@link ChannelImpl}, for its
+ * listeners to move to each new {@link Publisher}, the publishes made while it is being recovered, and the
+ * consumers of the lost states, which wait to be moved to the new one. One per {@link RecoverableChannel}, for its
  * whole life.
  *
  * <h2>Publishing during recovery</h2>
@@ -53,7 +53,7 @@ import org.slf4j.LoggerFactory;
  * queued under the monitor, so they rise in queue order and one timer, armed for the oldest, is enough: it
  * fails the expired head of the queue and re-arms for the next.
  */
-public final class ChannelRecovery {
+public final class ChannelRecovery implements PublishCarryOver {
 
     private static final Logger LOG = LoggerFactory.getLogger(ChannelRecovery.class);
 
@@ -64,7 +64,7 @@ public final class ChannelRecovery {
                         ByteBuf body, CompletableFuture<PublishOutcome> future, long bytes, long deadlineNanos) {
     }
 
-    private final ChannelImpl channel;
+    private final RecoverableChannel channel;
 
     // any thread
     private final CopyOnWriteArrayList<ReturnListener> returnListeners = new CopyOnWriteArrayList<>();
@@ -97,9 +97,9 @@ public final class ChannelRecovery {
 
     // event loop only: the states lost since the last recovery (a recovery interrupted by another loss adds
     // one); the consumers of each wait in it to be moved to the recovered state
-    private final List<ChannelState> lostStates = new ArrayList<>(1);
+    private final List<ChannelConsumers> lostConsumers = new ArrayList<>(1);
 
-    public ChannelRecovery(ChannelImpl channel) {
+    public ChannelRecovery(RecoverableChannel channel) {
         this.channel = channel;
     }
 
@@ -156,26 +156,26 @@ public final class ChannelRecovery {
     /**
      * The connection was lost with recovery to follow: from now on publishes are held (or refused). Event loop.
      *
-     * @param old the channel's state on the lost connection; its consumers move to the new one
+     * @param old the channel's consumers on the lost connection; they move to the new state
      */
-    public void lost(ConnectionLostException cause, ChannelState old, ConnectionRecovery connection) {
+    public void lost(ConnectionLostException cause, ChannelConsumers old, ConnectionRecovery connection) {
         recordLoss(cause, old, connection);
         connection.channelLost(channel);
     }
 
     /**
      * The broker closed this channel alone for a reason recovery repairs: as {@link #lost(ConnectionLostException,
-     * ChannelState, ConnectionRecovery)}, and the channel is re-opened on the same connection. Event loop.
+     * ChannelConsumers, ConnectionRecovery)}, and the channel is re-opened on the same connection. Event loop.
      */
-    public void lost(ChannelLostException cause, ChannelState old, ConnectionRecovery connection) {
+    public void lost(ChannelLostException cause, ChannelConsumers old, ConnectionRecovery connection) {
         recordLoss(cause, old, connection);
         connection.recoverChannel(channel, cause);
     }
 
-    private void recordLoss(AmqpException cause, ChannelState old, ConnectionRecovery connection) {
-        lostStates.add(old);
+    private void recordLoss(AmqpException cause, ChannelConsumers old, ConnectionRecovery connection) {
+        lostConsumers.add(old);
         // max: a state lost during an interrupted recovery may have seen nothing above its own offset
-        tagsExposed = Math.max(tagsExposed, old.consumers().highestTagExposed());
+        tagsExposed = Math.max(tagsExposed, old.highestTagExposed());
         synchronized (this) {
             recovering = true;
             lossCause = cause;
@@ -281,6 +281,7 @@ public final class ChannelRecovery {
      * @param future its outcome, {@code null} for {@code publishNoOutcome}
      * @param bytes what it counted against the connection's bound; it counts the same against the hold's
      */
+    @Override
     public boolean carry(CharSequence exchange, CharSequence routingKey, boolean mandatory,
                          BasicProperties properties, ByteBuf body, CompletableFuture<PublishOutcome> future,
                          long bytes) {
@@ -332,8 +333,8 @@ public final class ChannelRecovery {
      */
     public CompletionStage<Void> restoreConsumers(UnaryOperator<String> queueNames, boolean unpausedOnly) {
         List<CompletableFuture<Void>> all = new ArrayList<>();
-        for (ChannelState old : lostStates) {
-            all.add(channel.state().consumers().recoverFrom(old.consumers(), queueNames, unpausedOnly)
+        for (ChannelConsumers old : lostConsumers) {
+            all.add(channel.consumers().recoverFrom(old, queueNames, unpausedOnly)
                     .toCompletableFuture());
         }
         return CompletableFuture.allOf(all.toArray(CompletableFuture[]::new));
@@ -341,7 +342,7 @@ public final class ChannelRecovery {
 
     /** Everything is back: held publishes go out in order, then publishing is normal again. */
     public void recovered() {
-        lostStates.clear();
+        lostConsumers.clear();
         CompletableFuture<Void> done;
         // The replay runs under the monitor: a publisher that arrives meanwhile waits the few microseconds it
         // takes, then finds recovering false and publishes behind the replayed messages, in order.
@@ -385,8 +386,8 @@ public final class ChannelRecovery {
 
     /** Recovery gave up, or the application closed the channel or connection meanwhile. Event loop. */
     public void abandon(AmqpException cause) {
-        List<ChannelState> olds = new ArrayList<>(lostStates);
-        lostStates.clear();
+        List<ChannelConsumers> olds = new ArrayList<>(lostConsumers);
+        lostConsumers.clear();
         List<Held> failed;
         CompletableFuture<Void> done;
         synchronized (this) {
@@ -402,8 +403,8 @@ public final class ChannelRecovery {
         for (Held h : failed) {
             fail(h, cause, "will not be recovered");
         }
-        for (ChannelState old : olds) {
-            old.consumers().endLost(cause);
+        for (ChannelConsumers old : olds) {
+            old.endLost(cause);
         }
         if (done != null) {
             done.completeExceptionally(cause);

@@ -14,9 +14,7 @@ import io.warren.QueueDeclareOk;
 import io.warren.RecoveryListener;
 import io.warren.RecoveryOptions;
 import io.warren.codec.ReplyCode;
-import io.warren.impl.ChannelImpl;
-import io.warren.impl.ConnectionHandler;
-import io.warren.impl.ConnectionImpl;
+import io.warren.impl.connection.ConnectionHandler;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.TreeMap;
@@ -54,12 +52,12 @@ public final class ConnectionRecovery {
     /** Opens a new connection for the same facade, on the same event loop. */
     @FunctionalInterface
     public interface Reconnector {
-        CompletionStage<ConnectionImpl> reconnect(ConnectionOptions options, ConnectionImpl connection, EventLoop loop);
+        CompletionStage<? extends RecoverableConnection> reconnect(ConnectionOptions options, EventLoop loop);
     }
 
     enum Phase { RUNNING, CONNECTING, RESTORING, CLOSED }
 
-    private final ConnectionImpl connection;
+    private final RecoverableConnection connection;
     private final ConnectionOptions options;
     private final RecoveryOptions recovery;
     private final Reconnector reconnector;
@@ -78,10 +76,10 @@ public final class ConnectionRecovery {
     private ConnectionLostException lossCause;
     private Throwable lastFailure;
     private ScheduledFuture<?> timer;
-    private final TreeMap<Integer, ChannelImpl> lost = new TreeMap<>();
+    private final TreeMap<Integer, RecoverableChannel> lost = new TreeMap<>();
     private final List<Runnable> afterRecovery = new ArrayList<>();
 
-    public ConnectionRecovery(ConnectionImpl connection, ConnectionOptions options, Reconnector reconnector,
+    public ConnectionRecovery(RecoverableConnection connection, ConnectionOptions options, Reconnector reconnector,
                               EventLoop loop) {
         this.connection = connection;
         this.options = options;
@@ -138,7 +136,7 @@ public final class ConnectionRecovery {
     }
 
     /** A channel lost with the connection, to be re-opened. Event loop. */
-    void channelLost(ChannelImpl channel) {
+    void channelLost(RecoverableChannel channel) {
         lost.put(channel.channelNumber(), channel);
     }
 
@@ -164,7 +162,7 @@ public final class ConnectionRecovery {
      * re-open it with its number on the current connection once the close is done with, then restore its modes and
      * consumers, as after a connection loss. A connection lost meanwhile takes the channel over. Event loop.
      */
-    void recoverChannel(ChannelImpl channel, ChannelLostException cause) {
+    void recoverChannel(RecoverableChannel channel, ChannelLostException cause) {
         assert loop.inEventLoop();
         LOG.warn("channel {} on {}: {}", channel.channelNumber(), connection.address(), cause.getMessage());
         tellListeners(l -> l.channelRecoveryStarted(channel, cause));
@@ -172,7 +170,7 @@ public final class ConnectionRecovery {
         loop.execute(() -> reopen(channel));
     }
 
-    private void reopen(ChannelImpl channel) {
+    private void reopen(RecoverableChannel channel) {
         assert loop.inEventLoop();
         if (!channel.recovery().isRecovering()) {
             return; // the application closed it meanwhile
@@ -189,7 +187,7 @@ public final class ConnectionRecovery {
             return;
         }
         CompletableFuture<Channel> opened = new CompletableFuture<>();
-        handler.reopenChannel(channel, opened);
+        channel.reopen(handler, opened);
         opened.thenCompose(c -> channel.recovery().restoreModes())
                 .thenCompose(v -> channel.recovery().restoreConsumers(topology::currentName, false))
                 .whenComplete((v, e) -> {
@@ -214,7 +212,7 @@ public final class ConnectionRecovery {
     }
 
     /** The channel was re-opened (or not) but could not be restored on a live connection: it ends for good. */
-    private void channelNotRecovered(ChannelImpl channel, Throwable failure) {
+    private void channelNotRecovered(RecoverableChannel channel, Throwable failure) {
         Throwable why = failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null
                 ? failure.getCause() : failure;
         LOG.warn("channel {} on {} could not be recovered: {}", channel.channelNumber(), connection.address(),
@@ -237,19 +235,19 @@ public final class ConnectionRecovery {
         }
     }
 
-    private ConnectionClosedException closedMeanwhile(ChannelImpl channel) {
+    private ConnectionClosedException closedMeanwhile(RecoverableChannel channel) {
         return new ConnectionClosedException("connection to " + connection.address() + " closed before channel "
                 + channel.channelNumber() + " was recovered", null);
     }
 
     /** Whether the connection was lost while {@code channel} was being restored on {@code handler}. */
-    private boolean channelTakenOver(ChannelImpl channel, ConnectionHandler handler) {
+    private boolean channelTakenOver(RecoverableChannel channel, ConnectionHandler handler) {
         return connection.handler() != handler || !handler.isOpen() || phase != Phase.RUNNING
                 || lost.get(channel.channelNumber()) == channel;
     }
 
     /** The application closed a channel that was waiting for recovery. Event loop. */
-    public void forget(ChannelImpl channel) {
+    public void forget(RecoverableChannel channel) {
         lost.remove(channel.channelNumber(), channel);
     }
 
@@ -322,7 +320,7 @@ public final class ConnectionRecovery {
             return;
         }
         LOG.debug("recovery of the connection to {}: attempt {}", connection.address(), attempts);
-        reconnector.reconnect(options, connection, loop).whenComplete((c, error) -> loop.execute(() -> {
+        reconnector.reconnect(options, loop).whenComplete((c, error) -> loop.execute(() -> {
             if (gen != generation || phase != Phase.CONNECTING) {
                 if (error == null) {
                     c.handler().closeQuietly(); // closed meanwhile: this connection is not wanted
@@ -373,11 +371,11 @@ public final class ConnectionRecovery {
         handler.restoring(true);
         LOG.debug("recovery of the connection to {}: connected; restoring {} channels and {}", connection.address(),
                 lost.size(), topology);
-        List<ChannelImpl> channels = new ArrayList<>(lost.values());
+        List<RecoverableChannel> channels = new ArrayList<>(lost.values());
         List<CompletableFuture<?>> reopened = new ArrayList<>();
-        for (ChannelImpl ch : channels) {
+        for (RecoverableChannel ch : channels) {
             CompletableFuture<Channel> f = new CompletableFuture<>();
-            handler.reopenChannel(ch, f);
+            ch.reopen(handler, f);
             reopened.add(f.thenCompose(c -> ch.recovery().restoreModes()).toCompletableFuture()
                     .exceptionally(e -> channelFailed(gen, ch, e)));
         }
@@ -410,7 +408,7 @@ public final class ConnectionRecovery {
         return next.get();
     }
 
-    private Void channelFailed(int gen, ChannelImpl ch, Throwable e) {
+    private Void channelFailed(int gen, RecoverableChannel ch, Throwable e) {
         if (gen == generation && phase == Phase.RESTORING && connection.handler().isOpen()) {
             // the connection is fine but this channel could not be restored (its number is over the new
             // channel-max, a mode was refused): it is closed for good, the others go on
@@ -423,9 +421,9 @@ public final class ConnectionRecovery {
         return null;
     }
 
-    private CompletionStage<Void> restoreConsumers(int gen, List<ChannelImpl> channels, boolean unpausedOnly) {
+    private CompletionStage<Void> restoreConsumers(int gen, List<RecoverableChannel> channels, boolean unpausedOnly) {
         List<CompletableFuture<Void>> all = new ArrayList<>();
-        for (ChannelImpl ch : channels) {
+        for (RecoverableChannel ch : channels) {
             if (lost.get(ch.channelNumber()) != ch || !ch.state().isUsable()) {
                 continue;
             }
@@ -438,13 +436,13 @@ public final class ConnectionRecovery {
         return CompletableFuture.allOf(all.toArray(CompletableFuture[]::new));
     }
 
-    private void succeeded(List<ChannelImpl> channels) {
+    private void succeeded(List<RecoverableChannel> channels) {
         phase = Phase.RUNNING;
         long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - lostAtNanos);
         int tries = attempts;
         attempts = 0;
         lastFailure = null;
-        for (ChannelImpl ch : channels) {
+        for (RecoverableChannel ch : channels) {
             if (lost.remove(ch.channelNumber(), ch)) {
                 ch.recovered();
             }
@@ -507,9 +505,9 @@ public final class ConnectionRecovery {
             timer.cancel(false);
             timer = null;
         }
-        List<ChannelImpl> channels = new ArrayList<>(lost.values());
+        List<RecoverableChannel> channels = new ArrayList<>(lost.values());
         lost.clear();
-        for (ChannelImpl ch : channels) {
+        for (RecoverableChannel ch : channels) {
             ch.abandon(cause);
         }
         if (tell) {
@@ -545,7 +543,7 @@ public final class ConnectionRecovery {
     static final class TopologyRestore {
         private final ConnectionRecovery owner;
         private final ConnectionHandler handler;
-        private ChannelImpl channel;
+        private RecoverableChannel channel;
 
         TopologyRestore(ConnectionRecovery owner, ConnectionHandler handler) {
             this.owner = owner;
@@ -591,7 +589,7 @@ public final class ConnectionRecovery {
         }
 
         /** One declaration; a refusal is reported and skipped (the refused channel is replaced). */
-        private <T> CompletionStage<Void> each(String what, Function<ChannelImpl, CompletionStage<T>> op) {
+        private <T> CompletionStage<Void> each(String what, Function<RecoverableChannel, CompletionStage<T>> op) {
             return channel().thenCompose(op::apply).handle((v, e) -> {
                 if (e != null) {
                     if (!handler.isOpen()) {
@@ -603,14 +601,12 @@ public final class ConnectionRecovery {
             });
         }
 
-        private CompletionStage<ChannelImpl> channel() {
+        private CompletionStage<RecoverableChannel> channel() {
             if (channel != null && channel.isOpen()) {
                 return CompletableFuture.completedFuture(channel);
             }
-            CompletableFuture<Channel> f = new CompletableFuture<>();
-            handler.openChannel(f);
-            return f.thenApply(c -> {
-                channel = (ChannelImpl) c;
+            return owner.connection.openChannel(handler).thenApply(c -> {
+                channel = c;
                 channel.recording(false);
                 return channel;
             });

@@ -2,6 +2,7 @@ package io.warren.impl.recovery;
 
 import io.warren.ExchangeDeclare;
 import io.warren.QueueDeclare;
+import io.warren.impl.consume.QueueConsumerCounts;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -32,7 +33,7 @@ import java.util.Map;
  * <p>Threads: declares complete on the event loop, recovery runs there, but the snapshot accessors may be
  * called from tests; the methods are synchronized (never on a hot path: one call per declare).
  */
-public final class TopologyRecorder {
+public final class TopologyRecorder implements QueueConsumerCounts {
 
     /** A recorded exchange.declare. */
     public record Exchange(String name, String type, boolean durable, boolean autoDelete, boolean internal,
@@ -128,6 +129,7 @@ public final class TopologyRecorder {
     }
 
     /** A consumer started on {@code queue} (consume-ok). */
+    @Override
     public synchronized void consumerStarted(String queue) {
         consumersByQueue.merge(queue, 1, Integer::sum);
     }
@@ -136,6 +138,7 @@ public final class TopologyRecorder {
      * A consumer on {@code queue} ended for good (cancelled by the application or the broker). The broker deletes
      * an auto-delete queue with its last consumer: so does the record.
      */
+    @Override
     public synchronized void consumerEnded(String queue) {
         Integer n = consumersByQueue.get(queue);
         if (n == null) {

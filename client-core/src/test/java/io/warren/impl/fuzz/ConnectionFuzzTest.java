@@ -31,8 +31,9 @@ import io.warren.codec.method.MethodEncoder;
 import io.warren.codec.method.MethodIds;
 import io.warren.codec.method.MethodInfo;
 import io.warren.codec.method.MethodTable;
-import io.warren.impl.ConnectionHandler;
 import io.warren.impl.ConnectionImpl;
+import io.warren.impl.connection.ConnectionHandler;
+import io.warren.impl.metrics.MetricsCollector;
 import java.io.ByteArrayOutputStream;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -215,8 +216,8 @@ class ConnectionFuzzTest {
         private boolean headerSkipped;
 
         Harness() {
-            ConnectionHandler handler = new ConnectionHandler(new ConnectionOptions().automaticRecovery(false),
-                    new Address("fuzz.test", 5672), connected);
+            ConnectionHandler handler = ConnectionImpl.newHandler(new ConnectionOptions().automaticRecovery(false),
+                    new Address("fuzz.test", 5672), connected, null, MetricsCollector.NOOP);
             client = new EmbeddedChannel(new FrameDecoder(), handler);
             FrameDecoder server = new FrameDecoder();
             server.setFrameMax(0);

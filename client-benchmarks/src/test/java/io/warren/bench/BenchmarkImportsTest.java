@@ -1,0 +1,26 @@
+package io.warren.bench;
+
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
+
+import com.tngtech.archunit.core.domain.JavaClasses;
+import com.tngtech.archunit.core.importer.ClassFileImporter;
+import com.tngtech.archunit.core.importer.ImportOption;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The benchmark tools measure what an application sees: they use the exported API only, never client-core's
+ * internal {@code io.warren.impl} packages (a micro-benchmark of one internal class lives in that class's package).
+ */
+class BenchmarkImportsTest {
+
+    private static final JavaClasses BENCH = new ClassFileImporter()
+            .withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
+            .importPackages("io.warren.bench");
+
+    @Test
+    void benchmarksUseNoInternalClass() {
+        noClasses().that().resideInAPackage("io.warren.bench..")
+                .should().dependOnClassesThat().resideInAPackage("io.warren.impl..")
+                .check(BENCH);
+    }
+}

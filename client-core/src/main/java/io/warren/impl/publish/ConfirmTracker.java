@@ -1,0 +1,316 @@
+package io.warren.impl.publish;
+
+import io.netty.util.collection.LongObjectHashMap;
+import io.warren.PublishNackedException;
+import io.warren.PublishNotConfirmedException;
+import io.warren.PublishOutcome;
+import io.warren.impl.metrics.MetricsCollector;
+import java.util.ArrayDeque;
+import java.util.concurrent.CompletableFuture;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The unconfirmed publishes of one channel in confirm mode, keyed by sequence number. Event loop only.
+ *
+ * <p>A ring of slots indexed by {@code sequenceNumber & mask}: no boxed key, no entry object, nothing
+ * allocated per publish. The window is the span {@code [lowest, next)}: RabbitMQ confirms nearly in order,
+ * so the span is close to the number outstanding, and bounding the span (rather than the count) is what keeps
+ * every outstanding sequence number in its own slot. The ring grows (doubling) up to the span the publisher
+ * allows. A slot holds the publish's future, or {@link #NO_OUTCOME} for a publish without one.
+ *
+ * <h2>basic.return in confirm mode</h2>
+ * A returned publish must complete as {@link PublishOutcome.Status#RETURNED}, but basic.return does not say
+ * which publish it returns. RabbitMQ writes basic.return before the returned publish's ack, and the ack comes
+ * later, so a return waits here until an ack or nack settles its publish. Which publish:
+ * <ol>
+ *   <li><b>By its header</b>: the publisher stamps every mandatory publish in confirm mode with its sequence
+ *   number ({@link Publisher#SEQUENCE_HEADER}); the returned message carries it back. Exact.</li>
+ *   <li><b>By order</b>, when the header is off ({@link io.warren.PublishOptions#correlateReturns}) or missing:
+ *   RabbitMQ's channel handles one publish at a time and flushes the confirms it has recorded after each, and the
+ *   returned publish, being the newest it has read, usually ends that flush: the next ack's tag is the returned
+ *   publish when it is an outstanding mandatory one. Else returns (which come in publish order) go to the oldest
+ *   mandatory publishes not yet returned, up to the tag. Not exact: a flush that also confirms older routed
+ *   publishes (late confirms from a quorum or durable queue) starts with their ack, which this takes for the
+ *   returned one.</li>
+ * </ol>
+ */
+final class ConfirmTracker {
+
+    private static final Logger LOG = LoggerFactory.getLogger(ConfirmTracker.class);
+
+    /** The slot of a publish made without an outcome future. */
+    static final Object NO_OUTCOME = new Object();
+
+    private static final byte MANDATORY = 1;
+    private static final byte RETURNED = 2;
+
+    private record ReturnInfo(int replyCode, String replyText) {
+    }
+
+    private final int channel;
+    private final int maxSpan;
+    private final MetricsCollector metrics;
+
+    // event loop only
+    private Object[] slots;
+    private byte[] flags;
+    /** When each outstanding publish was written (System.nanoTime), for confirm latencies; null until timed. */
+    private long[] sentAt;
+    private int mask;
+    private long next = 1;
+    private long lowest = 1;
+    private int outstanding;
+    private final ArrayDeque<ReturnInfo> pendingReturns = new ArrayDeque<>(2);
+    private LongObjectHashMap<ReturnInfo> returned;
+
+    ConfirmTracker(int channel, int maxSpan, MetricsCollector metrics) {
+        this.channel = channel;
+        this.maxSpan = maxSpan;
+        this.metrics = metrics;
+        int capacity = Math.min(1024, ceilPowerOfTwo(maxSpan));
+        this.slots = new Object[capacity];
+        this.flags = new byte[capacity];
+        this.mask = capacity - 1;
+    }
+
+    /** True when the span of outstanding sequence numbers has reached the bound: hold further publishes. */
+    boolean isFull() {
+        return next - lowest >= maxSpan;
+    }
+
+    /** The span of sequence numbers from the oldest unconfirmed to the newest: what the window bounds. */
+    long span() {
+        return next - lowest;
+    }
+
+    /** Number of publishes without their confirm yet. */
+    int outstanding() {
+        return outstanding;
+    }
+
+    /** The sequence number the next publish gets. */
+    long nextSequenceNumber() {
+        return next;
+    }
+
+    /**
+     * Records the next publish; {@code future} may be null (no outcome); {@code sentAtNanos} is when it was written
+     * (System.nanoTime), or 0 when confirm latencies are not recorded. Returns its sequence number.
+     */
+    long add(CompletableFuture<PublishOutcome> future, boolean mandatory, long sentAtNanos) {
+        if (next - lowest >= slots.length) {
+            grow();
+        }
+        long seq = next++;
+        int i = (int) seq & mask;
+        slots[i] = future == null ? NO_OUTCOME : future;
+        flags[i] = mandatory ? MANDATORY : 0;
+        if (sentAtNanos != 0 || sentAt != null) {
+            if (sentAt == null) {
+                sentAt = new long[slots.length]; // the first timed publish: timing was switched on
+            }
+            sentAt[i] = sentAtNanos;
+        }
+        outstanding++;
+        return seq;
+    }
+
+    /**
+     * basic.return on this channel (confirm mode, returns correlated): {@code sequence} is the number the returned
+     * message carries in its header, or -1. Every mandatory publish this tracker numbers was stamped, so a return
+     * that names none of them is of a publish it does not track (written before confirm.select): it goes to the
+     * listeners only, and is never matched by order to a stamped publish that was routed.
+     */
+    void returnedStamped(int replyCode, String replyText, long sequence) {
+        if (sequence > 0 && isUnreturnedMandatory(sequence)) {
+            markReturned(sequence, new ReturnInfo(replyCode, replyText));
+        } else {
+            LOG.debug("channel {}: basic.return of a message whose sequence number ({}) names no outstanding mandatory"
+                    + " publish: not tracked here, left to the return listeners", channel, sequence);
+        }
+    }
+
+    /**
+     * basic.return on this channel (confirm mode, returns not correlated,
+     * {@link io.warren.PublishOptions#correlateReturns}): matched to its publish by order at the next ack or nack.
+     */
+    void returned(int replyCode, String replyText) {
+        pendingReturns.add(new ReturnInfo(replyCode, replyText));
+    }
+
+    /** basic.ack from the broker. */
+    void ack(long tag, boolean multiple) {
+        settle(tag, multiple, true);
+    }
+
+    /** basic.nack from the broker. */
+    void nack(long tag, boolean multiple) {
+        settle(tag, multiple, false);
+    }
+
+    private void settle(long tag, boolean multiple, boolean ack) {
+        if (!pendingReturns.isEmpty()) {
+            attributeReturns(tag);
+        }
+        if (tag >= next || (tag < lowest && !(multiple && tag == 0))) {
+            LOG.debug("channel {}: basic.{} for unknown sequence number {} (outstanding {}..{}); ignored", channel,
+                    ack ? "ack" : "nack", tag, lowest, next - 1);
+            return;
+        }
+        // one clock read per basic.ack, however many publishes it confirms
+        long now = ack && sentAt != null ? System.nanoTime() : 0;
+        if (multiple) {
+            // multiple with tag 0 would mean "everything"; RabbitMQ never sends it, treated as up to the newest
+            long last = tag == 0 ? next - 1 : tag;
+            // Fields are read again at every step: completing a future runs application code that may publish
+            // (add) or grow the ring.
+            while (lowest <= last) {
+                settleOne(lowest++, ack, now);
+            }
+        } else {
+            settleOne(tag, ack, now);
+        }
+        skipSettled();
+    }
+
+    private void settleOne(long seq, boolean ack, long now) {
+        int i = (int) seq & mask;
+        Object slot = slots[i];
+        if (slot == null) {
+            return; // settled already (a single ack before a multiple one), or never published
+        }
+        byte f = flags[i];
+        slots[i] = null;
+        flags[i] = 0;
+        outstanding--;
+        if (now != 0 && sentAt[i] != 0) {
+            metrics.confirmLatency(now - sentAt[i]);
+            sentAt[i] = 0;
+        }
+        ReturnInfo r = (f & RETURNED) != 0 ? returned.remove(seq) : null;
+        if (slot == NO_OUTCOME) {
+            if (!ack) {
+                LOG.debug("channel {}: publish {} (without outcome) nacked by the broker", channel, seq);
+            }
+            return;
+        }
+        @SuppressWarnings("unchecked")
+        CompletableFuture<PublishOutcome> future = (CompletableFuture<PublishOutcome>) slot;
+        if (!ack) {
+            future.completeExceptionally(new PublishNackedException("the broker nacked publish " + seq
+                    + " on channel " + channel + (r == null ? "" : " (returned: " + r.replyCode + " " + r.replyText + ")"),
+                    channel, seq));
+        } else if (r != null) {
+            future.complete(PublishOutcome.returned(r.replyCode, r.replyText));
+        } else {
+            future.complete(PublishOutcome.CONFIRMED);
+        }
+    }
+
+    private void skipSettled() {
+        while (lowest < next && slots[(int) lowest & mask] == null) {
+            lowest++;
+        }
+    }
+
+    private void attributeReturns(long tag) {
+        if (pendingReturns.size() == 1 && isUnreturnedMandatory(tag)) {
+            markReturned(tag, pendingReturns.poll());
+            return;
+        }
+        ReturnInfo r;
+        while ((r = pendingReturns.poll()) != null) {
+            long seq = oldestUnreturnedMandatory(tag);
+            if (seq < 0) {
+                // An ack for older publishes can come between a return and the returned publish's own ack (the
+                // broker acks a routed range and the unroutable newest one in the same flush, the range first):
+                // the returns wait for the ack that covers a mandatory publish.
+                pendingReturns.addFirst(r);
+                LOG.debug("channel {}: basic.ack {} covers no outstanding mandatory publish; {} return(s) wait for"
+                        + " the next ack", channel, tag, pendingReturns.size());
+                return;
+            }
+            LOG.debug("channel {}: {} returns before one ack (tag {}); matched to publish {} by publish order",
+                    channel, pendingReturns.size() + 1, tag, seq);
+            markReturned(seq, r);
+        }
+    }
+
+    private boolean isUnreturnedMandatory(long seq) {
+        if (seq < lowest || seq >= next) {
+            return false;
+        }
+        int i = (int) seq & mask;
+        return slots[i] != null && flags[i] == MANDATORY;
+    }
+
+    private long oldestUnreturnedMandatory(long upTo) {
+        long end = Math.min(upTo, next - 1);
+        for (long s = lowest; s <= end; s++) {
+            if (isUnreturnedMandatory(s)) {
+                return s;
+            }
+        }
+        return -1;
+    }
+
+    private void markReturned(long seq, ReturnInfo info) {
+        flags[(int) seq & mask] |= RETURNED;
+        if (returned == null) {
+            returned = new LongObjectHashMap<>(4);
+        }
+        returned.put(seq, info);
+    }
+
+    /**
+     * The channel or connection closed: every outstanding publish fails with a retryable
+     * {@link PublishNotConfirmedException} (its message was written, so the broker may have it).
+     */
+    void failAll(Throwable cause) {
+        pendingReturns.clear();
+        while (lowest < next) {
+            long seq = lowest++;
+            int i = (int) seq & mask;
+            Object slot = slots[i];
+            slots[i] = null;
+            flags[i] = 0;
+            if (slot != null) {
+                outstanding--;
+                if (slot != NO_OUTCOME) {
+                    ((CompletableFuture<?>) slot).completeExceptionally(new PublishNotConfirmedException("publish "
+                            + seq + " on channel " + channel + " was not confirmed: " + cause.getMessage(), cause,
+                            channel, true));
+                }
+            }
+        }
+        if (returned != null) {
+            returned.clear();
+        }
+    }
+
+    private void grow() {
+        int capacity = slots.length * 2;
+        Object[] s = new Object[capacity];
+        byte[] f = new byte[capacity];
+        int m = capacity - 1;
+        for (long seq = lowest; seq < next; seq++) {
+            s[(int) seq & m] = slots[(int) seq & mask];
+            f[(int) seq & m] = flags[(int) seq & mask];
+        }
+        if (sentAt != null) {
+            long[] t = new long[capacity];
+            for (long seq = lowest; seq < next; seq++) {
+                t[(int) seq & m] = sentAt[(int) seq & mask];
+            }
+            sentAt = t;
+        }
+        slots = s;
+        flags = f;
+        mask = m;
+    }
+
+    private static int ceilPowerOfTwo(int n) {
+        return n <= 1 ? 1 : Integer.highestOneBit(n - 1) << 1;
+    }
+}

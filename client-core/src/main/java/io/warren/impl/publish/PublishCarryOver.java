@@ -1,0 +1,25 @@
+package io.warren.impl.publish;
+
+import io.netty.buffer.ByteBuf;
+import io.warren.PublishOutcome;
+import io.warren.codec.content.BasicProperties;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * Where a {@link Publisher} hands the publishes it accepted but did not write when its channel closed: the
+ * recovery of the channel, which writes them on the recovered channel when it waits for recovery
+ * ({@code PublishDuringRecovery.WAIT}). Implemented by the recovery room's channel recovery.
+ */
+public interface PublishCarryOver {
+
+    /**
+     * Takes over a publish the lost channel had accepted but not written: true when it is held to be written after
+     * recovery, and then owns {@code body}; false when it is not: the caller still owns it and fails the publish.
+     * Event loop.
+     *
+     * @param future its outcome, {@code null} for {@code publishNoOutcome}
+     * @param bytes  what it counted against the connection's bound
+     */
+    boolean carry(CharSequence exchange, CharSequence routingKey, boolean mandatory, BasicProperties properties,
+                  ByteBuf body, CompletableFuture<PublishOutcome> future, long bytes);
+}

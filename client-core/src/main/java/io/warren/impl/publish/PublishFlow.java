@@ -1,0 +1,332 @@
+package io.warren.impl.publish;
+
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelOutboundBuffer;
+import io.netty.channel.WriteBufferWaterMark;
+import io.netty.util.AttributeKey;
+import io.warren.BlockedListener;
+import io.warren.Connection;
+import io.warren.PublishOptions;
+import io.warren.impl.connection.ConnectionEvents;
+import io.warren.impl.connection.ConnectionHandler;
+import io.warren.impl.connection.OutboundPath;
+import io.warren.impl.connection.PublishBuffers;
+import java.util.ArrayList;
+import java.util.concurrent.atomic.AtomicLongFieldUpdater;
+import org.jctools.queues.SpmcArrayQueue;
+
+/**
+ * A connection's publishing back-pressure: what every channel's {@link Publisher} asks before it accepts,
+ * writes or holds a publish. One per connection, made when its {@link ConnectionHandler} joins the pipeline.
+ *
+ * <p>Three sources, folded into one answer:
+ * <ul>
+ *   <li>Netty's writability: its outbound buffer above the write-buffer high-water mark
+ *       ({@link PublishOptions#writeBufferHighWaterMark()}, 256 KiB by default, set here);</li>
+ *   <li>bytes of publishes accepted but not yet handed to Netty ({@code queuedBytes}, in the outbound path's
+ *       queue, which Netty does not count): above the same high-water mark the connection reads unwritable too,
+ *       so publishers from other threads cannot outrun the event loop (half the mark);</li>
+ *   <li>connection.blocked from the broker.</li>
+ * </ul>
+ * Memory is bounded by {@link PublishOptions#maxPendingBytes()} over queued + held + Netty's pending bytes:
+ * {@link #tryReserve} refuses past it.
+ *
+ * <p>Threads: {@link #tryReserve}, {@link #isWritable} and {@link #isBlocked} on any thread; the rest on the
+ * event loop. The event loop tells publishers of changes ({@link Publisher#onFlowChanged()}) when Netty's
+ * writability flips, when queued bytes fall below the mark, and on blocked / unblocked.
+ */
+public final class PublishFlow implements BlockedListener {
+
+    /** Tasks kept for reuse per connection: more than the queue holds below its mark (~130 small publishes). */
+    private static final int TASK_POOL_SIZE = 1024;
+
+    /**
+     * Bytes of publishes queued for the event loop above which the connection reads unwritable: half the write-buffer
+     * high-water mark. A publish counts its wire size plus {@link Publisher#TASK_OVERHEAD} (512), so with the default
+     * mark (256 KiB) ~225 small publishes fill it: under the 256 slots of a chunk of the outbound path's queue, so a
+     * publisher that waits when unwritable never makes the queue link a new chunk (garbage); and a few large ones
+     * (two of 64 KiB) fit, so a large message does not stop its publisher every time.
+     */
+    private static final AtomicLongFieldUpdater<PublishFlow> QUEUED =
+            AtomicLongFieldUpdater.newUpdater(PublishFlow.class, "queuedBytes");
+    private static final AtomicLongFieldUpdater<PublishFlow> HELD =
+            AtomicLongFieldUpdater.newUpdater(PublishFlow.class, "heldBytes");
+
+    private final ChannelHandlerContext ctx;
+    private final OutboundPath outbound;
+    private final PublishOptions options;
+    private final long maxPendingBytes;
+
+    // any thread (volatile, updated atomically)
+    private volatile long queuedBytes;
+    private volatile long heldBytes;
+    // any thread (volatile, written by the event loop)
+    private volatile boolean blocked;
+    private volatile String blockedReason;
+    // any thread (volatile): set by a publisher whose publish filled the queue, cleared at half (see isWritable)
+    private volatile boolean queueFull;
+
+    /**
+     * Pooled tasks: taken by publishing threads, returned by the event loop (single producer, many consumers).
+     * Made by the event loop when the first task comes back: a connection that never publishes does not pay its
+     * 4 KiB array. Any thread reads it (volatile), the event loop writes it.
+     */
+    private volatile SpmcArrayQueue<PublishTask> taskPool;
+    /** Head and end-octet buffers of the connection's publishes (event loop only). */
+    private final PublishBuffers buffers;
+
+    // event loop only
+    private final ArrayList<Publisher> publishers = new ArrayList<>();
+    private final int flushThreshold;
+    private long unflushedBytes;
+    /** True while a publisher writes the buffers of one message: nothing else may be written then. */
+    private boolean writing;
+    /** A change came while {@code writing}: publishers are told when the message is complete. */
+    private boolean changedWhileWriting;
+
+    /** Where each connection keeps its flow: on its Netty channel, next to the pipeline the flow watches. */
+    private static final AttributeKey<PublishFlow> FLOW = AttributeKey.valueOf(PublishFlow.class, "flow");
+
+    /**
+     * Makes the flow of the connection {@code handler} runs, when the handler joins its pipeline (the handle's
+     * {@link ConnectionEvents#outboundReady}): it then watches the outbound path's
+     * writability and {@code connection}'s connection.blocked. Event loop.
+     */
+    public static void attach(ConnectionHandler handler, Connection connection) {
+        ChannelHandlerContext ctx = handler.context();
+        PublishFlow flow = new PublishFlow(ctx, handler.outbound(), connection, handler.options().publishOptions());
+        handler.outbound().addWritabilityListener(flow::onWritabilityChanged);
+        ctx.channel().attr(FLOW).set(flow);
+    }
+
+    /** The flow {@link #attach} made for the connection {@code handler} runs. */
+    public static PublishFlow of(ConnectionHandler handler) {
+        return handler.context().channel().attr(FLOW).get();
+    }
+
+    private PublishFlow(ChannelHandlerContext ctx, OutboundPath outbound, Connection connection,
+                        PublishOptions options) {
+        this.ctx = ctx;
+        this.outbound = outbound;
+        this.options = new PublishOptions(options);
+        this.maxPendingBytes = options.maxPendingBytes();
+        this.buffers = outbound.publishBuffers();
+        int high = options.writeBufferHighWaterMark();
+        ctx.channel().config().setWriteBufferWaterMark(new WriteBufferWaterMark(high / 2, high));
+        // Half the high-water mark: a backlog never makes the channel unwritable by unflushed bytes alone.
+        this.flushThreshold = Math.max(4096, ctx.channel().config().getWriteBufferHighWaterMark() / 2);
+        connection.addBlockedListener(this);
+    }
+
+    PublishOptions options() {
+        return options;
+    }
+
+    /** The connection's head and end-octet buffers for framing publishes. Event loop. */
+    PublishBuffers buffers() {
+        return buffers;
+    }
+
+    // ---- any thread --------------------------------------------------------------------------------------
+
+    /**
+     * Counts {@code bytes} of a new publish as queued, unless that would take the connection past
+     * {@link PublishOptions#maxPendingBytes()}: then false and nothing counted. A connection that holds
+     * nothing accepts any size, so one message over the bound can still be sent.
+     */
+    boolean tryReserve(long bytes) {
+        long before = QUEUED.getAndAdd(this, bytes);
+        long others = before + heldBytes + nettyPendingBytes();
+        if (others > 0 && others + bytes > maxPendingBytes) {
+            QUEUED.getAndAdd(this, -bytes);
+            return false;
+        }
+        if (before + bytes >= queueMark() && !queueFull) {
+            queueFull = true;
+        }
+        return true;
+    }
+
+    /**
+     * True when the socket takes more without waiting: Netty writable, the queue not full, not blocked. The queue
+     * reads full from its mark down to half of it (hysteresis, like Netty's water marks): a publisher that waits
+     * is woken once per half a queue, not once per message taken. The flag is cleared by whoever sees the queue
+     * at or below half (any thread: clearing when that holds is always right), so a flag set late by a publisher
+     * that raced the event loop's drain cannot stay set.
+     */
+    boolean isWritable() {
+        if (blocked) {
+            return false;
+        }
+        if (queueFull) {
+            if (queuedBytes > queueMark() / 2) {
+                return false;
+            }
+            queueFull = false;
+        }
+        return ctx.channel().isWritable();
+    }
+
+    /** A task for a new publish: a pooled one, or a new one when the pool is empty. Any thread. */
+    PublishTask acquireTask() {
+        SpmcArrayQueue<PublishTask> pool = taskPool;
+        PublishTask t = pool == null ? null : pool.relaxedPoll();
+        return t != null ? t : new PublishTask();
+    }
+
+    /** Clears a task and returns it to the pool (dropped when the pool is full). Event loop. */
+    void releaseTask(PublishTask task) {
+        assert ctx.executor().inEventLoop() : "the pool has one producer, the event loop";
+        task.clear();
+        SpmcArrayQueue<PublishTask> pool = taskPool;
+        if (pool == null) {
+            taskPool = pool = new SpmcArrayQueue<>(TASK_POOL_SIZE);
+        }
+        pool.relaxedOffer(task);
+    }
+
+    /** Tasks kept for reuse, for tests. */
+    public int pooledTasks() {
+        SpmcArrayQueue<PublishTask> pool = taskPool;
+        return pool == null ? -1 : pool.size();
+    }
+
+    boolean isBlocked() {
+        return blocked;
+    }
+
+    String blockedReason() {
+        return blockedReason;
+    }
+
+    /** True when publishes wait while blocked (policy HOLD and the broker blocked the connection). */
+    boolean holdsWhileBlocked() {
+        return blocked && options.blockedPolicy() == PublishOptions.BlockedPolicy.HOLD;
+    }
+
+    /** Bytes accepted and not yet written to the socket, Netty's outbound buffer included (diagnostics, tests). */
+    long pendingBytes() {
+        return queuedBytes + heldBytes + nettyPendingBytes();
+    }
+
+    private long nettyPendingBytes() {
+        ChannelOutboundBuffer out = ctx.channel().unsafe().outboundBuffer();
+        return out == null ? 0 : out.totalPendingWriteBytes();
+    }
+
+    private int queueMark() {
+        return ctx.channel().config().getWriteBufferHighWaterMark() / 2;
+    }
+
+    // ---- event loop --------------------------------------------------------------------------------------
+
+    void add(Publisher publisher) {
+        publishers.add(publisher);
+    }
+
+    void remove(Publisher publisher) {
+        publishers.remove(publisher);
+    }
+
+    /** A queued publish was handed to Netty (or failed before): its bytes leave the queue. */
+    void dequeued(long bytes) {
+        long after = QUEUED.addAndGet(this, -bytes);
+        if (queueFull && after <= queueMark() / 2) {
+            queueFull = false;
+            changed();
+        }
+    }
+
+    /** A queued publish is held by its channel: its bytes move from queued to held. */
+    void hold(long bytes) {
+        HELD.getAndAdd(this, bytes);
+        dequeued(bytes);
+    }
+
+    /** A held publish was written or failed: its bytes are no longer held. */
+    void unhold(long bytes) {
+        HELD.getAndAdd(this, -bytes);
+    }
+
+    /** Writes a flush now (the diagnostic flush-per-message mode). */
+    void flush() {
+        unflushedBytes = 0;
+        outbound.flushNow(); // through the path: a publish's held-back end octet goes out with it
+    }
+
+    /**
+     * {@code bytes} of a publish were written (not flushed). The outbound path flushes once per batch, at the end
+     * of a drain; but a drain lasts as long as publishers keep the queue non-empty, and unflushed bytes count
+     * against Netty's high-water mark: without a flush in between, a busy connection would turn unwritable, stop
+     * its publishers, flush, and start again (stop-and-go). So a flush also goes out every half high-water mark
+     * of publishes: one flush per ~250 small messages under load, never one per message.
+     */
+    void written(long bytes) {
+        unflushedBytes += bytes;
+        if (unflushedBytes >= flushThreshold) {
+            flush();
+        }
+    }
+
+    /**
+     * Netty's writability changed ({@code channelWritabilityChanged}). Netty reports it synchronously from inside
+     * {@code ctx.write} when a write crosses the high-water mark, that is in the middle of a publish's three
+     * writes: a publisher told now would write its frames inside that message's body frame. So publishers are
+     * told once the message is written whole ({@link #endMessage}).
+     */
+    public void onWritabilityChanged() {
+        if (writing) {
+            changedWhileWriting = true;
+        } else {
+            changed();
+        }
+    }
+
+    /** True while a message's buffers are being written: publishing now would interleave frames. */
+    boolean isWriting() {
+        return writing;
+    }
+
+    /** A publisher starts writing the buffers of one message. */
+    void beginMessage() {
+        writing = true;
+    }
+
+    /** The message is written whole: publishers hear now of any change that came meanwhile. */
+    void endMessage() {
+        writing = false;
+        if (changedWhileWriting) {
+            changedWhileWriting = false;
+            changed();
+        }
+    }
+
+    /** Something that would write was asked for while {@link #isWriting()}: retry it at {@link #endMessage()}. */
+    void retryAfterMessage() {
+        changedWhileWriting = true;
+    }
+
+    @Override
+    public void blocked(String reason) {
+        blockedReason = reason;
+        blocked = true;
+        changed();
+    }
+
+    @Override
+    public void unblocked() {
+        blocked = false;
+        blockedReason = null;
+        changed();
+    }
+
+    private void changed() {
+        // Backwards and without a copy (this runs at every writability flip): a publisher told of the change may
+        // close a channel and remove a publisher, which at worst makes us tell one publisher twice (harmless).
+        for (int i = publishers.size() - 1; i >= 0; i--) {
+            if (i < publishers.size()) {
+                publishers.get(i).onFlowChanged();
+            }
+        }
+    }
+}

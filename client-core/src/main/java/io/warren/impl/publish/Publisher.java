@@ -1,0 +1,721 @@
+package io.warren.impl.publish;
+
+import io.netty.buffer.ByteBuf;
+import io.warren.AmqpException;
+import io.warren.BackPressureException;
+import io.warren.Channel;
+import io.warren.ChannelClosedException;
+import io.warren.ConnectionBlockedException;
+import io.warren.PublishNotConfirmedException;
+import io.warren.PublishOptions;
+import io.warren.PublishOutcome;
+import io.warren.ReturnListener;
+import io.warren.WritabilityListener;
+import io.warren.codec.Frame;
+import io.warren.codec.Frames;
+import io.warren.codec.content.BasicProperties;
+import io.warren.codec.content.ContentHeaderEncoder;
+import io.warren.codec.content.SequenceHeader;
+import io.warren.codec.content.ShortString;
+import io.warren.codec.method.BasicAck;
+import io.warren.codec.method.BasicNack;
+import io.warren.codec.method.MethodIds;
+import io.warren.impl.channel.AssembledContent;
+import io.warren.impl.channel.ChannelRpc;
+import io.warren.impl.channel.ChannelState;
+import io.warren.impl.channel.ContentAssembler;
+import io.warren.impl.channel.RepeatedName;
+import io.warren.impl.connection.OutboundPath;
+import io.warren.impl.connection.Requests;
+import io.warren.impl.metrics.MetricsCollector;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.CopyOnWriteArrayList;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One channel's publishing: writing on the caller's thread when the connection is idle, else the hand-over to
+ * the event loop, publisher
+ * confirms ({@link ConfirmTracker}), basic.return, and back-pressure (the confirm window, the connection's
+ * {@link PublishFlow}, writability listeners and waiters).
+ *
+ * <h2>Path of a publish</h2>
+ * <ol>
+ *   <li>Caller's thread, connection idle (outside confirm mode, nothing held, nothing queued on the connection,
+ *       Netty's outbound buffer empty, not deep in a burst of publishes): the thread takes the {@link OutboundPath}'s writer token, frames the head
+ *       into the path's buffer ({@link PublishFrames#frameHead}) and writes head, body and end octet with one
+ *       gathering write: no task, no hop to the event loop. A rest the socket did not take goes to the loop.
+ *       Anything else goes the way below.</li>
+ *   <li>Caller's thread: the arguments are checked and the size computed, {@link PublishFlow#tryReserve}
+ *       counts its bytes or refuses it, and a pooled {@link PublishTask} goes to the connection's
+ *       {@link OutboundPath} with {@code execute}: in order with this thread's other writes and tasks, and
+ *       drained by the event loop in batches with one flush per batch.</li>
+ *   <li>Event loop: {@link PublishFrames} frames it as it is written (the body is not copied; head and tail are
+ *       allocated and released on the loop, where the pooled allocator recycles them).</li>
+ *   <li>Event loop ({@link #onTask}): written at once, or held in {@code held} (FIFO) while the confirm window
+ *       is full, confirm.select is in flight, or the broker blocks the connection (policy HOLD). Held publishes
+ *       go out in order as acks arrive, on select-ok, on unblock.</li>
+ *   <li>In confirm mode the publish gets the next sequence number when it is written; the broker numbers
+ *       publishes in the order it reads them, which is the order they are written here.</li>
+ * </ol>
+ *
+ * <h2>Confirm mode</h2>
+ * {@link #confirmSelect} holds every publish that reaches the event loop after it until confirm.select-ok (or,
+ * with nowait, until the select is written): those held publishes are then the broker's numbers 1, 2, ...,
+ * while publishes written before the select are not numbered by the broker nor tracked here. This is what
+ * makes the numbering exact even when the select waits in the channel's RPC queue behind another request.
+ *
+ * <h2>Close</h2>
+ * When the channel closes nothing more is written: later publishes are refused with a {@link ChannelClosedException};
+ * held ones are handed to the channel's {@link PublishCarryOver recovery} when the connection was lost with
+ * recovery to follow ({@code PublishDuringRecovery.WAIT}), which writes them, in order, on the recovered channel;
+ * otherwise they fail as not written (a {@link PublishNotConfirmedException} in confirm mode, else a
+ * {@link ChannelClosedException}: without confirms there is no confirm to miss). Publishes
+ * awaiting their confirm fail with a retryable {@link PublishNotConfirmedException} at once when the broker closed
+ * the channel or the connection is gone; after the application's close they keep taking acks and nacks until
+ * close-ok, because RabbitMQ confirms what it read before the close first, and only what is left then fails.
+ *
+ * <p>Threads: the public methods run on any thread; {@code on*} methods and everything under
+ * "event loop only" on the connection's event loop.
+ */
+public final class Publisher {
+
+    private static final Logger LOG = LoggerFactory.getLogger(Publisher.class);
+
+    /**
+     * Bytes a publish counts beyond its frames against the connection's bounds: its task, queue slot and Netty's
+     * outbound entries, rounded up so that the queue's mark (half the write-buffer high-water mark) holds fewer
+     * small publishes than a chunk of the outbound queue (see PublishFlow), and a flood of empty messages is bounded.
+     */
+    static final int TASK_OVERHEAD = 512;
+
+    private static final CompletionStage<Void> WRITABLE = CompletableFuture.completedStage(null);
+
+    /**
+     * The header a mandatory publish carries in confirm mode (unless {@link PublishOptions#correlateReturns} is off):
+     * its publish sequence number, which basic.return gives back with the message, so the return completes exactly
+     * its own publish's outcome (see {@link ConfirmTracker}).
+     */
+    public static final SequenceHeader SEQUENCE_HEADER = new SequenceHeader("x-warren-pub-seq-no");
+
+    /** Diagnostic: flush after every publish instead of once per batch. For benchmarks that compare the two. */
+    private static volatile boolean flushPerMessage = Boolean.getBoolean("warren.publish.flushPerMessage");
+
+    private final ChannelState state;
+    private final Channel channel;
+    /** Takes the publishes this publisher could not write when its channel was lost with recovery to follow. */
+    private final PublishCarryOver carryOver;
+    private final int number;
+    private final OutboundPath outbound;
+    private final PublishFlow flow;
+    private final PublishOptions options;
+    private final MetricsCollector metrics;
+
+    // any thread
+    private final CopyOnWriteArrayList<ReturnListener> returnListeners = new CopyOnWriteArrayList<>();
+    private final CopyOnWriteArrayList<WritabilityListener> writabilityListeners = new CopyOnWriteArrayList<>();
+    /** The names this channel publishes to, encoded once when they repeat. */
+    private final RepeatedName exchangeName = new RepeatedName();
+    private final RepeatedName routingKeyName = new RepeatedName();
+    /** Written by the event loop when it changes: publishes are held, or the confirm window is full. */
+    private volatile boolean windowFull;
+    /**
+     * Written by the event loop: a publish may be written on its caller's thread (see {@link OutboundPath}): not in
+     * confirm mode (sequence numbers and the window are the loop's), no select in flight, nothing held, not closed.
+     * Cleared before the loop writes whatever such a publish must not pass.
+     */
+    private volatile boolean direct = true;
+
+    // event loop only
+    private final ArrayDeque<PublishTask> held = new ArrayDeque<>();
+    private final BasicAck ackView = new BasicAck();
+    private final BasicNack nackView = new BasicNack();
+    private final ContentAssembler.Listener returnAssembly = new ReturnAssembly();
+    private final PublishFrames.MessageBuffers buffers = new PublishFrames.MessageBuffers();
+    private ConfirmTracker confirms;
+    private int selecting;
+    private boolean closed;
+    private AmqpException closeCause;
+    private ArrayList<CompletableFuture<Void>> waiters;
+    private boolean lastWritable = true;
+    /** The confirm window filled up and has not drained to half yet: reads unwritable (hysteresis). */
+    private boolean windowClosed;
+
+    /** Created with its channel, on the event loop: registers basic.ack, basic.nack and basic.return. */
+    public Publisher(ChannelState state, Channel channel, PublishCarryOver carryOver) {
+        this.state = state;
+        this.channel = channel;
+        this.carryOver = carryOver;
+        this.number = state.number();
+        this.outbound = state.outbound();
+        this.flow = PublishFlow.of(state.connection());
+        this.options = flow.options();
+        this.metrics = state.connection().metrics();
+        flow.add(this);
+        // through the close: RabbitMQ confirms (and returns) what it read before our channel.close
+        state.registerThroughClose(60, 80, (ch, frame) -> onAck(frame));
+        state.registerThroughClose(60, 120, (ch, frame) -> onNack(frame));
+        state.registerThroughClose(60, 50, (ch, frame) -> ch.beginContent(frame, returnAssembly));
+        state.onClose(this::onClosed);
+        state.afterClose(this::failUnconfirmed);
+    }
+
+    /** Diagnostic for benchmarks: flush after every publish (true) or once per batch (false, the default). */
+    public static void flushPerMessage(boolean on) {
+        flushPerMessage = on;
+    }
+
+    // ---- any thread --------------------------------------------------------------------------------------
+
+    /** See {@link io.warren.Channel#publish(CharSequence, CharSequence, boolean, BasicProperties, ByteBuf)}. */
+    public CompletableFuture<PublishOutcome> publish(CharSequence exchange, CharSequence routingKey, boolean mandatory,
+                                                     BasicProperties properties, ByteBuf body) {
+        CompletableFuture<PublishOutcome> future = new CompletableFuture<>();
+        RuntimeException refused = submit(exchange, routingKey, mandatory, properties, body, future);
+        if (refused != null) {
+            metrics.publishFailed();
+            future.completeExceptionally(refused);
+        }
+        return future;
+    }
+
+    /** See {@link io.warren.Channel#publishNoOutcome}. */
+    public void publishNoOutcome(CharSequence exchange, CharSequence routingKey, boolean mandatory,
+                                 BasicProperties properties, ByteBuf body) {
+        RuntimeException refused = submit(exchange, routingKey, mandatory, properties, body, null);
+        if (refused != null) {
+            metrics.publishFailed();
+            throw refused;
+        }
+    }
+
+    /** Frames, counts and queues a publish; returns why it was refused (body released), or null. */
+    private RuntimeException submit(CharSequence exchange, CharSequence routingKey, boolean mandatory,
+                                    BasicProperties properties, ByteBuf body, CompletableFuture<PublishOutcome> future) {
+        if (body == null) {
+            return new IllegalArgumentException("body must not be null");
+        }
+        if (!channel.isOpen()) {
+            body.release();
+            // refused, not "unconfirmed": nothing was attempted, whatever the confirm mode
+            return closedError(channel.closeFuture().toCompletableFuture().getNow(null));
+        }
+        if (flow.isBlocked() && options.blockedPolicy() == PublishOptions.BlockedPolicy.FAIL) {
+            body.release();
+            return new ConnectionBlockedException("channel " + number + ": the broker blocked the connection ("
+                    + flow.blockedReason() + "); publish refused (PublishOptions.blockedPolicy FAIL)",
+                    flow.blockedReason(), number);
+        }
+        BasicProperties props = properties == null ? BasicProperties.EMPTY : properties;
+        long bytes;
+        int frameMax;
+        try {
+            // checked here so that bad input fails the caller at once; framed on the event loop (PublishFrames)
+            exchange = exchangeName.of(exchange);
+            routingKey = routingKeyName.of(routingKey);
+            int exchangeLength = ShortString.checkedLength("exchange", exchange);
+            int routingKeyLength = ShortString.checkedLength("routing-key", routingKey);
+            exchange = ShortString.immutable(exchange);
+            routingKey = ShortString.immutable(routingKey);
+            frameMax = state.connection().facade().frameMax();
+            // room kept for the sequence header a mandatory publish may get in confirm mode (the mode is the loop's)
+            PublishFrames.checkHeaderFits(number, ContentHeaderEncoder.encodedLength(props, mandatory
+                    && options.correlateReturns() ? SEQUENCE_HEADER : null), frameMax);
+            bytes = PublishFrames.wireLength(exchangeLength, routingKeyLength, props, body.readableBytes(), frameMax)
+                    + TASK_OVERHEAD;
+        } catch (RuntimeException e) {
+            body.release();
+            return e;
+        }
+        if (direct && body.isReadable() && (frameMax == 0 || body.readableBytes() <= frameMax - Frames.FRAME_OVERHEAD)
+                && body.nioBufferCount() == 1 && outbound.tryTakeForCaller()) {
+            // The connection is idle: written on this thread, no hand-over. Looked at again under the token: the loop
+            // clears `direct` before it writes anything that this publish must not pass (confirm.select, a held
+            // publish, the channel's close), and it cannot write while this thread holds the token.
+            ByteBuf head = outbound.callerHead();
+            if (!(direct && !flow.holdsWhileBlocked() && PublishFrames.frameHead(head, number, exchange, routingKey,
+                    mandatory, props, body.readableBytes()))) {
+                outbound.releaseCaller();
+            } else if (writeDirect(head, body, future)) {
+                return null;
+            }
+            // else the socket refused it (the connection is going): the event loop's way decides its fate (failed,
+            // or carried over by recovery) as for any publish that meets a lost connection
+        }
+        if (!flow.tryReserve(bytes)) {
+            body.release();
+            return new BackPressureException("channel " + number + ": publish of " + bytes + " bytes refused: the"
+                    + " connection holds " + flow.pendingBytes() + " bytes not yet written (PublishOptions"
+                    + ".maxPendingBytes " + options.maxPendingBytes() + "); wait for Channel.whenWritable()", number);
+        }
+        PublishTask task = flow.acquireTask();
+        task.set(this, exchange, routingKey, mandatory, props, body, bytes, future);
+        outbound.execute(task);
+        return null;
+    }
+
+    /**
+     * Writes a framed publish on the caller's thread under the outbound path's token (held on entry, given back or
+     * handed to the loop on return). Outside confirm mode only ({@code direct}). False when the socket refused it:
+     * nothing written, {@code body} still the caller's.
+     */
+    private boolean writeDirect(ByteBuf head, ByteBuf body, CompletableFuture<PublishOutcome> future) {
+        boolean whole;
+        try {
+            whole = outbound.writeDirect(head, body);
+        } catch (java.io.IOException | RuntimeException e) {
+            LOG.debug("channel {}: the socket refused a publish ({}); it goes through the event loop", number,
+                    e.toString());
+            return false;
+        }
+        metrics.messagePublished();
+        if (whole) {
+            if (future != null) {
+                future.complete(PublishOutcome.SENT);
+            }
+        } else {
+            outbound.handOver(future == null ? null : cause -> written(future, cause));
+        }
+        return true;
+    }
+
+    /** True when a publish now would be written at once; see {@link io.warren.Channel#isWritable()}. */
+    public boolean isWritable() {
+        return !windowFull && channel.isOpen() && flow.isWritable();
+    }
+
+    /** Completes (on the event loop) when {@link #isWritable()}; at once when it is already. */
+    public CompletionStage<Void> whenWritable() {
+        if (isWritable()) {
+            return WRITABLE;
+        }
+        CompletableFuture<Void> f = new CompletableFuture<>();
+        // Behind this thread's queued publishes: they are counted by the time the event loop looks.
+        outbound.execute(() -> addWaiter(f));
+        return f;
+    }
+
+    public void addWritabilityListener(WritabilityListener listener) {
+        writabilityListeners.add(Objects.requireNonNull(listener, "listener"));
+    }
+
+    public void removeWritabilityListener(WritabilityListener listener) {
+        writabilityListeners.remove(listener);
+    }
+
+    public void addReturnListener(ReturnListener listener) {
+        returnListeners.add(Objects.requireNonNull(listener, "listener"));
+    }
+
+    public void removeReturnListener(ReturnListener listener) {
+        returnListeners.remove(listener);
+    }
+
+    /**
+     * confirm.select through the channel's RPC queue. Publishes reaching the event loop after this call are
+     * held until the select is answered (see the class comment).
+     */
+    public CompletionStage<Void> confirmSelect(boolean noWait) {
+        CompletableFuture<Void> result = new CompletableFuture<>();
+        ByteBuf frame = Requests.confirmSelect(state.alloc(), number, noWait);
+        CompletableFuture<Void> selected = new CompletableFuture<>();
+        ChannelRpc.Request<Void> request = noWait
+                ? ChannelRpc.Request.noWait(MethodIds.CONFIRM_SELECT, frame, null, selected)
+                : ChannelRpc.Request.of(MethodIds.CONFIRM_SELECT, MethodIds.CONFIRM_SELECT_OK, -1, frame,
+                        (reply, f) -> f.complete(null), selected);
+        outbound.execute(() -> {
+            boolean entering = confirms == null;
+            if (entering) {
+                selecting++;
+                updateWritability();
+            }
+            // The only dependent of `selected`: confirm mode is on before the caller's code sees the result.
+            selected.whenComplete((v, e) -> onSelected(entering, e, result));
+            state.call(request);
+        });
+        return result;
+    }
+
+    // ---- event loop --------------------------------------------------------------------------------------
+
+    /** A publish from the outbound path's queue. */
+    void onTask(PublishTask task) {
+        long bytes = task.bytes;
+        if (closed) {
+            // queued before the loss, reached here after it (the connection's end runs what is still queued)
+            flow.dequeued(bytes);
+            endNotWritten(task);
+            return;
+        }
+        if (mustHold() || flow.isWriting()) {
+            // isWriting: called back in the middle of another message's writes; never interleave, hold it
+            if (flow.isWriting()) {
+                flow.retryAfterMessage();
+            }
+            held.add(task);
+            flow.hold(bytes);
+            updateWritability();
+            return;
+        }
+        send(task);
+        flow.dequeued(bytes);
+        updateWritability();
+    }
+
+    /** The event loop refused the task (the client's event loop group is shut down). Any thread. */
+    void onDiscarded(PublishTask task, Throwable cause) {
+        flow.dequeued(task.bytes);
+        metrics.publishFailed();
+        CompletableFuture<PublishOutcome> future = task.future;
+        task.releaseBody();
+        task.clear(); // not pooled: only the event loop returns tasks to the pool
+        if (future != null) {
+            future.completeExceptionally(new PublishNotConfirmedException("channel " + number
+                    + ": the client's event loop refused the publish (shut down); the message was not published",
+                    cause, number, false));
+        }
+    }
+
+    /** The connection's back-pressure changed (writability, blocked, queued bytes). */
+    void onFlowChanged() {
+        releaseHeld();
+        updateWritability();
+    }
+
+    private boolean mustHold() {
+        return !held.isEmpty() || selecting > 0 || flow.holdsWhileBlocked() || (confirms != null && confirms.isFull());
+    }
+
+    private void releaseHeld() {
+        if (flow.isWriting()) {
+            flow.retryAfterMessage(); // in the middle of a message's writes: once it is complete
+            return;
+        }
+        PublishTask task;
+        while ((task = held.peek()) != null && !closed && selecting == 0 && !flow.holdsWhileBlocked()
+                && (confirms == null || !confirms.isFull())) {
+            held.poll();
+            long bytes = task.bytes;
+            send(task);
+            flow.unhold(bytes);
+        }
+    }
+
+    /** Frames and writes a publish (one event-loop step: nothing comes between its buffers); pools its task. */
+    private void send(PublishTask task) {
+        CompletableFuture<PublishOutcome> future = task.future;
+        long bytes = task.bytes;
+        boolean mandatory = task.mandatory;
+        ByteBuf message = task.body;
+        task.body = null; // the framing takes it
+        PublishFrames.MessageBuffers m = buffers;
+        // In confirm mode a mandatory publish carries its sequence number for basic.return to give back. The few
+        // bytes it adds are not in the task's count (the caller's thread does not know the mode): flow accounting
+        // stays consistent, as every step counts task.bytes.
+        SequenceHeader stamp = confirms != null && mandatory && options.correlateReturns() ? SEQUENCE_HEADER : null;
+        long sequence = confirms == null ? 0 : confirms.nextSequenceNumber();
+        try {
+            PublishFrames.frame(flow.buffers(), number, state.connection().facade().frameMax(), task.exchange,
+                    task.routingKey, mandatory, task.properties, stamp, sequence, message, m);
+        } catch (RuntimeException e) {
+            // not expected: the caller's thread checked the arguments; the framing released the body
+            LOG.warn("channel {}: publish could not be framed", number, e);
+            flow.releaseTask(task);
+            metrics.publishFailed();
+            if (future != null) {
+                future.completeExceptionally(e);
+            }
+            return;
+        }
+        flow.releaseTask(task);
+        ByteBuf head = m.head;
+        ByteBuf body = m.body;
+        m.head = null;
+        m.body = null;
+        OutboundPath.WriteListener whenWritten = null;
+        metrics.messagePublished();
+        if (confirms != null) {
+            // the clock only when someone records confirm latencies (NOOP answers false: no read at all)
+            confirms.add(future, mandatory, metrics.timesConfirms() ? System.nanoTime() : 0);
+            metrics.awaitingConfirm();
+        } else if (future != null) {
+            whenWritten = cause -> written(future, cause);
+        }
+        flow.beginMessage();
+        try {
+            if (body == null) {
+                outbound.write(head, whenWritten);
+            } else {
+                outbound.writeContent(head, body, whenWritten);
+            }
+        } finally {
+            flow.endMessage();
+        }
+        if (flushPerMessage) {
+            flow.flush();
+        } else {
+            flow.written(bytes);
+        }
+    }
+
+    private void written(CompletableFuture<PublishOutcome> future, Throwable cause) {
+        if (cause == null) {
+            future.complete(PublishOutcome.SENT);
+        } else {
+            future.completeExceptionally(new PublishNotConfirmedException("publish on channel " + number
+                    + " could not be written: " + cause, cause, number, true));
+        }
+    }
+
+    private void onSelected(boolean entering, Throwable error, CompletableFuture<Void> result) {
+        if (entering) {
+            selecting--;
+            if (error == null && confirms == null && !closed) {
+                confirms = new ConfirmTracker(number, options.maxOutstandingConfirms(), metrics);
+            }
+            releaseHeld();
+            updateWritability();
+        }
+        if (error == null) {
+            result.complete(null);
+        } else {
+            result.completeExceptionally(error);
+        }
+    }
+
+    private void onAck(Frame frame) {
+        long tag;
+        boolean multiple;
+        try {
+            ByteBuf p = frame.payload();
+            ackView.wrap(p, p.readerIndex());
+            tag = ackView.deliveryTag();
+            multiple = ackView.multiple();
+        } finally {
+            frame.release();
+        }
+        if (confirms == null) {
+            LOG.warn("channel {}: basic.ack {} from the broker but the channel is not in confirm mode; ignored", number,
+                    tag);
+            return;
+        }
+        int outstanding = confirms.outstanding();
+        confirms.ack(tag, multiple);
+        metrics.publishesConfirmed(outstanding - confirms.outstanding());
+        releaseHeld();
+        updateWritability();
+    }
+
+    private void onNack(Frame frame) {
+        long tag;
+        boolean multiple;
+        try {
+            ByteBuf p = frame.payload();
+            nackView.wrap(p, p.readerIndex());
+            tag = nackView.deliveryTag();
+            multiple = nackView.multiple();
+        } finally {
+            frame.release();
+        }
+        if (confirms == null) {
+            LOG.warn("channel {}: basic.nack {} from the broker but the channel is not in confirm mode; ignored", number,
+                    tag);
+            return;
+        }
+        int outstanding = confirms.outstanding();
+        confirms.nack(tag, multiple);
+        metrics.publishesNacked(outstanding - confirms.outstanding());
+        releaseHeld();
+        updateWritability();
+    }
+
+    /** basic.return assembled: tell the tracker (confirm mode) and the listeners, then release it. */
+    private final class ReturnAssembly implements ContentAssembler.Listener {
+        @Override
+        public void onContent(AssembledContent content) {
+            try {
+                ReturnedMessageImpl message = new ReturnedMessageImpl(channel, content);
+                metrics.messageReturned();
+                if (confirms != null) {
+                    if (options.correlateReturns()) {
+                        confirms.returnedStamped(message.replyCode(), message.replyText(),
+                                SEQUENCE_HEADER.find(message.header(), -1));
+                    } else {
+                        confirms.returned(message.replyCode(), message.replyText());
+                    }
+                }
+                if (returnListeners.isEmpty()) {
+                    LOG.debug("channel {}: {} with no return listener", number, message);
+                }
+                for (ReturnListener l : returnListeners) {
+                    try {
+                        l.onReturn(message);
+                    } catch (RuntimeException e) {
+                        LOG.warn("channel {}: return listener failed", number, e);
+                    }
+                }
+            } finally {
+                content.release();
+            }
+        }
+    }
+
+    private void onClosed(AmqpException cause) {
+        closed = true;
+        direct = false;
+        closeCause = cause;
+        flow.remove(this);
+        if (!state.isAwaitingCloseOk()) {
+            failUnconfirmed(cause); // before the held ones: outcomes fail in publish order
+        }
+        PublishTask task;
+        while ((task = held.poll()) != null) {
+            flow.unhold(task.bytes);
+            endNotWritten(task);
+        }
+        windowFull = false;
+        if (waiters != null) {
+            ArrayList<CompletableFuture<Void>> w = waiters;
+            waiters = null;
+            for (CompletableFuture<Void> f : w) {
+                f.completeExceptionally(closedError(cause));
+            }
+        }
+    }
+
+    /** Nothing more will be confirmed: what is still outstanding fails, retryably. */
+    private void failUnconfirmed(AmqpException cause) {
+        if (confirms != null) {
+            int outstanding = confirms.outstanding();
+            confirms.failAll(cause);
+            if (outstanding > 0) {
+                metrics.publishesUnconfirmed(outstanding);
+            }
+        }
+    }
+
+    private void addWaiter(CompletableFuture<Void> f) {
+        if (closed) {
+            f.completeExceptionally(closedError(closeCause));
+            return;
+        }
+        if (!windowFull && flow.isWritable()) {
+            f.complete(null);
+            return;
+        }
+        if (waiters == null) {
+            waiters = new ArrayList<>(2);
+        }
+        waiters.add(f);
+    }
+
+    /** Refreshes {@code windowFull}; tells listeners of a change and completes waiters when writable. */
+    private void updateWritability() {
+        boolean mayWriteDirect = confirms == null && selecting == 0 && held.isEmpty() && !closed;
+        if (mayWriteDirect != direct) {
+            direct = mayWriteDirect;
+        }
+        boolean full = !held.isEmpty() || selecting > 0 || windowClosed();
+        if (full != windowFull) {
+            windowFull = full;
+        }
+        if (waiters == null && writabilityListeners.isEmpty()) {
+            return;
+        }
+        boolean writable = !full && !closed && flow.isWritable();
+        if (writable != lastWritable) {
+            lastWritable = writable;
+            for (WritabilityListener l : writabilityListeners) {
+                try {
+                    l.writabilityChanged(channel, writable);
+                } catch (RuntimeException e) {
+                    LOG.warn("channel {}: writability listener failed", number, e);
+                }
+            }
+        }
+        if (writable && waiters != null) {
+            ArrayList<CompletableFuture<Void>> w = waiters;
+            waiters = null;
+            for (CompletableFuture<Void> f : w) {
+                f.complete(null);
+            }
+        }
+    }
+
+    /**
+     * Whether publishers should wait for confirms: true from the moment the window is full until it has drained
+     * to half. Without this the first ack of a full window would wake a waiting publisher for a single slot, and
+     * it would wait again at once: a wake-up (two context switches) per message instead of one per half window.
+     * Held publishes still go out as soon as any slot frees ({@link #releaseHeld}); this is only the signal.
+     */
+    private boolean windowClosed() {
+        if (confirms == null) {
+            return false;
+        }
+        long span = confirms.span();
+        if (windowClosed) {
+            windowClosed = span > options.maxOutstandingConfirms() / 2;
+        } else {
+            windowClosed = span >= options.maxOutstandingConfirms();
+        }
+        return windowClosed;
+    }
+
+    /**
+     * A publish accepted but not written when the channel closed: carried over to the recovered channel when the
+     * connection or the channel was lost with recovery to follow, else failed as not written.
+     */
+    private void endNotWritten(PublishTask task) {
+        // the recovery decides: it takes them while it recovers under WAIT, after a connection loss or after the
+        // channel alone was lost (RabbitMQ's consumer acknowledgement timeout)
+        if (carryOver.carry(task.exchange, task.routingKey, task.mandatory, task.properties, task.body,
+                task.future, task.bytes)) {
+            task.body = null; // recovery owns it now
+            flow.releaseTask(task);
+            return;
+        }
+        failNotWritten(task, closeCause);
+    }
+
+    private void failNotWritten(PublishTask task, Throwable cause) {
+        metrics.publishFailed();
+        CompletableFuture<PublishOutcome> future = task.future;
+        task.releaseBody();
+        flow.releaseTask(task);
+        if (future != null) {
+            future.completeExceptionally(notWritten(cause));
+        }
+    }
+
+    /**
+     * Why a publish accepted earlier was never written. In confirm mode (or entering it) the application waits for
+     * a confirm, so it learns that none will come ({@link PublishNotConfirmedException}, not reached the broker);
+     * without confirms there was never a confirm to miss: the channel is closed. Event loop, or a discarded task.
+     */
+    private AmqpException notWritten(Throwable cause) {
+        if (confirms == null && selecting == 0) {
+            return closedError(cause);
+        }
+        return new PublishNotConfirmedException("channel " + number + " is closed; the message was not published"
+                + (cause == null ? "" : ": " + cause.getMessage()), cause, number, false);
+    }
+
+    /**
+     * A {@link ChannelClosedException} for an operation refused because the channel is closed: it carries the
+     * close's reply code and text, and who closed it, from {@code cause} (the channel's own close) when it has them.
+     */
+    private ChannelClosedException closedError(Throwable cause) {
+        if (cause instanceof ChannelClosedException c && c.channelNumber() == number) {
+            return new ChannelClosedException("channel " + number + " is closed: " + c.getMessage(), c,
+                    c.replyCode(), c.replyText(), c.classId(), c.methodId(), number, c.initiatedByBroker());
+        }
+        AmqpException a = cause instanceof AmqpException e ? e : null;
+        return new ChannelClosedException("channel " + number + " is closed" + (cause == null ? ""
+                : ": " + cause.getMessage()), cause, a == null ? 0 : a.replyCode(), a == null ? null : a.replyText(),
+                0, 0, number, false);
+    }
+}

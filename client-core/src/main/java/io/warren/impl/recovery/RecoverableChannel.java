@@ -1,0 +1,51 @@
+package io.warren.impl.recovery;
+
+import io.warren.AmqpException;
+import io.warren.Channel;
+import io.warren.RecoveryOptions;
+import io.warren.impl.channel.ChannelState;
+import io.warren.impl.connection.ConnectionHandler;
+import io.warren.impl.consume.ChannelConsumers;
+import io.warren.impl.publish.Publisher;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * What recovery needs of the channel the application holds, which lives on across connections: its state,
+ * publisher and consumers of the moment, and a way to open it again. Implemented by the client room's channel
+ * handle.
+ */
+public interface RecoverableChannel extends Channel {
+
+    /** What the channel needs to survive a connection loss. */
+    ChannelRecovery recovery();
+
+    /** The channel's state on its current connection. */
+    ChannelState state();
+
+    /** The channel's publisher on its current connection. */
+    Publisher publisher();
+
+    /** The channel's consumers on its current connection. */
+    ChannelConsumers consumers();
+
+    /** The recovery options of the connection; defaults when recovery is off. */
+    RecoveryOptions recoveryOptions();
+
+    /** The connection's bound on publish bytes not yet written (also bounds publishes held during recovery). */
+    long maxPendingBytes();
+
+    /** Whether declares, binds and deletes on this channel are recorded for recovery. */
+    void recording(boolean on);
+
+    /** Everything is back after a recovery. Event loop. */
+    void recovered();
+
+    /** This channel will not be recovered. Event loop. */
+    void abandon(AmqpException cause);
+
+    /**
+     * Opens this channel again, with its number, on {@code handler}'s connection: a new state takes it over;
+     * {@code result} completes on channel.open-ok. Event loop.
+     */
+    void reopen(ConnectionHandler handler, CompletableFuture<Channel> result);
+}

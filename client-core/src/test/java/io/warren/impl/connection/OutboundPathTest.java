@@ -1,0 +1,450 @@
+package io.warren.impl.connection;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.netty.bootstrap.Bootstrap;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.buffer.UnpooledByteBufAllocator;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelOutboundHandlerAdapter;
+import io.netty.channel.ChannelPromise;
+import io.netty.channel.DefaultEventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.embedded.EmbeddedChannel;
+import io.netty.channel.local.LocalAddress;
+import io.netty.channel.local.LocalChannel;
+import io.netty.channel.local.LocalServerChannel;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.channel.socket.nio.NioSocketChannel;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.Test;
+
+/** The one outbound path: order per writer, atomic items, coalesced flushes, ownership on failure. */
+class OutboundPathTest {
+
+    /**
+     * Counts writes and flushes reaching the transport: each write's first int ({@code values}, for writes of 4 bytes
+     * or more) and a copy of its bytes ({@code writes}).
+     */
+    static final class Recorder extends ChannelOutboundHandlerAdapter {
+        final List<Integer> values = new ArrayList<>();
+        final List<byte[]> writes = new ArrayList<>();
+        int flushes;
+
+        @Override
+        public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
+            ByteBuf b = (ByteBuf) msg;
+            if (b.readableBytes() >= 4) {
+                values.add(b.getInt(b.readerIndex()));
+            }
+            writes.add(io.netty.buffer.ByteBufUtil.getBytes(b));
+            ctx.write(msg, promise);
+        }
+
+        /** Every write's bytes, in order: the stream on the wire. */
+        byte[] stream() {
+            java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+            writes.forEach(out::writeBytes);
+            return out.toByteArray();
+        }
+
+        @Override
+        public void flush(ChannelHandlerContext ctx) {
+            flushes++;
+            ctx.flush();
+        }
+    }
+
+    static final class Holder extends ChannelInboundHandlerAdapter {
+        volatile OutboundPath path;
+
+        @Override
+        public void handlerAdded(ChannelHandlerContext ctx) {
+            path = new OutboundPath(ctx);
+        }
+    }
+
+    @Test
+    void writesOnTheLoopInsideAReadBatchAreFlushedOnceAtItsEnd() {
+        Recorder recorder = new Recorder();
+        Holder holder = new Holder();
+        EmbeddedChannel ch = new EmbeddedChannel(recorder, holder);
+        OutboundPath path = holder.path;
+        path.beginReadBatch();
+        for (int i = 0; i < 10; i++) {
+            path.write(Unpooled.buffer(4).writeInt(i));
+        }
+        assertEquals(0, recorder.flushes);
+        path.endReadBatch();
+        assertEquals(1, recorder.flushes);
+        // outside a batch: a flush task for the pass (EmbeddedChannel runs tasks inside each write, so
+        // the coalescing across writes is shown on a real event loop in the next test)
+        path.write(Unpooled.buffer(4).writeInt(10));
+        ch.runPendingTasks();
+        assertEquals(2, recorder.flushes);
+        assertEquals(11, recorder.values.size());
+        assertEquals(11, ch.outboundMessages().size());
+        ch.finishAndReleaseAll();
+    }
+
+    @Test
+    void writesFromManyThreadsKeepEachThreadsOrderAndCoalesceFlushes() throws Exception {
+        DefaultEventLoopGroup group = new DefaultEventLoopGroup(1);
+        LocalAddress address = new LocalAddress("outbound-path-test-" + System.nanoTime());
+        AtomicInteger received = new AtomicInteger();
+        int threads = 4;
+        int perThread = 5_000;
+        CountDownLatch all = new CountDownLatch(1);
+        List<List<Integer>> seenByWriter = new ArrayList<>();
+        for (int t = 0; t < threads; t++) {
+            seenByWriter.add(new ArrayList<>());
+        }
+        ServerBootstrap server = new ServerBootstrap().group(group).channel(LocalServerChannel.class)
+                .childHandler(new ChannelInboundHandlerAdapter() {
+                    @Override
+                    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                        ByteBuf b = (ByteBuf) msg;
+                        while (b.readableBytes() >= 8) {
+                            int writer = b.readInt();
+                            int seq = b.readInt();
+                            seenByWriter.get(writer).add(seq);
+                            if (received.incrementAndGet() == threads * perThread) {
+                                all.countDown();
+                            }
+                        }
+                        b.release();
+                    }
+                });
+        io.netty.channel.Channel serverChannel = server.bind(address).sync().channel();
+        Recorder recorder = new Recorder();
+        Holder holder = new Holder();
+        io.netty.channel.Channel client = new Bootstrap().group(group).channel(LocalChannel.class)
+                .handler(new io.netty.channel.ChannelInitializer<LocalChannel>() {
+                    @Override
+                    protected void initChannel(LocalChannel c) {
+                        c.pipeline().addLast(recorder, holder);
+                    }
+                }).connect(address).sync().channel();
+        try {
+            OutboundPath path = holder.path;
+            CyclicBarrier start = new CyclicBarrier(threads);
+            List<CompletableFuture<Void>> writers = new ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                int writer = t;
+                writers.add(CompletableFuture.runAsync(() -> {
+                    try {
+                        start.await();
+                    } catch (Exception e) {
+                        throw new IllegalStateException(e);
+                    }
+                    for (int i = 0; i < perThread; i++) {
+                        // 8 bytes written as one item: must arrive whole and in this thread's order
+                        path.write(Unpooled.buffer(8).writeInt(writer).writeInt(i));
+                    }
+                }, java.util.concurrent.Executors.newSingleThreadExecutor()));
+            }
+            for (CompletableFuture<Void> w : writers) {
+                w.get(30, TimeUnit.SECONDS);
+            }
+            assertTrue(all.await(30, TimeUnit.SECONDS), "all writes arrived: " + received.get());
+            for (int t = 0; t < threads; t++) {
+                List<Integer> seen = seenByWriter.get(t);
+                assertEquals(perThread, seen.size());
+                for (int i = 0; i < perThread; i++) {
+                    assertEquals(i, seen.get(i), "writer " + t + " order");
+                }
+            }
+            int flushes = client.eventLoop().submit(() -> recorder.flushes).get();
+            assertTrue(flushes < threads * perThread, "flushes coalesced: " + flushes);
+        } finally {
+            client.close().sync();
+            serverChannel.close().sync();
+            group.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
+        }
+    }
+
+    @Test
+    void whenTheEventLoopIsGoneQueuedWorkIsDiscardedNotLeaked() throws Exception {
+        DefaultEventLoopGroup group = new DefaultEventLoopGroup(1);
+        Holder holder = new Holder();
+        LocalAddress address = new LocalAddress("outbound-path-gone-" + System.nanoTime());
+        io.netty.channel.Channel server = new ServerBootstrap().group(group).channel(LocalServerChannel.class)
+                .childHandler(new ChannelInboundHandlerAdapter()).bind(address).sync().channel();
+        new Bootstrap().group(group).channel(LocalChannel.class).handler(holder).connect(address).sync();
+        server.close().sync();
+        group.shutdownGracefully(0, 0, TimeUnit.SECONDS).sync();
+        ByteBuf buf = Unpooled.directBuffer(4).writeInt(1);
+        holder.path.write(buf);
+        assertEquals(0, buf.refCnt(), "released, not stranded in the queue");
+        List<Throwable> discarded = new ArrayList<>();
+        holder.path.execute(new OutboundPath.DiscardableTask() {
+            @Override
+            public void run() {
+                throw new AssertionError("must not run");
+            }
+
+            @Override
+            public void discard(Throwable cause) {
+                discarded.add(cause);
+            }
+        });
+        assertEquals(1, discarded.size());
+    }
+
+    @Test
+    void aWriteToAClosedChannelReleasesTheBufferAndTellsTheListener() {
+        Holder holder = new Holder();
+        EmbeddedChannel ch = new EmbeddedChannel(holder);
+        ch.close();
+        ByteBuf buf = Unpooled.directBuffer(4).writeInt(1);
+        List<Throwable> causes = new ArrayList<>();
+        holder.path.write(buf, causes::add);
+        ch.runPendingTasks();
+        assertEquals(0, buf.refCnt());
+        assertEquals(1, causes.size());
+        assertTrue(causes.get(0) != null);
+        ch.finishAndReleaseAll();
+    }
+
+    /**
+     * Writers that never let the queue empty must not starve the event loop's reads. The client's pipeline holds
+     * each write until the writer has queued the next item, so the drain never finds the queue empty while the
+     * writer runs; the peer answers the first bytes it gets with one byte. Unbounded, the drain would write every
+     * item (and flush only at the end) before the loop reads that byte; bounded, the loop reads it between passes.
+     */
+    @Test
+    void writersThatKeepTheQueueFullDoNotStarveTheLoopsReads() throws Exception {
+        // well above one drain slice (OutboundPath.MAX_ITEMS_PER_DRAIN), small enough to fail fast unbounded
+        int cap = 40 * OutboundPath.MAX_ITEMS_PER_DRAIN;
+        AtomicLong offered = new AtomicLong();
+        AtomicLong written = new AtomicLong();
+        AtomicLong writtenWhenRead = new AtomicLong(-1);
+        CountDownLatch read = new CountDownLatch(1);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        // the peer on its own loop: it answers while the client's loop drains
+        MultiThreadIoEventLoopGroup peerGroup = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
+        MultiThreadIoEventLoopGroup group = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
+        try {
+            io.netty.channel.Channel server = new ServerBootstrap().group(peerGroup).channel(NioServerSocketChannel.class)
+                    .childHandler(new ChannelInboundHandlerAdapter() {
+                        boolean answered;
+
+                        @Override
+                        public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                            ((ByteBuf) msg).release();
+                            if (!answered) {
+                                answered = true;
+                                ctx.writeAndFlush(Unpooled.buffer(1).writeByte(1));
+                            }
+                        }
+                    }).bind("127.0.0.1", 0).sync().channel();
+            Holder holder = new Holder();
+            ChannelOutboundHandlerAdapter holdUntilNextOffered = new ChannelOutboundHandlerAdapter() {
+                @Override
+                public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
+                    long w = written.incrementAndGet();
+                    while (read.getCount() > 0 && offered.get() <= w && w < cap && System.nanoTime() < deadline) {
+                        Thread.onSpinWait();
+                    }
+                    ctx.write(msg, promise);
+                }
+            };
+            io.netty.channel.Channel client = new Bootstrap().group(group).channel(NioSocketChannel.class)
+                    .handler(new io.netty.channel.ChannelInitializer<NioSocketChannel>() {
+                        @Override
+                        protected void initChannel(NioSocketChannel c) {
+                            c.pipeline().addLast(holdUntilNextOffered, holder, new ChannelInboundHandlerAdapter() {
+                                @Override
+                                public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                                    ((ByteBuf) msg).release();
+                                    writtenWhenRead.compareAndSet(-1, written.get());
+                                    read.countDown();
+                                }
+                            });
+                        }
+                    }).connect(server.localAddress()).sync().channel();
+            OutboundPath path = holder.path;
+            CompletableFuture<Void> writer = CompletableFuture.runAsync(() -> {
+                for (int i = 0; i < cap && read.getCount() > 0; i++) {
+                    path.write(Unpooled.buffer(8).writeLong(i));
+                    offered.incrementAndGet();
+                }
+            });
+            writer.get(60, TimeUnit.SECONDS);
+            assertTrue(read.await(30, TimeUnit.SECONDS), "the peer's byte was read at all");
+            assertTrue(writtenWhenRead.get() < cap, "read while the writer kept the queue full, after "
+                    + writtenWhenRead.get() + " of " + cap + " writes");
+            client.close().sync();
+            server.close().sync();
+        } finally {
+            group.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
+            peerGroup.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
+        }
+    }
+
+    // ---- single-frame publishes: the end octet rides the next head ----------------------------------------
+
+    /**
+     * An outbound path on an embedded channel whose transport records every write; the frames a test writes come
+     * from {@link #alloc}, which counts what is not released.
+     */
+    private record Wire(Recorder transport, EmbeddedChannel channel, OutboundPath path, UnpooledByteBufAllocator alloc) {
+        /** {@code after}: handlers behind the path's own, which see its inbound events. */
+        static Wire open(io.netty.channel.ChannelHandler... after) {
+            Recorder transport = new Recorder();
+            Holder holder = new Holder();
+            EmbeddedChannel channel = new EmbeddedChannel(transport, holder);
+            channel.pipeline().addLast(after);
+            return new Wire(transport, channel, holder.path, new UnpooledByteBufAllocator(false));
+        }
+
+        /** A head as PublishFrames makes it: one free byte before the reader index, then {@code marker}. */
+        ByteBuf head(int marker) {
+            return alloc.heapBuffer(8).writerIndex(1).readerIndex(1).writeInt(marker);
+        }
+
+        ByteBuf frames(int... values) {
+            return alloc.heapBuffer(values.length).writeBytes(bytes(values));
+        }
+
+        /** The end octets the path took and gave back to the connection's kept buffers. */
+        int keptEndOctets() {
+            return path.publishBuffers().keptEndOctets();
+        }
+
+        /** Releases what the channel holds; then every buffer the test wrote must have been released exactly once. */
+        void close() {
+            channel.finishAndReleaseAll();
+            assertEquals(0, alloc.metric().usedHeapMemory(), "a buffer written through the path was not released");
+        }
+    }
+
+    private static byte[] bytes(int... values) {
+        byte[] b = new byte[values.length];
+        for (int i = 0; i < values.length; i++) {
+            b[i] = (byte) values[i];
+        }
+        return b;
+    }
+
+    @Test
+    void aRunOfPublishesCostsTwoWritesEachWithTheEndOctetInTheNextHead() {
+        Wire wire = Wire.open();
+        OutboundPath path = wire.path();
+        List<Throwable> written = new ArrayList<>();
+        path.beginReadBatch();
+        for (int i = 0; i < 3; i++) {
+            path.writeContent(wire.head(0x0A0B0C00 + i), wire.frames(0x50 + i), written::add);
+        }
+        assertEquals(6, wire.transport().writes.size(),
+                "head and body per message; each end octet went into the next head");
+        assertTrue(written.isEmpty(), "nothing flushed yet");
+
+        path.endReadBatch();
+        assertEquals(7, wire.transport().writes.size(), "the flush writes the last end octet first");
+        assertEquals(1, wire.transport().flushes);
+        org.junit.jupiter.api.Assertions.assertArrayEquals(bytes(
+                0x0A, 0x0B, 0x0C, 0x00, 0x50,
+                0xCE, 0x0A, 0x0B, 0x0C, 0x01, 0x51,
+                0xCE, 0x0A, 0x0B, 0x0C, 0x02, 0x52,
+                0xCE), wire.transport().stream());
+        assertEquals(3, written.size(), "each message is reported once, when its end octet is written");
+        written.forEach(org.junit.jupiter.api.Assertions::assertNull);
+        wire.close();
+        // three end octets written alone would have been alive together until the channel released them
+        assertEquals(1, wire.keptEndOctets(), "one end-octet buffer taken (the last), and given back once written");
+    }
+
+    @Test
+    void anyOtherWriteGoesAfterThePendingEndOctet() {
+        Wire wire = Wire.open();
+        OutboundPath path = wire.path();
+        path.beginReadBatch();
+        path.writeContent(wire.head(0x01020304), wire.frames(0x77), null);
+        path.write(wire.frames(0x08, 0x00, 0x00));
+        path.endReadBatch();
+        org.junit.jupiter.api.Assertions.assertArrayEquals(bytes(0x01, 0x02, 0x03, 0x04, 0x77, 0xCE, 0x08, 0x00, 0x00),
+                wire.transport().stream());
+        assertEquals(4, wire.transport().writes.size(),
+                "an end octet before a frame that is not a head is written alone");
+
+        // a head without the free byte cannot carry it either
+        wire.transport().writes.clear();
+        path.beginReadBatch();
+        path.writeContent(wire.head(0x01020304), wire.frames(0x77), null);
+        path.writeContent(wire.frames(0x05), wire.frames(0x78), null);
+        path.endReadBatch();
+        org.junit.jupiter.api.Assertions.assertArrayEquals(bytes(0x01, 0x02, 0x03, 0x04, 0x77, 0xCE, 0x05, 0x78, 0xCE),
+                wire.transport().stream());
+        wire.close();
+    }
+
+    @Test
+    void aPublishMadeWhileAPendingEndOctetIsWrittenStillGoesBeforeTheNextWrite() {
+        boolean[] published = {false};
+        Wire[] opened = new Wire[1];
+        // a publisher told synchronously that the socket turned unwritable, publishing at once (releasing held ones)
+        ChannelInboundHandlerAdapter publisher = new ChannelInboundHandlerAdapter() {
+            @Override
+            public void channelWritabilityChanged(ChannelHandlerContext ctx) {
+                if (!published[0]) {
+                    published[0] = true;
+                    Wire w = opened[0];
+                    w.path().writeContent(w.head(0x0B0B0B0B), w.frames(0x62), null);
+                }
+                ctx.fireChannelWritabilityChanged();
+            }
+        };
+        Wire wire = Wire.open(publisher);
+        opened[0] = wire;
+        OutboundPath path = wire.path();
+        path.beginReadBatch();
+        path.writeContent(wire.head(0x0A0A0A0A), wire.frames(0x61), null);
+        // the high-water mark just at what is pending: writing the held end octet crosses it
+        long pending = wire.channel().unsafe().outboundBuffer().totalPendingWriteBytes();
+        wire.channel().config().setWriteBufferWaterMark(new io.netty.channel.WriteBufferWaterMark(1, (int) pending));
+        path.write(wire.frames(0x08, 0x00));
+        path.endReadBatch();
+        assertTrue(published[0], "the end octet's write turned the channel unwritable");
+        org.junit.jupiter.api.Assertions.assertArrayEquals(bytes(
+                0x0A, 0x0A, 0x0A, 0x0A, 0x61, 0xCE,
+                0x0B, 0x0B, 0x0B, 0x0B, 0x62, 0xCE,
+                0x08, 0x00), wire.transport().stream());
+        wire.close();
+    }
+
+    @Test
+    void aPendingEndOctetOnAClosedConnectionFailsItsMessageAndIsReleased() {
+        Wire wire = Wire.open();
+        EmbeddedChannel ch = wire.channel();
+        OutboundPath path = wire.path();
+        List<Throwable> written = new ArrayList<>();
+        path.beginReadBatch();
+        path.writeContent(wire.head(1), wire.frames(2), written::add);
+        // head and body (written with the void promise) fail with the close: EmbeddedChannel reports that as the
+        // pipeline's exception, where the connection handler would close the connection
+        org.junit.jupiter.api.Assertions.assertThrows(java.nio.channels.ClosedChannelException.class, () -> {
+            ch.close();
+            ch.checkException();
+        });
+        assertEquals(0, wire.keptEndOctets());
+        path.discardQueued(new IllegalStateException("closed"));
+        assertEquals(1, written.size());
+        org.junit.jupiter.api.Assertions.assertInstanceOf(java.nio.channels.ClosedChannelException.class,
+                written.get(0), "the message was not written whole");
+        assertEquals(1, wire.keptEndOctets(), "its end octet, written to the closed channel, was released");
+        wire.close();
+    }
+}
