@@ -5,10 +5,10 @@ import io.warren.AmqpClient;
 import io.warren.Channel;
 import io.warren.Connection;
 import io.warren.ConnectionOptions;
+import io.warren.PublishOptions;
 import io.warren.bench.PeerProcess;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.content.ShortString;
-import io.warren.impl.Publisher;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -18,8 +18,8 @@ import java.util.concurrent.atomic.LongAdder;
 
 /**
  * Publish rate of 16-byte messages with Warren's coalesced flushes (one flush per batch the event loop
- * drains) against a flush after every message ({@link Publisher#flushPerMessage(boolean)}, a diagnostic
- * switch), into the loopback peer's sink in its own JVM. Publishers are fire and forget
+ * drains) against a flush after every message ({@link PublishOptions#maxMessagesPerFlush(int)} 1, set on the
+ * connection), into the loopback peer's sink in its own JVM. Publishers are fire and forget
  * ({@code publishNoOutcome}) and wait on {@code whenWritable()} whenever the channel is not writable; the rate
  * is counted from the first publish to the answer of a queue.declare sent after the last one (the peer has
  * read everything by then). Also reported: the JVM's CPU time per message and the write system calls per 1,000
@@ -42,14 +42,12 @@ public final class FlushCoalescingMain {
             AmqpClient client = AmqpClient.create();
             try {
                 for (boolean perMessage : new boolean[] {false, true}) { // warm-up: JIT, pools
-                    Publisher.flushPerMessage(perMessage);
-                    run(client, peer.uri(), 2, 3);
+                    run(client, peer.uri(), 2, 3, perMessage);
                 }
                 for (String t : threadCounts) {
                     int threads = Integer.parseInt(t.trim());
                     for (boolean perMessage : new boolean[] {false, true, false, true}) {
-                        Publisher.flushPerMessage(perMessage);
-                        Result r = run(client, peer.uri(), threads, seconds);
+                        Result r = run(client, peer.uri(), threads, seconds, perMessage);
                         System.out.printf(Locale.ROOT, "threads=%d flush=%-11s %,12.0f msg/s %,8.2f us CPU/msg"
                                         + " %,8.2f write syscalls per 1000 msgs%n", threads,
                                 perMessage ? "per-message" : "coalesced", r.rate, r.cpuMicrosPerMessage,
@@ -57,7 +55,6 @@ public final class FlushCoalescingMain {
                     }
                 }
             } finally {
-                Publisher.flushPerMessage(false);
                 client.close().toCompletableFuture().get(10, TimeUnit.SECONDS);
             }
         }
@@ -80,9 +77,11 @@ public final class FlushCoalescingMain {
         return -1;
     }
 
-    static Result run(AmqpClient client, String uri, int threads, int seconds) throws Exception {
-        Connection connection = client.connect(ConnectionOptions.fromUri(uri)).toCompletableFuture()
-                .get(30, TimeUnit.SECONDS);
+    static Result run(AmqpClient client, String uri, int threads, int seconds, boolean perMessage) throws Exception {
+        PublishOptions publishing = new PublishOptions().maxMessagesPerFlush(
+                perMessage ? 1 : PublishOptions.DEFAULT_MAX_MESSAGES_PER_FLUSH);
+        Connection connection = client.connect(ConnectionOptions.fromUri(uri).publishOptions(publishing))
+                .toCompletableFuture().get(30, TimeUnit.SECONDS);
         try {
             Channel ch = connection.openChannel().toCompletableFuture().get(30, TimeUnit.SECONDS);
             LongAdder published = new LongAdder();
