@@ -43,6 +43,9 @@ public final class PublishOptions {
     /** Default bound on bytes accepted but not yet written, per connection: 64 MiB. */
     public static final long DEFAULT_MAX_PENDING_BYTES = 64L * 1024 * 1024;
 
+    /** {@link #maxMessagesPerFlush(int)}'s default: no bound by count, the flushes are coalesced. */
+    public static final int DEFAULT_MAX_MESSAGES_PER_FLUSH = Integer.MAX_VALUE;
+
     private int maxOutstandingConfirms = DEFAULT_MAX_OUTSTANDING_CONFIRMS;
     private long maxPendingBytes = DEFAULT_MAX_PENDING_BYTES;
     private BlockedPolicy blockedPolicy = BlockedPolicy.HOLD;
@@ -50,6 +53,7 @@ public final class PublishOptions {
     private boolean correlateReturns = true;
     private Duration callerWriteGap = DEFAULT_CALLER_WRITE_GAP;
     private int callerWritesPerBurst = DEFAULT_CALLER_WRITES_PER_BURST;
+    private int maxMessagesPerFlush = DEFAULT_MAX_MESSAGES_PER_FLUSH;
 
     public PublishOptions() {
     }
@@ -62,6 +66,7 @@ public final class PublishOptions {
         this.correlateReturns = other.correlateReturns;
         this.callerWriteGap = other.callerWriteGap;
         this.callerWritesPerBurst = other.callerWritesPerBurst;
+        this.maxMessagesPerFlush = other.maxMessagesPerFlush;
     }
 
     /**
@@ -186,11 +191,33 @@ public final class PublishOptions {
         return callerWritesPerBurst;
     }
 
+    /**
+     * The most publishes the event loop writes to a connection's socket between two flushes. By default there is
+     * no bound by count ({@link #DEFAULT_MAX_MESSAGES_PER_FLUSH}): the loop flushes once per batch of publishes it
+     * drains, and within a long batch every half {@link #writeBufferHighWaterMark} of bytes, so a busy connection
+     * makes one {@code write} system call per few hundred small messages. 1 flushes after every publish (a system
+     * call per message: to compare the two, as Netty's {@code FlushConsolidationHandler} is tuned per pipeline).
+     * A publish its caller writes on an idle connection (see {@link #callerWriteGap}) is flushed at once whatever
+     * this says. Read once, when the connection is made. At least 1.
+     */
+    public PublishOptions maxMessagesPerFlush(int count) {
+        if (count < 1) {
+            throw new IllegalArgumentException("maxMessagesPerFlush must be at least 1: " + count);
+        }
+        this.maxMessagesPerFlush = count;
+        return this;
+    }
+
+    public int maxMessagesPerFlush() {
+        return maxMessagesPerFlush;
+    }
+
     @Override
     public String toString() {
         return "PublishOptions{maxOutstandingConfirms=" + maxOutstandingConfirms + ", maxPendingBytes="
                 + maxPendingBytes + ", blockedPolicy=" + blockedPolicy + ", writeBufferHighWaterMark="
                 + writeBufferHighWaterMark + ", correlateReturns=" + correlateReturns + ", callerWriteGap="
-                + callerWriteGap + ", callerWritesPerBurst=" + callerWritesPerBurst + "}";
+                + callerWriteGap + ", callerWritesPerBurst=" + callerWritesPerBurst + ", maxMessagesPerFlush="
+                + maxMessagesPerFlush + "}";
     }
 }

@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
 
-/** The callers' writes are tuned per connection through the options, not by system properties. */
+/** The callers' writes and the flushes are tuned per connection through the options, not by system properties. */
 class PublishOptionsTest {
 
     @Test
@@ -28,5 +28,19 @@ class PublishOptionsTest {
         assertThrows(NullPointerException.class, () -> o.callerWriteGap(null));
         assertThrows(IllegalArgumentException.class, () -> o.callerWritesPerBurst(-1));
         assertThrows(IllegalArgumentException.class, () -> o.callerWritesPerBurst(1025));
+    }
+
+    @Test
+    void messagesPerFlushDefaultToCoalescedAndAreCopied() {
+        assertEquals(Integer.MAX_VALUE, new PublishOptions().maxMessagesPerFlush());
+        assertEquals(1, new PublishOptions(new PublishOptions().maxMessagesPerFlush(1)).maxMessagesPerFlush());
+    }
+
+    @Test
+    void messagesPerFlushBelowOneAreRefused() {
+        PublishOptions o = new PublishOptions();
+        assertThrows(IllegalArgumentException.class, () -> o.maxMessagesPerFlush(0));
+        assertThrows(IllegalArgumentException.class, () -> o.maxMessagesPerFlush(-1));
+        assertEquals(Integer.MAX_VALUE, o.maxMessagesPerFlush(), "a refused value changes nothing");
     }
 }

@@ -529,4 +529,47 @@ class PublishTest {
         assertFalse(server.finish());
         return frames;
     }
+
+    /**
+     * Three publishes the event loop writes in one read batch: flushed once, at its end, by default; once per
+     * message when the connection's PublishOptions ask for one message per flush (read once, when the connection
+     * is made), and after every second one with two.
+     */
+    @Test
+    void publishesOfOneBatchShareAFlushUnlessFewerMessagesPerFlushAreAsked() {
+        assertEquals(1, flushesForThreePublishes(new PublishOptions()), "coalesced: one flush for the batch");
+        assertEquals(3, flushesForThreePublishes(new PublishOptions().maxMessagesPerFlush(1)),
+                "maxMessagesPerFlush(1): a flush after every publish");
+        assertEquals(2, flushesForThreePublishes(new PublishOptions().maxMessagesPerFlush(2)),
+                "maxMessagesPerFlush(2): a flush after the second, and the batch's own after the third");
+    }
+
+    private static int flushesForThreePublishes(PublishOptions publishing) {
+        // the callers write nothing themselves: every publish goes through the event loop
+        try (FakeBroker broker = new FakeBroker(new ConnectionOptions().publishOptions(
+                publishing.callerWritesPerBurst(0)))) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            int[] flushes = {0};
+            broker.client.pipeline().addFirst(new io.netty.channel.ChannelOutboundHandlerAdapter() {
+                @Override
+                public void flush(io.netty.channel.ChannelHandlerContext ctx) {
+                    flushes[0]++;
+                    ctx.flush();
+                }
+            });
+            // as if they were published by a delivery handler on the loop: the read batch's end flushes
+            OutboundPath path = broker.handler.outbound();
+            path.beginReadBatch();
+            ch.publish("", "q", false, PROPS, text("a"));
+            ch.publish("", "q", false, PROPS, text("b"));
+            ch.publish("", "q", false, PROPS, text("c"));
+            path.endReadBatch();
+            broker.client.runPendingTasks();
+            assertEquals("a", expectPublish(broker, 1).text());
+            assertEquals("b", expectPublish(broker, 1).text());
+            assertEquals("c", expectPublish(broker, 1).text());
+            broker.expectNothing();
+            return flushes[0];
+        }
+    }
 }

@@ -5,10 +5,10 @@ import io.warren.AmqpClient;
 import io.warren.Channel;
 import io.warren.Connection;
 import io.warren.ConnectionOptions;
+import io.warren.PublishOptions;
 import io.warren.bench.PeerProcess;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.content.ShortString;
-import java.io.File;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -18,9 +18,8 @@ import java.util.concurrent.atomic.LongAdder;
 
 /**
  * Publish rate of 16-byte messages with Warren's coalesced flushes (one flush per batch the event loop
- * drains) against a flush after every message (the diagnostic switch {@code -Dwarren.publish.flushPerMessage=true},
- * read once per JVM: each measurement runs in a JVM of its own, started from this one's class path, and prints
- * its line), into the loopback peer's sink in its own JVM. Publishers are fire and forget
+ * drains) against a flush after every message ({@link PublishOptions#maxMessagesPerFlush(int)} 1, set on the
+ * connection), into the loopback peer's sink in its own JVM. Publishers are fire and forget
  * ({@code publishNoOutcome}) and wait on {@code whenWritable()} whenever the channel is not writable; the rate
  * is counted from the first publish to the answer of a queue.declare sent after the last one (the peer has
  * read everything by then). Also reported: the JVM's CPU time per message and the write system calls per 1,000
@@ -37,48 +36,27 @@ public final class FlushCoalescingMain {
     }
 
     public static void main(String[] args) throws Exception {
-        if (args.length > 0 && args[0].equals(CHILD)) {
-            measure(args[1], Integer.parseInt(args[2]), Integer.parseInt(args[3]), Boolean.parseBoolean(args[4]));
-            return;
-        }
         int seconds = args.length > 0 ? Integer.parseInt(args[0]) : 5;
         String[] threadCounts = (args.length > 1 ? args[1] : "1,4").split(",");
         try (PeerProcess peer = PeerProcess.startSink()) {
-            for (String t : threadCounts) {
-                int threads = Integer.parseInt(t.trim());
-                for (boolean perMessage : new boolean[] {false, true, false, true}) {
-                    fork(peer.uri(), threads, seconds, perMessage);
+            AmqpClient client = AmqpClient.create();
+            try {
+                for (boolean perMessage : new boolean[] {false, true}) { // warm-up: JIT, pools
+                    run(client, peer.uri(), 2, 3, perMessage);
                 }
+                for (String t : threadCounts) {
+                    int threads = Integer.parseInt(t.trim());
+                    for (boolean perMessage : new boolean[] {false, true, false, true}) {
+                        Result r = run(client, peer.uri(), threads, seconds, perMessage);
+                        System.out.printf(Locale.ROOT, "threads=%d flush=%-11s %,12.0f msg/s %,8.2f us CPU/msg"
+                                        + " %,8.2f write syscalls per 1000 msgs%n", threads,
+                                perMessage ? "per-message" : "coalesced", r.rate, r.cpuMicrosPerMessage,
+                                r.writeSyscallsPer1000);
+                    }
+                }
+            } finally {
+                client.close().toCompletableFuture().get(10, TimeUnit.SECONDS);
             }
-        }
-    }
-
-    private static final String CHILD = "--measure";
-
-    /** One measurement in a JVM of its own: the flush switch is read once, when the publisher class loads. */
-    private static void fork(String uri, int threads, int seconds, boolean perMessage) throws Exception {
-        List<String> command = new ArrayList<>();
-        command.add(System.getProperty("java.home") + File.separator + "bin" + File.separator + "java");
-        command.add("-Dwarren.publish.flushPerMessage=" + perMessage);
-        command.addAll(List.of("-cp", System.getProperty("java.class.path"), FlushCoalescingMain.class.getName(),
-                CHILD, uri, Integer.toString(threads), Integer.toString(seconds), Boolean.toString(perMessage)));
-        Process p = new ProcessBuilder(command).inheritIO().start();
-        if (p.waitFor() != 0) {
-            throw new IllegalStateException("measurement JVM exited with " + p.exitValue());
-        }
-    }
-
-    private static void measure(String uri, int threads, int seconds, boolean perMessage) throws Exception {
-        AmqpClient client = AmqpClient.create();
-        try {
-            run(client, uri, 2, 3); // warm-up: JIT, pools
-            Result r = run(client, uri, threads, seconds);
-            System.out.printf(Locale.ROOT, "threads=%d flush=%-11s %,12.0f msg/s %,8.2f us CPU/msg"
-                            + " %,8.2f write syscalls per 1000 msgs%n", threads,
-                    perMessage ? "per-message" : "coalesced", r.rate, r.cpuMicrosPerMessage,
-                    r.writeSyscallsPer1000);
-        } finally {
-            client.close().toCompletableFuture().get(10, TimeUnit.SECONDS);
         }
     }
 
@@ -99,9 +77,11 @@ public final class FlushCoalescingMain {
         return -1;
     }
 
-    static Result run(AmqpClient client, String uri, int threads, int seconds) throws Exception {
-        Connection connection = client.connect(ConnectionOptions.fromUri(uri)).toCompletableFuture()
-                .get(30, TimeUnit.SECONDS);
+    static Result run(AmqpClient client, String uri, int threads, int seconds, boolean perMessage) throws Exception {
+        PublishOptions publishing = new PublishOptions().maxMessagesPerFlush(
+                perMessage ? 1 : PublishOptions.DEFAULT_MAX_MESSAGES_PER_FLUSH);
+        Connection connection = client.connect(ConnectionOptions.fromUri(uri).publishOptions(publishing))
+                .toCompletableFuture().get(30, TimeUnit.SECONDS);
         try {
             Channel ch = connection.openChannel().toCompletableFuture().get(30, TimeUnit.SECONDS);
             LongAdder published = new LongAdder();

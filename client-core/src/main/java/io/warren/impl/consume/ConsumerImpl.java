@@ -17,10 +17,8 @@ import io.warren.impl.metrics.MetricsCollector;
 import io.warren.impl.metrics.UnacknowledgedAge;
 import io.warren.impl.queue.InboundMessageQueue;
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayDeque;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicLongFieldUpdater;
@@ -28,21 +26,11 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One consumer: its {@link InboundMessageQueue} from the event loop to its context, the handler calls, the
- * demand, and its end. The public face is itself ({@link ConsumerHandle}).
- *
- * <h2>Two ways of handing deliveries over</h2>
- * <ul>
- *   <li><b>One at a time, synchronously</b> (a {@link DeliveryHandler}, concurrency 1): the queue's drain
- *       calls the handler in place; the application's pause/resume/fetch are the queue's demand, exactly.</li>
- *   <li><b>Counted in flight</b> (an {@link AsyncDeliveryHandler}, or concurrency n &gt; 1): the queue's
- *       demand is the free slots. It starts at n and a completed delivery gives one back, by raising the total
- *       granted to {@code completed + n} with a CAS, so at most n deliveries are ever out of the queue and
- *       not completed, without a lock. The application's demand is a second gate applied as the drain takes a
- *       delivery: without demand it is held (at most n) and started when demand returns. A synchronous handler
- *       runs on the executor, one task per delivery (the delivery is the task); an asynchronous one is called
- *       on the drain and its stage says when the slot is free.</li>
- * </ul>
+ * One consumer: its {@link InboundMessageQueue} from the event loop to its context, the handler calls, and its
+ * life (consume-ok, recovery's move to a new channel, cancel, end). The public face is itself
+ * ({@link ConsumerHandle}). How deliveries are handed to the application, and the demand, is its {@link Dispatch}:
+ * {@link SerialDispatch} for a {@link DeliveryHandler} one at a time, {@link SlotDispatch} for an
+ * {@link AsyncDeliveryHandler} or concurrency above 1.
  *
  * <h2>Back-pressure</h2>
  * The queue reports its high-water mark (once) and its return below the low-water mark (once), on the event
@@ -61,45 +49,23 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
 
     private static final Logger LOG = LoggerFactory.getLogger(ConsumerImpl.class);
 
-    private static final AtomicLongFieldUpdater<ConsumerImpl> USER_DEMAND =
-            AtomicLongFieldUpdater.newUpdater(ConsumerImpl.class, "userDemand");
-    private static final AtomicLongFieldUpdater<ConsumerImpl> GRANTED =
-            AtomicLongFieldUpdater.newUpdater(ConsumerImpl.class, "granted");
-    private static final AtomicLongFieldUpdater<ConsumerImpl> COMPLETED =
-            AtomicLongFieldUpdater.newUpdater(ConsumerImpl.class, "completed");
-
-    /**
-     * At most this many released deliveries are kept for reuse, oldest first; past it the oldest is dropped (a
-     * consumer that never acks keeps no more, and one tag never settled cannot stop reuse).
-     */
-    private static final int MAX_RELEASED = 4096;
-
     // immutable but for recovery, which moves the consumer to the recovered channel (event loop; read anywhere)
     private volatile ChannelConsumers channel;
     private volatile String queueName;
     // immutable
     private final ConsumeOptions options;
     private final boolean noAck;
+    /** The synchronous handler, or null for an asynchronous one (which the {@link SlotDispatch} holds). */
     private final DeliveryHandler handler;
-    private final AsyncDeliveryHandler asyncHandler;
-    private final Executor executor;
-    private final int concurrency;
-    /** Deliveries are counted in flight (async handler or concurrency above 1). */
-    private final boolean slots;
-    /** A synchronous handler run in parallel on the executor. */
-    private final boolean parallel;
     /**
      * The prefetch the broker accepted for this consumer (basic.qos before basic.consume), or 0 when none binds
      * it (none asked, or noAck): the queue never holds more from a broker that keeps to it.
      */
     private final int prefetch;
     private final DeliveryQueue queue;
-    private final ConcurrentLinkedQueue<DeliveryImpl> held;
-    /**
-     * Released deliveries kept for reuse (handler on the event loop, one at a time): the oldest is reused once its
-     * tag is settled, so a steady stream allocates no delivery objects. Event loop only.
-     */
-    private final ArrayDeque<DeliveryImpl> released;
+    private final Dispatch dispatch;
+    /** The same object as {@link #dispatch} when deliveries are counted in flight, else null. */
+    private final SlotDispatch slots;
     private final CompletableFuture<AmqpException> endFuture = new CompletableFuture<>();
     /** The client's: a client without metrics has the NOOP one, and then no clock is read around the handler. */
     private final MetricsCollector metrics;
@@ -129,11 +95,6 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
     private volatile String consumerTag = "";
     private volatile boolean ended;
 
-    // any thread (volatile, field updaters): the counted mode's demand
-    private volatile long userDemand = Long.MAX_VALUE;
-    private volatile long granted;
-    private volatile long completed;
-
     /** Event loop. */
     ConsumerImpl(ChannelConsumers channel, String queueName, ConsumeOptions options, DeliveryHandler handler,
                  AsyncDeliveryHandler asyncHandler) {
@@ -144,26 +105,16 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
         this.options = options;
         this.noAck = options.noAck();
         this.handler = handler;
-        this.asyncHandler = asyncHandler;
-        this.executor = options.executor() == null ? loop : options.executor();
-        this.concurrency = options.concurrency();
-        this.slots = asyncHandler != null || concurrency > 1;
-        this.parallel = asyncHandler == null && concurrency > 1;
+        Executor executor = options.executor() == null ? loop : options.executor();
         this.prefetch = noAck ? 0 : Math.max(0, options.prefetch());
         this.queue = new DeliveryQueue(loop, executor, options.lowWaterMark(), options.highWaterMark());
-        this.released = handler != null && !slots && queue.isSameThread() ? new ArrayDeque<>(16) : null;
-        if (slots) {
-            held = new ConcurrentLinkedQueue<>();
-            userDemand = options.initialDemand();
-            queue.pause();
-            granted = concurrency;
-            queue.fetch(concurrency);
+        if (asyncHandler != null || options.concurrency() > 1) {
+            this.slots = new SlotDispatch(this, queue, asyncHandler, executor, options.concurrency(),
+                    options.initialDemand());
+            this.dispatch = slots;
         } else {
-            held = null;
-            if (options.initialDemand() != Long.MAX_VALUE) {
-                queue.pause();
-                queue.fetch(options.initialDemand());
-            }
+            this.slots = null;
+            this.dispatch = new SerialDispatch(this, queue, options.initialDemand());
         }
     }
 
@@ -257,9 +208,7 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
             topology.consumerEnded(queueName);
         }
         queue.close();
-        if (held != null) {
-            disposeHeld();
-        }
+        dispatch.end();
         endFuture.complete(cause);
     }
 
@@ -269,76 +218,30 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
 
     // ---- consumer context: handing over ------------------------------------------------------------------
 
-    /** Consumer context, one at a time (the queue's drain). */
-    private void onDelivery(DeliveryImpl d) {
-        if (!slots) {
-            process(d);
-        } else if (takeUserDemand()) {
-            if (parallel) {
-                start(d);
-            } else {
-                processAsync(d);
-            }
-        } else {
-            held.offer(d);
-            // a resume or an end racing with the offer either sees the delivery or is seen here
-            if (userDemand != 0 || ended) {
-                startHeld();
-            }
-        }
+    /**
+     * The delivery object for a message that just arrived (takes the three buffers): its dispatch's, which may
+     * reuse a released one. Event loop.
+     */
+    DeliveryImpl newDelivery(ChannelConsumers on, ByteBuf method, ByteBuf header, ByteBuf body, long deliveryTag,
+                             boolean redelivered) {
+        return dispatch.newDelivery(on, method, header, body, deliveryTag, redelivered);
     }
 
-    /** Runs the synchronous handler, or starts the asynchronous one. Consumer's executor. */
-    void process(DeliveryImpl d) {
-        if (asyncHandler != null) {
-            processAsync(d);
-            return;
-        }
-        if (droppedAsLost(d)) {
-            if (slots) {
-                completed();
-            }
-            return;
-        }
-        long start = metrics.timesHandlers() ? System.nanoTime() : 0;
+    /** A delivery started on the executor (counted in flight) runs. Consumer's executor. */
+    void run(DeliveryImpl d) {
+        slots.run(d);
+    }
+
+    /** Runs the synchronous handler on the delivery and releases it (the handler borrows it). Consumer context. */
+    void handle(DeliveryImpl d) {
+        long start = handlerStart();
         try {
             handler.handle(d);
         } catch (Throwable t) {
             handlerFailed(d, t);
         } finally {
-            timed(start);
-            releaseBorrow(d);
-            if (slots) {
-                completed();
-            } else if (released != null && d.refCnt() == 0) {
-                if (released.size() == MAX_RELEASED) {
-                    // the oldest's tag has waited a whole pool's worth of messages (a failed handler leaves it
-                    // unsettled until the channel closes): let it go, or it blocks reuse for good
-                    released.pollFirst();
-                }
-                released.addLast(d); // not retained: ours again once its tag is settled
-            }
+            handlerDone(d, start);
         }
-    }
-
-    /**
-     * The delivery object for a message that just arrived (takes the three buffers): a released one when the
-     * oldest kept is reusable (released, no settlement on its way, its tag settled on its channel; at once with
-     * noAck), else a new one. Event loop.
-     */
-    DeliveryImpl newDelivery(ChannelConsumers on, ByteBuf method, ByteBuf header, ByteBuf body, long deliveryTag,
-                             boolean redelivered) {
-        if (released != null) {
-            DeliveryImpl d = released.peekFirst();
-            if (d != null && d.reusable() && (noAck || on.acks().isSettled(d.settleTag()))) {
-                released.pollFirst();
-                if (d.channel == on) { // after a recovery the kept ones belong to a channel that is gone
-                    d.reuse(on, method, header, body, deliveryTag, redelivered);
-                    return d;
-                }
-            }
-        }
-        return new DeliveryImpl(this, on, method, header, body, deliveryTag, redelivered);
     }
 
     /**
@@ -346,145 +249,29 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
      * recovered) while it waited in the queue: the broker requeued it with that channel and delivers it again,
      * so handing it over would give the application the message twice, and its settlement could only throw
      * {@link io.warren.StaleDeliveryException}. A noAck delivery is still handed over: nobody will redeliver it.
+     * The caller gives back the unit of demand the delivery took. Consumer context.
      */
-    private boolean droppedAsLost(DeliveryImpl d) {
+    boolean dropIfLost(DeliveryImpl d) {
         if (noAck || !d.channel.isStale()) {
             return false;
         }
         d.channel.lostDeliveryDropped(d);
         STALE_QUEUED.updateAndGet(this, n -> n > 0 ? n - 1 : 0);
         releaseBorrow(d);
-        // the delivery took a unit of the application's demand that its redelivered copy needs
-        if (slots) {
-            addUserDemand(1);
-            startHeld();
-        } else {
-            queue.fetch(1);
-        }
         return true;
     }
 
-    private void processAsync(DeliveryImpl d) {
-        if (droppedAsLost(d)) {
-            completed();
-            return;
-        }
-        long start = metrics.timesHandlers() ? System.nanoTime() : 0;
-        CompletionStage<?> stage;
-        try {
-            stage = asyncHandler.handle(d);
-        } catch (Throwable t) {
-            handlerFailed(d, t);
-            timed(start);
-            releaseBorrow(d);
-            completed();
-            return;
-        }
-        if (stage == null) {
-            timed(start);
-            releaseBorrow(d);
-            completed();
-            return;
-        }
-        stage.whenComplete((v, failure) -> {
-            if (failure != null) {
-                handlerFailed(d, failure);
-            }
-            timed(start);
-            releaseBorrow(d);
-            completed();
-        });
+    /** The clock before a handler runs, or 0 when handlers are not timed (no clock read at all). */
+    long handlerStart() {
+        return metrics.timesHandlers() ? System.nanoTime() : 0;
     }
 
-    /** A handler that started at {@code start} (0: not timed) is done. */
-    private void timed(long start) {
+    /** A handler that started at {@code start} is done with the delivery: timed, and the delivery released. */
+    void handlerDone(DeliveryImpl d, long start) {
         if (start != 0) {
             metrics.handlerTime(System.nanoTime() - start);
         }
-    }
-
-    /** Starts a delivery on the executor (the delivery is the task). */
-    private void start(DeliveryImpl d) {
-        try {
-            executor.execute(d);
-        } catch (RejectedExecutionException e) {
-            LOG.warn("consumer '{}' on channel {}: its executor refused delivery {}; dropped", consumerTag,
-                    channel.number(), d.deliveryTag(), e);
-            dispose(d);
-            completed();
-        }
-    }
-
-    /** A delivery is done: its slot is free. Raises the total granted to completed + concurrency. */
-    private void completed() {
-        long done = COMPLETED.incrementAndGet(this);
-        while (true) {
-            long g = granted;
-            long target = done + concurrency;
-            if (target <= g) {
-                return; // a later completion granted for us
-            }
-            if (GRANTED.compareAndSet(this, g, target)) {
-                queue.fetch(target - g);
-                return;
-            }
-        }
-    }
-
-    private boolean takeUserDemand() {
-        while (true) {
-            long d = userDemand;
-            if (d == 0) {
-                return false;
-            }
-            if (d == Long.MAX_VALUE || USER_DEMAND.compareAndSet(this, d, d - 1)) {
-                return true;
-            }
-        }
-    }
-
-    private void giveBackUserDemand() {
-        addUserDemand(1);
-    }
-
-    private void addUserDemand(long amount) {
-        while (true) {
-            long d = userDemand;
-            long next = d + amount;
-            if (next < 0 || d == Long.MAX_VALUE) {
-                next = Long.MAX_VALUE;
-            }
-            if (next == d || USER_DEMAND.compareAndSet(this, d, next)) {
-                return;
-            }
-        }
-    }
-
-    /** Starts held deliveries while there is demand; any thread. */
-    private void startHeld() {
-        while (!held.isEmpty()) {
-            if (ended) {
-                disposeHeld();
-                return;
-            }
-            if (!takeUserDemand()) {
-                return;
-            }
-            DeliveryImpl d = held.poll();
-            if (d == null) {
-                giveBackUserDemand(); // another thread took it
-                return;
-            }
-            start(d);
-        }
-    }
-
-    private void disposeHeld() {
-        DeliveryImpl d;
-        while ((d = held.poll()) != null) {
-            dispose(d);
-            completed();
-        }
+        releaseBorrow(d);
     }
 
     /** A delivery that will not reach the handler: requeued when possible, released. Any thread. */
@@ -504,9 +291,14 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
         }
     }
 
-    private void handlerFailed(DeliveryImpl d, Throwable t) {
+    void handlerFailed(DeliveryImpl d, Throwable t) {
         LOG.warn("consumer '{}' on channel {} (queue '{}'): the handler failed on delivery {}{}", consumerTag,
                 channel.number(), queueName, d.deliveryTag(), noAck ? "" : "; it stays unacknowledged", t);
+    }
+
+    /** The channel number, for logs. Any thread. */
+    int channelNumber() {
+        return channel.number();
     }
 
     // ---- ConsumerHandle (any thread) -------------------------------------------------------------------------
@@ -533,11 +325,7 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
 
     @Override
     public void pause() {
-        if (slots) {
-            userDemand = 0;
-        } else {
-            queue.pause();
-        }
+        dispatch.pause();
     }
 
     @Override
@@ -550,12 +338,7 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
         if (count < 0) {
             throw new IllegalArgumentException("count must not be negative: " + count);
         }
-        if (!slots) {
-            queue.fetch(count);
-        } else if (count > 0) {
-            addUserDemand(count);
-            startHeld();
-        }
+        dispatch.fetch(count);
     }
 
     /**
@@ -569,7 +352,7 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
 
     @Override
     public long queued() {
-        return queue.pending() + (held == null ? 0 : held.size());
+        return queue.pending() + dispatch.held();
     }
 
     @Override
@@ -597,7 +380,7 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
                 result.completeExceptionally(e);
             }
         });
-        state.outbound().execute(new ChannelConsumers.Task(() -> {
+        state.outbound().execute(new LoopTask(() -> {
             if (ended) {
                 frame.release();
                 rpc.complete(null);
@@ -632,7 +415,7 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
 
         @Override
         protected void handleMessage(DeliveryImpl message) {
-            onDelivery(message);
+            dispatch.onDelivery(message);
         }
 
         @Override

@@ -42,7 +42,7 @@ final class DeliveryImpl extends MessageDelivery implements Runnable {
     /** Runs the handler on the consumer's executor (parallel deliveries). */
     @Override
     public void run() {
-        consumer.process(this);
+        consumer.run(this);
     }
 
     @Override

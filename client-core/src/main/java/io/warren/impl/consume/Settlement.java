@@ -2,7 +2,7 @@ package io.warren.impl.consume;
 
 /**
  * A settlement (ack, nack, reject) on its way from another thread to the channel's event loop. A delivery is
- * its own settlement, so handing one over allocates nothing; {@link ChannelConsumers#settle(long, int)} makes
+ * its own settlement, so handing one over allocates nothing; {@link SettlementPath#settle(long, int)} makes
  * a {@link Tagged} one for {@code Channel.basicAck} and friends.
  */
 abstract class Settlement {

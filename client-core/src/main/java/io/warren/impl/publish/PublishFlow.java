@@ -78,7 +78,10 @@ public final class PublishFlow implements BlockedListener {
     // event loop only
     private final ArrayList<Publisher> publishers = new ArrayList<>();
     private final int flushThreshold;
+    /** {@link PublishOptions#maxMessagesPerFlush()}: 1 flushes after every publish. */
+    private final int maxMessagesPerFlush;
     private long unflushedBytes;
+    private int unflushedMessages;
     /** True while a publisher writes the buffers of one message: nothing else may be written then. */
     private boolean writing;
     /** A change came while {@code writing}: publishers are told when the message is complete. */
@@ -115,6 +118,7 @@ public final class PublishFlow implements BlockedListener {
         ctx.channel().config().setWriteBufferWaterMark(new WriteBufferWaterMark(high / 2, high));
         // Half the high-water mark: a backlog never makes the channel unwritable by unflushed bytes alone.
         this.flushThreshold = Math.max(4096, ctx.channel().config().getWriteBufferHighWaterMark() / 2);
+        this.maxMessagesPerFlush = options.maxMessagesPerFlush();
         connection.addBlockedListener(this);
     }
 
@@ -251,6 +255,7 @@ public final class PublishFlow implements BlockedListener {
     /** Writes a flush now (the diagnostic flush-per-message mode). */
     void flush() {
         unflushedBytes = 0;
+        unflushedMessages = 0;
         outbound.flushNow(); // through the path: a publish's held-back end octet goes out with it
     }
 
@@ -259,11 +264,12 @@ public final class PublishFlow implements BlockedListener {
      * of a drain; but a drain lasts as long as publishers keep the queue non-empty, and unflushed bytes count
      * against Netty's high-water mark: without a flush in between, a busy connection would turn unwritable, stop
      * its publishers, flush, and start again (stop-and-go). So a flush also goes out every half high-water mark
-     * of publishes: one flush per ~250 small messages under load, never one per message.
+     * of publishes: one flush per ~250 small messages under load, never one per message, unless
+     * {@link PublishOptions#maxMessagesPerFlush()} asks for fewer messages per flush.
      */
     void written(long bytes) {
         unflushedBytes += bytes;
-        if (unflushedBytes >= flushThreshold) {
+        if (unflushedBytes >= flushThreshold || ++unflushedMessages >= maxMessagesPerFlush) {
             flush();
         }
     }

@@ -102,9 +102,6 @@ public final class Publisher {
      */
     public static final SequenceHeader SEQUENCE_HEADER = new SequenceHeader("x-warren-pub-seq-no");
 
-    /** Diagnostic: flush after every publish instead of once per batch. For benchmarks that compare the two. */
-    private static volatile boolean flushPerMessage = Boolean.getBoolean("warren.publish.flushPerMessage");
-
     private final ChannelState state;
     private final Channel channel;
     /** Takes the publishes this publisher could not write when its channel was lost with recovery to follow. */
@@ -162,11 +159,6 @@ public final class Publisher {
         state.registerThroughClose(60, 50, (ch, frame) -> ch.beginContent(frame, returnAssembly));
         state.onClose(this::onClosed);
         state.afterClose(this::failUnconfirmed);
-    }
-
-    /** Diagnostic for benchmarks: flush after every publish (true) or once per batch (false, the default). */
-    public static void flushPerMessage(boolean on) {
-        flushPerMessage = on;
     }
 
     // ---- any thread --------------------------------------------------------------------------------------
@@ -455,11 +447,7 @@ public final class Publisher {
         } finally {
             flow.endMessage();
         }
-        if (flushPerMessage) {
-            flow.flush();
-        } else {
-            flow.written(bytes);
-        }
+        flow.written(bytes); // flushes per PublishOptions.maxMessagesPerFlush
     }
 
     private void written(CompletableFuture<PublishOutcome> future, Throwable cause) {

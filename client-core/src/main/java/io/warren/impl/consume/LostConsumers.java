@@ -1,0 +1,102 @@
+package io.warren.impl.consume;
+
+import io.netty.buffer.ByteBuf;
+import io.warren.AmqpException;
+import io.warren.ConsumeOptions;
+import io.warren.ConsumerHandle;
+import io.warren.codec.method.MethodIds;
+import io.warren.impl.channel.ChannelRpc;
+import io.warren.impl.channel.ChannelState;
+import java.util.Arrays;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.function.UnaryOperator;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The consumers of a channel lost with its connection, and their hand-over to the recovered channel: they do not
+ * end with the loss, they wait here until recovery starts them again on the new channel (with their tags and
+ * options) or gives up and ends them. Kept apart from {@link ChannelConsumers} because it is recovery's part of
+ * consuming: the live channel never reads it. Event loop only.
+ */
+final class LostConsumers {
+
+    private static final Logger LOG = LoggerFactory.getLogger(LostConsumers.class);
+
+    private ConsumerImpl[] lost = new ConsumerImpl[0];
+
+    /** The channel was lost: these consumers wait for recovery. */
+    void keep(ConsumerImpl[] consumers) {
+        lost = consumers;
+    }
+
+    /**
+     * Starts the lost consumers again on {@code target}: basic.qos first when they had a prefetch, then
+     * basic.consume on their queue's current name. A consumer the broker refuses ends with the refusal. Completes
+     * when every basic.consume is answered.
+     *
+     * @param unpausedOnly only the consumers that do not hold reading paused (the others stay for a later call)
+     */
+    CompletionStage<Void> moveTo(ChannelConsumers target, UnaryOperator<String> queueNames, boolean unpausedOnly) {
+        ConsumerImpl[] moving = lost;
+        lost = new ConsumerImpl[0];
+        if (unpausedOnly) {
+            ConsumerImpl[] paused = Arrays.stream(moving).filter(ConsumerImpl::holdsReadingPaused)
+                    .toArray(ConsumerImpl[]::new);
+            moving = Arrays.stream(moving).filter(c -> !c.holdsReadingPaused()).toArray(ConsumerImpl[]::new);
+            lost = paused;
+        }
+        ChannelState state = target.state();
+        int number = target.number();
+        CompletableFuture<?>[] all = new CompletableFuture<?>[moving.length];
+        for (int i = 0; i < moving.length; i++) {
+            ConsumerImpl c = moving[i];
+            String queue = queueNames.apply(c.queue());
+            ConsumeOptions o = c.options();
+            CompletableFuture<ConsumerHandle> done = new CompletableFuture<>();
+            all[i] = done.handle((h, e) -> {
+                if (e != null) {
+                    LOG.warn("channel {}: consumer '{}' on queue '{}' could not be recovered: {}", number,
+                            c.consumerTag(), queue, e.toString());
+                    c.end(e instanceof AmqpException a ? a : new AmqpException("consumer '" + c.consumerTag()
+                            + "' could not be recovered: " + e, e));
+                }
+                return null;
+            });
+            ByteBuf consume;
+            ByteBuf qos = null;
+            try {
+                consume = ConsumeFrames.basicConsume(state.alloc(), number, queue, c.consumerTag(), o.noAck(),
+                        o.exclusive(), o.arguments());
+                if (o.prefetch() >= 0) {
+                    qos = ConsumeFrames.basicQos(state.alloc(), number, o.prefetch());
+                }
+            } catch (RuntimeException e) {
+                done.completeExceptionally(e);
+                continue;
+            }
+            if (qos != null) {
+                state.call(ChannelRpc.Request.of(MethodIds.BASIC_QOS, MethodIds.BASIC_QOS_OK, -1, qos,
+                        (reply, f) -> f.complete(null), new CompletableFuture<Void>()));
+            }
+            state.call(ChannelRpc.Request.of(MethodIds.BASIC_CONSUME, MethodIds.BASIC_CONSUME_OK, -1, consume,
+                    (reply, f) -> {
+                        // registered before any of its deliveries can arrive: the broker sends consume-ok first
+                        c.rebind(target, queue);
+                        target.add(c);
+                        f.complete(c);
+                    }, done));
+        }
+        return CompletableFuture.allOf(all).thenApply(v -> null);
+    }
+
+    /** Recovery will not happen: the lost consumers end with {@code cause}. */
+    void endAll(AmqpException cause) {
+        ConsumerImpl[] all = lost;
+        lost = new ConsumerImpl[0];
+        for (ConsumerImpl c : all) {
+            c.end(cause);
+        }
+    }
+}

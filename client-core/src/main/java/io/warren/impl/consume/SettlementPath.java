@@ -1,0 +1,293 @@
+package io.warren.impl.consume;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.util.concurrent.EventExecutor;
+import io.warren.ChannelClosedException;
+import io.warren.impl.channel.ChannelState;
+import io.warren.impl.metrics.MetricsCollector;
+import io.warren.impl.connection.OutboundPath;
+import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
+import org.jctools.queues.MessagePassingQueue;
+import org.jctools.queues.MpscUnboundedArrayQueue;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * How one channel's settlements (acks, nacks and rejects, in the broker's tags) reach the wire: the channel's
+ * {@link AckCoalescer}, which must see every tag of the channel, and when its frames are written. Split from
+ * {@link ChannelConsumers} because it is the one part of consuming that any thread enters:
+ * <ul>
+ *   <li>on the event loop a settlement goes to the coalescer at once, and its frames are written by one task at
+ *       the end of the current event-loop pass: the acks of a read batch become one basic.ack. But when the
+ *       channel's manual-ack consumers have a prefetch (their own, or the channel's basic.qos), no more than half
+ *       the smallest one waits: once that many tags are acked they are written and flushed at once, in the middle
+ *       of the read batch. A batch is up to 16 socket reads (the whole prefetch window when the broker has a
+ *       backlog), and every tag held back is one the broker counts against the prefetch: holding them all to the
+ *       end of the batch shut the window until the batch was processed, then reopened it all at once, so the
+ *       broker sent in bursts and waited in between (stop-and-go). Released by halves, the broker sends the next
+ *       half while the application handles this one, and the acks still go out in runs (a flush per half window,
+ *       not per delivery);</li>
+ *   <li>from another thread the settlement (the delivery itself, or a small {@link Settlement.Tagged}) is
+ *       offered to an MPSC queue, and the thread that takes the queue from idle hands ONE drain to the event
+ *       loop through the connection's {@link OutboundPath} (so that a thread's "ack, then close" keeps its
+ *       order); the drain settles everything queued and writes the frames at once.</li>
+ * </ul>
+ * Frames the coalescer holds are written before any synchronous method or channel.close the channel sends
+ * ({@link #flush()}, through {@code ChannelState}), so an ack made before a close is never lost to it.
+ */
+final class SettlementPath {
+
+    private static final Logger LOG = LoggerFactory.getLogger(SettlementPath.class);
+
+    private static final AtomicIntegerFieldUpdater<SettlementPath> DRAIN_SCHEDULED =
+            AtomicIntegerFieldUpdater.newUpdater(SettlementPath.class, "drainScheduled");
+
+    // immutable
+    private final ChannelState state;
+    private final int number;
+    private final EventExecutor loop;
+    private final AckCoalescer acks;
+    private final MetricsCollector metrics;
+    private final Runnable flushTask = this::flushTask;
+    private final Runnable drainTask = this::drainSettlements;
+
+    // event loop only
+    private boolean flushScheduled;
+    /** Acked tags are written at once when this many wait: half the smallest prefetch (see the class comment). */
+    private int acksHeldLimit = Integer.MAX_VALUE;
+    /** The prefetch count of the channel's own basic.qos ({@code Channel.basicQos}), 0 for none. */
+    private int channelPrefetch;
+    /** Whether that basic.qos was global: a window all the channel's consumers share. */
+    private boolean channelPrefetchGlobal;
+    /** The channel's consumers as last told ({@link #consumersChanged}), for the held-acks limit. */
+    private ConsumerImpl[] consumers = new ConsumerImpl[0];
+
+    // any thread (MPSC queue, volatile)
+    private final MessagePassingQueue<Settlement> settlements = new MpscUnboundedArrayQueue<>(64);
+    private volatile int drainScheduled;
+    private volatile boolean closed;
+    /**
+     * When the oldest delivery still waiting for the application's settlement arrived (the loop's clock), or
+     * {@link AckCoalescer#NONE}: the age metrics read. Written on the event loop when it may have changed (a
+     * delivery into an empty window, a flush of settlements, the close).
+     */
+    private volatile long oldestUnackedSince = AckCoalescer.NONE;
+
+    SettlementPath(ChannelState state, MetricsCollector metrics) {
+        this.state = state;
+        this.number = state.number();
+        this.loop = state.outbound().eventLoop();
+        this.acks = new AckCoalescer(number, state.alloc());
+        this.metrics = metrics;
+    }
+
+    /** Whether the channel has closed: settlements are refused, or dropped when already on their way. Any thread. */
+    boolean isClosed() {
+        return closed;
+    }
+
+    // ---- deliveries (event loop) -------------------------------------------------------------------------
+
+    /** A tag for the coalescer, with its delivery time (read once per read batch). Event loop. */
+    void delivered(long deliveryTag, boolean needsAck) {
+        if (!needsAck) {
+            acks.delivered(deliveryTag, false, 0);
+            return;
+        }
+        long now = state.connection().readBatchNanos();
+        acks.delivered(deliveryTag, true, now);
+        if (oldestUnackedSince == AckCoalescer.NONE) {
+            oldestUnackedSince = now;
+        }
+    }
+
+    /** A tag delivered for no consumer of the channel (its content is dropped): nothing to settle. Event loop. */
+    void deliveredUnrouted(long deliveryTag) {
+        acks.delivered(deliveryTag, false);
+    }
+
+    /** Whether the broker tag is settled (or needs no settlement): a delivery object may be reused. Event loop. */
+    boolean isSettled(long deliveryTag) {
+        return acks.isSettled(deliveryTag);
+    }
+
+    /**
+     * How long the oldest delivery of this channel has waited for the application's settlement, in nanoseconds;
+     * 0 when none waits. Any thread.
+     */
+    long oldestUnacknowledgedAgeNanos() {
+        long since = oldestUnackedSince;
+        return since == AckCoalescer.NONE ? 0 : Math.max(0, loop.ticker().nanoTime() - since);
+    }
+
+    // ---- the held-acks limit (event loop) ----------------------------------------------------------------
+
+    /** The channel's consumers changed. Event loop. */
+    void consumersChanged(ConsumerImpl[] now) {
+        consumers = now;
+        updateAcksHeldLimit();
+    }
+
+    /** The broker accepted the channel's own basic.qos. Event loop. */
+    void channelQosAccepted(int prefetchCount, boolean global) {
+        channelPrefetch = prefetchCount;
+        channelPrefetchGlobal = global;
+        updateAcksHeldLimit();
+    }
+
+    /**
+     * Half the smallest prefetch of the manual-ack consumers: with a prefetch of 500, acks wait for at most 250
+     * tags, so the broker may send the next 250 while the application handles these. Without a prefetch the
+     * broker does not wait for acks, and they wait for the end of the pass.
+     */
+    private void updateAcksHeldLimit() {
+        int limit = Integer.MAX_VALUE;
+        boolean manualAcks = false;
+        for (ConsumerImpl c : consumers) {
+            if (c.noAck()) {
+                continue;
+            }
+            manualAcks = true;
+            // a consumer without a prefetch of its own gets the channel's (basic.qos before basic.consume)
+            int prefetch = c.options().prefetch() > 0 ? c.options().prefetch() : channelPrefetch;
+            if (prefetch > 0) {
+                limit = Math.min(limit, Math.max(1, prefetch / 2));
+            }
+        }
+        if (manualAcks && channelPrefetchGlobal && channelPrefetch > 0) {
+            // one window for the whole channel (RabbitMQ's global qos): it bounds every consumer's own
+            limit = Math.min(limit, Math.max(1, channelPrefetch / 2));
+        }
+        acksHeldLimit = limit;
+    }
+
+    // ---- settling (any thread) ---------------------------------------------------------------------------
+
+    /** A settlement by broker tag ({@code op}: {@link AckCoalescer#ACK} ... with its flags). Any thread. */
+    void settle(long brokerTag, int op) {
+        if (loop.inEventLoop()) {
+            settleNow(brokerTag, op);
+        } else {
+            offer(new Settlement.Tagged(brokerTag, op));
+        }
+    }
+
+    /** A delivery settled. Any thread. */
+    void settle(MessageDelivery delivery, int op) {
+        if (loop.inEventLoop()) {
+            settleNow(delivery.settleTag(), op);
+            delivery.markSettled();
+        } else {
+            delivery.settleOp = op;
+            offer(delivery);
+        }
+    }
+
+    /**
+     * The refusal of a settlement (tag the application's) on a closed channel, carrying why it closed: nothing can
+     * be sent, and the broker requeued every unsettled delivery of the channel with its close. Any thread, once
+     * {@link #isClosed()}.
+     */
+    ChannelClosedException closedTag(long deliveryTag) {
+        ChannelClosedException closed = state.closedError(); // reads the cause written before our closed flag
+        return new ChannelClosedException("delivery tag " + deliveryTag + " cannot be settled: "
+                + closed.getMessage() + "; nothing is sent (the broker requeued the channel's unsettled deliveries "
+                + "with its close)", closed.getCause(), closed.replyCode(), closed.replyText(), closed.classId(),
+                closed.methodId(), number, closed.initiatedByBroker());
+    }
+
+    private void offer(Settlement s) {
+        settlements.offer(s);
+        // Only the thread that takes the queue from idle hands a drain over: one task however many settle.
+        if (drainScheduled == 0 && DRAIN_SCHEDULED.compareAndSet(this, 0, 1)) {
+            state.outbound().execute(drainTask);
+        }
+    }
+
+    private void settleNow(long tag, int op) {
+        if (closed) {
+            return; // the broker requeued it with the channel's close
+        }
+        if (!acks.settle(tag, op)) {
+            LOG.warn("channel {}: delivery tag {} is already settled; the second settlement is dropped (the broker"
+                    + " would close the channel with 406 PRECONDITION_FAILED)", number, tag);
+        } else {
+            countSettlement(op);
+        }
+        if (acks.unwrittenAcks() >= acksHeldLimit) {
+            // the broker counts these against the prefetch: write them now, not at the end of a long read batch
+            flush();
+            state.outbound().flushNow();
+        } else if (!flushScheduled && acks.hasWork()) {
+            flushScheduled = true;
+            loop.execute(flushTask);
+        }
+    }
+
+    private void countSettlement(int op) {
+        if ((op & AckCoalescer.KIND_MASK) == AckCoalescer.ACK) {
+            metrics.messageAcknowledged();
+        } else {
+            metrics.messageRejected();
+        }
+    }
+
+    private void drainSettlements() {
+        // Cleared before polling: an offer that finds it 0 hands a new drain over, so nothing is stranded.
+        drainScheduled = 0;
+        Settlement s;
+        while ((s = settlements.relaxedPoll()) != null) {
+            if (s instanceof MessageDelivery d) {
+                d.markSettled(); // read its tag below, before anything may reuse it: this loop is the event loop
+            }
+            if (closed) {
+                continue;
+            }
+            int op = s.settleOp;
+            if (!acks.settle(s.settleTag(), op)) {
+                LOG.warn("channel {}: delivery tag {} is already settled; the second settlement is dropped (the "
+                        + "broker would close the channel with 406 PRECONDITION_FAILED)", number, s.settleTag());
+            } else {
+                countSettlement(op);
+            }
+        }
+        flush();
+    }
+
+    private void flushTask() {
+        flushScheduled = false;
+        flush();
+    }
+
+    /** Writes what the coalescer holds. Event loop. */
+    void flush() {
+        if (acks.hasWork()) {
+            ByteBuf frames = acks.takeFrames();
+            oldestUnackedSince = acks.oldestPendingSince(); // cheap now: the window starts at a waiting tag
+            if (frames != null) {
+                state.send(frames);
+            }
+        }
+    }
+
+    // ---- the close (event loop) --------------------------------------------------------------------------
+
+    /**
+     * The channel closed: later settlements are dropped, and what the coalescer holds is written when
+     * {@code writeHeld} (connection.close follows, so these still count), else released (the broker requeued
+     * everything unsettled). Event loop.
+     */
+    void close(boolean writeHeld) {
+        closed = true;
+        oldestUnackedSince = AckCoalescer.NONE; // the broker requeued what was unacknowledged
+        ByteBuf frames = acks.takeFrames();
+        if (frames != null) {
+            if (writeHeld) {
+                state.outbound().write(frames);
+            } else {
+                frames.release();
+            }
+        }
+        acks.clear();
+    }
+}

@@ -1,0 +1,52 @@
+package io.warren.impl.consume;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import io.warren.StaleDeliveryException;
+import org.junit.jupiter.api.Test;
+
+/** A channel state's delivery tags on their own: the offset across recovery and the refusals. */
+class DeliveryTagsTest {
+
+    @Test
+    void aRecoveredChannelsTagsAreTheBrokersPlusTheOffset() {
+        DeliveryTags tags = new DeliveryTags(3, 100);
+        tags.delivered(1);
+        tags.delivered(2);
+        assertEquals(102, tags.highestExposed());
+        tags.checkCurrent(101, false);
+        assertEquals(1, tags.toBroker(101, false));
+        assertEquals(2, tags.toBroker(102, true));
+        assertEquals(0, tags.toBroker(0, true), "0 with multiple stays 0: every outstanding delivery");
+    }
+
+    @Test
+    void aTagFromBeforeTheLossIsStale() {
+        DeliveryTags tags = new DeliveryTags(3, 100);
+        tags.delivered(5);
+        StaleDeliveryException e = assertThrows(StaleDeliveryException.class, () -> tags.checkCurrent(100, false));
+        assertEquals(100, e.deliveryTag());
+        assertEquals(3, e.channelNumber());
+        tags.checkCurrent(0, true); // every outstanding delivery: only the new channel's
+    }
+
+    @Test
+    void everyTagOfALostStateIsStale() {
+        DeliveryTags tags = new DeliveryTags(1, 0);
+        tags.delivered(7);
+        tags.markStale();
+        assertThrows(StaleDeliveryException.class, () -> tags.checkCurrent(7, false));
+        assertEquals(7, tags.highestExposed(), "the next state's offset");
+    }
+
+    @Test
+    void tagsThatNameNoDeliveryAreRefused() {
+        DeliveryTags tags = new DeliveryTags(1, 0);
+        tags.delivered(4);
+        assertThrows(IllegalArgumentException.class, () -> tags.checkCurrent(-1, true));
+        assertThrows(IllegalArgumentException.class, () -> tags.checkCurrent(0, false));
+        assertThrows(IllegalArgumentException.class, () -> tags.toBroker(5, false), "never delivered");
+        assertEquals(4, tags.toBroker(4, false));
+    }
+}
