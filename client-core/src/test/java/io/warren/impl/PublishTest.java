@@ -38,6 +38,7 @@ import io.warren.codec.method.MethodIds;
 import io.warren.impl.PublishFixture.Published;
 import io.warren.impl.PublishFixture.TrackedBody;
 import io.warren.impl.publish.PublishFlow;
+import io.warren.impl.connection.OutboundPath;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
