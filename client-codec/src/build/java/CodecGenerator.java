@@ -21,8 +21,14 @@ import java.util.Set;
  * JDK and stays one file with no dependencies (its minimal JSON reader included):
  *
  * <pre>
- * java client-codec/src/build/java/CodecGenerator.java SPEC_JSON OUTPUT_DIRECTORY
+ * java client-codec/src/build/java/CodecGenerator.java SPEC_JSON TEMPLATE_DIRECTORY OUTPUT_DIRECTORY
  * </pre>
+ *
+ * <p>The method sources are generated whole. {@code ContentHeader} and {@code BasicProperties} mix per-property code
+ * (constants, typed accessors and setters, the encode and validate cases) with code that is the same whatever the
+ * properties (wrapping, the lazy walk over the flags, frame checks, equality): the latter is hand-written in
+ * client-codec/src/build/templates, whose {@code //@ name} lines this generator replaces with the blocks it builds
+ * from the spec's property list.
  *
  * <p>The output is not committed: it lands under target/generated-sources, which the build adds as a source root.
  * Change the generator, never its output.
@@ -41,12 +47,13 @@ public final class CodecGenerator {
     }
 
     public static void main(String[] args) throws IOException {
-        if (args.length != 2) {
-            System.err.println("usage: java CodecGenerator.java SPEC_JSON OUTPUT_DIRECTORY");
+        if (args.length != 3) {
+            System.err.println("usage: java CodecGenerator.java SPEC_JSON TEMPLATE_DIRECTORY OUTPUT_DIRECTORY");
             System.exit(2);
         }
         Map<String, Object> spec = Json.parse(Files.readString(Path.of(args[0]), StandardCharsets.UTF_8), args[0]);
-        Path root = Path.of(args[1]);
+        Path templates = Path.of(args[1]);
+        Path root = Path.of(args[2]);
         Map<String, String> domains = new LinkedHashMap<>();
         for (Object d : list(spec.get("domains"))) {
             domains.put((String) list(d).get(0), (String) list(d).get(1));
@@ -65,8 +72,15 @@ public final class CodecGenerator {
         }
         files.put(methodDir.resolve("MethodIds.java"), genIds(spec, methods));
         files.put(methodDir.resolve("MethodTable.java"), genTable(spec, methods));
+        long[] classId = new long[1];
+        List<Property> props = properties(spec, classId);
+        Path contentDir = root.resolve(CONTENT_PACKAGE.replace('.', '/'));
+        files.put(contentDir.resolve("ContentHeader.java"),
+                genContentHeader(templates.resolve("ContentHeader.java"), props, classId[0]));
+        files.put(contentDir.resolve("BasicProperties.java"),
+                genBasicProperties(templates.resolve("BasicProperties.java"), props));
         int changed = write(root, files);
-        System.out.println(methods.size() + " methods, " + files.size() + " files generated, " + changed
+        System.out.println(methods.size() + " methods, " + props.size() + " properties, " + files.size() + " files generated, " + changed
                 + " of them changed, in " + root);
     }
 
@@ -1052,6 +1066,387 @@ public final class CodecGenerator {
         return javaFile(METHOD_PACKAGE, imports, javadoc(doc, 0), "public final class MethodTable", members);
     }
 
+    // ------------------------------------------------------------------- content header and basic properties
+
+    static final String CONTENT_PACKAGE = "io.warren.codec.content";
+
+    /** A property of the basic class, by its index in the spec's list (flag bit {@code 15 - index}). */
+    record Property(int index, String name, String type) {
+
+        String camel() {
+            return CodecGenerator.camel(name, false);
+        }
+
+        String upper() {
+            return CodecGenerator.camel(name, true);
+        }
+
+        String constant() {
+            return constName(name);
+        }
+
+        String index(String qualifier) {
+            return qualifier + constant() + "_INDEX";
+        }
+    }
+
+    /** The content class (basic, the only one in 0-9-1): its id and its properties in spec order. */
+    static List<Property> properties(Map<String, Object> spec, long[] classId) {
+        List<Property> props = new ArrayList<>();
+        for (Object o : list(spec.get("classes"))) {
+            Map<String, Object> c = map(o);
+            List<Object> ps = list(c.get("properties"));
+            if (ps == null || ps.isEmpty()) {
+                continue;
+            }
+            if (!props.isEmpty()) {
+                throw new IllegalStateException("more than one class has properties: " + c.get("name"));
+            }
+            classId[0] = (Long) c.get("id");
+            for (Object p : ps) {
+                Map<String, Object> prop = map(p);
+                String type = (String) prop.get("type");
+                if (!Set.of("shortstr", "octet", "timestamp", "table").contains(type)) {
+                    // the templates know these four; a new type needs them taught
+                    throw new IllegalStateException("property " + prop.get("name") + " has type " + type);
+                }
+                props.add(new Property(props.size(), (String) prop.get("name"), type));
+            }
+        }
+        if (props.isEmpty() || props.size() > 15) {
+            // one flags word holds 15 properties (bit 0 announces another word)
+            throw new IllegalStateException(props.size() + " properties; the templates handle 1 to 15");
+        }
+        return props;
+    }
+
+    /**
+     * A template with its {@code //@ name} lines (any indentation before them) replaced by the generated blocks of
+     * those names; every block is used and every marker filled.
+     */
+    static String fillTemplate(Path template, Map<String, String> blocks) throws IOException {
+        StringBuilder out = new StringBuilder();
+        Set<String> used = new HashSet<>();
+        for (String line : Files.readString(template, StandardCharsets.UTF_8).split("\n", -1)) {
+            String t = line.strip();
+            if (t.startsWith("//@ ")) {
+                String name = t.substring(4).strip();
+                String block = blocks.get(name);
+                if (block == null) {
+                    throw new IllegalStateException(template + ": no block " + name);
+                }
+                used.add(name);
+                out.append(block).append('\n');
+            } else {
+                out.append(line).append('\n');
+            }
+        }
+        if (!used.equals(blocks.keySet())) {
+            throw new IllegalStateException(template + " lacks markers for " + blocks.keySet());
+        }
+        out.setLength(out.length() - 1);
+        return out.toString();
+    }
+
+    /** {@code head} then the items separated by ", ", wrapped before 120 columns, then {@code tail}. */
+    static String wrapList(String head, List<String> items, String tail, String continuation) {
+        StringBuilder out = new StringBuilder();
+        StringBuilder line = new StringBuilder(head);
+        for (int i = 0; i < items.size(); i++) {
+            String item = items.get(i) + (i == items.size() - 1 ? tail : ",");
+            boolean first = line.length() == head.length() || line.length() == continuation.length();
+            if (!first && line.length() + 1 + item.length() > 120) {
+                out.append(line).append('\n');
+                line = new StringBuilder(continuation);
+                first = true;
+            }
+            line.append(first ? "" : " ").append(item);
+        }
+        return out.append(line).toString();
+    }
+
+    static String method(String doc, String signature, String body, int n) {
+        String pad = " ".repeat(n);
+        return (doc == null ? "" : javadoc(doc, n)) + pad + signature + " {\n" + indent(body, n + 4) + "\n" + pad + "}";
+    }
+
+    // ---------------------------------------------------------------------------------------- ContentHeader
+
+    static String genContentHeader(Path template, List<Property> props, long classId) throws IOException {
+        Map<String, String> blocks = new LinkedHashMap<>();
+        int n = props.size();
+        List<String> c = new ArrayList<>();
+        c.add("    /** The number of basic properties. */");
+        c.add("    public static final int PROPERTY_COUNT = " + n + ";");
+        c.add("");
+        for (Property p : props) {
+            c.add("    public static final int " + p.index("") + " = " + p.index() + ";");
+        }
+        c.add("");
+        c.add("    /** Flag bits of the first flags word: property {@code i} is bit {@code 15 - i}. */");
+        int bits = 0;
+        for (Property p : props) {
+            c.add("    public static final int " + p.constant() + " = 1 << " + (15 - p.index()) + ";");
+            bits |= 1 << (15 - p.index());
+        }
+        c.add("    /** Bit 0: another flags word follows. */");
+        c.add("    public static final int CONTINUATION = 1;");
+        c.add("    /** The flag bits of the " + n + " properties: 15 down to " + (16 - n) + ". */");
+        c.add("    private static final int PROPERTY_BITS = " + String.format("0x%04X", bits) + ";");
+        c.add("");
+        c.add("    /** The class that carries content (the only one in 0-9-1). */");
+        c.add("    public static final int BASIC_CLASS_ID = " + classId + ";");
+        c.add("");
+        c.add(wrapList("    private static final String[] NAMES = {",
+                props.stream().map(p -> javaString(p.name())).toList(), "};", "        "));
+        blocks.put("constants", String.join("\n", c));
+
+        List<String> has = new ArrayList<>();
+        List<String> accessors = new ArrayList<>();
+        List<String> toProperties = new ArrayList<>();
+        for (Property p : props) {
+            String i = p.index("");
+            has.add(method(null, "public boolean has" + p.upper() + "()", "return has(" + i + ");", 4));
+            String viewDoc = Descriptions.HEADER_VIEW.get(p.name());
+            String into;
+            switch (p.type()) {
+                case "shortstr" -> {
+                    accessors.add(method(viewDoc != null ? viewDoc : p.name() + ", or null.",
+                            "public AsciiString " + p.camel() + "()", "return shortString(" + i + ");", 4));
+                    accessors.add(method(p.name() + " decoded as UTF-8 (allocates), or null.",
+                            "public String " + p.camel() + "AsString()", "return shortStringAsString(" + i + ");", 4));
+                    into = "shortString(b, " + i + ");";
+                }
+                case "octet" -> {
+                    accessors.add(method(viewDoc != null ? viewDoc : p.name() + ", or 0 when absent.",
+                            "public int " + p.camel() + "()", "int p = position(" + i + ");\n"
+                                    + "return p < 0 ? 0 : buf.getUnsignedByte(p);", 4));
+                    into = "b." + p.camel() + "(" + p.camel() + "());";
+                }
+                case "timestamp" -> {
+                    accessors.add(method(viewDoc != null ? viewDoc
+                                    : p.name() + " in seconds since the epoch, or 0 when absent.",
+                            "public long " + p.camel() + "()", "int p = position(" + i + ");\n"
+                                    + "return p < 0 ? 0 : buf.getLong(p);", 4));
+                    into = "b." + p.camel() + "Seconds(" + p.camel() + "());";
+                }
+                case "table" -> {
+                    String field = p.camel() + "Table";
+                    accessors.add(method(viewDoc != null ? viewDoc : "The " + p.name() + " as a view over the "
+                            + "frame (reused by every call on this view: valid until the next {@code wrap} and while "
+                            + "the frame lives), or null when absent.", "public FieldTable " + p.camel() + "()",
+                            "int p = position(" + i + ");\nif (p < 0) {\n    return null;\n}\nFieldTable table = "
+                                    + field + ";\nif (table == null) {\n    table = " + field
+                                    + " = new FieldTable();\n}\nreturn table.wrap(buf, p);", 4));
+                    into = "b." + p.camel() + "(" + p.camel() + "().toMap());";
+                }
+                default -> throw new IllegalArgumentException(p.type());
+            }
+            toProperties.add("        if (has" + p.upper() + "()) {\n            " + into + "\n        }");
+        }
+        blocks.put("has", String.join("\n\n", has));
+        blocks.put("accessors", String.join("\n\n", accessors));
+        blocks.put("toProperties", String.join("\n", toProperties));
+
+        // the value's length, and its check in validate, by type; short strings are the switch's default
+        List<String> lengths = new ArrayList<>();
+        List<String> checks = new ArrayList<>();
+        for (String type : List.of("table", "octet", "timestamp")) {
+            List<String> cases = props.stream().filter(p -> p.type().equals(type)).map(p -> p.index("")).toList();
+            if (cases.isEmpty()) {
+                continue;
+            }
+            String length = type.equals("table") ? "4 + buf.getInt(p)" : String.valueOf(FIXED_SIZES.get(type));
+            if (cases.size() == 1) {
+                lengths.add("            case " + cases.get(0) + ": return " + length + ";");
+            } else {
+                cases.forEach(k -> lengths.add("            case " + k + ":"));
+                lengths.add("                return " + length + ";");
+            }
+            cases.forEach(k -> checks.add("                case " + k + ":"));
+            if (type.equals("table")) {
+                Property p = props.stream().filter(x -> x.type().equals("table")).findFirst().orElseThrow();
+                checks.add(indent("""
+                                            try {
+                                                p = FieldTable.validate(buf, p, end);
+                                            } catch (AmqpProtocolException e) {
+                                                throw error(e.replyCode(), "property %s: " + e.detail(), channel, classId,
+                                                        (int) e.offset(), offset);
+                                            }
+                                            break;""".formatted(p.name()), 20));
+            } else {
+                checks.add(indent("""
+                                            if (p + %1$s > end) {
+                                                throw truncated(i, %1$s, p, end, channel, classId, offset);
+                                            }
+                                            p += %1$s;
+                                            break;""".formatted(length), 20));
+            }
+        }
+        lengths.add("            default: return 1 + buf.getUnsignedByte(p);");
+        checks.add(indent("""
+                                default: // shortstr
+                                    if (p + 1 > end) {
+                                        throw truncated(i, 1, p, end, channel, classId, offset);
+                                    }
+                                    int size = 1 + buf.getUnsignedByte(p);
+                                    if (p + size > end) {
+                                        throw truncated(i, size, p, end, channel, classId, offset);
+                                    }
+                                    p += size;
+                                    break;""", 16));
+        blocks.put("valueLength", String.join("\n", lengths));
+        blocks.put("validate", String.join("\n", checks));
+        return fillTemplate(template, blocks);
+    }
+
+    // -------------------------------------------------------------------------------------- BasicProperties
+
+    static String genBasicProperties(Path template, List<Property> props) throws IOException {
+        Map<String, String> blocks = new LinkedHashMap<>();
+        int rows = (props.size() + 1) / 2;
+        int leftName = 0;
+        int leftType = 0;
+        int rightName = 0;
+        for (Property p : props) {
+            if (p.index() < rows) {
+                leftName = Math.max(leftName, p.name().length());
+                leftType = Math.max(leftType, wireType(p).length());
+            } else {
+                rightName = Math.max(rightName, p.name().length());
+            }
+        }
+        List<String> order = new ArrayList<>();
+        for (int r = 0; r < rows; r++) {
+            Property left = props.get(r);
+            String line = String.format(" *  bit %2d %-" + (leftName + 1) + "s %-" + (leftType + 4) + "s",
+                    15 - left.index(), left.name(), wireType(left));
+            if (r + rows < props.size()) {
+                Property right = props.get(r + rows);
+                line += String.format(" bit %2d %-" + (rightName + 2) + "s %s", 15 - right.index(), right.name(),
+                        wireType(right));
+            }
+            order.add(line.stripTrailing());
+        }
+        blocks.put("wireOrder", String.join("\n", order));
+
+        List<String> fields = new ArrayList<>();
+        List<String> constructor = new ArrayList<>();
+        List<String> toBuilder = new ArrayList<>();
+        List<String> accessors = new ArrayList<>();
+        List<String> headersPosition = new ArrayList<>();
+        List<String> encodeLength = new ArrayList<>();
+        List<String> encodeValue = new ArrayList<>();
+        List<String> strings = new ArrayList<>();
+        List<String> builderFields = new ArrayList<>();
+        List<String> setters = new ArrayList<>();
+        List<String> shortStringCases = new ArrayList<>();
+        boolean beforeTable = true;
+        for (Property p : props) {
+            String x = p.camel();
+            String flag = "ContentHeader." + p.constant();
+            String index = p.index("ContentHeader.");
+            String type = switch (p.type()) {
+                case "shortstr" -> "String";
+                case "octet" -> "Integer";
+                case "timestamp" -> "Instant";
+                case "table" -> "Map<String, Object>";
+                default -> throw new IllegalArgumentException(p.type());
+            };
+            fields.add("    private final " + type + " " + x + ";");
+            builderFields.add("        private " + (p.type().equals("table") ? "Map<String, ?>" : type) + " " + x + ";");
+            if (p.type().equals("table")) {
+                constructor.add("        this." + x + " = b." + x + " == null ? null : Collections.unmodifiableMap("
+                        + "new LinkedHashMap<>(b." + x + "));");
+            } else {
+                constructor.add("        this." + x + " = b." + x + ";");
+            }
+            toBuilder.add("        b." + x + " = " + x + ";");
+            if (p.type().equals("timestamp")) {
+                fields.add("    /** The " + p.name() + "'s seconds as sent: {@link #" + x + "} is clamped to Instant's "
+                        + "range, this is not. */\n    private final long " + x + "Seconds;");
+                builderFields.add("        private long " + x + "Seconds;");
+                constructor.add("        this." + x + "Seconds = b." + x + "Seconds;");
+                toBuilder.add("        b." + x + "Seconds = " + x + "Seconds;");
+            }
+            accessors.add(method(Objects.requireNonNull(Descriptions.PROPERTIES.get(p.name()), p.name()),
+                    "public " + type + " " + x + "()", "return " + x + ";", 4));
+            if (p.type().equals("table")) {
+                beforeTable = false;
+            } else if (beforeTable) {
+                String size = p.type().equals("shortstr") ? "1 + (encoded[p] & 0xFF)"
+                        : String.valueOf(FIXED_SIZES.get(p.type()));
+                headersPosition.add("        if ((flags & " + flag + ") != 0) {\n            p += " + size
+                        + ";\n        }");
+            }
+            String doc = Descriptions.BUILDER.get(p.name());
+            switch (p.type()) {
+                case "shortstr" -> {
+                    strings.add("        s[" + index + "] = " + x + ";");
+                    shortStringCases.add("                case " + index + ": " + x + " = decoded; break;");
+                    setters.add(method(doc, "public Builder " + x + "(String " + x + ")",
+                            "this." + x + " = checkShort(" + index + ", " + x + ");\nreturn this;", 8));
+                }
+                case "octet" -> {
+                    encodeLength.add("        if (" + x + " != null) {\n            length += 1;\n            flags |= "
+                            + flag + ";\n        }");
+                    encodeValue.add("                case " + index + ":\n                    out.writeByte(" + x
+                            + ");\n                    break;");
+                    setters.add(method(doc, "public Builder " + x + "(Integer " + x + ")",
+                            "this." + x + " = checkOctet(\"" + p.name() + "\", " + x + ");\nreturn this;", 8));
+                }
+                case "timestamp" -> {
+                    encodeLength.add("        if (" + x + " != null) {\n            length += 8;\n            flags |= "
+                            + flag + ";\n        }");
+                    encodeValue.add("                case " + index + ":\n                    out.writeLong(" + x
+                            + "Seconds);\n                    break;");
+                    setters.add(method(doc, "public Builder " + x + "(Instant " + x + ")", "this." + x + " = " + x
+                            + ";\nthis." + x + "Seconds = " + x + " == null ? 0 : " + x + ".getEpochSecond();\n"
+                            + "return this;", 8));
+                    setters.add(method("The " + p.name() + " as the wire's seconds, kept exactly; the accessor "
+                                    + "clamps it to Instant's range.", "Builder " + x + "Seconds(long epochSecond)",
+                            "this." + x + " = Instant.ofEpochSecond(Math.max(Instant.MIN.getEpochSecond(),\n"
+                                    + "        Math.min(Instant.MAX.getEpochSecond(), epochSecond)));\nthis." + x
+                                    + "Seconds = epochSecond;\nreturn this;", 8));
+                }
+                case "table" -> {
+                    encodeLength.add("        if (" + x + " != null) {\n            length += "
+                            + "FieldTableEncoder.encodedLength(" + x + ");\n            flags |= " + flag
+                            + ";\n        }");
+                    encodeValue.add("                case " + index + ":\n                    FieldTableEncoder.encode("
+                            + "out, " + x + ");\n                    break;");
+                    setters.add(method(doc, "public Builder " + x + "(Map<String, ?> " + x + ")", "if (" + x
+                            + " != null) {\n    FieldTableEncoder.encodedLength(" + x + ");\n}\nthis." + x + " = " + x
+                            + ";\nreturn this;", 8));
+                }
+                default -> throw new IllegalArgumentException(p.type());
+            }
+            String extra = Descriptions.BUILDER_EXTRAS.get(p.name());
+            if (extra != null) {
+                setters.add(indent(extra, 8));
+            }
+        }
+        blocks.put("fields", String.join("\n", fields));
+        blocks.put("constructor", String.join("\n", constructor));
+        blocks.put("toBuilder", String.join("\n", toBuilder));
+        blocks.put("accessors", String.join("\n\n", accessors));
+        blocks.put("headersPosition", String.join("\n", headersPosition));
+        blocks.put("encodeLength", String.join("\n", encodeLength));
+        blocks.put("encodeValue", String.join("\n", encodeValue));
+        blocks.put("strings", String.join("\n", strings));
+        blocks.put("values", wrapList("        Object[] values = {", props.stream().map(Property::camel).toList(), "};",
+                "            "));
+        blocks.put("builderFields", String.join("\n", builderFields));
+        blocks.put("setters", String.join("\n\n", setters));
+        blocks.put("shortStringCases", String.join("\n", shortStringCases));
+        return fillTemplate(template, blocks);
+    }
+
+    /** A property's type as the class comment's table shows it. */
+    static String wireType(Property p) {
+        return p.type().equals("timestamp") ? "timestamp (seconds)" : p.type();
+    }
+
     // ------------------------------------------------------------------------------------------------- JSON
 
     /** A minimal JSON reader: the spec needs only objects, arrays, strings, integers, booleans and null. */
@@ -1366,6 +1761,53 @@ public final class CodecGenerator {
             "queue.unbind/exchange", "The exchange to unbind from.",
             "basic.reject/requeue", "Whether the message goes back to its queue (false: dropped or dead-lettered).",
             "basic.nack/requeue", "Whether the messages go back to their queue (false: dropped or dead-lettered).");
+        /** BasicProperties' accessors, by property. */
+        static final Map<String, String> PROPERTIES = table(
+            "content-type", "MIME content type, or null.",
+            "content-encoding", "MIME content encoding, or null.",
+            "headers", "Application headers (unmodifiable, wire order), or null. Values are the Java types "
+                + "{@link io.warren.codec.table.FieldType} lists; in headers read from a delivery, a long string that "
+                + "is not valid UTF-8 is an {@link io.warren.codec.table.LongString} (its bytes; {@code toString()} "
+                + "decodes them) and an unsigned {@code B}/{@code u}/{@code i} value an "
+                + "{@link io.warren.codec.table.Unsigned} (a {@code Number}), so that the same headers publish the "
+                + "same bytes: a relay forwards them unchanged.",
+            "delivery-mode", "1 transient, 2 persistent, or null.",
+            "priority", "Priority 0..255 (RabbitMQ uses 0..9 at most), or null.",
+            "correlation-id", "Correlation id (request-reply), or null.",
+            "reply-to", "Queue to reply to, or null.",
+            "expiration", "Per-message TTL in milliseconds, as text (RabbitMQ's convention), or null.",
+            "message-id", "Application message id, or null.",
+            "timestamp", "Message timestamp (whole seconds on the wire), or null.",
+            "type", "Application message type, or null.",
+            "user-id", "The publishing user, which RabbitMQ checks against the connection's user, or null.",
+            "app-id", "Application id, or null.",
+            "cluster-id", "Reserved (cluster id), or null.");
+
+        /** ContentHeader's accessors where the type's standard sentence is not enough. */
+        static final Map<String, String> HEADER_VIEW = table(
+            "headers", "The headers as a view over the frame (reused by every call on this view: valid until the next "
+                + "{@code wrap} and while the frame lives), or null when absent. {@code headers().toMap()} maps values "
+                + "as {@link io.warren.codec.table.FieldType} documents: a long string that is not UTF-8 comes back as "
+                + "a {@link io.warren.codec.table.LongString}, an unsigned value as an "
+                + "{@link io.warren.codec.table.Unsigned}, and both encode back to their own bytes.",
+            "delivery-mode", "delivery-mode (1 transient, 2 persistent), or 0 when absent.");
+
+        /** BasicProperties.Builder's setters that say more than their name. */
+        static final Map<String, String> BUILDER = table(
+            "headers", "Application headers; values map to field types as {@link io.warren.codec.table.FieldType} "
+                + "documents. The map is copied (shallowly) when the properties are built.\n\n"
+                + "@throws IllegalArgumentException for a value with no AMQP field type or a key over 255 bytes",
+            "delivery-mode", "1 ({@link #TRANSIENT}) or 2 ({@link #PERSISTENT}); any octet is accepted.",
+            "timestamp", "The timestamp; sub-second precision is dropped on the wire.");
+
+        /** BasicProperties.Builder's conveniences, after the setter of their property. */
+        static final Map<String, String> BUILDER_EXTRAS = table(
+            "delivery-mode", """
+                /** Shorthand for {@code deliveryMode(persistent ? PERSISTENT : TRANSIENT)}. */
+                public Builder persistent(boolean persistent) {
+                    return deliveryMode(persistent ? PERSISTENT : TRANSIENT);
+                }""");
+
         static Map<String, String> table(String... keysAndValues) {
             Map<String, String> t = new LinkedHashMap<>();
             for (int i = 0; i < keysAndValues.length; i += 2) {
