@@ -8,7 +8,7 @@ import io.warren.Connection;
 import io.warren.ConnectionClosedException;
 import io.warren.ConnectionOptions;
 import io.warren.RecoveryListener;
-import io.warren.codec.ReplyCode;
+import io.warren.codec.base.ReplyCode;
 import io.warren.impl.recovery.ConnectionRecovery;
 import java.util.Collections;
 import java.util.Map;

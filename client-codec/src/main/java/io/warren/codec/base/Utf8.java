@@ -1,4 +1,4 @@
-package io.warren.codec;
+package io.warren.codec.base;
 
 import java.nio.charset.StandardCharsets;
 

@@ -1,4 +1,4 @@
-package io.warren.codec;
+package io.warren.codec.impl;
 
 import io.netty.util.internal.PlatformDependent;
 
@@ -8,39 +8,39 @@ import io.netty.util.internal.PlatformDependent;
  * pays both checks again. Callers must have called {@code memoryAddress()} (which checks the buffer is
  * accessible) and proven the bytes lie inside the buffer.
  */
-final class RawMemory {
+public final class RawMemory {
 
     /** Whether raw reads are possible: Netty's own direct buffers need {@code sun.misc.Unsafe} for them too. */
-    static final boolean AVAILABLE = PlatformDependent.hasUnsafe();
+    public static final boolean AVAILABLE = PlatformDependent.hasUnsafe();
 
     private RawMemory() {
     }
 
     /** The 8 bytes at {@code address} as {@code ByteBuf.getLong} reads them, whatever the platform's order. */
-    static long getLong(long address) {
+    public static long getLong(long address) {
         long v = PlatformDependent.getLong(address);
         return PlatformDependent.BIG_ENDIAN_NATIVE_ORDER ? v : Long.reverseBytes(v);
     }
 
     /** The 4 bytes at {@code address}, unsigned, as {@code ByteBuf.getUnsignedInt} reads them. */
-    static long getUnsignedInt(long address) {
+    public static long getUnsignedInt(long address) {
         int v = PlatformDependent.getInt(address);
         return (PlatformDependent.BIG_ENDIAN_NATIVE_ORDER ? v : Integer.reverseBytes(v)) & 0xFFFFFFFFL;
     }
 
     /** The 2 bytes at {@code address}, unsigned, as {@code ByteBuf.getUnsignedShort} reads them. */
-    static int getUnsignedShort(long address) {
+    public static int getUnsignedShort(long address) {
         short v = PlatformDependent.getShort(address);
         return (PlatformDependent.BIG_ENDIAN_NATIVE_ORDER ? v : Short.reverseBytes(v)) & 0xFFFF;
     }
 
     /** The byte at {@code address}, unsigned. */
-    static int getUnsignedByte(long address) {
+    public static int getUnsignedByte(long address) {
         return PlatformDependent.getByte(address) & 0xFF;
     }
 
     /** The 8 bytes at {@code address} in the platform's order: for equality tests, where order does not matter. */
-    static long getLongNative(long address) {
+    public static long getLongNative(long address) {
         return PlatformDependent.getLong(address);
     }
 }

@@ -1,4 +1,4 @@
-package io.warren.codec;
+package io.warren.codec.base;
 
 /**
  * The reply codes of AMQP 0-9-1 as RabbitMQ uses them, with the spec's classification.

@@ -1,4 +1,4 @@
-package io.warren.codec.content;
+package io.warren.codec;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
@@ -8,8 +8,11 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelOutboundInvoker;
 import io.netty.channel.ChannelPromise;
 import io.netty.util.concurrent.EventExecutor;
-import io.warren.codec.FrameType;
-import io.warren.codec.Frames;
+import io.warren.codec.base.FrameType;
+import io.warren.codec.content.BasicProperties;
+import io.warren.codec.content.ContentHeaderEncoder;
+import io.warren.codec.content.SequenceHeader;
+import io.warren.codec.content.ShortString;
 import io.warren.codec.method.BasicPublishEncoder;
 import io.warren.codec.method.MethodEncoder;
 

@@ -1,10 +1,11 @@
-package io.warren.codec;
+package io.warren.codec.base;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.util.AsciiString;
 import io.netty.util.IllegalReferenceCountException;
 import io.netty.util.internal.MathUtil;
 import io.netty.util.internal.PlatformDependent;
+import io.warren.codec.impl.RawMemory;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteOrder;

@@ -1,4 +1,4 @@
-package io.warren.codec.content;
+package io.warren.codec;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -16,14 +16,17 @@ import io.netty.buffer.CompositeByteBuf;
 import io.netty.buffer.PooledByteBufAllocator;
 import io.netty.buffer.Unpooled;
 import io.netty.buffer.UnpooledByteBufAllocator;
-import io.netty.channel.ChannelPromise;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelOutboundHandlerAdapter;
+import io.netty.channel.ChannelPromise;
 import io.netty.channel.embedded.EmbeddedChannel;
 import io.warren.codec.Frame;
 import io.warren.codec.FrameDecoder;
-import io.warren.codec.FrameType;
-import io.warren.codec.Frames;
+import io.warren.codec.base.FrameType;
+import io.warren.codec.content.BasicProperties;
+import io.warren.codec.content.ContentHeader;
+import io.warren.codec.content.ContentHeaderEncoder;
+import io.warren.codec.content.ShortString;
 import io.warren.codec.method.BasicAckEncoder;
 import io.warren.codec.method.BasicDeliverEncoder;
 import io.warren.codec.method.BasicPublish;

@@ -1,4 +1,4 @@
-package io.warren.codec;
+package io.warren.codec.base;
 
 /**
  * The four AMQP 0-9-1 frame types, with their wire ids ({@code FRAME-METHOD} etc. in the spec).

@@ -1,4 +1,4 @@
-package io.warren.codec;
+package io.warren.codec.base;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotSame;

@@ -1,7 +1,6 @@
-package io.warren.codec;
+package io.warren.codec.base;
 
 import io.netty.handler.codec.DecoderException;
-import io.warren.codec.method.MethodTable;
 
 /**
  * Malformed or unexpected AMQP input. The connection must close with {@link #replyCode()}
@@ -12,12 +11,17 @@ import io.warren.codec.method.MethodTable;
  * offset of the offending byte counted from the first byte of the frame (its type octet). Accessors
  * return {@code -1} (or {@code null} for the frame type) for what was not known.
  *
- * <p>It extends Netty's {@link DecoderException} so that {@link FrameDecoder} can throw it through
+ * <p>It extends Netty's {@link DecoderException} so that {@link io.warren.codec.FrameDecoder} can throw it through
  * {@code ByteToMessageDecoder} unwrapped: the pipeline's {@code exceptionCaught} receives this type.
  */
 public class AmqpProtocolException extends DecoderException {
 
     private static final long serialVersionUID = 1L;
+    /**
+     * A frame's type, channel and size, before its payload: {@code Frames.FRAME_HEADER_SIZE} of the frame layer,
+     * which sits above this package.
+     */
+    private static final int FRAME_HEADER_SIZE = 7;
 
     private final int replyCode;
     private final String detail;
@@ -61,7 +65,7 @@ public class AmqpProtocolException extends DecoderException {
      * of the payload's first byte in the buffer this error's index refers to.
      */
     public AmqpProtocolException inFrame(FrameType type, int channel, int classId, int methodId, int payloadIndex) {
-        long frameOffset = offset < 0 ? -1 : Frames.FRAME_HEADER_SIZE + (offset - payloadIndex);
+        long frameOffset = offset < 0 ? -1 : FRAME_HEADER_SIZE + (offset - payloadIndex);
         AmqpProtocolException placed =
                 new AmqpProtocolException(replyCode, detail, type, channel, classId, methodId, frameOffset);
         placed.setStackTrace(getStackTrace());
@@ -117,7 +121,7 @@ public class AmqpProtocolException extends DecoderException {
             sep = ", ";
         }
         if (classId >= 0) {
-            sb.append(sep).append(methodId >= 0 ? MethodTable.describe(classId, methodId) : "class " + classId);
+            sb.append(sep).append(methodId >= 0 ? MethodNames.describe(classId, methodId) : "class " + classId);
             sep = ", ";
         }
         if (offset >= 0) {
