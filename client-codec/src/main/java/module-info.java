@@ -9,6 +9,7 @@ module io.warren.codec {
     requires transitive io.netty.transport;
 
     exports io.warren.codec;
+    exports io.warren.codec.base;
     exports io.warren.codec.content;
     exports io.warren.codec.method;
     exports io.warren.codec.table;

@@ -1,6 +1,6 @@
 package io.warren;
 
-import io.warren.codec.Utf8;
+import io.warren.codec.base.Utf8;
 import io.warren.credentials.CredentialsProvider;
 import java.time.Duration;
 import java.util.ArrayList;

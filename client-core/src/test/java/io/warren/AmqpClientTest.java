@@ -5,7 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.warren.codec.AmqpProtocolException;
+import io.warren.codec.base.AmqpProtocolException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.ConnectException;

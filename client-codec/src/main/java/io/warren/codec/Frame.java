@@ -3,6 +3,7 @@ package io.warren.codec;
 import io.netty.buffer.ByteBuf;
 import io.netty.util.IllegalReferenceCountException;
 import io.netty.util.ReferenceCounted;
+import io.warren.codec.base.FrameType;
 
 /**
  * One decoded AMQP frame: its type, channel and payload.

@@ -3,6 +3,8 @@ package io.warren.codec;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.warren.codec.base.AmqpProtocolException;
+import io.warren.codec.impl.RawMemory;
 
 /**
  * Splits the inbound byte stream into {@link Frame}s: the Netty side of the codec's {@link FrameReader}, which

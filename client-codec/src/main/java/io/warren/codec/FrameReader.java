@@ -1,7 +1,11 @@
 package io.warren.codec;
 
 import io.netty.buffer.ByteBuf;
+import io.warren.codec.base.AmqpProtocolException;
+import io.warren.codec.base.FrameType;
+import io.warren.codec.base.ReplyCode;
 import io.warren.codec.content.ContentHeader;
+import io.warren.codec.impl.RawMemory;
 import io.warren.codec.method.MethodTable;
 
 /**

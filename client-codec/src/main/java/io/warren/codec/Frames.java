@@ -2,6 +2,7 @@ package io.warren.codec;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
+import io.warren.codec.base.FrameType;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.content.ContentHeaderEncoder;
 import io.warren.codec.content.SequenceHeader;
@@ -20,7 +21,7 @@ import io.warren.codec.method.MethodEncoder;
  *
  * <p>Every method that returns a {@link ByteBuf} returns a new buffer that the caller owns (writing it
  * to a Netty channel passes that ownership on). Methods that take an {@code out} buffer append to it.
- * For a publish (method, header and body frames) see {@link io.warren.codec.content.PublishFraming}.
+ * For a publish (method, header and body frames) see {@link io.warren.codec.PublishFraming}.
  */
 public final class Frames {
 
@@ -129,7 +130,7 @@ public final class Frames {
     /**
      * A new buffer holding one body frame with a copy of {@code body}'s readable bytes; the caller owns
      * the result and keeps ownership of {@code body}. For publishing without a copy use
-     * {@link io.warren.codec.content.PublishFraming}; this one is for tests and peers.
+     * {@link io.warren.codec.PublishFraming}; this one is for tests and peers.
      */
     public static ByteBuf body(ByteBufAllocator alloc, int channel, ByteBuf body) {
         checkChannel(channel);

@@ -1,5 +1,8 @@
 package io.warren.codec;
 
+import io.warren.codec.base.AmqpProtocolException;
+import io.warren.codec.base.ReplyCode;
+
 /**
  * The server answered the client's protocol header with its own: it does not speak AMQP 0-9-1 and
  * tells which protocol it would accept ({@code "AMQP" 0 0 9 1} would be 0-9-1 itself). The server

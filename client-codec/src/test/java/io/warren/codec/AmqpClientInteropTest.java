@@ -19,7 +19,6 @@ import io.netty.buffer.Unpooled;
 import io.netty.channel.embedded.EmbeddedChannel;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.content.ContentHeader;
-import io.warren.codec.content.PublishFraming;
 import io.warren.codec.content.ShortString;
 import io.warren.codec.method.BasicAckEncoder;
 import io.warren.codec.method.BasicDeliver;

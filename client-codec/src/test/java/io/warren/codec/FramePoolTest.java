@@ -12,6 +12,7 @@ import io.netty.buffer.UnpooledByteBufAllocator;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.embedded.EmbeddedChannel;
+import io.warren.codec.base.FrameType;
 import java.util.Collections;
 import java.util.IdentityHashMap;
 import java.util.Set;

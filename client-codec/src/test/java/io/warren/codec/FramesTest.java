@@ -10,6 +10,10 @@ import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.PooledByteBufAllocator;
 import io.netty.buffer.Unpooled;
 import io.netty.util.AsciiString;
+import io.warren.codec.base.AmqpProtocolException;
+import io.warren.codec.base.AsciiStringCache;
+import io.warren.codec.base.FrameType;
+import io.warren.codec.base.ReplyCode;
 import io.warren.codec.method.ChannelOpenEncoder;
 import org.junit.jupiter.api.Test;
 

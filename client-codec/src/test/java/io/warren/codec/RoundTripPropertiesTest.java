@@ -7,6 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.Unpooled;
+import io.warren.codec.base.AmqpProtocolException;
+import io.warren.codec.base.ReplyCode;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.content.ContentHeader;
 import io.warren.codec.content.ContentHeaderEncoder;

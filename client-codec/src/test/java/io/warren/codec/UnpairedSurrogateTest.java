@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.Unpooled;
+import io.warren.codec.base.Utf8;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.content.ShortString;
 import io.warren.codec.method.BasicConsumeEncoder;

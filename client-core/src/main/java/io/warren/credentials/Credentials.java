@@ -1,6 +1,6 @@
 package io.warren.credentials;
 
-import io.warren.codec.Utf8;
+import io.warren.codec.base.Utf8;
 import java.time.Instant;
 import java.util.Objects;
 

@@ -8,7 +8,7 @@ import io.warren.ConsumeOptions;
 import io.warren.ConsumerCancelledException;
 import io.warren.ConsumerHandle;
 import io.warren.Delivery;
-import io.warren.codec.ReplyCode;
+import io.warren.codec.base.ReplyCode;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.Flow;

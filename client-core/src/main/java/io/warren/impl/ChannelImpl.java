@@ -20,7 +20,7 @@ import io.warren.QueueDeclareOk;
 import io.warren.RecoveryOptions;
 import io.warren.ReturnListener;
 import io.warren.WritabilityListener;
-import io.warren.codec.ReplyCode;
+import io.warren.codec.base.ReplyCode;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.method.MethodIds;
 import io.warren.impl.channel.ChannelHandle;

@@ -8,7 +8,7 @@ import io.warren.Connection;
 import io.warren.ConnectionClosedException;
 import io.warren.ConnectionOptions;
 import io.warren.RecoveryListener;
-import io.warren.codec.ReplyCode;
+import io.warren.codec.base.ReplyCode;
 import io.warren.impl.connection.ConnectionEvents;
 import io.warren.impl.connection.ConnectionHandler;
 import io.warren.impl.connection.HandOver;

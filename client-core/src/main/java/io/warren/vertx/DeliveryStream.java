@@ -10,7 +10,7 @@ import io.warren.ConnectionClosedException;
 import io.warren.ConnectionLostException;
 import io.warren.ConsumerHandle;
 import io.warren.Delivery;
-import io.warren.codec.ReplyCode;
+import io.warren.codec.base.ReplyCode;
 
 /**
  * A consumer as a Vert.x {@link ReadStream}: deliveries, the stream's end and its failures arrive on the context

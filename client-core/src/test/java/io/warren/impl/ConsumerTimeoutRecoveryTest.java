@@ -14,7 +14,7 @@ import io.warren.ConsumerHandle;
 import io.warren.Delivery;
 import io.warren.RecoveryListener;
 import io.warren.StaleDeliveryException;
-import io.warren.codec.ReplyCode;
+import io.warren.codec.base.ReplyCode;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.method.BasicConsumeOkEncoder;
 import io.warren.codec.method.BasicDeliverEncoder;

@@ -12,7 +12,7 @@ import io.netty.buffer.UnpooledByteBufAllocator;
 import io.netty.buffer.UnpooledHeapByteBuf;
 import io.warren.Channel;
 import io.warren.codec.Frame;
-import io.warren.codec.FrameType;
+import io.warren.codec.base.FrameType;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.content.ContentHeader;
 import io.warren.codec.method.BasicAckEncoder;

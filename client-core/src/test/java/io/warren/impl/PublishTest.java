@@ -29,7 +29,7 @@ import io.warren.PublishOptions;
 import io.warren.PublishOutcome;
 import io.warren.codec.Frame;
 import io.warren.codec.FrameDecoder;
-import io.warren.codec.FrameType;
+import io.warren.codec.base.FrameType;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.content.ShortString;
 import io.warren.codec.method.ConnectionBlockedEncoder;

@@ -185,7 +185,7 @@ class RecoveryPublishWaitTest {
 
             // RabbitMQ's consumer acknowledgement timeout closes the channel alone: it is reopened on the same
             // connection, and m3, accepted before, is not failed but written there first
-            broker.sendChannelClose(1, io.warren.codec.ReplyCode.PRECONDITION_FAILED,
+            broker.sendChannelClose(1, io.warren.codec.base.ReplyCode.PRECONDITION_FAILED,
                     "PRECONDITION_FAILED - delivery acknowledgement on channel 1 timed out. Timeout value used: "
                             + "1800000 ms.", 0, 0);
             broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);

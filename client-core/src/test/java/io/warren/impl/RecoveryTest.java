@@ -27,7 +27,7 @@ import io.warren.QueueDeclare;
 import io.warren.RecoveryListener;
 import io.warren.StaleDeliveryException;
 import io.warren.codec.Frame;
-import io.warren.codec.FrameType;
+import io.warren.codec.base.FrameType;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.method.BasicAck;
 import io.warren.codec.method.BasicConsume;

@@ -61,6 +61,8 @@ class ModulePathIT {
             }
         }
         assertTrue(codec.isExported("io.warren.codec.content"));
+        assertTrue(codec.isExported("io.warren.codec.base"));
+        assertFalse(codec.isExported("io.warren.codec.impl"), "raw memory reads stay inside the codec");
         assertFalse(layer.findModule("io.vertx.core").isPresent(), "Vert.x is optional");
         assertFalse(layer.findModule("micrometer.core").isPresent(), "Micrometer is optional");
     }

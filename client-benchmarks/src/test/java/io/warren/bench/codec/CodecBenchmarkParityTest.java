@@ -12,7 +12,7 @@ import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.Unpooled;
 import io.warren.codec.FrameDecoder;
 import io.warren.codec.FrameReader;
-import io.warren.codec.FrameType;
+import io.warren.codec.base.FrameType;
 import io.warren.codec.content.ContentHeader;
 import io.warren.codec.method.BasicDeliver;
 import io.warren.codec.method.BasicPublishEncoder;

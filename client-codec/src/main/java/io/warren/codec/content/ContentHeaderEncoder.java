@@ -15,7 +15,7 @@ import io.netty.buffer.ByteBuf;
  * +----------+--------+-----------+------------------------------------------+
  * </pre>
  *
- * <p>For whole frames see {@link io.warren.codec.Frames#contentHeader} and {@link PublishFraming}.
+ * <p>For whole frames see {@link io.warren.codec.Frames#contentHeader} and {@link io.warren.codec.PublishFraming}.
  */
 public final class ContentHeaderEncoder {
 

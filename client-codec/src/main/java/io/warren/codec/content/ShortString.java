@@ -3,7 +3,7 @@ package io.warren.codec.content;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
 import io.netty.util.AsciiString;
-import io.warren.codec.Utf8;
+import io.warren.codec.base.Utf8;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 

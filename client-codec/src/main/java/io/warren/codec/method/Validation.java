@@ -1,8 +1,8 @@
 package io.warren.codec.method;
 
 import io.netty.buffer.ByteBuf;
-import io.warren.codec.AmqpProtocolException;
-import io.warren.codec.ReplyCode;
+import io.warren.codec.base.AmqpProtocolException;
+import io.warren.codec.base.ReplyCode;
 import io.warren.codec.table.FieldTable;
 
 /**

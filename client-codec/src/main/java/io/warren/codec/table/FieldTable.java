@@ -2,7 +2,7 @@ package io.warren.codec.table;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.util.AsciiString;
-import io.warren.codec.AsciiStringCache;
+import io.warren.codec.base.AsciiStringCache;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
 
@@ -49,7 +49,7 @@ public final class FieldTable {
      * entry is complete and every type tag known, nested values included.
      *
      * @return the index after the table
-     * @throws io.warren.codec.AmqpProtocolException 502 SYNTAX_ERROR, its offset the absolute index of
+     * @throws io.warren.codec.base.AmqpProtocolException 502 SYNTAX_ERROR, its offset the absolute index of
      *         the offending byte (callers that know the frame place it with {@code inFrame})
      */
     public static int validate(ByteBuf buf, int index, int end) {

@@ -2,8 +2,8 @@ package io.warren.codec.table;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
-import io.warren.codec.AmqpProtocolException;
-import io.warren.codec.ReplyCode;
+import io.warren.codec.base.AmqpProtocolException;
+import io.warren.codec.base.ReplyCode;
 import java.math.BigDecimal;
 import java.math.BigInteger;
 import java.nio.charset.StandardCharsets;

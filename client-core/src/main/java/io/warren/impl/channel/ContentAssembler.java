@@ -5,9 +5,9 @@ import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.CompositeByteBuf;
 import io.netty.buffer.Unpooled;
 import io.warren.MessageTooLargeException;
-import io.warren.codec.AmqpProtocolException;
 import io.warren.codec.Frame;
-import io.warren.codec.ReplyCode;
+import io.warren.codec.base.AmqpProtocolException;
+import io.warren.codec.base.ReplyCode;
 
 /**
  * Puts a content-carrying method (basic.deliver, basic.return, basic.get-ok) together with the content

@@ -2,8 +2,8 @@ package io.warren.impl.consume;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
-import io.warren.codec.FrameType;
 import io.warren.codec.Frames;
+import io.warren.codec.base.FrameType;
 import io.warren.codec.method.BasicCancelEncoder;
 import io.warren.codec.method.BasicCancelOkEncoder;
 import io.warren.codec.method.BasicConsumeEncoder;

@@ -4,7 +4,7 @@ import io.netty.buffer.ByteBuf;
 import io.netty.util.IllegalReferenceCountException;
 import io.warren.Channel;
 import io.warren.Delivery;
-import io.warren.codec.AsciiStringCache;
+import io.warren.codec.base.AsciiStringCache;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.content.ContentHeader;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;

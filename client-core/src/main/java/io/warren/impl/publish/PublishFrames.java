@@ -2,11 +2,11 @@ package io.warren.impl.publish;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.util.concurrent.FastThreadLocal;
-import io.warren.codec.FrameType;
 import io.warren.codec.Frames;
+import io.warren.codec.PublishFraming;
+import io.warren.codec.base.FrameType;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.content.ContentHeaderEncoder;
-import io.warren.codec.content.PublishFraming;
 import io.warren.codec.content.SequenceHeader;
 import io.warren.codec.content.ShortString;
 import io.warren.codec.method.BasicPublishEncoder;

@@ -13,7 +13,7 @@ import io.warren.ConnectionOptions;
 import io.warren.QueueDeclareOk;
 import io.warren.RecoveryListener;
 import io.warren.RecoveryOptions;
-import io.warren.codec.ReplyCode;
+import io.warren.codec.base.ReplyCode;
 import io.warren.impl.connection.ConnectionHandler;
 import java.util.ArrayList;
 import java.util.List;
