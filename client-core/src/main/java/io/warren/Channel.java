@@ -41,7 +41,7 @@ public interface Channel {
     /** exchange.declare of a non-durable exchange. */
     CompletionStage<Void> exchangeDeclare(String exchange, String type);
 
-    CompletionStage<Void> exchangeDeclare(ExchangeDeclare declare);
+    CompletionStage<Void> exchangeDeclare(ExchangeSpec declare);
 
     CompletionStage<Void> exchangeDelete(String exchange);
 
@@ -62,9 +62,9 @@ public interface Channel {
     // queue class
 
     /** queue.declare of a non-durable, non-exclusive, non-auto-delete queue. */
-    CompletionStage<QueueDeclareOk> queueDeclare(String queue);
+    CompletionStage<DeclaredQueue> queueDeclare(String queue);
 
-    CompletionStage<QueueDeclareOk> queueDeclare(QueueDeclare declare);
+    CompletionStage<DeclaredQueue> queueDeclare(QueueSpec declare);
 
     CompletionStage<Void> queueBind(String queue, String exchange, String routingKey);
 

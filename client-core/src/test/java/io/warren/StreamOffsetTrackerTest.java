@@ -71,12 +71,12 @@ class StreamOffsetTrackerTest {
 
     @Test
     void singleActiveConsumerAndDeliveryLimitAreTypedQueueArguments() {
-        QueueDeclare d = QueueDeclare.named("jobs").quorum().singleActiveConsumer().deliveryLimit(5);
+        QueueSpec d = QueueSpec.named("jobs").quorum().singleActiveConsumer().deliveryLimit(5);
         assertEquals(Map.of("x-queue-type", "quorum", "x-single-active-consumer", true, "x-delivery-limit", 5),
                 d.arguments());
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> QueueDeclare.named("q").deliveryLimit(-1));
+                () -> QueueSpec.named("q").deliveryLimit(-1));
         assertEquals("deliveryLimit must not be negative: -1", e.getMessage());
-        assertFalse(QueueDeclare.named("q").deliveryLimit(0).arguments().isEmpty());
+        assertFalse(QueueSpec.named("q").deliveryLimit(0).arguments().isEmpty());
     }
 }

@@ -5,11 +5,11 @@ import io.vertx.core.Context;
 import io.vertx.core.Future;
 import io.warren.Channel;
 import io.warren.ConsumeOptions;
-import io.warren.ExchangeDeclare;
+import io.warren.DeclaredQueue;
+import io.warren.ExchangeSpec;
 import io.warren.GetResponse;
 import io.warren.PublishOutcome;
-import io.warren.QueueDeclare;
-import io.warren.QueueDeclareOk;
+import io.warren.QueueSpec;
 import io.warren.codec.content.BasicProperties;
 import java.util.Map;
 
@@ -36,15 +36,15 @@ public final class VertxChannel {
         return amqp.future(channel.exchangeDeclare(exchange, type));
     }
 
-    public Future<Void> exchangeDeclare(ExchangeDeclare declare) {
+    public Future<Void> exchangeDeclare(ExchangeSpec declare) {
         return amqp.future(channel.exchangeDeclare(declare));
     }
 
-    public Future<QueueDeclareOk> queueDeclare(String queue) {
+    public Future<DeclaredQueue> queueDeclare(String queue) {
         return amqp.future(channel.queueDeclare(queue));
     }
 
-    public Future<QueueDeclareOk> queueDeclare(QueueDeclare declare) {
+    public Future<DeclaredQueue> queueDeclare(QueueSpec declare) {
         return amqp.future(channel.queueDeclare(declare));
     }
 

@@ -16,7 +16,7 @@ import io.warren.Channel;
 import io.warren.ChannelClosedException;
 import io.warren.ConnectionClosedException;
 import io.warren.ConnectionOptions;
-import io.warren.QueueDeclareOk;
+import io.warren.DeclaredQueue;
 import io.warren.codec.AmqpProtocolException;
 import io.warren.codec.Frame;
 import io.warren.codec.FrameType;
@@ -47,7 +47,7 @@ class ConnectionLifecycleTest {
         try (FakeBroker broker = new FakeBroker()) {
             ConnectionImpl c = broker.handshake();
             Channel ch = broker.openChannel(c, 1);
-            CompletionStage<QueueDeclareOk> pending = ch.queueDeclare("q");
+            CompletionStage<DeclaredQueue> pending = ch.queueDeclare("q");
             broker.expectAndRelease(1, MethodIds.QUEUE_DECLARE);
             CompletionStage<Void> closed = c.close();
             Frame close = broker.expect(0, MethodIds.CONNECTION_CLOSE);
@@ -76,7 +76,7 @@ class ConnectionLifecycleTest {
         try (FakeBroker broker = new FakeBroker()) {
             ConnectionImpl c = broker.handshake();
             Channel ch = broker.openChannel(c, 1);
-            CompletionStage<QueueDeclareOk> pending = ch.queueDeclare("q");
+            CompletionStage<DeclaredQueue> pending = ch.queueDeclare("q");
             broker.expectAndRelease(1, MethodIds.QUEUE_DECLARE);
             broker.send(0, new ConnectionCloseEncoder().replyCode(320)
                     .replyText("CONNECTION_FORCED - Closed via management plugin"));
@@ -323,7 +323,7 @@ class ConnectionLifecycleTest {
         try (FakeBroker broker = new FakeBroker()) {
             ConnectionImpl c = broker.handshake();
             Channel ch = broker.openChannel(c, 1);
-            CompletionStage<QueueDeclareOk> pending = ch.queueDeclare("q");
+            CompletionStage<DeclaredQueue> pending = ch.queueDeclare("q");
             broker.expectAndRelease(1, MethodIds.QUEUE_DECLARE);
             // queue.declare-ok whose short string claims 200 bytes in a 10-byte payload
             ByteBuf bad = FakeBroker.ALLOC.buffer();
@@ -351,7 +351,7 @@ class ConnectionLifecycleTest {
             broker.client.freezeTime(); // no timer fires unless the test moves the clock: the close may not need one
             ConnectionImpl c = broker.handshake();
             Channel ch = broker.openChannel(c, 1);
-            CompletionStage<QueueDeclareOk> pending = ch.queueDeclare("q");
+            CompletionStage<DeclaredQueue> pending = ch.queueDeclare("q");
             broker.expectAndRelease(1, MethodIds.QUEUE_DECLARE);
             // a body frame header announcing 0x7FFFFFFF bytes, far over frame-max: the decoder is done reading
             broker.sendRaw(FakeBroker.ALLOC.buffer(7).writeByte(FrameType.BODY.id()).writeShort(1).writeInt(0x7FFFFFFF));

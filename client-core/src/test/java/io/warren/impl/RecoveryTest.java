@@ -20,10 +20,10 @@ import io.warren.ConnectionLostException;
 import io.warren.ConsumeOptions;
 import io.warren.ConsumerHandle;
 import io.warren.Delivery;
-import io.warren.ExchangeDeclare;
+import io.warren.ExchangeSpec;
 import io.warren.PublishNotConfirmedException;
 import io.warren.PublishOutcome;
-import io.warren.QueueDeclare;
+import io.warren.QueueSpec;
 import io.warren.RecoveryListener;
 import io.warren.StaleDeliveryException;
 import io.warren.codec.Frame;
@@ -177,10 +177,10 @@ class RecoveryTest {
             Channel ch = brokers.first.openChannel(brokers.connection, 1);
             CompletionStage<Void> qos = ch.basicQos(0, 5, false);
             CompletionStage<Void> select = ch.confirmSelect();
-            CompletionStage<Void> x = ch.exchangeDeclare(ExchangeDeclare.of("x", "topic").durable(true));
-            CompletionStage<Void> x2 = ch.exchangeDeclare(ExchangeDeclare.of("x2", "fanout"));
-            var named = ch.queueDeclare(QueueDeclare.serverNamed().exclusive(true));
-            var q = ch.queueDeclare(QueueDeclare.named("q").durable(true));
+            CompletionStage<Void> x = ch.exchangeDeclare(ExchangeSpec.of("x", "topic").durable(true));
+            CompletionStage<Void> x2 = ch.exchangeDeclare(ExchangeSpec.of("x2", "fanout"));
+            var named = ch.queueDeclare(QueueSpec.serverNamed().exclusive(true));
+            var q = ch.queueDeclare(QueueSpec.named("q").durable(true));
             assertEquals(List.of("1 basic.qos 5", "1 confirm.select", "1 exchange.declare x topic durable",
                     "1 exchange.declare x2 fanout", "1 queue.declare '' exclusive -> amq.gen-1-1",
                     "1 queue.declare 'q' durable -> q"), first.all());

@@ -20,7 +20,7 @@ import io.warren.ConsumerCancelledException;
 import io.warren.ConsumerHandle;
 import io.warren.Delivery;
 import io.warren.GetResponse;
-import io.warren.QueueDeclare;
+import io.warren.QueueSpec;
 import io.warren.VirtualThreads;
 import io.warren.it.BrokerExtension.TestNames;
 import java.nio.charset.StandardCharsets;
@@ -92,7 +92,7 @@ class ConsumeIT {
 
     /** Messages ready plus unacknowledged in {@code queue}, from a passive declare. */
     static long messageCount(Channel ch, String queue) throws Exception {
-        return await(ch.queueDeclare(QueueDeclare.passive(queue))).messageCount();
+        return await(ch.queueDeclare(QueueSpec.passive(queue))).messageCount();
     }
 
     // ---- tests -----------------------------------------------------------------------------------------------
@@ -306,7 +306,7 @@ class ConsumeIT {
         assertEquals(c.consumerTag(), e.consumerTag());
         assertFalse(c.isActive());
         assertTrue(ch.isOpen(), "the channel stays open");
-        await(ch.queueDeclare(QueueDeclare.serverNamed()));
+        await(ch.queueDeclare(QueueSpec.serverNamed()));
     }
 
     @Test
@@ -378,7 +378,7 @@ class ConsumeIT {
     void aStreamIsReadFromTheFirstOffset(Broker broker, Connection connection, TestNames names) throws Exception {
         Channel ch = await(connection.openChannel());
         String s = names.queue("stream");
-        await(ch.queueDeclare(QueueDeclare.named(s).durable(true).arguments(Map.of("x-queue-type", "stream"))));
+        await(ch.queueDeclare(QueueSpec.named(s).durable(true).arguments(Map.of("x-queue-type", "stream"))));
         publishNumbered(broker, s, 20, 8);
         BitSet seen = new BitSet();
         CountDownLatch all = new CountDownLatch(20);

@@ -16,7 +16,7 @@ import io.warren.ConnectionClosedException;
 import io.warren.ConnectionOptions;
 import io.warren.ConsumeOptions;
 import io.warren.Delivery;
-import io.warren.QueueDeclare;
+import io.warren.QueueSpec;
 import io.warren.RecoveryOptions;
 import io.warren.flow.DeliveryPublisher;
 import java.time.Duration;
@@ -96,7 +96,7 @@ class FlowIT {
 
     /** A queue that the broker deletes a minute after its last use. */
     static String declare(Channel ch, String name) throws Exception {
-        return await(ch.queueDeclare(QueueDeclare.named(name).argument("x-expires", 60_000))).queue();
+        return await(ch.queueDeclare(QueueSpec.named(name).argument("x-expires", 60_000))).queue();
     }
 
     @Test
@@ -221,23 +221,23 @@ class FlowIT {
         DeliveryPublisher.of(ch, q, ConsumeOptions.builder().prefetch(10).build()).subscribe(r);
         r.subscription().request(2);
         r.awaitCount(2);
-        assertEquals(1, await(ch.queueDeclare(QueueDeclare.passive(q))).consumerCount());
+        assertEquals(1, await(ch.queueDeclare(QueueSpec.passive(q))).consumerCount());
 
         r.subscription().cancel();
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (await(ch.queueDeclare(QueueDeclare.passive(q))).consumerCount() != 0
+        while (await(ch.queueDeclare(QueueSpec.passive(q))).consumerCount() != 0
                 && System.nanoTime() < deadline) {
             Thread.sleep(10);
         }
-        assertEquals(0, await(ch.queueDeclare(QueueDeclare.passive(q))).consumerCount(), "basic.cancel sent");
+        assertEquals(0, await(ch.queueDeclare(QueueSpec.passive(q))).consumerCount(), "basic.cancel sent");
         // the two emitted are still the subscriber's to settle; the rest went back to the queue
         r.deliveries.take().ack();
         r.deliveries.take().ack();
         deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (await(ch.queueDeclare(QueueDeclare.passive(q))).messageCount() != 8 && System.nanoTime() < deadline) {
+        while (await(ch.queueDeclare(QueueSpec.passive(q))).messageCount() != 8 && System.nanoTime() < deadline) {
             Thread.sleep(10);
         }
-        assertEquals(8, await(ch.queueDeclare(QueueDeclare.passive(q))).messageCount());
+        assertEquals(8, await(ch.queueDeclare(QueueSpec.passive(q))).messageCount());
         assertTrue(ch.isOpen());
         assertEquals(2, r.numbers.size());
         assertNull(r.end.getNow(null), "no signal after cancel");
@@ -362,9 +362,9 @@ class FlowIT {
 
     private static void awaitConsumer(Channel ch, String q) throws Exception {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (await(ch.queueDeclare(QueueDeclare.passive(q))).consumerCount() != 1 && System.nanoTime() < deadline) {
+        while (await(ch.queueDeclare(QueueSpec.passive(q))).consumerCount() != 1 && System.nanoTime() < deadline) {
             Thread.sleep(10);
         }
-        assertEquals(1, await(ch.queueDeclare(QueueDeclare.passive(q))).consumerCount());
+        assertEquals(1, await(ch.queueDeclare(QueueSpec.passive(q))).consumerCount());
     }
 }

@@ -11,7 +11,7 @@ import io.warren.ConsumeOptions;
 import io.warren.ConsumerHandle;
 import io.warren.Delivery;
 import io.warren.PublishOutcome;
-import io.warren.QueueDeclare;
+import io.warren.QueueSpec;
 import io.warren.RecoveryOptions;
 import io.warren.StaleDeliveryException;
 import io.warren.StreamOffsetTracker;
@@ -86,7 +86,7 @@ class StreamIT {
 
     private static void declareStream(String name) throws Exception {
         Channel ch = await(connection.openChannel());
-        await(ch.queueDeclare(QueueDeclare.named(name).stream()));
+        await(ch.queueDeclare(QueueSpec.named(name).stream()));
         await(ch.close());
     }
 

@@ -23,7 +23,7 @@ import io.warren.ConsumeOptions;
 import io.warren.ConsumerCancelledException;
 import io.warren.Delivery;
 import io.warren.PublishOutcome;
-import io.warren.QueueDeclare;
+import io.warren.QueueSpec;
 import io.warren.vertx.DeliveryStream;
 import io.warren.vertx.VertxAmqp;
 import io.warren.vertx.VertxChannel;
@@ -395,7 +395,7 @@ class VertxIT {
                                                          boolean wholeConnection) throws Exception {
         String q = names.queue("q");
         Channel setup = await(connection.openChannel());
-        await(setup.queueDeclare(QueueDeclare.named(q)));
+        await(setup.queueDeclare(QueueSpec.named(q)));
         names.onCleanup(() -> {
             try (com.rabbitmq.client.Connection c = amqpClientConnection(broker)) {
                 c.createChannel().queueDelete(q);

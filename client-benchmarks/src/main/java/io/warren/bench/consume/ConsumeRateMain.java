@@ -9,7 +9,7 @@ import io.warren.Channel;
 import io.warren.Connection;
 import io.warren.ConsumeOptions;
 import io.warren.ConsumerHandle;
-import io.warren.QueueDeclare;
+import io.warren.QueueSpec;
 import io.warren.bench.PeerProcess;
 import java.util.ArrayList;
 import java.util.List;
@@ -284,7 +284,7 @@ public final class ConsumeRateMain {
             ConsumeOptions options = noAck ? ConsumeOptions.builder().noAck(true).build()
                     : ConsumeOptions.builder().prefetch(PREFETCH).build();
             for (Channel ch : channels) {
-                ch.queueDeclare(QueueDeclare.named(queue)).toCompletableFuture().get(30, TimeUnit.SECONDS);
+                ch.queueDeclare(QueueSpec.named(queue)).toCompletableFuture().get(30, TimeUnit.SECONDS);
                 LongAdder count = new LongAdder();
                 counts.add(count);
                 long[] n = new long[1]; // the handler runs on one event loop: a plain counter for the ack cadence

@@ -15,7 +15,7 @@ import io.warren.Channel;
 import io.warren.Connection;
 import io.warren.ConnectionClosedException;
 import io.warren.ConnectionOptions;
-import io.warren.QueueDeclare;
+import io.warren.QueueSpec;
 import io.warren.codec.AmqpProtocolException;
 import io.warren.codec.Frame;
 import io.warren.codec.FrameDecoder;
@@ -140,7 +140,7 @@ class ConnectionFuzzTest {
         try {
             Channel ch = h.openChannel();
             List<CompletionStage<?>> requests = new ArrayList<>();
-            requests.add(ch.queueDeclare(QueueDeclare.named("q")));
+            requests.add(ch.queueDeclare(QueueSpec.named("q")));
             requests.add(ch.confirmSelect());
             requests.add(ch.consume("q", d -> d.ack()));
             requests.add(ch.publish("", "q", false, null, Unpooled.wrappedBuffer(new byte[] {1, 2, 3})));
