@@ -172,9 +172,9 @@ public interface Channel {
      */
     CompletionStage<ConsumerHandle> consume(String queue, ConsumeOptions options, DeliveryHandler handler);
 
-    /** {@link #consume(String, ConsumeOptions, DeliveryHandler)} with {@link ConsumeOptions#defaults()}. */
+    /** {@link #consume(String, ConsumeOptions, DeliveryHandler)} with the default {@link ConsumeOptions}. */
     default CompletionStage<ConsumerHandle> consume(String queue, DeliveryHandler handler) {
-        return consume(queue, ConsumeOptions.defaults(), handler);
+        return consume(queue, new ConsumeOptions(), handler);
     }
 
     /**

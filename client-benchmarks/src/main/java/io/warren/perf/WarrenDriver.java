@@ -170,13 +170,12 @@ public final class WarrenDriver implements ClientDriver {
 
   @Override
   public void startConsumers() throws Exception {
-    ConsumeOptions.Builder builder = ConsumeOptions.builder().noAck(options.autoAck());
+    ConsumeOptions consumeOptions = new ConsumeOptions().noAck(options.autoAck());
     if (options.qos() > 0) {
-      builder.prefetch(options.qos()); // basic.qos before basic.consume
+      consumeOptions.prefetch(options.qos()); // basic.qos before basic.consume
     } else if (!options.autoAck()) {
-      builder.prefetch(0); // --qos 0 is no limit, as amqp-client without basic.qos (not Warren's default 250)
+      consumeOptions.prefetch(0); // --qos 0 is no limit, as amqp-client without basic.qos (not Warren's default 250)
     }
-    ConsumeOptions consumeOptions = builder.build();
     for (Consumer consumer : consumers) {
       ConsumerHandle handle = await(consumer.channel.consume(consumer.queue, consumeOptions, consumer));
       consumer.started(handle);

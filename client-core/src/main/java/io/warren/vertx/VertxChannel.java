@@ -103,8 +103,8 @@ public final class VertxChannel {
     public Future<DeliveryStream> consume(String queue, ConsumeOptions options) {
         Context context = amqp.vertx().getOrCreateContext();
         DeliveryStream stream = new DeliveryStream(context);
-        ConsumeOptions onContext = options.toBuilder().executor(VertxAmqp.executor(context)).concurrency(1)
-                .initialDemand(0).build();
+        ConsumeOptions onContext = new ConsumeOptions(options).executor(VertxAmqp.executor(context)).concurrency(1)
+                .initialDemand(0);
         return Future.fromCompletionStage(channel.consume(queue, onContext, stream::onDelivery), context)
                 .map(stream::started);
     }
@@ -114,7 +114,7 @@ public final class VertxChannel {
      * so a paused stream holds at most that many deliveries and the broker keeps the rest.
      */
     public Future<DeliveryStream> consume(String queue) {
-        return consume(queue, ConsumeOptions.defaults());
+        return consume(queue, new ConsumeOptions());
     }
 
     public Future<Void> close() {

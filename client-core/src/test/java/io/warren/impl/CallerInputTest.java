@@ -111,10 +111,8 @@ class CallerInputTest {
                 refused("consume null queue", () -> ch.consume(null, d -> { })),
                 refused("consume long queue", () -> ch.consume(LONG, d -> { })),
                 refused("consume null handler", () -> ch.consume("q", null)),
-                refused("consume long consumer tag", () -> ch.consume("q", ConsumeOptions.builder().consumerTag(LONG)
-                        .build(), d -> { })),
-                refused("consume bad argument", () -> ch.consume("q", ConsumeOptions.builder().arguments(BAD_ARGS)
-                        .build(), d -> { })),
+                refused("consume long consumer tag", () -> ch.consume("q", new ConsumeOptions().consumerTag(LONG), d -> { })),
+                refused("consume bad argument", () -> ch.consume("q", new ConsumeOptions().arguments(BAD_ARGS), d -> { })),
                 refused("publish long exchange", () -> ch.publish(LONG, "k", false, null, new byte[1])),
                 refused("publish long routing key", () -> ch.publish("", LONG_UTF8, false, null, new byte[1])),
                 refused("publish null body", () -> ch.publish("", "k", false, null, (byte[]) null)),
@@ -196,6 +194,6 @@ class CallerInputTest {
         assertThrows(IllegalArgumentException.class, () -> r.maxAttempts(-1));
         assertThrows(IllegalArgumentException.class, () -> r.maxDuration(Duration.ZERO));
         assertThrows(IllegalArgumentException.class, () -> r.publishWaitTimeout(Duration.ofSeconds(-1)));
-        assertThrows(IllegalArgumentException.class, () -> ConsumeOptions.builder().prefetch(70_000));
+        assertThrows(IllegalArgumentException.class, () -> new ConsumeOptions().prefetch(70_000));
     }
 }

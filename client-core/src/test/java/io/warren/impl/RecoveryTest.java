@@ -195,9 +195,9 @@ class RecoveryTest {
             CompletionStage<Void> b2 = ch.queueBind("q", "x", "b.#");
             CompletionStage<Void> b3 = ch.exchangeBind("x2", "x", "c.#");
             List<String> seen = new ArrayList<>();
-            var c1 = ch.consume(serverNamed, ConsumeOptions.builder().consumerTag("c1").exclusive(true)
-                    .priority(3).build(), d -> seen.add("c1 " + d.deliveryTag()));
-            var c2 = ch.consume("q", ConsumeOptions.builder().consumerTag("c2").prefetch(10).build(),
+            var c1 = ch.consume(serverNamed, new ConsumeOptions().consumerTag("c1").exclusive(true)
+                    .priority(3), d -> seen.add("c1 " + d.deliveryTag()));
+            var c2 = ch.consume("q", new ConsumeOptions().consumerTag("c2").prefetch(10),
                     d -> seen.add("c2 " + d.deliveryTag()));
             assertEquals(List.of("1 queue.bind amq.gen-1-1 <- x a.#", "1 queue.bind q <- x b.#",
                     "1 exchange.bind x2 <- x c.#", "1 basic.consume amq.gen-1-1 c1 exclusive x-priority=3",
@@ -238,6 +238,40 @@ class RecoveryTest {
             deliver(second, "c2", 2, "two");
             assertEquals(List.of("c1 1", "c2 2"), seen);
             assertTrue(h2.isActive());
+        }
+    }
+
+    @Test
+    void consumeOptionsChangedAfterTheCallChangeNothingAlreadyRunning() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            List<Delivery> kept = new ArrayList<>();
+            ConsumeOptions options = new ConsumeOptions().consumerTag("c").prefetch(10).priority(3);
+            var c = ch.consume("q", options, d -> kept.add(d.retain()));
+            // the caller reuses its options object for something else
+            options.consumerTag("other").prefetch(99).priority(7).noAck(true).exclusive(true);
+            assertEquals(List.of("1 basic.qos 10", "1 basic.consume q c x-priority=3"),
+                    new Answers(brokers.first, "1").all());
+            done(c);
+
+            FakeBroker second = brokers.cutAndReconnect();
+            assertEquals(List.of("1 channel.open", "1 basic.qos 10", "1 basic.consume q c x-priority=3"),
+                    new Answers(second, "2").all(), "recovery consumes again with the options as they were");
+            deliver(second, "c", 1, "after");
+            assertEquals(1, kept.size());
+            Delivery after = kept.get(0);
+            try {
+                after.ack(); // a noAck delivery would refuse this
+                Frame f = second.expect(1, MethodIds.BASIC_ACK);
+                try {
+                    assertEquals(1, new BasicAck().wrap(f.payload(), f.payload().readerIndex()).deliveryTag());
+                } finally {
+                    f.release();
+                }
+            } finally {
+                after.release();
+            }
+            second.expectNothing();
         }
     }
 
@@ -285,7 +319,7 @@ class RecoveryTest {
             FakeBroker first = brokers.first;
             Channel ch = first.openChannel(brokers.connection, 1);
             List<Delivery> kept = new ArrayList<>();
-            var c = ch.consume("q", ConsumeOptions.builder().consumerTag("c").build(), d -> kept.add(d.retain()));
+            var c = ch.consume("q", new ConsumeOptions().consumerTag("c"), d -> kept.add(d.retain()));
             assertEquals(List.of("1 basic.qos 250", "1 basic.consume q c"), new Answers(first, "1").all());
             done(c);
             deliver(first, "c", 1, "before");

@@ -93,9 +93,9 @@ class UnpairedSurrogateInputTest {
                 refused("basicGet", "queue", () -> ch.basicGet(BAD, false)),
                 refused("consume queue", "queue", () -> ch.consume(BAD, d -> { })),
                 refused("consume tag", "consumer-tag",
-                        () -> ch.consume("q", ConsumeOptions.builder().consumerTag(BAD).build(), d -> { })),
+                        () -> ch.consume("q", new ConsumeOptions().consumerTag(BAD), d -> { })),
                 refused("consume argument", "long string",
-                        () -> ch.consume("q", ConsumeOptions.builder().arguments(nested).build(), d -> { })),
+                        () -> ch.consume("q", new ConsumeOptions().arguments(nested), d -> { })),
                 refused("publish exchange", "exchange", () -> ch.publish(BAD, "k", false, null, new byte[1])),
                 refused("publish routing key", "routing-key", () -> ch.publish("", BAD, false, null, new byte[1])));
     }

@@ -66,7 +66,7 @@ public class DeliveryPublisherVerification extends FlowPublisherVerification<Del
             }
             await(last);
             // the TCK's subscribers never settle: auto-ack, or the flow would stop at the prefetch
-            return DeliveryPublisher.of(ch, q, ConsumeOptions.builder().noAck(true).build()).limit(elements);
+            return DeliveryPublisher.of(ch, q, new ConsumeOptions().noAck(true)).limit(elements);
         } catch (Exception e) {
             throw new IllegalStateException("could not prepare a queue of " + elements + " messages", e);
         }

@@ -165,7 +165,7 @@ class FaultIT {
     static BitSet consumeAll(Channel ch, String q, int count) throws Exception {
         BitSet seen = new BitSet();
         CompletableFuture<Void> done = new CompletableFuture<>();
-        ConsumerHandle h = await(ch.consume(q, ConsumeOptions.builder().noAck(true).build(), d -> {
+        ConsumerHandle h = await(ch.consume(q, new ConsumeOptions().noAck(true), d -> {
             synchronized (seen) {
                 seen.set(number(d.body()));
                 if (seen.cardinality() == count) {
@@ -253,8 +253,8 @@ class FaultIT {
         AtomicInteger stale = new AtomicInteger();
         AtomicInteger redelivered = new AtomicInteger();
         CompletableFuture<Void> all = new CompletableFuture<>();
-        ConsumerHandle consumer = await(consumeCh.consume(q, ConsumeOptions.builder().prefetch(20)
-                .executor(java.util.concurrent.Executors.newSingleThreadExecutor()).build(), d -> {
+        ConsumerHandle consumer = await(consumeCh.consume(q, new ConsumeOptions().prefetch(20)
+                .executor(java.util.concurrent.Executors.newSingleThreadExecutor()), d -> {
             try {
                 Thread.sleep(1); // a consumer slower than the broker: deliveries are in flight at the stop
                 d.ack();

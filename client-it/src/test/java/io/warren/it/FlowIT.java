@@ -106,7 +106,7 @@ class FlowIT {
         String q = declare(ch, names.queue("credit"));
         publishNumbered(broker, q, 50, 16);
         Recorder r = new Recorder(false);
-        DeliveryPublisher.of(ch, q, ConsumeOptions.builder().prefetch(5).build()).subscribe(r);
+        DeliveryPublisher.of(ch, q, new ConsumeOptions().prefetch(5)).subscribe(r);
 
         r.subscription().request(5);
         r.awaitCount(5);
@@ -134,7 +134,7 @@ class FlowIT {
         String q = declare(ch, names.queue("demand"));
         publishNumbered(broker, q, 50, 16);
         Recorder r = new Recorder(true);
-        DeliveryPublisher.of(ch, q, ConsumeOptions.builder().prefetch(20).build()).subscribe(r);
+        DeliveryPublisher.of(ch, q, new ConsumeOptions().prefetch(20)).subscribe(r);
 
         r.subscription().request(3);
         r.awaitCount(3);
@@ -164,7 +164,7 @@ class FlowIT {
         String q = declare(ch, names.queue("recovery"));
         publishNumbered(broker, q, 3, 16);
         Recorder r = new Recorder(true);
-        DeliveryPublisher.of(ch, q, ConsumeOptions.builder().prefetch(10).build()).subscribe(r);
+        DeliveryPublisher.of(ch, q, new ConsumeOptions().prefetch(10)).subscribe(r);
         r.subscription().request(8);
         r.awaitCount(3);
 
@@ -192,7 +192,7 @@ class FlowIT {
         String q = declare(ch, names.queue("stale"));
         publishNumbered(broker, q, 10, 16);
         Recorder r = new Recorder(true); // an ack of a stale delivery would throw, and so cancel the subscription
-        DeliveryPublisher.of(ch, q, ConsumeOptions.builder().prefetch(10).build()).subscribe(r);
+        DeliveryPublisher.of(ch, q, new ConsumeOptions().prefetch(10)).subscribe(r);
         r.subscription().request(2);
         r.awaitCount(2);
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
@@ -218,7 +218,7 @@ class FlowIT {
         String q = declare(ch, names.queue("cancel"));
         publishNumbered(broker, q, 10, 16);
         Recorder r = new Recorder(false);
-        DeliveryPublisher.of(ch, q, ConsumeOptions.builder().prefetch(10).build()).subscribe(r);
+        DeliveryPublisher.of(ch, q, new ConsumeOptions().prefetch(10)).subscribe(r);
         r.subscription().request(2);
         r.awaitCount(2);
         assertEquals(1, await(ch.queueDeclare(QueueSpec.passive(q))).consumerCount());
@@ -309,7 +309,7 @@ class FlowIT {
         List<Integer> numbers = new CopyOnWriteArrayList<>();
         CompletableFuture<Throwable> end = new CompletableFuture<>();
         DeliveryPublisher publisher = DeliveryPublisher.of(ch, q,
-                ConsumeOptions.builder().noAck(true).executor(pool).build()).limit(200);
+                new ConsumeOptions().noAck(true).executor(pool)).limit(200);
         publisher.subscribe(new Flow.Subscriber<>() {
             private Flow.Subscription s;
 

@@ -83,7 +83,7 @@ class MetricsIT {
             assertEquals(0, value(registry, "rabbitmq.not_acknowledged_published"));
 
             CountDownLatch handled = new CountDownLatch(10);
-            ConsumerHandle consumer = await(channel.consume(queue, ConsumeOptions.builder().prefetch(20).build(),
+            ConsumerHandle consumer = await(channel.consume(queue, new ConsumeOptions().prefetch(20),
                     d -> {
                         String body = d.body().toString(StandardCharsets.UTF_8);
                         if (Integer.parseInt(body.substring(1)) % 2 == 0) {
@@ -148,7 +148,7 @@ class MetricsIT {
             await(channel.queueDeclare(QueueSpec.named(queue).autoDelete(true)));
             List<ConsumerHandle> consumers = new ArrayList<>();
             for (int i = 0; i < 5; i++) {
-                consumers.add(await(channel.consume(queue, ConsumeOptions.builder().prefetch(10).build(),
+                consumers.add(await(channel.consume(queue, new ConsumeOptions().prefetch(10),
                         d -> d.ack())));
             }
             for (int i = 0; i < 3; i++) {

@@ -267,7 +267,7 @@ class QuorumQueueClusterIT {
         AtomicInteger read = new AtomicInteger();
         CountDownLatch all = new CountDownLatch(1);
         BitSet missing = (BitSet) confirmedSeqs.clone();
-        await(cc.consume(q, ConsumeOptions.builder().prefetch(1000).build(), d -> {
+        await(cc.consume(q, new ConsumeOptions().prefetch(1000), d -> {
             int s = d.body().getInt(d.body().readerIndex());
             read.incrementAndGet();
             synchronized (inQueue) {
@@ -330,7 +330,7 @@ class QuorumQueueClusterIT {
         CountDownLatch done = new CountDownLatch(1);
         ExecutorService worker = Executors.newSingleThreadExecutor();
         try {
-            await(ch.consume(q, ConsumeOptions.builder().prefetch(100).executor(worker).build(), (Delivery d) -> {
+            await(ch.consume(q, new ConsumeOptions().prefetch(100).executor(worker), (Delivery d) -> {
                 int s = d.body().getInt(d.body().readerIndex());
                 if (handled[s]++ > 0) {
                     repeats.incrementAndGet();
@@ -379,7 +379,7 @@ class QuorumQueueClusterIT {
         ConcurrentLinkedQueue<Integer> gotStandby = new ConcurrentLinkedQueue<>();
         CountDownLatch firstTen = new CountDownLatch(10);
         CountDownLatch nextTen = new CountDownLatch(10);
-        ConsumeOptions manual = ConsumeOptions.builder().prefetch(10).build();
+        ConsumeOptions manual = new ConsumeOptions().prefetch(10);
         await(await(active.openChannel()).consume(q, manual, d -> {
             gotActive.add(d.body().getInt(d.body().readerIndex()));
             d.ack();

@@ -104,7 +104,7 @@ class RecoveryIT {
             await(ch.queueBind(q, x, "k"));
             await(ch.confirmSelect());
             BlockingQueue<String> got = new LinkedBlockingQueue<>();
-            ConsumerHandle consumer = await(ch.consume(q, ConsumeOptions.builder().noAck(true).build(),
+            ConsumerHandle consumer = await(ch.consume(q, new ConsumeOptions().noAck(true),
                     d -> got.add(d.body().toString(StandardCharsets.UTF_8))));
             String tag = consumer.consumerTag();
             assertEquals(PublishOutcome.CONFIRMED, await(ch.publish(x, "k", false, null, bytes("before"))));
@@ -157,7 +157,7 @@ class RecoveryIT {
             Channel ch = await(c.openChannel());
             String q = await(ch.queueDeclare(QueueSpec.serverNamed())).queue();
             BlockingQueue<Delivery> got = new LinkedBlockingQueue<>();
-            ConsumerHandle consumer = await(ch.consume(q, ConsumeOptions.builder().prefetch(10).build(),
+            ConsumerHandle consumer = await(ch.consume(q, new ConsumeOptions().prefetch(10),
                     d -> got.add(d.retain())));
             await(ch.publish("", q, false, null, bytes("m1")));
             Delivery first = got.poll(30, TimeUnit.SECONDS);
@@ -203,7 +203,7 @@ class RecoveryIT {
             await(ch.queueDeclare(QueueSpec.named(q)));
             deleteOnCleanup(names, broker, q);
             BlockingQueue<Delivery> got = new LinkedBlockingQueue<>();
-            await(ch.consume(q, ConsumeOptions.builder().prefetch(10).build(), d -> got.add(d.retain())));
+            await(ch.consume(q, new ConsumeOptions().prefetch(10), d -> got.add(d.retain())));
             for (int i = 1; i <= 3; i++) {
                 await(ch.publish("", q, false, null, bytes("m" + i)));
             }
@@ -324,8 +324,8 @@ class RecoveryIT {
             Channel ch = await(c.openChannel());
             AtomicInteger acked = new AtomicInteger();
             AtomicInteger stale = new AtomicInteger();
-            ConsumerHandle consumer = await(ch.consume(q, ConsumeOptions.builder().prefetch(0).waterMarks(10, 50)
-                    .initialDemand(0).build(), d -> {
+            ConsumerHandle consumer = await(ch.consume(q, new ConsumeOptions().prefetch(0).waterMarks(10, 50)
+                    .initialDemand(0), d -> {
                         try {
                             d.ack();
                             acked.incrementAndGet();

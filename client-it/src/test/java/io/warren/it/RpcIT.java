@@ -53,7 +53,7 @@ class RpcIT {
         names.onCleanup(() -> await(serverConnection.close()));
         Channel serverChannel = await(serverConnection.openChannel());
         await(serverChannel.queueDeclare(QueueSpec.named(queue).autoDelete(true)));
-        return await(RpcServer.start(serverChannel, queue, ConsumeOptions.builder().prefetch(32).concurrency(8).build(),
+        return await(RpcServer.start(serverChannel, queue, new ConsumeOptions().prefetch(32).concurrency(8),
                 request -> CompletableFuture.completedFuture(RpcServer.Reply.of(
                         BasicProperties.builder().contentType("text/plain").build(),
                         io.netty.buffer.Unpooled.copiedBuffer(request.body().toString(StandardCharsets.UTF_8)

@@ -119,7 +119,7 @@ class SoakIT {
                 pub.queueDeclare(QueueSpec.named(queue)).toCompletableFuture().get(30, TimeUnit.SECONDS);
                 pub.confirmSelect().toCompletableFuture().get(30, TimeUnit.SECONDS);
                 Channel con = conConn.openChannel().toCompletableFuture().get(30, TimeUnit.SECONDS);
-                con.consume(queue, ConsumeOptions.builder().prefetch(500).build(), d -> {
+                con.consume(queue, new ConsumeOptions().prefetch(500), d -> {
                     consumed.incrementAndGet();
                     int n = d.body().getInt(d.body().readerIndex());
                     synchronized (seen) {

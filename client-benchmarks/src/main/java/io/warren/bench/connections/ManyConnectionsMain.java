@@ -155,7 +155,7 @@ public final class ManyConnectionsMain implements java.util.concurrent.Callable<
                 if (i == 0) {
                     ch.queueDeclare(QueueSpec.named(queue)).toCompletableFuture().get(30, TimeUnit.SECONDS);
                 }
-                ch.consume(queue, ConsumeOptions.builder().prefetch(10).build(), d -> d.ack())
+                ch.consume(queue, new ConsumeOptions().prefetch(10), d -> d.ack())
                         .toCompletableFuture().get(30, TimeUnit.SECONDS);
             }
         }

@@ -281,8 +281,8 @@ public final class ConsumeRateMain {
 
         @Override
         public void consume(String queue, boolean noAck) throws Exception {
-            ConsumeOptions options = noAck ? ConsumeOptions.builder().noAck(true).build()
-                    : ConsumeOptions.builder().prefetch(PREFETCH).build();
+            ConsumeOptions options = noAck ? new ConsumeOptions().noAck(true)
+                    : new ConsumeOptions().prefetch(PREFETCH);
             for (Channel ch : channels) {
                 ch.queueDeclare(QueueSpec.named(queue)).toCompletableFuture().get(30, TimeUnit.SECONDS);
                 LongAdder count = new LongAdder();

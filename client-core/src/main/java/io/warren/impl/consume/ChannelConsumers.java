@@ -227,7 +227,9 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
             return CompletableFuture.failedFuture(new IllegalArgumentException("a DeliveryHandler with concurrency "
                     + options.concurrency() + " needs an executor: the event loop runs one delivery at a time"));
         }
-        ConsumeOptions o = withDefaultPrefetch(options);
+        // the consumer keeps its own copy (recovery consumes with it again): a later change by the caller changes
+        // nothing already running
+        ConsumeOptions o = withDefaultPrefetch(new ConsumeOptions(options));
         ByteBuf qos = null;
         ByteBuf consume;
         try {
@@ -254,7 +256,7 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
         if (options.prefetch() >= 0 || options.noAck() || state.facade().hasOwnQos()) {
             return options;
         }
-        return options.toBuilder().prefetch(ConsumeOptions.DEFAULT_PREFETCH).build();
+        return options.prefetch(ConsumeOptions.DEFAULT_PREFETCH);
     }
 
     private void start(String queue, ConsumeOptions options, DeliveryHandler handler,

@@ -33,7 +33,7 @@ public final class GettingStartedExample {
 
             // consume with manual acknowledgement: at most 50 unacknowledged deliveries in flight
             CountDownLatch received = new CountDownLatch(count);
-            channel.consume(queue, ConsumeOptions.builder().prefetch(50).build(), delivery -> {
+            channel.consume(queue, new ConsumeOptions().prefetch(50), delivery -> {
                 // the delivery and its body are lent to this handler: copy what you keep
                 System.out.println("received " + delivery.body().toString(StandardCharsets.UTF_8));
                 delivery.ack();

@@ -37,7 +37,7 @@ public final class RpcExample {
         // [rpc-server]
         return channel.queueDeclare(QueueSpec.named(queue).autoDelete(true))
                 .thenCompose(ok -> RpcServer.start(channel, queue,
-                        ConsumeOptions.builder().prefetch(20).concurrency(4).build(),
+                        new ConsumeOptions().prefetch(20).concurrency(4),
                         request -> {
                             String text = request.body().toString(StandardCharsets.UTF_8);
                             byte[] answer = text.toUpperCase(Locale.ROOT).getBytes(StandardCharsets.UTF_8);
