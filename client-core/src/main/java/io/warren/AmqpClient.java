@@ -22,7 +22,7 @@ import java.util.concurrent.ConcurrentHashMap;
  * AmqpClient client = AmqpClient.create();
  * client.connect("amqp://guest:guest@localhost:5672/%2F")
  *       .thenCompose(Connection::openChannel)
- *       .thenCompose(ch -> ch.queueDeclare(QueueDeclare.named("orders").durable(true)))
+ *       .thenCompose(ch -> ch.queueDeclare(QueueSpec.named("orders").durable(true)))
  *       .thenAccept(ok -> System.out.println(ok.queue() + " has " + ok.messageCount() + " messages"));
  * }</pre>
  *

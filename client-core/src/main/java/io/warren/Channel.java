@@ -41,7 +41,7 @@ public interface Channel {
     /** exchange.declare of a non-durable exchange. */
     CompletionStage<Void> exchangeDeclare(String exchange, String type);
 
-    CompletionStage<Void> exchangeDeclare(ExchangeDeclare declare);
+    CompletionStage<Void> exchangeDeclare(ExchangeSpec declare);
 
     CompletionStage<Void> exchangeDelete(String exchange);
 
@@ -62,9 +62,9 @@ public interface Channel {
     // queue class
 
     /** queue.declare of a non-durable, non-exclusive, non-auto-delete queue. */
-    CompletionStage<QueueDeclareOk> queueDeclare(String queue);
+    CompletionStage<DeclaredQueue> queueDeclare(String queue);
 
-    CompletionStage<QueueDeclareOk> queueDeclare(QueueDeclare declare);
+    CompletionStage<DeclaredQueue> queueDeclare(QueueSpec declare);
 
     CompletionStage<Void> queueBind(String queue, String exchange, String routingKey);
 
@@ -172,9 +172,9 @@ public interface Channel {
      */
     CompletionStage<ConsumerHandle> consume(String queue, ConsumeOptions options, DeliveryHandler handler);
 
-    /** {@link #consume(String, ConsumeOptions, DeliveryHandler)} with {@link ConsumeOptions#defaults()}. */
+    /** {@link #consume(String, ConsumeOptions, DeliveryHandler)} with the default {@link ConsumeOptions}. */
     default CompletionStage<ConsumerHandle> consume(String queue, DeliveryHandler handler) {
-        return consume(queue, ConsumeOptions.defaults(), handler);
+        return consume(queue, new ConsumeOptions(), handler);
     }
 
     /**

@@ -10,12 +10,12 @@ import java.util.concurrent.CompletionStage;
  * Deliveries wait in the consumer's queue until its handler takes them. {@link #pause()} stops handing them
  * over (the one being handled finishes), {@link #resume()} hands them over again, {@link #fetch(long)} hands
  * over a given number more. Whatever the acknowledgement mode, when the queue reaches its high-water mark
- * ({@link ConsumeOptions.Builder#waterMarks}) the connection stops reading from the socket until every such queue
+ * ({@link ConsumeOptions#waterMarks}) the connection stops reading from the socket until every such queue
  * of the connection is below its low-water mark again, so memory stays bounded whatever the consumer's speed and
  * whatever the broker sends; the other consumers of the connection wait meanwhile. How often that happens depends
  * on the acknowledgement mode:
  * <ul>
- *   <li>manual acknowledgement with a prefetch ({@link ConsumeOptions.Builder#prefetch}, by default
+ *   <li>manual acknowledgement with a prefetch ({@link ConsumeOptions#prefetch}, by default
  *       {@value ConsumeOptions#DEFAULT_PREFETCH}): the broker stops at the prefetch, below the default marks, so
  *       reading never stops and the other consumers go on. A broker that sends more is not trusted: it is stopped
  *       at the mark, logged once, and counted ({@link ClientMetrics#deliveriesBeyondPrefetch()});</li>

@@ -2,7 +2,7 @@ package io.warren;
 
 /**
  * Receives a consumer's deliveries, one at a time (or up to {@link ConsumeOptions#concurrency()} at a time),
- * on the consumer's context: the connection's event loop unless {@link ConsumeOptions.Builder#executor} says
+ * on the consumer's context: the connection's event loop unless {@link ConsumeOptions#executor} says
  * otherwise. On the event loop it must not block.
  *
  * <p>Ownership: the delivery is borrowed for the duration of the call and released by Warren when the method

@@ -8,25 +8,19 @@ package io.warren;
  * seen before the recovery (a recovered channel's tags continue above it). The broker has requeued the message
  * with the old channel's loss and delivers it again, flagged redelivered: settle that delivery instead.
  */
-public class StaleDeliveryException extends IllegalStateException {
+public class StaleDeliveryException extends AmqpException {
 
     private static final long serialVersionUID = 1L;
 
     private final long deliveryTag;
-    private final int channelNumber;
 
     public StaleDeliveryException(String message, long deliveryTag, int channelNumber) {
-        super(message);
+        super(message, null, 0, null, 0, 0, channelNumber);
         this.deliveryTag = deliveryTag;
-        this.channelNumber = channelNumber;
     }
 
     /** The delivery tag refused, as the application gave it ({@link Delivery#deliveryTag()}). */
     public long deliveryTag() {
         return deliveryTag;
-    }
-
-    public int channelNumber() {
-        return channelNumber;
     }
 }

@@ -8,14 +8,14 @@ import java.util.concurrent.atomic.AtomicLongFieldUpdater;
 /**
  * Where a consumer of a stream queue is: the offset of the last message it processed, read from each delivery's
  * {@code x-stream-offset} header, and the {@code x-stream-offset} to consume from next. Given to
- * {@link ConsumeOptions.Builder#streamOffset(StreamOffsetTracker)}, it supplies that argument to every
+ * {@link ConsumeOptions#streamOffset(StreamOffsetTracker)}, it supplies that argument to every
  * basic.consume of the consumer, the re-consume of automatic recovery included: after a reconnect the consumer
  * resumes at the message after the last one processed, without a gap or a repeat, instead of at its first
  * {@code x-stream-offset} again.
  *
  * <pre>{@code
  * StreamOffsetTracker offsets = StreamOffsetTracker.startingAt("first");
- * channel.consume("events", ConsumeOptions.builder().prefetch(100).streamOffset(offsets).build(), d -> {
+ * channel.consume("events", new ConsumeOptions().prefetch(100).streamOffset(offsets), d -> {
  *     if (!offsets.isRepeat(d)) {
  *         handle(d);
  *         offsets.processed(d); // before the ack: a message acked is never read again

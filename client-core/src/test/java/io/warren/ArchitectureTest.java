@@ -48,13 +48,6 @@ class ArchitectureTest {
     /** The packages module-info exports, read from it so that the rules follow it. */
     private static final Set<String> EXPORTED = exportedPackages();
 
-    /**
-     * Public names of the API that are also public names in the codec, tolerated until they are renamed.
-     * Known clashes being renamed in a separate change: delete this list when it lands.
-     */
-    private static final Set<String> KNOWN_CODEC_NAME_CLASHES = Set.of("QueueDeclare", "ExchangeDeclare",
-            "QueueDeclareOk");
-
     // ---- (a) no cycles ------------------------------------------------------------------------------------------
 
     @Test
@@ -176,7 +169,7 @@ class ArchitectureTest {
                     @Override
                     public void check(JavaClass c, ConditionEvents events) {
                         String name = c.getSimpleName();
-                        if (codecNames.contains(name) && !KNOWN_CODEC_NAME_CLASHES.contains(name)) {
+                        if (codecNames.contains(name)) {
                             events.add(SimpleConditionEvent.violated(c, c.getName()
                                     + " has the simple name of a public type in io.warren.codec.."));
                         }

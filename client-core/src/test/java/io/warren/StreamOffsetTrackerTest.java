@@ -32,13 +32,13 @@ class StreamOffsetTrackerTest {
     @Test
     void eachBasicConsumeReadsTheTrackerThroughTheOptionsArguments() {
         StreamOffsetTracker t = StreamOffsetTracker.startingAt("next");
-        ConsumeOptions options = ConsumeOptions.builder().streamOffset("first").priority(3).streamOffset(t).build();
+        ConsumeOptions options = new ConsumeOptions().streamOffset("first").priority(3).streamOffset(t);
         assertEquals(Map.of("x-priority", 3, "x-stream-offset", "next"), options.arguments());
         t.processed(9);
         // what recovery's re-consume sends
         assertEquals(Map.of("x-priority", 3, "x-stream-offset", 10L), options.arguments());
-        assertSame(t, options.toBuilder().build().streamOffsets());
-        assertNull(ConsumeOptions.builder().streamOffset(5).build().streamOffsets());
+        assertSame(t, new ConsumeOptions(options).streamOffsets());
+        assertNull(new ConsumeOptions().streamOffset(5).streamOffsets());
     }
 
     @Test
@@ -53,10 +53,10 @@ class StreamOffsetTrackerTest {
     @Test
     void theLastStreamOffsetGivenWinsBetweenATrackerAndAFixedOffset() {
         StreamOffsetTracker t = StreamOffsetTracker.startingAt("next");
-        assertEquals("first", ConsumeOptions.builder().streamOffset(t).streamOffset("first").build()
+        assertEquals("first", new ConsumeOptions().streamOffset(t).streamOffset("first")
                 .arguments().get("x-stream-offset"));
-        assertNull(ConsumeOptions.builder().streamOffset(t).streamOffset(5).build().streamOffsets());
-        assertEquals("next", ConsumeOptions.builder().streamOffset("first").streamOffset(t).build()
+        assertNull(new ConsumeOptions().streamOffset(t).streamOffset(5).streamOffsets());
+        assertEquals("next", new ConsumeOptions().streamOffset("first").streamOffset(t)
                 .arguments().get("x-stream-offset"));
     }
 
@@ -66,17 +66,17 @@ class StreamOffsetTrackerTest {
         StreamOffsetTracker t = StreamOffsetTracker.startingAt("first");
         assertThrows(IllegalArgumentException.class, () -> t.processed(-2));
         assertEquals(-1, t.lastProcessed());
-        assertThrows(NullPointerException.class, () -> ConsumeOptions.builder().streamOffset((StreamOffsetTracker) null));
+        assertThrows(NullPointerException.class, () -> new ConsumeOptions().streamOffset((StreamOffsetTracker) null));
     }
 
     @Test
     void singleActiveConsumerAndDeliveryLimitAreTypedQueueArguments() {
-        QueueDeclare d = QueueDeclare.named("jobs").quorum().singleActiveConsumer().deliveryLimit(5);
+        QueueSpec d = QueueSpec.named("jobs").quorum().singleActiveConsumer().deliveryLimit(5);
         assertEquals(Map.of("x-queue-type", "quorum", "x-single-active-consumer", true, "x-delivery-limit", 5),
                 d.arguments());
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> QueueDeclare.named("q").deliveryLimit(-1));
+                () -> QueueSpec.named("q").deliveryLimit(-1));
         assertEquals("deliveryLimit must not be negative: -1", e.getMessage());
-        assertFalse(QueueDeclare.named("q").deliveryLimit(0).arguments().isEmpty());
+        assertFalse(QueueSpec.named("q").deliveryLimit(0).arguments().isEmpty());
     }
 }

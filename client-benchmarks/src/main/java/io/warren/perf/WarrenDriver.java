@@ -17,7 +17,7 @@ import io.warren.DeliveryHandler;
 import io.warren.PublishNackedException;
 import io.warren.PublishOptions;
 import io.warren.PublishOutcome;
-import io.warren.QueueDeclare;
+import io.warren.QueueSpec;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.content.ShortString;
 import java.time.Duration;
@@ -150,7 +150,7 @@ public final class WarrenDriver implements ClientDriver {
       await(any.exchangeDeclare(options.exchange(), options.exchangeType()));
     }
     if (!options.serverNamedQueues()) {
-      await(any.queueDeclare(QueueDeclare.named(options.queue()).durable(true).autoDelete(options.autoDelete())
+      await(any.queueDeclare(QueueSpec.named(options.queue()).durable(true).autoDelete(options.autoDelete())
           .arguments(options.queueArgs())));
       if (!options.exchange().isEmpty()) {
         await(any.queueBind(options.queue(), options.exchange(), options.routingKey()));
@@ -158,7 +158,7 @@ public final class WarrenDriver implements ClientDriver {
     }
     for (Consumer consumer : consumers) {
       if (options.serverNamedQueues()) {
-        consumer.queue = await(consumer.channel.queueDeclare(QueueDeclare.serverNamed())).queue();
+        consumer.queue = await(consumer.channel.queueDeclare(QueueSpec.serverNamed())).queue();
         if (!options.exchange().isEmpty()) {
           await(consumer.channel.queueBind(consumer.queue, options.exchange(), options.routingKey()));
         }
@@ -170,13 +170,12 @@ public final class WarrenDriver implements ClientDriver {
 
   @Override
   public void startConsumers() throws Exception {
-    ConsumeOptions.Builder builder = ConsumeOptions.builder().noAck(options.autoAck());
+    ConsumeOptions consumeOptions = new ConsumeOptions().noAck(options.autoAck());
     if (options.qos() > 0) {
-      builder.prefetch(options.qos()); // basic.qos before basic.consume
+      consumeOptions.prefetch(options.qos()); // basic.qos before basic.consume
     } else if (!options.autoAck()) {
-      builder.prefetch(0); // --qos 0 is no limit, as amqp-client without basic.qos (not Warren's default 250)
+      consumeOptions.prefetch(0); // --qos 0 is no limit, as amqp-client without basic.qos (not Warren's default 250)
     }
-    ConsumeOptions consumeOptions = builder.build();
     for (Consumer consumer : consumers) {
       ConsumerHandle handle = await(consumer.channel.consume(consumer.queue, consumeOptions, consumer));
       consumer.started(handle);

@@ -13,7 +13,7 @@ import java.util.concurrent.Flow;
  * <h2>Demand</h2>
  * {@code request(n)} is the consumer's demand ({@link io.warren.ConsumerHandle#fetch}): no delivery reaches
  * {@code onNext} without it. The broker keeps the backlog: with manual acknowledgement it sends at most the
- * prefetch ({@link ConsumeOptions.Builder#prefetch}; when the options have none, the channel's own basic.qos or
+ * prefetch ({@link ConsumeOptions#prefetch}; when the options have none, the channel's own basic.qos or
  * {@value ConsumeOptions#DEFAULT_PREFETCH}, as for {@link Channel#consume}) of
  * deliveries not yet acknowledged, so the client holds no more than the prefetch whatever the demand, and the
  * rest stays in the queue. AMQP 0-9-1 has no credit finer than that: demand above the prefetch is served as the
@@ -72,12 +72,12 @@ public final class DeliveryPublisher implements Flow.Publisher<Delivery> {
             throw new IllegalArgumentException("a Flow.Publisher signals one delivery at a time: concurrency must "
                     + "be 1, not " + options.concurrency());
         }
-        return new DeliveryPublisher(channel, queue, options.toBuilder().initialDemand(0).build(), Long.MAX_VALUE);
+        return new DeliveryPublisher(channel, queue, new ConsumeOptions(options).initialDemand(0), Long.MAX_VALUE);
     }
 
     /** {@link #of(Channel, String, ConsumeOptions)} with manual acknowledgement and the default prefetch. */
     public static DeliveryPublisher of(Channel channel, String queue) {
-        return of(channel, queue, ConsumeOptions.defaults());
+        return of(channel, queue, new ConsumeOptions());
     }
 
     /**
@@ -93,9 +93,9 @@ public final class DeliveryPublisher implements Flow.Publisher<Delivery> {
         return new DeliveryPublisher(channel, queue, options, count);
     }
 
-    /** The options each subscription's consumer is started with. */
+    /** A copy of the options each subscription's consumer is started with. */
     public ConsumeOptions options() {
-        return options;
+        return new ConsumeOptions(options);
     }
 
     /** Starts a consumer for {@code subscriber}; see the class comment for its signals. Any thread. */

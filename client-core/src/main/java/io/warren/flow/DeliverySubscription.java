@@ -9,6 +9,7 @@ import io.warren.ConsumerCancelledException;
 import io.warren.ConsumerHandle;
 import io.warren.Delivery;
 import io.warren.codec.base.ReplyCode;
+import io.warren.StaleDeliveryException;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.Flow;
@@ -143,8 +144,9 @@ final class DeliverySubscription implements Flow.Subscription {
         if (!noAck) {
             try {
                 delivery.reject(true);
-            } catch (IllegalStateException | ChannelClosedException alreadySettledOrClosed) {
-                // settled before: nothing to give back
+            } catch (IllegalStateException | StaleDeliveryException | ChannelClosedException alreadySettledOrClosed) {
+                // settled before, or from before a recovery (the broker requeued it with the lost channel): nothing
+                // to give back
             }
         }
     }

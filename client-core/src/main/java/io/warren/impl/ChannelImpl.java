@@ -11,12 +11,12 @@ import io.warren.Connection;
 import io.warren.ConnectionLostException;
 import io.warren.ConsumeOptions;
 import io.warren.ConsumerHandle;
+import io.warren.DeclaredQueue;
 import io.warren.DeliveryHandler;
-import io.warren.ExchangeDeclare;
+import io.warren.ExchangeSpec;
 import io.warren.GetResponse;
 import io.warren.PublishOutcome;
-import io.warren.QueueDeclare;
-import io.warren.QueueDeclareOk;
+import io.warren.QueueSpec;
 import io.warren.RecoveryOptions;
 import io.warren.ReturnListener;
 import io.warren.WritabilityListener;
@@ -328,15 +328,15 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
         if (exchange == null || type == null) {
             return invalid("exchange and type must not be null");
         }
-        return exchangeDeclare(ExchangeDeclare.of(exchange, type));
+        return exchangeDeclare(ExchangeSpec.of(exchange, type));
     }
 
     @Override
-    public CompletionStage<Void> exchangeDeclare(ExchangeDeclare d) {
+    public CompletionStage<Void> exchangeDeclare(ExchangeSpec d) {
         if (d == null) {
             return invalid("declare must not be null");
         }
-        ExchangeDeclare copy = d.passive() ? null : ExchangeDeclare.of(d.exchange(), d.type()).durable(d.durable())
+        ExchangeSpec copy = d.passive() ? null : ExchangeSpec.of(d.exchange(), d.type()).durable(d.durable())
                 .autoDelete(d.autoDelete()).internal(d.internal()).arguments(d.arguments());
         return recorded(voidRpc(MethodIds.EXCHANGE_DECLARE, MethodIds.EXCHANGE_DECLARE_OK, d.noWait(),
                 () -> Requests.exchangeDeclare(state.alloc(), number, d)),
@@ -388,26 +388,26 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
     // ---- queue -------------------------------------------------------------------------------------------
 
     @Override
-    public CompletionStage<QueueDeclareOk> queueDeclare(String queue) {
+    public CompletionStage<DeclaredQueue> queueDeclare(String queue) {
         if (queue == null) {
             return invalid("queue must not be null");
         }
-        return queueDeclare(QueueDeclare.named(queue));
+        return queueDeclare(QueueSpec.named(queue));
     }
 
     @Override
-    public CompletionStage<QueueDeclareOk> queueDeclare(QueueDeclare d) {
+    public CompletionStage<DeclaredQueue> queueDeclare(QueueSpec d) {
         if (d == null) {
             return invalid("declare must not be null");
         }
         if (d.noWait() && d.queue().isEmpty()) {
             return invalid("a server-named queue cannot be declared with nowait: its name comes in declare-ok");
         }
-        // a snapshot: the application may change its QueueDeclare before the reply comes
-        QueueDeclare copy = (d.passive() ? QueueDeclare.passive(d.queue()) : QueueDeclare.named(d.queue()))
+        // a snapshot: the application may change its QueueSpec before the reply comes
+        QueueSpec copy = (d.passive() ? QueueSpec.passive(d.queue()) : QueueSpec.named(d.queue()))
                 .durable(d.durable()).exclusive(d.exclusive()).autoDelete(d.autoDelete()).arguments(d.arguments());
         if (d.noWait()) {
-            return recorded(rpc(MethodIds.QUEUE_DECLARE, -1, true, new QueueDeclareOk(d.queue(), -1, -1),
+            return recorded(rpc(MethodIds.QUEUE_DECLARE, -1, true, new DeclaredQueue(d.queue(), -1, -1),
                     () -> Requests.queueDeclare(state.alloc(), number, d), null),
                     (t, ok) -> t.queueDeclared(copy, ok.queue()));
         }

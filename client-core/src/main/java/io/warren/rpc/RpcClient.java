@@ -94,7 +94,7 @@ public final class RpcClient {
         positive(defaultTimeout);
         RpcClient client = new RpcClient(channel, defaultTimeout);
         channel.addReturnListener(client.returns);
-        return channel.consume(DIRECT_REPLY_TO, ConsumeOptions.builder().noAck(true).build(), client::onReply)
+        return channel.consume(DIRECT_REPLY_TO, new ConsumeOptions().noAck(true), client::onReply)
                 .thenApply(handle -> {
                     client.consumer = handle;
                     handle.endFuture().thenAccept(client::ended);

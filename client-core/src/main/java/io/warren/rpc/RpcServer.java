@@ -23,7 +23,7 @@ import org.slf4j.LoggerFactory;
  * handled up to the options' {@link ConsumeOptions#concurrency() concurrency} at once.
  *
  * <pre>{@code
- * RpcServer.start(channel, "prices", ConsumeOptions.builder().prefetch(16).concurrency(4).build(),
+ * RpcServer.start(channel, "prices", new ConsumeOptions().prefetch(16).concurrency(4),
  *         request -> CompletableFuture.completedFuture(RpcServer.Reply.of(quote(request.body()))));
  * }</pre>
  *
@@ -83,7 +83,7 @@ public final class RpcServer {
 
     /** Serves {@code queue} with default consume options (one request at a time). */
     public static CompletionStage<RpcServer> start(Channel channel, String queue, Handler handler) {
-        return start(channel, queue, ConsumeOptions.defaults(), handler);
+        return start(channel, queue, new ConsumeOptions(), handler);
     }
 
     /**

@@ -11,6 +11,7 @@ import io.warren.ConnectionLostException;
 import io.warren.ConsumerHandle;
 import io.warren.Delivery;
 import io.warren.codec.base.ReplyCode;
+import io.warren.StaleDeliveryException;
 
 /**
  * A consumer as a Vert.x {@link ReadStream}: deliveries, the stream's end and its failures arrive on the context
@@ -82,8 +83,9 @@ public final class DeliveryStream implements ReadStream<Delivery> {
             // the handler was removed while this one was on its way: give it back rather than lose it
             try {
                 delivery.reject(true);
-            } catch (IllegalStateException | ChannelClosedException noAckOrClosed) {
-                // noAck: the broker has forgotten it already; closed: the broker requeued it with the close
+            } catch (IllegalStateException | StaleDeliveryException | ChannelClosedException noAckStaleOrClosed) {
+                // noAck: the broker has forgotten it already; stale or closed: the broker requeued it with the
+                // lost channel or the close
             }
             return;
         }

@@ -23,7 +23,7 @@ import java.util.concurrent.Executor;
  * VertxAmqp amqp = VertxAmqp.create(vertx);
  * amqp.connect(client, "amqp://localhost")                  // in a verticle: futures complete on its context
  *     .compose(VertxConnection::openChannel)
- *     .compose(ch -> ch.consume("orders", ConsumeOptions.builder().prefetch(100).build()))
+ *     .compose(ch -> ch.consume("orders", new ConsumeOptions().prefetch(100)))
  *     .onSuccess(stream -> stream.handler(d -> { handle(d); d.ack(); }));
  * }</pre>
  *

@@ -5,11 +5,11 @@ import io.vertx.core.Context;
 import io.vertx.core.Future;
 import io.warren.Channel;
 import io.warren.ConsumeOptions;
-import io.warren.ExchangeDeclare;
+import io.warren.DeclaredQueue;
+import io.warren.ExchangeSpec;
 import io.warren.GetResponse;
 import io.warren.PublishOutcome;
-import io.warren.QueueDeclare;
-import io.warren.QueueDeclareOk;
+import io.warren.QueueSpec;
 import io.warren.codec.content.BasicProperties;
 import java.util.Map;
 
@@ -36,15 +36,15 @@ public final class VertxChannel {
         return amqp.future(channel.exchangeDeclare(exchange, type));
     }
 
-    public Future<Void> exchangeDeclare(ExchangeDeclare declare) {
+    public Future<Void> exchangeDeclare(ExchangeSpec declare) {
         return amqp.future(channel.exchangeDeclare(declare));
     }
 
-    public Future<QueueDeclareOk> queueDeclare(String queue) {
+    public Future<DeclaredQueue> queueDeclare(String queue) {
         return amqp.future(channel.queueDeclare(queue));
     }
 
-    public Future<QueueDeclareOk> queueDeclare(QueueDeclare declare) {
+    public Future<DeclaredQueue> queueDeclare(QueueSpec declare) {
         return amqp.future(channel.queueDeclare(declare));
     }
 
@@ -103,8 +103,8 @@ public final class VertxChannel {
     public Future<DeliveryStream> consume(String queue, ConsumeOptions options) {
         Context context = amqp.vertx().getOrCreateContext();
         DeliveryStream stream = new DeliveryStream(context);
-        ConsumeOptions onContext = options.toBuilder().executor(VertxAmqp.executor(context)).concurrency(1)
-                .initialDemand(0).build();
+        ConsumeOptions onContext = new ConsumeOptions(options).executor(VertxAmqp.executor(context)).concurrency(1)
+                .initialDemand(0);
         return Future.fromCompletionStage(channel.consume(queue, onContext, stream::onDelivery), context)
                 .map(stream::started);
     }
@@ -114,7 +114,7 @@ public final class VertxChannel {
      * so a paused stream holds at most that many deliveries and the broker keeps the rest.
      */
     public Future<DeliveryStream> consume(String queue) {
-        return consume(queue, ConsumeOptions.defaults());
+        return consume(queue, new ConsumeOptions());
     }
 
     public Future<Void> close() {

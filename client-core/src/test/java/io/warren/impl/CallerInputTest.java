@@ -9,8 +9,8 @@ import io.netty.buffer.Unpooled;
 import io.warren.Channel;
 import io.warren.ConnectionOptions;
 import io.warren.ConsumeOptions;
-import io.warren.ExchangeDeclare;
-import io.warren.QueueDeclare;
+import io.warren.ExchangeSpec;
+import io.warren.QueueSpec;
 import io.warren.RecoveryOptions;
 import io.warren.codec.content.BasicProperties;
 import java.time.Duration;
@@ -73,7 +73,7 @@ class CallerInputTest {
                 refused("exchangeDeclare long name", () -> ch.exchangeDeclare(LONG, "direct")),
                 refused("exchangeDeclare long UTF-8 name", () -> ch.exchangeDeclare(LONG_UTF8, "direct")),
                 refused("exchangeDeclare long type", () -> ch.exchangeDeclare("x", LONG)),
-                refused("exchangeDeclare bad argument", () -> ch.exchangeDeclare(ExchangeDeclare.of("x", "direct")
+                refused("exchangeDeclare bad argument", () -> ch.exchangeDeclare(ExchangeSpec.of("x", "direct")
                         .arguments(BAD_ARGS))),
                 refused("exchangeDeclare null declare", () -> ch.exchangeDeclare(null)),
                 refused("exchangeDelete null", () -> ch.exchangeDelete(null)),
@@ -85,11 +85,11 @@ class CallerInputTest {
                 refused("exchangeUnbind long source", () -> ch.exchangeUnbind("d", LONG, "k")),
                 refused("queueDeclare null", () -> ch.queueDeclare((String) null)),
                 refused("queueDeclare long", () -> ch.queueDeclare(LONG)),
-                refused("queueDeclare bad argument", () -> ch.queueDeclare(QueueDeclare.named("q").arguments(BAD_ARGS))),
-                refused("queueDeclare nested bad argument", () -> ch.queueDeclare(QueueDeclare.named("q")
+                refused("queueDeclare bad argument", () -> ch.queueDeclare(QueueSpec.named("q").arguments(BAD_ARGS))),
+                refused("queueDeclare nested bad argument", () -> ch.queueDeclare(QueueSpec.named("q")
                         .argument("x-nested", Map.of("inner", new Thread())))),
-                refused("queueDeclare null declare", () -> ch.queueDeclare((QueueDeclare) null)),
-                refused("queueDeclare server-named with nowait", () -> ch.queueDeclare(QueueDeclare.serverNamed()
+                refused("queueDeclare null declare", () -> ch.queueDeclare((QueueSpec) null)),
+                refused("queueDeclare server-named with nowait", () -> ch.queueDeclare(QueueSpec.serverNamed()
                         .noWait(true))),
                 refused("queueBind long queue", () -> ch.queueBind(LONG, "x", "k")),
                 refused("queueBind null exchange", () -> ch.queueBind("q", null, "k")),
@@ -111,10 +111,10 @@ class CallerInputTest {
                 refused("consume null queue", () -> ch.consume(null, d -> { })),
                 refused("consume long queue", () -> ch.consume(LONG, d -> { })),
                 refused("consume null handler", () -> ch.consume("q", null)),
-                refused("consume long consumer tag", () -> ch.consume("q", ConsumeOptions.builder().consumerTag(LONG)
-                        .build(), d -> { })),
-                refused("consume bad argument", () -> ch.consume("q", ConsumeOptions.builder().arguments(BAD_ARGS)
-                        .build(), d -> { })),
+                refused("consume long consumer tag", () -> ch.consume("q", new ConsumeOptions().consumerTag(LONG),
+                        d -> { })),
+                refused("consume bad argument", () -> ch.consume("q", new ConsumeOptions().arguments(BAD_ARGS),
+                        d -> { })),
                 refused("publish long exchange", () -> ch.publish(LONG, "k", false, null, new byte[1])),
                 refused("publish long routing key", () -> ch.publish("", LONG_UTF8, false, null, new byte[1])),
                 refused("publish null body", () -> ch.publish("", "k", false, null, (byte[]) null)),
@@ -196,6 +196,6 @@ class CallerInputTest {
         assertThrows(IllegalArgumentException.class, () -> r.maxAttempts(-1));
         assertThrows(IllegalArgumentException.class, () -> r.maxDuration(Duration.ZERO));
         assertThrows(IllegalArgumentException.class, () -> r.publishWaitTimeout(Duration.ofSeconds(-1)));
-        assertThrows(IllegalArgumentException.class, () -> ConsumeOptions.builder().prefetch(70_000));
+        assertThrows(IllegalArgumentException.class, () -> new ConsumeOptions().prefetch(70_000));
     }
 }

@@ -87,7 +87,7 @@ class CallerThreadWriteTest {
             // callers write whenever the path is idle, not only after a pause: as many caller writes as can be
             outbound.callerWriteGap(0);
             Channel consumerChannel = connection.openChannel().toCompletableFuture().get(10, TimeUnit.SECONDS);
-            consumerChannel.consume("q", ConsumeOptions.builder().prefetch(100).build(), d -> d.ack())
+            consumerChannel.consume("q", new ConsumeOptions().prefetch(100), d -> d.ack())
                     .toCompletableFuture().get(10, TimeUnit.SECONDS);
             List<Channel> channels = new ArrayList<>();
             for (int i = 0; i < 4; i++) {

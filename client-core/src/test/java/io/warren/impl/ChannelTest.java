@@ -11,10 +11,10 @@ import io.warren.AmqpException;
 import io.warren.Channel;
 import io.warren.ChannelClosedException;
 import io.warren.ConnectionOptions;
+import io.warren.DeclaredQueue;
 import io.warren.GetResponse;
 import io.warren.MessageTooLargeException;
-import io.warren.QueueDeclare;
-import io.warren.QueueDeclareOk;
+import io.warren.QueueSpec;
 import io.warren.RpcTimeoutException;
 import io.warren.codec.Frame;
 import io.warren.codec.content.BasicProperties;
@@ -65,7 +65,7 @@ class ChannelTest {
             for (int n = 1; n <= 5; n++) {
                 channels.add(broker.openChannel(c, n));
             }
-            List<CompletionStage<QueueDeclareOk>> results = new ArrayList<>();
+            List<CompletionStage<DeclaredQueue>> results = new ArrayList<>();
             for (Channel ch : channels) {
                 results.add(ch.queueDeclare("q" + ch.channelNumber()));
             }
@@ -77,7 +77,7 @@ class ChannelTest {
                 broker.send(n, new QueueDeclareOkEncoder().queue("q" + n).messageCount(n * 10L).consumerCount(n));
             }
             for (int n = 1; n <= 5; n++) {
-                QueueDeclareOk ok = results.get(n - 1).toCompletableFuture().join();
+                DeclaredQueue ok = results.get(n - 1).toCompletableFuture().join();
                 assertEquals("q" + n, ok.queue());
                 assertEquals(n * 10L, ok.messageCount());
                 assertEquals(n, ok.consumerCount());
@@ -90,8 +90,8 @@ class ChannelTest {
         try (FakeBroker broker = new FakeBroker()) {
             ConnectionImpl c = broker.handshake();
             Channel ch = broker.openChannel(c, 1);
-            CompletionStage<QueueDeclareOk> a = ch.queueDeclare("a");
-            CompletionStage<QueueDeclareOk> b = ch.queueDeclare("b");
+            CompletionStage<DeclaredQueue> a = ch.queueDeclare("a");
+            CompletionStage<DeclaredQueue> b = ch.queueDeclare("b");
             CompletionStage<Long> purge = ch.queuePurge("a");
             assertEquals("a", queueOf(broker.expect(1, MethodIds.QUEUE_DECLARE)));
             broker.expectNothing(); // b waits for a's reply
@@ -111,8 +111,8 @@ class ChannelTest {
         try (FakeBroker broker = new FakeBroker()) {
             ConnectionImpl c = broker.handshake();
             Channel ch = broker.openChannel(c, 1);
-            CompletionStage<QueueDeclareOk> first = ch.queueDeclare("first");
-            CompletionStage<QueueDeclareOk> noWait = ch.queueDeclare(QueueDeclare.named("second").noWait(true));
+            CompletionStage<DeclaredQueue> first = ch.queueDeclare("first");
+            CompletionStage<DeclaredQueue> noWait = ch.queueDeclare(QueueSpec.named("second").noWait(true));
             CompletionStage<Void> bind = ch.queueBind("second", "amq.direct", "k", java.util.Map.of(), true);
             assertEquals("first", queueOf(broker.expect(1, MethodIds.QUEUE_DECLARE)));
             broker.expectNothing();
@@ -121,7 +121,7 @@ class ChannelTest {
             assertEquals("second", queueOf(broker.expect(1, MethodIds.QUEUE_DECLARE)));
             broker.expectAndRelease(1, MethodIds.QUEUE_BIND);
             broker.client.runPendingTasks();
-            assertEquals(new QueueDeclareOk("second", -1, -1), noWait.toCompletableFuture().join());
+            assertEquals(new DeclaredQueue("second", -1, -1), noWait.toCompletableFuture().join());
             bind.toCompletableFuture().join();
             assertTrue(first.toCompletableFuture().isDone());
         }
@@ -133,7 +133,7 @@ class ChannelTest {
             ConnectionImpl c = broker.handshake();
             Channel ch = broker.openChannel(c, 1);
             Channel other = broker.openChannel(c, 2);
-            CompletionStage<QueueDeclareOk> passive = ch.queueDeclare(QueueDeclare.passive("missing"));
+            CompletionStage<DeclaredQueue> passive = ch.queueDeclare(QueueSpec.passive("missing"));
             CompletionStage<Long> queued = ch.queuePurge("missing");
             broker.expectAndRelease(1, MethodIds.QUEUE_DECLARE);
             broker.sendChannelClose(1, 404, "NOT_FOUND - no queue 'missing' in vhost '/'", 50, 10);
@@ -171,8 +171,8 @@ class ChannelTest {
         try (FakeBroker broker = new FakeBroker()) {
             ConnectionImpl c = broker.handshake();
             Channel ch = broker.openChannel(c, 1);
-            CompletionStage<QueueDeclareOk> pending = ch.queueDeclare("q");
-            CompletionStage<QueueDeclareOk> queued = ch.queueDeclare("r");
+            CompletionStage<DeclaredQueue> pending = ch.queueDeclare("q");
+            CompletionStage<DeclaredQueue> queued = ch.queueDeclare("r");
             broker.expectAndRelease(1, MethodIds.QUEUE_DECLARE);
             CompletionStage<Void> closed = ch.close();
             Frame close = broker.expect(1, MethodIds.CHANNEL_CLOSE);
@@ -234,8 +234,8 @@ class ChannelTest {
         try (FakeBroker broker = new FakeBroker()) {
             ConnectionImpl c = broker.handshake();
             Channel ch = broker.openChannel(c, 1);
-            List<CompletionStage<QueueDeclareOk>> retried = new ArrayList<>();
-            CompletionStage<QueueDeclareOk> pending = ch.queueDeclare(QueueDeclare.passive("missing"));
+            List<CompletionStage<DeclaredQueue>> retried = new ArrayList<>();
+            CompletionStage<DeclaredQueue> pending = ch.queueDeclare(QueueSpec.passive("missing"));
             pending.whenComplete((ok, e) -> retried.add(ch.queueDeclare("retry"))); // runs on the event loop
             broker.expectAndRelease(1, MethodIds.QUEUE_DECLARE);
             broker.sendChannelClose(1, 404, "NOT_FOUND - no queue 'missing'", 50, 10);
@@ -266,11 +266,11 @@ class ChannelTest {
         try (FakeBroker broker = new FakeBroker(new ConnectionOptions().rpcTimeout(Duration.ofSeconds(5)))) {
             ConnectionImpl c = broker.handshake();
             Channel ch = broker.openChannel(c, 1);
-            CompletionStage<QueueDeclareOk> slow = ch.queueDeclare("slow");
+            CompletionStage<DeclaredQueue> slow = ch.queueDeclare("slow");
             broker.expectAndRelease(1, MethodIds.QUEUE_DECLARE);
             broker.client.advanceTimeBy(3, TimeUnit.SECONDS);
             broker.client.runScheduledPendingTasks();
-            CompletionStage<QueueDeclareOk> next = ch.queueDeclare("next");
+            CompletionStage<DeclaredQueue> next = ch.queueDeclare("next");
             broker.client.advanceTimeBy(3, TimeUnit.SECONDS);
             broker.client.runScheduledPendingTasks();
             RpcTimeoutException e = assertInstanceOf(RpcTimeoutException.class, failure(slow));
@@ -301,7 +301,7 @@ class ChannelTest {
                     failure(ch.queueBind("q", "x", "", java.util.Map.of("k", new Object()), false)));
             assertInstanceOf(IllegalArgumentException.class, failure(ch.basicQos(-1)));
             assertInstanceOf(IllegalArgumentException.class,
-                    failure(ch.queueDeclare(QueueDeclare.serverNamed().noWait(true))));
+                    failure(ch.queueDeclare(QueueSpec.serverNamed().noWait(true))));
             broker.expectNothing();
             assertTrue(ch.isOpen());
         }

@@ -16,10 +16,10 @@ import io.warren.Channel;
 import io.warren.ChannelClosedException;
 import io.warren.ConnectionClosedException;
 import io.warren.ConnectionOptions;
-import io.warren.QueueDeclareOk;
+import io.warren.DeclaredQueue;
+import io.warren.codec.base.AmqpProtocolException;
 import io.warren.codec.Frame;
 import io.warren.codec.Frames;
-import io.warren.codec.base.AmqpProtocolException;
 import io.warren.codec.base.FrameType;
 import io.warren.codec.method.ConnectionBlockedEncoder;
 import io.warren.codec.method.ConnectionClose;
@@ -48,7 +48,7 @@ class ConnectionLifecycleTest {
         try (FakeBroker broker = new FakeBroker()) {
             ConnectionImpl c = broker.handshake();
             Channel ch = broker.openChannel(c, 1);
-            CompletionStage<QueueDeclareOk> pending = ch.queueDeclare("q");
+            CompletionStage<DeclaredQueue> pending = ch.queueDeclare("q");
             broker.expectAndRelease(1, MethodIds.QUEUE_DECLARE);
             CompletionStage<Void> closed = c.close();
             Frame close = broker.expect(0, MethodIds.CONNECTION_CLOSE);
@@ -77,7 +77,7 @@ class ConnectionLifecycleTest {
         try (FakeBroker broker = new FakeBroker()) {
             ConnectionImpl c = broker.handshake();
             Channel ch = broker.openChannel(c, 1);
-            CompletionStage<QueueDeclareOk> pending = ch.queueDeclare("q");
+            CompletionStage<DeclaredQueue> pending = ch.queueDeclare("q");
             broker.expectAndRelease(1, MethodIds.QUEUE_DECLARE);
             broker.send(0, new ConnectionCloseEncoder().replyCode(320)
                     .replyText("CONNECTION_FORCED - Closed via management plugin"));
@@ -324,7 +324,7 @@ class ConnectionLifecycleTest {
         try (FakeBroker broker = new FakeBroker()) {
             ConnectionImpl c = broker.handshake();
             Channel ch = broker.openChannel(c, 1);
-            CompletionStage<QueueDeclareOk> pending = ch.queueDeclare("q");
+            CompletionStage<DeclaredQueue> pending = ch.queueDeclare("q");
             broker.expectAndRelease(1, MethodIds.QUEUE_DECLARE);
             // queue.declare-ok whose short string claims 200 bytes in a 10-byte payload
             ByteBuf bad = FakeBroker.ALLOC.buffer();
@@ -352,7 +352,7 @@ class ConnectionLifecycleTest {
             broker.client.freezeTime(); // no timer fires unless the test moves the clock: the close may not need one
             ConnectionImpl c = broker.handshake();
             Channel ch = broker.openChannel(c, 1);
-            CompletionStage<QueueDeclareOk> pending = ch.queueDeclare("q");
+            CompletionStage<DeclaredQueue> pending = ch.queueDeclare("q");
             broker.expectAndRelease(1, MethodIds.QUEUE_DECLARE);
             // a body frame header announcing 0x7FFFFFFF bytes, far over frame-max: the decoder is done reading
             broker.sendRaw(FakeBroker.ALLOC.buffer(7).writeByte(FrameType.BODY.id()).writeShort(1).writeInt(0x7FFFFFFF));

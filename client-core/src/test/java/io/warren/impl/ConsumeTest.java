@@ -98,7 +98,7 @@ class ConsumeTest {
             Channel ch = broker.openChannel(broker.handshake(), 1);
             List<String> seen = new ArrayList<>();
             List<Delivery> kept = new ArrayList<>();
-            ConsumerHandle c = consume(broker, ch, "ctag-1", ConsumeOptions.builder().prefetch(10).build(), d -> {
+            ConsumerHandle c = consume(broker, ch, "ctag-1", new ConsumeOptions().prefetch(10), d -> {
                 assertTrue(broker.client.eventLoop().inEventLoop());
                 seen.add(d.consumerTag() + " " + d.deliveryTag() + " " + d.exchange() + " " + d.routingKey() + " "
                         + d.redelivered() + " " + d.header().messageIdAsString() + " " + d.properties().messageId() + " "
@@ -127,7 +127,7 @@ class ConsumeTest {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
             List<Delivery> kept = new ArrayList<>();
-            consume(broker, ch, "c", ConsumeOptions.defaults(), d -> kept.add(d.retain()));
+            consume(broker, ch, "c", new ConsumeOptions(), d -> kept.add(d.retain()));
             deliver(broker, "c", 1, "a".getBytes(), "b".getBytes(), "c".getBytes());
             Delivery d = kept.get(0);
             assertEquals(1, d.refCnt());
@@ -150,7 +150,7 @@ class ConsumeTest {
             List<byte[]> arrays = new ArrayList<>();
             List<String> strings = new ArrayList<>();
             List<Delivery> kept = new ArrayList<>();
-            consume(broker, ch, "c", ConsumeOptions.defaults(), d -> {
+            consume(broker, ch, "c", new ConsumeOptions(), d -> {
                 int readerIndex = d.body().readerIndex();
                 byte[] copy = d.bodyBytes();
                 assertEquals(readerIndex, d.body().readerIndex(), "bodyBytes does not read the body away");
@@ -210,7 +210,7 @@ class ConsumeTest {
     void acksMadeOnTheEventLoopAreCoalescedOncePerPassUpToALimit() {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
-            consume(broker, ch, "c", ConsumeOptions.builder().prefetch(100).build(), Delivery::ack);
+            consume(broker, ch, "c", new ConsumeOptions().prefetch(100), Delivery::ack);
             // 20 deliveries in one socket read: EmbeddedChannel runs the loop's tasks once, after it
             broker.sendRaw(oneRead("c", 1, 20));
             assertEquals(List.of("ack 20 multiple"), written(broker));
@@ -228,7 +228,7 @@ class ConsumeTest {
             Channel ch = broker.openChannel(broker.handshake(), 1);
             List<Integer> flushedBefore = new ArrayList<>();
             // acknowledges every 25th with multiple=true, as warren-perf -A 25 does
-            consume(broker, ch, "c", ConsumeOptions.builder().prefetch(100).build(), d -> {
+            consume(broker, ch, "c", new ConsumeOptions().prefetch(100), d -> {
                 if (d.deliveryTag() % 25 == 1 && d.deliveryTag() > 1) {
                     // what reached the socket before this delivery, in the same read batch
                     flushedBefore.add(broker.client.outboundMessages().size());
@@ -250,7 +250,7 @@ class ConsumeTest {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
             channelQos(broker, ch.basicQos(10), 10, false);
-            consume(broker, ch, "c", ConsumeOptions.builder().build(), Delivery::ack);
+            consume(broker, ch, "c", new ConsumeOptions(), Delivery::ack);
             broker.sendRaw(oneRead("c", 1, 10));
             assertEquals(List.of("ack 5 multiple", "ack 10 multiple"), written(broker));
         }
@@ -260,7 +260,7 @@ class ConsumeTest {
     void aManualAckConsumerWithoutAPrefetchGetsTheDefaultOneAndANoAckConsumerNone() {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
-            CompletionStage<ConsumerHandle> manual = ch.consume("q", ConsumeOptions.defaults(), Delivery::ack);
+            CompletionStage<ConsumerHandle> manual = ch.consume("q", new ConsumeOptions(), Delivery::ack);
             // a paused consumer without a bound would make the broker fill the socket until it drops the connection
             expectQos(broker, ConsumeOptions.DEFAULT_PREFETCH, false);
             broker.send(1, new BasicQosOkEncoder());
@@ -268,13 +268,13 @@ class ConsumeTest {
             broker.send(1, new BasicConsumeOkEncoder().consumerTag("a"));
             assertEquals("a", manual.toCompletableFuture().join().consumerTag());
 
-            CompletionStage<ConsumerHandle> noAck = ch.consume("q", ConsumeOptions.builder().noAck(true).build(),
+            CompletionStage<ConsumerHandle> noAck = ch.consume("q", new ConsumeOptions().noAck(true),
                     d -> { });
             broker.expectAndRelease(1, MethodIds.BASIC_CONSUME); // RabbitMQ ignores a prefetch without acks
             broker.send(1, new BasicConsumeOkEncoder().consumerTag("b"));
             assertEquals("b", noAck.toCompletableFuture().join().consumerTag());
 
-            CompletionStage<ConsumerHandle> unbounded = ch.consume("q", ConsumeOptions.builder().prefetch(0).build(),
+            CompletionStage<ConsumerHandle> unbounded = ch.consume("q", new ConsumeOptions().prefetch(0),
                     Delivery::ack);
             expectQos(broker, 0, false); // asked for explicitly
             broker.send(1, new BasicQosOkEncoder());
@@ -290,7 +290,7 @@ class ConsumeTest {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
             channelQos(broker, ch.basicQos(0, 10, true), 10, true);
-            consume(broker, ch, "c", ConsumeOptions.builder().prefetch(1000).build(), Delivery::ack);
+            consume(broker, ch, "c", new ConsumeOptions().prefetch(1000), Delivery::ack);
             broker.sendRaw(oneRead("c", 1, 10));
             assertEquals(List.of("ack 5 multiple", "ack 10 multiple"), written(broker));
         }
@@ -300,7 +300,7 @@ class ConsumeTest {
     void aSmallPrefetchHoldsBackAtMostHalfOfItsWindow() {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
-            consume(broker, ch, "c", ConsumeOptions.builder().prefetch(10).build(), Delivery::ack);
+            consume(broker, ch, "c", new ConsumeOptions().prefetch(10), Delivery::ack);
             broker.sendRaw(oneRead("c", 1, 10));
             assertEquals(List.of("ack 5 multiple", "ack 10 multiple"), written(broker));
         }
@@ -311,7 +311,7 @@ class ConsumeTest {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
             List<Delivery> kept = new ArrayList<>();
-            consume(broker, ch, "c", ConsumeOptions.defaults(), d -> kept.add(d.retain()));
+            consume(broker, ch, "c", new ConsumeOptions(), d -> kept.add(d.retain()));
             for (long t = 1; t <= 4; t++) {
                 deliver(broker, "c", t, HELLO);
             }
@@ -330,8 +330,8 @@ class ConsumeTest {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
             List<Delivery> kept = new ArrayList<>();
-            consume(broker, ch, "manual", ConsumeOptions.defaults(), kept::add);
-            consume(broker, ch, "auto", ConsumeOptions.builder().noAck(true).consumerTag("auto").build(), kept::add);
+            consume(broker, ch, "manual", new ConsumeOptions(), kept::add);
+            consume(broker, ch, "auto", new ConsumeOptions().noAck(true).consumerTag("auto"), kept::add);
             deliver(broker, "manual", 1, HELLO);
             deliver(broker, "auto", 2, HELLO);
             kept.get(0).ack();
@@ -351,7 +351,7 @@ class ConsumeTest {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
             List<Delivery> kept = new ArrayList<>();
-            consume(broker, ch, "c", ConsumeOptions.defaults(), d -> kept.add(d.retain()));
+            consume(broker, ch, "c", new ConsumeOptions(), d -> kept.add(d.retain()));
             deliver(broker, "c", 1, HELLO);
             CompletionStage<GetResponse> get = ch.basicGet("q", false);
             broker.expectAndRelease(1, MethodIds.BASIC_GET);
@@ -384,7 +384,7 @@ class ConsumeTest {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
             List<Delivery> kept = new ArrayList<>();
-            consume(broker, ch, "c", ConsumeOptions.defaults(), kept::add);
+            consume(broker, ch, "c", new ConsumeOptions(), kept::add);
             deliver(broker, "c", 1, HELLO);
             deliver(broker, "c", 2, HELLO);
             kept.get(0).ack();
@@ -402,7 +402,7 @@ class ConsumeTest {
     void theBrokersCancelEndsTheConsumerWithAClearReason() {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
-            ConsumerHandle c = consume(broker, ch, "c", ConsumeOptions.defaults(), d -> { });
+            ConsumerHandle c = consume(broker, ch, "c", new ConsumeOptions(), d -> { });
             broker.send(1, new BasicCancelEncoder().consumerTag("c").nowait(false));
             Frame ok = broker.expect(1, MethodIds.BASIC_CANCEL_OK);
             ok.release();
@@ -425,7 +425,7 @@ class ConsumeTest {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
             List<Long> seen = new ArrayList<>();
-            ConsumerHandle c = consume(broker, ch, "c", ConsumeOptions.builder().prefetch(10).build(), d -> {
+            ConsumerHandle c = consume(broker, ch, "c", new ConsumeOptions().prefetch(10), d -> {
                 seen.add(d.deliveryTag());
                 d.ack();
             });
@@ -449,7 +449,7 @@ class ConsumeTest {
     void theChannelsCloseEndsItsConsumersAndReleasesWhatIsQueued() {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
-            ConsumerHandle c = consume(broker, ch, "c", ConsumeOptions.defaults(), d -> { });
+            ConsumerHandle c = consume(broker, ch, "c", new ConsumeOptions(), d -> { });
             c.pause();
             deliver(broker, "c", 1, HELLO);
             deliver(broker, "c", 2, "a".getBytes(), "b".getBytes());
@@ -468,7 +468,7 @@ class ConsumeTest {
         try (FakeBroker broker = new FakeBroker()) {
             ConnectionImpl connection = broker.handshake();
             Channel ch = broker.openChannel(connection, 1);
-            ConsumerHandle c = consume(broker, ch, "c", ConsumeOptions.defaults(), d -> { });
+            ConsumerHandle c = consume(broker, ch, "c", new ConsumeOptions(), d -> { });
             c.pause();
             deliver(broker, "c", 1, HELLO);
             broker.client.close();
@@ -480,7 +480,7 @@ class ConsumeTest {
     void aTagAboveTheHighestDeliveredIsRefusedLocallyAndNothingIsSent() {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
-            consume(broker, ch, "c", ConsumeOptions.defaults(), d -> { });
+            consume(broker, ch, "c", new ConsumeOptions(), d -> { });
             deliver(broker, "c", 1, HELLO);
             deliver(broker, "c", 2, HELLO);
             // the broker would close the channel with 406 PRECONDITION_FAILED - unknown delivery tag 999999
@@ -502,7 +502,7 @@ class ConsumeTest {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
             List<Delivery> kept = new ArrayList<>();
-            consume(broker, ch, "c", ConsumeOptions.defaults(), kept::add);
+            consume(broker, ch, "c", new ConsumeOptions(), kept::add);
             deliver(broker, "c", 1, HELLO);
             deliver(broker, "c", 2, HELLO);
             broker.sendChannelClose(1, 404, "NOT_FOUND - no queue 'q'", 50, 10);
@@ -524,11 +524,11 @@ class ConsumeTest {
     void noAckConsumersOverTheirHighWaterMarkStopReadingUntilAllDrained() {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
-            ConsumeOptions noAck = ConsumeOptions.builder().noAck(true).waterMarks(2, 4).build();
+            ConsumeOptions noAck = new ConsumeOptions().noAck(true).waterMarks(2, 4);
             List<Long> seen = new ArrayList<>();
-            ConsumerHandle a = consume(broker, ch, "a", noAck.toBuilder().consumerTag("a").build(),
+            ConsumerHandle a = consume(broker, ch, "a", new ConsumeOptions(noAck).consumerTag("a"),
                     d -> seen.add(d.deliveryTag()));
-            ConsumerHandle b = consume(broker, ch, "b", noAck.toBuilder().consumerTag("b").build(),
+            ConsumerHandle b = consume(broker, ch, "b", new ConsumeOptions(noAck).consumerTag("b"),
                     d -> seen.add(d.deliveryTag()));
             a.pause();
             b.pause();
@@ -565,7 +565,7 @@ class ConsumeTest {
         try (FakeBroker broker = new FakeBroker(new io.warren.ConnectionOptions(), null, metrics)) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
             int prefetch = 10;
-            ConsumeOptions options = ConsumeOptions.builder().prefetch(prefetch).build();
+            ConsumeOptions options = new ConsumeOptions().prefetch(prefetch);
             int high = options.highWaterMark();
             assertEquals(ConsumeOptions.DEFAULT_HIGH_WATER_MARK, high, "twice a small prefetch is below the floor");
             ConsumerHandle c = consume(broker, ch, "c", options, Delivery::ack);
@@ -606,7 +606,7 @@ class ConsumeTest {
         CountingMetrics metrics = new CountingMetrics();
         try (FakeBroker broker = new FakeBroker(new io.warren.ConnectionOptions(), null, metrics)) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
-            ConsumerHandle c = consume(broker, ch, "c", ConsumeOptions.builder().prefetch(8).build(), Delivery::ack);
+            ConsumerHandle c = consume(broker, ch, "c", new ConsumeOptions().prefetch(8), Delivery::ack);
             c.pause();
             for (long t = 1; t <= 8; t++) {
                 deliver(broker, "c", t, HELLO);
@@ -626,7 +626,7 @@ class ConsumeTest {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
             List<Long> seen = new ArrayList<>();
-            consume(broker, ch, "c", ConsumeOptions.defaults(), d -> {
+            consume(broker, ch, "c", new ConsumeOptions(), d -> {
                 seen.add(d.deliveryTag());
                 if (d.deliveryTag() == 1) {
                     throw new IllegalStateException("boom");
@@ -646,8 +646,7 @@ class ConsumeTest {
             Channel ch = broker.openChannel(broker.handshake(), 1);
             List<java.util.concurrent.CompletableFuture<Void>> stages = new ArrayList<>();
             List<Delivery> seen = new ArrayList<>();
-            CompletionStage<ConsumerHandle> stage = ch.consumeAsync("q", ConsumeOptions.builder().concurrency(2)
-                    .build(), d -> {
+            CompletionStage<ConsumerHandle> stage = ch.consumeAsync("q", new ConsumeOptions().concurrency(2), d -> {
                         seen.add(d);
                         var f = new java.util.concurrent.CompletableFuture<Void>();
                         stages.add(f);
@@ -688,30 +687,30 @@ class ConsumeTest {
             Channel ch = broker.openChannel(broker.handshake(), 1);
             Consumer<CompletionStage<ConsumerHandle>> refused = stage -> assertInstanceOf(IllegalArgumentException.class,
                     ChannelTest.failure(stage));
-            refused.accept(ch.consume("q", ConsumeOptions.builder().concurrency(4).build(), d -> { }));
-            refused.accept(ch.consume("q", ConsumeOptions.builder().argument("bad", new Object()).build(), d -> { }));
-            refused.accept(ch.consume("q".repeat(300), ConsumeOptions.defaults(), d -> { }));
-            refused.accept(ch.consume(null, ConsumeOptions.defaults(), d -> { }));
-            assertThrows(IllegalArgumentException.class, () -> ConsumeOptions.builder().waterMarks(5, 4));
-            assertThrows(IllegalArgumentException.class, () -> ConsumeOptions.builder().prefetch(70000));
+            refused.accept(ch.consume("q", new ConsumeOptions().concurrency(4), d -> { }));
+            refused.accept(ch.consume("q", new ConsumeOptions().argument("bad", new Object()), d -> { }));
+            refused.accept(ch.consume("q".repeat(300), new ConsumeOptions(), d -> { }));
+            refused.accept(ch.consume(null, new ConsumeOptions(), d -> { }));
+            assertThrows(IllegalArgumentException.class, () -> new ConsumeOptions().waterMarks(5, 4));
+            assertThrows(IllegalArgumentException.class, () -> new ConsumeOptions().prefetch(70000));
             broker.expectNothing();
             assertEquals(Map.of("x-priority", 5, "x-stream-offset", "first"),
-                    ConsumeOptions.builder().priority(5).streamOffset("first").build().arguments());
+                    new ConsumeOptions().priority(5).streamOffset("first").arguments());
         }
     }
 
     @Test
     void theDefaultWaterMarksLieAboveThePrefetchAndSetOnesAreKept() {
-        ConsumeOptions big = ConsumeOptions.builder().prefetch(2000).build();
+        ConsumeOptions big = new ConsumeOptions().prefetch(2000);
         assertEquals(List.of(2000, 4000), List.of(big.lowWaterMark(), big.highWaterMark()));
-        assertEquals(List.of(512, 1024), List.of(ConsumeOptions.builder().prefetch(100).build().lowWaterMark(),
-                ConsumeOptions.builder().prefetch(100).build().highWaterMark()));
-        ConsumeOptions noAck = ConsumeOptions.builder().prefetch(2000).noAck(true).build();
+        assertEquals(List.of(512, 1024), List.of(new ConsumeOptions().prefetch(100).lowWaterMark(),
+                new ConsumeOptions().prefetch(100).highWaterMark()));
+        ConsumeOptions noAck = new ConsumeOptions().prefetch(2000).noAck(true);
         assertEquals(1024, noAck.highWaterMark(), "with noAck the broker ignores the prefetch");
-        assertEquals(1024, big.toBuilder().prefetch(0).build().highWaterMark(), "derived marks follow the prefetch");
-        ConsumeOptions set = ConsumeOptions.builder().waterMarks(2, 4).prefetch(2000).build();
+        assertEquals(1024, new ConsumeOptions(big).prefetch(0).highWaterMark(), "derived marks follow the prefetch");
+        ConsumeOptions set = new ConsumeOptions().waterMarks(2, 4).prefetch(2000);
         assertEquals(List.of(2, 4), List.of(set.lowWaterMark(), set.highWaterMark()));
-        assertEquals(4, set.toBuilder().prefetch(10).build().highWaterMark(), "set marks are kept");
+        assertEquals(4, new ConsumeOptions(set).prefetch(10).highWaterMark(), "set marks are kept");
     }
 
     @Test
@@ -719,7 +718,7 @@ class ConsumeTest {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
             List<Long> seen = new ArrayList<>();
-            CompletionStage<ConsumerHandle> stage = ch.consume("q", ConsumeOptions.builder().initialDemand(0).build(),
+            CompletionStage<ConsumerHandle> stage = ch.consume("q", new ConsumeOptions().initialDemand(0),
                     d -> seen.add(d.deliveryTag()));
             expectQos(broker, ConsumeOptions.DEFAULT_PREFETCH, false);
             broker.send(1, new BasicQosOkEncoder());
@@ -748,10 +747,10 @@ class ConsumeTest {
             ConsumerHandle[] handle = new ConsumerHandle[2];
             List<Long> onLoop = new ArrayList<>();
             List<Long> onWorker = java.util.Collections.synchronizedList(new ArrayList<>());
-            handle[0] = consume(broker, ch, "a", ConsumeOptions.builder().consumerTag("a").prefetch(10).build(),
+            handle[0] = consume(broker, ch, "a", new ConsumeOptions().consumerTag("a").prefetch(10),
                     d -> onLoop.add(handle[0].queued()));
-            handle[1] = consume(broker, ch, "b", ConsumeOptions.builder().consumerTag("b").prefetch(10)
-                    .executor(worker).initialDemand(0).build(), d -> onWorker.add(handle[1].queued()));
+            handle[1] = consume(broker, ch, "b", new ConsumeOptions().consumerTag("b").prefetch(10)
+                    .executor(worker).initialDemand(0), d -> onWorker.add(handle[1].queued()));
             handle[0].pause();
             for (long t = 1; t <= 10; t++) {
                 deliver(broker, t <= 5 ? "a" : "b", t, HELLO);
@@ -775,7 +774,7 @@ class ConsumeTest {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
             List<Delivery> noAckSeen = new ArrayList<>();
-            consume(broker, ch, "n", ConsumeOptions.builder().noAck(true).consumerTag("n").build(), noAckSeen::add);
+            consume(broker, ch, "n", new ConsumeOptions().noAck(true).consumerTag("n"), noAckSeen::add);
             for (long t = 1; t <= 3; t++) {
                 deliver(broker, "n", t, HELLO);
             }
@@ -783,7 +782,7 @@ class ConsumeTest {
 
             List<Delivery> seen = new ArrayList<>();
             List<Long> tags = new ArrayList<>();
-            consume(broker, ch, "m", ConsumeOptions.builder().consumerTag("m").build(), d -> {
+            consume(broker, ch, "m", new ConsumeOptions().consumerTag("m"), d -> {
                 seen.add(d);
                 tags.add(d.deliveryTag());
                 if (d.deliveryTag() == 6) {
@@ -809,9 +808,9 @@ class ConsumeTest {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
             List<Long> seen = new ArrayList<>();
-            ConsumerHandle c = consume(broker, ch, "c", ConsumeOptions.builder().executor(task -> {
+            ConsumerHandle c = consume(broker, ch, "c", new ConsumeOptions().executor(task -> {
                 throw new java.util.concurrent.RejectedExecutionException("shut down");
-            }).build(), d -> seen.add(d.deliveryTag()));
+            }), d -> seen.add(d.deliveryTag()));
             deliver(broker, "c", 1, HELLO);
             broker.client.runPendingTasks();
             List<String> out = written(broker);
@@ -835,7 +834,7 @@ class ConsumeTest {
             Channel ch = broker.openChannel(broker.handshake(), 1);
             List<Delivery> seen = new ArrayList<>();
             List<io.netty.buffer.ByteBuf> bodies = new ArrayList<>();
-            consume(broker, ch, "n", ConsumeOptions.builder().noAck(true).consumerTag("n").build(), d -> {
+            consume(broker, ch, "n", new ConsumeOptions().noAck(true).consumerTag("n"), d -> {
                 seen.add(d);
                 bodies.add(d.body().retain()); // the body only: the delivery is released when the handler returns
             });
@@ -854,7 +853,7 @@ class ConsumeTest {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
             List<Delivery> seen = new ArrayList<>();
-            consume(broker, ch, "m", ConsumeOptions.builder().consumerTag("m").build(), d -> {
+            consume(broker, ch, "m", new ConsumeOptions().consumerTag("m"), d -> {
                 seen.add(d);
                 if (d.deliveryTag() == 1) {
                     throw new IllegalStateException("boom"); // 1 stays unacknowledged until the channel closes
@@ -876,7 +875,7 @@ class ConsumeTest {
     void theBrokerGeneratedTagIsTheConsumersAndACancelNamesIt() {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
-            ConsumerHandle c = consume(broker, ch, "amq.ctag-xyz", ConsumeOptions.defaults(), d -> { });
+            ConsumerHandle c = consume(broker, ch, "amq.ctag-xyz", new ConsumeOptions(), d -> { });
             CompletionStage<Void> cancel = c.cancel();
             Frame f = broker.expect(1, MethodIds.BASIC_CANCEL);
             assertEquals("amq.ctag-xyz", new BasicCancel().wrap(f.payload(), f.payload().readerIndex())

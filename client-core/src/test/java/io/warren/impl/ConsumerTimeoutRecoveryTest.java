@@ -80,7 +80,7 @@ class ConsumerTimeoutRecoveryTest {
             });
             Channel ch = broker.openChannel(brokers.connection, 1);
             List<Delivery> kept = new ArrayList<>();
-            CompletionStage<ConsumerHandle> stage = ch.consume("q", ConsumeOptions.builder().consumerTag("c").build(),
+            CompletionStage<ConsumerHandle> stage = ch.consume("q", new ConsumeOptions().consumerTag("c"),
                     d -> kept.add(d.retain()));
             answerConsume(broker);
             ConsumerHandle c = stage.toCompletableFuture().join();
@@ -137,7 +137,7 @@ class ConsumerTimeoutRecoveryTest {
                 }
             });
             Channel ch = broker.openChannel(brokers.connection, 1);
-            CompletionStage<ConsumerHandle> stage = ch.consume("q", ConsumeOptions.builder().consumerTag("c").build(),
+            CompletionStage<ConsumerHandle> stage = ch.consume("q", new ConsumeOptions().consumerTag("c"),
                     Delivery::ack);
             answerConsume(broker);
             ConsumerHandle c = stage.toCompletableFuture().join();
@@ -182,7 +182,7 @@ class ConsumerTimeoutRecoveryTest {
             broker.expectAndRelease(1, MethodIds.BASIC_QOS);
             broker.send(1, new BasicQosOkEncoder());
             qos.toCompletableFuture().join();
-            CompletionStage<ConsumerHandle> stage = ch.consume("q", ConsumeOptions.builder().consumerTag("c").build(),
+            CompletionStage<ConsumerHandle> stage = ch.consume("q", new ConsumeOptions().consumerTag("c"),
                     Delivery::ack);
             broker.expectAndRelease(1, MethodIds.BASIC_CONSUME); // the channel's own qos applies: no default
             broker.send(1, new BasicConsumeOkEncoder().consumerTag("c"));
@@ -228,7 +228,7 @@ class ConsumerTimeoutRecoveryTest {
             });
             Channel ch = broker.openChannel(brokers.connection, 1);
             List<Long> seen = new ArrayList<>();
-            CompletionStage<ConsumerHandle> stage = ch.consume("q", ConsumeOptions.builder().consumerTag("c").build(),
+            CompletionStage<ConsumerHandle> stage = ch.consume("q", new ConsumeOptions().consumerTag("c"),
                     d -> {
                         seen.add(d.deliveryTag());
                         d.ack();

@@ -38,7 +38,7 @@ class RecoveryDeliveryTagTest {
     /** A channel with consumer "c" on queue "q" whose deliveries are kept (retained) in {@code kept}. */
     private static Channel consuming(RecoveringBrokers brokers, List<Delivery> kept) {
         Channel ch = brokers.first.openChannel(brokers.connection, 1);
-        consume(brokers.first, ch, ConsumeOptions.builder().consumerTag("c").build(), d -> kept.add(d.retain()));
+        consume(brokers.first, ch, new ConsumeOptions().consumerTag("c"), d -> kept.add(d.retain()));
         return ch;
     }
 
@@ -226,8 +226,7 @@ class RecoveryDeliveryTagTest {
         try (RecoveringBrokers brokers = new RecoveringBrokers()) {
             Channel ch = brokers.first.openChannel(brokers.connection, 1);
             List<String> seen = new ArrayList<>();
-            ConsumerHandle c = consume(brokers.first, ch, ConsumeOptions.builder().consumerTag("c").initialDemand(0)
-                    .build(), d -> {
+            ConsumerHandle c = consume(brokers.first, ch, new ConsumeOptions().consumerTag("c").initialDemand(0), d -> {
                         seen.add(d.deliveryTag() + (d.redelivered() ? " redelivered" : ""));
                         d.ack();
                     });
@@ -259,8 +258,8 @@ class RecoveryDeliveryTagTest {
         try (RecoveringBrokers brokers = new RecoveringBrokers(new io.warren.ConnectionOptions(), metrics)) {
             Channel ch = brokers.first.openChannel(brokers.connection, 1);
             List<Long> seen = new ArrayList<>();
-            ConsumerHandle c = consume(brokers.first, ch, ConsumeOptions.builder().consumerTag("c").prefetch(2)
-                    .initialDemand(0).build(), d -> {
+            ConsumerHandle c = consume(brokers.first, ch, new ConsumeOptions().consumerTag("c").prefetch(2)
+                    .initialDemand(0), d -> {
                         seen.add(d.deliveryTag());
                         d.ack();
                     });
@@ -290,8 +289,8 @@ class RecoveryDeliveryTagTest {
         try (RecoveringBrokers brokers = new RecoveringBrokers()) {
             Channel ch = brokers.first.openChannel(brokers.connection, 1);
             List<String> seen = new ArrayList<>();
-            CompletionStage<ConsumerHandle> stage = ch.consumeAsync("q", ConsumeOptions.builder().consumerTag("c")
-                    .concurrency(2).initialDemand(0).build(), d -> {
+            CompletionStage<ConsumerHandle> stage = ch.consumeAsync("q", new ConsumeOptions().consumerTag("c")
+                    .concurrency(2).initialDemand(0), d -> {
                         seen.add(d.deliveryTag() + (d.redelivered() ? " redelivered" : ""));
                         d.ack();
                         return null;

@@ -34,7 +34,7 @@ class RecoveryReadPauseTest {
 
     private static ConsumerHandle consume(FakeBroker broker, Channel ch, String tag, ConsumeOptions options,
                                           List<Long> seen) {
-        var stage = ch.consume("q", options.toBuilder().consumerTag(tag).build(), d -> seen.add(d.deliveryTag()));
+        var stage = ch.consume("q", new ConsumeOptions(options).consumerTag(tag), d -> seen.add(d.deliveryTag()));
         broker.expectAndRelease(1, MethodIds.BASIC_CONSUME);
         broker.send(1, new BasicConsumeOkEncoder().consumerTag(tag));
         return stage.toCompletableFuture().join();
@@ -61,7 +61,7 @@ class RecoveryReadPauseTest {
             Channel ch = brokers.first.openChannel(brokers.connection, 1);
             List<Long> seen = new ArrayList<>();
             ConsumerHandle c = consume(brokers.first, ch, "c",
-                    ConsumeOptions.builder().noAck(true).waterMarks(2, 4).build(), seen);
+                    new ConsumeOptions().noAck(true).waterMarks(2, 4), seen);
             c.pause();
             for (long t = 1; t <= 4; t++) {
                 deliver(brokers.first, "c", t);
@@ -90,7 +90,7 @@ class RecoveryReadPauseTest {
         try (RecoveringBrokers brokers = new RecoveringBrokers()) {
             Channel ch = brokers.first.openChannel(brokers.connection, 1);
             List<Long> seen = new ArrayList<>();
-            ConsumeOptions noAck = ConsumeOptions.builder().noAck(true).waterMarks(2, 4).build();
+            ConsumeOptions noAck = new ConsumeOptions().noAck(true).waterMarks(2, 4);
             ConsumerHandle a = consume(brokers.first, ch, "a", noAck, seen);
             ConsumerHandle b = consume(brokers.first, ch, "b", noAck, seen);
             a.pause();
@@ -125,7 +125,7 @@ class RecoveryReadPauseTest {
         try (RecoveringBrokers brokers = new RecoveringBrokers()) {
             Channel ch = brokers.first.openChannel(brokers.connection, 1);
             List<Long> seen = new ArrayList<>();
-            ConsumeOptions noAck = ConsumeOptions.builder().noAck(true).waterMarks(2, 4).build();
+            ConsumeOptions noAck = new ConsumeOptions().noAck(true).waterMarks(2, 4);
             ConsumerHandle a = consume(brokers.first, ch, "a", noAck, seen);
             consume(brokers.first, ch, "b", noAck, seen);
             a.pause();
@@ -152,7 +152,7 @@ class RecoveryReadPauseTest {
             Channel ch = brokers.first.openChannel(brokers.connection, 1);
             List<Long> seen = new ArrayList<>();
             ConsumerHandle c = consume(brokers.first, ch, "c",
-                    ConsumeOptions.builder().noAck(true).waterMarks(2, 4).build(), seen);
+                    new ConsumeOptions().noAck(true).waterMarks(2, 4), seen);
             c.pause();
             for (long t = 1; t <= 4; t++) {
                 deliver(brokers.first, "c", t);

@@ -20,10 +20,10 @@ import io.warren.ConnectionLostException;
 import io.warren.ConsumeOptions;
 import io.warren.ConsumerHandle;
 import io.warren.Delivery;
-import io.warren.ExchangeDeclare;
+import io.warren.ExchangeSpec;
 import io.warren.PublishNotConfirmedException;
 import io.warren.PublishOutcome;
-import io.warren.QueueDeclare;
+import io.warren.QueueSpec;
 import io.warren.RecoveryListener;
 import io.warren.StaleDeliveryException;
 import io.warren.codec.Frame;
@@ -178,10 +178,10 @@ class RecoveryTest {
             Channel ch = brokers.first.openChannel(brokers.connection, 1);
             CompletionStage<Void> qos = ch.basicQos(0, 5, false);
             CompletionStage<Void> select = ch.confirmSelect();
-            CompletionStage<Void> x = ch.exchangeDeclare(ExchangeDeclare.of("x", "topic").durable(true));
-            CompletionStage<Void> x2 = ch.exchangeDeclare(ExchangeDeclare.of("x2", "fanout"));
-            var named = ch.queueDeclare(QueueDeclare.serverNamed().exclusive(true));
-            var q = ch.queueDeclare(QueueDeclare.named("q").durable(true));
+            CompletionStage<Void> x = ch.exchangeDeclare(ExchangeSpec.of("x", "topic").durable(true));
+            CompletionStage<Void> x2 = ch.exchangeDeclare(ExchangeSpec.of("x2", "fanout"));
+            var named = ch.queueDeclare(QueueSpec.serverNamed().exclusive(true));
+            var q = ch.queueDeclare(QueueSpec.named("q").durable(true));
             assertEquals(List.of("1 basic.qos 5", "1 confirm.select", "1 exchange.declare x topic durable",
                     "1 exchange.declare x2 fanout", "1 queue.declare '' exclusive -> amq.gen-1-1",
                     "1 queue.declare 'q' durable -> q"), first.all());
@@ -196,9 +196,9 @@ class RecoveryTest {
             CompletionStage<Void> b2 = ch.queueBind("q", "x", "b.#");
             CompletionStage<Void> b3 = ch.exchangeBind("x2", "x", "c.#");
             List<String> seen = new ArrayList<>();
-            var c1 = ch.consume(serverNamed, ConsumeOptions.builder().consumerTag("c1").exclusive(true)
-                    .priority(3).build(), d -> seen.add("c1 " + d.deliveryTag()));
-            var c2 = ch.consume("q", ConsumeOptions.builder().consumerTag("c2").prefetch(10).build(),
+            var c1 = ch.consume(serverNamed, new ConsumeOptions().consumerTag("c1").exclusive(true)
+                    .priority(3), d -> seen.add("c1 " + d.deliveryTag()));
+            var c2 = ch.consume("q", new ConsumeOptions().consumerTag("c2").prefetch(10),
                     d -> seen.add("c2 " + d.deliveryTag()));
             assertEquals(List.of("1 queue.bind amq.gen-1-1 <- x a.#", "1 queue.bind q <- x b.#",
                     "1 exchange.bind x2 <- x c.#", "1 basic.consume amq.gen-1-1 c1 exclusive x-priority=3",
@@ -239,6 +239,40 @@ class RecoveryTest {
             deliver(second, "c2", 2, "two");
             assertEquals(List.of("c1 1", "c2 2"), seen);
             assertTrue(h2.isActive());
+        }
+    }
+
+    @Test
+    void consumeOptionsChangedAfterTheCallChangeNothingAlreadyRunning() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            List<Delivery> kept = new ArrayList<>();
+            ConsumeOptions options = new ConsumeOptions().consumerTag("c").prefetch(10).priority(3);
+            var c = ch.consume("q", options, d -> kept.add(d.retain()));
+            // the caller reuses its options object for something else
+            options.consumerTag("other").prefetch(99).priority(7).noAck(true).exclusive(true);
+            assertEquals(List.of("1 basic.qos 10", "1 basic.consume q c x-priority=3"),
+                    new Answers(brokers.first, "1").all());
+            done(c);
+
+            FakeBroker second = brokers.cutAndReconnect();
+            assertEquals(List.of("1 channel.open", "1 basic.qos 10", "1 basic.consume q c x-priority=3"),
+                    new Answers(second, "2").all(), "recovery consumes again with the options as they were");
+            deliver(second, "c", 1, "after");
+            assertEquals(1, kept.size());
+            Delivery after = kept.get(0);
+            try {
+                after.ack(); // a noAck delivery would refuse this
+                Frame f = second.expect(1, MethodIds.BASIC_ACK);
+                try {
+                    assertEquals(1, new BasicAck().wrap(f.payload(), f.payload().readerIndex()).deliveryTag());
+                } finally {
+                    f.release();
+                }
+            } finally {
+                after.release();
+            }
+            second.expectNothing();
         }
     }
 
@@ -286,7 +320,7 @@ class RecoveryTest {
             FakeBroker first = brokers.first;
             Channel ch = first.openChannel(brokers.connection, 1);
             List<Delivery> kept = new ArrayList<>();
-            var c = ch.consume("q", ConsumeOptions.builder().consumerTag("c").build(), d -> kept.add(d.retain()));
+            var c = ch.consume("q", new ConsumeOptions().consumerTag("c"), d -> kept.add(d.retain()));
             assertEquals(List.of("1 basic.qos 250", "1 basic.consume q c"), new Answers(first, "1").all());
             done(c);
             deliver(first, "c", 1, "before");

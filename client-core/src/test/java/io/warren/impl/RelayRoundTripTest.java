@@ -126,7 +126,7 @@ class RelayRoundTripTest {
         byte[] delivered = deliveredHeader();
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
-            ConsumeOptions options = ConsumeOptions.builder().noAck(true).build();
+            ConsumeOptions options = new ConsumeOptions().noAck(true);
             CompletionStage<ConsumerHandle> stage = ch.consume("in", options, d -> {
                 // the relay: same properties, same body, another exchange
                 ch.publish("out", d.routingKey(), false, d.properties(), d.body().retain());

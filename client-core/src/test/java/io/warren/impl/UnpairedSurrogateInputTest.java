@@ -11,8 +11,8 @@ import io.netty.buffer.Unpooled;
 import io.warren.Channel;
 import io.warren.ConnectionOptions;
 import io.warren.ConsumeOptions;
-import io.warren.ExchangeDeclare;
-import io.warren.QueueDeclare;
+import io.warren.ExchangeSpec;
+import io.warren.QueueSpec;
 import io.warren.codec.Frame;
 import io.warren.credentials.Credentials;
 import io.warren.codec.content.BasicProperties;
@@ -76,13 +76,13 @@ class UnpairedSurrogateInputTest {
         return Stream.of(
                 refused("queueDeclare name", "queue", () -> ch.queueDeclare(BAD)),
                 refused("queueDeclare argument value", "long string",
-                        () -> ch.queueDeclare(QueueDeclare.named("q").arguments(nested))),
+                        () -> ch.queueDeclare(QueueSpec.named("q").arguments(nested))),
                 refused("queueDeclare argument name", "field name",
-                        () -> ch.queueDeclare(QueueDeclare.named("q").argument(BAD, 1))),
+                        () -> ch.queueDeclare(QueueSpec.named("q").argument(BAD, 1))),
                 refused("exchangeDeclare name", "exchange", () -> ch.exchangeDeclare(BAD, "direct")),
                 refused("exchangeDeclare type", "type", () -> ch.exchangeDeclare("x", BAD)),
                 refused("exchangeDeclare argument", "long string",
-                        () -> ch.exchangeDeclare(ExchangeDeclare.of("x", "direct").arguments(Map.of("alt", BAD)))),
+                        () -> ch.exchangeDeclare(ExchangeSpec.of("x", "direct").arguments(Map.of("alt", BAD)))),
                 refused("exchangeBind routing key", "routing-key", () -> ch.exchangeBind("d", "s", BAD)),
                 refused("queueBind routing key", "routing-key", () -> ch.queueBind("q", "x", BAD)),
                 refused("queueBind argument", "long string",
@@ -93,9 +93,9 @@ class UnpairedSurrogateInputTest {
                 refused("basicGet", "queue", () -> ch.basicGet(BAD, false)),
                 refused("consume queue", "queue", () -> ch.consume(BAD, d -> { })),
                 refused("consume tag", "consumer-tag",
-                        () -> ch.consume("q", ConsumeOptions.builder().consumerTag(BAD).build(), d -> { })),
+                        () -> ch.consume("q", new ConsumeOptions().consumerTag(BAD), d -> { })),
                 refused("consume argument", "long string",
-                        () -> ch.consume("q", ConsumeOptions.builder().arguments(nested).build(), d -> { })),
+                        () -> ch.consume("q", new ConsumeOptions().arguments(nested), d -> { })),
                 refused("publish exchange", "exchange", () -> ch.publish(BAD, "k", false, null, new byte[1])),
                 refused("publish routing key", "routing-key", () -> ch.publish("", BAD, false, null, new byte[1])));
     }

@@ -14,8 +14,8 @@ import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.CompositeByteBuf;
 import io.warren.Channel;
 import io.warren.Connection;
+import io.warren.DeclaredQueue;
 import io.warren.GetResponse;
-import io.warren.QueueDeclareOk;
 import io.warren.it.BrokerExtension.TestNames;
 import java.util.Map;
 import java.util.Random;
@@ -53,7 +53,7 @@ class BasicGetIT {
         AMQP.BasicProperties props = new AMQP.BasicProperties.Builder().contentType("application/octet-stream")
                 .messageId("m-1").headers(Map.of("h", "v")).deliveryMode(2).build();
         publish(broker, q, props, "small".getBytes(), big);
-        assertEquals(2, await(ch.queueDeclare(io.warren.QueueDeclare.passive(q))).messageCount());
+        assertEquals(2, await(ch.queueDeclare(io.warren.QueueSpec.passive(q))).messageCount());
 
         try (GetResponse first = await(ch.basicGet(q, false))) {
             assertEquals("small", first.body().toString(java.nio.charset.StandardCharsets.UTF_8));
@@ -75,7 +75,7 @@ class BasicGetIT {
             second.release();
         }
         assertNull(await(ch.basicGet(q, true)), "basic.get-empty");
-        QueueDeclareOk after = await(ch.queueDeclare(io.warren.QueueDeclare.passive(q)));
+        DeclaredQueue after = await(ch.queueDeclare(io.warren.QueueSpec.passive(q)));
         assertEquals(0, after.messageCount());
         await(ch.queueDelete(q));
     }

@@ -11,7 +11,7 @@ import io.warren.Connection;
 import io.warren.ConnectionClosedException;
 import io.warren.ConnectionOptions;
 import io.warren.PublishOutcome;
-import io.warren.QueueDeclare;
+import io.warren.QueueSpec;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.concurrent.BlockingQueue;
@@ -47,7 +47,7 @@ class BlockedIT {
             }
         });
         Channel ch = await(c.openChannel());
-        String q = await(ch.queueDeclare(QueueDeclare.serverNamed())).queue();
+        String q = await(ch.queueDeclare(QueueSpec.serverNamed())).queue();
         // RabbitMQ blocks a connection when it publishes during an alarm: one publish before, so it is a publisher
         assertEquals(PublishOutcome.SENT, await(ch.publish("", q, false, null, "before".getBytes(StandardCharsets.UTF_8))));
         try {

@@ -14,7 +14,7 @@ import io.warren.Connection;
 import io.warren.PublishNackedException;
 import io.warren.PublishNotConfirmedException;
 import io.warren.PublishOutcome;
-import io.warren.QueueDeclare;
+import io.warren.QueueSpec;
 import io.warren.it.BrokerExtension.TestNames;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.content.ShortString;
@@ -71,7 +71,7 @@ class ConfirmIT {
             throws Exception {
         Channel ch = await(connection.openChannel());
         String q = names.queue("bounded");
-        await(ch.queueDeclare(QueueDeclare.named(q).argument("x-max-length", 10)
+        await(ch.queueDeclare(QueueSpec.named(q).argument("x-max-length", 10)
                 .argument("x-overflow", "reject-publish")));
         await(ch.confirmSelect());
         List<CompletionStage<PublishOutcome>> f = new ArrayList<>();

@@ -16,7 +16,7 @@ import io.warren.Connection;
 import io.warren.ConnectionClosedException;
 import io.warren.ConnectionOptions;
 import io.warren.ConnectionTimeoutException;
-import io.warren.QueueDeclare;
+import io.warren.QueueSpec;
 import java.net.ServerSocket;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -46,7 +46,7 @@ class ConnectIT {
             assertEquals(65536, c.frameMax());
             assertEquals("RabbitMQ", String.valueOf(c.serverProperties().get("product")));
             Channel ch = await(c.openChannel());
-            assertEquals(0, await(ch.queueDeclare(QueueDeclare.serverNamed())).messageCount());
+            assertEquals(0, await(ch.queueDeclare(QueueSpec.serverNamed())).messageCount());
         } finally {
             await(c.close());
         }
@@ -132,7 +132,7 @@ class ConnectIT {
         }
         assertTrue(connection.isOpen());
         Channel last = await(connection.openChannel());
-        assertNotNull(await(last.queueDeclare(QueueDeclare.serverNamed())));
+        assertNotNull(await(last.queueDeclare(QueueSpec.serverNamed())));
     }
 
     @Test

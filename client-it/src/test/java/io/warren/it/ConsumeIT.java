@@ -20,7 +20,7 @@ import io.warren.ConsumerCancelledException;
 import io.warren.ConsumerHandle;
 import io.warren.Delivery;
 import io.warren.GetResponse;
-import io.warren.QueueDeclare;
+import io.warren.QueueSpec;
 import io.warren.VirtualThreads;
 import io.warren.it.BrokerExtension.TestNames;
 import java.nio.charset.StandardCharsets;
@@ -92,7 +92,7 @@ class ConsumeIT {
 
     /** Messages ready plus unacknowledged in {@code queue}, from a passive declare. */
     static long messageCount(Channel ch, String queue) throws Exception {
-        return await(ch.queueDeclare(QueueDeclare.passive(queue))).messageCount();
+        return await(ch.queueDeclare(QueueSpec.passive(queue))).messageCount();
     }
 
     // ---- tests -----------------------------------------------------------------------------------------------
@@ -106,7 +106,7 @@ class ConsumeIT {
         BitSet seen = new BitSet();
         AtomicInteger wrongThread = new AtomicInteger();
         CountDownLatch all = new CountDownLatch(5000);
-        ConsumerHandle c = await(ch.consume(q, ConsumeOptions.builder().prefetch(200).build(), d -> {
+        ConsumerHandle c = await(ch.consume(q, new ConsumeOptions().prefetch(200), d -> {
             if (!Thread.currentThread().getName().startsWith("warren-io")) {
                 wrongThread.incrementAndGet();
             }
@@ -134,7 +134,7 @@ class ConsumeIT {
         publishNumbered(broker, q, 10_000, 16);
         AtomicInteger count = new AtomicInteger();
         CountDownLatch all = new CountDownLatch(1);
-        ConsumerHandle c = await(ch.consume(q, ConsumeOptions.builder().prefetch(1000).build(), d -> {
+        ConsumerHandle c = await(ch.consume(q, new ConsumeOptions().prefetch(1000), d -> {
             int n = count.incrementAndGet();
             if (n % 100 == 0) {
                 d.ack(true);
@@ -156,7 +156,7 @@ class ConsumeIT {
         publishNumbered(broker, q, 1, 4);
         List<Boolean> redelivered = Collections.synchronizedList(new ArrayList<>());
         CountDownLatch twice = new CountDownLatch(2);
-        ConsumerHandle c = await(ch.consume(q, ConsumeOptions.builder().prefetch(1).build(), d -> {
+        ConsumerHandle c = await(ch.consume(q, new ConsumeOptions().prefetch(1), d -> {
             redelivered.add(d.redelivered());
             if (d.redelivered()) {
                 d.ack();
@@ -214,8 +214,7 @@ class ConsumeIT {
         AtomicInteger wrongThread = new AtomicInteger();
         BitSet seen = new BitSet();
         CountDownLatch all = new CountDownLatch(total);
-        ConsumeOptions options = ConsumeOptions.builder().prefetch(500).executor(executor).concurrency(concurrency)
-                .build();
+        ConsumeOptions options = new ConsumeOptions().prefetch(500).executor(executor).concurrency(concurrency);
         ConsumerHandle c = await(ch.consume(q, options, d -> {
             int now = inFlight.incrementAndGet();
             maxInFlight.accumulateAndGet(now, Math::max);
@@ -269,7 +268,7 @@ class ConsumeIT {
             AtomicInteger inFlight = new AtomicInteger();
             AtomicInteger maxInFlight = new AtomicInteger();
             CountDownLatch all = new CountDownLatch(total);
-            ConsumerHandle c = await(ch.consumeAsync(q, ConsumeOptions.builder().prefetch(100).concurrency(16).build(),
+            ConsumerHandle c = await(ch.consumeAsync(q, new ConsumeOptions().prefetch(100).concurrency(16),
                     d -> {
                         maxInFlight.accumulateAndGet(inFlight.incrementAndGet(), Math::max);
                         CompletableFuture<Void> done = new CompletableFuture<>();
@@ -306,7 +305,7 @@ class ConsumeIT {
         assertEquals(c.consumerTag(), e.consumerTag());
         assertFalse(c.isActive());
         assertTrue(ch.isOpen(), "the channel stays open");
-        await(ch.queueDeclare(QueueDeclare.serverNamed()));
+        await(ch.queueDeclare(QueueSpec.serverNamed()));
     }
 
     @Test
@@ -317,7 +316,7 @@ class ConsumeIT {
         await(ch.queueDeclare(q));
         publishNumbered(broker, q, 50, 1024);
         CountDownLatch first = new CountDownLatch(1);
-        ConsumerHandle c = await(ch.consume(q, ConsumeOptions.builder().prefetch(50).build(), d -> {
+        ConsumerHandle c = await(ch.consume(q, new ConsumeOptions().prefetch(50), d -> {
             first.countDown();
         }));
         assertTrue(first.await(30, TimeUnit.SECONDS));
@@ -330,7 +329,7 @@ class ConsumeIT {
 
         io.warren.Connection second = await(BrokerExtension.client().connect(broker.uri()));
         Channel ch2 = await(second.openChannel());
-        ConsumerHandle c2 = await(ch2.consume(q, ConsumeOptions.builder().prefetch(50).build(), d -> { }));
+        ConsumerHandle c2 = await(ch2.consume(q, new ConsumeOptions().prefetch(50), d -> { }));
         c2.pause();
         await(second.close());
         assertInstanceOf(ConnectionClosedException.class, await(c2.endFuture()));
@@ -363,8 +362,8 @@ class ConsumeIT {
         Channel ch = await(connection.openChannel());
         String q = names.queue("q");
         await(ch.queueDeclare(q));
-        ConsumerHandle exclusive = await(ch.consume(q, ConsumeOptions.builder().exclusive(true).priority(10)
-                .consumerTag("mine").build(), d -> { }));
+        ConsumerHandle exclusive = await(ch.consume(q, new ConsumeOptions().exclusive(true).priority(10)
+                .consumerTag("mine"), d -> { }));
         assertEquals("mine", exclusive.consumerTag());
         Channel other = await(connection.openChannel());
         Throwable refused = TopologyIT.failure(other.consume(q, d -> { }));
@@ -378,11 +377,11 @@ class ConsumeIT {
     void aStreamIsReadFromTheFirstOffset(Broker broker, Connection connection, TestNames names) throws Exception {
         Channel ch = await(connection.openChannel());
         String s = names.queue("stream");
-        await(ch.queueDeclare(QueueDeclare.named(s).durable(true).arguments(Map.of("x-queue-type", "stream"))));
+        await(ch.queueDeclare(QueueSpec.named(s).durable(true).arguments(Map.of("x-queue-type", "stream"))));
         publishNumbered(broker, s, 20, 8);
         BitSet seen = new BitSet();
         CountDownLatch all = new CountDownLatch(20);
-        ConsumerHandle c = await(ch.consume(s, ConsumeOptions.builder().prefetch(10).streamOffset("first").build(),
+        ConsumerHandle c = await(ch.consume(s, new ConsumeOptions().prefetch(10).streamOffset("first"),
                 d -> {
                     seen.set(numberOf(d));
                     d.ack();

@@ -109,7 +109,7 @@ class ConsumerTimeoutIT {
             List<String> handled = Collections.synchronizedList(new ArrayList<>());
             List<Delivery> held = Collections.synchronizedList(new ArrayList<>());
             // demand for one: message 0 is held unacknowledged, 1 and 2 wait in the consumer's queue
-            ConsumerHandle consumer = await(ch.consume(q, ConsumeOptions.builder().initialDemand(1).build(), d -> {
+            ConsumerHandle consumer = await(ch.consume(q, new ConsumeOptions().initialDemand(1), d -> {
                 String body = d.body().toString(StandardCharsets.UTF_8);
                 handled.add(body + (d.redelivered() ? " redelivered" : ""));
                 if (d.redelivered()) {

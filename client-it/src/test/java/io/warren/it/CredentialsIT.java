@@ -10,7 +10,7 @@ import io.warren.AuthenticationException;
 import io.warren.Channel;
 import io.warren.Connection;
 import io.warren.ConnectionOptions;
-import io.warren.QueueDeclare;
+import io.warren.QueueSpec;
 import io.warren.credentials.Credentials;
 import io.warren.credentials.CredentialsProvider;
 import io.warren.credentials.RefreshingCredentialsProvider;
@@ -36,7 +36,7 @@ class CredentialsIT {
     void theBrokerAcceptsUpdateSecret(Connection connection, Broker broker) throws Exception {
         await(connection.updateSecret(broker.password(), "warren-it"));
         Channel ch = await(connection.openChannel());
-        await(ch.queueDeclare(QueueDeclare.serverNamed()));
+        await(ch.queueDeclare(QueueSpec.serverNamed()));
         assertTrue(connection.isOpen());
     }
 
@@ -62,7 +62,7 @@ class CredentialsIT {
             assertTrue(fetches.get() >= 3, "the token was fetched again before each expiry: " + fetches.get());
             assertTrue(connection.isOpen(), "still open after several token lifetimes");
             Channel ch = await(connection.openChannel());
-            await(ch.queueDeclare(QueueDeclare.serverNamed()));
+            await(ch.queueDeclare(QueueSpec.serverNamed()));
         } finally {
             await(connection.close());
         }
@@ -91,7 +91,7 @@ class CredentialsIT {
             recovered.get(60, TimeUnit.SECONDS);
             assertEquals(2, asked.get(), "asked again for the recovery's connection.start");
             Channel ch = await(connection.openChannel());
-            await(ch.queueDeclare(QueueDeclare.serverNamed()));
+            await(ch.queueDeclare(QueueSpec.serverNamed()));
         } finally {
             await(connection.close());
         }

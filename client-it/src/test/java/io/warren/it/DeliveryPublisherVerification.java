@@ -6,7 +6,7 @@ import io.warren.ConnectionOptions;
 import io.warren.ConsumeOptions;
 import io.warren.Delivery;
 import io.warren.PublishOutcome;
-import io.warren.QueueDeclare;
+import io.warren.QueueSpec;
 import io.warren.flow.DeliveryPublisher;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.CompletableFuture;
@@ -58,7 +58,7 @@ public class DeliveryPublisherVerification extends FlowPublisherVerification<Del
             Channel ch = await(connection.openChannel());
             String q = prefix + ".q" + QUEUES.incrementAndGet();
             // the broker deletes it a minute after its last use
-            await(ch.queueDeclare(QueueDeclare.named(q).argument("x-expires", 60_000)));
+            await(ch.queueDeclare(QueueSpec.named(q).argument("x-expires", 60_000)));
             await(ch.confirmSelect());
             CompletionStage<PublishOutcome> last = CompletableFuture.completedFuture(PublishOutcome.CONFIRMED);
             for (long i = 0; i < elements; i++) {
@@ -66,7 +66,7 @@ public class DeliveryPublisherVerification extends FlowPublisherVerification<Del
             }
             await(last);
             // the TCK's subscribers never settle: auto-ack, or the flow would stop at the prefetch
-            return DeliveryPublisher.of(ch, q, ConsumeOptions.builder().noAck(true).build()).limit(elements);
+            return DeliveryPublisher.of(ch, q, new ConsumeOptions().noAck(true)).limit(elements);
         } catch (Exception e) {
             throw new IllegalStateException("could not prepare a queue of " + elements + " messages", e);
         }

@@ -11,7 +11,7 @@ import io.vertx.core.internal.VertxInternal;
 import io.warren.AmqpClient;
 import io.warren.Channel;
 import io.warren.Connection;
-import io.warren.QueueDeclare;
+import io.warren.QueueSpec;
 import io.warren.vertx.VertxAmqp;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
@@ -45,7 +45,7 @@ class EventLoopGroupIT {
                     }
                 });
             }
-            ch.queueDeclare(QueueDeclare.serverNamed())
+            ch.queueDeclare(QueueSpec.serverNamed())
                     .whenComplete((ok, e) -> thread.complete(Thread.currentThread().getName()));
             attached.countDown();
             assertTrue(thread.get(30, TimeUnit.SECONDS).startsWith("vert.x-eventloop-thread"), thread.join());

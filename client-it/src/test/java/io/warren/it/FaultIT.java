@@ -17,7 +17,7 @@ import io.warren.ConsumerCancelledException;
 import io.warren.ConsumerHandle;
 import io.warren.PublishNotConfirmedException;
 import io.warren.PublishOutcome;
-import io.warren.QueueDeclare;
+import io.warren.QueueSpec;
 import io.warren.RecoveryOptions;
 import io.warren.StaleDeliveryException;
 import io.warren.codec.content.BasicProperties;
@@ -132,7 +132,7 @@ class FaultIT {
             c.addRecoveryListener(events);
             Channel ch = await(c.openChannel());
             String q = names.queue("50k");
-            await(ch.queueDeclare(QueueDeclare.named(q)));
+            await(ch.queueDeclare(QueueSpec.named(q)));
             names.onCleanup(() -> deleteQueue(broker, q));
             await(ch.confirmSelect());
             ConfirmedRun run = new ConfirmedRun(count);
@@ -165,7 +165,7 @@ class FaultIT {
     static BitSet consumeAll(Channel ch, String q, int count) throws Exception {
         BitSet seen = new BitSet();
         CompletableFuture<Void> done = new CompletableFuture<>();
-        ConsumerHandle h = await(ch.consume(q, ConsumeOptions.builder().noAck(true).build(), d -> {
+        ConsumerHandle h = await(ch.consume(q, new ConsumeOptions().noAck(true), d -> {
             synchronized (seen) {
                 seen.set(number(d.body()));
                 if (seen.cardinality() == count) {
@@ -219,7 +219,7 @@ class FaultIT {
                 proxy.stall(false);
                 events.awaitRecovery();
                 assertTrue(ch.isOpen());
-                await(ch.queueDeclare(QueueDeclare.serverNamed()));
+                await(ch.queueDeclare(QueueSpec.serverNamed()));
             } finally {
                 await(c.close());
             }
@@ -239,7 +239,7 @@ class FaultIT {
         Events events = new Events();
         c.addRecoveryListener(events);
         Channel ch = await(c.openChannel());
-        await(ch.queueDeclare(QueueDeclare.named(q).durable(true)));
+        await(ch.queueDeclare(QueueSpec.named(q).durable(true)));
         await(ch.confirmSelect());
         BasicProperties persistent = BasicProperties.builder().deliveryMode(2).build();
         List<CompletableFuture<PublishOutcome>> sent = new ArrayList<>();
@@ -253,8 +253,8 @@ class FaultIT {
         AtomicInteger stale = new AtomicInteger();
         AtomicInteger redelivered = new AtomicInteger();
         CompletableFuture<Void> all = new CompletableFuture<>();
-        ConsumerHandle consumer = await(consumeCh.consume(q, ConsumeOptions.builder().prefetch(20)
-                .executor(java.util.concurrent.Executors.newSingleThreadExecutor()).build(), d -> {
+        ConsumerHandle consumer = await(consumeCh.consume(q, new ConsumeOptions().prefetch(20)
+                .executor(java.util.concurrent.Executors.newSingleThreadExecutor()), d -> {
             try {
                 Thread.sleep(1); // a consumer slower than the broker: deliveries are in flight at the stop
                 d.ack();
@@ -314,7 +314,7 @@ class FaultIT {
                 c.addRecoveryListener(events);
                 Channel ch = await(c.openChannel());
                 String q = "warren-it.fault.deleted." + System.nanoTime();
-                await(ch.queueDeclare(QueueDeclare.named(q)));
+                await(ch.queueDeclare(QueueSpec.named(q)));
                 ConsumerHandle consumer = await(ch.consume(q, d -> { }));
                 Channel other = await(c.openChannel());
                 await(other.queueDelete(q));

@@ -68,7 +68,7 @@ class FlowControlIT {
         CountDownLatch all = new CountDownLatch(1);
         long baseline = allocatorUsed(connection);
         // paused from the start (initial demand 0): the first delivery already finds no demand
-        ConsumeOptions options = ConsumeOptions.builder().noAck(true).initialDemand(0).build();
+        ConsumeOptions options = new ConsumeOptions().noAck(true).initialDemand(0);
         ConsumerHandle c = await(ch.consume(q, options, d -> {
             int expected = received.getAndIncrement();
             if (numberOf(d) != expected) {
@@ -134,7 +134,7 @@ class FlowControlIT {
         AtomicInteger fastCount = new AtomicInteger();
         // both on ONE channel and connection; the default water marks lie above the prefetch: the broker keeps to
         // it, so the paused consumer's queue never stops the connection's reading
-        ConsumeOptions options = ConsumeOptions.builder().prefetch(20).build();
+        ConsumeOptions options = new ConsumeOptions().prefetch(20);
         ConsumerHandle paused = await(ch.consume(slow, options, d -> {
             slowCount.incrementAndGet();
             d.ack();

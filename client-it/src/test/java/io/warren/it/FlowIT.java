@@ -16,7 +16,7 @@ import io.warren.ConnectionClosedException;
 import io.warren.ConnectionOptions;
 import io.warren.ConsumeOptions;
 import io.warren.Delivery;
-import io.warren.QueueDeclare;
+import io.warren.QueueSpec;
 import io.warren.RecoveryOptions;
 import io.warren.flow.DeliveryPublisher;
 import java.time.Duration;
@@ -96,7 +96,7 @@ class FlowIT {
 
     /** A queue that the broker deletes a minute after its last use. */
     static String declare(Channel ch, String name) throws Exception {
-        return await(ch.queueDeclare(QueueDeclare.named(name).argument("x-expires", 60_000))).queue();
+        return await(ch.queueDeclare(QueueSpec.named(name).argument("x-expires", 60_000))).queue();
     }
 
     @Test
@@ -106,7 +106,7 @@ class FlowIT {
         String q = declare(ch, names.queue("credit"));
         publishNumbered(broker, q, 50, 16);
         Recorder r = new Recorder(false);
-        DeliveryPublisher.of(ch, q, ConsumeOptions.builder().prefetch(5).build()).subscribe(r);
+        DeliveryPublisher.of(ch, q, new ConsumeOptions().prefetch(5)).subscribe(r);
 
         r.subscription().request(5);
         r.awaitCount(5);
@@ -134,7 +134,7 @@ class FlowIT {
         String q = declare(ch, names.queue("demand"));
         publishNumbered(broker, q, 50, 16);
         Recorder r = new Recorder(true);
-        DeliveryPublisher.of(ch, q, ConsumeOptions.builder().prefetch(20).build()).subscribe(r);
+        DeliveryPublisher.of(ch, q, new ConsumeOptions().prefetch(20)).subscribe(r);
 
         r.subscription().request(3);
         r.awaitCount(3);
@@ -164,7 +164,7 @@ class FlowIT {
         String q = declare(ch, names.queue("recovery"));
         publishNumbered(broker, q, 3, 16);
         Recorder r = new Recorder(true);
-        DeliveryPublisher.of(ch, q, ConsumeOptions.builder().prefetch(10).build()).subscribe(r);
+        DeliveryPublisher.of(ch, q, new ConsumeOptions().prefetch(10)).subscribe(r);
         r.subscription().request(8);
         r.awaitCount(3);
 
@@ -192,7 +192,7 @@ class FlowIT {
         String q = declare(ch, names.queue("stale"));
         publishNumbered(broker, q, 10, 16);
         Recorder r = new Recorder(true); // an ack of a stale delivery would throw, and so cancel the subscription
-        DeliveryPublisher.of(ch, q, ConsumeOptions.builder().prefetch(10).build()).subscribe(r);
+        DeliveryPublisher.of(ch, q, new ConsumeOptions().prefetch(10)).subscribe(r);
         r.subscription().request(2);
         r.awaitCount(2);
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
@@ -218,26 +218,26 @@ class FlowIT {
         String q = declare(ch, names.queue("cancel"));
         publishNumbered(broker, q, 10, 16);
         Recorder r = new Recorder(false);
-        DeliveryPublisher.of(ch, q, ConsumeOptions.builder().prefetch(10).build()).subscribe(r);
+        DeliveryPublisher.of(ch, q, new ConsumeOptions().prefetch(10)).subscribe(r);
         r.subscription().request(2);
         r.awaitCount(2);
-        assertEquals(1, await(ch.queueDeclare(QueueDeclare.passive(q))).consumerCount());
+        assertEquals(1, await(ch.queueDeclare(QueueSpec.passive(q))).consumerCount());
 
         r.subscription().cancel();
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (await(ch.queueDeclare(QueueDeclare.passive(q))).consumerCount() != 0
+        while (await(ch.queueDeclare(QueueSpec.passive(q))).consumerCount() != 0
                 && System.nanoTime() < deadline) {
             Thread.sleep(10);
         }
-        assertEquals(0, await(ch.queueDeclare(QueueDeclare.passive(q))).consumerCount(), "basic.cancel sent");
+        assertEquals(0, await(ch.queueDeclare(QueueSpec.passive(q))).consumerCount(), "basic.cancel sent");
         // the two emitted are still the subscriber's to settle; the rest went back to the queue
         r.deliveries.take().ack();
         r.deliveries.take().ack();
         deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (await(ch.queueDeclare(QueueDeclare.passive(q))).messageCount() != 8 && System.nanoTime() < deadline) {
+        while (await(ch.queueDeclare(QueueSpec.passive(q))).messageCount() != 8 && System.nanoTime() < deadline) {
             Thread.sleep(10);
         }
-        assertEquals(8, await(ch.queueDeclare(QueueDeclare.passive(q))).messageCount());
+        assertEquals(8, await(ch.queueDeclare(QueueSpec.passive(q))).messageCount());
         assertTrue(ch.isOpen());
         assertEquals(2, r.numbers.size());
         assertNull(r.end.getNow(null), "no signal after cancel");
@@ -309,7 +309,7 @@ class FlowIT {
         List<Integer> numbers = new CopyOnWriteArrayList<>();
         CompletableFuture<Throwable> end = new CompletableFuture<>();
         DeliveryPublisher publisher = DeliveryPublisher.of(ch, q,
-                ConsumeOptions.builder().noAck(true).executor(pool).build()).limit(200);
+                new ConsumeOptions().noAck(true).executor(pool)).limit(200);
         publisher.subscribe(new Flow.Subscriber<>() {
             private Flow.Subscription s;
 
@@ -362,9 +362,9 @@ class FlowIT {
 
     private static void awaitConsumer(Channel ch, String q) throws Exception {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (await(ch.queueDeclare(QueueDeclare.passive(q))).consumerCount() != 1 && System.nanoTime() < deadline) {
+        while (await(ch.queueDeclare(QueueSpec.passive(q))).consumerCount() != 1 && System.nanoTime() < deadline) {
             Thread.sleep(10);
         }
-        assertEquals(1, await(ch.queueDeclare(QueueDeclare.passive(q))).consumerCount());
+        assertEquals(1, await(ch.queueDeclare(QueueSpec.passive(q))).consumerCount());
     }
 }

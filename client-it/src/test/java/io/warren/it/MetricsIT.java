@@ -19,7 +19,7 @@ import io.warren.Connection;
 import io.warren.ConsumeOptions;
 import io.warren.ConsumerHandle;
 import io.warren.PublishOutcome;
-import io.warren.QueueDeclare;
+import io.warren.QueueSpec;
 import io.warren.micrometer.WarrenMeterBinder;
 import io.warren.rpc.RpcClient;
 import java.nio.charset.StandardCharsets;
@@ -65,7 +65,7 @@ class MetricsIT {
             Channel channel = await(connection.openChannel());
             assertEquals(1, value(registry, "rabbitmq.connections"));
             assertEquals(1, value(registry, "rabbitmq.channels"));
-            String queue = await(channel.queueDeclare(QueueDeclare.serverNamed())).queue();
+            String queue = await(channel.queueDeclare(QueueSpec.serverNamed())).queue();
 
             await(channel.confirmSelect());
             List<CompletableFuture<PublishOutcome>> outcomes = new ArrayList<>();
@@ -83,7 +83,7 @@ class MetricsIT {
             assertEquals(0, value(registry, "rabbitmq.not_acknowledged_published"));
 
             CountDownLatch handled = new CountDownLatch(10);
-            ConsumerHandle consumer = await(channel.consume(queue, ConsumeOptions.builder().prefetch(20).build(),
+            ConsumerHandle consumer = await(channel.consume(queue, new ConsumeOptions().prefetch(20),
                     d -> {
                         String body = d.body().toString(StandardCharsets.UTF_8);
                         if (Integer.parseInt(body.substring(1)) % 2 == 0) {
@@ -145,10 +145,10 @@ class MetricsIT {
         try {
             Connection connection = await(client.connect(broker.uri()));
             Channel channel = await(connection.openChannel());
-            await(channel.queueDeclare(QueueDeclare.named(queue).autoDelete(true)));
+            await(channel.queueDeclare(QueueSpec.named(queue).autoDelete(true)));
             List<ConsumerHandle> consumers = new ArrayList<>();
             for (int i = 0; i < 5; i++) {
-                consumers.add(await(channel.consume(queue, ConsumeOptions.builder().prefetch(10).build(),
+                consumers.add(await(channel.consume(queue, new ConsumeOptions().prefetch(10),
                         d -> d.ack())));
             }
             for (int i = 0; i < 3; i++) {

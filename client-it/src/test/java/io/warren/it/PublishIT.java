@@ -179,7 +179,7 @@ class PublishIT {
         AtomicReference<String> error = new AtomicReference<>();
         CompletableFuture<Void> all = new CompletableFuture<>();
         Channel subCh = await(sub.openChannel());
-        ConsumerHandle consumer = await(subCh.consume(q, ConsumeOptions.builder().noAck(true).build(), d -> {
+        ConsumerHandle consumer = await(subCh.consume(q, new ConsumeOptions().noAck(true), d -> {
             ByteBuf body = d.body();
             int thread = body.getInt(body.readerIndex());
             int seq = body.getInt(body.readerIndex() + 4);

@@ -14,7 +14,7 @@ import io.warren.Delivery;
 import io.warren.PublishNackedException;
 import io.warren.PublishNotConfirmedException;
 import io.warren.PublishOutcome;
-import io.warren.QueueDeclare;
+import io.warren.QueueSpec;
 import io.warren.RecoveryListener;
 import io.warren.RecoveryOptions;
 import io.warren.StaleDeliveryException;
@@ -106,7 +106,7 @@ class QuorumQueueClusterIT {
     }
 
     /** A quorum queue on all three nodes, declared through {@code admin}; deleted after the test. */
-    private String quorumQueue(Connection admin, String what, QueueDeclare declare) throws Exception {
+    private String quorumQueue(Connection admin, String what, QueueSpec declare) throws Exception {
         Channel ch = await(admin.openChannel());
         await(ch.queueDeclare(declare));
         queues.add(declare.queue());
@@ -156,7 +156,7 @@ class QuorumQueueClusterIT {
         String q = name("publish-" + which);
         Node leader0 = RabbitCluster.NODES.get(0);
         Connection admin = connect("admin", startingWith(leader0), null);
-        quorumQueue(admin, q, QueueDeclare.named(q).quorum());
+        quorumQueue(admin, q, QueueSpec.named(q).quorum());
         Node leader = RabbitCluster.leaderOf(q);
         Node publishTo = other(leader);
         Node stopped = which == Stopped.LEADER ? leader : publishTo;
@@ -267,7 +267,7 @@ class QuorumQueueClusterIT {
         AtomicInteger read = new AtomicInteger();
         CountDownLatch all = new CountDownLatch(1);
         BitSet missing = (BitSet) confirmedSeqs.clone();
-        await(cc.consume(q, ConsumeOptions.builder().prefetch(1000).build(), d -> {
+        await(cc.consume(q, new ConsumeOptions().prefetch(1000), d -> {
             int s = d.body().getInt(d.body().readerIndex());
             read.incrementAndGet();
             synchronized (inQueue) {
@@ -306,7 +306,7 @@ class QuorumQueueClusterIT {
         Node stopped = RabbitCluster.NODES.get(1);
         Node adminNode = other(stopped);
         Connection admin = connect("admin", startingWith(adminNode), null);
-        quorumQueue(admin, q, QueueDeclare.named(q).quorum());
+        quorumQueue(admin, q, QueueSpec.named(q).quorum());
         int total = 3_000;
         Channel pub = await(admin.openChannel());
         await(pub.confirmSelect());
@@ -330,7 +330,7 @@ class QuorumQueueClusterIT {
         CountDownLatch done = new CountDownLatch(1);
         ExecutorService worker = Executors.newSingleThreadExecutor();
         try {
-            await(ch.consume(q, ConsumeOptions.builder().prefetch(100).executor(worker).build(), (Delivery d) -> {
+            await(ch.consume(q, new ConsumeOptions().prefetch(100).executor(worker), (Delivery d) -> {
                 int s = d.body().getInt(d.body().readerIndex());
                 if (handled[s]++ > 0) {
                     repeats.incrementAndGet();
@@ -371,7 +371,7 @@ class QuorumQueueClusterIT {
         Node activeNode = RabbitCluster.NODES.get(0);
         Node standbyNode = RabbitCluster.NODES.get(1);
         Connection admin = connect("admin", startingWith(other(activeNode, standbyNode)), null);
-        quorumQueue(admin, q, QueueDeclare.named(q).quorum().singleActiveConsumer().deliveryLimit(10));
+        quorumQueue(admin, q, QueueSpec.named(q).quorum().singleActiveConsumer().deliveryLimit(10));
         String activeName = name("sac-active");
         Connection active = connect(activeName, startingWith(activeNode), new RecoveryOptions().enabled(false));
         Connection standby = connect("sac-standby", startingWith(standbyNode), null);
@@ -379,7 +379,7 @@ class QuorumQueueClusterIT {
         ConcurrentLinkedQueue<Integer> gotStandby = new ConcurrentLinkedQueue<>();
         CountDownLatch firstTen = new CountDownLatch(10);
         CountDownLatch nextTen = new CountDownLatch(10);
-        ConsumeOptions manual = ConsumeOptions.builder().prefetch(10).build();
+        ConsumeOptions manual = new ConsumeOptions().prefetch(10);
         await(await(active.openChannel()).consume(q, manual, d -> {
             gotActive.add(d.body().getInt(d.body().readerIndex()));
             d.ack();

@@ -15,10 +15,10 @@ import io.warren.ConnectionOptions;
 import io.warren.ConsumeOptions;
 import io.warren.ConsumerHandle;
 import io.warren.Delivery;
-import io.warren.ExchangeDeclare;
+import io.warren.ExchangeSpec;
 import io.warren.PublishNotConfirmedException;
 import io.warren.PublishOutcome;
-import io.warren.QueueDeclare;
+import io.warren.QueueSpec;
 import io.warren.RecoveryListener;
 import io.warren.RecoveryOptions;
 import io.warren.StaleDeliveryException;
@@ -99,12 +99,12 @@ class RecoveryIT {
             c.addRecoveryListener(events);
             Channel ch = await(c.openChannel());
             String x = names.exchange("x");
-            await(ch.exchangeDeclare(ExchangeDeclare.of(x, "direct")));
-            String q = await(ch.queueDeclare(QueueDeclare.serverNamed())).queue();
+            await(ch.exchangeDeclare(ExchangeSpec.of(x, "direct")));
+            String q = await(ch.queueDeclare(QueueSpec.serverNamed())).queue();
             await(ch.queueBind(q, x, "k"));
             await(ch.confirmSelect());
             BlockingQueue<String> got = new LinkedBlockingQueue<>();
-            ConsumerHandle consumer = await(ch.consume(q, ConsumeOptions.builder().noAck(true).build(),
+            ConsumerHandle consumer = await(ch.consume(q, new ConsumeOptions().noAck(true),
                     d -> got.add(d.body().toString(StandardCharsets.UTF_8))));
             String tag = consumer.consumerTag();
             assertEquals(PublishOutcome.CONFIRMED, await(ch.publish(x, "k", false, null, bytes("before"))));
@@ -138,7 +138,7 @@ class RecoveryIT {
         c.addRecoveryListener(events);
         Channel ch = await(c.openChannel());
         String q = names.queue("durable-ish");
-        await(ch.queueDeclare(QueueDeclare.named(q)));
+        await(ch.queueDeclare(QueueSpec.named(q)));
         deleteOnCleanup(names, broker, q);
         Rabbitmqctl.closeConnection(name, "closed by RecoveryIT");
         events.awaitRecovery();
@@ -155,9 +155,9 @@ class RecoveryIT {
             Events events = new Events();
             c.addRecoveryListener(events);
             Channel ch = await(c.openChannel());
-            String q = await(ch.queueDeclare(QueueDeclare.serverNamed())).queue();
+            String q = await(ch.queueDeclare(QueueSpec.serverNamed())).queue();
             BlockingQueue<Delivery> got = new LinkedBlockingQueue<>();
-            ConsumerHandle consumer = await(ch.consume(q, ConsumeOptions.builder().prefetch(10).build(),
+            ConsumerHandle consumer = await(ch.consume(q, new ConsumeOptions().prefetch(10),
                     d -> got.add(d.retain())));
             await(ch.publish("", q, false, null, bytes("m1")));
             Delivery first = got.poll(30, TimeUnit.SECONDS);
@@ -200,10 +200,10 @@ class RecoveryIT {
             Channel ch = await(c.openChannel());
             // a named queue outlives the connection, so its unacknowledged messages are redelivered after the cut
             String q = names.queue("tags");
-            await(ch.queueDeclare(QueueDeclare.named(q)));
+            await(ch.queueDeclare(QueueSpec.named(q)));
             deleteOnCleanup(names, broker, q);
             BlockingQueue<Delivery> got = new LinkedBlockingQueue<>();
-            await(ch.consume(q, ConsumeOptions.builder().prefetch(10).build(), d -> got.add(d.retain())));
+            await(ch.consume(q, new ConsumeOptions().prefetch(10), d -> got.add(d.retain())));
             for (int i = 1; i <= 3; i++) {
                 await(ch.publish("", q, false, null, bytes("m" + i)));
             }
@@ -242,7 +242,7 @@ class RecoveryIT {
             // new channel would have closed it with 406 instead
             await(ch.close());
             Channel check = await(c.openChannel());
-            assertEquals(0, await(check.queueDeclare(QueueDeclare.passive(q))).messageCount(), "all acknowledged");
+            assertEquals(0, await(check.queueDeclare(QueueSpec.passive(q))).messageCount(), "all acknowledged");
         }
     }
 
@@ -255,7 +255,7 @@ class RecoveryIT {
             c.addRecoveryListener(events);
             Channel ch = await(c.openChannel());
             String q = names.queue("held");
-            await(ch.queueDeclare(QueueDeclare.named(q)));
+            await(ch.queueDeclare(QueueSpec.named(q)));
             deleteOnCleanup(names, broker, q);
             await(ch.confirmSelect());
             proxy.refuseNew(true);
@@ -311,7 +311,7 @@ class RecoveryIT {
                 .automaticRecovery(false)));
         names.onCleanup(() -> admin.close().toCompletableFuture().get(30, TimeUnit.SECONDS));
         Channel adminCh = await(admin.openChannel());
-        await(adminCh.queueDeclare(QueueDeclare.named(q)));
+        await(adminCh.queueDeclare(QueueSpec.named(q)));
         names.onCleanup(() -> adminCh.queueDelete(q).toCompletableFuture().get(30, TimeUnit.SECONDS));
         ConsumeIT.publishNumbered(broker, q, messages, 1024);
         try (FaultProxy proxy = new FaultProxy(broker.host(), broker.port())) {
@@ -324,8 +324,8 @@ class RecoveryIT {
             Channel ch = await(c.openChannel());
             AtomicInteger acked = new AtomicInteger();
             AtomicInteger stale = new AtomicInteger();
-            ConsumerHandle consumer = await(ch.consume(q, ConsumeOptions.builder().prefetch(0).waterMarks(10, 50)
-                    .initialDemand(0).build(), d -> {
+            ConsumerHandle consumer = await(ch.consume(q, new ConsumeOptions().prefetch(0).waterMarks(10, 50)
+                    .initialDemand(0), d -> {
                         try {
                             d.ack();
                             acked.incrementAndGet();
@@ -377,11 +377,11 @@ class RecoveryIT {
             String autoDelete = names.queue("auto-delete");
             String x = names.exchange("deleted");
             await(ch.exchangeDeclare(x, "fanout"));
-            await(ch.queueDeclare(QueueDeclare.named(deleted)));
+            await(ch.queueDeclare(QueueSpec.named(deleted)));
             await(ch.queueBind(deleted, x, ""));
             await(ch.queueDelete(deleted));
             await(ch.exchangeDelete(x));
-            await(ch.queueDeclare(QueueDeclare.named(autoDelete).autoDelete(true)));
+            await(ch.queueDeclare(QueueSpec.named(autoDelete).autoDelete(true)));
             ConsumerHandle consumer = await(ch.consume(autoDelete, d -> { }));
             await(consumer.cancel()); // the broker deletes the auto-delete queue with its last consumer
             proxy.cutAll();
@@ -393,7 +393,7 @@ class RecoveryIT {
                 for (String q : List.of(deleted, autoDelete)) {
                     Channel probe = await(other.openChannel());
                     assertInstanceOf(io.warren.ChannelClosedException.class,
-                            TopologyIT.failure(probe.queueDeclare(QueueDeclare.passive(q))), q + " does not exist");
+                            TopologyIT.failure(probe.queueDeclare(QueueSpec.passive(q))), q + " does not exist");
                 }
             } finally {
                 await(other.close());

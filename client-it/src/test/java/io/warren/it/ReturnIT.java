@@ -8,7 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.warren.Channel;
 import io.warren.Connection;
 import io.warren.PublishOutcome;
-import io.warren.QueueDeclare;
+import io.warren.QueueSpec;
 import io.warren.it.BrokerExtension.TestNames;
 import io.warren.codec.content.BasicProperties;
 import java.nio.charset.StandardCharsets;
@@ -51,7 +51,7 @@ class ReturnIT {
     void returnsGoToTheirOwnPublishAmongLateConfirms(Connection connection, TestNames names) throws Exception {
         Channel ch = await(connection.openChannel());
         String q = names.queue("quorum");
-        await(ch.queueDeclare(QueueDeclare.named(q).durable(true).argument("x-queue-type", "quorum")));
+        await(ch.queueDeclare(QueueSpec.named(q).durable(true).argument("x-queue-type", "quorum")));
         names.onCleanup(() -> await(connection.openChannel().thenCompose(c -> c.queueDelete(q))));
         await(ch.confirmSelect());
         BasicProperties persistent = BasicProperties.builder().deliveryMode(2).build();

@@ -10,7 +10,7 @@ import io.warren.Channel;
 import io.warren.ConsumeOptions;
 import io.warren.Connection;
 import io.warren.Delivery;
-import io.warren.QueueDeclare;
+import io.warren.QueueSpec;
 import io.warren.RpcTimeoutException;
 import io.warren.codec.content.BasicProperties;
 import io.warren.rpc.RequestReturnedException;
@@ -52,8 +52,8 @@ class RpcIT {
         Connection serverConnection = await(BrokerExtension.client().connect(broker.uri()));
         names.onCleanup(() -> await(serverConnection.close()));
         Channel serverChannel = await(serverConnection.openChannel());
-        await(serverChannel.queueDeclare(QueueDeclare.named(queue).autoDelete(true)));
-        return await(RpcServer.start(serverChannel, queue, ConsumeOptions.builder().prefetch(32).concurrency(8).build(),
+        await(serverChannel.queueDeclare(QueueSpec.named(queue).autoDelete(true)));
+        return await(RpcServer.start(serverChannel, queue, new ConsumeOptions().prefetch(32).concurrency(8),
                 request -> CompletableFuture.completedFuture(RpcServer.Reply.of(
                         BasicProperties.builder().contentType("text/plain").build(),
                         io.netty.buffer.Unpooled.copiedBuffer(request.body().toString(StandardCharsets.UTF_8)
@@ -108,7 +108,7 @@ class RpcIT {
     @Test
     void aCallWithoutAServerTimesOut(Connection connection, BrokerExtension.TestNames names) throws Exception {
         Channel channel = await(connection.openChannel());
-        String queue = await(channel.queueDeclare(QueueDeclare.serverNamed())).queue(); // exists, nobody serves it
+        String queue = await(channel.queueDeclare(QueueSpec.serverNamed())).queue(); // exists, nobody serves it
         RpcClient rpc = await(RpcClient.create(await(connection.openChannel())));
         long start = System.nanoTime();
         ExecutionException e = assertThrows(ExecutionException.class,
@@ -137,7 +137,7 @@ class RpcIT {
         Connection serverConnection = await(BrokerExtension.client().connect(broker.uri()));
         names.onCleanup(() -> await(serverConnection.close()));
         Channel serverChannel = await(serverConnection.openChannel());
-        await(serverChannel.queueDeclare(QueueDeclare.named(queue).autoDelete(true)));
+        await(serverChannel.queueDeclare(QueueSpec.named(queue).autoDelete(true)));
         await(RpcServer.start(serverChannel, queue, request -> CompletableFuture.failedFuture(
                 new IllegalStateException("cannot price that"))));
         RpcClient rpc = await(RpcClient.create(await(connection.openChannel())));
@@ -145,14 +145,14 @@ class RpcIT {
                 () -> await(rpc.call("", queue, null, bytes("XAUUSD"), Duration.ofMillis(500))));
         assertInstanceOf(RpcTimeoutException.class, e.getCause());
         Channel check = await(connection.openChannel());
-        assertEquals(0, await(check.queueDeclare(QueueDeclare.passive(queue))).messageCount(),
+        assertEquals(0, await(check.queueDeclare(QueueSpec.passive(queue))).messageCount(),
                 "rejected without requeue");
     }
 
     @Test
     void closingTheClientFailsCallsInFlight(Connection connection) throws Exception {
         Channel channel = await(connection.openChannel());
-        String queue = await(channel.queueDeclare(QueueDeclare.serverNamed())).queue();
+        String queue = await(channel.queueDeclare(QueueSpec.serverNamed())).queue();
         RpcClient rpc = await(RpcClient.create(await(connection.openChannel())));
         CompletionStage<Delivery> call = rpc.call("", queue, null, bytes("waiting"), Duration.ofSeconds(30));
         await(rpc.close());

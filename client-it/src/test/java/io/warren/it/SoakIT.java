@@ -9,7 +9,7 @@ import io.warren.Connection;
 import io.warren.ConnectionLostException;
 import io.warren.ConnectionOptions;
 import io.warren.ConsumeOptions;
-import io.warren.QueueDeclare;
+import io.warren.QueueSpec;
 import io.warren.RecoveryListener;
 import io.warren.RecoveryOptions;
 import io.warren.StaleDeliveryException;
@@ -116,10 +116,10 @@ class SoakIT {
             conConn.addRecoveryListener(counting);
             try {
                 Channel pub = pubConn.openChannel().toCompletableFuture().get(30, TimeUnit.SECONDS);
-                pub.queueDeclare(QueueDeclare.named(queue)).toCompletableFuture().get(30, TimeUnit.SECONDS);
+                pub.queueDeclare(QueueSpec.named(queue)).toCompletableFuture().get(30, TimeUnit.SECONDS);
                 pub.confirmSelect().toCompletableFuture().get(30, TimeUnit.SECONDS);
                 Channel con = conConn.openChannel().toCompletableFuture().get(30, TimeUnit.SECONDS);
-                con.consume(queue, ConsumeOptions.builder().prefetch(500).build(), d -> {
+                con.consume(queue, new ConsumeOptions().prefetch(500), d -> {
                     consumed.incrementAndGet();
                     int n = d.body().getInt(d.body().readerIndex());
                     synchronized (seen) {

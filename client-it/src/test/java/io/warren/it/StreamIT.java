@@ -11,7 +11,7 @@ import io.warren.ConsumeOptions;
 import io.warren.ConsumerHandle;
 import io.warren.Delivery;
 import io.warren.PublishOutcome;
-import io.warren.QueueDeclare;
+import io.warren.QueueSpec;
 import io.warren.RecoveryOptions;
 import io.warren.StaleDeliveryException;
 import io.warren.StreamOffsetTracker;
@@ -86,7 +86,7 @@ class StreamIT {
 
     private static void declareStream(String name) throws Exception {
         Channel ch = await(connection.openChannel());
-        await(ch.queueDeclare(QueueDeclare.named(name).stream()));
+        await(ch.queueDeclare(QueueSpec.named(name).stream()));
         await(ch.close());
     }
 
@@ -140,11 +140,11 @@ class StreamIT {
         }
     }
 
-    private static Received consume(ConsumeOptions.Builder offset) throws Exception {
+    private static Received consume(ConsumeOptions offset) throws Exception {
         Received r = new Received();
         r.channel = await(connection.openChannel());
         // a stream needs a prefetch (basic.qos) and manual acks: the acks are its consumer's credit
-        r.handle = await(r.channel.consume(stream, offset.prefetch(PREFETCH).build(), r::take));
+        r.handle = await(r.channel.consume(stream, offset.prefetch(PREFETCH), r::take));
         return r;
     }
 
@@ -158,14 +158,14 @@ class StreamIT {
 
     @Test
     void fromFirstEveryMessageInOrder() throws Exception {
-        Received r = consume(ConsumeOptions.builder().streamOffset("first"));
+        Received r = consume(new ConsumeOptions().streamOffset("first"));
         assertEquals(range(0, 99), r.until(99));
         r.cancel();
     }
 
     @Test
     void fromLastTheLastChunkOnly() throws Exception {
-        Received r = consume(ConsumeOptions.builder().streamOffset("last"));
+        Received r = consume(new ConsumeOptions().streamOffset("last"));
         List<Long> got = r.until(99);
         System.out.println("[StreamIT] from last: offsets " + got.get(0) + ".." + got.get(got.size() - 1));
         assertTrue(got.get(0) >= 50, () -> "the last chunk is of the second batch: " + got);
@@ -175,14 +175,14 @@ class StreamIT {
 
     @Test
     void fromAnAbsoluteOffset() throws Exception {
-        Received r = consume(ConsumeOptions.builder().streamOffset(42));
+        Received r = consume(new ConsumeOptions().streamOffset(42));
         assertEquals(range(42, 99), r.until(99));
         r.cancel();
     }
 
     @Test
     void fromATimestampTheFirstMessageStoredAtOrAfterIt() throws Exception {
-        Received r = consume(ConsumeOptions.builder().streamOffset(secondBatchFrom));
+        Received r = consume(new ConsumeOptions().streamOffset(secondBatchFrom));
         assertEquals(range(50, 99), r.until(99), "the second batch, stored from " + secondBatchFrom);
         r.cancel();
     }
@@ -195,7 +195,7 @@ class StreamIT {
             publish(own, 0, 10);
             Channel ch = await(connection.openChannel());
             BlockingQueue<String> got = new LinkedBlockingQueue<>();
-            await(ch.consume(own, ConsumeOptions.builder().streamOffset("next").prefetch(PREFETCH).build(), d -> {
+            await(ch.consume(own, new ConsumeOptions().streamOffset("next").prefetch(PREFETCH), d -> {
                 got.add(offsetOf(d) + " " + d.body().toString(StandardCharsets.UTF_8));
                 d.ack();
             }));
@@ -232,8 +232,7 @@ class StreamIT {
             consumer.addRecoveryListener(recoveries);
             CountDownLatch done = new CountDownLatch(1);
             Channel ch = await(consumer.openChannel());
-            await(ch.consume(own, ConsumeOptions.builder().prefetch(PREFETCH).streamOffset(offsets).executor(worker)
-                    .build(), d -> {
+            await(ch.consume(own, new ConsumeOptions().prefetch(PREFETCH).streamOffset(offsets).executor(worker), d -> {
                         if (offsets.isRepeat(d)) {
                             repeatsSkipped.incrementAndGet(); // delivered again after the re-consume: done already
                         } else {

@@ -4,7 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.warren.Channel;
 import io.warren.Connection;
-import io.warren.QueueDeclare;
+import io.warren.QueueSpec;
 import io.warren.it.examples.TlsExample;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -35,7 +35,7 @@ class TlsExampleIT {
                         .toCompletableFuture().get(30, TimeUnit.SECONDS);
                 try {
                     Channel ch = c.openChannel().toCompletableFuture().get(30, TimeUnit.SECONDS);
-                    assertTrue(ch.queueDeclare(QueueDeclare.serverNamed()).toCompletableFuture()
+                    assertTrue(ch.queueDeclare(QueueSpec.serverNamed()).toCompletableFuture()
                             .get(30, TimeUnit.SECONDS).queue().startsWith("amq.gen-"));
                 } finally {
                     c.close().toCompletableFuture().get(30, TimeUnit.SECONDS);

@@ -12,7 +12,7 @@ import io.warren.Channel;
 import io.warren.Connection;
 import io.warren.ConnectionClosedException;
 import io.warren.ConnectionOptions;
-import io.warren.QueueDeclare;
+import io.warren.QueueSpec;
 import io.warren.TlsOptions;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -49,7 +49,7 @@ class TlsIT {
             Connection c = await(BrokerExtension.client().connect(options));
             try {
                 Channel ch = await(c.openChannel());
-                assertTrue(await(ch.queueDeclare(QueueDeclare.serverNamed())).queue().startsWith("amq.gen-"));
+                assertTrue(await(ch.queueDeclare(QueueSpec.serverNamed())).queue().startsWith("amq.gen-"));
             } finally {
                 await(c.close());
             }

@@ -11,9 +11,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.warren.Channel;
 import io.warren.ChannelClosedException;
 import io.warren.Connection;
-import io.warren.ExchangeDeclare;
-import io.warren.QueueDeclare;
-import io.warren.QueueDeclareOk;
+import io.warren.DeclaredQueue;
+import io.warren.ExchangeSpec;
+import io.warren.QueueSpec;
 import io.warren.it.BrokerExtension.TestNames;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -51,14 +51,14 @@ class TopologyIT {
     void declarePassiveDeclareAndDeleteAQueue(Connection connection, TestNames names) throws Exception {
         Channel ch = await(connection.openChannel());
         String q = names.queue("q");
-        QueueDeclareOk ok = await(ch.queueDeclare(QueueDeclare.named(q).durable(false).autoDelete(false)));
+        DeclaredQueue ok = await(ch.queueDeclare(QueueSpec.named(q).durable(false).autoDelete(false)));
         assertEquals(q, ok.queue());
         assertEquals(0, ok.messageCount());
         assertEquals(0, ok.consumerCount());
-        QueueDeclareOk passive = await(ch.queueDeclare(QueueDeclare.passive(q)));
+        DeclaredQueue passive = await(ch.queueDeclare(QueueSpec.passive(q)));
         assertEquals(q, passive.queue());
         assertEquals(0L, await(ch.queueDelete(q)));
-        Throwable gone = failure(ch.queueDeclare(QueueDeclare.passive(q)));
+        Throwable gone = failure(ch.queueDeclare(QueueSpec.passive(q)));
         ChannelClosedException e = assertInstanceOf(ChannelClosedException.class, gone);
         assertEquals(404, e.replyCode());
         assertEquals(50, e.classId());
@@ -72,9 +72,9 @@ class TopologyIT {
     @Test
     void serverNamedQueue(Connection connection) throws Exception {
         Channel ch = await(connection.openChannel());
-        QueueDeclareOk ok = await(ch.queueDeclare(QueueDeclare.serverNamed()));
+        DeclaredQueue ok = await(ch.queueDeclare(QueueSpec.serverNamed()));
         assertTrue(ok.queue().startsWith("amq.gen-"), ok.queue());
-        assertEquals(ok.queue(), await(ch.queueDeclare(QueueDeclare.passive(ok.queue()))).queue());
+        assertEquals(ok.queue(), await(ch.queueDeclare(QueueSpec.passive(ok.queue()))).queue());
         await(ch.close());
         assertFalse(ch.isOpen());
     }
@@ -85,12 +85,12 @@ class TopologyIT {
         String quorum = names.queue("quorum");
         String stream = names.queue("stream");
         String classic = names.queue("classic");
-        assertEquals(quorum, await(ch.queueDeclare(QueueDeclare.named(quorum).quorum())).queue());
-        assertEquals(stream, await(ch.queueDeclare(QueueDeclare.named(stream).stream())).queue());
-        assertEquals(classic, await(ch.queueDeclare(QueueDeclare.named(classic)
+        assertEquals(quorum, await(ch.queueDeclare(QueueSpec.named(quorum).quorum())).queue());
+        assertEquals(stream, await(ch.queueDeclare(QueueSpec.named(stream).stream())).queue());
+        assertEquals(classic, await(ch.queueDeclare(QueueSpec.named(classic)
                 .messageTtl(Duration.ofMinutes(5)).maxLength(10).exclusive(true))).queue());
         // the same arguments again: idempotent
-        await(ch.queueDeclare(QueueDeclare.named(quorum).quorum()));
+        await(ch.queueDeclare(QueueSpec.named(quorum).quorum()));
         await(ch.queueDelete(quorum));
         await(ch.queueDelete(stream));
         await(ch.queueDelete(classic));
@@ -102,8 +102,8 @@ class TopologyIT {
             throws Exception {
         Channel ch = await(connection.openChannel());
         String q = names.queue("q");
-        await(ch.queueDeclare(QueueDeclare.named(q).maxLength(10)));
-        CompletionStage<QueueDeclareOk> second = ch.queueDeclare(QueueDeclare.named(q).maxLength(20));
+        await(ch.queueDeclare(QueueSpec.named(q).maxLength(10)));
+        CompletionStage<DeclaredQueue> second = ch.queueDeclare(QueueSpec.named(q).maxLength(20));
         CompletionStage<Long> queuedBehind = ch.queuePurge(q);
         ChannelClosedException e = assertInstanceOf(ChannelClosedException.class, failure(second));
         assertEquals(406, e.replyCode());
@@ -126,9 +126,9 @@ class TopologyIT {
         String x = names.exchange("x");
         String x2 = names.exchange("x2");
         String q = names.queue("q");
-        await(ch.exchangeDeclare(ExchangeDeclare.of(x, "topic").autoDelete(false)));
+        await(ch.exchangeDeclare(ExchangeSpec.of(x, "topic").autoDelete(false)));
         await(ch.exchangeDeclare(x2, "fanout"));
-        await(ch.exchangeDeclare(ExchangeDeclare.passive(x)));
+        await(ch.exchangeDeclare(ExchangeSpec.passive(x)));
         await(ch.queueDeclare(q));
         await(ch.exchangeBind(x2, x, "a.#"));
         await(ch.queueBind(q, x2, ""));
@@ -140,7 +140,7 @@ class TopologyIT {
         await(ch.exchangeDelete(x2));
         await(ch.exchangeDelete(x, false, false));
         ChannelClosedException e = assertInstanceOf(ChannelClosedException.class,
-                failure(ch.exchangeDeclare(ExchangeDeclare.passive(x))));
+                failure(ch.exchangeDeclare(ExchangeSpec.passive(x))));
         assertEquals(404, e.replyCode());
         assertEquals(40, e.classId());
         Channel ch2 = await(connection.openChannel());
@@ -165,15 +165,15 @@ class TopologyIT {
                 int thread = t;
                 results.add(pool.submit(() -> {
                     start.await();
-                    List<CompletableFuture<QueueDeclareOk>> mine = new ArrayList<>();
+                    List<CompletableFuture<DeclaredQueue>> mine = new ArrayList<>();
                     for (int i = 0; i < perThread; i++) {
                         String q = names.queue("t" + thread + "-" + i);
                         // exclusive: removed with the connection, no cleanup round trip needed
                         mine.add(channels.get(i % channels.size())
-                                .queueDeclare(QueueDeclare.named(q).exclusive(true)).toCompletableFuture());
+                                .queueDeclare(QueueSpec.named(q).exclusive(true)).toCompletableFuture());
                     }
                     List<String> declared = new ArrayList<>();
-                    for (CompletableFuture<QueueDeclareOk> f : mine) {
+                    for (CompletableFuture<DeclaredQueue> f : mine) {
                         declared.add(f.get(60, TimeUnit.SECONDS).queue());
                     }
                     return declared;

@@ -21,9 +21,9 @@ import io.opentelemetry.sdk.trace.export.SimpleSpanProcessor;
 import io.warren.Channel;
 import io.warren.Connection;
 import io.warren.ConsumerHandle;
-import io.warren.ExchangeDeclare;
+import io.warren.ExchangeSpec;
 import io.warren.PublishOutcome;
-import io.warren.QueueDeclare;
+import io.warren.QueueSpec;
 import io.warren.codec.content.BasicProperties;
 import io.warren.otel.WarrenTracing;
 import java.nio.charset.StandardCharsets;
@@ -78,8 +78,8 @@ class TracingIT {
     void theHandlerRunsInTheProducersTrace(Connection connection, BrokerExtension.TestNames names) throws Exception {
         String exchange = names.exchange("traced");
         Channel channel = await(connection.openChannel());
-        await(channel.exchangeDeclare(ExchangeDeclare.of(exchange, "topic").autoDelete(true)));
-        String queue = await(channel.queueDeclare(QueueDeclare.serverNamed())).queue();
+        await(channel.exchangeDeclare(ExchangeSpec.of(exchange, "topic").autoDelete(true)));
+        String queue = await(channel.queueDeclare(QueueSpec.serverNamed())).queue();
         await(channel.queueBind(queue, exchange, "orders.#"));
         await(channel.confirmSelect());
 
@@ -137,7 +137,7 @@ class TracingIT {
     @Test
     void aMessageWithoutContextStartsANewTraceAndAFailingHandlerIsRecorded(Connection connection) throws Exception {
         Channel channel = await(connection.openChannel());
-        String queue = await(channel.queueDeclare(QueueDeclare.serverNamed())).queue();
+        String queue = await(channel.queueDeclare(QueueSpec.serverNamed())).queue();
         BlockingQueue<String> traceIds = new ArrayBlockingQueue<>(1);
         ConsumerHandle consumer = await(channel.consume(queue, tracing.traced(delivery -> {
             traceIds.add(Span.current().getSpanContext().getTraceId());

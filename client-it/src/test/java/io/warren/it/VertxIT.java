@@ -23,7 +23,7 @@ import io.warren.ConsumeOptions;
 import io.warren.ConsumerCancelledException;
 import io.warren.Delivery;
 import io.warren.PublishOutcome;
-import io.warren.QueueDeclare;
+import io.warren.QueueSpec;
 import io.warren.vertx.DeliveryStream;
 import io.warren.vertx.VertxAmqp;
 import io.warren.vertx.VertxChannel;
@@ -102,7 +102,7 @@ class VertxIT {
         deploy(context -> amqp.wrap(connection).openChannel()
                 .compose(ch -> {
                     onContext(context, "openChannel's future");
-                    return ch.consume(q, ConsumeOptions.builder().prefetch(50).build());
+                    return ch.consume(q, new ConsumeOptions().prefetch(50));
                 })
                 .onSuccess(stream -> {
                     onContext(context, "consume's future");
@@ -145,7 +145,7 @@ class VertxIT {
         deploy(context -> {
             verticle[0] = context;
             return amqp.wrap(connection).openChannel()
-                    .compose(ch -> ch.consume(q, ConsumeOptions.builder().prefetch(100).build()))
+                    .compose(ch -> ch.consume(q, new ConsumeOptions().prefetch(100)))
                     .onSuccess(stream -> {
                         stream.pause();
                         stream.handler(d -> {
@@ -348,7 +348,7 @@ class VertxIT {
         CompletableFuture<DeliveryStream> streamRef = new CompletableFuture<>();
         CompletableFuture<Void> piped = new CompletableFuture<>();
         deploy(context -> amqp.wrap(connection).openChannel()
-                .compose(ch -> ch.consume(q, ConsumeOptions.builder().prefetch(100).build()))
+                .compose(ch -> ch.consume(q, new ConsumeOptions().prefetch(100)))
                 .onSuccess(stream -> {
                     SlowWriteStream ws = new SlowWriteStream(context);
                     ws.setWriteQueueMaxSize(8);
@@ -395,7 +395,7 @@ class VertxIT {
                                                          boolean wholeConnection) throws Exception {
         String q = names.queue("q");
         Channel setup = await(connection.openChannel());
-        await(setup.queueDeclare(QueueDeclare.named(q)));
+        await(setup.queueDeclare(QueueSpec.named(q)));
         names.onCleanup(() -> {
             try (com.rabbitmq.client.Connection c = amqpClientConnection(broker)) {
                 c.createChannel().queueDelete(q);
@@ -410,7 +410,7 @@ class VertxIT {
         deploy(context -> amqp.wrap(connection).openChannel()
                 .compose(ch -> {
                     channel.complete(ch);
-                    return ch.consume(q, ConsumeOptions.builder().prefetch(10).build());
+                    return ch.consume(q, new ConsumeOptions().prefetch(10));
                 })
                 .onSuccess(stream -> {
                     SlowWriteStream ws = new SlowWriteStream(context);

@@ -10,7 +10,7 @@ import io.warren.ClientOptions;
 import io.warren.Connection;
 import io.warren.ConnectionOptions;
 import io.warren.ConsumeOptions;
-import io.warren.QueueDeclare;
+import io.warren.QueueSpec;
 import io.warren.perf.AmqpClientDriver;
 import java.io.IOException;
 import java.lang.management.BufferPoolMXBean;
@@ -153,9 +153,9 @@ public final class ManyConnectionsMain implements java.util.concurrent.Callable<
                 opened.add(c);
                 Channel ch = c.openChannel().toCompletableFuture().get(30, TimeUnit.SECONDS);
                 if (i == 0) {
-                    ch.queueDeclare(QueueDeclare.named(queue)).toCompletableFuture().get(30, TimeUnit.SECONDS);
+                    ch.queueDeclare(QueueSpec.named(queue)).toCompletableFuture().get(30, TimeUnit.SECONDS);
                 }
-                ch.consume(queue, ConsumeOptions.builder().prefetch(10).build(), d -> d.ack())
+                ch.consume(queue, new ConsumeOptions().prefetch(10), d -> d.ack())
                         .toCompletableFuture().get(30, TimeUnit.SECONDS);
             }
         }

@@ -9,7 +9,7 @@ import io.warren.Channel;
 import io.warren.Connection;
 import io.warren.ConsumeOptions;
 import io.warren.ConsumerHandle;
-import io.warren.QueueDeclare;
+import io.warren.QueueSpec;
 import io.warren.bench.PeerProcess;
 import java.util.ArrayList;
 import java.util.List;
@@ -281,10 +281,10 @@ public final class ConsumeRateMain {
 
         @Override
         public void consume(String queue, boolean noAck) throws Exception {
-            ConsumeOptions options = noAck ? ConsumeOptions.builder().noAck(true).build()
-                    : ConsumeOptions.builder().prefetch(PREFETCH).build();
+            ConsumeOptions options = noAck ? new ConsumeOptions().noAck(true)
+                    : new ConsumeOptions().prefetch(PREFETCH);
             for (Channel ch : channels) {
-                ch.queueDeclare(QueueDeclare.named(queue)).toCompletableFuture().get(30, TimeUnit.SECONDS);
+                ch.queueDeclare(QueueSpec.named(queue)).toCompletableFuture().get(30, TimeUnit.SECONDS);
                 LongAdder count = new LongAdder();
                 counts.add(count);
                 long[] n = new long[1]; // the handler runs on one event loop: a plain counter for the ack cadence

@@ -55,11 +55,11 @@ public final class PrefetchFloodMain {
             Connection connection = client.connect(peer.uri()).toCompletableFuture().get(30, TimeUnit.SECONDS);
             connection.closeFuture().whenComplete((cause, never) -> died.set(cause));
             Channel ch = connection.openChannel().toCompletableFuture().get(30, TimeUnit.SECONDS);
-            ConsumeOptions.Builder options = ConsumeOptions.builder().executor(worker);
+            ConsumeOptions options = new ConsumeOptions().executor(worker);
             if (prefetch >= 0) {
                 options.prefetch(prefetch);
             }
-            ConsumerHandle consumer = ch.consume("flood", options.build(), d -> {
+            ConsumerHandle consumer = ch.consume("flood", options, d -> {
                 try {
                     Thread.sleep(handlerMillis);
                 } catch (InterruptedException e) {

@@ -82,7 +82,7 @@ public final class ConfirmRoundTripAllocationMain {
             sub = consumer.openChannel().toCompletableFuture().get(30, TimeUnit.SECONDS);
             pub.queueDeclare(queue).toCompletableFuture().get(30, TimeUnit.SECONDS);
             pub.confirmSelect().toCompletableFuture().get(30, TimeUnit.SECONDS);
-            handle = sub.consume(queue, ConsumeOptions.builder().noAck(true).build(), d -> {
+            handle = sub.consume(queue, new ConsumeOptions().noAck(true), d -> {
                 if (received.incrementAndGet() == target) {
                     done.countDown();
                 }

@@ -2,7 +2,7 @@ package io.warren.impl.connection;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.util.concurrent.FastThreadLocal;
-import io.warren.QueueDeclareOk;
+import io.warren.DeclaredQueue;
 import io.warren.codec.Frame;
 import io.warren.codec.method.ChannelClose;
 import io.warren.codec.method.ChannelFlow;
@@ -54,10 +54,10 @@ public final class Replies {
         return VIEWS.get().channelFlow.wrap(p, p.readerIndex()).active();
     }
 
-    public static QueueDeclareOk queueDeclareOk(Frame frame) {
+    public static DeclaredQueue queueDeclareOk(Frame frame) {
         ByteBuf p = frame.payload();
         io.warren.codec.method.QueueDeclareOk ok = VIEWS.get().queueDeclareOk.wrap(p, p.readerIndex());
-        return new QueueDeclareOk(ok.queueAsString(), ok.messageCount(), ok.consumerCount());
+        return new DeclaredQueue(ok.queueAsString(), ok.messageCount(), ok.consumerCount());
     }
 
     /** The message-count of queue.purge-ok or queue.delete-ok. */

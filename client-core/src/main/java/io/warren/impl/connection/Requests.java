@@ -2,8 +2,8 @@ package io.warren.impl.connection;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
-import io.warren.ExchangeDeclare;
-import io.warren.QueueDeclare;
+import io.warren.ExchangeSpec;
+import io.warren.QueueSpec;
 import io.warren.codec.Frames;
 import io.warren.codec.method.BasicAckEncoder;
 import io.warren.codec.method.BasicGetEncoder;
@@ -73,7 +73,7 @@ public final class Requests {
         return frame(alloc, 0, new ConnectionCloseOkEncoder());
     }
 
-    public static ByteBuf exchangeDeclare(ByteBufAllocator alloc, int channel, ExchangeDeclare d) {
+    public static ByteBuf exchangeDeclare(ByteBufAllocator alloc, int channel, ExchangeSpec d) {
         return frame(alloc, channel, new ExchangeDeclareEncoder().exchange(d.exchange()).type(d.type())
                 .passive(d.passive()).durable(d.durable()).autoDelete(d.autoDelete()).internal(d.internal())
                 .nowait(d.noWait()).arguments(d.arguments()));
@@ -94,7 +94,7 @@ public final class Requests {
         return frame(alloc, channel, encoder);
     }
 
-    public static ByteBuf queueDeclare(ByteBufAllocator alloc, int channel, QueueDeclare d) {
+    public static ByteBuf queueDeclare(ByteBufAllocator alloc, int channel, QueueSpec d) {
         return frame(alloc, channel, new QueueDeclareEncoder().queue(d.queue()).passive(d.passive())
                 .durable(d.durable()).exclusive(d.exclusive()).autoDelete(d.autoDelete()).nowait(d.noWait())
                 .arguments(d.arguments()));

@@ -162,7 +162,9 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
             return CompletableFuture.failedFuture(new IllegalArgumentException("a DeliveryHandler with concurrency "
                     + options.concurrency() + " needs an executor: the event loop runs one delivery at a time"));
         }
-        ConsumeOptions o = withDefaultPrefetch(options);
+        // the consumer keeps its own copy (recovery consumes with it again): a later change by the caller changes
+        // nothing already running
+        ConsumeOptions o = withDefaultPrefetch(new ConsumeOptions(options));
         ByteBuf qos = null;
         ByteBuf consume;
         try {
@@ -189,7 +191,7 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
         if (options.prefetch() >= 0 || options.noAck() || host.hasOwnQos()) {
             return options;
         }
-        return options.toBuilder().prefetch(ConsumeOptions.DEFAULT_PREFETCH).build();
+        return options.prefetch(ConsumeOptions.DEFAULT_PREFETCH);
     }
 
     private void start(String queue, ConsumeOptions options, DeliveryHandler handler,

@@ -36,7 +36,7 @@ import org.slf4j.LoggerFactory;
  * The queue reports its high-water mark (once) and its return below the low-water mark (once), on the event
  * loop: that pauses and resumes the connection's reading ({@code ConnectionHandler.pauseReading}, counted over
  * the connection's consumers), whatever the acknowledgement mode. With manual acknowledgement and a prefetch the
- * default marks lie above the prefetch ({@link ConsumeOptions.Builder#waterMarks}), so a broker that keeps to it
+ * default marks lie above the prefetch ({@link ConsumeOptions#waterMarks}), so a broker that keeps to it
  * never pauses anything and the other consumers of the connection go on; one that does not is not trusted: it is
  * stopped at the mark, reported once per consumer and channel in the log, and counted per delivery
  * ({@code deliveriesBeyondPrefetch}).

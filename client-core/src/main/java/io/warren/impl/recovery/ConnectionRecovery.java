@@ -10,7 +10,7 @@ import io.warren.ChannelLostException;
 import io.warren.ConnectionClosedException;
 import io.warren.ConnectionLostException;
 import io.warren.ConnectionOptions;
-import io.warren.QueueDeclareOk;
+import io.warren.DeclaredQueue;
 import io.warren.RecoveryListener;
 import io.warren.RecoveryOptions;
 import io.warren.codec.base.ReplyCode;
@@ -562,7 +562,7 @@ public final class ConnectionRecovery {
             }
             for (TopologyRecorder.Queue q : t.queues()) {
                 done = done.thenCompose(v -> each("queue '" + q.name() + "'", ch -> ch.queueDeclare(q.toDeclare())
-                        .thenAccept((QueueDeclareOk ok) -> {
+                        .thenAccept((DeclaredQueue ok) -> {
                             if (q.serverNamed() && !ok.queue().equals(q.name())) {
                                 LOG.debug("recovery: server-named queue {} is now {}", q.name(), ok.queue());
                                 t.renameQueue(q.name(), ok.queue());

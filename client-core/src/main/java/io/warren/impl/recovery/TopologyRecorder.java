@@ -1,7 +1,7 @@
 package io.warren.impl.recovery;
 
-import io.warren.ExchangeDeclare;
-import io.warren.QueueDeclare;
+import io.warren.ExchangeSpec;
+import io.warren.QueueSpec;
 import io.warren.impl.consume.QueueConsumerCounts;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -38,8 +38,8 @@ public final class TopologyRecorder implements QueueConsumerCounts {
     /** A recorded exchange.declare. */
     public record Exchange(String name, String type, boolean durable, boolean autoDelete, boolean internal,
                            Map<String, Object> arguments) {
-        public ExchangeDeclare toDeclare() {
-            return ExchangeDeclare.of(name, type).durable(durable).autoDelete(autoDelete).internal(internal)
+        public ExchangeSpec toDeclare() {
+            return ExchangeSpec.of(name, type).durable(durable).autoDelete(autoDelete).internal(internal)
                     .arguments(arguments);
         }
     }
@@ -48,8 +48,8 @@ public final class TopologyRecorder implements QueueConsumerCounts {
     public record Queue(String name, boolean serverNamed, boolean durable, boolean exclusive, boolean autoDelete,
                         Map<String, Object> arguments) {
         /** The declare that makes it again: a server-named queue is asked for with an empty name. */
-        public QueueDeclare toDeclare() {
-            return QueueDeclare.named(serverNamed ? "" : name).durable(durable).exclusive(exclusive)
+        public QueueSpec toDeclare() {
+            return QueueSpec.named(serverNamed ? "" : name).durable(durable).exclusive(exclusive)
                     .autoDelete(autoDelete).arguments(arguments);
         }
 
@@ -75,7 +75,7 @@ public final class TopologyRecorder implements QueueConsumerCounts {
 
     // ---- recording ---------------------------------------------------------------------------------------
 
-    public synchronized void exchangeDeclared(ExchangeDeclare d) {
+    public synchronized void exchangeDeclared(ExchangeSpec d) {
         if (d.passive() || isPredeclared(d.exchange())) {
             return;
         }
@@ -89,7 +89,7 @@ public final class TopologyRecorder implements QueueConsumerCounts {
     }
 
     /** queue.declare-ok for {@code d}; {@code actualName} is the name in the reply (the broker's for ""). */
-    public synchronized void queueDeclared(QueueDeclare d, String actualName) {
+    public synchronized void queueDeclared(QueueSpec d, String actualName) {
         if (d.passive()) {
             return;
         }

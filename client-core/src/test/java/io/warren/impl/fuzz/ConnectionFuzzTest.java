@@ -15,11 +15,11 @@ import io.warren.Channel;
 import io.warren.Connection;
 import io.warren.ConnectionClosedException;
 import io.warren.ConnectionOptions;
-import io.warren.QueueDeclare;
+import io.warren.QueueSpec;
+import io.warren.codec.base.AmqpProtocolException;
 import io.warren.codec.Frame;
 import io.warren.codec.FrameDecoder;
 import io.warren.codec.Frames;
-import io.warren.codec.base.AmqpProtocolException;
 import io.warren.codec.base.FrameType;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.method.ChannelOpenOkEncoder;
@@ -141,7 +141,7 @@ class ConnectionFuzzTest {
         try {
             Channel ch = h.openChannel();
             List<CompletionStage<?>> requests = new ArrayList<>();
-            requests.add(ch.queueDeclare(QueueDeclare.named("q")));
+            requests.add(ch.queueDeclare(QueueSpec.named("q")));
             requests.add(ch.confirmSelect());
             requests.add(ch.consume("q", d -> d.ack()));
             requests.add(ch.publish("", "q", false, null, Unpooled.wrappedBuffer(new byte[] {1, 2, 3})));

@@ -4,8 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.warren.ExchangeDeclare;
-import io.warren.QueueDeclare;
+import io.warren.ExchangeSpec;
+import io.warren.QueueSpec;
 import io.warren.impl.recovery.TopologyRecorder.Binding;
 import java.util.HashMap;
 import java.util.List;
@@ -19,8 +19,8 @@ class TopologyRecorderTest {
     @Test
     void recordsInOrderAndSnapshotsArguments() {
         Map<String, Object> args = new HashMap<>(Map.of("x-max-length", 10));
-        r.exchangeDeclared(ExchangeDeclare.of("x1", "topic").durable(true));
-        r.queueDeclared(QueueDeclare.named("q1").arguments(args), "q1");
+        r.exchangeDeclared(ExchangeSpec.of("x1", "topic").durable(true));
+        r.queueDeclared(QueueSpec.named("q1").arguments(args), "q1");
         args.put("x-max-length", 99); // the application's map changes after the declare
         r.bound(false, "q1", "x1", "a.#", null);
         assertEquals(List.of("x1"), r.exchanges().stream().map(TopologyRecorder.Exchange::name).toList());
@@ -32,17 +32,17 @@ class TopologyRecorderTest {
 
     @Test
     void passiveAndPredeclaredAreNotRecorded() {
-        r.exchangeDeclared(ExchangeDeclare.passive("x"));
-        r.exchangeDeclared(ExchangeDeclare.of("amq.direct", "direct"));
-        r.exchangeDeclared(ExchangeDeclare.of("", "direct"));
-        r.queueDeclared(QueueDeclare.passive("q"), "q");
+        r.exchangeDeclared(ExchangeSpec.passive("x"));
+        r.exchangeDeclared(ExchangeSpec.of("amq.direct", "direct"));
+        r.exchangeDeclared(ExchangeSpec.of("", "direct"));
+        r.queueDeclared(QueueSpec.passive("q"), "q");
         assertTrue(r.isEmpty());
     }
 
     @Test
     void redeclaringReplacesAndBindingsAreASet() {
-        r.queueDeclared(QueueDeclare.named("q").durable(false), "q");
-        r.queueDeclared(QueueDeclare.named("q").durable(true), "q");
+        r.queueDeclared(QueueSpec.named("q").durable(false), "q");
+        r.queueDeclared(QueueSpec.named("q").durable(true), "q");
         r.bound(false, "q", "amq.topic", "k", Map.of());
         r.bound(false, "q", "amq.topic", "k", Map.of());
         assertEquals(1, r.queues().size());
@@ -52,8 +52,8 @@ class TopologyRecorderTest {
 
     @Test
     void deletingAQueueForgetsItsBindings() {
-        r.queueDeclared(QueueDeclare.named("q"), "q");
-        r.queueDeclared(QueueDeclare.named("other"), "other");
+        r.queueDeclared(QueueSpec.named("q"), "q");
+        r.queueDeclared(QueueSpec.named("other"), "other");
         r.bound(false, "q", "amq.topic", "k", Map.of());
         r.bound(false, "other", "amq.topic", "k", Map.of());
         r.queueDeleted("q");
@@ -64,9 +64,9 @@ class TopologyRecorderTest {
 
     @Test
     void deletingAnExchangeForgetsBindingsFromAndToIt() {
-        r.exchangeDeclared(ExchangeDeclare.of("src", "fanout"));
-        r.exchangeDeclared(ExchangeDeclare.of("dst", "fanout"));
-        r.queueDeclared(QueueDeclare.named("q"), "q");
+        r.exchangeDeclared(ExchangeSpec.of("src", "fanout"));
+        r.exchangeDeclared(ExchangeSpec.of("dst", "fanout"));
+        r.queueDeclared(QueueSpec.named("q"), "q");
         r.bound(true, "dst", "src", "", Map.of());
         r.bound(false, "q", "dst", "", Map.of());
         r.bound(false, "q", "amq.fanout", "", Map.of());
@@ -76,8 +76,8 @@ class TopologyRecorderTest {
 
     @Test
     void unbindForgetsOneBindingAndTheLastOneTakesAnAutoDeleteExchange() {
-        r.exchangeDeclared(ExchangeDeclare.of("ad", "direct").autoDelete(true));
-        r.queueDeclared(QueueDeclare.named("q"), "q");
+        r.exchangeDeclared(ExchangeSpec.of("ad", "direct").autoDelete(true));
+        r.queueDeclared(QueueSpec.named("q"), "q");
         r.bound(false, "q", "ad", "a", Map.of());
         r.bound(false, "q", "ad", "b", Map.of());
         r.unbound(false, "q", "ad", "a", Map.of());
@@ -88,8 +88,8 @@ class TopologyRecorderTest {
 
     @Test
     void anAutoDeleteQueueGoesWithItsLastConsumer() {
-        r.queueDeclared(QueueDeclare.named("ad").autoDelete(true), "ad");
-        r.queueDeclared(QueueDeclare.named("kept"), "kept");
+        r.queueDeclared(QueueSpec.named("ad").autoDelete(true), "ad");
+        r.queueDeclared(QueueSpec.named("kept"), "kept");
         r.consumerStarted("ad");
         r.consumerStarted("ad");
         r.consumerStarted("kept");
@@ -102,7 +102,7 @@ class TopologyRecorderTest {
 
     @Test
     void aServerNamedQueueIsRenamedWithItsBindingsAndConsumers() {
-        r.queueDeclared(QueueDeclare.serverNamed(), "amq.gen-1");
+        r.queueDeclared(QueueSpec.serverNamed(), "amq.gen-1");
         r.bound(false, "amq.gen-1", "amq.topic", "k", Map.of());
         r.consumerStarted("amq.gen-1");
         TopologyRecorder.Queue q = r.queues().get(0);

@@ -3,9 +3,9 @@ package io.warren.it.examples;
 import io.warren.AmqpClient;
 import io.warren.Channel;
 import io.warren.Connection;
-import io.warren.ExchangeDeclare;
-import io.warren.QueueDeclare;
-import io.warren.QueueDeclareOk;
+import io.warren.DeclaredQueue;
+import io.warren.ExchangeSpec;
+import io.warren.QueueSpec;
 import java.util.concurrent.CompletionStage;
 
 /**
@@ -26,7 +26,7 @@ public final class ConnectAndDeclareExample {
     }
 
     /** Declares {@code exchange} and {@code queue}, binds them with {@code eu.#}, then closes the connection. */
-    public static CompletionStage<QueueDeclareOk> declare(AmqpClient client, String uri, String exchange,
+    public static CompletionStage<DeclaredQueue> declare(AmqpClient client, String uri, String exchange,
                                                           String queue) {
         // [connect]
         return client.connect(uri).thenCompose(connection -> connection.openChannel()
@@ -36,16 +36,16 @@ public final class ConnectAndDeclareExample {
         // [/connect]
     }
 
-    private static CompletionStage<QueueDeclareOk> declareOn(Channel channel, String exchange, String queue) {
+    private static CompletionStage<DeclaredQueue> declareOn(Channel channel, String exchange, String queue) {
         // [declare]
-        return channel.exchangeDeclare(ExchangeDeclare.of(exchange, "topic").durable(true))
-                .thenCompose(v -> channel.queueDeclare(QueueDeclare.named(queue).quorum()))
+        return channel.exchangeDeclare(ExchangeSpec.of(exchange, "topic").durable(true))
+                .thenCompose(v -> channel.queueDeclare(QueueSpec.named(queue).quorum()))
                 .thenCompose(ok -> channel.queueBind(ok.queue(), exchange, "eu.#").thenApply(v -> ok));
         // [/declare]
     }
 
     /** Closes the connection whatever happened, then passes the result (or the failure) on. */
-    private static CompletionStage<QueueDeclareOk> closeThen(Connection connection, QueueDeclareOk ok,
+    private static CompletionStage<DeclaredQueue> closeThen(Connection connection, DeclaredQueue ok,
                                                              Throwable error) {
         return connection.close().thenCompose(v -> error == null
                 ? java.util.concurrent.CompletableFuture.completedFuture(ok)

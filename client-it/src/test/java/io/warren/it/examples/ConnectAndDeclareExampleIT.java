@@ -4,8 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import io.warren.Channel;
 import io.warren.Connection;
-import io.warren.QueueDeclare;
-import io.warren.QueueDeclareOk;
+import io.warren.DeclaredQueue;
+import io.warren.QueueSpec;
 import io.warren.it.Broker;
 import io.warren.it.BrokerExtension;
 import io.warren.it.BrokerExtension.TestNames;
@@ -21,12 +21,12 @@ class ConnectAndDeclareExampleIT {
     void theExampleDeclaresAndBinds(Broker broker, Connection connection, TestNames names) throws Exception {
         String exchange = names.exchange("orders");
         String queue = names.queue("orders.eu");
-        QueueDeclareOk ok = ConnectAndDeclareExample.declare(BrokerExtension.client(), broker.uri(), exchange, queue)
+        DeclaredQueue ok = ConnectAndDeclareExample.declare(BrokerExtension.client(), broker.uri(), exchange, queue)
                 .toCompletableFuture().get(30, TimeUnit.SECONDS);
         assertEquals(queue, ok.queue());
         assertEquals(0, ok.messageCount());
         Channel ch = connection.openChannel().toCompletableFuture().get(30, TimeUnit.SECONDS);
-        assertEquals(queue, ch.queueDeclare(QueueDeclare.passive(queue)).toCompletableFuture()
+        assertEquals(queue, ch.queueDeclare(QueueSpec.passive(queue)).toCompletableFuture()
                 .get(30, TimeUnit.SECONDS).queue());
         ch.queueUnbind(queue, exchange, "eu.#").toCompletableFuture().get(30, TimeUnit.SECONDS);
         ch.queueDelete(queue).toCompletableFuture().get(30, TimeUnit.SECONDS);

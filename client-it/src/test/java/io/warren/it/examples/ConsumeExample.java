@@ -27,9 +27,8 @@ public final class ConsumeExample {
     /** Consumes {@code queue}, passing each message's text to {@code orders}, then acknowledging it. */
     public static CompletionStage<ConsumerHandle> consumeOrders(Channel channel, String queue, Consumer<String> orders) {
         // [consume]
-        ConsumeOptions options = ConsumeOptions.builder()
-                .prefetch(100)                 // at most 100 unacknowledged deliveries in flight
-                .build();
+        ConsumeOptions options = new ConsumeOptions()
+                .prefetch(100);                // at most 100 unacknowledged deliveries in flight
         return channel.consume(queue, options, delivery -> {
             // runs on the connection's event loop (ConsumeOptions.executor for a worker pool or virtual threads)
             String order = delivery.body().toString(StandardCharsets.UTF_8);

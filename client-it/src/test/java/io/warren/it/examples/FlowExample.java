@@ -34,7 +34,7 @@ public final class FlowExample {
         CompletableFuture<Void> done = new CompletableFuture<>();
         // [flow]
         DeliveryPublisher publisher = DeliveryPublisher.of(channel, queue,
-                ConsumeOptions.builder().prefetch(50).build()); // the broker holds all but 50
+                new ConsumeOptions().prefetch(50)); // the broker holds all but 50
         publisher.subscribe(new Flow.Subscriber<Delivery>() {
             private Flow.Subscription subscription;
 

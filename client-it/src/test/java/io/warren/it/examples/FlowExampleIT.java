@@ -4,7 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import io.warren.Channel;
 import io.warren.Connection;
-import io.warren.QueueDeclare;
+import io.warren.QueueSpec;
 import io.warren.it.BrokerExtension;
 import io.warren.it.BrokerExtension.TestNames;
 import java.util.List;
@@ -23,7 +23,7 @@ class FlowExampleIT {
             throws Exception {
         String queue = names.queue("orders");
         Channel publisher = connection.openChannel().toCompletableFuture().get(30, TimeUnit.SECONDS);
-        publisher.queueDeclare(QueueDeclare.named(queue)).toCompletableFuture().get(30, TimeUnit.SECONDS);
+        publisher.queueDeclare(QueueSpec.named(queue)).toCompletableFuture().get(30, TimeUnit.SECONDS);
         int confirmed = PublishWithConfirmsExample.publishOrders(publisher, queue, 300)
                 .toCompletableFuture().get(60, TimeUnit.SECONDS);
         assertEquals(300, confirmed);

@@ -6,7 +6,7 @@ import io.warren.Channel;
 import io.warren.Connection;
 import io.warren.ConsumeOptions;
 import io.warren.PublishOutcome;
-import io.warren.QueueDeclare;
+import io.warren.QueueSpec;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -28,12 +28,12 @@ public final class GettingStartedExample {
             // every call returns a CompletionStage; this main thread may wait on them, a handler never does
             Connection connection = client.connect(uri).toCompletableFuture().get(10, TimeUnit.SECONDS);
             Channel channel = connection.openChannel().toCompletableFuture().get(10, TimeUnit.SECONDS);
-            String queue = channel.queueDeclare(QueueDeclare.serverNamed())   // exclusive, deleted with us
+            String queue = channel.queueDeclare(QueueSpec.serverNamed())   // exclusive, deleted with us
                     .toCompletableFuture().get(10, TimeUnit.SECONDS).queue();
 
             // consume with manual acknowledgement: at most 50 unacknowledged deliveries in flight
             CountDownLatch received = new CountDownLatch(count);
-            channel.consume(queue, ConsumeOptions.builder().prefetch(50).build(), delivery -> {
+            channel.consume(queue, new ConsumeOptions().prefetch(50), delivery -> {
                 // the delivery and its body are lent to this handler: copy what you keep
                 System.out.println("received " + delivery.body().toString(StandardCharsets.UTF_8));
                 delivery.ack();

@@ -13,7 +13,7 @@ import io.opentelemetry.sdk.trace.export.SimpleSpanProcessor;
 import io.warren.AmqpClient;
 import io.warren.Channel;
 import io.warren.Connection;
-import io.warren.QueueDeclare;
+import io.warren.QueueSpec;
 import io.warren.it.Broker;
 import io.warren.it.BrokerExtension;
 import java.time.Instant;
@@ -50,7 +50,7 @@ class ObservabilityExampleIT {
             OpenTelemetrySdk otel = OpenTelemetrySdk.builder().setTracerProvider(provider)
                     .setPropagators(ContextPropagators.create(W3CTraceContextPropagator.getInstance())).build();
             Channel ch = connection.openChannel().toCompletableFuture().get(30, TimeUnit.SECONDS);
-            String queue = ch.queueDeclare(QueueDeclare.serverNamed()).toCompletableFuture().get(30, TimeUnit.SECONDS)
+            String queue = ch.queueDeclare(QueueSpec.serverNamed()).toCompletableFuture().get(30, TimeUnit.SECONDS)
                     .queue();
             BlockingQueue<String> orders = new ArrayBlockingQueue<>(1);
             ObservabilityExample.traced(otel, ch, queue, orders::add).toCompletableFuture().get(30, TimeUnit.SECONDS);

@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.warren.Channel;
 import io.warren.Connection;
 import io.warren.ConsumerHandle;
-import io.warren.QueueDeclare;
+import io.warren.QueueSpec;
 import io.warren.it.Broker;
 import io.warren.it.BrokerExtension;
 import io.warren.it.BrokerExtension.TestNames;
@@ -24,7 +24,7 @@ class PublishAndConsumeExamplesIT {
     void publishedOrdersAreConfirmedThenConsumedAndAcked(Connection connection, TestNames names) throws Exception {
         String queue = names.queue("orders");
         Channel publisher = connection.openChannel().toCompletableFuture().get(30, TimeUnit.SECONDS);
-        publisher.queueDeclare(QueueDeclare.named(queue)).toCompletableFuture().get(30, TimeUnit.SECONDS);
+        publisher.queueDeclare(QueueSpec.named(queue)).toCompletableFuture().get(30, TimeUnit.SECONDS);
         Channel consumerChannel = connection.openChannel().toCompletableFuture().get(30, TimeUnit.SECONDS);
         List<String> received = new CopyOnWriteArrayList<>();
         ConsumerHandle consumer = ConsumeExample.consumeOrders(consumerChannel, queue, received::add)
@@ -42,7 +42,7 @@ class PublishAndConsumeExamplesIT {
         assertEquals("order 0", received.get(0));
         assertEquals("order 499", received.get(499));
         consumer.cancel().toCompletableFuture().get(30, TimeUnit.SECONDS);
-        assertEquals(0, publisher.queueDeclare(QueueDeclare.passive(queue)).toCompletableFuture()
+        assertEquals(0, publisher.queueDeclare(QueueSpec.passive(queue)).toCompletableFuture()
                 .get(30, TimeUnit.SECONDS).messageCount(), "every delivery acked");
         publisher.queueDelete(queue).toCompletableFuture().get(30, TimeUnit.SECONDS);
     }

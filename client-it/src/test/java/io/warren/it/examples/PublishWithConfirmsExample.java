@@ -3,7 +3,7 @@ package io.warren.it.examples;
 import io.warren.AmqpClient;
 import io.warren.Channel;
 import io.warren.PublishOutcome;
-import io.warren.QueueDeclare;
+import io.warren.QueueSpec;
 import io.warren.codec.content.BasicProperties;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -22,7 +22,7 @@ public final class PublishWithConfirmsExample {
         AmqpClient client = AmqpClient.create();
         client.connect(uri)
                 .thenCompose(connection -> connection.openChannel()
-                        .thenCompose(channel -> channel.queueDeclare(QueueDeclare.named("orders").durable(true))
+                        .thenCompose(channel -> channel.queueDeclare(QueueSpec.named("orders").durable(true))
                                 .thenCompose(ok -> publishOrders(channel, "orders", 1000)))
                         .whenComplete((n, error) -> connection.close()))
                 .thenAccept(n -> System.out.println(n + " orders confirmed"))

@@ -4,7 +4,7 @@ import io.netty.buffer.Unpooled;
 import io.warren.AmqpClient;
 import io.warren.Channel;
 import io.warren.ConsumeOptions;
-import io.warren.QueueDeclare;
+import io.warren.QueueSpec;
 import io.warren.rpc.RpcClient;
 import io.warren.rpc.RpcServer;
 import java.nio.charset.StandardCharsets;
@@ -35,9 +35,9 @@ public final class RpcExample {
     /** Serves {@code queue}: each request's text comes back upper-cased. */
     public static CompletionStage<RpcServer> serve(Channel channel, String queue) {
         // [rpc-server]
-        return channel.queueDeclare(QueueDeclare.named(queue).autoDelete(true))
+        return channel.queueDeclare(QueueSpec.named(queue).autoDelete(true))
                 .thenCompose(ok -> RpcServer.start(channel, queue,
-                        ConsumeOptions.builder().prefetch(20).concurrency(4).build(),
+                        new ConsumeOptions().prefetch(20).concurrency(4),
                         request -> {
                             String text = request.body().toString(StandardCharsets.UTF_8);
                             byte[] answer = text.toUpperCase(Locale.ROOT).getBytes(StandardCharsets.UTF_8);

@@ -54,7 +54,7 @@ public final class VertxConsumerVerticleExample {
                         connection = opened;
                         return opened.openChannel();
                     })
-                    .compose(channel -> channel.consume(queue, ConsumeOptions.builder().prefetch(50).build()))
+                    .compose(channel -> channel.consume(queue, new ConsumeOptions().prefetch(50)))
                     .onSuccess(orders -> orders.handler(delivery -> {
                         vertx.eventBus().publish("orders", delivery.bodyAsString(StandardCharsets.UTF_8));
                         delivery.ack();

@@ -7,7 +7,7 @@ import io.warren.AmqpClient;
 import io.warren.Channel;
 import io.warren.ClientOptions;
 import io.warren.Connection;
-import io.warren.QueueDeclare;
+import io.warren.QueueSpec;
 import io.warren.it.Broker;
 import io.warren.it.BrokerExtension;
 import io.warren.it.BrokerExtension.TestNames;
@@ -27,7 +27,7 @@ class VertxConsumerVerticleExampleIT {
     void theVerticlePutsEachOrderOnTheEventBus(Broker broker, Connection connection, TestNames names) throws Exception {
         String queue = names.queue("orders");
         Channel channel = connection.openChannel().toCompletableFuture().get(30, TimeUnit.SECONDS);
-        channel.queueDeclare(QueueDeclare.named(queue)).toCompletableFuture().get(30, TimeUnit.SECONDS);
+        channel.queueDeclare(QueueSpec.named(queue)).toCompletableFuture().get(30, TimeUnit.SECONDS);
         Vertx vertx = Vertx.vertx();
         try {
             // the example's client, with metrics on to see the verticle's connection come and go
@@ -51,7 +51,7 @@ class VertxConsumerVerticleExampleIT {
                 Thread.sleep(10);
             }
             assertEquals(0, client.metrics().connections(), "stop() closed the connection start() opened");
-            assertEquals(0, channel.queueDeclare(QueueDeclare.passive(queue)).toCompletableFuture()
+            assertEquals(0, channel.queueDeclare(QueueSpec.passive(queue)).toCompletableFuture()
                     .get(30, TimeUnit.SECONDS).consumerCount());
             channel.queueDelete(queue).toCompletableFuture().get(30, TimeUnit.SECONDS);
             client.close().toCompletableFuture().get(30, TimeUnit.SECONDS);

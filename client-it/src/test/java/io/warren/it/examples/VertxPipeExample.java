@@ -57,7 +57,7 @@ public final class VertxPipeExample {
                         connection = opened;
                         return opened.openChannel();
                     })
-                    .compose(channel -> channel.consume(queue, ConsumeOptions.builder().prefetch(200).build()))
+                    .compose(channel -> channel.consume(queue, new ConsumeOptions().prefetch(200)))
                     .compose(orders -> vertx.fileSystem().open(file, new OpenOptions().setAppend(true))
                             .onSuccess(out -> orders.pipeTo(new AckingLineWriter(vertx, out, 50)).onComplete(piped)));
         }

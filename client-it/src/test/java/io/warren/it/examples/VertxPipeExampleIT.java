@@ -8,7 +8,7 @@ import io.warren.AmqpClient;
 import io.warren.Channel;
 import io.warren.ClientOptions;
 import io.warren.Connection;
-import io.warren.QueueDeclare;
+import io.warren.QueueSpec;
 import io.warren.it.Broker;
 import io.warren.it.BrokerExtension;
 import io.warren.it.BrokerExtension.TestNames;
@@ -37,7 +37,7 @@ class VertxPipeExampleIT {
         String queue = names.queue("orders");
         Path file = dir.resolve("orders.txt");
         Channel channel = connection.openChannel().toCompletableFuture().get(30, TimeUnit.SECONDS);
-        channel.queueDeclare(QueueDeclare.named(queue)).toCompletableFuture().get(30, TimeUnit.SECONDS);
+        channel.queueDeclare(QueueSpec.named(queue)).toCompletableFuture().get(30, TimeUnit.SECONDS);
         int count = 1_013; // more than the prefetch (200) and not a multiple of the batch (50)
         List<String> expected = new ArrayList<>();
         for (int i = 0; i < count; i++) {
@@ -56,7 +56,7 @@ class VertxPipeExampleIT {
             vertx.undeploy(id).await(30, TimeUnit.SECONDS);
             verticle.piped().await(30, TimeUnit.SECONDS); // throws if the pipe ended with a failure
             assertEquals(expected, Files.readAllLines(file, StandardCharsets.UTF_8));
-            assertEquals(0, channel.queueDeclare(QueueDeclare.passive(queue)).toCompletableFuture()
+            assertEquals(0, channel.queueDeclare(QueueSpec.passive(queue)).toCompletableFuture()
                     .get(30, TimeUnit.SECONDS).messageCount(), "every line was acked");
             client.close().toCompletableFuture().get(30, TimeUnit.SECONDS);
         } finally {
@@ -71,7 +71,7 @@ class VertxPipeExampleIT {
         while (client.metrics().acknowledged() < count) {
             if (System.nanoTime() > deadline) {
                 throw new AssertionError("acked " + client.metrics().acknowledged() + " of " + count + "; queue has "
-                        + channel.queueDeclare(QueueDeclare.passive(queue)).toCompletableFuture().get().messageCount());
+                        + channel.queueDeclare(QueueSpec.passive(queue)).toCompletableFuture().get().messageCount());
             }
             Thread.sleep(20);
         }

@@ -34,7 +34,7 @@ class FaultProxyIT {
         try (FaultProxy proxy = new FaultProxy(broker.host(), broker.port())) {
             Connection c = await(BrokerExtension.client().connect(through(proxy, broker)));
             Channel ch = await(c.openChannel());
-            await(ch.queueDeclare(io.warren.QueueDeclare.serverNamed()));
+            await(ch.queueDeclare(io.warren.QueueSpec.serverNamed()));
             assertTrue(proxy.activeConnections() == 1);
             proxy.cutAll();
             ConnectionClosedException reason = await(c.closeFuture());
@@ -69,7 +69,7 @@ class FaultProxyIT {
             Channel ch = await(c.openChannel());
             proxy.delay(Duration.ofMillis(200));
             long start = System.nanoTime();
-            await(ch.queueDeclare(io.warren.QueueDeclare.serverNamed()));
+            await(ch.queueDeclare(io.warren.QueueSpec.serverNamed()));
             long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
             assertTrue(millis >= 380, "a round trip through a 200 ms delay each way took " + millis + " ms");
             proxy.delay(Duration.ZERO);

@@ -10,12 +10,12 @@ import java.util.Objects;
  * auto-delete, no arguments, wait for declare-ok.
  *
  * <pre>{@code
- * channel.queueDeclare(QueueDeclare.named("orders").durable(true).quorum())
- * channel.queueDeclare(QueueDeclare.named("jobs").quorum().singleActiveConsumer().deliveryLimit(5))
- * channel.queueDeclare(QueueDeclare.serverNamed())   // exclusive, auto-delete, name from the broker
+ * channel.queueDeclare(QueueSpec.named("orders").durable(true).quorum())
+ * channel.queueDeclare(QueueSpec.named("jobs").quorum().singleActiveConsumer().deliveryLimit(5))
+ * channel.queueDeclare(QueueSpec.serverNamed())   // exclusive, auto-delete, name from the broker
  * }</pre>
  */
-public final class QueueDeclare {
+public final class QueueSpec {
 
     private final String queue;
     private boolean passive;
@@ -25,72 +25,72 @@ public final class QueueDeclare {
     private boolean noWait;
     private final Map<String, Object> arguments = new LinkedHashMap<>();
 
-    private QueueDeclare(String queue) {
+    private QueueSpec(String queue) {
         this.queue = Objects.requireNonNull(queue, "queue");
     }
 
-    public static QueueDeclare named(String queue) {
-        return new QueueDeclare(queue);
+    public static QueueSpec named(String queue) {
+        return new QueueSpec(queue);
     }
 
     /**
      * A queue the broker names (queue.declare with an empty name), exclusive and auto-delete as the
-     * official clients' {@code queueDeclare()} does: read the name from {@link QueueDeclareOk#queue()}.
+     * official clients' {@code queueDeclare()} does: read the name from {@link DeclaredQueue#queue()}.
      */
-    public static QueueDeclare serverNamed() {
-        QueueDeclare d = new QueueDeclare("");
+    public static QueueSpec serverNamed() {
+        QueueSpec d = new QueueSpec("");
         d.exclusive = true;
         d.autoDelete = true;
         return d;
     }
 
     /** Checks that {@code queue} exists and reads its counts (404 NOT_FOUND closes the channel if not). */
-    public static QueueDeclare passive(String queue) {
-        QueueDeclare d = new QueueDeclare(queue);
+    public static QueueSpec passive(String queue) {
+        QueueSpec d = new QueueSpec(queue);
         d.passive = true;
         return d;
     }
 
-    public QueueDeclare durable(boolean durable) {
+    public QueueSpec durable(boolean durable) {
         this.durable = durable;
         return this;
     }
 
-    public QueueDeclare exclusive(boolean exclusive) {
+    public QueueSpec exclusive(boolean exclusive) {
         this.exclusive = exclusive;
         return this;
     }
 
-    public QueueDeclare autoDelete(boolean autoDelete) {
+    public QueueSpec autoDelete(boolean autoDelete) {
         this.autoDelete = autoDelete;
         return this;
     }
 
     /** Do not wait for declare-ok: the stage completes once written, with counts of -1. Needs a name. */
-    public QueueDeclare noWait(boolean noWait) {
+    public QueueSpec noWait(boolean noWait) {
         this.noWait = noWait;
         return this;
     }
 
     /** An argument such as {@code x-queue-type}, {@code x-message-ttl}, {@code x-max-length}. */
-    public QueueDeclare argument(String key, Object value) {
+    public QueueSpec argument(String key, Object value) {
         arguments.put(Objects.requireNonNull(key, "key"), value);
         return this;
     }
 
-    public QueueDeclare arguments(Map<String, ?> arguments) {
+    public QueueSpec arguments(Map<String, ?> arguments) {
         this.arguments.putAll(arguments);
         return this;
     }
 
     /** {@code x-queue-type=quorum}; quorum queues must be durable, so this sets durable too. */
-    public QueueDeclare quorum() {
+    public QueueSpec quorum() {
         durable = true;
         return argument("x-queue-type", "quorum");
     }
 
     /** {@code x-queue-type=stream}; streams must be durable, so this sets durable too. */
-    public QueueDeclare stream() {
+    public QueueSpec stream() {
         durable = true;
         return argument("x-queue-type", "stream");
     }
@@ -99,7 +99,7 @@ public final class QueueDeclare {
      * {@code x-single-active-consumer=true}: of the queue's consumers one at a time gets messages; when its channel
      * or connection goes, the broker moves the queue to the next (classic and quorum queues).
      */
-    public QueueDeclare singleActiveConsumer() {
+    public QueueSpec singleActiveConsumer() {
         return argument("x-single-active-consumer", true);
     }
 
@@ -107,7 +107,7 @@ public final class QueueDeclare {
      * {@code x-delivery-limit} of a quorum queue: a message returned (nack, reject, or a consumer gone) more than
      * {@code limit} times is dropped or dead-lettered instead of delivered again.
      */
-    public QueueDeclare deliveryLimit(int limit) {
+    public QueueSpec deliveryLimit(int limit) {
         if (limit < 0) {
             throw new IllegalArgumentException("deliveryLimit must not be negative: " + limit);
         }
@@ -115,12 +115,12 @@ public final class QueueDeclare {
     }
 
     /** {@code x-message-ttl} in milliseconds. */
-    public QueueDeclare messageTtl(Duration ttl) {
+    public QueueSpec messageTtl(Duration ttl) {
         return argument("x-message-ttl", ttl.toMillis());
     }
 
     /** {@code x-max-length}: the most ready messages the queue keeps. */
-    public QueueDeclare maxLength(long maxLength) {
+    public QueueSpec maxLength(long maxLength) {
         return argument("x-max-length", maxLength);
     }
 

@@ -9,10 +9,10 @@ import java.util.Objects;
  * internal, no arguments, wait for declare-ok.
  *
  * <pre>{@code
- * channel.exchangeDeclare(ExchangeDeclare.of("orders", "topic").durable(true))
+ * channel.exchangeDeclare(ExchangeSpec.of("orders", "topic").durable(true))
  * }</pre>
  */
-public final class ExchangeDeclare {
+public final class ExchangeSpec {
 
     private final String exchange;
     private final String type;
@@ -23,51 +23,51 @@ public final class ExchangeDeclare {
     private boolean noWait;
     private final Map<String, Object> arguments = new LinkedHashMap<>();
 
-    private ExchangeDeclare(String exchange, String type) {
+    private ExchangeSpec(String exchange, String type) {
         this.exchange = Objects.requireNonNull(exchange, "exchange");
         this.type = Objects.requireNonNull(type, "type");
     }
 
     /** Declares {@code exchange} of {@code type} (direct, fanout, topic, headers, or a plugin's type). */
-    public static ExchangeDeclare of(String exchange, String type) {
-        return new ExchangeDeclare(exchange, type);
+    public static ExchangeSpec of(String exchange, String type) {
+        return new ExchangeSpec(exchange, type);
     }
 
     /** Checks that {@code exchange} exists (404 NOT_FOUND closes the channel if not); creates nothing. */
-    public static ExchangeDeclare passive(String exchange) {
-        ExchangeDeclare d = new ExchangeDeclare(exchange, "");
+    public static ExchangeSpec passive(String exchange) {
+        ExchangeSpec d = new ExchangeSpec(exchange, "");
         d.passive = true;
         return d;
     }
 
-    public ExchangeDeclare durable(boolean durable) {
+    public ExchangeSpec durable(boolean durable) {
         this.durable = durable;
         return this;
     }
 
-    public ExchangeDeclare autoDelete(boolean autoDelete) {
+    public ExchangeSpec autoDelete(boolean autoDelete) {
         this.autoDelete = autoDelete;
         return this;
     }
 
-    public ExchangeDeclare internal(boolean internal) {
+    public ExchangeSpec internal(boolean internal) {
         this.internal = internal;
         return this;
     }
 
     /** Do not wait for declare-ok: the returned stage completes once the method is written. */
-    public ExchangeDeclare noWait(boolean noWait) {
+    public ExchangeSpec noWait(boolean noWait) {
         this.noWait = noWait;
         return this;
     }
 
     /** An argument such as {@code alternate-exchange}. */
-    public ExchangeDeclare argument(String key, Object value) {
+    public ExchangeSpec argument(String key, Object value) {
         arguments.put(Objects.requireNonNull(key, "key"), value);
         return this;
     }
 
-    public ExchangeDeclare arguments(Map<String, ?> arguments) {
+    public ExchangeSpec arguments(Map<String, ?> arguments) {
         this.arguments.putAll(arguments);
         return this;
     }
