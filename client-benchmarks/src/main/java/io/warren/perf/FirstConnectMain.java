@@ -20,11 +20,17 @@ import java.util.concurrent.TimeUnit;
  * than their wall time.
  *
  * <p>What the first connect costs beyond amqp-client's (JDK 17, Netty 4.2): loading Netty (about 475 classes);
- * Netty's JFR allocator events, registered with JFR on the first buffer allocated (skipped with
- * {@code -Dio.netty.jfr.enabled=false}, the application's choice: it is a JVM-wide Netty setting); and Netty's
- * first channel id (network interfaces enumerated for the MAC address, unless {@code -Dio.netty.machineId} is
- * set). Class data sharing ({@code -XX:ArchiveClassesAtExit} once, then {@code -XX:SharedArchiveFile}) takes
- * most of the class loading away for both clients.
+ * Netty's JFR allocator events, registered with JFR when the first allocator is created (skipped with
+ * {@code -Dio.netty.jfr.enabled=false}, the application's choice: it is a JVM-wide Netty setting; both of
+ * Netty's pooling allocators register them, and every channel's config creates the default one). Warren's NIO
+ * channel has its own id, so Netty's channel id (network interfaces enumerated for the MAC address) is not
+ * initialised. Class data sharing ({@code -XX:ArchiveClassesAtExit} once, then {@code -XX:SharedArchiveFile})
+ * takes most of the class loading away for both clients. Timed side by side in whole processes:
+ *
+ * <pre>
+ *   hyperfine -N -w 1 -r 10 "java -cp ... io.warren.perf.FirstConnectMain warren URI -q" \
+ *       "java -cp ... io.warren.perf.FirstConnectMain amqp-client URI -q"
+ * </pre>
  */
 public final class FirstConnectMain {
 
