@@ -40,7 +40,7 @@ class HtmlReportChromiumTest {
     OptionsTest.Captured run = OptionsTest.run("--peer", "source", "-x", "1", "-c", "20", "-C", "300", "-D", "3000",
         "--runs", "2", "--json", json.toString(), "--report", report.toString());
     assertEquals(0, run.exit(), run.out() + run.err());
-    List<?> runs = (List<?>) JsonParser.parse(Files.readString(json));
+    List<?> runs = (List<?>) Json.parse(Files.readString(json));
     assertEquals(2, runs.size());
 
     String dom = chromium(chromium, dir, "--dump-dom", report);
@@ -87,8 +87,8 @@ class HtmlReportChromiumTest {
     int points = 0;
     for (Object point : timeline) {
       Object v = ((List<?>) point).get(field);
-      if (v instanceof Double d) {
-        max = Math.max(max, d);
+      if (v instanceof Number n) {
+        max = Math.max(max, n.doubleValue());
         points++;
       }
     }
