@@ -17,8 +17,10 @@ import java.util.Map;
  * template is {@code report.html} on the class path, with {@code report.css} and {@code report.js} inlined
  * into it (the Content-Security-Policy below allows no other source). The runs'
  * JSON (the same objects {@code --json} writes) sits in a {@code <script type="application/json">}
- * element and an inline script draws SVG charts from it: throughput over time, latency over time, latency
- * percentile distributions, a summary table per run and, with several clients, the comparison table. A
+ * element and an inline script draws SVG charts from it: the settings and, with several clients, the headline
+ * ({@link Summary#headline}) and the comparison table at the top; throughput, backlog, latency, process CPU and
+ * heap over time; latency percentile distributions (latency axes on a log scale in one unit each); a summary
+ * table per run. A
  * Content-Security-Policy forbids every load from anywhere, so a page that renders proves it is
  * self-contained.
  *
@@ -40,6 +42,7 @@ final class HtmlReport {
     data.put("generated", ZonedDateTime.now().format(DateTimeFormatter.RFC_1123_DATE_TIME));
     data.put("clients", clients);
     data.put("comparison", clients.size() > 1 ? Summary.comparison(runs, clients) : null);
+    data.put("headline", Summary.headline(runs, clients));
     data.put("runs", runs);
     // JSON has "<" only inside strings, where its escape means the same: no "</script>" in the data ends the element
     return PAGE.replace("@DATA@", Json.compact(data).replace("<", "\\u003c"));

@@ -67,7 +67,7 @@ final class PerfRun {
       ResourceMeter meter = new ResourceMeter();
       if (warmupSeconds > 0) {
         // traffic flows, progress is printed, nothing is kept: the JIT compiles the hot paths first
-        ProgressTicker warmup = new ProgressTicker(metrics, meter, out, label(driver) + " warmup");
+        ProgressTicker warmup = new ProgressTicker(metrics, meter, out, label(driver) + " warmup", options.deliveriesPerPublish());
         long warmupStart = System.nanoTime();
         warmup.start(warmupStart);
         driver.startConsumers();
@@ -78,7 +78,7 @@ final class PerfRun {
         }
         warmup.finish(System.nanoTime());
       }
-      ProgressTicker ticker = new ProgressTicker(metrics, meter, out, label(driver));
+      ProgressTicker ticker = new ProgressTicker(metrics, meter, out, label(driver), options.deliveriesPerPublish());
       RunResult.PeerStats peerBefore = peer == null ? null : peer.get();
       // the measured interval starts before the consumers do: a source (the loopback peer, a full
       // queue) starts delivering at basic.consume, and those deliveries belong to the run

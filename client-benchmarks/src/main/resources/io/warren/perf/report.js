@@ -34,11 +34,6 @@
     if (a >= 1e4) { return fmt(v / 1e3, a % 1e3 === 0 ? 0 : 1) + 'k'; }
     return fmt(v, a < 10 && a % 1 !== 0 ? 1 : 0);
   }
-  function duration(us) {
-    if (us >= 1e6) { return shortNumber(us / 1e6) + ' s'; }
-    if (us >= 1e3) { return shortNumber(us / 1e3) + ' ms'; }
-    return shortNumber(us) + ' us';
-  }
   function runLabel(run, data) {
     var many = data.runs.filter(function (r) { return r.client === run.client; }).length > 1;
     return run.client + (many ? ' #' + run.run : '');
@@ -49,12 +44,28 @@
     return { color: color, dash: DASHES[(run.run - 1) % DASHES.length] };
   }
 
+  // A latency axis's unit, chosen once per chart from its largest value, so every tick reads in the same unit.
+  function latencyUnit(maxUs) {
+    if (maxUs >= 1e6) { return { div: 1e6, name: 's' }; }
+    if (maxUs >= 1e3) { return { div: 1e3, name: 'ms' }; }
+    return { div: 1, name: 'us' };
+  }
+  function unitNumber(v) {
+    var a = Math.abs(v);
+    var decimals = a === 0 || a >= 10 ? 0 : a >= 1 ? 1 : a >= 0.1 ? 2 : 3;
+    return fmt(v, decimals).replace(/\.0+$/, '');
+  }
+
   // One chart; series: [{label, color, dash, run, points: [[x, y], ...]}]. Returns null without data.
+  // o.latency: y values are microseconds, drawn on a log scale in one unit (us, ms or s) with ticks at 1, 2 and 5
+  // of each decade (only 1 and 10 when the values span more than three decades).
   function lineChart(o) {
     var W = 1180, L = 84, R = 24, B = 48;
     var xs = [], ys = [];
     o.series.forEach(function (s) {
-      s.points = s.points.filter(function (p) { return p[1] !== null && p[1] !== undefined && isFinite(p[1]); });
+      s.points = s.points.filter(function (p) {
+        return p[1] !== null && p[1] !== undefined && isFinite(p[1]) && (!o.latency || p[1] > 0);
+      });
       s.points.forEach(function (p) { xs.push(p[0]); ys.push(p[1]); });
     });
     o.series = o.series.filter(function (s) { return s.points.length > 0; });
@@ -64,13 +75,21 @@
     if (o.xmin !== undefined) { xmin = o.xmin; }
     if (xmax === xmin) { xmax = xmin + 1; }
     var ymax = Math.max.apply(null, ys), ymin = 0;
-    var yLog = o.yLog && Math.min.apply(null, ys) > 0;
+    var yLog = !!o.latency;
     var yTicks = [];
+    var yFormat = o.yFormat || shortNumber;
+    var yLabel = o.yLabel;
     if (yLog) {
-      var lo = Math.floor(Math.log(Math.min.apply(null, ys)) / Math.LN10);
-      var hi = Math.ceil(Math.log(ymax) / Math.LN10);
-      if (hi === lo) { hi = lo + 1; }
-      for (var k = lo; k <= hi; k++) { yTicks.push(Math.pow(10, k)); }
+      var unit = latencyUnit(ymax);
+      yFormat = function (t) { return unitNumber(t / unit.div); };
+      yLabel = o.yLabel + ' (' + unit.name + ', log scale)';
+      var lo = Math.floor(Math.log(Math.min.apply(null, ys)) / Math.LN10 + 1e-9);
+      var hi = Math.ceil(Math.log(ymax) / Math.LN10 - 1e-9);
+      if (hi <= lo) { hi = lo + 1; }
+      var steps = hi - lo > 3 ? [1] : [1, 2, 5];
+      for (var k = lo; k <= hi; k++) {
+        steps.forEach(function (m) { if (k < hi || m === 1) { yTicks.push(m * Math.pow(10, k)); } });
+      }
       ymin = Math.pow(10, lo); ymax = Math.pow(10, hi);
     } else {
       if (ymax <= 0) { ymax = 1; }
@@ -90,7 +109,7 @@
       var y = py(t);
       svg.appendChild(svgEl('line', { x1: L, x2: W - R, y1: y, y2: y, 'class': 'grid' }));
       svg.appendChild(svgEl('text', { x: L - 8, y: y + 4, 'text-anchor': 'end', 'data-tick': 'y' },
-        o.yFormat ? o.yFormat(t) : shortNumber(t)));
+        yFormat(t)));
     });
     var xTicks = o.xTicks;
     if (!xTicks) {
@@ -107,7 +126,7 @@
     svg.appendChild(svgEl('line', { x1: L, x2: W - R, y1: H - B, y2: H - B, 'class': 'axis' }));
     svg.appendChild(svgEl('text', { x: (L + W - R) / 2, y: H - 8, 'text-anchor': 'middle' }, o.xLabel));
     svg.appendChild(svgEl('text', { x: 16, y: (T + H - B) / 2, 'text-anchor': 'middle',
-      transform: 'rotate(-90 16 ' + (T + H - B) / 2 + ')' }, o.yLabel));
+      transform: 'rotate(-90 16 ' + (T + H - B) / 2 + ')' }, yLabel));
     o.series.forEach(function (s) {
       var pts = s.points.map(function (p) { return px(p[0]).toFixed(1) + ',' + py(p[1]).toFixed(1); }).join(' ');
       var max = Math.max.apply(null, s.points.map(function (p) { return p[1]; }));
@@ -165,7 +184,10 @@
       ['received_rate', 'received msg/s', 0], ['sent_mb_s', 'sent MB/s', 2], ['received_mb_s', 'received MB/s', 2],
       ['confirm_latency_p50_us', 'confirm p50 (us)', 0], ['confirm_latency_p99_us', 'confirm p99 (us)', 0],
       ['consumer_latency_p50_us', 'consumer p50 (us)', 0], ['consumer_latency_p99_us', 'consumer p99 (us)', 0],
-      ['cpu_ns_per_msg', 'CPU ns/msg', 0], ['alloc_bytes_per_msg', 'alloc B/msg', 0],
+      ['consumer_latency_p999_us', 'consumer p99.9 (us)', 0], ['consumer_latency_max_us', 'consumer max (us)', 0],
+      ['backlog_end', 'backlog at the end', 0],
+      ['cpu_ns_per_msg', 'CPU ns/msg', 0], ['ctx_switches_per_msg', 'context switches/msg', 2],
+      ['alloc_bytes_per_msg', 'alloc B/msg', 0],
       ['peak_heap_bytes', 'peak heap (MiB)', -1], ['live_heap_peak_bytes', 'live heap after GC (MiB)', -1],
       ['peak_direct_bytes', 'peak direct (MiB)', -1]];
     // one row per figure, one column per run
@@ -210,9 +232,34 @@
     div.appendChild(table);
   }
 
+  function renderHeadline(data) {
+    var div = document.getElementById('headline');
+    var first = data.runs[0];
+    var perClient = {};
+    data.runs.forEach(function (r) { perClient[r.client] = (perClient[r.client] || 0) + 1; });
+    var bits = [first.producers + ' producer(s), ' + first.consumers + ' consumer(s), ' + first.size + ' B messages',
+      first.rate !== null ? 'each producer paced at ' + fmt(first.rate, 0) + ' msg/s' : 'unthrottled producers',
+      first.confirm !== null ? 'confirms, ' + first.confirm + ' outstanding' : 'no confirms',
+      'to ' + first.target,
+      data.clients.map(function (c) { return perClient[c] + ' run(s) of ' + c; }).join(', ') + ', alternating'];
+    div.appendChild(el('p', { id: 'settings' }, 'Settings: ' + bits.join('; ') + '.'));
+    if (data.headline && data.headline.length > 0) {
+      div.appendChild(el('h2', {}, 'Headline (medians over runs, min-max in brackets)'));
+      var ul = el('ul', { id: 'headline-list' });
+      data.headline.forEach(function (line) { ul.appendChild(el('li', {}, line)); });
+      div.appendChild(ul);
+    }
+    var warned = data.runs.filter(function (r) { return r.backlog_warning; });
+    warned.forEach(function (r) {
+      div.appendChild(el('p', { 'class': 'warning', 'data-warning': runLabel(r, data) },
+        'Warning, ' + runLabel(r, data) + ': ' + r.backlog_warning));
+    });
+  }
+
   function render(data) {
     document.getElementById('meta').textContent = data.runs.length + ' run(s) of ' + data.clients.join(', ')
       + '; generated ' + data.generated;
+    renderHeadline(data);
     renderComparison(data);
     renderSummary(data);
     var charts = document.getElementById('charts');
@@ -225,20 +272,30 @@
     }
     addChart(charts, { id: 'received-rate', title: 'Received (msg/s)', xLabel: 'time (s)', yLabel: 'msg/s', xmin: 0,
       series: timelineSeries(data, 'received_rate') });
+    if (data.runs.some(function (r) { return r.backlog_end !== null && r.backlog_end !== undefined; })) {
+      charts.appendChild(el('h2', {}, 'Backlog over time'));
+      addChart(charts, { id: 'backlog', title: 'Published, not yet received (msgs): flat near 0 when the consumers keep up',
+        xLabel: 'time (s)', yLabel: 'messages', xmin: 0, series: timelineSeries(data, 'backlog') });
+    }
     charts.appendChild(el('h2', {}, 'Latency over time'));
     [['confirm', 'Confirm'], ['consumer', 'Consumer']].forEach(function (kind) {
       ['p50', 'p99'].forEach(function (p) {
         addChart(charts, { id: kind[0] + '-latency-' + p, title: kind[1] + ' latency ' + p + ' per second',
-          xLabel: 'time (s)', yLabel: 'latency', xmin: 0, yFormat: duration,
+          xLabel: 'time (s)', yLabel: 'latency', xmin: 0, latency: true,
           series: timelineSeries(data, kind[0] + '_' + p + '_us') });
       });
     });
+    charts.appendChild(el('h2', {}, 'Process over time'));
+    addChart(charts, { id: 'cpu', title: 'Process CPU (% of one core; the in-process peer\'s threads included)',
+      xLabel: 'time (s)', yLabel: '% of a core', xmin: 0, series: timelineSeries(data, 'cpu_pct') });
+    addChart(charts, { id: 'heap', title: 'Heap in use (MiB), sampled each second', xLabel: 'time (s)',
+      yLabel: 'MiB', xmin: 0, series: timelineSeries(data, 'heap_mib') });
     charts.appendChild(el('h2', {}, 'Latency percentiles over the whole run'));
-    addChart(charts, { id: 'confirm-latency-percentiles', title: 'Confirm latency by percentile (log scale)',
-      xLabel: 'percentile', yLabel: 'latency', xTicks: PCT_TICKS, xmin: nines(50), yLog: true, yFormat: duration,
+    addChart(charts, { id: 'confirm-latency-percentiles', title: 'Confirm latency by percentile',
+      xLabel: 'percentile', yLabel: 'latency', xTicks: PCT_TICKS, xmin: nines(50), latency: true,
       series: percentileSeries(data, 'confirm_latency_percentiles_us') });
-    addChart(charts, { id: 'consumer-latency-percentiles', title: 'Consumer latency by percentile (log scale)',
-      xLabel: 'percentile', yLabel: 'latency', xTicks: PCT_TICKS, xmin: nines(50), yLog: true, yFormat: duration,
+    addChart(charts, { id: 'consumer-latency-percentiles', title: 'Consumer latency by percentile (publish call to the consumer\'s handler)',
+      xLabel: 'percentile', yLabel: 'latency', xTicks: PCT_TICKS, xmin: nines(50), latency: true,
       series: percentileSeries(data, 'consumer_latency_percentiles_us') });
   }
 
