@@ -24,6 +24,8 @@ import org.HdrHistogram.Histogram;
  * @param totals counts over the interval
  * @param confirmLatency confirm latencies (ns) over the interval
  * @param consumerLatency consumer latencies (ns) over the interval
+ * @param peerReceiptLatency against the loopback peer in a paced run: from the publish call to the peer's handling
+ *     of the publish's first body frame (ns); empty otherwise
  * @param timeline one point per second
  * @param usage CPU, allocation and memory over the interval
  * @param peer the loopback peer's own counts over the interval, or null against a broker
@@ -41,6 +43,7 @@ record RunResult(
     Metrics.Counters totals,
     Histogram confirmLatency,
     Histogram consumerLatency,
+    Histogram peerReceiptLatency,
     List<ProgressTicker.TimelinePoint> timeline,
     ResourceMeter.Usage usage,
     PeerStats peer,
@@ -181,6 +184,10 @@ record RunResult(
     m.put("consumer_latency_p99_us", consumerLatencyMicros(99));
     m.put("consumer_latency_p999_us", consumerLatencyMicros(99.9));
     m.put("consumer_latency_max_us", consumerLatencyMicros(100));
+    m.put("peer_receipt_latency_p50_us", micros(peerReceiptLatency, 50));
+    m.put("peer_receipt_latency_p99_us", micros(peerReceiptLatency, 99));
+    m.put("peer_receipt_latency_p999_us", micros(peerReceiptLatency, 99.9));
+    m.put("peer_receipt_latency_max_us", micros(peerReceiptLatency, 100));
     m.put("cpu_ns_per_msg", cpuNanosPerMessage());
     m.put("ctx_switches_per_msg", contextSwitchesPerMessage());
     m.put("voluntary_ctx_switches", usage.voluntarySwitches());
@@ -199,6 +206,7 @@ record RunResult(
     m.put("failure", failure);
     m.put("confirm_latency_percentiles_us", percentiles(confirmLatency));
     m.put("consumer_latency_percentiles_us", percentiles(consumerLatency));
+    m.put("peer_receipt_latency_percentiles_us", percentiles(peerReceiptLatency));
     List<Object> points = new ArrayList<>(timeline.size());
     for (ProgressTicker.TimelinePoint p : timeline) {
       // [t_s, sent_rate, confirmed_rate, received_rate, confirm p50, p99, consumer p50, p99 (us), backlog,

@@ -24,6 +24,10 @@ final class Summary {
       new Row("consumer_latency_p99_us", "consumer latency p99 (us)", 0, -1),
       new Row("consumer_latency_p999_us", "consumer latency p99.9 (us)", 0, -1),
       new Row("consumer_latency_max_us", "consumer latency max (us)", 0, -1),
+      new Row("peer_receipt_latency_p50_us", "publish to peer receipt p50 (us)", 0, -1),
+      new Row("peer_receipt_latency_p99_us", "publish to peer receipt p99 (us)", 0, -1),
+      new Row("peer_receipt_latency_p999_us", "publish to peer receipt p99.9 (us)", 0, -1),
+      new Row("peer_receipt_latency_max_us", "publish to peer receipt max (us)", 0, -1),
       new Row("cpu_ns_per_msg", "client CPU ns/msg", 0, -1),
       new Row("ctx_switches_per_msg", "context switches/msg", 2, -1),
       new Row("alloc_bytes_per_msg", "allocated B/msg", 0, -1),
@@ -34,7 +38,8 @@ final class Summary {
 
   /** The figures the headline names, when both clients have them: the ones a reader decides on. */
   private static final List<String> HEADLINE = List.of("sent_rate", "received_rate", "confirm_latency_p50_us",
-      "confirm_latency_p99_us", "consumer_latency_p50_us", "consumer_latency_p99_us", "cpu_ns_per_msg",
+      "confirm_latency_p99_us", "consumer_latency_p50_us", "consumer_latency_p99_us", "peer_receipt_latency_p50_us",
+      "peer_receipt_latency_p99_us", "peer_receipt_latency_p999_us", "cpu_ns_per_msg",
       "ctx_switches_per_msg", "alloc_bytes_per_msg");
 
   private Summary() {}
@@ -59,6 +64,11 @@ final class Summary {
     }
     latency(out, "confirm latency", r.confirmLatency().getTotalCount(), r::confirmLatencyMicros);
     latency(out, "consumer latency", r.consumerLatency().getTotalCount(), r::consumerLatencyMicros);
+    latency(out, "peer receipt", r.peerReceiptLatency().getTotalCount(),
+        p -> r.peerReceiptLatency().getTotalCount() == 0 ? null : r.peerReceiptLatency().getValueAtPercentile(p) / 1000.0);
+    if (r.peerReceiptLatency().getTotalCount() > 0) {
+      out.printf(Locale.ROOT, "  %-17s from the publish call to the loopback peer handling the publish's body frame%n", "");
+    }
     if (r.consumerLatency().getTotalCount() > 0) {
       out.printf(Locale.ROOT, "  %-17s from the publish call to the consumer's handler, queueing in the client and "
           + "the broker included%n", "");

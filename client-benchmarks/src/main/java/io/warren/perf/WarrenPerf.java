@@ -371,9 +371,8 @@ public final class WarrenPerf implements Callable<Integer> {
         target = "peer:" + leg.peer().name().toLowerCase();
         out.println("loopback peer (" + target + ") listening on " + loopback.uri());
       }
-      LoopbackPeer peerForStats = loopback;
       PerfRun perfRun = new PerfRun(options, leg.timeSeconds(), plan.warmupSeconds(), target, plan.id(), out, stop,
-          peerForStats == null ? null : peerForStats::stats);
+          loopback);
       Map<String, Integer> runNumbers = new LinkedHashMap<>();
       for (int round = 0; round < plan.runs(); round++) {
         // A B, then B A, ...: neither client always runs first on a warmer JVM

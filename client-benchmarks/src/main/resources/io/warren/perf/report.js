@@ -297,6 +297,12 @@
     addChart(charts, { id: 'consumer-latency-percentiles', title: 'Consumer latency by percentile (publish call to the consumer\'s handler)',
       xLabel: 'percentile', yLabel: 'latency', xTicks: PCT_TICKS, xmin: nines(50), latency: true,
       series: percentileSeries(data, 'consumer_latency_percentiles_us') });
+    if (data.runs.some(function (r) { return r.peer_receipt_latency_percentiles_us && r.peer_receipt_latency_percentiles_us.length > 0; })) {
+      addChart(charts, { id: 'peer-receipt-latency-percentiles',
+        title: 'Publish call to the loopback peer\'s receipt, by percentile', xLabel: 'percentile', yLabel: 'latency',
+        xTicks: PCT_TICKS, xmin: nines(50), latency: true,
+        series: percentileSeries(data, 'peer_receipt_latency_percentiles_us') });
+    }
   }
 
   try {

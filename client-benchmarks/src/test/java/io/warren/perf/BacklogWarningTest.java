@@ -28,7 +28,7 @@ class BacklogWarningTest {
     }
     ResourceMeter.Usage usage = new ResourceMeter.Usage(1_000_000L, 1000L, 1, null, null, 0, 0, 0, 0, 10L, 5L);
     return new RunResult(null, "warren", 1, options, "amqp://guest@localhost:5672", 0, 10.0,
-        new Metrics.Counters(sent, 0, 0, 0, received, 0, 0), new Histogram(3), new Histogram(3), timeline, usage,
+        new Metrics.Counters(sent, 0, 0, 0, received, 0, 0), new Histogram(3), new Histogram(3), new Histogram(3), timeline, usage,
         null, "time", null);
   }
 

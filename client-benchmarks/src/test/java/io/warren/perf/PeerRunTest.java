@@ -102,6 +102,24 @@ class PeerRunTest {
     assertTrue(number(r, "received") <= 20000, "what the warmup received is not counted: " + r.get("received"));
   }
 
+  @Test
+  void aPacedSinkRunMeasuresFromThePublishCallToThePeersReceipt(@TempDir Path dir) throws Exception {
+    Path json = dir.resolve("paced.json");
+    OptionsTest.Captured run = OptionsTest.run("--peer", "sink", "--client", "amqp-client", "-r", "2000", "-C", "1000",
+        "--json", json.toString());
+    assertEquals(0, run.exit(), run.out() + run.err());
+    Map<String, Object> r = asObject(Json.parse(Files.readString(json)));
+    double p50 = number(r, "peer_receipt_latency_p50_us");
+    assertTrue(p50 > 0 && p50 <= number(r, "peer_receipt_latency_p99_us"), "p50 " + p50 + " then p99: " + r);
+    assertTrue(run.out().contains("peer receipt"), run.out());
+
+    Path unpaced = dir.resolve("unpaced.json");
+    assertEquals(0, OptionsTest.run("--peer", "sink", "--client", "amqp-client", "-C", "1000", "--json",
+        unpaced.toString()).exit());
+    assertNull(asObject(Json.parse(Files.readString(unpaced))).get("peer_receipt_latency_p50_us"),
+        "unpaced, the figure would be the socket buffer's queue: not recorded");
+  }
+
   static void assertHasEveryField(Map<String, Object> run) {
     for (String field : REQUIRED) {
       assertTrue(run.containsKey(field), "missing " + field + " in " + run.keySet());
