@@ -8,7 +8,7 @@ import java.util.concurrent.locks.LockSupport;
 import org.HdrHistogram.Histogram;
 
 /**
- * Reads the {@link Metrics} once per second on its own thread ({@code warren-perf-progress}), prints one
+ * Reads the {@link Metrics} once per second on its own thread ({@code warren-progress}), prints one
  * progress line, keeps the timeline for the report and adds each second's latencies to the run's
  * totals; samples direct memory every 100 ms. All counts are relative to the reading taken by
  * {@link #start}. After {@link #finish} (which joins the thread) its results are read by the caller.
@@ -49,7 +49,9 @@ final class ProgressTicker {
     this.out = out;
     this.label = label;
     this.copies = copies;
-    this.thread = new Thread(this::loop, "warren-perf-progress");
+    // 15 characters: Linux keeps that much of a thread's name, and ResourceMeter tells this thread from the
+    // producers' and consumers' (warren-perf-producer-N, ...) by it
+    this.thread = new Thread(this::loop, "warren-progress");
     this.thread.setDaemon(true);
   }
 
@@ -142,8 +144,8 @@ final class ProgressTicker {
         (c.received() - before.received()) / seconds,
         micros(confirmInterval, 50), micros(confirmInterval, 99),
         micros(consumerInterval, 50), micros(consumerInterval, 99),
-        copies == 0 ? Double.NaN : (double) (c.published() - baseline.published()) * copies
-            - (c.received() - baseline.received()),
+        // absolute counts: what the warmup left in the queue is still waiting, and drains during the run
+        copies == 0 ? Double.NaN : (double) c.published() * copies - c.received(),
         cpuPercent, meter.heapUsed() / 1048576.0);
     timeline.add(point);
     out.println(format(point, last));
@@ -188,7 +190,7 @@ final class ProgressTicker {
    * @param confirmedRate confirms per second
    * @param receivedRate deliveries per second
    * @param confirmP50Micros median confirm latency in the interval (NaN without samples), likewise the next three
-   * @param backlog messages published but not yet received since the start (each consumer's copy counted), at
+   * @param backlog messages published but not yet received (each consumer's copy counted; the warmup's too), at
    *     the end of the interval: what waits in the client's and the broker's queues; NaN unless the run both
    *     publishes and consumes
    * @param cpuPercent the process's CPU time over the interval, in percent of one core (the in-process peer's

@@ -30,7 +30,7 @@ import javax.management.openmbean.CompositeData;
  *   <li><b>CPU</b>: the process's CPU time ({@code OperatingSystemMXBean.getProcessCpuTime}, user +
  *       system, every thread including GC and JIT compiler threads) over the interval, less the CPU
  *       time of the tool's own threads that are not the client's work: the in-process loopback peer's
- *       ({@code warren-peer-*}) and the progress ticker ({@code warren-perf-progress}), each read with
+ *       ({@code warren-peer-*}) and the progress ticker ({@code warren-progress}), each read with
  *       {@code ThreadMXBean.getThreadCpuTime}. Producer threads are counted: publishing is the client's work.</li>
  *   <li><b>Allocation</b>: {@code com.sun.management.ThreadMXBean.getTotalThreadAllocatedBytes()}, the
  *       heap bytes allocated by all threads, terminated ones included, over the interval, less what the
@@ -57,7 +57,8 @@ import javax.management.openmbean.CompositeData;
 final class ResourceMeter {
 
   private static final String PEER_THREADS = "warren-peer";
-  private static final String[] EXCLUDED_THREADS = {PEER_THREADS, "warren-perf-progress"};
+  // each within Linux's 15 characters of a native thread name, so /proc tells them apart from the client's threads
+  private static final String[] EXCLUDED_THREADS = {PEER_THREADS, "warren-progress"};
 
   private final com.sun.management.OperatingSystemMXBean os =
       (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
@@ -192,14 +193,8 @@ final class ResourceMeter {
   }
 
   /** Whether a native thread name (a Java name cut to 15 characters) is one of the tool's own threads. */
-  private static boolean excludedNative(String comm) {
-    for (String prefix : EXCLUDED_THREADS) {
-      String cut = prefix.length() > 15 ? prefix.substring(0, 15) : prefix;
-      if (comm.startsWith(cut)) {
-        return true;
-      }
-    }
-    return false;
+  static boolean excludedNative(String comm) {
+    return excluded(comm);
   }
 
   private long totalAllocated() {

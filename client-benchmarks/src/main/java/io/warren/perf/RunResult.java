@@ -96,10 +96,15 @@ record RunResult(
     return perMessage(usage.voluntarySwitches() + usage.involuntarySwitches());
   }
 
-  /** Published but not received at the end (each consumer's copy counted); null unless the run does both. */
+  /**
+   * Published but not received at the end (each consumer's copy counted, the warmup's publishes too: the timeline's
+   * last point); null unless the run both publishes and consumes.
+   */
   Long backlogAtEnd() {
-    long copies = options.deliveriesPerPublish();
-    return copies == 0 ? null : totals.published() * copies - totals.received();
+    if (options.deliveriesPerPublish() == 0 || timeline.isEmpty() || Double.isNaN(timeline.get(timeline.size() - 1).backlog())) {
+      return null;
+    }
+    return (long) timeline.get(timeline.size() - 1).backlog();
   }
 
   /**

@@ -83,7 +83,7 @@ class BrokerRunTest {
   @Test
   void withNoBrokerCompareRunsBothClientsOnEachSideOfThePeer(@TempDir Path dir) throws Exception {
     Path json = dir.resolve("runs.json");
-    OptionsTest.Captured run = OptionsTest.run("-h", "amqp://127.0.0.1:" + closedPort(), "--compare", "-z", "1",
+    OptionsTest.Captured run = OptionsTest.run("-h", "amqp://127.0.0.1:" + closedPort(), "--compare", "--runs", "1", "-z", "1",
         "--json", json.toString());
     assertEquals(0, run.exit(), run.out() + run.err());
     assertTrue(run.out().contains("built-in loopback peer"), run.out());

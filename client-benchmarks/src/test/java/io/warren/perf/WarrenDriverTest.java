@@ -109,7 +109,7 @@ class WarrenDriverTest {
   @Test
   void compareRunsBothClientsAndWritesBothToTheJson(@TempDir Path dir) throws Exception {
     Path json = dir.resolve("compare.json");
-    OptionsTest.Captured run = OptionsTest.run("--compare", "--peer", "sink", "-C", "3000", "-c", "100",
+    OptionsTest.Captured run = OptionsTest.run("--compare", "--runs", "1", "--peer", "sink", "-C", "3000", "-c", "100",
         "-s", "32", "--json", json.toString());
     assertEquals(0, run.exit(), run.out() + run.err());
     assertTrue(run.out().contains("== amqp-client run 1"), run.out());
