@@ -66,7 +66,7 @@ public final class BenchmarksTable {
       }
       return runs;
     }
-    Object value = JsonParser.parse(Files.readString(path, StandardCharsets.UTF_8));
+    Object value = Json.parse(Files.readString(path, StandardCharsets.UTF_8));
     for (Object run : value instanceof List<?> list ? list : List.of(value)) {
       @SuppressWarnings("unchecked")
       Map<String, Object> map = (Map<String, Object>) run;

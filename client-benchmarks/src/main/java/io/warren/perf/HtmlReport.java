@@ -1,5 +1,9 @@
 package io.warren.perf;
 
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
 import java.time.ZonedDateTime;
 import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
@@ -9,10 +13,14 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * The {@code --report} page: one self-contained HTML file that needs no network to be viewed. The runs'
+ * The {@code --report} page: one self-contained HTML file that needs no network to be viewed. Its
+ * template is {@code report.html} on the class path, with {@code report.css} and {@code report.js} inlined
+ * into it (the Content-Security-Policy below allows no other source). The runs'
  * JSON (the same objects {@code --json} writes) sits in a {@code <script type="application/json">}
- * element and an inline script draws SVG charts from it: throughput over time, latency over time, latency
- * percentile distributions, a summary table per run and, with several clients, the comparison table. A
+ * element and an inline script draws SVG charts from it: the settings and, with several clients, the headline
+ * ({@link Summary#headline}) and the comparison table at the top; throughput, backlog, latency, process CPU and
+ * heap over time; latency percentile distributions (latency axes on a log scale in one unit each); a summary
+ * table per run. A
  * Content-Security-Policy forbids every load from anywhere, so a page that renders proves it is
  * self-contained.
  *
@@ -34,306 +42,26 @@ final class HtmlReport {
     data.put("generated", ZonedDateTime.now().format(DateTimeFormatter.RFC_1123_DATE_TIME));
     data.put("clients", clients);
     data.put("comparison", clients.size() > 1 ? Summary.comparison(runs, clients) : null);
+    data.put("headline", Summary.headline(runs, clients));
     data.put("runs", runs);
-    return PAGE.replace("@DATA@", Json.compact(data));
+    // JSON has "<" only inside strings, where its escape means the same: no "</script>" in the data ends the element
+    return PAGE.replace("@DATA@", Json.compact(data).replace("<", "\\u003c"));
   }
 
-  private static final String PAGE = """
-      <!doctype html>
-      <html lang="en">
-      <head>
-      <meta charset="utf-8">
-      <meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:">
-      <meta name="viewport" content="width=device-width, initial-scale=1">
-      <title>warren-perf report</title>
-      <style>
-        body { font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #202124; background: #fff; }
-        h1 { font-size: 22px; margin: 0 0 4px; }
-        h2 { font-size: 17px; margin: 28px 0 8px; }
-        .meta { color: #5f6368; margin: 0 0 12px; }
-        table { border-collapse: collapse; margin: 8px 0; }
-        th, td { border: 1px solid #dadce0; padding: 3px 8px; text-align: right; white-space: nowrap; }
-        th:first-child, td:first-child { text-align: left; }
-        th { background: #f1f3f4; font-weight: 600; }
-        svg { display: block; margin: 8px 0 16px; background: #fff; max-width: 1180px; }
-        svg text { font: 12px system-ui, sans-serif; fill: #3c4043; }
-        svg .title { font-size: 14px; font-weight: 600; }
-        svg .grid { stroke: #e8eaed; }
-        svg .axis { stroke: #5f6368; }
-        .empty { color: #80868b; font-style: italic; }
-      </style>
-      </head>
-      <body data-rendered="no">
-      <h1>warren-perf report</h1>
-      <p class="meta" id="meta"></p>
-      <noscript>The charts and tables of this report are drawn by its inline script: enable JavaScript.</noscript>
-      <div id="comparison"></div>
-      <div id="summary"></div>
-      <div id="charts"></div>
-      <h2>How the figures are measured</h2>
-      <ul class="meta" id="method">
-        <li>Rates are over the measured interval: from the consumers' start (after any warmup) to the stop; connecting, declaring and closing are left out. MB/s counts body bytes, 10<sup>6</sup> per MB.</li>
-        <li>Confirm latency: from the publish call to the basic.ack that covers it. Consumer latency: from the publish call (its time is in the body) to the delivery reaching the application; the loopback peer's deliveries carry no time.</li>
-        <li>Client CPU: the process's CPU time (all threads, GC and JIT included) less the in-process loopback peer's threads and the progress thread, divided by publishes + deliveries.</li>
-        <li>Allocation: heap bytes allocated by all threads (terminated ones too) less the same excluded threads, divided by publishes + deliveries; direct buffers are not heap allocation.</li>
-        <li>Peak heap: the heap pools' peaks added up (an upper bound that follows the collector's sizing); live heap: the largest occupancy right after a collection; direct memory: sampled every 100 ms.</li>
-      </ul>
-      <script id="data" type="application/json">@DATA@</script>
-      <script>
-      (function () {
-        var SVG_NS = 'http://www.w3.org/2000/svg';
-        var COLORS = { 'amqp-client': '#e8710a', 'warren': '#1a73e8' };
-        var SPARE = ['#188038', '#a142f4', '#d93025', '#007b83'];
-        var DASHES = ['', '7 4', '2 3', '10 3 2 3', '4 4'];
-        var LEGEND_PER_ROW = 5;
+  /** {@code report.html} with {@code report.css} and {@code report.js} put in, {@code @DATA@} still to fill. */
+  private static final String PAGE = resource("report.html")
+      .replace("@STYLE@", resource("report.css"))
+      .replace("@SCRIPT@", resource("report.js"));
 
-        function el(tag, attrs, text) {
-          var e = document.createElement(tag);
-          for (var k in attrs || {}) { e.setAttribute(k, attrs[k]); }
-          if (text !== undefined) { e.textContent = text; }
-          return e;
-        }
-        function svgEl(tag, attrs, text) {
-          var e = document.createElementNS(SVG_NS, tag);
-          for (var k in attrs || {}) { e.setAttribute(k, attrs[k]); }
-          if (text !== undefined) { e.textContent = text; }
-          return e;
-        }
-        function fmt(v, decimals) {
-          if (v === null || v === undefined || isNaN(v)) { return '-'; }
-          return Number(v).toLocaleString('en-US', { minimumFractionDigits: decimals, maximumFractionDigits: decimals });
-        }
-        function niceStep(span, count) {
-          var raw = span / count;
-          var pow = Math.pow(10, Math.floor(Math.log(raw) / Math.LN10));
-          var n = raw / pow;
-          return (n <= 1 ? 1 : n <= 2 ? 2 : n <= 5 ? 5 : 10) * pow;
-        }
-        function shortNumber(v) {
-          var a = Math.abs(v);
-          if (a >= 1e9) { return fmt(v / 1e9, a % 1e9 === 0 ? 0 : 1) + 'G'; }
-          if (a >= 1e6) { return fmt(v / 1e6, a % 1e6 === 0 ? 0 : 1) + 'M'; }
-          if (a >= 1e4) { return fmt(v / 1e3, a % 1e3 === 0 ? 0 : 1) + 'k'; }
-          return fmt(v, a < 10 && a % 1 !== 0 ? 1 : 0);
-        }
-        function duration(us) {
-          if (us >= 1e6) { return shortNumber(us / 1e6) + ' s'; }
-          if (us >= 1e3) { return shortNumber(us / 1e3) + ' ms'; }
-          return shortNumber(us) + ' us';
-        }
-        function runLabel(run, data) {
-          var many = data.runs.filter(function (r) { return r.client === run.client; }).length > 1;
-          return run.client + (many ? ' #' + run.run : '');
-        }
-        function runStyle(run, data) {
-          var color = COLORS[run.client];
-          if (!color) { color = SPARE[data.clients.indexOf(run.client) % SPARE.length]; }
-          return { color: color, dash: DASHES[(run.run - 1) % DASHES.length] };
-        }
-
-        // One chart; series: [{label, color, dash, run, points: [[x, y], ...]}]. Returns null without data.
-        function lineChart(o) {
-          var W = 1180, L = 84, R = 24, B = 48;
-          var xs = [], ys = [];
-          o.series.forEach(function (s) {
-            s.points = s.points.filter(function (p) { return p[1] !== null && p[1] !== undefined && isFinite(p[1]); });
-            s.points.forEach(function (p) { xs.push(p[0]); ys.push(p[1]); });
-          });
-          o.series = o.series.filter(function (s) { return s.points.length > 0; });
-          if (ys.length === 0) { return null; }
-          var T = 44 + Math.ceil(o.series.length / LEGEND_PER_ROW) * 16, H = T + 260 + B;
-          var xmin = Math.min.apply(null, xs), xmax = Math.max.apply(null, xs);
-          if (o.xmin !== undefined) { xmin = o.xmin; }
-          if (xmax === xmin) { xmax = xmin + 1; }
-          var ymax = Math.max.apply(null, ys), ymin = 0;
-          var yLog = o.yLog && Math.min.apply(null, ys) > 0;
-          var yTicks = [];
-          if (yLog) {
-            var lo = Math.floor(Math.log(Math.min.apply(null, ys)) / Math.LN10);
-            var hi = Math.ceil(Math.log(ymax) / Math.LN10);
-            if (hi === lo) { hi = lo + 1; }
-            for (var k = lo; k <= hi; k++) { yTicks.push(Math.pow(10, k)); }
-            ymin = Math.pow(10, lo); ymax = Math.pow(10, hi);
-          } else {
-            if (ymax <= 0) { ymax = 1; }
-            var step = niceStep(ymax, 5);
-            ymax = Math.ceil(ymax / step) * step;
-            for (var v = 0; v <= ymax + step / 2; v += step) { yTicks.push(v); }
-          }
-          function px(x) { return L + (x - xmin) / (xmax - xmin) * (W - L - R); }
-          function py(y) {
-            var f = yLog ? (Math.log(y) - Math.log(ymin)) / (Math.log(ymax) - Math.log(ymin)) : (y - ymin) / (ymax - ymin);
-            return H - B - f * (H - T - B);
-          }
-          var svg = svgEl('svg', { width: '100%', viewBox: '0 0 ' + W + ' ' + H, 'data-chart': o.id,
-            role: 'img', 'aria-label': o.title });
-          svg.appendChild(svgEl('text', { x: L, y: 20, 'class': 'title' }, o.title));
-          yTicks.forEach(function (t) {
-            var y = py(t);
-            svg.appendChild(svgEl('line', { x1: L, x2: W - R, y1: y, y2: y, 'class': 'grid' }));
-            svg.appendChild(svgEl('text', { x: L - 8, y: y + 4, 'text-anchor': 'end', 'data-tick': 'y' },
-              o.yFormat ? o.yFormat(t) : shortNumber(t)));
-          });
-          var xTicks = o.xTicks;
-          if (!xTicks) {
-            xTicks = [];
-            var xstep = niceStep(xmax - xmin, 10);
-            for (var x = Math.ceil(xmin / xstep) * xstep; x <= xmax + 1e-9; x += xstep) { xTicks.push([x, shortNumber(x)]); }
-          }
-          xTicks.forEach(function (t) {
-            var x = px(t[0]);
-            svg.appendChild(svgEl('line', { x1: x, x2: x, y1: H - B, y2: H - B + 5, 'class': 'axis' }));
-            svg.appendChild(svgEl('text', { x: x, y: H - B + 19, 'text-anchor': 'middle', 'data-tick': 'x' }, t[1]));
-          });
-          svg.appendChild(svgEl('line', { x1: L, x2: L, y1: T, y2: H - B, 'class': 'axis' }));
-          svg.appendChild(svgEl('line', { x1: L, x2: W - R, y1: H - B, y2: H - B, 'class': 'axis' }));
-          svg.appendChild(svgEl('text', { x: (L + W - R) / 2, y: H - 8, 'text-anchor': 'middle' }, o.xLabel));
-          svg.appendChild(svgEl('text', { x: 16, y: (T + H - B) / 2, 'text-anchor': 'middle',
-            transform: 'rotate(-90 16 ' + (T + H - B) / 2 + ')' }, o.yLabel));
-          o.series.forEach(function (s) {
-            var pts = s.points.map(function (p) { return px(p[0]).toFixed(1) + ',' + py(p[1]).toFixed(1); }).join(' ');
-            var max = Math.max.apply(null, s.points.map(function (p) { return p[1]; }));
-            svg.appendChild(svgEl('polyline', { points: pts, fill: 'none', stroke: s.color, 'stroke-width': 2,
-              'stroke-dasharray': s.dash, 'data-run': s.run, 'data-series': s.label,
-              'data-points': s.points.length, 'data-max': Math.round(max) }));
-            if (s.points.length === 1) {
-              svg.appendChild(svgEl('circle', { cx: px(s.points[0][0]), cy: py(s.points[0][1]), r: 3, fill: s.color }));
-            }
-          });
-          // the legend: a row of entries under the title, wrapping, above the plot
-          o.series.forEach(function (s, i) {
-            var lx = L + (i % LEGEND_PER_ROW) * 190, ly = 34 + Math.floor(i / LEGEND_PER_ROW) * 16;
-            svg.appendChild(svgEl('line', { x1: lx, x2: lx + 26, y1: ly, y2: ly, stroke: s.color,
-              'stroke-width': 2, 'stroke-dasharray': s.dash }));
-            svg.appendChild(svgEl('text', { x: lx + 32, y: ly + 4, 'data-legend': s.label }, s.label));
-          });
-          return svg;
-        }
-
-        function addChart(container, o) {
-          var svg = lineChart(o);
-          if (svg) { container.appendChild(svg); } else {
-            container.appendChild(el('p', { 'class': 'empty', 'data-chart-empty': o.id }, o.title + ': nothing measured.'));
-          }
-        }
-
-        function timelineSeries(data, field) {
-          return data.runs.map(function (run, i) {
-            var idx = run.timeline_fields.indexOf(field);
-            var st = runStyle(run, data);
-            return { label: runLabel(run, data), color: st.color, dash: st.dash, run: i,
-              points: run.timeline.map(function (p) { return [p[0], p[idx]]; }) };
-          });
-        }
-
-        function nines(p) { return p >= 100 ? 5 : -Math.log(1 - p / 100) / Math.LN10; }
-        var PCT_TICKS = [[50, 'p50'], [90, 'p90'], [99, 'p99'], [99.9, 'p99.9'], [99.99, 'p99.99'], [100, 'max']]
-          .map(function (t) { return [nines(t[0]), t[1]]; });
-
-        function percentileSeries(data, key) {
-          return data.runs.map(function (run, i) {
-            var st = runStyle(run, data);
-            return { label: runLabel(run, data), color: st.color, dash: st.dash, run: i,
-              points: (run[key] || []).map(function (p) { return [nines(p[0]), p[1]]; }) };
-          });
-        }
-
-        function renderSummary(data) {
-          var div = document.getElementById('summary');
-          div.appendChild(el('h2', {}, 'Runs'));
-          var cols = [
-            ['client', 'client', null], ['duration_s', 'time (s)', 1], ['sent', 'sent', 0], ['confirmed', 'confirmed', 0],
-            ['received', 'received', 0], ['sent_rate', 'sent msg/s', 0], ['confirmed_rate', 'confirmed msg/s', 0],
-            ['received_rate', 'received msg/s', 0], ['sent_mb_s', 'sent MB/s', 2], ['received_mb_s', 'received MB/s', 2],
-            ['confirm_latency_p50_us', 'confirm p50 (us)', 0], ['confirm_latency_p99_us', 'confirm p99 (us)', 0],
-            ['consumer_latency_p50_us', 'consumer p50 (us)', 0], ['consumer_latency_p99_us', 'consumer p99 (us)', 0],
-            ['cpu_ns_per_msg', 'CPU ns/msg', 0], ['alloc_bytes_per_msg', 'alloc B/msg', 0],
-            ['peak_heap_bytes', 'peak heap (MiB)', -1], ['live_heap_peak_bytes', 'live heap after GC (MiB)', -1],
-            ['peak_direct_bytes', 'peak direct (MiB)', -1]];
-          // one row per figure, one column per run
-          var table = el('table', { id: 'runs' });
-          var head = el('tr');
-          head.appendChild(el('th', {}, 'figure'));
-          data.runs.forEach(function (run, i) { head.appendChild(el('th', { 'data-run': i }, runLabel(run, data))); });
-          table.appendChild(head);
-          cols.slice(1).forEach(function (c) {
-            var tr = el('tr', { 'data-key': c[0] });
-            tr.appendChild(el('td', {}, c[1]));
-            data.runs.forEach(function (run, i) {
-              var v = run[c[0]];
-              var text = c[2] < 0 ? (v === null ? '-' : fmt(v / 1048576, 1)) : fmt(v, c[2]);
-              tr.appendChild(el('td', { 'data-run': i, 'data-key': c[0], 'data-value': v === null ? '' : String(v) }, text));
-            });
-            table.appendChild(tr);
-          });
-          div.appendChild(table);
-          data.runs.forEach(function (run, i) {
-            var bits = [runLabel(run, data) + ': ' + run.producers + ' producer(s), ' + run.consumers + ' consumer(s), '
-              + run.size + ' B', 'to ' + run.target, 'stopped by ' + run.stopped_by];
-            if (run.confirm !== null) { bits.push('confirm ' + run.confirm); }
-            if (run.rate !== null) { bits.push('rate ' + run.rate + ' msg/s per producer'); }
-            if (run.peer) { bits.push('peer read ' + fmt(run.peer.publish_rate, 0) + ' publishes/s, wrote '
-              + fmt(run.peer.delivery_rate, 0) + ' deliveries/s'); }
-            if (run.failure) { bits.push('FAILED: ' + run.failure); }
-            div.appendChild(el('p', { 'class': 'meta', 'data-run-meta': i }, bits.join('; ')));
-          });
-        }
-
-        function renderComparison(data) {
-          if (!data.comparison) { return; }
-          var div = document.getElementById('comparison');
-          div.appendChild(el('h2', {}, 'Comparison'));
-          var table = el('table', { id: 'comparison-table' });
-          data.comparison.forEach(function (row, r) {
-            var tr = el('tr');
-            row.forEach(function (cell) { tr.appendChild(el(r === 0 ? 'th' : 'td', {}, cell)); });
-            table.appendChild(tr);
-          });
-          div.appendChild(table);
-        }
-
-        function render(data) {
-          document.getElementById('meta').textContent = data.runs.length + ' run(s) of ' + data.clients.join(', ')
-            + '; generated ' + data.generated;
-          renderComparison(data);
-          renderSummary(data);
-          var charts = document.getElementById('charts');
-          charts.appendChild(el('h2', {}, 'Throughput over time'));
-          addChart(charts, { id: 'sent-rate', title: 'Sent (msg/s)', xLabel: 'time (s)', yLabel: 'msg/s', xmin: 0,
-            series: timelineSeries(data, 'sent_rate') });
-          if (data.runs.some(function (r) { return r.confirm !== null; })) {
-            addChart(charts, { id: 'confirmed-rate', title: 'Confirmed (msg/s)', xLabel: 'time (s)', yLabel: 'msg/s', xmin: 0,
-              series: timelineSeries(data, 'confirmed_rate') });
-          }
-          addChart(charts, { id: 'received-rate', title: 'Received (msg/s)', xLabel: 'time (s)', yLabel: 'msg/s', xmin: 0,
-            series: timelineSeries(data, 'received_rate') });
-          charts.appendChild(el('h2', {}, 'Latency over time'));
-          [['confirm', 'Confirm'], ['consumer', 'Consumer']].forEach(function (kind) {
-            ['p50', 'p99'].forEach(function (p) {
-              addChart(charts, { id: kind[0] + '-latency-' + p, title: kind[1] + ' latency ' + p + ' per second',
-                xLabel: 'time (s)', yLabel: 'latency', xmin: 0, yFormat: duration,
-                series: timelineSeries(data, kind[0] + '_' + p + '_us') });
-            });
-          });
-          charts.appendChild(el('h2', {}, 'Latency percentiles over the whole run'));
-          addChart(charts, { id: 'confirm-latency-percentiles', title: 'Confirm latency by percentile (log scale)',
-            xLabel: 'percentile', yLabel: 'latency', xTicks: PCT_TICKS, xmin: nines(50), yLog: true, yFormat: duration,
-            series: percentileSeries(data, 'confirm_latency_percentiles_us') });
-          addChart(charts, { id: 'consumer-latency-percentiles', title: 'Consumer latency by percentile (log scale)',
-            xLabel: 'percentile', yLabel: 'latency', xTicks: PCT_TICKS, xmin: nines(50), yLog: true, yFormat: duration,
-            series: percentileSeries(data, 'consumer_latency_percentiles_us') });
-        }
-
-        try {
-          render(JSON.parse(document.getElementById('data').textContent));
-          document.body.setAttribute('data-rendered', 'ok');
-        } catch (e) {
-          document.body.setAttribute('data-rendered', 'error');
-          document.body.appendChild(el('pre', { id: 'render-error' }, String(e && e.stack ? e.stack : e)));
-        }
-      })();
-      </script>
-      </body>
-      </html>
-      """;
+  /** A text resource next to this class (in the jar: io/warren/perf/NAME). */
+  private static String resource(String name) {
+    try (InputStream in = HtmlReport.class.getResourceAsStream(name)) {
+      if (in == null) {
+        throw new IllegalStateException("the report template " + name + " is missing from the class path");
+      }
+      return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot read the report template " + name, e);
+    }
+  }
 }

@@ -1,130 +1,73 @@
 package io.warren.perf;
 
-import java.util.Collection;
-import java.util.Locale;
-import java.util.Map;
+import com.fasterxml.jackson.core.JsonGenerator;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.databind.SerializerProvider;
+import com.fasterxml.jackson.databind.module.SimpleModule;
+import com.fasterxml.jackson.databind.ser.std.StdSerializer;
+import java.io.IOException;
 
 /**
- * Writes a tree of {@link Map} (insertion-ordered), {@link Collection}, {@link String}, {@link Number},
- * {@link Boolean} and null as JSON text. Non-finite doubles become {@code null} (JSON has no NaN); a
- * double is written with at most three decimals, an integral one without any. Strings escape
- * {@code <} too, so the text can sit inside an HTML {@code <script>} element.
+ * warren-perf's JSON, through Jackson: the results written by {@code --json}, the data of the
+ * {@code --report} page, and reading result files back ({@link BenchmarksTable}, the tests). The trees
+ * are {@link java.util.Map}s (insertion-ordered), lists, strings, numbers, booleans and null.
+ *
+ * <p>One deviation from Jackson's defaults: a non-finite double (a second without latency samples is NaN)
+ * is written as {@code null}, since JSON has no NaN and Jackson would otherwise write the string "NaN".
  */
 final class Json {
+
+  private static final ObjectMapper MAPPER = new ObjectMapper()
+      .registerModule(new SimpleModule("warren-perf").addSerializer(Double.class, new FiniteDouble()))
+      .disable(SerializationFeature.FAIL_ON_EMPTY_BEANS);
 
   private Json() {}
 
   /** Indented, one field per line. */
   static String pretty(Object value) {
-    StringBuilder out = new StringBuilder(4096);
-    write(out, value, 0, true);
-    return out.append('\n').toString();
+    try {
+      return MAPPER.writerWithDefaultPrettyPrinter().writeValueAsString(value) + "\n";
+    } catch (JsonProcessingException e) {
+      throw new IllegalArgumentException("no JSON form for " + value, e);
+    }
   }
 
   /** On one line. */
   static String compact(Object value) {
-    StringBuilder out = new StringBuilder(4096);
-    write(out, value, 0, false);
-    return out.toString();
-  }
-
-  private static void write(StringBuilder out, Object value, int depth, boolean pretty) {
-    if (value == null) {
-      out.append("null");
-    } else if (value instanceof String s) {
-      string(out, s);
-    } else if (value instanceof Boolean b) {
-      out.append(b.booleanValue());
-    } else if (value instanceof Double || value instanceof Float) {
-      number(out, ((Number) value).doubleValue());
-    } else if (value instanceof Number n) {
-      out.append(n.longValue());
-    } else if (value instanceof Map<?, ?> map) {
-      out.append('{');
-      boolean first = true;
-      for (Map.Entry<?, ?> e : map.entrySet()) {
-        if (!first) {
-          out.append(',');
-        }
-        first = false;
-        newline(out, depth + 1, pretty);
-        string(out, String.valueOf(e.getKey()));
-        out.append(pretty ? ": " : ":");
-        write(out, e.getValue(), depth + 1, pretty);
-      }
-      if (!map.isEmpty()) {
-        newline(out, depth, pretty);
-      }
-      out.append('}');
-    } else if (value instanceof Collection<?> list) {
-      out.append('[');
-      boolean first = true;
-      // short lists of numbers (timeline points, percentile pairs) stay on one line
-      boolean flat = !pretty || list.stream().allMatch(v -> v == null || v instanceof Number);
-      for (Object v : list) {
-        if (!first) {
-          out.append(flat && pretty ? ", " : ",");
-        }
-        first = false;
-        if (!flat) {
-          newline(out, depth + 1, pretty);
-        }
-        write(out, v, depth + 1, pretty);
-      }
-      if (!flat && !list.isEmpty()) {
-        newline(out, depth, pretty);
-      }
-      out.append(']');
-    } else {
-      throw new IllegalArgumentException("no JSON form for " + value.getClass().getName());
+    try {
+      return MAPPER.writeValueAsString(value);
+    } catch (JsonProcessingException e) {
+      throw new IllegalArgumentException("no JSON form for " + value, e);
     }
   }
 
-  private static void newline(StringBuilder out, int depth, boolean pretty) {
-    if (pretty) {
-      out.append('\n');
-      out.append("  ".repeat(depth));
+  /**
+   * {@code text} as a tree: objects as insertion-ordered maps, integral numbers as Integer or Long, the
+   * others as Double. Malformed text throws {@link IllegalArgumentException}.
+   */
+  static Object parse(String text) {
+    try {
+      return MAPPER.readValue(text, Object.class);
+    } catch (JsonProcessingException e) {
+      throw new IllegalArgumentException("JSON: " + e.getOriginalMessage(), e);
     }
   }
 
-  private static void number(StringBuilder out, double d) {
-    if (Double.isNaN(d) || Double.isInfinite(d)) {
-      out.append("null");
-    } else if (d == Math.rint(d) && Math.abs(d) < 1e15) {
-      out.append((long) d);
-    } else {
-      String s = String.format(Locale.ROOT, "%.3f", d);
-      int end = s.length();
-      while (s.charAt(end - 1) == '0') {
-        end--;
-      }
-      if (s.charAt(end - 1) == '.') {
-        end--;
-      }
-      out.append(s, 0, end);
+  /** A double as Jackson writes it, or null when it is NaN or infinite. */
+  private static final class FiniteDouble extends StdSerializer<Double> {
+    FiniteDouble() {
+      super(Double.class);
     }
-  }
 
-  private static void string(StringBuilder out, String s) {
-    out.append('"');
-    for (int i = 0; i < s.length(); i++) {
-      char c = s.charAt(i);
-      switch (c) {
-        case '"' -> out.append("\\\"");
-        case '\\' -> out.append("\\\\");
-        case '\n' -> out.append("\\n");
-        case '\r' -> out.append("\\r");
-        case '\t' -> out.append("\\t");
-        case '<' -> out.append("\\u003c");
-        default -> {
-          if (c < 0x20) {
-            out.append(String.format(Locale.ROOT, "\\u%04x", (int) c));
-          } else {
-            out.append(c);
-          }
-        }
+    @Override
+    public void serialize(Double value, JsonGenerator gen, SerializerProvider provider) throws IOException {
+      if (value.isNaN() || value.isInfinite()) {
+        gen.writeNull();
+      } else {
+        gen.writeNumber(value);
       }
     }
-    out.append('"');
   }
 }

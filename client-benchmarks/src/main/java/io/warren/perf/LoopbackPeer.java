@@ -22,6 +22,8 @@ import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
+import org.HdrHistogram.Histogram;
+import org.HdrHistogram.Recorder;
 
 /**
  * The loopback AMQP peer: a Netty server on 127.0.0.1 that speaks just enough AMQP 0-9-1 for a client
@@ -75,6 +77,13 @@ public final class LoopbackPeer implements AutoCloseable {
   private final EventLoopGroup group;
   private final Channel server;
   final Counters counters = new Counters();
+  /**
+   * From a publish's stamp ({@link MessageBody#publishNanos}, written right before the client's publish call) to
+   * the peer's event loop handling the publish's first body frame, in ns: the client's whole publish path, the
+   * socket and the peer's read. Recorded only while {@link #recordReceiptLatency} is on.
+   */
+  final Recorder receiptLatency = new Recorder(3);
+  volatile boolean recordingReceipt;
 
   private LoopbackPeer(Mode mode, int bodySize, long deliveriesPerConsumer, int port, int threads)
       throws InterruptedException {
@@ -137,6 +146,19 @@ public final class LoopbackPeer implements AutoCloseable {
   /** {@code amqp://guest:guest@127.0.0.1:PORT}: any credentials are accepted. */
   public String uri() {
     return "amqp://guest:guest@127.0.0.1:" + port();
+  }
+
+  /**
+   * Turns the receipt latency on or off. Off by default: a paced run turns it on (unpaced, publishes wait in the
+   * socket buffers and the figure measures that queue; and the clock read per publish costs the peer throughput).
+   */
+  public void recordReceiptLatency(boolean on) {
+    recordingReceipt = on;
+  }
+
+  /** The receipt latencies (ns) recorded since the last call, in {@code recycle} (may be null) or a new histogram. */
+  public Histogram intervalReceiptLatency(Histogram recycle) {
+    return receiptLatency.getIntervalHistogram(recycle);
   }
 
   /** What the peer counted since it started (publishes read, publishes confirmed, deliveries written). */

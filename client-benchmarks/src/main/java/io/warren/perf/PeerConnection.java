@@ -399,6 +399,7 @@ final class PeerConnection extends ChannelInboundHandlerAdapter {
     }
     ch.contentExpected = false;
     ch.bodyRemaining = contentHeader.wrap(p, p.readerIndex()).bodySize();
+    ch.firstBodyFrame = true;
     if (ch.bodyRemaining == 0) {
       published(ch);
     }
@@ -408,6 +409,15 @@ final class PeerConnection extends ChannelInboundHandlerAdapter {
     PeerChannel ch = channels[channel];
     if (ch == null || ch.closing || ch.bodyRemaining <= 0) {
       return;
+    }
+    if (ch.firstBodyFrame) {
+      ch.firstBodyFrame = false;
+      if (peer.recordingReceipt && p.readableBytes() >= MessageBody.MIN_SIZE) {
+        long stamp = MessageBody.publishNanos(p);
+        if (stamp != MessageBody.NO_STAMP) {
+          peer.receiptLatency.recordValue(Math.max(0, System.nanoTime() - stamp));
+        }
+      }
     }
     ch.bodyRemaining -= p.readableBytes();
     if (ch.bodyRemaining <= 0) {
@@ -498,6 +508,7 @@ final class PeerConnection extends ChannelInboundHandlerAdapter {
     long confirmedSeq;
     boolean contentExpected;
     long bodyRemaining;
+    boolean firstBodyFrame;
     // consuming
     int prefetch;
     long nextDeliveryTag = 1;

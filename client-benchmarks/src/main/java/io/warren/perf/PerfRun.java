@@ -3,7 +3,7 @@ package io.warren.perf;
 import java.io.PrintStream;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import java.util.function.Supplier;
+import org.HdrHistogram.Histogram;
 
 /**
  * One measured run of one {@link ClientDriver}: connect, declare, consume, publish, watch the stop
@@ -32,17 +32,17 @@ final class PerfRun {
   private final String id;
   private final PrintStream out;
   private final StopSignal stop;
-  private final Supplier<RunResult.PeerStats> peer;
+  private final LoopbackPeer peer;
 
   /**
    * @param timeSeconds the time limit, 0 for none
    * @param warmupSeconds how long traffic flows before the measured interval starts, 0 for none
    * @param target where the run goes, as printed and written ({@link RunResult#target})
    * @param id the test's name ({@code --id}), or null
-   * @param peer the in-process peer's cumulative counts, or null against a broker
+   * @param peer the in-process peer (its counts and receipt latency are read), or null against a broker
    */
   PerfRun(RunOptions options, long timeSeconds, long warmupSeconds, String target, String id, PrintStream out,
-      StopSignal stop, Supplier<RunResult.PeerStats> peer) {
+      StopSignal stop, LoopbackPeer peer) {
     this.id = id;
     this.options = options;
     this.timeSeconds = timeSeconds;
@@ -67,7 +67,7 @@ final class PerfRun {
       ResourceMeter meter = new ResourceMeter();
       if (warmupSeconds > 0) {
         // traffic flows, progress is printed, nothing is kept: the JIT compiles the hot paths first
-        ProgressTicker warmup = new ProgressTicker(metrics, meter, out, label(driver) + " warmup");
+        ProgressTicker warmup = new ProgressTicker(metrics, meter, out, label(driver) + " warmup", options.deliveriesPerPublish());
         long warmupStart = System.nanoTime();
         warmup.start(warmupStart);
         driver.startConsumers();
@@ -78,8 +78,12 @@ final class PerfRun {
         }
         warmup.finish(System.nanoTime());
       }
-      ProgressTicker ticker = new ProgressTicker(metrics, meter, out, label(driver));
-      RunResult.PeerStats peerBefore = peer == null ? null : peer.get();
+      ProgressTicker ticker = new ProgressTicker(metrics, meter, out, label(driver), options.deliveriesPerPublish());
+      RunResult.PeerStats peerBefore = peer == null ? null : peer.stats();
+      if (peer != null) {
+        peer.recordReceiptLatency(options.rate() > 0);
+        peer.intervalReceiptLatency(null); // what the warmup recorded belongs to no run
+      }
       // the measured interval starts before the consumers do: a source (the loopback peer, a full
       // queue) starts delivering at basic.consume, and those deliveries belong to the run
       meter.start();
@@ -93,7 +97,8 @@ final class PerfRun {
       String stoppedBy = awaitEnd(metrics, ticker, start);
       long end = System.nanoTime();
       ResourceMeter.Usage usage = meter.stop();
-      RunResult.PeerStats peerAfter = peer == null ? null : peer.get();
+      RunResult.PeerStats peerAfter = peer == null ? null : peer.stats();
+      Histogram receipt = peer == null ? new Histogram(3) : peer.intervalReceiptLatency(null);
       ticker.finish(end);
       Throwable failure = metrics.failure();
       driver.stop();
@@ -103,7 +108,7 @@ final class PerfRun {
           peerAfter.deliveries() - peerBefore.deliveries());
       return new RunResult(id, driver.name(), runNumber, options, target, warmupSeconds, (end - start) / 1e9,
           ticker.totals(),
-          ticker.confirmLatency(), ticker.consumerLatency(), ticker.timeline(), usage, peerStats, stoppedBy,
+          ticker.confirmLatency(), ticker.consumerLatency(), receipt, ticker.timeline(), usage, peerStats, stoppedBy,
           failure == null ? null : describe(failure));
     } finally {
       driver.close();

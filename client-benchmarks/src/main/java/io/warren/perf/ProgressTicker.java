@@ -8,7 +8,7 @@ import java.util.concurrent.locks.LockSupport;
 import org.HdrHistogram.Histogram;
 
 /**
- * Reads the {@link Metrics} once per second on its own thread ({@code warren-perf-progress}), prints one
+ * Reads the {@link Metrics} once per second on its own thread ({@code warren-progress}), prints one
  * progress line, keeps the timeline for the report and adds each second's latencies to the run's
  * totals; samples direct memory every 100 ms. All counts are relative to the reading taken by
  * {@link #start}. After {@link #finish} (which joins the thread) its results are read by the caller.
@@ -22,6 +22,7 @@ final class ProgressTicker {
   private final ResourceMeter meter;
   private final PrintStream out;
   private final String label;
+  private final long copies;
   private final Thread thread;
 
   // ticker thread until finish() joined it, then the caller's
@@ -34,15 +35,23 @@ final class ProgressTicker {
   private Metrics.Counters previous;
   private long startNanos;
   private long previousNanos;
+  private long previousCpu;
 
   private volatile boolean stopped;
 
-  ProgressTicker(Metrics metrics, ResourceMeter meter, PrintStream out, String label) {
+  /**
+   * @param copies deliveries each publish makes (one per consumer's own queue, one for a shared queue); 0 when
+   *     the run does not both publish and consume, so there is no backlog to follow
+   */
+  ProgressTicker(Metrics metrics, ResourceMeter meter, PrintStream out, String label, long copies) {
     this.metrics = metrics;
     this.meter = meter;
     this.out = out;
     this.label = label;
-    this.thread = new Thread(this::loop, "warren-perf-progress");
+    this.copies = copies;
+    // 15 characters: Linux keeps that much of a thread's name, and ResourceMeter tells this thread from the
+    // producers' and consumers' (warren-perf-producer-N, ...) by it
+    this.thread = new Thread(this::loop, "warren-progress");
     this.thread.setDaemon(true);
   }
 
@@ -50,6 +59,7 @@ final class ProgressTicker {
   void start(long nanos) {
     startNanos = nanos;
     previousNanos = nanos;
+    previousCpu = meter.processCpuNanos();
     baseline = metrics.counters();
     previous = baseline;
     // latencies recorded before the start belong to no interval
@@ -122,6 +132,9 @@ final class ProgressTicker {
   private void tick(long now, boolean last) {
     Metrics.Counters before = previous;
     double seconds = (now - previousNanos) / 1e9;
+    long cpu = meter.processCpuNanos();
+    double cpuPercent = cpu < 0 || previousCpu < 0 ? Double.NaN : (cpu - previousCpu) / 1e7 / seconds;
+    previousCpu = cpu;
     collect(now);
     Metrics.Counters c = previous;
     TimelinePoint point = new TimelinePoint(
@@ -130,7 +143,10 @@ final class ProgressTicker {
         (c.confirmed() - before.confirmed()) / seconds,
         (c.received() - before.received()) / seconds,
         micros(confirmInterval, 50), micros(confirmInterval, 99),
-        micros(consumerInterval, 50), micros(consumerInterval, 99));
+        micros(consumerInterval, 50), micros(consumerInterval, 99),
+        // absolute counts: what the warmup left in the queue is still waiting, and drains during the run
+        copies == 0 ? Double.NaN : (double) c.published() * copies - c.received(),
+        cpuPercent, meter.heapUsed() / 1048576.0);
     timeline.add(point);
     out.println(format(point, last));
   }
@@ -155,6 +171,9 @@ final class ProgressTicker {
         .append(" / ").append(Format.micros(p.confirmP99Micros()))
         .append(" | consumer latency p50/p99 ").append(Format.micros(p.consumerP50Micros()))
         .append(" / ").append(Format.micros(p.consumerP99Micros()));
+    if (!Double.isNaN(p.backlog())) {
+      line.append(" | backlog ").append(Format.count((long) p.backlog()));
+    }
     return line.toString();
   }
 
@@ -170,8 +189,15 @@ final class ProgressTicker {
    * @param sentRate publishes per second
    * @param confirmedRate confirms per second
    * @param receivedRate deliveries per second
-   * @param confirmP50Micros median confirm latency in the interval (NaN without samples), likewise below
+   * @param confirmP50Micros median confirm latency in the interval (NaN without samples), likewise the next three
+   * @param backlog messages published but not yet received (each consumer's copy counted; the warmup's too), at
+   *     the end of the interval: what waits in the client's and the broker's queues; NaN unless the run both
+   *     publishes and consumes
+   * @param cpuPercent the process's CPU time over the interval, in percent of one core (the in-process peer's
+   *     threads and the tool's included)
+   * @param heapMebibytes heap in use at the end of the interval
    */
   record TimelinePoint(double seconds, double sentRate, double confirmedRate, double receivedRate,
-      double confirmP50Micros, double confirmP99Micros, double consumerP50Micros, double consumerP99Micros) {}
+      double confirmP50Micros, double confirmP99Micros, double consumerP50Micros, double consumerP99Micros,
+      double backlog, double cpuPercent, double heapMebibytes) {}
 }

@@ -30,7 +30,7 @@ import javax.management.openmbean.CompositeData;
  *   <li><b>CPU</b>: the process's CPU time ({@code OperatingSystemMXBean.getProcessCpuTime}, user +
  *       system, every thread including GC and JIT compiler threads) over the interval, less the CPU
  *       time of the tool's own threads that are not the client's work: the in-process loopback peer's
- *       ({@code warren-peer-*}) and the progress ticker ({@code warren-perf-progress}), each read with
+ *       ({@code warren-peer-*}) and the progress ticker ({@code warren-progress}), each read with
  *       {@code ThreadMXBean.getThreadCpuTime}. Producer threads are counted: publishing is the client's work.</li>
  *   <li><b>Allocation</b>: {@code com.sun.management.ThreadMXBean.getTotalThreadAllocatedBytes()}, the
  *       heap bytes allocated by all threads, terminated ones included, over the interval, less what the
@@ -42,6 +42,11 @@ import javax.management.openmbean.CompositeData;
  *       client's needs.</li>
  *   <li><b>Live heap peak</b>: the largest heap occupancy right after a collection during the interval
  *       (GC notifications): what the client actually kept alive. Null when no collection happened.</li>
+ *   <li><b>Context switches</b>: {@code voluntary_ctxt_switches} plus {@code nonvoluntary_ctxt_switches} of
+ *       every thread in {@code /proc/self/task/}, less the tool's own threads (by their native names, the
+ *       first 15 characters of the Java name), over the interval. A thread that ended during the interval is
+ *       not in it (the client's event loops, producers and consumers live as long as the run). Null where
+ *       there is no {@code /proc} (not Linux).</li>
  *   <li><b>Peak direct memory</b>: sampled every 100 ms: NIO direct buffers
  *       ({@link BufferPoolMXBean} "direct") plus Netty's own direct-memory counter. It includes the
  *       in-process peer's buffers.</li>
@@ -52,7 +57,8 @@ import javax.management.openmbean.CompositeData;
 final class ResourceMeter {
 
   private static final String PEER_THREADS = "warren-peer";
-  private static final String[] EXCLUDED_THREADS = {PEER_THREADS, "warren-perf-progress"};
+  // each within Linux's 15 characters of a native thread name, so /proc tells them apart from the client's threads
+  private static final String[] EXCLUDED_THREADS = {PEER_THREADS, "warren-progress"};
 
   private final com.sun.management.OperatingSystemMXBean os =
       (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
@@ -68,6 +74,7 @@ final class ResourceMeter {
   private long cpuAtStart;
   private long allocatedAtStart;
   private Map<Long, long[]> excludedAtStart;
+  private Map<String, long[]> switchesAtStart;
   private long gcCountAtStart;
   private long gcMillisAtStart;
 
@@ -111,6 +118,7 @@ final class ResourceMeter {
     gcCountAtStart = gcCount();
     gcMillisAtStart = gcMillis();
     excludedAtStart = excludedThreads();
+    switchesAtStart = ContextSwitches.perThread();
     allocatedAtStart = totalAllocated();
     cpuAtStart = os.getProcessCpuTime();
     measuring = true;
@@ -129,6 +137,7 @@ final class ResourceMeter {
     long cpu = os.getProcessCpuTime();
     long allocated = totalAllocated();
     measuring = false;
+    Map<String, long[]> switchesAtEnd = ContextSwitches.perThread();
     Map<Long, long[]> excludedAtEnd = excludedThreads();
     sampleDirect();
     long excludedCpu = 0;
@@ -168,7 +177,24 @@ final class ResourceMeter {
     long live = liveHeapPeak;
     return new Usage(cpuNanos, allocBytes, peakHeap, live < 0 ? null : live,
         directPool == null && PlatformDependent.usedDirectMemory() < 0 ? null : peakDirect,
-        gcCount() - gcCountAtStart, gcMillis() - gcMillisAtStart, peerCpu, peerAlloc);
+        gcCount() - gcCountAtStart, gcMillis() - gcMillisAtStart, peerCpu, peerAlloc,
+        ContextSwitches.since(switchesAtStart, switchesAtEnd, ResourceMeter::excludedNative, 0),
+        ContextSwitches.since(switchesAtStart, switchesAtEnd, ResourceMeter::excludedNative, 1));
+  }
+
+  /** The process's CPU time so far (every thread, the in-process peer's too), -1 when not measured. */
+  long processCpuNanos() {
+    return os.getProcessCpuTime();
+  }
+
+  /** Heap in use now (live and not yet collected). */
+  long heapUsed() {
+    return ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed();
+  }
+
+  /** Whether a native thread name (a Java name cut to 15 characters) is one of the tool's own threads. */
+  static boolean excludedNative(String comm) {
+    return excluded(comm);
   }
 
   private long totalAllocated() {
@@ -251,7 +277,10 @@ final class ResourceMeter {
    * @param gcMillis time the collectors reported for them
    * @param peerCpuNanos CPU time of the in-process loopback peer's threads (left out of {@code cpuNanos})
    * @param peerAllocatedBytes heap allocated by the peer's threads (left out of {@code allocatedBytes})
+   * @param voluntarySwitches the client's threads' voluntary context switches (they blocked), null without /proc
+   * @param involuntarySwitches their involuntary ones (preempted), null without /proc
    */
   record Usage(Long cpuNanos, Long allocatedBytes, long peakHeapBytes, Long liveHeapPeakBytes,
-      Long peakDirectBytes, long gcCount, long gcMillis, long peerCpuNanos, long peerAllocatedBytes) {}
+      Long peakDirectBytes, long gcCount, long gcMillis, long peerCpuNanos, long peerAllocatedBytes,
+      Long voluntarySwitches, Long involuntarySwitches) {}
 }

@@ -107,6 +107,17 @@ public record RunOptions(
     return queue.isEmpty();
   }
 
+  /**
+   * Deliveries each publish makes when the run both publishes and consumes: one per consumer with its own
+   * server-named queue, one with a shared queue; 0 when one side is missing (nothing to compare).
+   */
+  public long deliveriesPerPublish() {
+    if (producers == 0 || consumers == 0) {
+      return 0;
+    }
+    return serverNamedQueues() ? consumers : 1;
+  }
+
   /** Whether {@link #exchange()} must be declared: not the default exchange, not a predefined one. */
   public boolean declaresExchange() {
     return !exchange.isEmpty() && !exchange.startsWith("amq.");

@@ -24,6 +24,8 @@ import org.HdrHistogram.Histogram;
  * @param totals counts over the interval
  * @param confirmLatency confirm latencies (ns) over the interval
  * @param consumerLatency consumer latencies (ns) over the interval
+ * @param peerReceiptLatency against the loopback peer in a paced run: from the publish call to the peer's handling
+ *     of the publish's first body frame (ns); empty otherwise
  * @param timeline one point per second
  * @param usage CPU, allocation and memory over the interval
  * @param peer the loopback peer's own counts over the interval, or null against a broker
@@ -41,6 +43,7 @@ record RunResult(
     Metrics.Counters totals,
     Histogram confirmLatency,
     Histogram consumerLatency,
+    Histogram peerReceiptLatency,
     List<ProgressTicker.TimelinePoint> timeline,
     ResourceMeter.Usage usage,
     PeerStats peer,
@@ -83,6 +86,48 @@ record RunResult(
 
   Double allocatedBytesPerMessage() {
     return perMessage(usage.allocatedBytes());
+  }
+
+  /** Context switches (voluntary and involuntary) of the client's threads per publish or delivery. */
+  Double contextSwitchesPerMessage() {
+    if (usage.voluntarySwitches() == null || usage.involuntarySwitches() == null) {
+      return null;
+    }
+    return perMessage(usage.voluntarySwitches() + usage.involuntarySwitches());
+  }
+
+  /**
+   * Published but not received at the end (each consumer's copy counted, the warmup's publishes too: the timeline's
+   * last point); null unless the run both publishes and consumes.
+   */
+  Long backlogAtEnd() {
+    if (options.deliveriesPerPublish() == 0 || timeline.isEmpty() || Double.isNaN(timeline.get(timeline.size() - 1).backlog())) {
+      return null;
+    }
+    return (long) timeline.get(timeline.size() - 1).backlog();
+  }
+
+  /**
+   * A warning when the consumers did not keep up: the backlog at the end is more than half a second of
+   * publishing (and more than 1,000 messages), so consumer latency measured mostly time spent in a queue.
+   * Null when there is nothing to warn about.
+   */
+  String backlogWarning() {
+    Long end = backlogAtEnd();
+    if (end == null || end <= Math.max(1000, sentRate() / 2)) {
+      return null;
+    }
+    double mid = Double.NaN;
+    if (timeline.size() >= 2) {
+      mid = timeline.get((timeline.size() - 1) / 2).backlog();
+    }
+    String how = !Double.isNaN(mid) && end > 1.5 * mid
+        ? String.format(java.util.Locale.ROOT, "the backlog grew from %s mid-run to %s at the end",
+            Format.count((long) mid), Format.count(end))
+        : "a backlog of " + Format.count(end) + " stood at the end";
+    return how + " (sent " + Format.count(totals.published()) + ", received " + Format.count(totals.received())
+        + "): the consumers or the broker did not keep up at this rate, so consumer latency includes the wait "
+        + "in that queue; lower the rate (-r) to measure the clients";
   }
 
   private Double perMessage(Long total) {
@@ -144,7 +189,16 @@ record RunResult(
     m.put("consumer_latency_p99_us", consumerLatencyMicros(99));
     m.put("consumer_latency_p999_us", consumerLatencyMicros(99.9));
     m.put("consumer_latency_max_us", consumerLatencyMicros(100));
+    m.put("peer_receipt_latency_p50_us", micros(peerReceiptLatency, 50));
+    m.put("peer_receipt_latency_p99_us", micros(peerReceiptLatency, 99));
+    m.put("peer_receipt_latency_p999_us", micros(peerReceiptLatency, 99.9));
+    m.put("peer_receipt_latency_max_us", micros(peerReceiptLatency, 100));
     m.put("cpu_ns_per_msg", cpuNanosPerMessage());
+    m.put("ctx_switches_per_msg", contextSwitchesPerMessage());
+    m.put("voluntary_ctx_switches", usage.voluntarySwitches());
+    m.put("involuntary_ctx_switches", usage.involuntarySwitches());
+    m.put("backlog_end", backlogAtEnd());
+    m.put("backlog_warning", backlogWarning());
     m.put("alloc_bytes_per_msg", allocatedBytesPerMessage());
     m.put("peak_heap_bytes", usage.peakHeapBytes());
     m.put("live_heap_peak_bytes", usage.liveHeapPeakBytes());
@@ -157,14 +211,17 @@ record RunResult(
     m.put("failure", failure);
     m.put("confirm_latency_percentiles_us", percentiles(confirmLatency));
     m.put("consumer_latency_percentiles_us", percentiles(consumerLatency));
+    m.put("peer_receipt_latency_percentiles_us", percentiles(peerReceiptLatency));
     List<Object> points = new ArrayList<>(timeline.size());
     for (ProgressTicker.TimelinePoint p : timeline) {
-      // [t_s, sent_rate, confirmed_rate, received_rate, confirm p50, p99, consumer p50, p99] (us)
+      // [t_s, sent_rate, confirmed_rate, received_rate, confirm p50, p99, consumer p50, p99 (us), backlog,
+      // process CPU (% of one core), heap in use (MiB)]
       points.add(List.of(p.seconds(), p.sentRate(), p.confirmedRate(), p.receivedRate(),
-          p.confirmP50Micros(), p.confirmP99Micros(), p.consumerP50Micros(), p.consumerP99Micros()));
+          p.confirmP50Micros(), p.confirmP99Micros(), p.consumerP50Micros(), p.consumerP99Micros(),
+          p.backlog(), p.cpuPercent(), p.heapMebibytes()));
     }
     m.put("timeline_fields", List.of("t_s", "sent_rate", "confirmed_rate", "received_rate",
-        "confirm_p50_us", "confirm_p99_us", "consumer_p50_us", "consumer_p99_us"));
+        "confirm_p50_us", "confirm_p99_us", "consumer_p50_us", "consumer_p99_us", "backlog", "cpu_pct", "heap_mib"));
     m.put("timeline", points);
     return m;
   }

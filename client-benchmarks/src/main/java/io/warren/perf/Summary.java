@@ -10,22 +10,37 @@ import java.util.Map;
 /** The text the tool prints at the end of a run, and the side-by-side table of a comparison. */
 final class Summary {
 
-  /** The figures compared side by side: JSON key, label, whether higher is better. */
+  /** The figures compared side by side: JSON key, label, decimals, which way is better. */
   static final List<Row> COMPARED = List.of(
-      new Row("sent_rate", "sent msg/s", 0),
-      new Row("confirmed_rate", "confirmed msg/s", 0),
-      new Row("received_rate", "received msg/s", 0),
-      new Row("sent_mb_s", "sent MB/s", 1),
-      new Row("received_mb_s", "received MB/s", 1),
-      new Row("confirm_latency_p50_us", "confirm latency p50 (us)", 0),
-      new Row("confirm_latency_p99_us", "confirm latency p99 (us)", 0),
-      new Row("consumer_latency_p50_us", "consumer latency p50 (us)", 0),
-      new Row("consumer_latency_p99_us", "consumer latency p99 (us)", 0),
-      new Row("cpu_ns_per_msg", "client CPU ns/msg", 0),
-      new Row("alloc_bytes_per_msg", "allocated B/msg", 0),
-      new Row("peak_heap_bytes", "peak heap (MiB)", -1),
-      new Row("live_heap_peak_bytes", "live heap after GC peak (MiB)", -1),
-      new Row("peak_direct_bytes", "peak direct memory (MiB)", -1));
+      new Row("sent_rate", "sent msg/s", 0, 1),
+      new Row("confirmed_rate", "confirmed msg/s", 0, 1),
+      new Row("received_rate", "received msg/s", 0, 1),
+      new Row("sent_mb_s", "sent MB/s", 1, 1),
+      new Row("received_mb_s", "received MB/s", 1, 1),
+      new Row("confirm_latency_p50_us", "confirm latency p50 (us)", 0, -1),
+      new Row("confirm_latency_p99_us", "confirm latency p99 (us)", 0, -1),
+      new Row("confirm_latency_p999_us", "confirm latency p99.9 (us)", 0, -1),
+      new Row("consumer_latency_p50_us", "consumer latency p50 (us)", 0, -1),
+      new Row("consumer_latency_p99_us", "consumer latency p99 (us)", 0, -1),
+      new Row("consumer_latency_p999_us", "consumer latency p99.9 (us)", 0, -1),
+      new Row("consumer_latency_max_us", "consumer latency max (us)", 0, -1),
+      new Row("peer_receipt_latency_p50_us", "publish to peer receipt p50 (us)", 0, -1),
+      new Row("peer_receipt_latency_p99_us", "publish to peer receipt p99 (us)", 0, -1),
+      new Row("peer_receipt_latency_p999_us", "publish to peer receipt p99.9 (us)", 0, -1),
+      new Row("peer_receipt_latency_max_us", "publish to peer receipt max (us)", 0, -1),
+      new Row("cpu_ns_per_msg", "client CPU ns/msg", 0, -1),
+      new Row("ctx_switches_per_msg", "context switches/msg", 2, -1),
+      new Row("alloc_bytes_per_msg", "allocated B/msg", 0, -1),
+      new Row("backlog_end", "backlog at the end (msgs)", 0, -1),
+      new Row("peak_heap_bytes", "peak heap (MiB)", -1, -1),
+      new Row("live_heap_peak_bytes", "live heap after GC peak (MiB)", -1, -1),
+      new Row("peak_direct_bytes", "peak direct memory (MiB)", -1, -1));
+
+  /** The figures the headline names, when both clients have them: the ones a reader decides on. */
+  private static final List<String> HEADLINE = List.of("sent_rate", "received_rate", "confirm_latency_p50_us",
+      "confirm_latency_p99_us", "consumer_latency_p50_us", "consumer_latency_p99_us", "peer_receipt_latency_p50_us",
+      "peer_receipt_latency_p99_us", "peer_receipt_latency_p999_us", "cpu_ns_per_msg",
+      "ctx_switches_per_msg", "alloc_bytes_per_msg");
 
   private Summary() {}
 
@@ -49,10 +64,31 @@ final class Summary {
     }
     latency(out, "confirm latency", r.confirmLatency().getTotalCount(), r::confirmLatencyMicros);
     latency(out, "consumer latency", r.consumerLatency().getTotalCount(), r::consumerLatencyMicros);
+    latency(out, "peer receipt", r.peerReceiptLatency().getTotalCount(),
+        p -> r.peerReceiptLatency().getTotalCount() == 0 ? null : r.peerReceiptLatency().getValueAtPercentile(p) / 1000.0);
+    if (r.peerReceiptLatency().getTotalCount() > 0) {
+      out.printf(Locale.ROOT, "  %-17s from the publish call to the loopback peer handling the publish's body frame%n", "");
+    }
+    if (r.consumerLatency().getTotalCount() > 0) {
+      out.printf(Locale.ROOT, "  %-17s from the publish call to the consumer's handler, queueing in the client and "
+          + "the broker included%n", "");
+    }
+    if (r.backlogAtEnd() != null) {
+      out.printf(Locale.ROOT, "  %-17s %s msg published and not yet received at the end%n", "backlog",
+          Format.count(r.backlogAtEnd()));
+    }
+    if (r.backlogWarning() != null) {
+      out.println("  WARNING: " + r.backlogWarning());
+    }
     ResourceMeter.Usage u = r.usage();
     out.printf(Locale.ROOT, "  %-17s %s ns/msg (%s s CPU over %s publishes + deliveries; in-process peer excluded)%n",
         "client CPU", Format.number(r.cpuNanosPerMessage(), 0),
         u.cpuNanos() == null ? "-" : Format.number(u.cpuNanos() / 1e9, 2), Format.count(r.messageOperations()));
+    if (r.contextSwitchesPerMessage() != null) {
+      out.printf(Locale.ROOT, "  %-17s %s per msg (%s voluntary, %s involuntary; the client's threads)%n",
+          "context switches", Format.number(r.contextSwitchesPerMessage(), 2), Format.count(u.voluntarySwitches()),
+          Format.count(u.involuntarySwitches()));
+    }
     out.printf(Locale.ROOT, "  %-17s %s B/msg (%s on the heap in total)%n", "allocation",
         Format.number(r.allocatedBytesPerMessage(), 0), Format.bytes(u.allocatedBytes()));
     out.printf(Locale.ROOT, "  %-17s peak %s (heap pools' peaks added up), live after GC peak %s, %d GC(s) %d ms%n",
@@ -108,13 +144,15 @@ final class Summary {
   }
 
   /**
-   * The comparison as rows of cells, the first row being the header: figure, one median per client,
-   * then one ratio per client after the first ({@code other / first}). Figures no client has are left out.
+   * The comparison as rows of cells, the first row being the header: figure, one cell per client (the
+   * median over its runs, and with several runs their range, min to max), then one ratio per client after
+   * the first ({@code other / first}). Left out: figures no client has, figures that are 0 for every
+   * client; a ratio over a first client's 0 is shown as "-".
    */
   static List<List<String>> comparison(List<Map<String, Object>> runs, List<String> clients) {
     List<List<String>> rows = new ArrayList<>();
     List<String> head = new ArrayList<>();
-    head.add("figure (median of runs)");
+    head.add("figure (median of runs, min-max)");
     head.addAll(clients);
     for (int i = 1; i < clients.size(); i++) {
       head.add(clients.get(i) + " / " + clients.get(0));
@@ -125,38 +163,97 @@ final class Summary {
       for (String c : clients) {
         medians.add(median(runs, c, row.key()));
       }
-      if (medians.stream().allMatch(m -> m == null)) {
+      if (medians.stream().allMatch(m -> m == null || row.isZero(m))) {
         continue;
       }
       List<String> cells = new ArrayList<>();
       cells.add(row.label());
-      for (Double m : medians) {
-        cells.add(row.format(m));
+      for (String c : clients) {
+        cells.add(row.formatSpread(values(runs, c, row.key())));
       }
       for (int i = 1; i < clients.size(); i++) {
         Double base = medians.get(0);
         Double other = medians.get(i);
-        cells.add(base == null || other == null || base == 0 ? "-" : String.format(Locale.ROOT, "%.2f", other / base));
+        cells.add(base == null || other == null || row.isZero(base) ? "-"
+            : String.format(Locale.ROOT, "%.2f", other / base));
       }
       rows.add(cells);
     }
     return rows;
   }
 
-  /** The median of {@code key} over {@code client}'s runs, null when none has it. */
-  static Double median(List<Map<String, Object>> runs, String client, String key) {
+  /**
+   * One sentence per figure the reader decides on ({@link #HEADLINE}), each client after the first against the
+   * first: who did better, by what factor, each median with its runs' range, and whether the ranges overlap (then
+   * the runs do not separate the clients). Throughput is named only for unpaced runs: at a fixed rate both
+   * clients send the same. Empty with fewer than two clients.
+   */
+  static List<String> headline(List<Map<String, Object>> runs, List<String> clients) {
+    List<String> lines = new ArrayList<>();
+    if (clients.size() < 2) {
+      return lines;
+    }
+    boolean paced = runs.stream().allMatch(r -> r.get("rate") instanceof Number);
+    String first = clients.get(0);
+    for (String key : HEADLINE) {
+      if (paced && key.endsWith("_rate")) {
+        continue;
+      }
+      Row row = COMPARED.stream().filter(r -> r.key().equals(key)).findFirst().orElseThrow();
+      List<Double> a = values(runs, first, key);
+      for (String other : clients.subList(1, clients.size())) {
+        List<Double> b = values(runs, other, key);
+        if (a.isEmpty() || b.isEmpty()) {
+          continue;
+        }
+        double ma = median(a);
+        double mb = median(b);
+        if (row.isZero(ma) && row.isZero(mb)) {
+          continue;
+        }
+        String figure = row.label();
+        StringBuilder line = new StringBuilder(figure).append(": ")
+            .append(other).append(' ').append(row.formatSpread(b)).append(" vs ")
+            .append(first).append(' ').append(row.formatSpread(a)).append(": ");
+        boolean overlap = Collections.min(a) <= Collections.max(b) && Collections.min(b) <= Collections.max(a);
+        if (row.isZero(ma) || row.isZero(mb) || ma == mb) {
+          line.append(ma == mb ? "the same" : "no ratio (one is 0)");
+        } else {
+          boolean otherBetter = row.better() > 0 ? mb > ma : mb < ma;
+          String winner = otherBetter ? other : first;
+          double factor = Math.max(ma, mb) / Math.min(ma, mb);
+          line.append(winner).append(' ').append(row.better() > 0 ? "higher" : "lower").append(String.format(
+              Locale.ROOT, " by %.2fx", factor));
+        }
+        line.append(overlap ? " (the runs' ranges overlap: not a clear difference)" : " (the runs' ranges do not overlap)");
+        lines.add(line.toString());
+      }
+    }
+    return lines;
+  }
+
+  /** Every value of {@code key} in {@code client}'s runs. */
+  static List<Double> values(List<Map<String, Object>> runs, String client, String key) {
     List<Double> values = new ArrayList<>();
     for (Map<String, Object> run : runs) {
       if (client.equals(run.get("client")) && run.get(key) instanceof Number n) {
         values.add(n.doubleValue());
       }
     }
-    if (values.isEmpty()) {
-      return null;
-    }
-    Collections.sort(values);
-    int n = values.size();
-    return n % 2 == 1 ? values.get(n / 2) : (values.get(n / 2 - 1) + values.get(n / 2)) / 2;
+    return values;
+  }
+
+  private static double median(List<Double> values) {
+    List<Double> sorted = new ArrayList<>(values);
+    Collections.sort(sorted);
+    int n = sorted.size();
+    return n % 2 == 1 ? sorted.get(n / 2) : (sorted.get(n / 2 - 1) + sorted.get(n / 2)) / 2;
+  }
+
+  /** The median of {@code key} over {@code client}'s runs, null when none has it. */
+  static Double median(List<Map<String, Object>> runs, String client, String key) {
+    List<Double> values = values(runs, client, key);
+    return values.isEmpty() ? null : median(values);
   }
 
   /**
@@ -165,8 +262,27 @@ final class Summary {
    * @param key its JSON field
    * @param label what the table calls it
    * @param decimals decimals to show; -1 = bytes shown in MiB with one decimal
+   * @param better 1 when higher is better, -1 when lower is
    */
-  record Row(String key, String label, int decimals) {
+  record Row(String key, String label, int decimals, int better) {
+    /** Whether {@code value} shows as zero (then a ratio over it means nothing). */
+    boolean isZero(double value) {
+      double unit = decimals < 0 ? 1024 * 1024 / 10.0 : Math.pow(10, -decimals);
+      return Math.abs(value) < unit / 2;
+    }
+
+    /** The median of {@code values}, and with more than one their range: {@code 312 (290-340)}; "-" for none. */
+    String formatSpread(List<Double> values) {
+      if (values.isEmpty()) {
+        return "-";
+      }
+      String median = format(median(values));
+      if (values.size() == 1) {
+        return median;
+      }
+      return median + " (" + format(Collections.min(values)) + "-" + format(Collections.max(values)) + ")";
+    }
+
     String format(Double value) {
       if (value == null) {
         return "-";

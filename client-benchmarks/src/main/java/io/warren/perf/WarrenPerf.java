@@ -40,13 +40,23 @@ import picocli.CommandLine.Spec;
         "Examples:",
         "  java -jar warren-perf.jar                              1 producer, 1 consumer, 10 s, against localhost",
         "  java -jar warren-perf.jar -x 2 -y 2 -s 1024 -c 100 -z 30",
-        "  java -jar warren-perf.jar --compare --runs 3 --json out.json --report out.html",
+        "  java -jar warren-perf.jar --compare --json out.json --report out.html",
+        "                                                         3 runs per client, alternating, at 10,000 msg/s",
+        "  java -jar warren-perf.jar --compare -r -1 --runs 5    the same unthrottled, 5 runs per client",
         "  java -jar warren-perf.jar --peer sink -c 1000          the client's publishing alone, no broker",
         "  java -jar warren-perf.jar --peer source -a             the client's consuming alone, no broker"})
 public final class WarrenPerf implements Callable<Integer> {
 
   static final String DEFAULT_URI = "amqp://guest:guest@localhost:5672";
   static final int DEFAULT_TIME_SECONDS = 10;
+  /**
+   * --compare's publishing rate per producer unless -r says otherwise: a single local RabbitMQ node drains
+   * 10,000 msg/s from 1 producer to 1 consumer with no standing queue, so consumer latency is the clients'
+   * and the broker's handling, not a backlog growing for as long as the run lasts.
+   */
+  static final int COMPARE_RATE = 10_000;
+  /** --compare's runs per client unless --runs says otherwise: a median and a spread need three. */
+  static final int COMPARE_RUNS = 3;
 
   @Spec
   private CommandSpec spec;
@@ -85,9 +95,10 @@ public final class WarrenPerf implements Callable<Integer> {
       description = "Messages each consumer takes; 0 = no limit (default: ${DEFAULT-VALUE}).")
   private long consumerMessages;
 
-  @Option(names = {"-r", "--rate"}, paramLabel = "MSG/S", defaultValue = "-1",
-      description = "Publishing rate limit per producer, msg/s; -1 = none (default: ${DEFAULT-VALUE}).")
-  private double rate;
+  @Option(names = {"-r", "--rate"}, paramLabel = "MSG/S",
+      description = "Publishing rate limit per producer, msg/s; -1 (or 0) = none, as fast as the client goes "
+          + "(default: none; with --compare " + COMPARE_RATE + ", a rate a broker drains without a queue building up).")
+  private Double rate;
 
   @Option(names = {"-c", "--confirm"}, paramLabel = "N", defaultValue = "-1",
       description = "Publisher confirms with at most this many outstanding per producer; -1 = no confirms "
@@ -149,9 +160,10 @@ public final class WarrenPerf implements Callable<Integer> {
       description = "Let traffic flow this long before measuring (not in PerfTest; default: ${DEFAULT-VALUE}).")
   private long warmup;
 
-  @Option(names = "--runs", paramLabel = "N", defaultValue = "1",
-      description = "Runs per client; with --compare their order alternates A B B A ... (default: ${DEFAULT-VALUE}).")
-  private int runs;
+  @Option(names = "--runs", paramLabel = "N",
+      description = "Runs per client; with --compare their order alternates A B B A ... (default: 1; with --compare "
+          + COMPARE_RUNS + ", so each figure has a median and a spread).")
+  private Integer runs;
 
   @Option(names = "--peer", paramLabel = "sink|source",
       description = "Run against the built-in loopback AMQP peer instead of a broker: sink discards publishes "
@@ -227,7 +239,7 @@ public final class WarrenPerf implements Callable<Integer> {
     if (warmup < 0) {
       throw usage("--warmup must be 0 or more");
     }
-    return new Plan(id, clients, options, timeLimit, warmup, peerMode, runs, json, report);
+    return new Plan(id, clients, options, timeLimit, warmup, peerMode, runsPerClient(), json, report);
   }
 
   @Override
@@ -243,6 +255,10 @@ public final class WarrenPerf implements Callable<Integer> {
             + "it needs Warren's publish and consume API. Use --client amqp-client.");
         return 1;
       }
+    }
+
+    if (clients.size() > 1) {
+      out.println(comparisonSettings(plan));
     }
 
     PerfRun.StopSignal stop = new PerfRun.StopSignal();
@@ -269,7 +285,15 @@ public final class WarrenPerf implements Callable<Integer> {
         if (clients.size() > 1 && !legResults.isEmpty()) {
           out.println(legs.size() == 1 ? "== comparison ==" : "== comparison, peer:"
               + leg.peer().name().toLowerCase() + " ==");
-          Summary.comparisonTable(jsonOf(legResults), clients).forEach(out::println);
+          List<Map<String, Object>> legJson = jsonOf(legResults);
+          Summary.comparisonTable(legJson, clients).forEach(out::println);
+          out.println();
+          Summary.headline(legJson, clients).forEach(line -> out.println("  " + line));
+          long backlogged = legResults.stream().filter(r -> r.backlogWarning() != null).count();
+          if (backlogged > 0) {
+            out.println("  WARNING: " + backlogged + " of " + legResults.size() + " runs ended with a backlog "
+                + "(see their summaries): their consumer latency is mostly time in a queue, not the clients' work");
+          }
           out.println();
         }
         if (exit != 0 || stop.requested()) {
@@ -347,11 +371,10 @@ public final class WarrenPerf implements Callable<Integer> {
         target = "peer:" + leg.peer().name().toLowerCase();
         out.println("loopback peer (" + target + ") listening on " + loopback.uri());
       }
-      LoopbackPeer peerForStats = loopback;
       PerfRun perfRun = new PerfRun(options, leg.timeSeconds(), plan.warmupSeconds(), target, plan.id(), out, stop,
-          peerForStats == null ? null : peerForStats::stats);
+          loopback);
       Map<String, Integer> runNumbers = new LinkedHashMap<>();
-      for (int round = 0; round < runs; round++) {
+      for (int round = 0; round < plan.runs(); round++) {
         // A B, then B A, ...: neither client always runs first on a warmer JVM
         List<String> order = round % 2 == 0 ? plan.clients() : reversed(plan.clients());
         for (String c : order) {
@@ -469,7 +492,7 @@ public final class WarrenPerf implements Callable<Integer> {
     if (multiAckEvery < 0) {
       throw usage("--multi-ack-every must be 0 or more");
     }
-    if (runs < 1) {
+    if (runs != null && runs < 1) {
       throw usage("--runs must be 1 or more");
     }
     boolean persistent = false;
@@ -487,8 +510,32 @@ public final class WarrenPerf implements Callable<Integer> {
     }
     List<String> brokers = uris != null ? uris : List.of(uri != null ? uri : DEFAULT_URI);
     return new RunOptions(brokers, p, c, bodySize, producerMessages, consumerMessages,
-        rate, confirm, qos, multiAckEvery, autoAck, queue, persistent, mandatory, key, exchange, exchangeType,
+        publishRate(), confirm, qos, multiAckEvery, autoAck, queue, persistent, mandatory, key, exchange, exchangeType,
         parseQueueArgs(queueArgs), autoDelete);
+  }
+
+  /** What a comparison runs, said before it starts: the pace, the runs, what latency includes. */
+  static String comparisonSettings(Plan plan) {
+    RunOptions o = plan.options();
+    String pace = o.rate() > 0
+        ? String.format(java.util.Locale.ROOT, "each producer paced at %,.0f msg/s", o.rate())
+        : "unthrottled producers (the queue may grow: consumer latency then measures the backlog)";
+    return "warren-perf: comparing " + String.join(", ", plan.clients()) + ": " + plan.runs()
+        + " run(s) per client, alternating, " + pace + ". Consumer latency is from the publish call to the "
+        + "consumer's handler, queueing in the client and the broker included.";
+  }
+
+  /** Messages per second per producer: -r when given (0 or less = unpaced), else --compare's pace, else unpaced. */
+  private double publishRate() {
+    if (rate != null) {
+      return rate > 0 ? rate : -1;
+    }
+    return compare != null ? COMPARE_RATE : -1;
+  }
+
+  /** --runs when given, else {@value #COMPARE_RUNS} with --compare, else 1. */
+  private int runsPerClient() {
+    return runs != null ? runs : compare != null ? COMPARE_RUNS : 1;
   }
 
   /** {@code k=v,k2=v2}: integers become Long, true/false Boolean, the rest String. */

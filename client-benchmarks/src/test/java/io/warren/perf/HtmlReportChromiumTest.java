@@ -40,7 +40,7 @@ class HtmlReportChromiumTest {
     OptionsTest.Captured run = OptionsTest.run("--peer", "source", "-x", "1", "-c", "20", "-C", "300", "-D", "3000",
         "--runs", "2", "--json", json.toString(), "--report", report.toString());
     assertEquals(0, run.exit(), run.out() + run.err());
-    List<?> runs = (List<?>) JsonParser.parse(Files.readString(json));
+    List<?> runs = (List<?>) Json.parse(Files.readString(json));
     assertEquals(2, runs.size());
 
     String dom = chromium(chromium, dir, "--dump-dom", report);
@@ -49,9 +49,24 @@ class HtmlReportChromiumTest {
 
     Map<String, String> charts = charts(dom);
     for (String id : List.of("sent-rate", "confirmed-rate", "received-rate", "confirm-latency-p50",
-        "confirm-latency-p99", "confirm-latency-percentiles")) {
+        "confirm-latency-p99", "confirm-latency-percentiles", "cpu", "heap")) {
       assertTrue(charts.containsKey(id), "chart " + id + " drawn; charts: " + charts.keySet() + "\n" + run.out());
     }
+    Map<String, Object> first = PeerRunTest.asObject(runs.get(0));
+    assertTrue(dom.contains("<p id=\"settings\">Settings: " + Math.round(PeerRunTest.number(first, "producers"))
+        + " producer(s), " + Math.round(PeerRunTest.number(first, "consumers")) + " consumer(s), 12 B messages; "
+        + "unthrottled producers; confirms, 20 outstanding; to peer:source; 2 run(s) of "), "the settings on top:\n" + dom);
+    // a latency axis: log scale, decades with 2 and 5 between, every tick in the one unit its label names
+    String percentiles = charts.get("confirm-latency-percentiles");
+    Matcher unit = Pattern.compile("latency \\((us|ms|s), log scale\\)").matcher(percentiles);
+    assertTrue(unit.find(), percentiles);
+    Matcher tick = Pattern.compile("data-tick=\"y\"[^>]*>([^<]*)<").matcher(percentiles);
+    List<String> ticks = new ArrayList<>();
+    while (tick.find()) {
+      ticks.add(tick.group(1));
+    }
+    assertTrue(ticks.size() >= 3, "more than two ticks on a latency axis: " + ticks);
+    ticks.forEach(t -> assertTrue(t.matches("[0-9.,]+"), "a plain number in the axis's unit: " + ticks));
     // the peer's deliveries carry no publish time: the consumer latency charts say so instead
     assertTrue(dom.contains("data-chart-empty=\"consumer-latency-percentiles\""), dom);
 
@@ -87,8 +102,8 @@ class HtmlReportChromiumTest {
     int points = 0;
     for (Object point : timeline) {
       Object v = ((List<?>) point).get(field);
-      if (v instanceof Double d) {
-        max = Math.max(max, d);
+      if (v instanceof Number n) {
+        max = Math.max(max, n.doubleValue());
         points++;
       }
     }

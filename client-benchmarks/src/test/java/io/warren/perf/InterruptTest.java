@@ -38,7 +38,7 @@ class InterruptTest {
     assertTrue(out.contains("== " + Clients.defaultClient() + " run 1"), out); // Warren's driver stops on a signal too
     assertTrue(out.contains("stopped by interrupted"), out);
     assertTrue(out.contains("results written to"), out);
-    Map<String, Object> r = PeerRunTest.asObject(JsonParser.parse(Files.readString(json)));
+    Map<String, Object> r = PeerRunTest.asObject(Json.parse(Files.readString(json)));
     assertEquals("interrupted", r.get("stopped_by"));
     assertTrue(PeerRunTest.number(r, "sent") > 0, "what was sent so far: " + r.get("sent"));
     assertTrue(!((List<?>) r.get("timeline")).isEmpty());

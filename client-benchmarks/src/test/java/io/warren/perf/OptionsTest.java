@@ -37,6 +37,29 @@ class OptionsTest {
   }
 
   @Test
+  void compareIsPacedAtARateTheBrokerDrainsAndRunsEachClientThreeTimes() {
+    WarrenPerf.Plan plan = WarrenPerf.plan("--compare");
+    assertEquals(WarrenPerf.COMPARE_RATE, plan.options().rate(), "paced, so latency is not a growing queue's");
+    assertEquals(10_000, WarrenPerf.COMPARE_RATE);
+    assertEquals(3, plan.runs(), "a median and a spread per figure");
+    String said = WarrenPerf.comparisonSettings(plan);
+    assertTrue(said.contains("3 run(s) per client, alternating, each producer paced at 10,000 msg/s"), said);
+    assertTrue(said.contains("queueing in the client and the broker included"), said);
+  }
+
+  @Test
+  void compareKeepsAnExplicitRateRunsOrTheUnthrottledMode() {
+    assertEquals(2000, WarrenPerf.plan("--compare", "-r", "2000").options().rate());
+    assertEquals(5, WarrenPerf.plan("--compare", "--runs", "5").runs());
+    WarrenPerf.Plan unthrottled = WarrenPerf.plan("--compare", "-r", "-1");
+    assertTrue(unthrottled.options().rate() <= 0, "-r -1: as fast as the client goes");
+    assertTrue(WarrenPerf.comparisonSettings(unthrottled).contains("unthrottled"), WarrenPerf.comparisonSettings(unthrottled));
+    assertTrue(WarrenPerf.plan("--compare", "-r", "0").options().rate() <= 0);
+    assertTrue(WarrenPerf.plan().options().rate() <= 0, "a single client's run stays unthrottled by default");
+    assertEquals(1, WarrenPerf.plan("--client", "warren").runs());
+  }
+
+  @Test
   void perfTestShortNames() {
     WarrenPerf.Plan plan = WarrenPerf.plan("-h", "amqp://u:p@broker:5673/vh", "-x", "3", "-y", "4", "-s", "1024",
         "-z", "7", "-C", "100", "-D", "200", "-r", "500.5", "-c", "50", "-q", "300", "-A", "10", "-a", "-u", "q1",

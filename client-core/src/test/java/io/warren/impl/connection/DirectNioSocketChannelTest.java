@@ -1,4 +1,4 @@
-package io.warren.impl;
+package io.warren.impl.connection;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
