@@ -49,8 +49,11 @@ import org.slf4j.LoggerFactory;
  *   <li>Event loop: {@link PublishFrames} frames it as it is written (the body is not copied; head and tail are
  *       allocated and released on the loop, where the pooled allocator recycles them).</li>
  *   <li>Event loop ({@link #onTask}): written at once, or held in {@code held} (FIFO) while the confirm window
- *       is full, confirm.select is in flight, or the broker blocks the connection (policy HOLD). Held publishes
- *       go out in order as acks arrive, on select-ok, on unblock.</li>
+ *       is full, confirm.select is in flight, the broker blocks the connection (policy HOLD), or Netty's outbound
+ *       buffer is above its high-water mark ({@link PublishFlow#isSocketWritable}: a heap body written to Netty is
+ *       copied to direct memory at once, so many threads' large bodies would all be copied before the socket takes
+ *       any). Held publishes go out in order as acks arrive, on select-ok, on unblock, when the socket is writable
+ *       again.</li>
  *   <li>In confirm mode the publish gets the next sequence number when it is written; the broker numbers
  *       publishes in the order it reads them, which is the order they are written here.</li>
  * </ol>
@@ -376,7 +379,8 @@ public final class Publisher {
     }
 
     private boolean mustHold() {
-        return !held.isEmpty() || selecting > 0 || flow.holdsWhileBlocked() || (confirms != null && confirms.isFull());
+        return !held.isEmpty() || selecting > 0 || flow.holdsWhileBlocked() || (confirms != null && confirms.isFull())
+                || !flow.isSocketWritable();
     }
 
     private void releaseHeld() {
@@ -386,7 +390,7 @@ public final class Publisher {
         }
         PublishTask task;
         while ((task = held.peek()) != null && !closed && selecting == 0 && !flow.holdsWhileBlocked()
-                && (confirms == null || !confirms.isFull())) {
+                && (confirms == null || !confirms.isFull()) && flow.isSocketWritable()) {
             held.poll();
             long bytes = task.bytes;
             send(task);
