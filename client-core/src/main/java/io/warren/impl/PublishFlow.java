@@ -195,13 +195,18 @@ public final class PublishFlow implements BlockedListener {
     }
 
     /**
-     * Whether Netty's outbound buffer is below its high-water mark. While it is not, publishes reaching the event loop
-     * are held by their channel instead of written ({@link Publisher}): a publish written to Netty is a copy in direct
-     * memory when its body is on the heap (Netty's NIO transport copies a heap buffer at the write), so what the
-     * socket has not taken stays bounded by the mark plus one message, not by the number of publishing threads.
+     * Whether Netty's outbound buffer is below its high-water mark. While it is not, a publish of a large heap body
+     * reaching the event loop is held by its channel instead of written ({@link Publisher}): written to Netty it is a
+     * copy in direct memory (Netty's NIO transport copies a heap buffer at the write), so what the socket has not
+     * taken stays bounded by the mark plus one message, not by the number of publishing threads.
      */
     boolean isSocketWritable() {
         return ctx.channel().isWritable();
+    }
+
+    /** The size from which a heap body waits for the socket ({@link #isSocketWritable}): a quarter of the mark. */
+    int largeHeapBody() {
+        return ctx.channel().config().getWriteBufferHighWaterMark() / 4;
     }
 
     private int queueMark() {
