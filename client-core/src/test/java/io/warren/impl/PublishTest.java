@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -489,6 +490,73 @@ class PublishTest {
             assertTrue(writable.toCompletableFuture().isDone());
             assertTrue(ch.isWritable());
             assertEquals(List.of(false, true), changes);
+        }
+    }
+
+    @Test
+    void aboveTheHighWaterMarkPublishesAreHeldByTheirChannelsAndGoOutInTurnsWhenTheSocketDrains() {
+        ConnectionOptions options = new ConnectionOptions()
+                .publishOptions(new PublishOptions().writeBufferHighWaterMark(65536));
+        try (FakeBroker broker = new FakeBroker(options)) {
+            ConnectionImpl c = broker.handshake(2047, 0, 0);
+            Channel[] channels = {broker.openChannel(c, 1), broker.openChannel(c, 2), broker.openChannel(c, 3)};
+            PublishFixture.StalledSocket socket = PublishFixture.StalledSocket.install(broker);
+            io.netty.channel.ChannelOutboundBuffer netty = broker.client.unsafe().outboundBuffer();
+            channels[0].publish("", "q", false, PROPS, Unpooled.wrappedBuffer(filled(70_000, '0')));
+            long first = netty.totalPendingWriteBytes();
+            assertFalse(broker.client.isWritable(), "70 KB in Netty's buffer: above the 64 KiB high-water mark");
+            // two 70 KB messages per channel, published in spite of the unwritable channel (as threads that raced it)
+            List<TrackedBody> bodies = new ArrayList<>();
+            List<CompletionStage<PublishOutcome>> outcomes = new ArrayList<>();
+            for (int round = 0; round < 2; round++) {
+                for (int i = 0; i < channels.length; i++) {
+                    TrackedBody body = new TrackedBody(filled(70_000, (char) ('a' + 3 * round + i)));
+                    bodies.add(body);
+                    outcomes.add(channels[i].publish("", "q", false, PROPS, body));
+                }
+            }
+            broker.client.runPendingTasks();
+            assertEquals(first, netty.totalPendingWriteBytes(), "held by their channels, not written to Netty");
+            for (int i = 0; i < channels.length; i++) {
+                assertFalse(channels[i].isWritable(), "channel " + (i + 1) + " holds publishes");
+            }
+            for (TrackedBody b : bodies) {
+                assertEquals(1, b.refCnt(), "a held body is still the caller's buffer, not released");
+            }
+            outcomes.forEach(PublishFixture::assertPending);
+            socket.drain();
+            assertEquals('0', expectPublish(broker, 1).body()[0]);
+            // each writability change lets one channel send until the socket is above the mark again: one 70 KB
+            // message, from the channels in turn, each channel's own in order
+            StringBuilder order = new StringBuilder();
+            for (int m = 0; m < 6; m++) {
+                Frame method = broker.next();
+                assertNotNull(method, "publish " + m);
+                int channel = method.channel();
+                method.release();
+                Frame header = broker.next();
+                header.release();
+                Frame body = broker.next();
+                order.append((char) body.payload().getByte(body.payload().readerIndex()));
+                body.release();
+                assertEquals(channel, (order.charAt(m) - 'a') % 3 + 1,
+                        "the body of channel " + channel + "'s publish");
+            }
+            assertEquals(3, order.substring(0, 3).chars().distinct().count(),
+                    () -> "the first three from three channels: " + order);
+            for (int i = 0; i < channels.length; i++) {
+                char one = (char) ('a' + i);
+                char two = (char) ('d' + i);
+                assertTrue(order.indexOf(String.valueOf(one)) < order.indexOf(String.valueOf(two)),
+                        () -> "a channel's publishes in order: " + order);
+            }
+            for (CompletionStage<PublishOutcome> o : outcomes) {
+                assertSame(PublishOutcome.SENT, o.toCompletableFuture().join());
+            }
+            bodies.forEach(TrackedBody::assertReleasedOnce);
+            for (Channel ch : channels) {
+                assertTrue(ch.isWritable());
+            }
         }
     }
 

@@ -77,6 +77,12 @@ public final class PublishFlow implements BlockedListener {
 
     // event loop only
     private final ArrayList<Publisher> publishers = new ArrayList<>();
+    /** {@link #changed} tells publishers from a different one each time, in a copy it reuses. */
+    private Publisher[] toTell = new Publisher[4];
+    private int firstToTell;
+    /** Publishers are being told of a change; another came meanwhile: they are told again after this round. */
+    private boolean telling;
+    private boolean changedWhileTelling;
     private final int flushThreshold;
     /** {@link PublishOptions#maxMessagesPerFlush()}: 1 flushes after every publish. */
     private final int maxMessagesPerFlush;
@@ -218,6 +224,21 @@ public final class PublishFlow implements BlockedListener {
         return out == null ? 0 : out.totalPendingWriteBytes();
     }
 
+    /**
+     * Whether Netty's outbound buffer is below its high-water mark. While it is not, a publish of a large heap body
+     * reaching the event loop is held by its channel instead of written ({@link Publisher}): written to Netty it is a
+     * copy in direct memory (Netty's NIO transport copies a heap buffer at the write), so what the socket has not
+     * taken stays bounded by the mark plus one message, not by the number of publishing threads.
+     */
+    boolean isSocketWritable() {
+        return ctx.channel().isWritable();
+    }
+
+    /** The size from which a heap body waits for the socket ({@link #isSocketWritable}): a quarter of the mark. */
+    int largeHeapBody() {
+        return ctx.channel().config().getWriteBufferHighWaterMark() / 4;
+    }
+
     private int queueMark() {
         return ctx.channel().config().getWriteBufferHighWaterMark() / 2;
     }
@@ -327,12 +348,46 @@ public final class PublishFlow implements BlockedListener {
     }
 
     private void changed() {
-        // Backwards and without a copy (this runs at every writability flip): a publisher told of the change may
-        // close a channel and remove a publisher, which at worst makes us tell one publisher twice (harmless).
-        for (int i = publishers.size() - 1; i >= 0; i--) {
-            if (i < publishers.size()) {
-                publishers.get(i).onFlowChanged();
+        if (telling) {
+            // a publisher told of a change wrote and changed writability again: everyone is told once more after
+            // this round, not from inside it
+            changedWhileTelling = true;
+            return;
+        }
+        telling = true;
+        try {
+            do {
+                changedWhileTelling = false;
+                tellPublishers();
+            } while (changedWhileTelling);
+        } finally {
+            telling = false;
+        }
+    }
+
+    private void tellPublishers() {
+        // From a copy (a publisher told of the change may close a channel and remove a publisher): everyone is told,
+        // a removed one at worst once more (harmless). From a different publisher each time: the one told first
+        // sends what it holds until the socket is above its high-water mark again, and the others keep theirs until
+        // the next change; the same one first every time would starve the rest.
+        int n = publishers.size();
+        if (n == 0) {
+            return;
+        }
+        Publisher[] tell = toTell.length >= n ? toTell : (toTell = new Publisher[Math.max(n, 2 * toTell.length)]);
+        int first = firstToTell++ % n;
+        for (int i = 0; i < n; i++) {
+            tell[i] = publishers.get((first + i) % n);
+        }
+        if (firstToTell >= n) {
+            firstToTell = 0;
+        }
+        try {
+            for (int i = 0; i < n; i++) {
+                tell[i].onFlowChanged();
             }
+        } finally {
+            java.util.Arrays.fill(tell, 0, n, null);
         }
     }
 }

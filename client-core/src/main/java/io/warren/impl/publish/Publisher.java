@@ -57,8 +57,9 @@ import org.slf4j.LoggerFactory;
  *   <li>Event loop: {@link PublishFrames} frames it as it is written (the body is not copied; head and tail are
  *       allocated and released on the loop, where the pooled allocator recycles them).</li>
  *   <li>Event loop ({@link #onTask}): written at once, or held in {@code held} (FIFO) while the confirm window
- *       is full, confirm.select is in flight, or the broker blocks the connection (policy HOLD). Held publishes
- *       go out in order as acks arrive, on select-ok, on unblock.</li>
+ *       is full, confirm.select is in flight, the broker blocks the connection (policy HOLD), or, for a large body on the
+ *       heap, Netty's outbound buffer is above its high-water mark ({@link #heldForTheSocket}). Held publishes go out
+ *       in order as acks arrive, on select-ok, on unblock, when the socket is writable again.</li>
  *   <li>In confirm mode the publish gets the next sequence number when it is written; the broker numbers
  *       publishes in the order it reads them, which is the order they are written here.</li>
  * </ol>
@@ -343,7 +344,7 @@ public final class Publisher {
             endNotWritten(task);
             return;
         }
-        if (mustHold() || flow.isWriting()) {
+        if (mustHold() || heldForTheSocket(task) || flow.isWriting()) {
             // isWriting: called back in the middle of another message's writes; never interleave, hold it
             if (flow.isWriting()) {
                 flow.retryAfterMessage();
@@ -382,6 +383,19 @@ public final class Publisher {
         return !held.isEmpty() || selecting > 0 || flow.holdsWhileBlocked() || (confirms != null && confirms.isFull());
     }
 
+    /**
+     * Whether {@code task} waits for the socket: a large body on the heap while Netty's outbound buffer is above its
+     * high-water mark. Netty's NIO transport copies a heap buffer into direct memory when it is written to the
+     * pipeline, so written now, every publishing thread's body would be copied before the socket takes any; held, it
+     * is copied when the socket has room. A direct body is not copied (holding it saves nothing), nor is a small one
+     * worth a stop: they are written as before.
+     */
+    private boolean heldForTheSocket(PublishTask task) {
+        ByteBuf body = task.body;
+        return body != null && !body.isDirect() && body.readableBytes() >= flow.largeHeapBody()
+                && !flow.isSocketWritable();
+    }
+
     private void releaseHeld() {
         if (flow.isWriting()) {
             flow.retryAfterMessage(); // in the middle of a message's writes: once it is complete
@@ -389,7 +403,7 @@ public final class Publisher {
         }
         PublishTask task;
         while ((task = held.peek()) != null && !closed && selecting == 0 && !flow.holdsWhileBlocked()
-                && (confirms == null || !confirms.isFull())) {
+                && (confirms == null || !confirms.isFull()) && !heldForTheSocket(task)) {
             held.poll();
             long bytes = task.bytes;
             send(task);
