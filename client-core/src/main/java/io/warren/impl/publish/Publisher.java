@@ -38,50 +38,20 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One channel's publishing: writing on the caller's thread when the connection is idle, else the hand-over to
- * the event loop, publisher
- * confirms ({@link ConfirmTracker}), basic.return, and back-pressure (the confirm window, the connection's
- * {@link PublishFlow}, writability listeners and waiters).
+ * One channel's publishing: the publish call, publisher confirms ({@link ConfirmTracker}), basic.return and
+ * back-pressure (the confirm window, the connection's {@link PublishFlow}, writability).
  *
- * <h2>Path of a publish</h2>
- * <ol>
- *   <li>Caller's thread, connection idle (outside confirm mode, nothing held, nothing queued on the connection,
- *       Netty's outbound buffer empty, not deep in a burst of publishes): the thread takes the {@link OutboundPath}'s writer token, frames the head
- *       into the path's buffer ({@link PublishFrames#frameHead}) and writes head, body and end octet with one
- *       gathering write: no task, no hop to the event loop. A rest the socket did not take goes to the loop.
- *       Anything else goes the way below.</li>
- *   <li>Caller's thread: the arguments are checked and the size computed, {@link PublishFlow#tryReserve}
- *       counts its bytes or refuses it, and a pooled {@link PublishTask} goes to the connection's
- *       {@link OutboundPath} with {@code execute}: in order with this thread's other writes and tasks, and
- *       drained by the event loop in batches with one flush per batch.</li>
- *   <li>Event loop: {@link PublishFrames} frames it as it is written (the body is not copied; head and tail are
- *       allocated and released on the loop, where the pooled allocator recycles them).</li>
- *   <li>Event loop ({@link #onTask}): written at once, or held in {@code held} (FIFO) while the confirm window
- *       is full, confirm.select is in flight, the broker blocks the connection (policy HOLD), or, for a large body on the
- *       heap, Netty's outbound buffer is above its high-water mark ({@link #heldForTheSocket}). Held publishes go out
- *       in order as acks arrive, on select-ok, on unblock, when the socket is writable again.</li>
- *   <li>In confirm mode the publish gets the next sequence number when it is written; the broker numbers
- *       publishes in the order it reads them, which is the order they are written here.</li>
- * </ol>
+ * <p>An idle connection's publish is written by its caller under the {@link OutboundPath}'s writer token: no hop to
+ * the event loop. Otherwise a pooled {@link PublishTask} goes through the path's queue and {@link #onTask} writes it
+ * on the loop, or holds it (in order) while the confirm window is full, confirm.select is in flight or the broker
+ * blocks us. In confirm mode a publish gets its sequence number when it is written, so confirm order is wire order;
+ * {@link #confirmSelect} holds what reaches the loop after it until select-ok, which keeps the numbering exact.
  *
- * <h2>Confirm mode</h2>
- * {@link #confirmSelect} holds every publish that reaches the event loop after it until confirm.select-ok (or,
- * with nowait, until the select is written): those held publishes are then the broker's numbers 1, 2, ...,
- * while publishes written before the select are not numbered by the broker nor tracked here. This is what
- * makes the numbering exact even when the select waits in the channel's RPC queue behind another request.
- *
- * <h2>Close</h2>
- * When the channel closes nothing more is written: later publishes are refused with a {@link ChannelClosedException};
- * held ones are handed to the channel's {@link PublishCarryOver recovery} when the connection was lost with
- * recovery to follow ({@code PublishDuringRecovery.WAIT}), which writes them, in order, on the recovered channel;
- * otherwise they fail as not written (a {@link PublishNotConfirmedException} in confirm mode, else a
- * {@link ChannelClosedException}: without confirms there is no confirm to miss). Publishes
- * awaiting their confirm fail with a retryable {@link PublishNotConfirmedException} at once when the broker closed
- * the channel or the connection is gone; after the application's close they keep taking acks and nacks until
- * close-ok, because RabbitMQ confirms what it read before the close first, and only what is left then fails.
- *
- * <p>Threads: the public methods run on any thread; {@code on*} methods and everything under
- * "event loop only" on the connection's event loop.
+ * <p>On close nothing more is written. Held publishes go to the channel's {@link PublishCarryOver recovery} when the
+ * connection was lost with recovery to follow, else fail as not written ({@link ChannelClosedException}, or
+ * {@link PublishNotConfirmedException} in confirm mode). Unconfirmed ones fail at once when the broker closed the
+ * channel; after the application's close they still take acks until close-ok, since RabbitMQ confirms what it read
+ * first.
  */
 public final class Publisher {
 
