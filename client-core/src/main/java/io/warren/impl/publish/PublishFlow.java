@@ -93,9 +93,10 @@ public final class PublishFlow implements BlockedListener {
     /**
      * Makes the flow of the connection {@code handler} runs, when the handler joins its pipeline (the handle's
      * {@link ConnectionEvents#outboundReady}): it then watches the outbound path's
-     * writability and {@code connection}'s connection.blocked. Event loop.
+     * writability and {@code connection}'s connection.blocked.
      */
     public static void attach(ConnectionHandler handler, Connection connection) {
+        assert handler.outbound().inEventLoop() : "publish flow attached off the event loop";
         ChannelHandlerContext ctx = handler.context();
         PublishFlow flow = new PublishFlow(ctx, handler.outbound(), connection, handler.options().publishOptions());
         handler.outbound().addWritabilityListener(flow::onWritabilityChanged);
@@ -225,10 +226,12 @@ public final class PublishFlow implements BlockedListener {
     // ---- event loop --------------------------------------------------------------------------------------
 
     void add(Publisher publisher) {
+        assert ctx.executor().inEventLoop() : "publish flow off the event loop";
         publishers.add(publisher);
     }
 
     void remove(Publisher publisher) {
+        assert ctx.executor().inEventLoop() : "publish flow off the event loop";
         publishers.remove(publisher);
     }
 
@@ -268,6 +271,7 @@ public final class PublishFlow implements BlockedListener {
      * {@link PublishOptions#maxMessagesPerFlush()} asks for fewer messages per flush.
      */
     void written(long bytes) {
+        assert ctx.executor().inEventLoop() : "publish flow off the event loop";
         unflushedBytes += bytes;
         if (unflushedBytes >= flushThreshold || ++unflushedMessages >= maxMessagesPerFlush) {
             flush();
@@ -281,6 +285,7 @@ public final class PublishFlow implements BlockedListener {
      * told once the message is written whole ({@link #endMessage}).
      */
     public void onWritabilityChanged() {
+        assert ctx.executor().inEventLoop() : "publish flow off the event loop";
         if (writing) {
             changedWhileWriting = true;
         } else {
