@@ -84,9 +84,10 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
 
     /**
      * Opens a new channel on a free number of {@code handler}'s connection; {@code result} completes with it on
-     * channel.open-ok. Returns the channel, or null when no number was free ({@code result} failed). Event loop.
+     * channel.open-ok. Returns the channel, or null when no number was free ({@code result} failed).
      */
     static ChannelImpl open(ConnectionImpl connection, ConnectionHandler handler, CompletableFuture<Channel> result) {
+        assert handler.outbound().inEventLoop() : "channel opened off the event loop";
         ChannelImpl[] made = new ChannelImpl[1];
         ChannelState state = handler.allocateChannel(n -> new ChannelState(n, handler, handler.rpcTimeoutNanos(),
                 handler.options().maxInboundMessageBodySize(), s -> made[0] = new ChannelImpl(connection, s)), result);
@@ -99,10 +100,11 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
 
     /**
      * Recovery: this channel again on {@code handler}'s connection, with its number; {@code result} completes on
-     * channel.open-ok. Event loop.
+     * channel.open-ok.
      */
     @Override
     public void reopen(ConnectionHandler handler, CompletableFuture<Channel> result) {
+        assert handler.outbound().inEventLoop() : "channel opened off the event loop";
         ChannelState newState = handler.allocateChannel(number, k -> new ChannelState(k, handler,
                 handler.rpcTimeoutNanos(), handler.options().maxInboundMessageBodySize(), this::attach), result);
         if (newState != null) {
@@ -113,9 +115,10 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
     /**
      * Recovery: {@code newState}, on the new connection, takes this channel over; a new publisher comes with it
      * (its confirm numbering starts again) and gets the channel's listeners, and new consumers whose delivery tags
-     * start above those the application saw. Event loop.
+     * start above those the application saw.
      */
     private ChannelImpl attach(ChannelState newState) {
+        assert newState.outbound().inEventLoop() : "channel taken over off the event loop";
         this.state = newState;
         Publisher p = new Publisher(newState, this, recovery);
         this.publisher = p;
@@ -161,15 +164,17 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
         return ownQos;
     }
 
-    /** Everything is back after a recovery. Event loop. */
+    /** Everything is back after a recovery. */
     @Override
     public void recovered() {
+        assert state.outbound().inEventLoop() : "channel state off the event loop";
         recovery.recovered();
     }
 
-    /** This channel will not be recovered (recovery gave up, or the application closed it meanwhile). Event loop. */
+    /** This channel will not be recovered (recovery gave up, or the application closed it meanwhile). */
     @Override
     public void abandon(AmqpException cause) {
+        assert state.outbound().inEventLoop() : "channel state off the event loop";
         recovery.abandon(cause);
         open = false;
         closeFuture.complete(cause);
@@ -226,10 +231,11 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
     /**
      * The channel stops being open; returns whether it was the application's until now (open, or being recovered).
      * Called before anything waiting on the channel is failed, so that whoever a failed future wakes finds
-     * {@link #isOpen()} false. Event loop.
+     * {@link #isOpen()} false.
      */
     @Override
     public boolean stopOpen() {
+        assert state.outbound().inEventLoop() : "channel state off the event loop";
         // a channel lost again while being recovered is still the application's: it waits for the next attempt
         boolean wasOpen = open || recovery.isRecovering();
         open = false;
@@ -239,6 +245,7 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
     /** After {@link #stopOpen()} and the failing of what waited: recovery takes over, or the channel ends. */
     @Override
     public void markClosed(AmqpException cause, boolean wasOpen) {
+        assert state.outbound().inEventLoop() : "channel state off the event loop";
         ConnectionRecovery r = connectionRecovery();
         if (wasOpen && r != null && cause instanceof ConnectionLostException lost) {
             // recovery follows: the channel lives on (closeFuture stays pending), publishes made meanwhile wait
@@ -255,10 +262,11 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
 
     /**
      * The broker closed this open channel: the cause its state closes with. A {@link ChannelLostException} when
-     * recovery re-opens the channel (the consumer acknowledgement timeout), else {@code cause}. Event loop.
+     * recovery re-opens the channel (the consumer acknowledgement timeout), else {@code cause}.
      */
     @Override
     public AmqpException brokerCloseCause(ChannelClosedException cause) {
+        assert state.outbound().inEventLoop() : "channel state off the event loop";
         ConnectionRecovery r = connectionRecovery();
         if (!open || r == null || !r.recoversChannelAfter(cause)) {
             return cause;

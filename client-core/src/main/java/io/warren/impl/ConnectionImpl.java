@@ -82,9 +82,10 @@ public final class ConnectionImpl implements ConnectionEvents, RecoverableConnec
         return handler;
     }
 
-    /** A new connection opened by recovery takes this facade over. Event loop. */
+    /** A new connection opened by recovery takes this facade over. */
     @Override
     public void attach(ConnectionHandler handler, Address address) {
+        assert handler.outbound().inEventLoop() : "connection taken over off the event loop";
         this.handler = handler;
         this.address = address;
     }

@@ -98,6 +98,7 @@ public final class ChannelRpc {
 
     /** Queues {@code request}; sends it at once when nothing is on the wire. */
     void enqueue(Request<?> request) {
+        assert channel.outbound().inEventLoop() : "channel RPC off the event loop";
         request.timeout = channel.outbound().eventLoop().schedule(() -> timedOut(request), timeoutNanos,
                 TimeUnit.NANOSECONDS);
         queue.add(request);
@@ -116,6 +117,7 @@ public final class ChannelRpc {
      * the head's reply; returns false, frame untouched, otherwise.
      */
     boolean onReply(int methodKey, Frame frame) {
+        assert channel.outbound().inEventLoop() : "channel RPC off the event loop";
         Request<?> head = queue.peek();
         if (head == null || !head.sent || (methodKey != head.replyKey && methodKey != head.altReplyKey)) {
             return false;
@@ -143,6 +145,7 @@ public final class ChannelRpc {
 
     /** Fails every request with {@code cause} and releases the frames not yet sent (channel closing). */
     void failAll(Throwable cause) {
+        assert channel.outbound().inEventLoop() : "channel RPC off the event loop";
         Request<?> r;
         while ((r = queue.poll()) != null) {
             r.timeout.cancel(false);

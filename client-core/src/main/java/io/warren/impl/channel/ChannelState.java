@@ -156,6 +156,7 @@ public final class ChannelState implements InboundChannel {
     }
 
     private void register(int key, MethodHandler handler, boolean whileClosing) {
+        assert outbound.inEventLoop() : "channel state off the event loop";
         for (int i = 0; i < handlerKeys.length; i++) {
             if (handlerKeys[i] == key) {
                 handlers[i] = handler;
@@ -178,11 +179,13 @@ public final class ChannelState implements InboundChannel {
      * receives the whole message, or {@code onAbort} when the channel closes first.
      */
     public void beginContent(Frame methodFrame, ContentAssembler.Listener listener) {
+        assert outbound.inEventLoop() : "channel state off the event loop";
         content.begin(methodFrame, listener);
     }
 
     /** As {@link #beginContent(Frame, ContentAssembler.Listener)} with a method payload (ownership taken). */
     public void beginContent(ByteBuf methodPayload, ContentAssembler.Listener listener) {
+        assert outbound.inEventLoop() : "channel state off the event loop";
         content.begin(methodPayload, listener);
     }
 
@@ -191,6 +194,7 @@ public final class ChannelState implements InboundChannel {
      * at once if it is already closed. Publishing fails its unconfirmed messages here, consuming its consumers.
      */
     public void onClose(Consumer<AmqpException> hook) {
+        assert outbound.inEventLoop() : "channel state off the event loop";
         if (state == State.CLOSING || state == State.CLOSED) {
             hook.accept(closeCause);
         } else {
@@ -204,6 +208,7 @@ public final class ChannelState implements InboundChannel {
      * broker's close, or the connection's end. At once if that has happened already.
      */
     public void afterClose(Consumer<AmqpException> hook) {
+        assert outbound.inEventLoop() : "channel state off the event loop";
         if (closeEnded) {
             hook.accept(closeCause);
         } else {
@@ -221,6 +226,7 @@ public final class ChannelState implements InboundChannel {
      * is released in either case.
      */
     public void call(ChannelRpc.Request<?> request) {
+        assert outbound.inEventLoop() : "channel state off the event loop";
         if (!isUsable()) {
             request.releaseFrame();
             request.future().completeExceptionally(closedError());
@@ -232,6 +238,7 @@ public final class ChannelState implements InboundChannel {
 
     /** Writes an asynchronous method (basic.ack, ...) if the channel is usable; releases it otherwise. */
     public void send(ByteBuf frame) {
+        assert outbound.inEventLoop() : "channel state off the event loop";
         if (!isUsable()) {
             frame.release();
             return;
@@ -255,6 +262,7 @@ public final class ChannelState implements InboundChannel {
     // ---- open --------------------------------------------------------------------------------------------
 
     public void open(CompletableFuture<io.warren.Channel> result) {
+        assert outbound.inEventLoop() : "channel state off the event loop";
         CompletableFuture<Void> opened = new CompletableFuture<>();
         rpc.enqueue(ChannelRpc.Request.of(MethodIds.CHANNEL_OPEN, MethodIds.CHANNEL_OPEN_OK, -1,
                 Requests.channelOpen(alloc(), number), (frame, f) -> f.complete(null), opened));
@@ -283,6 +291,7 @@ public final class ChannelState implements InboundChannel {
     /** One frame for this channel (ownership taken). */
     @Override
     public void onFrame(Frame frame) {
+        assert outbound.inEventLoop() : "channel state off the event loop";
         switch (frame.type()) {
             case METHOD -> onMethod(frame);
             case HEADER -> {
@@ -416,6 +425,7 @@ public final class ChannelState implements InboundChannel {
     }
 
     public void close(int replyCode, String replyText, Throwable error, CompletableFuture<Void> result) {
+        assert outbound.inEventLoop() : "channel state off the event loop";
         if (state == State.CLOSED) {
             if (result != null) {
                 result.complete(null);
@@ -453,6 +463,7 @@ public final class ChannelState implements InboundChannel {
     /** The connection is gone: everything fails with {@code cause}; nothing is written. */
     @Override
     public void onConnectionClosed(AmqpException cause) {
+        assert outbound.inEventLoop() : "channel state off the event loop";
         if (state != State.CLOSED && state != State.CLOSING) {
             shutDown(cause, State.CLOSED);
         }

@@ -207,25 +207,28 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
     /**
      * Stops or resumes reading from the socket: the consumer side's back-pressure (an InboundMessageQueue
      * that reports "unwritable"). While reading is paused the broker's silence is not held against it by
-     * the heartbeat check. Event loop.
+     * the heartbeat check.
      */
     public void autoRead(boolean on) {
+        assert outbound.inEventLoop() : "connection state off the event loop";
         ctx.channel().config().setAutoRead(on);
         heartbeats.readingPaused(!on);
     }
 
     /**
      * A consumer's queue reached its high-water mark: stop reading. Counted over the connection's consumers,
-     * so reading resumes only when every queue that asked has drained ({@link #resumeReading()}). Event loop.
+     * so reading resumes only when every queue that asked has drained ({@link #resumeReading()}).
      */
     public void pauseReading() {
+        assert outbound.inEventLoop() : "connection state off the event loop";
         if (readPauses++ == 0 && !restoring) {
             autoRead(false);
         }
     }
 
-    /** A consumer's queue fell below its low-water mark after {@link #pauseReading()}. Event loop. */
+    /** A consumer's queue fell below its low-water mark after {@link #pauseReading()}. */
     public void resumeReading() {
+        assert outbound.inEventLoop() : "connection state off the event loop";
         if (readPauses > 0 && --readPauses == 0 && !restoring) {
             autoRead(true);
         }
@@ -235,9 +238,10 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
      * Recovery starts ({@code true}) or ends restoring onto this connection. Meanwhile the pauses that consumers
      * carry over from the lost connection are counted but reading goes on: the restore's own replies (the next
      * consumer's consume-ok) must be read, or a consumer the application keeps paused would stall the recovery
-     * for ever. When it ends, reading stops if any pause is still counted. Event loop.
+     * for ever. When it ends, reading stops if any pause is still counted.
      */
     public void restoring(boolean on) {
+        assert outbound.inEventLoop() : "connection state off the event loop";
         restoring = on;
         if (!on && readPauses > 0 && ctx.channel().isOpen()) {
             autoRead(false);
@@ -356,8 +360,9 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
         return secrets;
     }
 
-    /** connection.update-secret; {@code result} completes on update-secret-ok. Event loop. */
+    /** connection.update-secret; {@code result} completes on update-secret-ok. */
     public void updateSecret(String newSecret, String reason, CompletableFuture<Void> result) {
+        assert outbound.inEventLoop() : "connection state off the event loop";
         if (state != State.OPEN) {
             result.completeExceptionally(closedError());
             return;
@@ -374,9 +379,10 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
 
     /**
      * A channel on a free number, made by {@code create}; null, with {@code result} failed, when the connection is
-     * not open or every number up to the channel-max is in use. The caller opens it. Event loop.
+     * not open or every number up to the channel-max is in use. The caller opens it.
      */
     public <C extends InboundChannel> C allocateChannel(IntFunction<C> create, CompletableFuture<?> result) {
+        assert outbound.inEventLoop() : "connection state off the event loop";
         if (state != State.OPEN) {
             result.completeExceptionally(closedError());
             return null;
@@ -391,9 +397,10 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
 
     /**
      * Recovery: as {@link #allocateChannel(IntFunction, CompletableFuture)} on number {@code n}, the number the
-     * recovered channel had. Event loop.
+     * recovered channel had.
      */
     public <C extends InboundChannel> C allocateChannel(int n, IntFunction<C> create, CompletableFuture<?> result) {
+        assert outbound.inEventLoop() : "connection state off the event loop";
         if (state != State.OPEN) {
             result.completeExceptionally(closedError());
             return null;
@@ -413,10 +420,10 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
 
     /**
      * The event loop's clock, read once per read batch (by the first caller in it): when the deliveries of this
-     * batch arrived, close enough for their age ({@code ChannelConsumers}) at no clock read per delivery. Event loop.
+     * batch arrived, close enough for their age ({@code ChannelConsumers}) at no clock read per delivery.
      */
     public long readBatchNanos() {
-        assert outbound.inEventLoop();
+        assert outbound.inEventLoop() : "connection state off the event loop";
         if (!readBatchTimed) {
             readBatchTimed = true;
             readBatchNanos = outbound.eventLoop().ticker().nanoTime();
@@ -434,15 +441,17 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
         return ctx.channel().eventLoop();
     }
 
-    /** Closes a connection nobody wants (recovery that was stopped meanwhile). Event loop. */
+    /** Closes a connection nobody wants (recovery that was stopped meanwhile). */
     public void closeQuietly() {
+        assert outbound.inEventLoop() : "connection state off the event loop";
         if (state == State.OPEN) {
             close(ReplyCode.REPLY_SUCCESS, "OK", new CompletableFuture<>());
         }
     }
 
-    /** The channel's number may be reused: the broker has forgotten it. Event loop. */
+    /** The channel's number may be reused: the broker has forgotten it. */
     public void channelClosed(InboundChannel channel) {
+        assert outbound.inEventLoop() : "connection state off the event loop";
         if (channels != null) {
             channels.remove(channel);
         }
@@ -458,9 +467,10 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
     /**
      * Application close: connection.close, then close-ok or the close timeout, then the socket. A blocked
      * connection may never get close-ok from RabbitMQ, hence the timeout. {@code result} completes once the
-     * socket is closed. Event loop.
+     * socket is closed.
      */
     public void close(int replyCode, String replyText, CompletableFuture<Void> result) {
+        assert outbound.inEventLoop() : "connection state off the event loop";
         ctx.channel().closeFuture().addListener(f -> result.complete(null));
         switch (state) {
             case HANDSHAKE -> {
@@ -583,10 +593,10 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
     /**
      * The connect attempt took too long. Still in the handshake: it fails with {@code timeout}. Already closing
      * because the attempt failed (a protocol error, the broker's refusal): that failure is why, and the attempt
-     * fails with it now rather than with the clock. Event loop.
+     * fails with it now rather than with the clock.
      */
     public void connectTimedOut(ConnectionTimeoutException timeout) {
-        assert ctx.executor().inEventLoop();
+        assert ctx.executor().inEventLoop() : "connection state off the event loop";
         if (state == State.HANDSHAKE) {
             failHandshake(timeout);
         } else if (connectFailure != null && state != State.CLOSED) {

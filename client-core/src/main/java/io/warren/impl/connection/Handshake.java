@@ -123,11 +123,13 @@ final class Handshake {
 
     /** Sends the protocol header: the first bytes on a new connection. */
     void start() {
+        assert outbound.inEventLoop() : "handshake off the event loop";
         outbound.write(ProtocolHeader.encode(alloc));
     }
 
     /** A connection-class method while the handshake runs; the frame is borrowed. */
     void onMethod(int key, Frame frame) {
+        assert outbound.inEventLoop() : "handshake off the event loop";
         ByteBuf p = frame.payload();
         if (key == MethodIds.CONNECTION_START && stage == Stage.AWAITING_START) {
             onStart(new ConnectionStart().wrap(p, p.readerIndex()));
@@ -182,6 +184,7 @@ final class Handshake {
     }
 
     private void credentialsReady(Credentials c, Throwable error) {
+        assert outbound.inEventLoop() : "handshake off the event loop";
         if (stage != Stage.AWAITING_CREDENTIALS) {
             return; // timed out or closed meanwhile
         }

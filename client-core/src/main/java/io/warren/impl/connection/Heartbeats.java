@@ -56,6 +56,7 @@ final class Heartbeats {
 
     /** Starts with the negotiated interval; 0 disables heartbeats. */
     void start(int seconds) {
+        assert loop.inEventLoop() : "heartbeats off the event loop";
         stop();
         if (seconds <= 0) {
             return;
@@ -74,6 +75,7 @@ final class Heartbeats {
      * the broker's: the receive check is suspended, and the clock restarts on resume.
      */
     void readingPaused(boolean paused) {
+        assert loop.inEventLoop() : "heartbeats off the event loop";
         this.paused = paused;
         if (!paused) {
             lastReadNanos = loop.ticker().nanoTime();
@@ -82,11 +84,13 @@ final class Heartbeats {
 
     /** A frame arrived. */
     void onRead() {
+        assert loop.inEventLoop() : "heartbeats off the event loop";
         reading = true;
     }
 
     /** The read batch is over (channelReadComplete): if it held a frame, the broker was heard now. */
     void onReadComplete() {
+        assert loop.inEventLoop() : "heartbeats off the event loop";
         if (reading) {
             reading = false;
             lastReadNanos = loop.ticker().nanoTime();
@@ -94,6 +98,7 @@ final class Heartbeats {
     }
 
     void stop() {
+        assert loop.inEventLoop() : "heartbeats off the event loop";
         if (sendTimer != null) {
             sendTimer.cancel(false);
             sendTimer = null;

@@ -68,6 +68,7 @@ public final class SecretRefresher {
 
     /** The connection is open with {@code credentials}: refresh before they expire, when they do. */
     void start(Credentials credentials) {
+        assert executor.inEventLoop() : "secret refresher off the event loop";
         adopt(credentials);
         scheduleRefresh(REFRESH_RATIO);
     }
@@ -86,6 +87,7 @@ public final class SecretRefresher {
 
     /** Sends connection.update-secret; {@code result} completes on update-secret-ok. */
     void update(String newSecret, String reason, CompletableFuture<Void> result) {
+        assert executor.inEventLoop() : "secret refresher off the event loop";
         if (closed != null) {
             result.completeExceptionally(closed);
             return;
@@ -108,6 +110,7 @@ public final class SecretRefresher {
 
     /** connection.update-secret-ok arrived. */
     void onUpdateSecretOk() {
+        assert executor.inEventLoop() : "secret refresher off the event loop";
         CompletableFuture<Void> head = pending.poll();
         if (head == null) {
             LOG.debug("unsolicited connection.update-secret-ok from {}", address);
@@ -118,6 +121,7 @@ public final class SecretRefresher {
 
     /** The connection is closing or closed: no more refreshes, pending updates fail. */
     void close(AmqpException cause) {
+        assert executor.inEventLoop() : "secret refresher off the event loop";
         if (closed != null) {
             return;
         }
@@ -165,6 +169,7 @@ public final class SecretRefresher {
     }
 
     private void refreshed(Credentials fresh, Throwable error) {
+        assert executor.inEventLoop() : "secret refresher off the event loop";
         if (closed != null) {
             return;
         }

@@ -131,9 +131,10 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
 
     /**
      * The highest delivery tag the application can have seen on this channel up to now (its offset when nothing
-     * was delivered here): a later recovered state's offset. Event loop.
+     * was delivered here): a later recovered state's offset.
      */
     public long highestTagExposed() {
+        assert loop.inEventLoop() : "channel consumers off the event loop";
         return tags.highestExposed();
     }
 
@@ -219,8 +220,9 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
                 }, result));
     }
 
-    /** A consumer starts (consume-ok) or moves here (recovery). Event loop. */
+    /** A consumer starts (consume-ok) or moves here (recovery). */
     void add(ConsumerImpl consumer) {
+        assert loop.inEventLoop() : "channel consumers off the event loop";
         consumers.add(consumer);
         settlements.consumersChanged(consumers.all());
     }
@@ -243,8 +245,9 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
         }
     }
 
-    /** A consumer ended on its own (cancel-ok): forget it. Event loop. */
+    /** A consumer ended on its own (cancel-ok): forget it. */
     void ended(ConsumerImpl consumer) {
+        assert loop.inEventLoop() : "channel consumers off the event loop";
         remove(consumer);
     }
 
@@ -255,6 +258,7 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
      * content that follows is assembled ({@link #onContent}). The frame is handed to the assembler.
      */
     private void onDeliver(ChannelState channel, Frame frame) {
+        assert loop.inEventLoop() : "channel consumers off the event loop";
         ByteBuf p = frame.payload();
         int at = p.readerIndex();
         int tagLength = p.getUnsignedByte(at + 4);
@@ -298,6 +302,7 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
 
     /** The broker cancelled a consumer (queue deleted, HA failover): answer and end it. */
     private void onBrokerCancel(ChannelState channel, Frame frame) {
+        assert loop.inEventLoop() : "channel consumers off the event loop";
         String tag;
         boolean noWait;
         try {
@@ -326,6 +331,7 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
      * connection and to be recovered: the consumers do not end, they wait for {@link #recoverFrom}.
      */
     private void onClose(AmqpException cause) {
+        assert loop.inEventLoop() : "channel consumers off the event loop";
         if (cause instanceof io.warren.ConnectionLostException || cause instanceof io.warren.ChannelLostException) {
             settlements.close(false); // the broker requeued everything unsettled with the lost channel
             tags.markStale();
@@ -345,17 +351,19 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
     /**
      * Recovery: the consumers {@code old} lost with its connection start again here, with their tags and
      * options (basic.qos first when they had a prefetch), on their queue's current name. A consumer the broker
-     * refuses ends with the refusal. Completes when every basic.consume is answered. Event loop.
+     * refuses ends with the refusal. Completes when every basic.consume is answered.
      *
      * @param unpausedOnly only the consumers that do not hold reading paused (the others stay for a later call)
      */
     public CompletionStage<Void> recoverFrom(ChannelConsumers old, java.util.function.UnaryOperator<String> queueNames,
                                              boolean unpausedOnly) {
+        assert loop.inEventLoop() : "channel consumers off the event loop";
         return old.lost.moveTo(this, queueNames, unpausedOnly);
     }
 
-    /** Recovery will not happen: the consumers lost with the connection end with {@code cause}. Event loop. */
+    /** Recovery will not happen: the consumers lost with the connection end with {@code cause}. */
     public void endLost(AmqpException cause) {
+        assert loop.inEventLoop() : "channel consumers off the event loop";
         lost.endAll(cause);
     }
 
@@ -369,8 +377,9 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
         return settlements.oldestUnacknowledgedAgeNanos();
     }
 
-    /** A basic.get-ok arrived; {@code autoAck} as asked. Event loop. */
+    /** A basic.get-ok arrived; {@code autoAck} as asked. */
     public void gotMessage(long deliveryTag, boolean autoAck) {
+        assert loop.inEventLoop() : "channel consumers off the event loop";
         tags.delivered(deliveryTag);
         settlements.delivered(deliveryTag, !autoAck);
         metrics.messageConsumed();
@@ -415,8 +424,9 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
         settlements.settle(delivery, op);
     }
 
-    /** Whether a broker tag of this channel is settled: its delivery object may be reused. Event loop. */
+    /** Whether a broker tag of this channel is settled: its delivery object may be reused. */
     boolean isSettled(long brokerTag) {
+        assert loop.inEventLoop() : "channel consumers off the event loop";
         return settlements.isSettled(brokerTag);
     }
 
@@ -425,6 +435,7 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
      * method or channel.close, so settlements made before them go first.
      */
     public void flush() {
+        assert loop.inEventLoop() : "channel consumers off the event loop";
         settlements.flush();
     }
 }

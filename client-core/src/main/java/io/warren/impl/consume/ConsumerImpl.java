@@ -95,10 +95,10 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
     private volatile String consumerTag = "";
     private volatile boolean ended;
 
-    /** Event loop. */
     ConsumerImpl(ChannelConsumers channel, String queueName, ConsumeOptions options, DeliveryHandler handler,
                  AsyncDeliveryHandler asyncHandler) {
         EventExecutor loop = channel.state().outbound().eventLoop();
+        assert loop.inEventLoop() : "consumer created off the event loop";
         this.channel = channel;
         this.metrics = channel.metrics();
         this.queueName = queueName;
@@ -120,8 +120,9 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
 
     // ---- event loop: registration, deliveries, end ------------------------------------------------------------
 
-    /** consume-ok named the tag. Event loop. */
+    /** consume-ok named the tag. */
     void activate(String tag) {
+        assert channel.state().outbound().inEventLoop() : "consumer state off the event loop";
         this.tagBytes = tag.getBytes(StandardCharsets.UTF_8);
         this.consumerTag = tag;
     }
@@ -147,9 +148,10 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
 
     /**
      * Recovery: the consumer goes on, with its tag, on the recovered channel's consumers ({@code queue} is its
-     * queue's name now: a server-named queue gets a new one). Event loop.
+     * queue's name now: a server-named queue gets a new one).
      */
     void rebind(ChannelConsumers recovered, String queue) {
+        assert channel.state().outbound().inEventLoop() : "consumer state off the event loop";
         this.channel = recovered;
         this.queueName = queue;
         this.beyondPrefetchLogged = false; // another connection, perhaps another broker
@@ -171,8 +173,9 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
         return readingPausedOn != null;
     }
 
-    /** A complete delivery for this consumer (ownership passes to the queue). Event loop. */
+    /** A complete delivery for this consumer (ownership passes to the queue). */
     void deliver(DeliveryImpl delivery) {
+        assert channel.state().outbound().inEventLoop() : "consumer state off the event loop";
         queue.write(delivery);
         if (prefetch > 0 && queue.pending() - staleQueued > prefetch) {
             beyondPrefetch();
@@ -194,8 +197,9 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
         }
     }
 
-    /** Ends the consumer with {@code cause} ({@code null}: cancelled by the application). Event loop. */
+    /** Ends the consumer with {@code cause} ({@code null}: cancelled by the application). */
     void end(AmqpException cause) {
+        assert channel.state().outbound().inEventLoop() : "consumer state off the event loop";
         if (ended) {
             return;
         }
@@ -220,10 +224,11 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
 
     /**
      * The delivery object for a message that just arrived (takes the three buffers): its dispatch's, which may
-     * reuse a released one. Event loop.
+     * reuse a released one.
      */
     DeliveryImpl newDelivery(ChannelConsumers on, ByteBuf method, ByteBuf header, ByteBuf body, long deliveryTag,
                              boolean redelivered) {
+        assert channel.state().outbound().inEventLoop() : "consumer state off the event loop";
         return dispatch.newDelivery(on, method, header, body, deliveryTag, redelivered);
     }
 

@@ -88,8 +88,9 @@ final class SettlementPath {
 
     // ---- deliveries (event loop) -------------------------------------------------------------------------
 
-    /** A tag for the coalescer, with its delivery time (read once per read batch). Event loop. */
+    /** A tag for the coalescer, with its delivery time (read once per read batch). */
     void delivered(long deliveryTag, boolean needsAck) {
+        assert loop.inEventLoop() : "settlement path off the event loop";
         if (!needsAck) {
             acks.delivered(deliveryTag, false, 0);
             return;
@@ -101,13 +102,15 @@ final class SettlementPath {
         }
     }
 
-    /** A tag delivered for no consumer of the channel (its content is dropped): nothing to settle. Event loop. */
+    /** A tag delivered for no consumer of the channel (its content is dropped): nothing to settle. */
     void deliveredUnrouted(long deliveryTag) {
+        assert loop.inEventLoop() : "settlement path off the event loop";
         acks.delivered(deliveryTag, false);
     }
 
-    /** Whether the broker tag is settled (or needs no settlement): a delivery object may be reused. Event loop. */
+    /** Whether the broker tag is settled (or needs no settlement): a delivery object may be reused. */
     boolean isSettled(long deliveryTag) {
+        assert loop.inEventLoop() : "settlement path off the event loop";
         return acks.isSettled(deliveryTag);
     }
 
@@ -122,14 +125,16 @@ final class SettlementPath {
 
     // ---- the held-acks limit (event loop) ----------------------------------------------------------------
 
-    /** The channel's consumers changed. Event loop. */
+    /** The channel's consumers changed. */
     void consumersChanged(ConsumerImpl[] now) {
+        assert loop.inEventLoop() : "settlement path off the event loop";
         consumers = now;
         updateAcksHeldLimit();
     }
 
-    /** The broker accepted the channel's own basic.qos. Event loop. */
+    /** The broker accepted the channel's own basic.qos. */
     void channelQosAccepted(int prefetchCount, boolean global) {
+        assert loop.inEventLoop() : "settlement path off the event loop";
         channelPrefetch = prefetchCount;
         channelPrefetchGlobal = global;
         updateAcksHeldLimit();
@@ -233,6 +238,7 @@ final class SettlementPath {
     }
 
     private void drainSettlements() {
+        assert loop.inEventLoop() : "settlement path off the event loop";
         // Cleared before polling: an offer that finds it 0 hands a new drain over, so nothing is stranded.
         drainScheduled = 0;
         Settlement s;
@@ -259,8 +265,9 @@ final class SettlementPath {
         flush();
     }
 
-    /** Writes what the coalescer holds. Event loop. */
+    /** Writes what the coalescer holds. */
     void flush() {
+        assert loop.inEventLoop() : "settlement path off the event loop";
         if (acks.hasWork()) {
             ByteBuf frames = acks.takeFrames();
             oldestUnackedSince = acks.oldestPendingSince(); // cheap now: the window starts at a waiting tag
@@ -275,9 +282,10 @@ final class SettlementPath {
     /**
      * The channel closed: later settlements are dropped, and what the coalescer holds is written when
      * {@code writeHeld} (connection.close follows, so these still count), else released (the broker requeued
-     * everything unsettled). Event loop.
+     * everything unsettled).
      */
     void close(boolean writeHeld) {
+        assert loop.inEventLoop() : "settlement path off the event loop";
         closed = true;
         oldestUnackedSince = AckCoalescer.NONE; // the broker requeued what was unacknowledged
         ByteBuf frames = acks.takeFrames();

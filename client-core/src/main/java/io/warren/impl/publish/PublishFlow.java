@@ -99,9 +99,10 @@ public final class PublishFlow implements BlockedListener {
     /**
      * Makes the flow of the connection {@code handler} runs, when the handler joins its pipeline (the handle's
      * {@link ConnectionEvents#outboundReady}): it then watches the outbound path's
-     * writability and {@code connection}'s connection.blocked. Event loop.
+     * writability and {@code connection}'s connection.blocked.
      */
     public static void attach(ConnectionHandler handler, Connection connection) {
+        assert handler.outbound().inEventLoop() : "publish flow attached off the event loop";
         ChannelHandlerContext ctx = handler.context();
         PublishFlow flow = new PublishFlow(ctx, handler.outbound(), connection, handler.options().publishOptions());
         handler.outbound().addWritabilityListener(flow::onWritabilityChanged);
@@ -246,10 +247,12 @@ public final class PublishFlow implements BlockedListener {
     // ---- event loop --------------------------------------------------------------------------------------
 
     void add(Publisher publisher) {
+        assert ctx.executor().inEventLoop() : "publish flow off the event loop";
         publishers.add(publisher);
     }
 
     void remove(Publisher publisher) {
+        assert ctx.executor().inEventLoop() : "publish flow off the event loop";
         publishers.remove(publisher);
     }
 
@@ -289,6 +292,7 @@ public final class PublishFlow implements BlockedListener {
      * {@link PublishOptions#maxMessagesPerFlush()} asks for fewer messages per flush.
      */
     void written(long bytes) {
+        assert ctx.executor().inEventLoop() : "publish flow off the event loop";
         unflushedBytes += bytes;
         if (unflushedBytes >= flushThreshold || ++unflushedMessages >= maxMessagesPerFlush) {
             flush();
@@ -302,6 +306,7 @@ public final class PublishFlow implements BlockedListener {
      * told once the message is written whole ({@link #endMessage}).
      */
     public void onWritabilityChanged() {
+        assert ctx.executor().inEventLoop() : "publish flow off the event loop";
         if (writing) {
             changedWhileWriting = true;
         } else {

@@ -307,6 +307,7 @@ public final class Publisher {
 
     /** A publish from the outbound path's queue. */
     void onTask(PublishTask task) {
+        assert outbound.inEventLoop() : "publisher state off the event loop";
         long bytes = task.bytes;
         if (closed) {
             // queued before the loss, reached here after it (the connection's end runs what is still queued)
@@ -345,6 +346,7 @@ public final class Publisher {
 
     /** The connection's back-pressure changed (writability, blocked, queued bytes). */
     void onFlowChanged() {
+        assert outbound.inEventLoop() : "publisher state off the event loop";
         releaseHeld();
         updateWritability();
     }
@@ -444,6 +446,7 @@ public final class Publisher {
     }
 
     private void onSelected(boolean entering, Throwable error, CompletableFuture<Void> result) {
+        assert outbound.inEventLoop() : "publisher state off the event loop";
         if (entering) {
             selecting--;
             if (error == null && confirms == null && !closed) {
@@ -460,6 +463,7 @@ public final class Publisher {
     }
 
     private void onAck(Frame frame) {
+        assert outbound.inEventLoop() : "publisher state off the event loop";
         long tag;
         boolean multiple;
         try {
@@ -483,6 +487,7 @@ public final class Publisher {
     }
 
     private void onNack(Frame frame) {
+        assert outbound.inEventLoop() : "publisher state off the event loop";
         long tag;
         boolean multiple;
         try {
@@ -509,6 +514,7 @@ public final class Publisher {
     private final class ReturnAssembly implements ContentAssembler.Listener {
         @Override
         public void onContent(AssembledContent content) {
+            assert outbound.inEventLoop() : "publisher state off the event loop";
             try {
                 ReturnedMessageImpl message = new ReturnedMessageImpl(channel, content);
                 metrics.messageReturned();
@@ -537,6 +543,7 @@ public final class Publisher {
     }
 
     private void onClosed(AmqpException cause) {
+        assert outbound.inEventLoop() : "publisher state off the event loop";
         closed = true;
         direct = false;
         closeCause = cause;
@@ -561,6 +568,7 @@ public final class Publisher {
 
     /** Nothing more will be confirmed: what is still outstanding fails, retryably. */
     private void failUnconfirmed(AmqpException cause) {
+        assert outbound.inEventLoop() : "publisher state off the event loop";
         if (confirms != null) {
             int outstanding = confirms.outstanding();
             confirms.failAll(cause);

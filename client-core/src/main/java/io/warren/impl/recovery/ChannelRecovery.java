@@ -154,20 +154,22 @@ public final class ChannelRecovery implements PublishCarryOver {
     // ---- loss ----------------------------------------------------------------------------------------------
 
     /**
-     * The connection was lost with recovery to follow: from now on publishes are held (or refused). Event loop.
+     * The connection was lost with recovery to follow: from now on publishes are held (or refused).
      *
      * @param old the channel's consumers on the lost connection; they move to the new state
      */
     public void lost(ConnectionLostException cause, ChannelConsumers old, ConnectionRecovery connection) {
+        assert channel.state().outbound().inEventLoop() : "channel recovery off the event loop";
         recordLoss(cause, old, connection);
         connection.channelLost(channel);
     }
 
     /**
      * The broker closed this channel alone for a reason recovery repairs: as {@link #lost(ConnectionLostException,
-     * ChannelConsumers, ConnectionRecovery)}, and the channel is re-opened on the same connection. Event loop.
+     * ChannelConsumers, ConnectionRecovery)}, and the channel is re-opened on the same connection.
      */
     public void lost(ChannelLostException cause, ChannelConsumers old, ConnectionRecovery connection) {
+        assert channel.state().outbound().inEventLoop() : "channel recovery off the event loop";
         recordLoss(cause, old, connection);
         connection.recoverChannel(channel, cause);
     }
@@ -332,6 +334,7 @@ public final class ChannelRecovery implements PublishCarryOver {
      * @param unpausedOnly only those that do not hold reading paused; the others wait for a call without it
      */
     public CompletionStage<Void> restoreConsumers(UnaryOperator<String> queueNames, boolean unpausedOnly) {
+        assert channel.state().outbound().inEventLoop() : "channel recovery off the event loop";
         List<CompletableFuture<Void>> all = new ArrayList<>();
         for (ChannelConsumers old : lostConsumers) {
             all.add(channel.consumers().recoverFrom(old, queueNames, unpausedOnly)
@@ -342,6 +345,7 @@ public final class ChannelRecovery implements PublishCarryOver {
 
     /** Everything is back: held publishes go out in order, then publishing is normal again. */
     public void recovered() {
+        assert channel.state().outbound().inEventLoop() : "channel recovery off the event loop";
         lostConsumers.clear();
         CompletableFuture<Void> done;
         // The replay runs under the monitor: a publisher that arrives meanwhile waits the few microseconds it
@@ -384,8 +388,9 @@ public final class ChannelRecovery implements PublishCarryOver {
                 });
     }
 
-    /** Recovery gave up, or the application closed the channel or connection meanwhile. Event loop. */
+    /** Recovery gave up, or the application closed the channel or connection meanwhile. */
     public void abandon(AmqpException cause) {
+        assert channel.state().outbound().inEventLoop() : "channel recovery off the event loop";
         List<ChannelConsumers> olds = new ArrayList<>(lostConsumers);
         lostConsumers.clear();
         List<Held> failed;

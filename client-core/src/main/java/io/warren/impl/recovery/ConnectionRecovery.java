@@ -120,9 +120,10 @@ public final class ConnectionRecovery {
 
     /**
      * Whether a close with {@code cause} will be recovered: the connection had opened, the application did not
-     * close it, and the client is not shutting down. Event loop.
+     * close it, and the client is not shutting down.
      */
     public boolean willRecover(boolean closeRequested) {
+        assert loop.inEventLoop() : "connection recovery off the event loop";
         return phase != Phase.CLOSED && !closeRequested && !loop.isShuttingDown();
     }
 
@@ -135,8 +136,9 @@ public final class ConnectionRecovery {
                 + cause.getMessage(), cause);
     }
 
-    /** A channel lost with the connection, to be re-opened. Event loop. */
+    /** A channel lost with the connection, to be re-opened. */
     void channelLost(RecoverableChannel channel) {
+        assert loop.inEventLoop() : "connection recovery off the event loop";
         lost.put(channel.channelNumber(), channel);
     }
 
@@ -145,9 +147,10 @@ public final class ConnectionRecovery {
     /**
      * Whether the broker's close of a channel is one recovery repairs on the same connection: RabbitMQ's delivery
      * acknowledgement timeout ({@code consumer_timeout}: 406 PRECONDITION_FAILED "delivery acknowledgement on
-     * channel N timed out"), after which the application's consumers would otherwise just end. Event loop.
+     * channel N timed out"), after which the application's consumers would otherwise just end.
      */
     public boolean recoversChannelAfter(ChannelClosedException close) {
+        assert loop.inEventLoop() : "connection recovery off the event loop";
         return phase == Phase.RUNNING && !loop.isShuttingDown() && isConsumerTimeout(close);
     }
 
@@ -163,7 +166,7 @@ public final class ConnectionRecovery {
      * consumers, as after a connection loss. A connection lost meanwhile takes the channel over. Event loop.
      */
     void recoverChannel(RecoverableChannel channel, ChannelLostException cause) {
-        assert loop.inEventLoop();
+        assert loop.inEventLoop() : "connection recovery off the event loop";
         LOG.warn("channel {} on {}: {}", channel.channelNumber(), connection.address(), cause.getMessage());
         tellListeners(l -> l.channelRecoveryStarted(channel, cause));
         // after the close: its number is freed once the broker's channel.close is answered
@@ -171,7 +174,7 @@ public final class ConnectionRecovery {
     }
 
     private void reopen(RecoverableChannel channel) {
-        assert loop.inEventLoop();
+        assert loop.inEventLoop() : "connection recovery off the event loop";
         if (!channel.recovery().isRecovering()) {
             return; // the application closed it meanwhile
         }
@@ -191,6 +194,7 @@ public final class ConnectionRecovery {
         opened.thenCompose(c -> channel.recovery().restoreModes())
                 .thenCompose(v -> channel.recovery().restoreConsumers(topology::currentName, false))
                 .whenComplete((v, e) -> {
+                    assert loop.inEventLoop() : "connection recovery off the event loop";
                     if (!channel.recovery().isRecovering()) {
                         return; // closed by the application
                     }
@@ -246,16 +250,18 @@ public final class ConnectionRecovery {
                 || lost.get(channel.channelNumber()) == channel;
     }
 
-    /** The application closed a channel that was waiting for recovery. Event loop. */
+    /** The application closed a channel that was waiting for recovery. */
     public void forget(RecoverableChannel channel) {
+        assert loop.inEventLoop() : "connection recovery off the event loop";
         lost.remove(channel.channelNumber(), channel);
     }
 
     /**
      * The connection's socket closed (the current handler's end). Returns true when recovery takes it over (the
-     * facade stays alive), false when the connection is closed for good. Event loop.
+     * facade stays alive), false when the connection is closed for good.
      */
     public boolean onClosed(ConnectionClosedException cause, boolean closeRequested) {
+        assert loop.inEventLoop() : "connection recovery off the event loop";
         if (!willRecover(closeRequested)) {
             if (isRecovering()) {
                 giveUp(cause, false);
@@ -315,6 +321,7 @@ public final class ConnectionRecovery {
     }
 
     private void attempt(int gen) {
+        assert loop.inEventLoop() : "connection recovery off the event loop";
         timer = null;
         if (gen != generation || phase != Phase.CONNECTING) {
             return;
@@ -367,6 +374,7 @@ public final class ConnectionRecovery {
     // ---- restore (event loop) ------------------------------------------------------------------------------
 
     private void restore(int gen, ConnectionHandler handler) {
+        assert loop.inEventLoop() : "connection recovery off the event loop";
         phase = Phase.RESTORING;
         handler.restoring(true);
         LOG.debug("recovery of the connection to {}: connected; restoring {} channels and {}", connection.address(),
@@ -387,6 +395,7 @@ public final class ConnectionRecovery {
                 .thenCompose(v -> step(gen, () -> restoreConsumers(gen, channels, true)))
                 .thenCompose(v -> step(gen, () -> restoreConsumers(gen, channels, false)))
                 .whenComplete((v, e) -> {
+                    assert loop.inEventLoop() : "connection recovery off the event loop";
                     // consumers still over their high-water mark stop the reading now, not while restoring
                     handler.restoring(false);
                     if (gen != generation || phase != Phase.RESTORING) {
@@ -409,6 +418,7 @@ public final class ConnectionRecovery {
     }
 
     private Void channelFailed(int gen, RecoverableChannel ch, Throwable e) {
+        assert loop.inEventLoop() : "connection recovery off the event loop";
         if (gen == generation && phase == Phase.RESTORING && connection.handler().isOpen()) {
             // the connection is fine but this channel could not be restored (its number is over the new
             // channel-max, a mode was refused): it is closed for good, the others go on
@@ -437,6 +447,7 @@ public final class ConnectionRecovery {
     }
 
     private void succeeded(List<RecoverableChannel> channels) {
+        assert loop.inEventLoop() : "connection recovery off the event loop";
         phase = Phase.RUNNING;
         long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - lostAtNanos);
         int tries = attempts;
@@ -462,8 +473,9 @@ public final class ConnectionRecovery {
         waiting.forEach(Runnable::run);
     }
 
-    /** Runs {@code task} once the connection is back (at once when it is not recovering). Event loop. */
+    /** Runs {@code task} once the connection is back (at once when it is not recovering). */
     public void afterRecovery(Runnable task) {
+        assert loop.inEventLoop() : "connection recovery off the event loop";
         if (isRecovering()) {
             afterRecovery.add(task);
         } else {
@@ -487,9 +499,10 @@ public final class ConnectionRecovery {
 
     /**
      * The application closes the connection while it is being recovered. Returns true when there is no live
-     * connection to close (the caller completes the close itself). Event loop.
+     * connection to close (the caller completes the close itself).
      */
     public boolean closeWhileRecovering(ConnectionClosedException cause) {
+        assert loop.inEventLoop() : "connection recovery off the event loop";
         if (!isRecovering()) {
             return false;
         }
@@ -499,6 +512,7 @@ public final class ConnectionRecovery {
     }
 
     private void giveUp(AmqpException cause, boolean tell) {
+        assert loop.inEventLoop() : "connection recovery off the event loop";
         generation++;
         phase = Phase.CLOSED;
         if (timer != null) {
