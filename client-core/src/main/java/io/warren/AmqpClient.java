@@ -37,6 +37,7 @@ public final class AmqpClient {
     private final Set<Connection> connections = ConcurrentHashMap.newKeySet();
     /** {@link MetricsCollector#NOOP} unless metrics are enabled: held in final fields down to the hot paths. */
     private final MetricsCollector metricsCollector;
+
     private final ClientMetrics metrics;
 
     private AmqpClient(ClientOptions options) {
@@ -56,8 +57,8 @@ public final class AmqpClient {
             this.transport = channelClass.getSimpleName();
         } else {
             Transport t = Transport.best(options.preferNativeTransport());
-            this.group = new MultiThreadIoEventLoopGroup(options.ioThreads(),
-                    new DefaultThreadFactory("warren-io", true), t.ioHandlerFactory());
+            this.group = new MultiThreadIoEventLoopGroup(
+                    options.ioThreads(), new DefaultThreadFactory("warren-io", true), t.ioHandlerFactory());
             this.ownsGroup = true;
             this.connector = new Connector(group, t.channelClass(), metricsCollector);
             this.transport = t.name();
@@ -126,9 +127,8 @@ public final class AmqpClient {
      * application's group is left running). Completes when done.
      */
     public CompletionStage<Void> close() {
-        CompletableFuture<?>[] closes = connections.stream()
-                .map(c -> c.close().toCompletableFuture())
-                .toArray(CompletableFuture[]::new);
+        CompletableFuture<?>[] closes =
+                connections.stream().map(c -> c.close().toCompletableFuture()).toArray(CompletableFuture[]::new);
         return CompletableFuture.allOf(closes).handle((v, e) -> null).thenCompose(v -> {
             if (!ownsGroup) {
                 return CompletableFuture.completedFuture(null);

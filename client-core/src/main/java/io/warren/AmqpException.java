@@ -28,8 +28,14 @@ public class AmqpException extends RuntimeException {
      * @param classId the AMQP class id of the method that caused the failure, 0 if none
      * @param methodId the AMQP method id of the method that caused the failure, 0 if none
      */
-    public AmqpException(String message, Throwable cause, int replyCode, String replyText,
-                         int classId, int methodId, int channelNumber) {
+    public AmqpException(
+            String message,
+            Throwable cause,
+            int replyCode,
+            String replyText,
+            int classId,
+            int methodId,
+            int channelNumber) {
         super(message, cause);
         this.replyCode = replyCode;
         this.replyText = replyText;

@@ -27,9 +27,18 @@ import java.util.Locale;
  *
  * A value that can be absent is {@code null} (or -1 for numbers) when the URI does not give it.
  */
-public record AmqpUri(boolean tls, String username, String password, String host, int port, String virtualHost,
-                      int heartbeat, int frameMax, int channelMax, Duration connectionTimeout,
-                      AuthMechanism authMechanism) {
+public record AmqpUri(
+        boolean tls,
+        String username,
+        String password,
+        String host,
+        int port,
+        String virtualHost,
+        int heartbeat,
+        int frameMax,
+        int channelMax,
+        Duration connectionTimeout,
+        AuthMechanism authMechanism) {
 
     /**
      * Parses {@code uri}; throws {@link IllegalArgumentException} naming what is wrong. The message shows the URI
@@ -69,8 +78,10 @@ public record AmqpUri(boolean tls, String username, String password, String host
         if (tail.indexOf('@') >= 0) {
             // a password with an unencoded '/', '?' or '#' ends the authority early and leaves its rest (and the
             // user info's '@') here, where it would become the port, the virtual host or a query parameter
-            throw invalid("'@' after the host (a user name or password with '/', '?' or '#' must percent-encode"
-                    + " them; an '@' in a virtual host or query is written %40)", uri);
+            throw invalid(
+                    "'@' after the host (a user name or password with '/', '?' or '#' must percent-encode"
+                            + " them; an '@' in a virtual host or query is written %40)",
+                    uri);
         }
         String query = null;
         int fragment = tail.indexOf('#');
@@ -168,8 +179,18 @@ public record AmqpUri(boolean tls, String username, String password, String host
                 }
             }
         }
-        return new AmqpUri(tls, username, password, host, port, vhost, heartbeat, frameMax, channelMax,
-                connectionTimeout, mechanism);
+        return new AmqpUri(
+                tls,
+                username,
+                password,
+                host,
+                port,
+                vhost,
+                heartbeat,
+                frameMax,
+                channelMax,
+                connectionTimeout,
+                mechanism);
     }
 
     /** Writes every value this URI gives into {@code options} and returns it. */
@@ -207,8 +228,10 @@ public record AmqpUri(boolean tls, String username, String password, String host
 
     @Override
     public String toString() {
-        return (tls ? "amqps://" : "amqp://") + (username == null ? "" : username + (password == null ? "" : ":***") + "@")
-                + new Address(host, port) + (virtualHost == null ? "" : "/" + virtualHost);
+        return (tls ? "amqps://" : "amqp://")
+                + (username == null ? "" : username + (password == null ? "" : ":***") + "@")
+                + new Address(host, port)
+                + (virtualHost == null ? "" : "/" + virtualHost);
     }
 
     /**
@@ -280,10 +303,12 @@ public record AmqpUri(boolean tls, String username, String password, String host
         }
         try {
             // REPORT, not the replacement character: two different escapes must not become the same name
-            return StandardCharsets.UTF_8.newDecoder()
+            return StandardCharsets.UTF_8
+                    .newDecoder()
                     .onMalformedInput(CodingErrorAction.REPORT)
                     .onUnmappableCharacter(CodingErrorAction.REPORT)
-                    .decode(ByteBuffer.wrap(out.toByteArray())).toString();
+                    .decode(ByteBuffer.wrap(out.toByteArray()))
+                    .toString();
         } catch (CharacterCodingException e) {
             throw invalid("percent-escapes that are not UTF-8", uri);
         }

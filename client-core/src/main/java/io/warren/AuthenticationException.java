@@ -8,8 +8,8 @@ public class AuthenticationException extends ConnectionClosedException {
 
     private static final long serialVersionUID = 1L;
 
-    public AuthenticationException(String message, Throwable cause, int replyCode, String replyText,
-                                   int classId, int methodId) {
+    public AuthenticationException(
+            String message, Throwable cause, int replyCode, String replyText, int classId, int methodId) {
         super(message, cause, replyCode, replyText, classId, methodId, true);
     }
 }

@@ -51,13 +51,13 @@ public interface Channel {
     /** exchange.bind: messages routed by {@code source} with {@code routingKey} go to {@code destination}. */
     CompletionStage<Void> exchangeBind(String destination, String source, String routingKey);
 
-    CompletionStage<Void> exchangeBind(String destination, String source, String routingKey,
-                                       Map<String, ?> arguments, boolean noWait);
+    CompletionStage<Void> exchangeBind(
+            String destination, String source, String routingKey, Map<String, ?> arguments, boolean noWait);
 
     CompletionStage<Void> exchangeUnbind(String destination, String source, String routingKey);
 
-    CompletionStage<Void> exchangeUnbind(String destination, String source, String routingKey,
-                                         Map<String, ?> arguments, boolean noWait);
+    CompletionStage<Void> exchangeUnbind(
+            String destination, String source, String routingKey, Map<String, ?> arguments, boolean noWait);
 
     // queue class
 
@@ -68,8 +68,8 @@ public interface Channel {
 
     CompletionStage<Void> queueBind(String queue, String exchange, String routingKey);
 
-    CompletionStage<Void> queueBind(String queue, String exchange, String routingKey,
-                                    Map<String, ?> arguments, boolean noWait);
+    CompletionStage<Void> queueBind(
+            String queue, String exchange, String routingKey, Map<String, ?> arguments, boolean noWait);
 
     /** queue.unbind (the spec gives it no nowait). */
     CompletionStage<Void> queueUnbind(String queue, String exchange, String routingKey);
@@ -241,9 +241,12 @@ public interface Channel {
      * @param properties the message properties; {@code null} for none
      * @param body the body; ownership passes to Warren (see above)
      */
-    CompletionStage<PublishOutcome> publish(CharSequence exchange, CharSequence routingKey, boolean mandatory,
-                                            io.warren.codec.content.BasicProperties properties,
-                                            io.netty.buffer.ByteBuf body);
+    CompletionStage<PublishOutcome> publish(
+            CharSequence exchange,
+            CharSequence routingKey,
+            boolean mandatory,
+            io.warren.codec.content.BasicProperties properties,
+            io.netty.buffer.ByteBuf body);
 
     /**
      * As {@link #publish(CharSequence, CharSequence, boolean, io.warren.codec.content.BasicProperties,
@@ -252,17 +255,24 @@ public interface Channel {
      * it until the stage completes. A caller that fills one array again for each message must pass a copy (or wait
      * for the stage first).
      */
-    CompletionStage<PublishOutcome> publish(CharSequence exchange, CharSequence routingKey, boolean mandatory,
-                                            io.warren.codec.content.BasicProperties properties, byte[] body);
+    CompletionStage<PublishOutcome> publish(
+            CharSequence exchange,
+            CharSequence routingKey,
+            boolean mandatory,
+            io.warren.codec.content.BasicProperties properties,
+            byte[] body);
 
     /**
      * As {@link #publish(CharSequence, CharSequence, boolean, io.warren.codec.content.BasicProperties,
      * io.netty.buffer.ByteBuf)} with the buffer's remaining bytes wrapped, not copied (its position does not
      * move): do not modify them until the stage completes.
      */
-    CompletionStage<PublishOutcome> publish(CharSequence exchange, CharSequence routingKey, boolean mandatory,
-                                            io.warren.codec.content.BasicProperties properties,
-                                            java.nio.ByteBuffer body);
+    CompletionStage<PublishOutcome> publish(
+            CharSequence exchange,
+            CharSequence routingKey,
+            boolean mandatory,
+            io.warren.codec.content.BasicProperties properties,
+            java.nio.ByteBuffer body);
 
     /**
      * Fire and forget: as {@link #publish(CharSequence, CharSequence, boolean, io.warren.codec.content.BasicProperties,
@@ -271,8 +281,12 @@ public interface Channel {
      * logged (debug). A refusal is thrown on the caller's thread, the body released: the exceptions the stage
      * of {@code publish} would fail with.
      */
-    void publishNoOutcome(CharSequence exchange, CharSequence routingKey, boolean mandatory,
-                          io.warren.codec.content.BasicProperties properties, io.netty.buffer.ByteBuf body);
+    void publishNoOutcome(
+            CharSequence exchange,
+            CharSequence routingKey,
+            boolean mandatory,
+            io.warren.codec.content.BasicProperties properties,
+            io.netty.buffer.ByteBuf body);
 
     /**
      * True when a publish now is written at once: the socket's outbound buffer and the client's queue of

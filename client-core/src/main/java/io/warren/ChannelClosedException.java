@@ -12,8 +12,15 @@ public class ChannelClosedException extends AmqpException {
 
     private final boolean initiatedByBroker;
 
-    public ChannelClosedException(String message, Throwable cause, int replyCode, String replyText,
-                                  int classId, int methodId, int channelNumber, boolean initiatedByBroker) {
+    public ChannelClosedException(
+            String message,
+            Throwable cause,
+            int replyCode,
+            String replyText,
+            int classId,
+            int methodId,
+            int channelNumber,
+            boolean initiatedByBroker) {
         super(message, cause, replyCode, replyText, classId, methodId, channelNumber);
         this.initiatedByBroker = initiatedByBroker;
     }

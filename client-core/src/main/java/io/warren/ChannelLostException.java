@@ -14,7 +14,14 @@ public class ChannelLostException extends ChannelClosedException {
     private static final long serialVersionUID = 1L;
 
     public ChannelLostException(String message, ChannelClosedException cause) {
-        super(message, cause, cause.replyCode(), cause.replyText(), cause.classId(), cause.methodId(),
-                cause.channelNumber(), cause.initiatedByBroker());
+        super(
+                message,
+                cause,
+                cause.replyCode(),
+                cause.replyText(),
+                cause.classId(),
+                cause.methodId(),
+                cause.channelNumber(),
+                cause.initiatedByBroker());
     }
 }

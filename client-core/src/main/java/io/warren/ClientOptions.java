@@ -14,8 +14,7 @@ public final class ClientOptions {
     private boolean preferNativeTransport = true;
     private boolean metricsEnabled;
 
-    public ClientOptions() {
-    }
+    public ClientOptions() {}
 
     public ClientOptions(ClientOptions other) {
         this.eventLoopGroup = other.eventLoopGroup;

@@ -11,8 +11,14 @@ public class ConnectionClosedException extends AmqpException {
 
     private final boolean initiatedByBroker;
 
-    public ConnectionClosedException(String message, Throwable cause, int replyCode, String replyText,
-                                     int classId, int methodId, boolean initiatedByBroker) {
+    public ConnectionClosedException(
+            String message,
+            Throwable cause,
+            int replyCode,
+            String replyText,
+            int classId,
+            int methodId,
+            boolean initiatedByBroker) {
         super(message, cause, replyCode, replyText, classId, methodId, 0);
         this.initiatedByBroker = initiatedByBroker;
     }

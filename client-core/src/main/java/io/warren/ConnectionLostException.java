@@ -11,8 +11,13 @@ public class ConnectionLostException extends ConnectionClosedException {
     private static final long serialVersionUID = 1L;
 
     public ConnectionLostException(String message, AmqpException cause) {
-        super(message, cause, cause == null ? 0 : cause.replyCode(), cause == null ? null : cause.replyText(),
-                cause == null ? 0 : cause.classId(), cause == null ? 0 : cause.methodId(),
+        super(
+                message,
+                cause,
+                cause == null ? 0 : cause.replyCode(),
+                cause == null ? null : cause.replyText(),
+                cause == null ? 0 : cause.classId(),
+                cause == null ? 0 : cause.methodId(),
                 cause instanceof ConnectionClosedException c && c.initiatedByBroker());
     }
 }

@@ -41,8 +41,7 @@ public final class ConnectionOptions {
     private PublishOptions publishOptions = new PublishOptions();
     private RecoveryOptions recovery = new RecoveryOptions();
 
-    public ConnectionOptions() {
-    }
+    public ConnectionOptions() {}
 
     public ConnectionOptions(ConnectionOptions other) {
         this.addresses.addAll(other.addresses);

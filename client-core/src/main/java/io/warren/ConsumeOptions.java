@@ -51,11 +51,11 @@ public final class ConsumeOptions {
     private int concurrency = 1;
     /** The water marks set with {@link #waterMarks}; 0 when not set: then they follow noAck and the prefetch. */
     private int lowWaterMark;
+
     private int highWaterMark;
     private long initialDemand = Long.MAX_VALUE;
 
-    public ConsumeOptions() {
-    }
+    public ConsumeOptions() {}
 
     public ConsumeOptions(ConsumeOptions other) {
         this.consumerTag = other.consumerTag;

@@ -19,10 +19,16 @@ public class PublishNotConfirmedException extends AmqpException {
 
     private final boolean mayHaveReachedBroker;
 
-    public PublishNotConfirmedException(String message, Throwable cause, int channelNumber,
-                                        boolean mayHaveReachedBroker) {
-        super(message, cause, cause instanceof AmqpException a ? a.replyCode() : 0,
-                cause instanceof AmqpException a ? a.replyText() : null, 0, 0, channelNumber);
+    public PublishNotConfirmedException(
+            String message, Throwable cause, int channelNumber, boolean mayHaveReachedBroker) {
+        super(
+                message,
+                cause,
+                cause instanceof AmqpException a ? a.replyCode() : 0,
+                cause instanceof AmqpException a ? a.replyText() : null,
+                0,
+                0,
+                channelNumber);
         this.mayHaveReachedBroker = mayHaveReachedBroker;
     }
 

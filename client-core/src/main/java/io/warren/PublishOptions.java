@@ -55,8 +55,7 @@ public final class PublishOptions {
     private int callerWritesPerBurst = DEFAULT_CALLER_WRITES_PER_BURST;
     private int maxMessagesPerFlush = DEFAULT_MAX_MESSAGES_PER_FLUSH;
 
-    public PublishOptions() {
-    }
+    public PublishOptions() {}
 
     public PublishOptions(PublishOptions other) {
         this.maxOutstandingConfirms = other.maxOutstandingConfirms;

@@ -78,7 +78,9 @@ public final class PublishOutcome {
 
     @Override
     public boolean equals(Object o) {
-        return o instanceof PublishOutcome p && p.status == status && p.replyCode == replyCode
+        return o instanceof PublishOutcome p
+                && p.status == status
+                && p.replyCode == replyCode
                 && Objects.equals(p.replyText, replyText);
     }
 

@@ -7,12 +7,10 @@ package io.warren;
 public interface RecoveryListener {
 
     /** The connection was lost and recovery begins; {@code cause} says why it was lost. */
-    default void recoveryStarted(Connection connection, ConnectionLostException cause) {
-    }
+    default void recoveryStarted(Connection connection, ConnectionLostException cause) {}
 
     /** The connection, its channels, topology and consumers are back. */
-    default void recoverySucceeded(Connection connection) {
-    }
+    default void recoverySucceeded(Connection connection) {}
 
     /**
      * A reconnection attempt failed. {@code willRetry} false means recovery gave up (the bound of
@@ -20,15 +18,13 @@ public interface RecoveryListener {
      * the connection for a reason a retry cannot fix, such as authentication): the connection is closed, and its
      * {@link Connection#closeFuture()} says why.
      */
-    default void recoveryFailed(Connection connection, Throwable cause, boolean willRetry) {
-    }
+    default void recoveryFailed(Connection connection, Throwable cause, boolean willRetry) {}
 
     /**
      * One recorded entity could not be restored (an exchange declared again with other arguments by someone else,
      * a queue deleted while the connection was down, ...). Recovery goes on with the rest.
      */
-    default void topologyRecoveryFailed(Connection connection, String entity, Throwable cause) {
-    }
+    default void topologyRecoveryFailed(Connection connection, String entity, Throwable cause) {}
 
     /**
      * The broker closed {@code channel} for a reason recovery repairs, and it is being re-opened on the same
@@ -38,18 +34,15 @@ public interface RecoveryListener {
      * {@link StaleDeliveryException}, and those not yet handed to a handler are dropped (the broker redelivers them).
      * {@link ClientMetrics#oldestUnacknowledgedMillis()} shows the timeout coming.
      */
-    default void channelRecoveryStarted(Channel channel, ChannelLostException cause) {
-    }
+    default void channelRecoveryStarted(Channel channel, ChannelLostException cause) {}
 
     /** The channel of {@link #channelRecoveryStarted} is back, with its modes and consumers. */
-    default void channelRecoverySucceeded(Channel channel) {
-    }
+    default void channelRecoverySucceeded(Channel channel) {}
 
     /**
      * The channel of {@link #channelRecoveryStarted} could not be re-opened or restored: it is closed for good and
      * its {@link Channel#closeFuture()} says why. (A connection lost meanwhile is not this: the connection's
      * recovery takes the channel over.)
      */
-    default void channelRecoveryFailed(Channel channel, Throwable cause) {
-    }
+    default void channelRecoveryFailed(Channel channel, Throwable cause) {}
 }

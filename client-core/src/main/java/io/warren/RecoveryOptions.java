@@ -51,8 +51,7 @@ public final class RecoveryOptions {
     private PublishDuringRecovery publishDuringRecovery = PublishDuringRecovery.WAIT;
     private Duration publishWaitTimeout = Duration.ofSeconds(30);
 
-    public RecoveryOptions() {
-    }
+    public RecoveryOptions() {}
 
     public RecoveryOptions(RecoveryOptions other) {
         this.enabled = other.enabled;
@@ -184,6 +183,7 @@ public final class RecoveryOptions {
     public String toString() {
         return "RecoveryOptions{enabled=" + enabled + ", topology=" + topologyRecovery + ", backoff=" + initialDelay
                 + ".." + maxDelay + " x" + multiplier + " jitter " + jitter + ", maxAttempts=" + maxAttempts
-                + ", maxDuration=" + maxDuration + ", publish=" + publishDuringRecovery + " " + publishWaitTimeout + "}";
+                + ", maxDuration=" + maxDuration + ", publish=" + publishDuringRecovery + " " + publishWaitTimeout
+                + "}";
     }
 }

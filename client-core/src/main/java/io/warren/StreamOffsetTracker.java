@@ -34,6 +34,7 @@ public final class StreamOffsetTracker {
 
     /** A {@code String} spec, a {@code Long} offset or an {@code Instant}: the first consume's argument. */
     private final Object start;
+
     private static final AtomicLongFieldUpdater<StreamOffsetTracker> LAST_PROCESSED =
             AtomicLongFieldUpdater.newUpdater(StreamOffsetTracker.class, "lastProcessed");
 

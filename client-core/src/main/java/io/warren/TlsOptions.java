@@ -17,8 +17,7 @@ public final class TlsOptions {
     private List<String> protocols;
     private String serverName;
 
-    public TlsOptions() {
-    }
+    public TlsOptions() {}
 
     public TlsOptions(TlsOptions other) {
         this.trustManagerFactory = other.trustManagerFactory;

@@ -12,8 +12,7 @@ public final class VirtualThreads {
 
     private static final Executor EXECUTOR = create();
 
-    private VirtualThreads() {
-    }
+    private VirtualThreads() {}
 
     private static Executor create() {
         try {
@@ -37,8 +36,8 @@ public final class VirtualThreads {
      */
     public static Executor executor() {
         if (EXECUTOR == null) {
-            throw new UnsupportedOperationException("this Java runtime (" + Runtime.version()
-                    + ") has no virtual threads; they need JDK 21 or later");
+            throw new UnsupportedOperationException(
+                    "this Java runtime (" + Runtime.version() + ") has no virtual threads; they need JDK 21 or later");
         }
         return EXECUTOR;
     }

@@ -70,15 +70,17 @@ class AmqpClientTest {
     void everyAddressIsTriedAndTheFailureNamesThemAll() throws Exception {
         int a;
         int b;
-        try (ServerSocket s1 = new ServerSocket(0); ServerSocket s2 = new ServerSocket(0)) {
+        try (ServerSocket s1 = new ServerSocket(0);
+                ServerSocket s2 = new ServerSocket(0)) {
             a = s1.getLocalPort();
             b = s2.getLocalPort();
         }
-        ConnectionOptions options = new ConnectionOptions()
-                .addresses(List.of(new Address("127.0.0.1", a), new Address("127.0.0.1", b)));
-        ConnectionFailedException e = assertInstanceOf(ConnectionFailedException.class, failure(client.connect(options)));
-        assertTrue(e.getMessage().contains("127.0.0.1:" + a) && e.getMessage().contains("127.0.0.1:" + b),
-                e.getMessage());
+        ConnectionOptions options =
+                new ConnectionOptions().addresses(List.of(new Address("127.0.0.1", a), new Address("127.0.0.1", b)));
+        ConnectionFailedException e =
+                assertInstanceOf(ConnectionFailedException.class, failure(client.connect(options)));
+        assertTrue(
+                e.getMessage().contains("127.0.0.1:" + a) && e.getMessage().contains("127.0.0.1:" + b), e.getMessage());
         assertEquals(List.of(new Address("127.0.0.1", a), new Address("127.0.0.1", b)), e.addresses());
         assertEquals(1, e.getSuppressed().length);
         assertInstanceOf(ConnectionFailedException.class, e.getCause());
@@ -109,18 +111,21 @@ class AmqpClientTest {
         final CompletableFuture<byte[]> received = new CompletableFuture<>();
 
         GarbageServer(byte[] reply) throws IOException {
-            Thread t = new Thread(() -> {
-                try (Socket s = socket.accept()) {
-                    s.setSoTimeout(5000);
-                    InputStream in = s.getInputStream();
-                    in.readNBytes(8); // AMQP 0-9-1
-                    s.getOutputStream().write(reply);
-                    s.getOutputStream().flush();
-                    received.complete(in.readAllBytes()); // until the client closes; SocketTimeoutException after 5 s
-                } catch (IOException | RuntimeException e) {
-                    received.completeExceptionally(e);
-                }
-            }, "garbage-server");
+            Thread t = new Thread(
+                    () -> {
+                        try (Socket s = socket.accept()) {
+                            s.setSoTimeout(5000);
+                            InputStream in = s.getInputStream();
+                            in.readNBytes(8); // AMQP 0-9-1
+                            s.getOutputStream().write(reply);
+                            s.getOutputStream().flush();
+                            received.complete(
+                                    in.readAllBytes()); // until the client closes; SocketTimeoutException after 5 s
+                        } catch (IOException | RuntimeException e) {
+                            received.completeExceptionally(e);
+                        }
+                    },
+                    "garbage-server");
             t.setDaemon(true);
             t.start();
         }
@@ -139,15 +144,18 @@ class AmqpClientTest {
                 : new byte[] {1, 0, 0, 0x7F, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF};
         try (GarbageServer server = new GarbageServer(reply)) {
             // a connect timeout shorter than the close timeout: the attempt must not end as a bare timeout
-            ConnectionOptions options = new ConnectionOptions().address("127.0.0.1", server.socket.getLocalPort())
-                    .connectionTimeout(Duration.ofSeconds(3)).closeTimeout(Duration.ofSeconds(10))
+            ConnectionOptions options = new ConnectionOptions()
+                    .address("127.0.0.1", server.socket.getLocalPort())
+                    .connectionTimeout(Duration.ofSeconds(3))
+                    .closeTimeout(Duration.ofSeconds(10))
                     .automaticRecovery(false);
-            ConnectionClosedException e = assertInstanceOf(ConnectionClosedException.class,
-                    failure(client.connect(options)));
+            ConnectionClosedException e =
+                    assertInstanceOf(ConnectionClosedException.class, failure(client.connect(options)));
             assertEquals(501, e.replyCode(), e.getMessage());
             AmqpProtocolException cause = assertInstanceOf(AmqpProtocolException.class, e.getCause());
             assertEquals(501, cause.replyCode());
-            assertTrue(e.getMessage().contains("501 FRAME_ERROR") && e.getMessage().contains("connection.start"),
+            assertTrue(
+                    e.getMessage().contains("501 FRAME_ERROR") && e.getMessage().contains("connection.start"),
                     e.getMessage());
             // the client closed the socket by itself, and told the server why first: connection.close 501
             byte[] sent = server.received.get(10, TimeUnit.SECONDS);

@@ -38,8 +38,7 @@ class AmqpUriSecretsTest {
      * One piece of a password: as written in the URI, as it decodes, whether it is a letter run, and whether it is
      * written as the URI spec says (a raw '/', '?', '#' or '%' is not).
      */
-    record Piece(String written, String decoded, boolean run, boolean proper) {
-    }
+    record Piece(String written, String decoded, boolean run, boolean proper) {}
 
     /** A generated password. */
     record Password(List<Piece> pieces) {
@@ -103,10 +102,11 @@ class AmqpUriSecretsTest {
     record Case(Fault fault, String user, Password password, String host, String port, String path, String query) {
 
         String uri() {
-            String h = fault == Fault.HOST_UNCLOSED_IPV6 ? "[::1" : fault == Fault.HOST_TEXT_AFTER_IPV6 ? "[::1]" : host;
+            String h =
+                    fault == Fault.HOST_UNCLOSED_IPV6 ? "[::1" : fault == Fault.HOST_TEXT_AFTER_IPV6 ? "[::1]" : host;
             String u = fault == Fault.USER_BAD_ESCAPE ? user + "%zz" : user;
-            return fault.scheme + u + ":" + password.written() + "@" + h + (fault.afterHost.isEmpty() ? port
-                    : fault.afterHost) + (fault.path.isEmpty() ? path : fault.path)
+            return fault.scheme + u + ":" + password.written() + "@" + h
+                    + (fault.afterHost.isEmpty() ? port : fault.afterHost) + (fault.path.isEmpty() ? path : fault.path)
                     + (fault.query.isEmpty() ? query : fault.query);
         }
     }
@@ -123,15 +123,20 @@ class AmqpUriSecretsTest {
     }
 
     static Arbitrary<Password> passwords() {
-        Arbitrary<Piece> runs = Arbitraries.strings().withChars(SECRET_LETTERS).ofMinLength(4).ofMaxLength(8)
+        Arbitrary<Piece> runs = Arbitraries.strings()
+                .withChars(SECRET_LETTERS)
+                .ofMinLength(4)
+                .ofMaxLength(8)
                 .map(s -> new Piece(s, s, true, true));
-        Arbitrary<String> specials = Arbitraries.of(":", "@", "/", "%", "?", "#", "&", "=", "+", " ", "é", "密", "😀",
-                "\u0000", "%2", "%zz");
+        Arbitrary<String> specials =
+                Arbitraries.of(":", "@", "/", "%", "?", "#", "&", "=", "+", " ", "é", "密", "😀", "\u0000", "%2", "%zz");
         Arbitrary<Piece> raw = specials.map(s -> new Piece(s, s, false, !s.matches(".*[/?#%].*")));
         Arbitrary<Piece> encoded = Arbitraries.of(":", "@", "/", "%", "?", "#", "é", "密", "😀", "K")
                 .map(s -> new Piece(percentEncodeAll(s), s, false, true));
         Arbitrary<Piece> joints = Arbitraries.oneOf(raw, encoded);
-        return Combinators.combine(runs, Combinators.combine(joints, runs).as(List::of).list().ofMaxSize(3))
+        return Combinators.combine(
+                        runs,
+                        Combinators.combine(joints, runs).as(List::of).list().ofMaxSize(3))
                 .as((first, rest) -> {
                     List<Piece> pieces = new ArrayList<>();
                     pieces.add(first);
@@ -193,18 +198,18 @@ class AmqpUriSecretsTest {
 
     @Example
     void theIssuesExamples() {
-        IllegalArgumentException slash = assertThrows(IllegalArgumentException.class,
-                () -> AmqpUri.parse("amqp://guest:Sekr1tXYZZY/x@127.0.0.1:5672/v"));
+        IllegalArgumentException slash = assertThrows(
+                IllegalArgumentException.class, () -> AmqpUri.parse("amqp://guest:Sekr1tXYZZY/x@127.0.0.1:5672/v"));
         assertFalse(slash.getMessage().contains("Sekr1t"), slash.getMessage());
         assertFalse(slash.getMessage().contains("XYZZY"), slash.getMessage());
-        IllegalArgumentException at = assertThrows(IllegalArgumentException.class,
-                () -> AmqpUri.parse("amqp://guest:Sek@r1t@host:notaport/v"));
+        IllegalArgumentException at = assertThrows(
+                IllegalArgumentException.class, () -> AmqpUri.parse("amqp://guest:Sek@r1t@host:notaport/v"));
         assertFalse(at.getMessage().contains("r1t"), at.getMessage());
         assertFalse(at.getMessage().contains("Sek"), at.getMessage());
         assertEquals("amqp://***@host:notaport/v", AmqpUri.redact("amqp://guest:Sek@r1t@host:notaport/v"));
         // a password whose unencoded '/' would have made the rest of it the virtual host
-        IllegalArgumentException vhost = assertThrows(IllegalArgumentException.class,
-                () -> AmqpUri.parse("amqp://guest:/Sekr1t@host"));
+        IllegalArgumentException vhost =
+                assertThrows(IllegalArgumentException.class, () -> AmqpUri.parse("amqp://guest:/Sekr1t@host"));
         assertFalse(vhost.getMessage().contains("Sekr1t"), vhost.getMessage());
         // the same password written as the URI spec says is read whole
         assertEquals("/Sekr1t", AmqpUri.parse("amqp://guest:%2FSekr1t@host").password());
@@ -218,7 +223,10 @@ class AmqpUriSecretsTest {
             if (t == null || !seen.add(t)) {
                 continue;
             }
-            assertHidden(p, String.valueOf(t.getMessage()), "the message of " + t.getClass().getSimpleName());
+            assertHidden(
+                    p,
+                    String.valueOf(t.getMessage()),
+                    "the message of " + t.getClass().getSimpleName());
             assertHidden(p, t.toString(), "toString() of " + t.getClass().getSimpleName());
             todo.add(t.getCause());
             todo.addAll(List.of(t.getSuppressed()));

@@ -17,8 +17,15 @@ import org.junit.jupiter.params.provider.ValueSource;
 class AmqpUriTest {
 
     @ParameterizedTest
-    @ValueSource(strings = {"amqp://guest:pa%FFss@h/v", "amqp://guest:pa%ED%A0%80ss@h/v", "amqp://guest:pa%C3ss@h/v",
-            "amqp://guest:pa\uD800ss@h/v", "amqp://guest:pa\uDC00ss%21@h/v", "amqp://h/v%ff"})
+    @ValueSource(
+            strings = {
+                "amqp://guest:pa%FFss@h/v",
+                "amqp://guest:pa%ED%A0%80ss@h/v",
+                "amqp://guest:pa%C3ss@h/v",
+                "amqp://guest:pa\uD800ss@h/v",
+                "amqp://guest:pa\uDC00ss%21@h/v",
+                "amqp://h/v%ff"
+            })
     void escapesThatAreNotUtf8AndUnpairedSurrogatesAreRefusedNotReplaced(String uri) {
         // replaced by U+FFFD or '?', two different URIs would log in as the same user or reach the same vhost
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> AmqpUri.parse(uri));
@@ -80,7 +87,9 @@ class AmqpUriTest {
         assertEquals(Duration.ofMillis(2500), o.connectionTimeout());
         assertEquals(AuthMechanism.AMQPLAIN, o.authMechanism());
         assertEquals("", o.virtualHost());
-        assertEquals(AuthMechanism.EXTERNAL, AmqpUri.parse("amqps://h?auth_mechanism=external").authMechanism());
+        assertEquals(
+                AuthMechanism.EXTERNAL,
+                AmqpUri.parse("amqps://h?auth_mechanism=external").authMechanism());
     }
 
     @Test
@@ -97,9 +106,19 @@ class AmqpUriTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"http://h", "amqp://h:notaport", "amqp://h:70000", "amqp://h/a/b", "amqp://h/%zz",
-        "amqp://h/%2", "amqp://h?heartbeat=x", "amqp://h?heartbeat=70000", "amqp://h?auth_mechanism=kerberos",
-        "amqp://[::1"})
+    @ValueSource(
+            strings = {
+                "http://h",
+                "amqp://h:notaport",
+                "amqp://h:70000",
+                "amqp://h/a/b",
+                "amqp://h/%zz",
+                "amqp://h/%2",
+                "amqp://h?heartbeat=x",
+                "amqp://h?heartbeat=70000",
+                "amqp://h?auth_mechanism=kerberos",
+                "amqp://[::1"
+            })
     void malformedUrisAreRejectedWithAReason(String uri) {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> AmqpUri.parse(uri));
         assertNotNull(e.getMessage());
@@ -107,8 +126,8 @@ class AmqpUriTest {
 
     @Test
     void passwordsNeverAppearInMessagesOrToString() {
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> AmqpUri.parse("amqp://u:topsecret@h:bad"));
+        IllegalArgumentException e =
+                assertThrows(IllegalArgumentException.class, () -> AmqpUri.parse("amqp://u:topsecret@h:bad"));
         assertFalse(e.getMessage().contains("topsecret"), e.getMessage());
         assertFalse(AmqpUri.parse("amqp://u:topsecret@h").toString().contains("topsecret"));
         assertFalse(ConnectionOptions.fromUri("amqp://u:topsecret@h").toString().contains("topsecret"));

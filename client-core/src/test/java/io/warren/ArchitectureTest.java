@@ -53,56 +53,65 @@ class ArchitectureTest {
     @Test
     void theImplementationRoomsHaveNoCycles() {
         slices().assignedFrom(new SliceAssignment() {
-            @Override
-            public SliceIdentifier getIdentifierOf(JavaClass c) {
-                String p = c.getPackageName();
-                if (p.equals("io.warren.impl")) {
-                    return SliceIdentifier.of("impl (client)");
-                }
-                if (p.startsWith("io.warren.impl.")) {
-                    return SliceIdentifier.of("impl." + p.substring("io.warren.impl.".length()).split("\\.")[0]);
-                }
-                return SliceIdentifier.ignore();
-            }
+                    @Override
+                    public SliceIdentifier getIdentifierOf(JavaClass c) {
+                        String p = c.getPackageName();
+                        if (p.equals("io.warren.impl")) {
+                            return SliceIdentifier.of("impl (client)");
+                        }
+                        if (p.startsWith("io.warren.impl.")) {
+                            return SliceIdentifier.of("impl."
+                                    + p.substring("io.warren.impl.".length()).split("\\.")[0]);
+                        }
+                        return SliceIdentifier.ignore();
+                    }
 
-            @Override
-            public String getDescription() {
-                return "the rooms of io.warren.impl";
-            }
-        }).should().beFreeOfCycles().check(CORE);
+                    @Override
+                    public String getDescription() {
+                        return "the rooms of io.warren.impl";
+                    }
+                })
+                .should()
+                .beFreeOfCycles()
+                .check(CORE);
     }
 
     @Test
     void thePublicPackagesHaveNoCyclesButTheApiCreatingItsImplementation() {
         slices().assignedFrom(new SliceAssignment() {
-            @Override
-            public SliceIdentifier getIdentifierOf(JavaClass c) {
-                String p = c.getPackageName();
-                if (p.equals("io.warren")) {
-                    return SliceIdentifier.of("io.warren");
-                }
-                if (p.startsWith("io.warren.impl")) {
-                    return SliceIdentifier.of("io.warren.impl..");
-                }
-                if (p.startsWith("io.warren.codec")) {
-                    return SliceIdentifier.ignore();
-                }
-                if (p.startsWith("io.warren.")) {
-                    return SliceIdentifier.of("io.warren." + p.substring("io.warren.".length()).split("\\.")[0]);
-                }
-                return SliceIdentifier.ignore();
-            }
+                    @Override
+                    public SliceIdentifier getIdentifierOf(JavaClass c) {
+                        String p = c.getPackageName();
+                        if (p.equals("io.warren")) {
+                            return SliceIdentifier.of("io.warren");
+                        }
+                        if (p.startsWith("io.warren.impl")) {
+                            return SliceIdentifier.of("io.warren.impl..");
+                        }
+                        if (p.startsWith("io.warren.codec")) {
+                            return SliceIdentifier.ignore();
+                        }
+                        if (p.startsWith("io.warren.")) {
+                            return SliceIdentifier.of("io.warren."
+                                    + p.substring("io.warren.".length()).split("\\.")[0]);
+                        }
+                        return SliceIdentifier.ignore();
+                    }
 
-            @Override
-            public String getDescription() {
-                return "the packages of client-core";
-            }
-        }).should().beFreeOfCycles()
+                    @Override
+                    public String getDescription() {
+                        return "the packages of client-core";
+                    }
+                })
+                .should()
+                .beFreeOfCycles()
                 // the one arrow against the grain: the API (AmqpClient) creates its implementation
-                .ignoreDependency(DescribedPredicate.describe("io.warren", (JavaClass c) ->
-                                c.getPackageName().equals("io.warren")),
-                        DescribedPredicate.describe("io.warren.impl..", (JavaClass c) ->
-                                c.getPackageName().startsWith("io.warren.impl")))
+                .ignoreDependency(
+                        DescribedPredicate.describe(
+                                "io.warren", (JavaClass c) -> c.getPackageName().equals("io.warren")),
+                        DescribedPredicate.describe(
+                                "io.warren.impl..",
+                                (JavaClass c) -> c.getPackageName().startsWith("io.warren.impl")))
                 .check(CORE);
     }
 
@@ -110,32 +119,50 @@ class ArchitectureTest {
 
     @Test
     void eachRoomUsesOnlyTheRoomsBelowIt() {
-        layeredArchitecture().consideringOnlyDependenciesInLayers()
-                .layer("client").definedBy("io.warren.impl")
-                .layer("recovery").definedBy("io.warren.impl.recovery..")
-                .layer("publish").definedBy("io.warren.impl.publish..")
-                .layer("consume").definedBy("io.warren.impl.consume..")
-                .layer("channel").definedBy("io.warren.impl.channel..")
-                .layer("connection").definedBy("io.warren.impl.connection..")
-                .layer("metrics").definedBy("io.warren.impl.metrics..")
-                .layer("queue").definedBy("io.warren.impl.queue..")
-                .whereLayer("recovery").mayOnlyAccessLayers("publish", "consume", "channel", "connection", "metrics",
-                        "queue")
-                .whereLayer("publish").mayOnlyAccessLayers("channel", "connection", "metrics")
-                .whereLayer("consume").mayOnlyAccessLayers("channel", "connection", "metrics", "queue")
-                .whereLayer("channel").mayOnlyAccessLayers("connection", "metrics")
-                .whereLayer("connection").mayOnlyAccessLayers("metrics", "queue")
-                .whereLayer("metrics").mayNotAccessAnyLayer()
-                .whereLayer("queue").mayNotAccessAnyLayer()
+        layeredArchitecture()
+                .consideringOnlyDependenciesInLayers()
+                .layer("client")
+                .definedBy("io.warren.impl")
+                .layer("recovery")
+                .definedBy("io.warren.impl.recovery..")
+                .layer("publish")
+                .definedBy("io.warren.impl.publish..")
+                .layer("consume")
+                .definedBy("io.warren.impl.consume..")
+                .layer("channel")
+                .definedBy("io.warren.impl.channel..")
+                .layer("connection")
+                .definedBy("io.warren.impl.connection..")
+                .layer("metrics")
+                .definedBy("io.warren.impl.metrics..")
+                .layer("queue")
+                .definedBy("io.warren.impl.queue..")
+                .whereLayer("recovery")
+                .mayOnlyAccessLayers("publish", "consume", "channel", "connection", "metrics", "queue")
+                .whereLayer("publish")
+                .mayOnlyAccessLayers("channel", "connection", "metrics")
+                .whereLayer("consume")
+                .mayOnlyAccessLayers("channel", "connection", "metrics", "queue")
+                .whereLayer("channel")
+                .mayOnlyAccessLayers("connection", "metrics")
+                .whereLayer("connection")
+                .mayOnlyAccessLayers("metrics", "queue")
+                .whereLayer("metrics")
+                .mayNotAccessAnyLayer()
+                .whereLayer("queue")
+                .mayNotAccessAnyLayer()
                 .check(CORE);
     }
 
     @Test
     void theImplementationUsesNoAdapter() {
         // io.warren.impl implements io.warren (and reads io.warren.credentials); the adapters sit on top of the API
-        classes().that().resideInAPackage("io.warren.impl..")
-                .should().onlyDependOnClassesThat(DescribedPredicate.describe("no adapter package", (JavaClass c) ->
-                        !isAdapter(c.getPackageName())))
+        classes()
+                .that()
+                .resideInAPackage("io.warren.impl..")
+                .should()
+                .onlyDependOnClassesThat(DescribedPredicate.describe(
+                        "no adapter package", (JavaClass c) -> !isAdapter(c.getPackageName())))
                 .check(CORE);
     }
 
@@ -143,7 +170,9 @@ class ArchitectureTest {
 
     @Test
     void noExportedSignatureExposesAnImplementationType() {
-        classes().that(DescribedPredicate.describe("are public types of an exported package",
+        classes()
+                .that(DescribedPredicate.describe(
+                        "are public types of an exported package",
                         (JavaClass c) -> EXPORTED.contains(c.getPackageName())
                                 && c.getModifiers().contains(JavaModifier.PUBLIC)))
                 .should(exposeNoImplementationType())
@@ -162,16 +191,19 @@ class ArchitectureTest {
                 .map(JavaClass::getSimpleName)
                 .collect(Collectors.toSet());
         // top-level types: a nested one is named through its outer type (ConsumeOptions.Builder)
-        classes().that(DescribedPredicate.describe("are public top-level types of an exported package",
-                        (JavaClass c) -> EXPORTED.contains(c.getPackageName()) && c.isTopLevelClass()
+        classes()
+                .that(DescribedPredicate.describe(
+                        "are public top-level types of an exported package",
+                        (JavaClass c) -> EXPORTED.contains(c.getPackageName())
+                                && c.isTopLevelClass()
                                 && c.getModifiers().contains(JavaModifier.PUBLIC)))
                 .should(new ArchCondition<JavaClass>("not share a simple name with a public codec type") {
                     @Override
                     public void check(JavaClass c, ConditionEvents events) {
                         String name = c.getSimpleName();
                         if (codecNames.contains(name)) {
-                            events.add(SimpleConditionEvent.violated(c, c.getName()
-                                    + " has the simple name of a public type in io.warren.codec.."));
+                            events.add(SimpleConditionEvent.violated(
+                                    c, c.getName() + " has the simple name of a public type in io.warren.codec.."));
                         }
                     }
                 })
@@ -180,7 +212,8 @@ class ArchitectureTest {
 
     private static boolean isAdapter(String pkg) {
         return List.of("io.warren.rpc", "io.warren.flow", "io.warren.vertx", "io.warren.otel", "io.warren.micrometer")
-                .stream().anyMatch(a -> pkg.equals(a) || pkg.startsWith(a + "."));
+                .stream()
+                .anyMatch(a -> pkg.equals(a) || pkg.startsWith(a + "."));
     }
 
     private static ArchCondition<JavaClass> exposeNoImplementationType() {
@@ -199,8 +232,9 @@ class ArchitectureTest {
                         continue;
                     }
                     m.getReturnType().getAllInvolvedRawTypes().forEach(t -> report(c, m.getFullName(), t, events));
-                    m.getParameterTypes().forEach(p -> p.getAllInvolvedRawTypes()
-                            .forEach(t -> report(c, m.getFullName(), t, events)));
+                    m.getParameterTypes()
+                            .forEach(p ->
+                                    p.getAllInvolvedRawTypes().forEach(t -> report(c, m.getFullName(), t, events)));
                     m.getThrowsClause().getTypes().forEach(t -> report(c, m.getFullName(), t, events));
                 }
             }
@@ -211,8 +245,8 @@ class ArchitectureTest {
 
             private void report(JavaClass owner, String where, JavaClass type, ConditionEvents events) {
                 if (type.getPackageName().startsWith("io.warren.impl")) {
-                    events.add(SimpleConditionEvent.violated(owner, owner.getName() + ": " + where + " exposes "
-                            + type.getName()));
+                    events.add(SimpleConditionEvent.violated(
+                            owner, owner.getName() + ": " + where + " exposes " + type.getName()));
                 }
             }
         };
@@ -231,7 +265,8 @@ class ArchitectureTest {
             }
             return exported;
         } catch (IOException e) {
-            throw new IllegalStateException("module-info.java not found from " + Path.of("").toAbsolutePath(), e);
+            throw new IllegalStateException(
+                    "module-info.java not found from " + Path.of("").toAbsolutePath(), e);
         }
     }
 }

@@ -23,11 +23,25 @@ class OptionsCopyTest {
     @Test
     void aConsumeOptionsCopyIsIndependentOfItsOriginal() {
         Executor executor = Runnable::run;
-        ConsumeOptions original = new ConsumeOptions().consumerTag("c").prefetch(10).priority(3).executor(executor)
-                .concurrency(2).waterMarks(5, 50).initialDemand(7);
+        ConsumeOptions original = new ConsumeOptions()
+                .consumerTag("c")
+                .prefetch(10)
+                .priority(3)
+                .executor(executor)
+                .concurrency(2)
+                .waterMarks(5, 50)
+                .initialDemand(7);
         ConsumeOptions copy = new ConsumeOptions(original);
-        original.consumerTag("x").prefetch(99).priority(9).argument("x-other", 1).noAck(true).exclusive(true)
-                .executor(null).concurrency(1).waterMarks(1, 2).initialDemand(0);
+        original.consumerTag("x")
+                .prefetch(99)
+                .priority(9)
+                .argument("x-other", 1)
+                .noAck(true)
+                .exclusive(true)
+                .executor(null)
+                .concurrency(1)
+                .waterMarks(1, 2)
+                .initialDemand(0);
         assertEquals("c", copy.consumerTag());
         assertEquals(10, copy.prefetch());
         assertEquals(Map.of("x-priority", 3), copy.arguments());
@@ -46,7 +60,8 @@ class OptionsCopyTest {
         assertEquals(-1, o.prefetch(), "unset: the channel's qos or DEFAULT_PREFETCH applies");
         assertNull(o.executor());
         assertEquals(1, o.concurrency());
-        assertEquals(List.of(ConsumeOptions.DEFAULT_LOW_WATER_MARK, ConsumeOptions.DEFAULT_HIGH_WATER_MARK),
+        assertEquals(
+                List.of(ConsumeOptions.DEFAULT_LOW_WATER_MARK, ConsumeOptions.DEFAULT_HIGH_WATER_MARK),
                 List.of(o.lowWaterMark(), o.highWaterMark()));
         assertEquals(Long.MAX_VALUE, o.initialDemand());
         assertThrows(IllegalArgumentException.class, () -> o.prefetch(-1));
@@ -64,7 +79,10 @@ class OptionsCopyTest {
     @Test
     void aConnectionOptionsCopyIsIndependentDownToItsNestedOptions() {
         TlsOptions tls = new TlsOptions().serverName("broker.example");
-        ConnectionOptions original = new ConnectionOptions().username("u").tls(tls).clientProperty("k", "v")
+        ConnectionOptions original = new ConnectionOptions()
+                .username("u")
+                .tls(tls)
+                .clientProperty("k", "v")
                 .publishOptions(new PublishOptions().maxOutstandingConfirms(10))
                 .recovery(new RecoveryOptions().maxAttempts(3));
         ConnectionOptions copy = new ConnectionOptions(original);
@@ -82,7 +100,8 @@ class OptionsCopyTest {
     void nestedOptionsAreCopiedWhenSetAndWhenRead() {
         PublishOptions publish = new PublishOptions().maxOutstandingConfirms(10);
         RecoveryOptions recovery = new RecoveryOptions().maxAttempts(3);
-        ConnectionOptions options = new ConnectionOptions().publishOptions(publish).recovery(recovery);
+        ConnectionOptions options =
+                new ConnectionOptions().publishOptions(publish).recovery(recovery);
         publish.maxOutstandingConfirms(20);
         recovery.maxAttempts(4).enabled(false);
         options.publishOptions().maxOutstandingConfirms(30);

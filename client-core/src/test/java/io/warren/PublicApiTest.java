@@ -48,7 +48,11 @@ class PublicApiTest {
 
     @BeforeAll
     static void scan() throws IOException, URISyntaxException {
-        classesRoot = Paths.get(AmqpClient.class.getProtectionDomain().getCodeSource().getLocation().toURI());
+        classesRoot = Paths.get(AmqpClient.class
+                .getProtectionDomain()
+                .getCodeSource()
+                .getLocation()
+                .toURI());
         List<Class<?>> types = new ArrayList<>();
         try (Stream<Path> files = Files.walk(classesRoot)) {
             for (Path file : files.filter(f -> f.toString().endsWith(".class")).collect(Collectors.toList())) {
@@ -56,7 +60,8 @@ class PublicApiTest {
                 if (relative.equals("module-info.class")) {
                     continue;
                 }
-                String name = relative.substring(0, relative.length() - ".class".length()).replace('/', '.');
+                String name = relative.substring(0, relative.length() - ".class".length())
+                        .replace('/', '.');
                 if (isImpl(name)) {
                     continue;
                 }
@@ -126,7 +131,8 @@ class PublicApiTest {
             assertTrue(e.targets().isEmpty(), "qualified export " + e);
             exported.add(e.source());
         }
-        Set<String> apiPackages = apiTypes.stream().map(Class::getPackageName).collect(Collectors.toCollection(TreeSet::new));
+        Set<String> apiPackages =
+                apiTypes.stream().map(Class::getPackageName).collect(Collectors.toCollection(TreeSet::new));
         assertEquals(apiPackages, exported, "module-info must export every package with public API and no other");
         assertTrue(exported.stream().noneMatch(PublicApiTest::isImpl), "an impl package is exported: " + exported);
     }
@@ -203,7 +209,8 @@ class PublicApiTest {
     private static boolean isVisible(Member member) {
         int m = member.getModifiers();
         return Modifier.isPublic(m)
-                || Modifier.isProtected(m) && !Modifier.isFinal(member.getDeclaringClass().getModifiers());
+                || Modifier.isProtected(m)
+                        && !Modifier.isFinal(member.getDeclaringClass().getModifiers());
     }
 
     private static Class<?> load(String name) {

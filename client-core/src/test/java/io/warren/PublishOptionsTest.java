@@ -14,7 +14,8 @@ class PublishOptionsTest {
         PublishOptions o = new PublishOptions();
         assertEquals(Duration.ofNanos(50_000), o.callerWriteGap());
         assertEquals(16, o.callerWritesPerBurst());
-        PublishOptions tuned = new PublishOptions().callerWriteGap(Duration.ZERO).callerWritesPerBurst(0);
+        PublishOptions tuned =
+                new PublishOptions().callerWriteGap(Duration.ZERO).callerWritesPerBurst(0);
         PublishOptions copy = new PublishOptions(tuned);
         assertEquals(Duration.ZERO, copy.callerWriteGap());
         assertEquals(0, copy.callerWritesPerBurst());

@@ -32,7 +32,8 @@ class StreamOffsetTrackerTest {
     @Test
     void eachBasicConsumeReadsTheTrackerThroughTheOptionsArguments() {
         StreamOffsetTracker t = StreamOffsetTracker.startingAt("next");
-        ConsumeOptions options = new ConsumeOptions().streamOffset("first").priority(3).streamOffset(t);
+        ConsumeOptions options =
+                new ConsumeOptions().streamOffset("first").priority(3).streamOffset(t);
         assertEquals(Map.of("x-priority", 3, "x-stream-offset", "next"), options.arguments());
         t.processed(9);
         // what recovery's re-consume sends
@@ -53,11 +54,21 @@ class StreamOffsetTrackerTest {
     @Test
     void theLastStreamOffsetGivenWinsBetweenATrackerAndAFixedOffset() {
         StreamOffsetTracker t = StreamOffsetTracker.startingAt("next");
-        assertEquals("first", new ConsumeOptions().streamOffset(t).streamOffset("first")
-                .arguments().get("x-stream-offset"));
+        assertEquals(
+                "first",
+                new ConsumeOptions()
+                        .streamOffset(t)
+                        .streamOffset("first")
+                        .arguments()
+                        .get("x-stream-offset"));
         assertNull(new ConsumeOptions().streamOffset(t).streamOffset(5).streamOffsets());
-        assertEquals("next", new ConsumeOptions().streamOffset("first").streamOffset(t)
-                .arguments().get("x-stream-offset"));
+        assertEquals(
+                "next",
+                new ConsumeOptions()
+                        .streamOffset("first")
+                        .streamOffset(t)
+                        .arguments()
+                        .get("x-stream-offset"));
     }
 
     @Test
@@ -72,10 +83,11 @@ class StreamOffsetTrackerTest {
     @Test
     void singleActiveConsumerAndDeliveryLimitAreTypedQueueArguments() {
         QueueSpec d = QueueSpec.named("jobs").quorum().singleActiveConsumer().deliveryLimit(5);
-        assertEquals(Map.of("x-queue-type", "quorum", "x-single-active-consumer", true, "x-delivery-limit", 5),
+        assertEquals(
+                Map.of("x-queue-type", "quorum", "x-single-active-consumer", true, "x-delivery-limit", 5),
                 d.arguments());
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> QueueSpec.named("q").deliveryLimit(-1));
+        IllegalArgumentException e = assertThrows(
+                IllegalArgumentException.class, () -> QueueSpec.named("q").deliveryLimit(-1));
         assertEquals("deliveryLimit must not be negative: -1", e.getMessage());
         assertFalse(QueueSpec.named("q").deliveryLimit(0).arguments().isEmpty());
     }

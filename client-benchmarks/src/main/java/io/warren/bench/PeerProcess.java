@@ -35,7 +35,10 @@ public final class PeerProcess implements AutoCloseable {
      * bytes as fast as the socket takes them, whatever its prefetch.
      */
     public static PeerProcess startFlood(int bodySize, long deliveries) throws IOException, InterruptedException {
-        return start(List.of("-Dio.netty.leakDetection.level=disabled"), "flood", String.valueOf(bodySize),
+        return start(
+                List.of("-Dio.netty.leakDetection.level=disabled"),
+                "flood",
+                String.valueOf(bodySize),
                 String.valueOf(deliveries));
     }
 
@@ -59,7 +62,11 @@ public final class PeerProcess implements AutoCloseable {
         if (!extra.isEmpty()) {
             command.addAll(List.of(extra.split("\\s+")));
         }
-        command.addAll(List.of("-cp", System.getProperty("java.class.path"), "io.warren.perf.LoopbackPeer", mode,
+        command.addAll(List.of(
+                "-cp",
+                System.getProperty("java.class.path"),
+                "io.warren.perf.LoopbackPeer",
+                mode,
                 String.valueOf(port)));
         command.addAll(List.of(args));
         Process p = new ProcessBuilder(command)
@@ -88,7 +95,10 @@ public final class PeerProcess implements AutoCloseable {
 
     /** CPU time the peer's process has used so far (all its threads; the OS counts it in clock ticks), or -1. */
     public long cpuNanos() {
-        return process.info().totalCpuDuration().map(java.time.Duration::toNanos).orElse(-1L);
+        return process.info()
+                .totalCpuDuration()
+                .map(java.time.Duration::toNanos)
+                .orElse(-1L);
     }
 
     /** The port the peer listens on. */

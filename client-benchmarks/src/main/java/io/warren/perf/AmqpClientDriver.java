@@ -31,283 +31,285 @@ import java.util.Map;
  */
 public final class AmqpClientDriver implements ClientDriver {
 
-  private static final long CLOSE_TIMEOUT_MILLIS = 2_000;
+    private static final long CLOSE_TIMEOUT_MILLIS = 2_000;
 
-  private final List<Connection> connections = new ArrayList<>();
-  private final List<Producer> producers = new ArrayList<>();
-  private final List<Consumer> consumers = new ArrayList<>();
-  private RunOptions options;
-  private Metrics metrics;
-  private volatile boolean running = true;
+    private final List<Connection> connections = new ArrayList<>();
+    private final List<Producer> producers = new ArrayList<>();
+    private final List<Consumer> consumers = new ArrayList<>();
+    private RunOptions options;
+    private Metrics metrics;
+    private volatile boolean running = true;
 
-  @Override
-  public String name() {
-    return "amqp-client";
-  }
-
-  @Override
-  public void connect(RunOptions options, Metrics metrics) throws Exception {
-    this.options = options;
-    this.metrics = metrics;
-    ConnectionFactory factory = new ConnectionFactory();
-    try {
-      factory.setUri(options.uri());
-    } catch (URISyntaxException | IllegalArgumentException e) {
-      // amqp-client's message quotes the whole URI, password included: neither it nor the cause goes on
-      throw new IllegalArgumentException("amqp-client cannot use the URI " + AmqpUri.redact(options.uri()) + " ("
-          + e.getClass().getSimpleName() + ")");
+    @Override
+    public String name() {
+        return "amqp-client";
     }
-    factory.setAutomaticRecoveryEnabled(false);
-    factory.setTopologyRecoveryEnabled(false);
-    factory.setConnectionTimeout(5_000);
-    for (int i = 0; i < options.producers(); i++) {
-      Connection connection = open(factory, "warren-perf-producer-" + i, i);
-      Channel channel = connection.createChannel();
-      producers.add(new Producer(i, channel));
-    }
-    for (int i = 0; i < options.consumers(); i++) {
-      Connection connection = open(factory, "warren-perf-consumer-" + i, options.producers() + i);
-      Channel channel = connection.createChannel();
-      if (options.qos() > 0) {
-        channel.basicQos(options.qos());
-      }
-      consumers.add(new Consumer(channel));
-    }
-  }
 
-  /** The addresses as given: amqp-client's {@link AddressResolver#maybeShuffle} shuffles a list by default. */
-  public static AddressResolver inOrder(List<Address> addresses) {
-    return new AddressResolver() {
-      @Override
-      public List<Address> getAddresses() {
-        return addresses;
-      }
-
-      @Override
-      public List<Address> maybeShuffle(List<Address> input) {
-        return input;
-      }
-    };
-  }
-
-  /** Connection {@code index}: to its own broker of {@code --uris} first, the others as failover. */
-  private Connection open(ConnectionFactory factory, String name, int index) throws Exception {
-    List<Address> addresses = new ArrayList<>();
-    for (String uri : options.urisFor(index)) {
-      AmqpUri parsed = AmqpUri.parse(uri); // its errors name no password, java.net.URI's quote it
-      addresses.add(new Address(parsed.host(), parsed.port()));
-    }
-    // in this order, as Warren's connections with shuffling off: amqp-client's resolver shuffles by default
-    Connection connection = factory.newConnection(null, inOrder(addresses), name);
-    connections.add(connection);
-    connection.addShutdownListener(cause -> {
-      if (running && !cause.isInitiatedByApplication()) {
-        metrics.fail(cause);
-      }
-    });
-    return connection;
-  }
-
-  @Override
-  public void declare() throws Exception {
-    Channel any = !producers.isEmpty() ? producers.get(0).channel : consumers.get(0).getChannel();
-    if (options.declaresExchange()) {
-      any.exchangeDeclare(options.exchange(), options.exchangeType());
-    }
-    if (!options.serverNamedQueues()) {
-      Map<String, Object> args = options.queueArgs().isEmpty() ? null : options.queueArgs();
-      any.queueDeclare(options.queue(), true, false, options.autoDelete(), args);
-      if (!options.exchange().isEmpty()) {
-        any.queueBind(options.queue(), options.exchange(), options.routingKey());
-      }
-    }
-    for (Consumer consumer : consumers) {
-      if (options.serverNamedQueues()) {
-        consumer.queue = consumer.getChannel().queueDeclare().getQueue();
-        if (!options.exchange().isEmpty()) {
-          consumer.getChannel().queueBind(consumer.queue, options.exchange(), options.routingKey());
+    @Override
+    public void connect(RunOptions options, Metrics metrics) throws Exception {
+        this.options = options;
+        this.metrics = metrics;
+        ConnectionFactory factory = new ConnectionFactory();
+        try {
+            factory.setUri(options.uri());
+        } catch (URISyntaxException | IllegalArgumentException e) {
+            // amqp-client's message quotes the whole URI, password included: neither it nor the cause goes on
+            throw new IllegalArgumentException("amqp-client cannot use the URI " + AmqpUri.redact(options.uri()) + " ("
+                    + e.getClass().getSimpleName() + ")");
         }
-      } else {
-        consumer.queue = options.queue();
-      }
+        factory.setAutomaticRecoveryEnabled(false);
+        factory.setTopologyRecoveryEnabled(false);
+        factory.setConnectionTimeout(5_000);
+        for (int i = 0; i < options.producers(); i++) {
+            Connection connection = open(factory, "warren-perf-producer-" + i, i);
+            Channel channel = connection.createChannel();
+            producers.add(new Producer(i, channel));
+        }
+        for (int i = 0; i < options.consumers(); i++) {
+            Connection connection = open(factory, "warren-perf-consumer-" + i, options.producers() + i);
+            Channel channel = connection.createChannel();
+            if (options.qos() > 0) {
+                channel.basicQos(options.qos());
+            }
+            consumers.add(new Consumer(channel));
+        }
     }
-  }
 
-  @Override
-  public void startConsumers() throws Exception {
-    for (Consumer consumer : consumers) {
-      consumer.getChannel().basicConsume(consumer.queue, options.autoAck(), consumer);
+    /** The addresses as given: amqp-client's {@link AddressResolver#maybeShuffle} shuffles a list by default. */
+    public static AddressResolver inOrder(List<Address> addresses) {
+        return new AddressResolver() {
+            @Override
+            public List<Address> getAddresses() {
+                return addresses;
+            }
+
+            @Override
+            public List<Address> maybeShuffle(List<Address> input) {
+                return input;
+            }
+        };
     }
-  }
 
-  @Override
-  public void startProducers() {
-    String routingKey = options.routingKeyFor(options.queue());
-    for (Producer producer : producers) {
-      producer.thread = new Thread(() -> producer.run(routingKey), "warren-perf-producer-" + producer.index);
-      producer.thread.start();
-    }
-  }
-
-  @Override
-  public void stop() throws Exception {
-    running = false;
-    for (Producer producer : producers) {
-      if (producer.thread != null) {
-        producer.thread.join(CLOSE_TIMEOUT_MILLIS);
-        producer.thread.interrupt();
-      }
-    }
-    for (Consumer consumer : consumers) {
-      consumer.cancel();
-    }
-  }
-
-  @Override
-  public void close() {
-    running = false;
-    for (Producer producer : producers) {
-      if (producer.thread != null) {
-        producer.thread.interrupt();
-      }
-    }
-    for (Connection connection : connections) {
-      try {
-        connection.close((int) CLOSE_TIMEOUT_MILLIS);
-      } catch (IOException | ShutdownSignalException e) {
-        connection.abort((int) CLOSE_TIMEOUT_MILLIS);
-      }
-    }
-    connections.clear();
-  }
-
-  /** One publishing thread on its own channel. */
-  private final class Producer {
-    final int index;
-    final Channel channel;
-    final ConfirmTracker confirms;
-    Thread thread;
-
-    Producer(int index, Channel channel) throws IOException {
-      this.index = index;
-      this.channel = channel;
-      if (options.confirms()) {
-        confirms = new ConfirmTracker(options.confirm(), metrics);
-        channel.confirmSelect();
-        channel.addConfirmListener(new ConfirmListener() {
-          @Override
-          public void handleAck(long tag, boolean multiple) {
-            confirms.ack(tag, multiple);
-          }
-
-          @Override
-          public void handleNack(long tag, boolean multiple) {
-            confirms.nack(tag, multiple);
-          }
+    /** Connection {@code index}: to its own broker of {@code --uris} first, the others as failover. */
+    private Connection open(ConnectionFactory factory, String name, int index) throws Exception {
+        List<Address> addresses = new ArrayList<>();
+        for (String uri : options.urisFor(index)) {
+            AmqpUri parsed = AmqpUri.parse(uri); // its errors name no password, java.net.URI's quote it
+            addresses.add(new Address(parsed.host(), parsed.port()));
+        }
+        // in this order, as Warren's connections with shuffling off: amqp-client's resolver shuffles by default
+        Connection connection = factory.newConnection(null, inOrder(addresses), name);
+        connections.add(connection);
+        connection.addShutdownListener(cause -> {
+            if (running && !cause.isInitiatedByApplication()) {
+                metrics.fail(cause);
+            }
         });
-      } else {
-        confirms = null;
-      }
-      if (options.mandatory()) {
-        channel.addReturnListener(returned -> metrics.returned());
-      }
-    }
-
-    void run(String routingKey) {
-      byte[] body = new byte[options.size()];
-      AMQP.BasicProperties props = options.persistent()
-          ? MessageProperties.MINIMAL_PERSISTENT_BASIC : MessageProperties.MINIMAL_BASIC;
-      Pacer pacer = new Pacer(options.rate());
-      long limit = options.producerMessages();
-      long sent = 0;
-      try {
-        while (running && (limit == 0 || sent < limit)) {
-          pacer.await();
-          if (confirms != null && !confirms.acquire(100)) {
-            continue;
-          }
-          long now = System.nanoTime();
-          MessageBody.stamp(body, now);
-          if (confirms != null) {
-            confirms.sent(channel.getNextPublishSeqNo(), now);
-          }
-          channel.basicPublish(options.exchange(), routingKey, options.mandatory(), false, props, body);
-          metrics.published();
-          sent++;
-        }
-        if (running && confirms != null) {
-          while (running && !confirms.awaitDrained(100)) {
-            // the last confirms are still on their way
-          }
-        }
-        if (running) {
-          metrics.producerDone();
-        }
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      } catch (IOException | AlreadyClosedException e) {
-        if (running) {
-          metrics.fail(e);
-        }
-      }
-    }
-  }
-
-  /** One consumer on its own channel, acknowledging as the options say. */
-  private final class Consumer extends DefaultConsumer {
-    String queue;
-    // consumer work pool: amqp-client calls one channel's consumer from one thread at a time
-    private long taken;
-    private volatile boolean cancelled;
-
-    Consumer(Channel channel) {
-      super(channel);
+        return connection;
     }
 
     @Override
-    public void handleDelivery(String tag, Envelope envelope, AMQP.BasicProperties props, byte[] body)
-        throws IOException {
-      long limit = options.consumerMessages();
-      if (cancelled || (limit > 0 && taken >= limit)) {
-        return; // prefetched after the last one wanted: not counted
-      }
-      taken++;
-      metrics.received(MessageBody.publishNanos(body));
-      if (!options.autoAck()) {
-        int every = options.multiAckEvery();
-        if (every <= 0) {
-          getChannel().basicAck(envelope.getDeliveryTag(), false);
-        } else if (taken % every == 0 || taken == limit) {
-          getChannel().basicAck(envelope.getDeliveryTag(), true);
+    public void declare() throws Exception {
+        Channel any = !producers.isEmpty()
+                ? producers.get(0).channel
+                : consumers.get(0).getChannel();
+        if (options.declaresExchange()) {
+            any.exchangeDeclare(options.exchange(), options.exchangeType());
         }
-      }
-      if (limit > 0 && taken == limit) {
-        metrics.consumerDone();
-        cancel();
-      }
+        if (!options.serverNamedQueues()) {
+            Map<String, Object> args = options.queueArgs().isEmpty() ? null : options.queueArgs();
+            any.queueDeclare(options.queue(), true, false, options.autoDelete(), args);
+            if (!options.exchange().isEmpty()) {
+                any.queueBind(options.queue(), options.exchange(), options.routingKey());
+            }
+        }
+        for (Consumer consumer : consumers) {
+            if (options.serverNamedQueues()) {
+                consumer.queue = consumer.getChannel().queueDeclare().getQueue();
+                if (!options.exchange().isEmpty()) {
+                    consumer.getChannel().queueBind(consumer.queue, options.exchange(), options.routingKey());
+                }
+            } else {
+                consumer.queue = options.queue();
+            }
+        }
     }
 
     @Override
-    public void handleShutdownSignal(String consumerTag, ShutdownSignalException sig) {
-      if (running && !sig.isInitiatedByApplication()) {
-        metrics.fail(sig);
-      }
+    public void startConsumers() throws Exception {
+        for (Consumer consumer : consumers) {
+            consumer.getChannel().basicConsume(consumer.queue, options.autoAck(), consumer);
+        }
     }
 
-    void cancel() {
-      if (cancelled) {
-        return;
-      }
-      cancelled = true;
-      String tag = getConsumerTag();
-      if (tag == null) {
-        return;
-      }
-      try {
-        getChannel().basicCancel(tag);
-      } catch (IOException | AlreadyClosedException e) {
-        // the channel is going away anyway: nothing left to cancel
-      }
+    @Override
+    public void startProducers() {
+        String routingKey = options.routingKeyFor(options.queue());
+        for (Producer producer : producers) {
+            producer.thread = new Thread(() -> producer.run(routingKey), "warren-perf-producer-" + producer.index);
+            producer.thread.start();
+        }
     }
-  }
+
+    @Override
+    public void stop() throws Exception {
+        running = false;
+        for (Producer producer : producers) {
+            if (producer.thread != null) {
+                producer.thread.join(CLOSE_TIMEOUT_MILLIS);
+                producer.thread.interrupt();
+            }
+        }
+        for (Consumer consumer : consumers) {
+            consumer.cancel();
+        }
+    }
+
+    @Override
+    public void close() {
+        running = false;
+        for (Producer producer : producers) {
+            if (producer.thread != null) {
+                producer.thread.interrupt();
+            }
+        }
+        for (Connection connection : connections) {
+            try {
+                connection.close((int) CLOSE_TIMEOUT_MILLIS);
+            } catch (IOException | ShutdownSignalException e) {
+                connection.abort((int) CLOSE_TIMEOUT_MILLIS);
+            }
+        }
+        connections.clear();
+    }
+
+    /** One publishing thread on its own channel. */
+    private final class Producer {
+        final int index;
+        final Channel channel;
+        final ConfirmTracker confirms;
+        Thread thread;
+
+        Producer(int index, Channel channel) throws IOException {
+            this.index = index;
+            this.channel = channel;
+            if (options.confirms()) {
+                confirms = new ConfirmTracker(options.confirm(), metrics);
+                channel.confirmSelect();
+                channel.addConfirmListener(new ConfirmListener() {
+                    @Override
+                    public void handleAck(long tag, boolean multiple) {
+                        confirms.ack(tag, multiple);
+                    }
+
+                    @Override
+                    public void handleNack(long tag, boolean multiple) {
+                        confirms.nack(tag, multiple);
+                    }
+                });
+            } else {
+                confirms = null;
+            }
+            if (options.mandatory()) {
+                channel.addReturnListener(returned -> metrics.returned());
+            }
+        }
+
+        void run(String routingKey) {
+            byte[] body = new byte[options.size()];
+            AMQP.BasicProperties props =
+                    options.persistent() ? MessageProperties.MINIMAL_PERSISTENT_BASIC : MessageProperties.MINIMAL_BASIC;
+            Pacer pacer = new Pacer(options.rate());
+            long limit = options.producerMessages();
+            long sent = 0;
+            try {
+                while (running && (limit == 0 || sent < limit)) {
+                    pacer.await();
+                    if (confirms != null && !confirms.acquire(100)) {
+                        continue;
+                    }
+                    long now = System.nanoTime();
+                    MessageBody.stamp(body, now);
+                    if (confirms != null) {
+                        confirms.sent(channel.getNextPublishSeqNo(), now);
+                    }
+                    channel.basicPublish(options.exchange(), routingKey, options.mandatory(), false, props, body);
+                    metrics.published();
+                    sent++;
+                }
+                if (running && confirms != null) {
+                    while (running && !confirms.awaitDrained(100)) {
+                        // the last confirms are still on their way
+                    }
+                }
+                if (running) {
+                    metrics.producerDone();
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            } catch (IOException | AlreadyClosedException e) {
+                if (running) {
+                    metrics.fail(e);
+                }
+            }
+        }
+    }
+
+    /** One consumer on its own channel, acknowledging as the options say. */
+    private final class Consumer extends DefaultConsumer {
+        String queue;
+        // consumer work pool: amqp-client calls one channel's consumer from one thread at a time
+        private long taken;
+        private volatile boolean cancelled;
+
+        Consumer(Channel channel) {
+            super(channel);
+        }
+
+        @Override
+        public void handleDelivery(String tag, Envelope envelope, AMQP.BasicProperties props, byte[] body)
+                throws IOException {
+            long limit = options.consumerMessages();
+            if (cancelled || (limit > 0 && taken >= limit)) {
+                return; // prefetched after the last one wanted: not counted
+            }
+            taken++;
+            metrics.received(MessageBody.publishNanos(body));
+            if (!options.autoAck()) {
+                int every = options.multiAckEvery();
+                if (every <= 0) {
+                    getChannel().basicAck(envelope.getDeliveryTag(), false);
+                } else if (taken % every == 0 || taken == limit) {
+                    getChannel().basicAck(envelope.getDeliveryTag(), true);
+                }
+            }
+            if (limit > 0 && taken == limit) {
+                metrics.consumerDone();
+                cancel();
+            }
+        }
+
+        @Override
+        public void handleShutdownSignal(String consumerTag, ShutdownSignalException sig) {
+            if (running && !sig.isInitiatedByApplication()) {
+                metrics.fail(sig);
+            }
+        }
+
+        void cancel() {
+            if (cancelled) {
+                return;
+            }
+            cancelled = true;
+            String tag = getConsumerTag();
+            if (tag == null) {
+                return;
+            }
+            try {
+                getChannel().basicCancel(tag);
+            } catch (IOException | AlreadyClosedException e) {
+                // the channel is going away anyway: nothing left to cancel
+            }
+        }
+    }
 }

@@ -30,137 +30,159 @@ import java.util.stream.Stream;
  */
 public final class BenchmarksTable {
 
-  private static final List<String> DEFAULT_FIGURES = List.of("sent_rate", "confirmed_rate", "received_rate",
-      "confirm_latency_p99_us", "consumer_latency_p50_us", "consumer_latency_p99_us", "cpu_ns_per_msg",
-      "alloc_bytes_per_msg");
-  private static final List<String> CLIENT_ORDER = List.of(Clients.AMQP_CLIENT, Clients.WARREN, Clients.RAW);
+    private static final List<String> DEFAULT_FIGURES = List.of(
+            "sent_rate",
+            "confirmed_rate",
+            "received_rate",
+            "confirm_latency_p99_us",
+            "consumer_latency_p50_us",
+            "consumer_latency_p99_us",
+            "cpu_ns_per_msg",
+            "alloc_bytes_per_msg");
+    private static final List<String> CLIENT_ORDER = List.of(Clients.AMQP_CLIENT, Clients.WARREN, Clients.RAW);
 
-  private BenchmarksTable() {}
+    private BenchmarksTable() {}
 
-  public static void main(String[] args) throws IOException {
-    List<Map<String, Object>> runs = new ArrayList<>();
-    Map<String, List<String>> scenarios = new LinkedHashMap<>();
-    for (String arg : args) {
-      int eq = arg.indexOf('=');
-      if (eq > 0) {
-        scenarios.put(arg.substring(0, eq), List.of(arg.substring(eq + 1).split(",")));
-      } else {
-        runs.addAll(read(Path.of(arg)));
-      }
-    }
-    if (runs.isEmpty()) {
-      System.err.println("usage: BenchmarksTable RESULTS_DIR|FILE... [\"SCENARIO=figure,figure\" ...]: no results found");
-      System.exit(2);
-    }
-    table(runs, scenarios).forEach(System.out::println);
-  }
-
-  /** Every run object in {@code path}: a JSON file (an object or an array) or a directory of them. */
-  static List<Map<String, Object>> read(Path path) throws IOException {
-    List<Map<String, Object>> runs = new ArrayList<>();
-    if (Files.isDirectory(path)) {
-      try (Stream<Path> files = Files.list(path)) {
-        for (Path file : files.filter(f -> f.toString().endsWith(".json")).sorted().toList()) {
-          runs.addAll(read(file));
+    public static void main(String[] args) throws IOException {
+        List<Map<String, Object>> runs = new ArrayList<>();
+        Map<String, List<String>> scenarios = new LinkedHashMap<>();
+        for (String arg : args) {
+            int eq = arg.indexOf('=');
+            if (eq > 0) {
+                scenarios.put(
+                        arg.substring(0, eq), List.of(arg.substring(eq + 1).split(",")));
+            } else {
+                runs.addAll(read(Path.of(arg)));
+            }
         }
-      }
-      return runs;
-    }
-    Object value = Json.parse(Files.readString(path, StandardCharsets.UTF_8));
-    for (Object run : value instanceof List<?> list ? list : List.of(value)) {
-      @SuppressWarnings("unchecked")
-      Map<String, Object> map = (Map<String, Object>) run;
-      runs.add(map);
-    }
-    return runs;
-  }
-
-  /** The table's lines; {@code scenarios} maps an id to its figures, empty for every id with the default ones. */
-  static List<String> table(List<Map<String, Object>> runs, Map<String, List<String>> scenarios) {
-    Set<String> present = new LinkedHashSet<>();
-    runs.forEach(r -> present.add(String.valueOf(r.get("client"))));
-    List<String> clients = new ArrayList<>(present);
-    clients.sort(Comparator.comparingInt(c -> CLIENT_ORDER.contains(c) ? CLIENT_ORDER.indexOf(c) : CLIENT_ORDER.size()));
-    boolean ratio = present.contains(Clients.WARREN) && present.contains(Clients.AMQP_CLIENT);
-
-    Map<String, List<String>> wanted = new LinkedHashMap<>(scenarios);
-    if (wanted.isEmpty()) {
-      runs.forEach(r -> wanted.putIfAbsent(String.valueOf(r.get("id")), DEFAULT_FIGURES));
-    }
-
-    List<String> lines = new ArrayList<>();
-    StringBuilder head = new StringBuilder("| scenario | figure |");
-    StringBuilder rule = new StringBuilder("|---|---|");
-    for (String c : clients) {
-      head.append(' ').append(c).append(" |");
-      rule.append("---:|");
-    }
-    if (ratio) {
-      head.append(" warren / amqp-client |");
-      rule.append("---:|");
-    }
-    lines.add(head.toString());
-    lines.add(rule.toString());
-    int fewestRuns = Integer.MAX_VALUE;
-    int mostRuns = 0;
-    for (Map.Entry<String, List<String>> scenario : wanted.entrySet()) {
-      List<Map<String, Object>> ofScenario = runs.stream()
-          .filter(r -> scenario.getKey().equals(String.valueOf(r.get("id")))).toList();
-      if (ofScenario.isEmpty()) {
-        lines.add("| " + scenario.getKey() + " | (no runs) |" + " |".repeat(clients.size() + (ratio ? 1 : 0)));
-        continue;
-      }
-      for (String c : clients) {
-        long n = ofScenario.stream().filter(r -> c.equals(r.get("client"))).count();
-        if (n > 0) {
-          fewestRuns = (int) Math.min(fewestRuns, n);
-          mostRuns = (int) Math.max(mostRuns, n);
+        if (runs.isEmpty()) {
+            System.err.println(
+                    "usage: BenchmarksTable RESULTS_DIR|FILE... [\"SCENARIO=figure,figure\" ...]: no results found");
+            System.exit(2);
         }
-      }
-      for (String figure : scenario.getValue()) {
-        List<Double> medians = new ArrayList<>();
+        table(runs, scenarios).forEach(System.out::println);
+    }
+
+    /** Every run object in {@code path}: a JSON file (an object or an array) or a directory of them. */
+    static List<Map<String, Object>> read(Path path) throws IOException {
+        List<Map<String, Object>> runs = new ArrayList<>();
+        if (Files.isDirectory(path)) {
+            try (Stream<Path> files = Files.list(path)) {
+                for (Path file : files.filter(f -> f.toString().endsWith(".json"))
+                        .sorted()
+                        .toList()) {
+                    runs.addAll(read(file));
+                }
+            }
+            return runs;
+        }
+        Object value = Json.parse(Files.readString(path, StandardCharsets.UTF_8));
+        for (Object run : value instanceof List<?> list ? list : List.of(value)) {
+            @SuppressWarnings("unchecked")
+            Map<String, Object> map = (Map<String, Object>) run;
+            runs.add(map);
+        }
+        return runs;
+    }
+
+    /** The table's lines; {@code scenarios} maps an id to its figures, empty for every id with the default ones. */
+    static List<String> table(List<Map<String, Object>> runs, Map<String, List<String>> scenarios) {
+        Set<String> present = new LinkedHashSet<>();
+        runs.forEach(r -> present.add(String.valueOf(r.get("client"))));
+        List<String> clients = new ArrayList<>(present);
+        clients.sort(
+                Comparator.comparingInt(c -> CLIENT_ORDER.contains(c) ? CLIENT_ORDER.indexOf(c) : CLIENT_ORDER.size()));
+        boolean ratio = present.contains(Clients.WARREN) && present.contains(Clients.AMQP_CLIENT);
+
+        Map<String, List<String>> wanted = new LinkedHashMap<>(scenarios);
+        if (wanted.isEmpty()) {
+            runs.forEach(r -> wanted.putIfAbsent(String.valueOf(r.get("id")), DEFAULT_FIGURES));
+        }
+
+        List<String> lines = new ArrayList<>();
+        StringBuilder head = new StringBuilder("| scenario | figure |");
+        StringBuilder rule = new StringBuilder("|---|---|");
         for (String c : clients) {
-          medians.add(Summary.median(ofScenario, c, figure));
-        }
-        if (medians.stream().allMatch(m -> m == null)) {
-          continue;
-        }
-        StringBuilder line = new StringBuilder("| ").append(scenario.getKey()).append(" | ")
-            .append(label(figure)).append(" |");
-        for (Double m : medians) {
-          line.append(' ').append(format(figure, m)).append(" |");
+            head.append(' ').append(c).append(" |");
+            rule.append("---:|");
         }
         if (ratio) {
-          Double base = medians.get(clients.indexOf(Clients.AMQP_CLIENT));
-          Double warren = medians.get(clients.indexOf(Clients.WARREN));
-          line.append(' ').append(base == null || warren == null || base == 0 ? "-"
-              : String.format(Locale.ROOT, "%.2f", warren / base)).append(" |");
+            head.append(" warren / amqp-client |");
+            rule.append("---:|");
         }
-        lines.add(line.toString());
-      }
+        lines.add(head.toString());
+        lines.add(rule.toString());
+        int fewestRuns = Integer.MAX_VALUE;
+        int mostRuns = 0;
+        for (Map.Entry<String, List<String>> scenario : wanted.entrySet()) {
+            List<Map<String, Object>> ofScenario = runs.stream()
+                    .filter(r -> scenario.getKey().equals(String.valueOf(r.get("id"))))
+                    .toList();
+            if (ofScenario.isEmpty()) {
+                lines.add("| " + scenario.getKey() + " | (no runs) |" + " |".repeat(clients.size() + (ratio ? 1 : 0)));
+                continue;
+            }
+            for (String c : clients) {
+                long n = ofScenario.stream()
+                        .filter(r -> c.equals(r.get("client")))
+                        .count();
+                if (n > 0) {
+                    fewestRuns = (int) Math.min(fewestRuns, n);
+                    mostRuns = (int) Math.max(mostRuns, n);
+                }
+            }
+            for (String figure : scenario.getValue()) {
+                List<Double> medians = new ArrayList<>();
+                for (String c : clients) {
+                    medians.add(Summary.median(ofScenario, c, figure));
+                }
+                if (medians.stream().allMatch(m -> m == null)) {
+                    continue;
+                }
+                StringBuilder line = new StringBuilder("| ")
+                        .append(scenario.getKey())
+                        .append(" | ")
+                        .append(label(figure))
+                        .append(" |");
+                for (Double m : medians) {
+                    line.append(' ').append(format(figure, m)).append(" |");
+                }
+                if (ratio) {
+                    Double base = medians.get(clients.indexOf(Clients.AMQP_CLIENT));
+                    Double warren = medians.get(clients.indexOf(Clients.WARREN));
+                    line.append(' ')
+                            .append(
+                                    base == null || warren == null || base == 0
+                                            ? "-"
+                                            : String.format(Locale.ROOT, "%.2f", warren / base))
+                            .append(" |");
+                }
+                lines.add(line.toString());
+            }
+        }
+        lines.add("");
+        lines.add(
+                fewestRuns == mostRuns
+                        ? "Medians of " + mostRuns + " run(s) per client and scenario."
+                        : "Medians of " + fewestRuns + " to " + mostRuns + " runs per client and scenario.");
+        return lines;
     }
-    lines.add("");
-    lines.add(fewestRuns == mostRuns
-        ? "Medians of " + mostRuns + " run(s) per client and scenario."
-        : "Medians of " + fewestRuns + " to " + mostRuns + " runs per client and scenario.");
-    return lines;
-  }
 
-  private static String label(String figure) {
-    for (Summary.Row row : Summary.COMPARED) {
-      if (row.key().equals(figure)) {
-        return row.label();
-      }
+    private static String label(String figure) {
+        for (Summary.Row row : Summary.COMPARED) {
+            if (row.key().equals(figure)) {
+                return row.label();
+            }
+        }
+        return figure;
     }
-    return figure;
-  }
 
-  private static String format(String figure, Double value) {
-    for (Summary.Row row : Summary.COMPARED) {
-      if (row.key().equals(figure)) {
-        return row.format(value);
-      }
+    private static String format(String figure, Double value) {
+        for (Summary.Row row : Summary.COMPARED) {
+            if (row.key().equals(figure)) {
+                return row.format(value);
+            }
+        }
+        return Format.number(value, value != null && Math.abs(value) < 10 ? 2 : 0);
     }
-    return Format.number(value, value != null && Math.abs(value) < 10 ? 2 : 0);
-  }
 }

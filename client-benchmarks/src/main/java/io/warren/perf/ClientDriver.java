@@ -36,33 +36,33 @@ package io.warren.perf;
  */
 public interface ClientDriver extends AutoCloseable {
 
-  /** The name the tool prints and writes to JSON ({@code amqp-client}, {@code warren}). */
-  String name();
+    /** The name the tool prints and writes to JSON ({@code amqp-client}, {@code warren}). */
+    String name();
 
-  /**
-   * Opens the producers' and consumers' connections and channels to {@link RunOptions#uri()}, enables
-   * confirms and sets the prefetch. Throws {@link java.net.ConnectException} (possibly as the cause)
-   * when nothing listens there, so the tool can say so.
-   */
-  void connect(RunOptions options, Metrics metrics) throws Exception;
+    /**
+     * Opens the producers' and consumers' connections and channels to {@link RunOptions#uri()}, enables
+     * confirms and sets the prefetch. Throws {@link java.net.ConnectException} (possibly as the cause)
+     * when nothing listens there, so the tool can say so.
+     */
+    void connect(RunOptions options, Metrics metrics) throws Exception;
 
-  /** Declares the exchange and queues and binds them, as {@link RunOptions} describes. */
-  void declare() throws Exception;
+    /** Declares the exchange and queues and binds them, as {@link RunOptions} describes. */
+    void declare() throws Exception;
 
-  /** Starts consuming on every consumer channel; returns once the broker confirmed each consume. */
-  void startConsumers() throws Exception;
+    /** Starts consuming on every consumer channel; returns once the broker confirmed each consume. */
+    void startConsumers() throws Exception;
 
-  /** Starts the producers (threads or loops of the driver's own) and returns at once. */
-  void startProducers() throws Exception;
+    /** Starts the producers (threads or loops of the driver's own) and returns at once. */
+    void startProducers() throws Exception;
 
-  /**
-   * Stops publishing and consuming: producers stop after their current publish, consumers are
-   * cancelled. Returns within a few seconds whatever the broker does. Counting after this call does not
-   * matter any more: the run has taken its final reading before calling it.
-   */
-  void stop() throws Exception;
+    /**
+     * Stops publishing and consuming: producers stop after their current publish, consumers are
+     * cancelled. Returns within a few seconds whatever the broker does. Counting after this call does not
+     * matter any more: the run has taken its final reading before calling it.
+     */
+    void stop() throws Exception;
 
-  /** Closes every connection and releases every resource; idempotent, never throws. */
-  @Override
-  void close();
+    /** Closes every connection and releases every resource; idempotent, never throws. */
+    @Override
+    void close();
 }

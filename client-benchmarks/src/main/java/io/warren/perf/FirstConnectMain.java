@@ -60,11 +60,11 @@ public final class FirstConnectMain {
         }
         long closed = System.nanoTime();
         if (!quiet) {
-            System.out.printf("%s: create %.1f ms, connect %.1f ms, close %.1f ms (since main)%n", client,
-                    (created - t0) / 1e6, (connected - t0) / 1e6, (closed - t0) / 1e6);
+            System.out.printf(
+                    "%s: create %.1f ms, connect %.1f ms, close %.1f ms (since main)%n",
+                    client, (created - t0) / 1e6, (connected - t0) / 1e6, (closed - t0) / 1e6);
         }
     }
 
-    private FirstConnectMain() {
-    }
+    private FirstConnectMain() {}
 }

@@ -32,36 +32,37 @@ import java.util.Map;
  */
 final class HtmlReport {
 
-  private HtmlReport() {}
+    private HtmlReport() {}
 
-  /** The page for {@code runs} (each one {@link RunResult#toJson()}). */
-  static String render(List<Map<String, Object>> runs) {
-    List<String> clients = new ArrayList<>(new LinkedHashSet<>(
-        runs.stream().map(r -> String.valueOf(r.get("client"))).toList()));
-    Map<String, Object> data = new LinkedHashMap<>();
-    data.put("generated", ZonedDateTime.now().format(DateTimeFormatter.RFC_1123_DATE_TIME));
-    data.put("clients", clients);
-    data.put("comparison", clients.size() > 1 ? Summary.comparison(runs, clients) : null);
-    data.put("headline", Summary.headline(runs, clients));
-    data.put("runs", runs);
-    // JSON has "<" only inside strings, where its escape means the same: no "</script>" in the data ends the element
-    return PAGE.replace("@DATA@", Json.compact(data).replace("<", "\\u003c"));
-  }
-
-  /** {@code report.html} with {@code report.css} and {@code report.js} put in, {@code @DATA@} still to fill. */
-  private static final String PAGE = resource("report.html")
-      .replace("@STYLE@", resource("report.css"))
-      .replace("@SCRIPT@", resource("report.js"));
-
-  /** A text resource next to this class (in the jar: io/warren/perf/NAME). */
-  private static String resource(String name) {
-    try (InputStream in = HtmlReport.class.getResourceAsStream(name)) {
-      if (in == null) {
-        throw new IllegalStateException("the report template " + name + " is missing from the class path");
-      }
-      return new String(in.readAllBytes(), StandardCharsets.UTF_8);
-    } catch (IOException e) {
-      throw new UncheckedIOException("cannot read the report template " + name, e);
+    /** The page for {@code runs} (each one {@link RunResult#toJson()}). */
+    static String render(List<Map<String, Object>> runs) {
+        List<String> clients = new ArrayList<>(new LinkedHashSet<>(
+                runs.stream().map(r -> String.valueOf(r.get("client"))).toList()));
+        Map<String, Object> data = new LinkedHashMap<>();
+        data.put("generated", ZonedDateTime.now().format(DateTimeFormatter.RFC_1123_DATE_TIME));
+        data.put("clients", clients);
+        data.put("comparison", clients.size() > 1 ? Summary.comparison(runs, clients) : null);
+        data.put("headline", Summary.headline(runs, clients));
+        data.put("runs", runs);
+        // JSON has "<" only inside strings, where its escape means the same: no "</script>" in the data ends the
+        // element
+        return PAGE.replace("@DATA@", Json.compact(data).replace("<", "\\u003c"));
     }
-  }
+
+    /** {@code report.html} with {@code report.css} and {@code report.js} put in, {@code @DATA@} still to fill. */
+    private static final String PAGE = resource("report.html")
+            .replace("@STYLE@", resource("report.css"))
+            .replace("@SCRIPT@", resource("report.js"));
+
+    /** A text resource next to this class (in the jar: io/warren/perf/NAME). */
+    private static String resource(String name) {
+        try (InputStream in = HtmlReport.class.getResourceAsStream(name)) {
+            if (in == null) {
+                throw new IllegalStateException("the report template " + name + " is missing from the class path");
+            }
+            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read the report template " + name, e);
+        }
+    }
 }

@@ -61,184 +61,200 @@ import org.HdrHistogram.Recorder;
  */
 public final class LoopbackPeer implements AutoCloseable {
 
-  /** What the peer does with a client's traffic. */
-  public enum Mode {
-    /** Read and confirm publishes; deliver nothing. */
-    SINK,
-    /** Read and confirm publishes; stream deliveries to every consumer. */
-    SOURCE,
-    /** As {@link #SOURCE}, ignoring the prefetch (basic.qos) it accepted. */
-    FLOOD
-  }
-
-  private final Mode mode;
-  private final int bodySize;
-  private final long deliveriesPerConsumer;
-  private final EventLoopGroup group;
-  private final Channel server;
-  final Counters counters = new Counters();
-  /**
-   * From a publish's stamp ({@link MessageBody#publishNanos}, written right before the client's publish call) to
-   * the peer's event loop handling the publish's first body frame, in ns: the client's whole publish path, the
-   * socket and the peer's read. Recorded only while {@link #recordReceiptLatency} is on.
-   */
-  final Recorder receiptLatency = new Recorder(3);
-  volatile boolean recordingReceipt;
-
-  private LoopbackPeer(Mode mode, int bodySize, long deliveriesPerConsumer, int port, int threads)
-      throws InterruptedException {
-    this.mode = mode;
-    this.bodySize = bodySize;
-    this.deliveriesPerConsumer = deliveriesPerConsumer;
-    this.group = new MultiThreadIoEventLoopGroup(threads, new DefaultThreadFactory("warren-peer", true),
-        NioIoHandler.newFactory());
-    try {
-      this.server = new ServerBootstrap()
-          .group(group)
-          .channel(NioServerSocketChannel.class)
-          .childOption(ChannelOption.TCP_NODELAY, true)
-          // Netty 4.2's default adaptive allocator has no recycled slices: FrameDecoder's retainedSlice
-          // would allocate a slice object per frame; the pooled allocator recycles them
-          .childOption(ChannelOption.ALLOCATOR, PooledByteBufAllocator.DEFAULT)
-          .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, new WriteBufferWaterMark(256 * 1024, 512 * 1024))
-          .childHandler(new ChannelInitializer<SocketChannel>() {
-            @Override
-            protected void initChannel(SocketChannel ch) {
-              ch.pipeline().addLast("protocol-header", new ProtocolHeaderHandler());
-              ch.pipeline().addLast("connection", new PeerConnection(LoopbackPeer.this));
-            }
-          })
-          .bind(new InetSocketAddress("127.0.0.1", port)).sync().channel();
-    } catch (InterruptedException | RuntimeException e) {
-      group.shutdownGracefully(0, 1, TimeUnit.SECONDS);
-      throw e;
+    /** What the peer does with a client's traffic. */
+    public enum Mode {
+        /** Read and confirm publishes; deliver nothing. */
+        SINK,
+        /** Read and confirm publishes; stream deliveries to every consumer. */
+        SOURCE,
+        /** As {@link #SOURCE}, ignoring the prefetch (basic.qos) it accepted. */
+        FLOOD
     }
-  }
 
-  /**
-   * Starts a peer on an ephemeral port of 127.0.0.1.
-   *
-   * @param bodySize the body size of SOURCE deliveries
-   * @param deliveriesPerConsumer deliveries each consumer gets in SOURCE mode; 0 = no end
-   */
-  public static LoopbackPeer start(Mode mode, int bodySize, long deliveriesPerConsumer) throws InterruptedException {
-    return new LoopbackPeer(mode, bodySize, deliveriesPerConsumer, 0,
-        Math.max(1, Math.min(4, Runtime.getRuntime().availableProcessors() / 2)));
-  }
+    private final Mode mode;
+    private final int bodySize;
+    private final long deliveriesPerConsumer;
+    private final EventLoopGroup group;
+    private final Channel server;
+    final Counters counters = new Counters();
+    /**
+     * From a publish's stamp ({@link MessageBody#publishNanos}, written right before the client's publish call) to
+     * the peer's event loop handling the publish's first body frame, in ns: the client's whole publish path, the
+     * socket and the peer's read. Recorded only while {@link #recordReceiptLatency} is on.
+     */
+    final Recorder receiptLatency = new Recorder(3);
 
-  public Mode mode() {
-    return mode;
-  }
+    volatile boolean recordingReceipt;
 
-  int bodySize() {
-    return bodySize;
-  }
-
-  long deliveriesPerConsumer() {
-    return deliveriesPerConsumer;
-  }
-
-  /** The port the peer listens on. */
-  public int port() {
-    return ((InetSocketAddress) server.localAddress()).getPort();
-  }
-
-  /** {@code amqp://guest:guest@127.0.0.1:PORT}: any credentials are accepted. */
-  public String uri() {
-    return "amqp://guest:guest@127.0.0.1:" + port();
-  }
-
-  /**
-   * Turns the receipt latency on or off. Off by default: a paced run turns it on (unpaced, publishes wait in the
-   * socket buffers and the figure measures that queue; and the clock read per publish costs the peer throughput).
-   */
-  public void recordReceiptLatency(boolean on) {
-    recordingReceipt = on;
-  }
-
-  /** The receipt latencies (ns) recorded since the last call, in {@code recycle} (may be null) or a new histogram. */
-  public Histogram intervalReceiptLatency(Histogram recycle) {
-    return receiptLatency.getIntervalHistogram(recycle);
-  }
-
-  /** What the peer counted since it started (publishes read, publishes confirmed, deliveries written). */
-  public RunResult.PeerStats stats() {
-    return new RunResult.PeerStats(counters.publishes.sum(), counters.confirms.sum(), counters.deliveries.sum());
-  }
-
-  /** Number of client connections open now. */
-  public long connections() {
-    return counters.connections.sum();
-  }
-
-  /** Closes the server and every connection, and waits for the threads to end. */
-  @Override
-  public void close() {
-    server.close().awaitUninterruptibly();
-    group.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly();
-  }
-
-  /**
-   * The peer on its own: {@code sink|source|flood [port] [body-size] [deliveries]}; prints its rates every second.
-   */
-  public static void main(String[] args) throws Exception {
-    if (args.length < 1 || !List.of("sink", "source", "flood").contains(args[0])) {
-      System.err.println("usage: LoopbackPeer sink|source|flood [port] [body-size] [deliveries-per-consumer]");
-      System.exit(2);
-    }
-    Mode mode = Mode.valueOf(args[0].toUpperCase(Locale.ROOT));
-    int port = args.length > 1 ? Integer.parseInt(args[1]) : 5673;
-    int size = args.length > 2 ? Integer.parseInt(args[2]) : MessageBody.MIN_SIZE;
-    long deliveries = args.length > 3 ? Long.parseLong(args[3]) : 0;
-    try (LoopbackPeer peer = new LoopbackPeer(mode, size, deliveries, port,
-        Math.max(1, Math.min(4, Runtime.getRuntime().availableProcessors() / 2)))) {
-      System.out.println("loopback peer (" + args[0] + ") listening on " + peer.uri());
-      RunResult.PeerStats last = peer.stats();
-      while (true) {
-        Thread.sleep(1000);
-        RunResult.PeerStats now = peer.stats();
-        System.out.printf(Locale.ROOT, "%d connection(s) | read %,d publishes/s | confirmed %,d/s | wrote %,d deliveries/s%n",
-            peer.connections(), now.publishes() - last.publishes(), now.confirms() - last.confirms(),
-            now.deliveries() - last.deliveries());
-        last = now;
-      }
-    }
-  }
-
-  /** Counters the connections add to in batches (once per socket read or pump pass). */
-  static final class Counters {
-    final LongAdder publishes = new LongAdder();
-    final LongAdder confirms = new LongAdder();
-    final LongAdder deliveries = new LongAdder();
-    final LongAdder connections = new LongAdder();
-  }
-
-  /**
-   * Reads the client's 8-byte protocol header, then hands the stream to a {@link FrameDecoder} (which
-   * takes the bytes that came after the header) and tells the connection to start. A client asking for
-   * another protocol gets our header back and the socket is closed, as the spec says.
-   */
-  static final class ProtocolHeaderHandler extends ByteToMessageDecoder {
-    @Override
-    protected void decode(ChannelHandlerContext ctx, ByteBuf in, List<Object> out) {
-      if (in.readableBytes() < ProtocolHeader.LENGTH) {
-        return;
-      }
-      ByteBuf expected = ProtocolHeader.encode(ctx.alloc());
-      try {
-        boolean ok = in.readSlice(ProtocolHeader.LENGTH).equals(expected);
-        if (!ok) {
-          in.skipBytes(in.readableBytes());
-          ctx.writeAndFlush(expected.retain()).addListener(f -> ctx.close());
-          return;
+    private LoopbackPeer(Mode mode, int bodySize, long deliveriesPerConsumer, int port, int threads)
+            throws InterruptedException {
+        this.mode = mode;
+        this.bodySize = bodySize;
+        this.deliveriesPerConsumer = deliveriesPerConsumer;
+        this.group = new MultiThreadIoEventLoopGroup(
+                threads, new DefaultThreadFactory("warren-peer", true), NioIoHandler.newFactory());
+        try {
+            this.server = new ServerBootstrap()
+                    .group(group)
+                    .channel(NioServerSocketChannel.class)
+                    .childOption(ChannelOption.TCP_NODELAY, true)
+                    // Netty 4.2's default adaptive allocator has no recycled slices: FrameDecoder's retainedSlice
+                    // would allocate a slice object per frame; the pooled allocator recycles them
+                    .childOption(ChannelOption.ALLOCATOR, PooledByteBufAllocator.DEFAULT)
+                    .childOption(
+                            ChannelOption.WRITE_BUFFER_WATER_MARK, new WriteBufferWaterMark(256 * 1024, 512 * 1024))
+                    .childHandler(new ChannelInitializer<SocketChannel>() {
+                        @Override
+                        protected void initChannel(SocketChannel ch) {
+                            ch.pipeline().addLast("protocol-header", new ProtocolHeaderHandler());
+                            ch.pipeline().addLast("connection", new PeerConnection(LoopbackPeer.this));
+                        }
+                    })
+                    .bind(new InetSocketAddress("127.0.0.1", port))
+                    .sync()
+                    .channel();
+        } catch (InterruptedException | RuntimeException e) {
+            group.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+            throw e;
         }
-      } finally {
-        expected.release();
-      }
-      FrameDecoder frames = new FrameDecoder();
-      ctx.pipeline().addAfter(ctx.name(), "frames", frames);
-      ctx.pipeline().get(PeerConnection.class).start(frames);
-      ctx.pipeline().remove(this); // what followed the header goes on to the frame decoder
     }
-  }
+
+    /**
+     * Starts a peer on an ephemeral port of 127.0.0.1.
+     *
+     * @param bodySize the body size of SOURCE deliveries
+     * @param deliveriesPerConsumer deliveries each consumer gets in SOURCE mode; 0 = no end
+     */
+    public static LoopbackPeer start(Mode mode, int bodySize, long deliveriesPerConsumer) throws InterruptedException {
+        return new LoopbackPeer(
+                mode,
+                bodySize,
+                deliveriesPerConsumer,
+                0,
+                Math.max(1, Math.min(4, Runtime.getRuntime().availableProcessors() / 2)));
+    }
+
+    public Mode mode() {
+        return mode;
+    }
+
+    int bodySize() {
+        return bodySize;
+    }
+
+    long deliveriesPerConsumer() {
+        return deliveriesPerConsumer;
+    }
+
+    /** The port the peer listens on. */
+    public int port() {
+        return ((InetSocketAddress) server.localAddress()).getPort();
+    }
+
+    /** {@code amqp://guest:guest@127.0.0.1:PORT}: any credentials are accepted. */
+    public String uri() {
+        return "amqp://guest:guest@127.0.0.1:" + port();
+    }
+
+    /**
+     * Turns the receipt latency on or off. Off by default: a paced run turns it on (unpaced, publishes wait in the
+     * socket buffers and the figure measures that queue; and the clock read per publish costs the peer throughput).
+     */
+    public void recordReceiptLatency(boolean on) {
+        recordingReceipt = on;
+    }
+
+    /** The receipt latencies (ns) recorded since the last call, in {@code recycle} (may be null) or a new histogram. */
+    public Histogram intervalReceiptLatency(Histogram recycle) {
+        return receiptLatency.getIntervalHistogram(recycle);
+    }
+
+    /** What the peer counted since it started (publishes read, publishes confirmed, deliveries written). */
+    public RunResult.PeerStats stats() {
+        return new RunResult.PeerStats(counters.publishes.sum(), counters.confirms.sum(), counters.deliveries.sum());
+    }
+
+    /** Number of client connections open now. */
+    public long connections() {
+        return counters.connections.sum();
+    }
+
+    /** Closes the server and every connection, and waits for the threads to end. */
+    @Override
+    public void close() {
+        server.close().awaitUninterruptibly();
+        group.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly();
+    }
+
+    /**
+     * The peer on its own: {@code sink|source|flood [port] [body-size] [deliveries]}; prints its rates every second.
+     */
+    public static void main(String[] args) throws Exception {
+        if (args.length < 1 || !List.of("sink", "source", "flood").contains(args[0])) {
+            System.err.println("usage: LoopbackPeer sink|source|flood [port] [body-size] [deliveries-per-consumer]");
+            System.exit(2);
+        }
+        Mode mode = Mode.valueOf(args[0].toUpperCase(Locale.ROOT));
+        int port = args.length > 1 ? Integer.parseInt(args[1]) : 5673;
+        int size = args.length > 2 ? Integer.parseInt(args[2]) : MessageBody.MIN_SIZE;
+        long deliveries = args.length > 3 ? Long.parseLong(args[3]) : 0;
+        try (LoopbackPeer peer = new LoopbackPeer(
+                mode,
+                size,
+                deliveries,
+                port,
+                Math.max(1, Math.min(4, Runtime.getRuntime().availableProcessors() / 2)))) {
+            System.out.println("loopback peer (" + args[0] + ") listening on " + peer.uri());
+            RunResult.PeerStats last = peer.stats();
+            while (true) {
+                Thread.sleep(1000);
+                RunResult.PeerStats now = peer.stats();
+                System.out.printf(
+                        Locale.ROOT,
+                        "%d connection(s) | read %,d publishes/s | confirmed %,d/s | wrote %,d deliveries/s%n",
+                        peer.connections(),
+                        now.publishes() - last.publishes(),
+                        now.confirms() - last.confirms(),
+                        now.deliveries() - last.deliveries());
+                last = now;
+            }
+        }
+    }
+
+    /** Counters the connections add to in batches (once per socket read or pump pass). */
+    static final class Counters {
+        final LongAdder publishes = new LongAdder();
+        final LongAdder confirms = new LongAdder();
+        final LongAdder deliveries = new LongAdder();
+        final LongAdder connections = new LongAdder();
+    }
+
+    /**
+     * Reads the client's 8-byte protocol header, then hands the stream to a {@link FrameDecoder} (which
+     * takes the bytes that came after the header) and tells the connection to start. A client asking for
+     * another protocol gets our header back and the socket is closed, as the spec says.
+     */
+    static final class ProtocolHeaderHandler extends ByteToMessageDecoder {
+        @Override
+        protected void decode(ChannelHandlerContext ctx, ByteBuf in, List<Object> out) {
+            if (in.readableBytes() < ProtocolHeader.LENGTH) {
+                return;
+            }
+            ByteBuf expected = ProtocolHeader.encode(ctx.alloc());
+            try {
+                boolean ok = in.readSlice(ProtocolHeader.LENGTH).equals(expected);
+                if (!ok) {
+                    in.skipBytes(in.readableBytes());
+                    ctx.writeAndFlush(expected.retain()).addListener(f -> ctx.close());
+                    return;
+                }
+            } finally {
+                expected.release();
+            }
+            FrameDecoder frames = new FrameDecoder();
+            ctx.pipeline().addAfter(ctx.name(), "frames", frames);
+            ctx.pipeline().get(PeerConnection.class).start(frames);
+            ctx.pipeline().remove(this); // what followed the header goes on to the frame decoder
+        }
+    }
 }

@@ -9,36 +9,36 @@ import java.util.concurrent.locks.LockSupport;
  */
 public final class Pacer {
 
-  private static final long MAX_LAG_NANOS = 1_000_000_000L;
+    private static final long MAX_LAG_NANOS = 1_000_000_000L;
 
-  private final long intervalNanos;
-  // producer thread only
-  private long next;
+    private final long intervalNanos;
+    // producer thread only
+    private long next;
 
-  /** {@code ratePerSecond} of 0 or less means unpaced: {@link #await()} returns at once. */
-  public Pacer(double ratePerSecond) {
-    this.intervalNanos = ratePerSecond > 0 ? Math.max(1, (long) (1e9 / ratePerSecond)) : 0;
-    this.next = System.nanoTime();
-  }
-
-  /** Whether this pacer limits the rate at all. */
-  public boolean paced() {
-    return intervalNanos > 0;
-  }
-
-  /** Waits for the next slot. An interrupt ends the wait early and stays set. */
-  public void await() {
-    if (intervalNanos == 0) {
-      return;
+    /** {@code ratePerSecond} of 0 or less means unpaced: {@link #await()} returns at once. */
+    public Pacer(double ratePerSecond) {
+        this.intervalNanos = ratePerSecond > 0 ? Math.max(1, (long) (1e9 / ratePerSecond)) : 0;
+        this.next = System.nanoTime();
     }
-    long now = System.nanoTime();
-    if (now - next > MAX_LAG_NANOS) {
-      next = now;
+
+    /** Whether this pacer limits the rate at all. */
+    public boolean paced() {
+        return intervalNanos > 0;
     }
-    while (next - now > 0 && !Thread.currentThread().isInterrupted()) {
-      LockSupport.parkNanos(next - now);
-      now = System.nanoTime();
+
+    /** Waits for the next slot. An interrupt ends the wait early and stays set. */
+    public void await() {
+        if (intervalNanos == 0) {
+            return;
+        }
+        long now = System.nanoTime();
+        if (now - next > MAX_LAG_NANOS) {
+            next = now;
+        }
+        while (next - now > 0 && !Thread.currentThread().isInterrupted()) {
+            LockSupport.parkNanos(next - now);
+            now = System.nanoTime();
+        }
+        next += intervalNanos;
     }
-    next += intervalNanos;
-  }
 }

@@ -23,178 +23,204 @@ import org.HdrHistogram.Histogram;
  */
 final class PerfRun {
 
-  static final int IDLE_SECONDS = 3;
+    static final int IDLE_SECONDS = 3;
 
-  private final RunOptions options;
-  private final long timeSeconds;
-  private final long warmupSeconds;
-  private final String target;
-  private final String id;
-  private final PrintStream out;
-  private final StopSignal stop;
-  private final LoopbackPeer peer;
+    private final RunOptions options;
+    private final long timeSeconds;
+    private final long warmupSeconds;
+    private final String target;
+    private final String id;
+    private final PrintStream out;
+    private final StopSignal stop;
+    private final LoopbackPeer peer;
 
-  /**
-   * @param timeSeconds the time limit, 0 for none
-   * @param warmupSeconds how long traffic flows before the measured interval starts, 0 for none
-   * @param target where the run goes, as printed and written ({@link RunResult#target})
-   * @param id the test's name ({@code --id}), or null
-   * @param peer the in-process peer (its counts and receipt latency are read), or null against a broker
-   */
-  PerfRun(RunOptions options, long timeSeconds, long warmupSeconds, String target, String id, PrintStream out,
-      StopSignal stop, LoopbackPeer peer) {
-    this.id = id;
-    this.options = options;
-    this.timeSeconds = timeSeconds;
-    this.warmupSeconds = warmupSeconds;
-    this.target = target;
-    this.out = out;
-    this.stop = stop;
-    this.peer = peer;
-  }
+    /**
+     * @param timeSeconds the time limit, 0 for none
+     * @param warmupSeconds how long traffic flows before the measured interval starts, 0 for none
+     * @param target where the run goes, as printed and written ({@link RunResult#target})
+     * @param id the test's name ({@code --id}), or null
+     * @param peer the in-process peer (its counts and receipt latency are read), or null against a broker
+     */
+    PerfRun(
+            RunOptions options,
+            long timeSeconds,
+            long warmupSeconds,
+            String target,
+            String id,
+            PrintStream out,
+            StopSignal stop,
+            LoopbackPeer peer) {
+        this.id = id;
+        this.options = options;
+        this.timeSeconds = timeSeconds;
+        this.warmupSeconds = warmupSeconds;
+        this.target = target;
+        this.out = out;
+        this.stop = stop;
+        this.peer = peer;
+    }
 
-  /** Runs {@code driver} once and closes it. Exceptions from connecting or declaring propagate. */
-  RunResult run(ClientDriver driver, int runNumber) throws Exception {
-    Metrics metrics = new Metrics();
-    try {
-      out.printf("%s run %d: %d producer(s), %d consumer(s), %d B messages, to %s%n", driver.name(),
-          runNumber, options.producers(), options.consumers(), options.size(), target);
-      driver.connect(options, metrics);
-      driver.declare();
+    /** Runs {@code driver} once and closes it. Exceptions from connecting or declaring propagate. */
+    RunResult run(ClientDriver driver, int runNumber) throws Exception {
+        Metrics metrics = new Metrics();
+        try {
+            out.printf(
+                    "%s run %d: %d producer(s), %d consumer(s), %d B messages, to %s%n",
+                    driver.name(), runNumber, options.producers(), options.consumers(), options.size(), target);
+            driver.connect(options, metrics);
+            driver.declare();
 
-      // every run starts from a collected heap, so earlier runs' garbage is not billed to this one
-      System.gc();
-      ResourceMeter meter = new ResourceMeter();
-      if (warmupSeconds > 0) {
-        // traffic flows, progress is printed, nothing is kept: the JIT compiles the hot paths first
-        ProgressTicker warmup = new ProgressTicker(metrics, meter, out, label(driver) + " warmup", options.deliveriesPerPublish());
-        long warmupStart = System.nanoTime();
-        warmup.start(warmupStart);
-        driver.startConsumers();
-        driver.startProducers();
-        long warmupEnd = warmupStart + TimeUnit.SECONDS.toNanos(warmupSeconds);
-        while (System.nanoTime() - warmupEnd < 0 && metrics.failure() == null && !stop.await(20)) {
-          // warming up
+            // every run starts from a collected heap, so earlier runs' garbage is not billed to this one
+            System.gc();
+            ResourceMeter meter = new ResourceMeter();
+            if (warmupSeconds > 0) {
+                // traffic flows, progress is printed, nothing is kept: the JIT compiles the hot paths first
+                ProgressTicker warmup = new ProgressTicker(
+                        metrics, meter, out, label(driver) + " warmup", options.deliveriesPerPublish());
+                long warmupStart = System.nanoTime();
+                warmup.start(warmupStart);
+                driver.startConsumers();
+                driver.startProducers();
+                long warmupEnd = warmupStart + TimeUnit.SECONDS.toNanos(warmupSeconds);
+                while (System.nanoTime() - warmupEnd < 0 && metrics.failure() == null && !stop.await(20)) {
+                    // warming up
+                }
+                warmup.finish(System.nanoTime());
+            }
+            ProgressTicker ticker =
+                    new ProgressTicker(metrics, meter, out, label(driver), options.deliveriesPerPublish());
+            RunResult.PeerStats peerBefore = peer == null ? null : peer.stats();
+            if (peer != null) {
+                peer.recordReceiptLatency(options.rate() > 0);
+                peer.intervalReceiptLatency(null); // what the warmup recorded belongs to no run
+            }
+            // the measured interval starts before the consumers do: a source (the loopback peer, a full
+            // queue) starts delivering at basic.consume, and those deliveries belong to the run
+            meter.start();
+            long start = System.nanoTime();
+            ticker.start(start);
+            if (warmupSeconds == 0) {
+                driver.startConsumers();
+                driver.startProducers();
+            }
+
+            String stoppedBy = awaitEnd(metrics, ticker, start);
+            long end = System.nanoTime();
+            ResourceMeter.Usage usage = meter.stop();
+            RunResult.PeerStats peerAfter = peer == null ? null : peer.stats();
+            Histogram receipt = peer == null ? new Histogram(3) : peer.intervalReceiptLatency(null);
+            ticker.finish(end);
+            Throwable failure = metrics.failure();
+            driver.stop();
+
+            RunResult.PeerStats peerStats = peer == null
+                    ? null
+                    : new RunResult.PeerStats(
+                            peerAfter.publishes() - peerBefore.publishes(),
+                            peerAfter.confirms() - peerBefore.confirms(),
+                            peerAfter.deliveries() - peerBefore.deliveries());
+            return new RunResult(
+                    id,
+                    driver.name(),
+                    runNumber,
+                    options,
+                    target,
+                    warmupSeconds,
+                    (end - start) / 1e9,
+                    ticker.totals(),
+                    ticker.confirmLatency(),
+                    ticker.consumerLatency(),
+                    receipt,
+                    ticker.timeline(),
+                    usage,
+                    peerStats,
+                    stoppedBy,
+                    failure == null ? null : describe(failure));
+        } finally {
+            driver.close();
         }
-        warmup.finish(System.nanoTime());
-      }
-      ProgressTicker ticker = new ProgressTicker(metrics, meter, out, label(driver), options.deliveriesPerPublish());
-      RunResult.PeerStats peerBefore = peer == null ? null : peer.stats();
-      if (peer != null) {
-        peer.recordReceiptLatency(options.rate() > 0);
-        peer.intervalReceiptLatency(null); // what the warmup recorded belongs to no run
-      }
-      // the measured interval starts before the consumers do: a source (the loopback peer, a full
-      // queue) starts delivering at basic.consume, and those deliveries belong to the run
-      meter.start();
-      long start = System.nanoTime();
-      ticker.start(start);
-      if (warmupSeconds == 0) {
-        driver.startConsumers();
-        driver.startProducers();
-      }
-
-      String stoppedBy = awaitEnd(metrics, ticker, start);
-      long end = System.nanoTime();
-      ResourceMeter.Usage usage = meter.stop();
-      RunResult.PeerStats peerAfter = peer == null ? null : peer.stats();
-      Histogram receipt = peer == null ? new Histogram(3) : peer.intervalReceiptLatency(null);
-      ticker.finish(end);
-      Throwable failure = metrics.failure();
-      driver.stop();
-
-      RunResult.PeerStats peerStats = peer == null ? null : new RunResult.PeerStats(
-          peerAfter.publishes() - peerBefore.publishes(), peerAfter.confirms() - peerBefore.confirms(),
-          peerAfter.deliveries() - peerBefore.deliveries());
-      return new RunResult(id, driver.name(), runNumber, options, target, warmupSeconds, (end - start) / 1e9,
-          ticker.totals(),
-          ticker.confirmLatency(), ticker.consumerLatency(), receipt, ticker.timeline(), usage, peerStats, stoppedBy,
-          failure == null ? null : describe(failure));
-    } finally {
-      driver.close();
-    }
-  }
-
-  private String label(ClientDriver driver) {
-    return id == null ? driver.name() : id + " " + driver.name();
-  }
-
-  private String awaitEnd(Metrics metrics, ProgressTicker ticker, long start) throws InterruptedException {
-    long deadline = timeSeconds > 0 ? start + TimeUnit.SECONDS.toNanos(timeSeconds) : Long.MAX_VALUE;
-    long lastReceived = -1;
-    long lastReceivedChange = System.nanoTime();
-    while (true) {
-      if (stop.await(20)) {
-        return "interrupted";
-      }
-      if (metrics.failure() != null) {
-        return "failure";
-      }
-      long now = System.nanoTime();
-      if (deadline != Long.MAX_VALUE && now - deadline >= 0) {
-        return "time";
-      }
-      Metrics.Counters c = ticker.current();
-      if (c.received() != lastReceived) {
-        lastReceived = c.received();
-        lastReceivedChange = now;
-      }
-      boolean idle = now - lastReceivedChange > TimeUnit.SECONDS.toNanos(IDLE_SECONDS);
-      if (countsReached(c, idle)) {
-        return "counts";
-      }
-    }
-  }
-
-  /** The count-based stop condition (see the class comment); false when no count was given. */
-  boolean countsReached(Metrics.Counters c, boolean consumersIdle) {
-    long pmessages = options.producerMessages();
-    long cmessages = options.consumerMessages();
-    if (pmessages == 0 && cmessages == 0) {
-      return false;
-    }
-    boolean producersDone = options.producers() == 0 || c.producersDone() >= options.producers();
-    if (pmessages > 0 && !producersDone) {
-      return false;
-    }
-    if (options.consumers() == 0) {
-      return true;
-    }
-    if (cmessages > 0) {
-      return c.consumersDone() >= options.consumers()
-          || (pmessages > 0 && consumersIdle); // producers sent less than the consumers wait for
-    }
-    long copies = options.serverNamedQueues() ? options.consumers() : 1;
-    return c.received() >= c.published() * copies || consumersIdle;
-  }
-
-  /** "what failed: why", walking the causes for the most telling message. */
-  static String describe(Throwable failure) {
-    StringBuilder s = new StringBuilder(failure.toString());
-    for (Throwable cause = failure.getCause(); cause != null && cause != failure; cause = cause.getCause()) {
-      s.append("; caused by ").append(cause);
-      if (cause.getCause() == cause) {
-        break;
-      }
-    }
-    return s.toString();
-  }
-
-  /** Ctrl-C, as the shutdown hook tells the running run. */
-  static final class StopSignal {
-    private final CountDownLatch requested = new CountDownLatch(1);
-
-    void request() {
-      requested.countDown();
     }
 
-    boolean requested() {
-      return requested.getCount() == 0;
+    private String label(ClientDriver driver) {
+        return id == null ? driver.name() : id + " " + driver.name();
     }
 
-    /** Waits up to {@code millis} for a stop request; returns whether one came. */
-    boolean await(long millis) throws InterruptedException {
-      return requested.await(millis, TimeUnit.MILLISECONDS);
+    private String awaitEnd(Metrics metrics, ProgressTicker ticker, long start) throws InterruptedException {
+        long deadline = timeSeconds > 0 ? start + TimeUnit.SECONDS.toNanos(timeSeconds) : Long.MAX_VALUE;
+        long lastReceived = -1;
+        long lastReceivedChange = System.nanoTime();
+        while (true) {
+            if (stop.await(20)) {
+                return "interrupted";
+            }
+            if (metrics.failure() != null) {
+                return "failure";
+            }
+            long now = System.nanoTime();
+            if (deadline != Long.MAX_VALUE && now - deadline >= 0) {
+                return "time";
+            }
+            Metrics.Counters c = ticker.current();
+            if (c.received() != lastReceived) {
+                lastReceived = c.received();
+                lastReceivedChange = now;
+            }
+            boolean idle = now - lastReceivedChange > TimeUnit.SECONDS.toNanos(IDLE_SECONDS);
+            if (countsReached(c, idle)) {
+                return "counts";
+            }
+        }
     }
-  }
+
+    /** The count-based stop condition (see the class comment); false when no count was given. */
+    boolean countsReached(Metrics.Counters c, boolean consumersIdle) {
+        long pmessages = options.producerMessages();
+        long cmessages = options.consumerMessages();
+        if (pmessages == 0 && cmessages == 0) {
+            return false;
+        }
+        boolean producersDone = options.producers() == 0 || c.producersDone() >= options.producers();
+        if (pmessages > 0 && !producersDone) {
+            return false;
+        }
+        if (options.consumers() == 0) {
+            return true;
+        }
+        if (cmessages > 0) {
+            return c.consumersDone() >= options.consumers()
+                    || (pmessages > 0 && consumersIdle); // producers sent less than the consumers wait for
+        }
+        long copies = options.serverNamedQueues() ? options.consumers() : 1;
+        return c.received() >= c.published() * copies || consumersIdle;
+    }
+
+    /** "what failed: why", walking the causes for the most telling message. */
+    static String describe(Throwable failure) {
+        StringBuilder s = new StringBuilder(failure.toString());
+        for (Throwable cause = failure.getCause(); cause != null && cause != failure; cause = cause.getCause()) {
+            s.append("; caused by ").append(cause);
+            if (cause.getCause() == cause) {
+                break;
+            }
+        }
+        return s.toString();
+    }
+
+    /** Ctrl-C, as the shutdown hook tells the running run. */
+    static final class StopSignal {
+        private final CountDownLatch requested = new CountDownLatch(1);
+
+        void request() {
+            requested.countDown();
+        }
+
+        boolean requested() {
+            return requested.getCount() == 0;
+        }
+
+        /** Waits up to {@code millis} for a stop request; returns whether one came. */
+        boolean await(long millis) throws InterruptedException {
+            return requested.await(millis, TimeUnit.MILLISECONDS);
+        }
+    }
 }

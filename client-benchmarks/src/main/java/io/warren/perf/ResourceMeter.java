@@ -56,231 +56,250 @@ import javax.management.openmbean.CompositeData;
  */
 final class ResourceMeter {
 
-  private static final String PEER_THREADS = "warren-peer";
-  // each within Linux's 15 characters of a native thread name, so /proc tells them apart from the client's threads
-  private static final String[] EXCLUDED_THREADS = {PEER_THREADS, "warren-progress"};
+    private static final String PEER_THREADS = "warren-peer";
+    // each within Linux's 15 characters of a native thread name, so /proc tells them apart from the client's threads
+    private static final String[] EXCLUDED_THREADS = {PEER_THREADS, "warren-progress"};
 
-  private final com.sun.management.OperatingSystemMXBean os =
-      (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
-  private final com.sun.management.ThreadMXBean threads =
-      (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
-  private final List<MemoryPoolMXBean> heapPools = new ArrayList<>();
-  private final Set<String> heapPoolNames = new HashSet<>();
-  private final List<GarbageCollectorMXBean> collectors = ManagementFactory.getGarbageCollectorMXBeans();
-  private final BufferPoolMXBean directPool;
-  private final NotificationListener gcListener = this::onGc;
+    private final com.sun.management.OperatingSystemMXBean os =
+            (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
+    private final com.sun.management.ThreadMXBean threads =
+            (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+    private final List<MemoryPoolMXBean> heapPools = new ArrayList<>();
+    private final Set<String> heapPoolNames = new HashSet<>();
+    private final List<GarbageCollectorMXBean> collectors = ManagementFactory.getGarbageCollectorMXBeans();
+    private final BufferPoolMXBean directPool;
+    private final NotificationListener gcListener = this::onGc;
 
-  // start/stop thread only
-  private long cpuAtStart;
-  private long allocatedAtStart;
-  private Map<Long, long[]> excludedAtStart;
-  private Map<String, long[]> switchesAtStart;
-  private long gcCountAtStart;
-  private long gcMillisAtStart;
+    // start/stop thread only
+    private long cpuAtStart;
+    private long allocatedAtStart;
+    private Map<Long, long[]> excludedAtStart;
+    private Map<String, long[]> switchesAtStart;
+    private long gcCountAtStart;
+    private long gcMillisAtStart;
 
-  // written by the ticker (direct) and by GC notification threads (live heap)
-  private volatile long peakDirect;
-  private volatile long liveHeapPeak = -1;
-  private volatile boolean measuring;
+    // written by the ticker (direct) and by GC notification threads (live heap)
+    private volatile long peakDirect;
+    private volatile long liveHeapPeak = -1;
+    private volatile boolean measuring;
 
-  ResourceMeter() {
-    for (MemoryPoolMXBean pool : ManagementFactory.getMemoryPoolMXBeans()) {
-      if (pool.getType() == MemoryType.HEAP && pool.isValid()) {
-        heapPools.add(pool);
-        heapPoolNames.add(pool.getName());
-      }
-    }
-    BufferPoolMXBean direct = null;
-    for (BufferPoolMXBean pool : ManagementFactory.getPlatformMXBeans(BufferPoolMXBean.class)) {
-      if (pool.getName().equals("direct")) {
-        direct = pool;
-      }
-    }
-    directPool = direct;
-    if (threads.isThreadCpuTimeSupported()) {
-      threads.setThreadCpuTimeEnabled(true);
-    }
-    if (threads.isThreadAllocatedMemorySupported()) {
-      threads.setThreadAllocatedMemoryEnabled(true);
-    }
-  }
-
-  /** Starts measuring now. */
-  void start() {
-    for (GarbageCollectorMXBean gc : collectors) {
-      if (gc instanceof NotificationEmitter emitter) {
-        emitter.addNotificationListener(gcListener, null, null);
-      }
-    }
-    heapPools.forEach(MemoryPoolMXBean::resetPeakUsage);
-    liveHeapPeak = -1;
-    peakDirect = directUsed();
-    gcCountAtStart = gcCount();
-    gcMillisAtStart = gcMillis();
-    excludedAtStart = excludedThreads();
-    switchesAtStart = ContextSwitches.perThread();
-    allocatedAtStart = totalAllocated();
-    cpuAtStart = os.getProcessCpuTime();
-    measuring = true;
-  }
-
-  /** Samples direct memory (progress ticker, every 100 ms). */
-  void sampleDirect() {
-    long used = directUsed();
-    if (used > peakDirect) {
-      peakDirect = used;
-    }
-  }
-
-  /** Stops measuring and returns the usage over the interval. */
-  Usage stop() {
-    long cpu = os.getProcessCpuTime();
-    long allocated = totalAllocated();
-    measuring = false;
-    Map<String, long[]> switchesAtEnd = ContextSwitches.perThread();
-    Map<Long, long[]> excludedAtEnd = excludedThreads();
-    sampleDirect();
-    long excludedCpu = 0;
-    long excludedAlloc = 0;
-    long peerCpu = 0;
-    long peerAlloc = 0;
-    for (Map.Entry<Long, long[]> e : excludedAtEnd.entrySet()) {
-      long[] before = excludedAtStart.getOrDefault(e.getKey(), new long[3]);
-      long cpuDelta = Math.max(0, e.getValue()[0] - before[0]);
-      long allocDelta = Math.max(0, e.getValue()[1] - before[1]);
-      excludedCpu += cpuDelta;
-      excludedAlloc += allocDelta;
-      if (e.getValue()[2] == 1) {
-        peerCpu += cpuDelta;
-        peerAlloc += allocDelta;
-      }
-    }
-    long peakHeap = 0;
-    for (MemoryPoolMXBean pool : heapPools) {
-      MemoryUsage peak = pool.getPeakUsage();
-      if (peak != null) {
-        peakHeap += peak.getUsed();
-      }
-    }
-    for (GarbageCollectorMXBean gc : collectors) {
-      if (gc instanceof NotificationEmitter emitter) {
-        try {
-          emitter.removeNotificationListener(gcListener);
-        } catch (javax.management.ListenerNotFoundException ignored) {
-          // never added: nothing to remove
+    ResourceMeter() {
+        for (MemoryPoolMXBean pool : ManagementFactory.getMemoryPoolMXBeans()) {
+            if (pool.getType() == MemoryType.HEAP && pool.isValid()) {
+                heapPools.add(pool);
+                heapPoolNames.add(pool.getName());
+            }
         }
-      }
+        BufferPoolMXBean direct = null;
+        for (BufferPoolMXBean pool : ManagementFactory.getPlatformMXBeans(BufferPoolMXBean.class)) {
+            if (pool.getName().equals("direct")) {
+                direct = pool;
+            }
+        }
+        directPool = direct;
+        if (threads.isThreadCpuTimeSupported()) {
+            threads.setThreadCpuTimeEnabled(true);
+        }
+        if (threads.isThreadAllocatedMemorySupported()) {
+            threads.setThreadAllocatedMemoryEnabled(true);
+        }
     }
-    Long cpuNanos = cpu < 0 || cpuAtStart < 0 ? null : Math.max(0, cpu - cpuAtStart - excludedCpu);
-    Long allocBytes = allocated < 0 || allocatedAtStart < 0 ? null
-        : Math.max(0, allocated - allocatedAtStart - excludedAlloc);
-    long live = liveHeapPeak;
-    return new Usage(cpuNanos, allocBytes, peakHeap, live < 0 ? null : live,
-        directPool == null && PlatformDependent.usedDirectMemory() < 0 ? null : peakDirect,
-        gcCount() - gcCountAtStart, gcMillis() - gcMillisAtStart, peerCpu, peerAlloc,
-        ContextSwitches.since(switchesAtStart, switchesAtEnd, ResourceMeter::excludedNative, 0),
-        ContextSwitches.since(switchesAtStart, switchesAtEnd, ResourceMeter::excludedNative, 1));
-  }
 
-  /** The process's CPU time so far (every thread, the in-process peer's too), -1 when not measured. */
-  long processCpuNanos() {
-    return os.getProcessCpuTime();
-  }
-
-  /** Heap in use now (live and not yet collected). */
-  long heapUsed() {
-    return ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed();
-  }
-
-  /** Whether a native thread name (a Java name cut to 15 characters) is one of the tool's own threads. */
-  static boolean excludedNative(String comm) {
-    return excluded(comm);
-  }
-
-  private long totalAllocated() {
-    return threads.isThreadAllocatedMemoryEnabled() ? threads.getTotalThreadAllocatedBytes() : -1;
-  }
-
-  /** Thread id -> {cpu ns, allocated bytes, 1 for a peer thread} of the threads that are the tool's, not the client's. */
-  private Map<Long, long[]> excludedThreads() {
-    Map<Long, long[]> result = new HashMap<>();
-    long[] ids = threads.getAllThreadIds();
-    ThreadInfo[] infos = threads.getThreadInfo(ids);
-    for (int i = 0; i < ids.length; i++) {
-      if (infos[i] != null && excluded(infos[i].getThreadName())) {
-        long cpu = Math.max(0, threads.getThreadCpuTime(ids[i]));
-        long alloc = Math.max(0, threads.getThreadAllocatedBytes(ids[i]));
-        result.put(ids[i], new long[] {cpu, alloc, infos[i].getThreadName().startsWith(PEER_THREADS) ? 1 : 0});
-      }
+    /** Starts measuring now. */
+    void start() {
+        for (GarbageCollectorMXBean gc : collectors) {
+            if (gc instanceof NotificationEmitter emitter) {
+                emitter.addNotificationListener(gcListener, null, null);
+            }
+        }
+        heapPools.forEach(MemoryPoolMXBean::resetPeakUsage);
+        liveHeapPeak = -1;
+        peakDirect = directUsed();
+        gcCountAtStart = gcCount();
+        gcMillisAtStart = gcMillis();
+        excludedAtStart = excludedThreads();
+        switchesAtStart = ContextSwitches.perThread();
+        allocatedAtStart = totalAllocated();
+        cpuAtStart = os.getProcessCpuTime();
+        measuring = true;
     }
-    return result;
-  }
 
-  private static boolean excluded(String name) {
-    for (String prefix : EXCLUDED_THREADS) {
-      if (name.startsWith(prefix)) {
-        return true;
-      }
+    /** Samples direct memory (progress ticker, every 100 ms). */
+    void sampleDirect() {
+        long used = directUsed();
+        if (used > peakDirect) {
+            peakDirect = used;
+        }
     }
-    return false;
-  }
 
-  private long directUsed() {
-    long used = directPool == null ? 0 : Math.max(0, directPool.getMemoryUsed());
-    return used + Math.max(0, PlatformDependent.usedDirectMemory());
-  }
+    /** Stops measuring and returns the usage over the interval. */
+    Usage stop() {
+        long cpu = os.getProcessCpuTime();
+        long allocated = totalAllocated();
+        measuring = false;
+        Map<String, long[]> switchesAtEnd = ContextSwitches.perThread();
+        Map<Long, long[]> excludedAtEnd = excludedThreads();
+        sampleDirect();
+        long excludedCpu = 0;
+        long excludedAlloc = 0;
+        long peerCpu = 0;
+        long peerAlloc = 0;
+        for (Map.Entry<Long, long[]> e : excludedAtEnd.entrySet()) {
+            long[] before = excludedAtStart.getOrDefault(e.getKey(), new long[3]);
+            long cpuDelta = Math.max(0, e.getValue()[0] - before[0]);
+            long allocDelta = Math.max(0, e.getValue()[1] - before[1]);
+            excludedCpu += cpuDelta;
+            excludedAlloc += allocDelta;
+            if (e.getValue()[2] == 1) {
+                peerCpu += cpuDelta;
+                peerAlloc += allocDelta;
+            }
+        }
+        long peakHeap = 0;
+        for (MemoryPoolMXBean pool : heapPools) {
+            MemoryUsage peak = pool.getPeakUsage();
+            if (peak != null) {
+                peakHeap += peak.getUsed();
+            }
+        }
+        for (GarbageCollectorMXBean gc : collectors) {
+            if (gc instanceof NotificationEmitter emitter) {
+                try {
+                    emitter.removeNotificationListener(gcListener);
+                } catch (javax.management.ListenerNotFoundException ignored) {
+                    // never added: nothing to remove
+                }
+            }
+        }
+        Long cpuNanos = cpu < 0 || cpuAtStart < 0 ? null : Math.max(0, cpu - cpuAtStart - excludedCpu);
+        Long allocBytes = allocated < 0 || allocatedAtStart < 0
+                ? null
+                : Math.max(0, allocated - allocatedAtStart - excludedAlloc);
+        long live = liveHeapPeak;
+        return new Usage(
+                cpuNanos,
+                allocBytes,
+                peakHeap,
+                live < 0 ? null : live,
+                directPool == null && PlatformDependent.usedDirectMemory() < 0 ? null : peakDirect,
+                gcCount() - gcCountAtStart,
+                gcMillis() - gcMillisAtStart,
+                peerCpu,
+                peerAlloc,
+                ContextSwitches.since(switchesAtStart, switchesAtEnd, ResourceMeter::excludedNative, 0),
+                ContextSwitches.since(switchesAtStart, switchesAtEnd, ResourceMeter::excludedNative, 1));
+    }
 
-  private long gcCount() {
-    long n = 0;
-    for (GarbageCollectorMXBean gc : collectors) {
-      n += Math.max(0, gc.getCollectionCount());
+    /** The process's CPU time so far (every thread, the in-process peer's too), -1 when not measured. */
+    long processCpuNanos() {
+        return os.getProcessCpuTime();
     }
-    return n;
-  }
 
-  private long gcMillis() {
-    long n = 0;
-    for (GarbageCollectorMXBean gc : collectors) {
-      n += Math.max(0, gc.getCollectionTime());
+    /** Heap in use now (live and not yet collected). */
+    long heapUsed() {
+        return ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed();
     }
-    return n;
-  }
 
-  private void onGc(Notification notification, Object handback) {
-    if (!measuring
-        || !GarbageCollectionNotificationInfo.GARBAGE_COLLECTION_NOTIFICATION.equals(notification.getType())) {
-      return;
+    /** Whether a native thread name (a Java name cut to 15 characters) is one of the tool's own threads. */
+    static boolean excludedNative(String comm) {
+        return excluded(comm);
     }
-    GcInfo info = GarbageCollectionNotificationInfo.from((CompositeData) notification.getUserData()).getGcInfo();
-    long used = 0;
-    for (Map.Entry<String, MemoryUsage> e : info.getMemoryUsageAfterGc().entrySet()) {
-      if (heapPoolNames.contains(e.getKey())) {
-        used += e.getValue().getUsed();
-      }
-    }
-    synchronized (this) {
-      if (used > liveHeapPeak) {
-        liveHeapPeak = used;
-      }
-    }
-  }
 
-  /**
-   * Usage over one measured interval; null where the JVM does not measure it.
-   *
-   * @param cpuNanos client CPU time
-   * @param allocatedBytes client heap allocation
-   * @param peakHeapBytes sum of the heap pools' peaks
-   * @param liveHeapPeakBytes largest heap occupancy after a collection, null without a collection
-   * @param peakDirectBytes largest direct memory in use (sampled)
-   * @param gcCount collections during the interval
-   * @param gcMillis time the collectors reported for them
-   * @param peerCpuNanos CPU time of the in-process loopback peer's threads (left out of {@code cpuNanos})
-   * @param peerAllocatedBytes heap allocated by the peer's threads (left out of {@code allocatedBytes})
-   * @param voluntarySwitches the client's threads' voluntary context switches (they blocked), null without /proc
-   * @param involuntarySwitches their involuntary ones (preempted), null without /proc
-   */
-  record Usage(Long cpuNanos, Long allocatedBytes, long peakHeapBytes, Long liveHeapPeakBytes,
-      Long peakDirectBytes, long gcCount, long gcMillis, long peerCpuNanos, long peerAllocatedBytes,
-      Long voluntarySwitches, Long involuntarySwitches) {}
+    private long totalAllocated() {
+        return threads.isThreadAllocatedMemoryEnabled() ? threads.getTotalThreadAllocatedBytes() : -1;
+    }
+
+    /** Thread id -> {cpu ns, allocated bytes, 1 for a peer thread} of the threads that are the tool's, not the client's. */
+    private Map<Long, long[]> excludedThreads() {
+        Map<Long, long[]> result = new HashMap<>();
+        long[] ids = threads.getAllThreadIds();
+        ThreadInfo[] infos = threads.getThreadInfo(ids);
+        for (int i = 0; i < ids.length; i++) {
+            if (infos[i] != null && excluded(infos[i].getThreadName())) {
+                long cpu = Math.max(0, threads.getThreadCpuTime(ids[i]));
+                long alloc = Math.max(0, threads.getThreadAllocatedBytes(ids[i]));
+                result.put(
+                        ids[i], new long[] {cpu, alloc, infos[i].getThreadName().startsWith(PEER_THREADS) ? 1 : 0});
+            }
+        }
+        return result;
+    }
+
+    private static boolean excluded(String name) {
+        for (String prefix : EXCLUDED_THREADS) {
+            if (name.startsWith(prefix)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private long directUsed() {
+        long used = directPool == null ? 0 : Math.max(0, directPool.getMemoryUsed());
+        return used + Math.max(0, PlatformDependent.usedDirectMemory());
+    }
+
+    private long gcCount() {
+        long n = 0;
+        for (GarbageCollectorMXBean gc : collectors) {
+            n += Math.max(0, gc.getCollectionCount());
+        }
+        return n;
+    }
+
+    private long gcMillis() {
+        long n = 0;
+        for (GarbageCollectorMXBean gc : collectors) {
+            n += Math.max(0, gc.getCollectionTime());
+        }
+        return n;
+    }
+
+    private void onGc(Notification notification, Object handback) {
+        if (!measuring
+                || !GarbageCollectionNotificationInfo.GARBAGE_COLLECTION_NOTIFICATION.equals(notification.getType())) {
+            return;
+        }
+        GcInfo info = GarbageCollectionNotificationInfo.from((CompositeData) notification.getUserData())
+                .getGcInfo();
+        long used = 0;
+        for (Map.Entry<String, MemoryUsage> e : info.getMemoryUsageAfterGc().entrySet()) {
+            if (heapPoolNames.contains(e.getKey())) {
+                used += e.getValue().getUsed();
+            }
+        }
+        synchronized (this) {
+            if (used > liveHeapPeak) {
+                liveHeapPeak = used;
+            }
+        }
+    }
+
+    /**
+     * Usage over one measured interval; null where the JVM does not measure it.
+     *
+     * @param cpuNanos client CPU time
+     * @param allocatedBytes client heap allocation
+     * @param peakHeapBytes sum of the heap pools' peaks
+     * @param liveHeapPeakBytes largest heap occupancy after a collection, null without a collection
+     * @param peakDirectBytes largest direct memory in use (sampled)
+     * @param gcCount collections during the interval
+     * @param gcMillis time the collectors reported for them
+     * @param peerCpuNanos CPU time of the in-process loopback peer's threads (left out of {@code cpuNanos})
+     * @param peerAllocatedBytes heap allocated by the peer's threads (left out of {@code allocatedBytes})
+     * @param voluntarySwitches the client's threads' voluntary context switches (they blocked), null without /proc
+     * @param involuntarySwitches their involuntary ones (preempted), null without /proc
+     */
+    record Usage(
+            Long cpuNanos,
+            Long allocatedBytes,
+            long peakHeapBytes,
+            Long liveHeapPeakBytes,
+            Long peakDirectBytes,
+            long gcCount,
+            long gcMillis,
+            long peerCpuNanos,
+            long peerAllocatedBytes,
+            Long voluntarySwitches,
+            Long involuntarySwitches) {}
 }

@@ -42,106 +42,140 @@ import java.util.Objects;
  * @param autoDelete whether a named queue is declared auto-delete
  */
 public record RunOptions(
-    List<String> uris,
-    int producers,
-    int consumers,
-    int size,
-    long producerMessages,
-    long consumerMessages,
-    double rate,
-    int confirm,
-    int qos,
-    int multiAckEvery,
-    boolean autoAck,
-    String queue,
-    boolean persistent,
-    boolean mandatory,
-    String routingKey,
-    String exchange,
-    String exchangeType,
-    Map<String, Object> queueArgs,
-    boolean autoDelete) {
+        List<String> uris,
+        int producers,
+        int consumers,
+        int size,
+        long producerMessages,
+        long consumerMessages,
+        double rate,
+        int confirm,
+        int qos,
+        int multiAckEvery,
+        boolean autoAck,
+        String queue,
+        boolean persistent,
+        boolean mandatory,
+        String routingKey,
+        String exchange,
+        String exchangeType,
+        Map<String, Object> queueArgs,
+        boolean autoDelete) {
 
-  public RunOptions {
-    uris = List.copyOf(uris);
-    if (uris.isEmpty()) {
-      throw new IllegalArgumentException("at least one URI");
+    public RunOptions {
+        uris = List.copyOf(uris);
+        if (uris.isEmpty()) {
+            throw new IllegalArgumentException("at least one URI");
+        }
+        Objects.requireNonNull(queue, "queue");
+        Objects.requireNonNull(routingKey, "routingKey");
+        Objects.requireNonNull(exchange, "exchange");
+        Objects.requireNonNull(exchangeType, "exchangeType");
+        queueArgs = Map.copyOf(queueArgs);
+        if (producers < 0 || consumers < 0) {
+            throw new IllegalArgumentException("producers and consumers must be 0 or more");
+        }
+        if (size < MessageBody.MIN_SIZE) {
+            throw new IllegalArgumentException("size must be at least " + MessageBody.MIN_SIZE);
+        }
     }
-    Objects.requireNonNull(queue, "queue");
-    Objects.requireNonNull(routingKey, "routingKey");
-    Objects.requireNonNull(exchange, "exchange");
-    Objects.requireNonNull(exchangeType, "exchangeType");
-    queueArgs = Map.copyOf(queueArgs);
-    if (producers < 0 || consumers < 0) {
-      throw new IllegalArgumentException("producers and consumers must be 0 or more");
+
+    /** The first broker's URI (the only one unless {@code --uris} named several). */
+    public String uri() {
+        return uris.get(0);
     }
-    if (size < MessageBody.MIN_SIZE) {
-      throw new IllegalArgumentException("size must be at least " + MessageBody.MIN_SIZE);
+
+    /**
+     * The brokers in the order connection {@code index} tries them: its own first (connections spread over the
+     * brokers round-robin, as PerfTest's {@code --uris} does), then the others, for failover.
+     */
+    public List<String> urisFor(int index) {
+        List<String> list = new ArrayList<>(uris.size());
+        for (int k = 0; k < uris.size(); k++) {
+            list.add(uris.get((index + k) % uris.size()));
+        }
+        return list;
     }
-  }
 
-  /** The first broker's URI (the only one unless {@code --uris} named several). */
-  public String uri() {
-    return uris.get(0);
-  }
-
-  /**
-   * The brokers in the order connection {@code index} tries them: its own first (connections spread over the
-   * brokers round-robin, as PerfTest's {@code --uris} does), then the others, for failover.
-   */
-  public List<String> urisFor(int index) {
-    List<String> list = new ArrayList<>(uris.size());
-    for (int k = 0; k < uris.size(); k++) {
-      list.add(uris.get((index + k) % uris.size()));
+    /** Whether producers put their channels in confirm mode. */
+    public boolean confirms() {
+        return confirm > 0;
     }
-    return list;
-  }
 
-  /** Whether producers put their channels in confirm mode. */
-  public boolean confirms() {
-    return confirm > 0;
-  }
-
-  /** Whether each consumer declares its own server-named queue (no {@code --queue} given). */
-  public boolean serverNamedQueues() {
-    return queue.isEmpty();
-  }
-
-  /**
-   * Deliveries each publish makes when the run both publishes and consumes: one per consumer with its own
-   * server-named queue, one with a shared queue; 0 when one side is missing (nothing to compare).
-   */
-  public long deliveriesPerPublish() {
-    if (producers == 0 || consumers == 0) {
-      return 0;
+    /** Whether each consumer declares its own server-named queue (no {@code --queue} given). */
+    public boolean serverNamedQueues() {
+        return queue.isEmpty();
     }
-    return serverNamedQueues() ? consumers : 1;
-  }
 
-  /** Whether {@link #exchange()} must be declared: not the default exchange, not a predefined one. */
-  public boolean declaresExchange() {
-    return !exchange.isEmpty() && !exchange.startsWith("amq.");
-  }
+    /**
+     * Deliveries each publish makes when the run both publishes and consumes: one per consumer with its own
+     * server-named queue, one with a shared queue; 0 when one side is missing (nothing to compare).
+     */
+    public long deliveriesPerPublish() {
+        if (producers == 0 || consumers == 0) {
+            return 0;
+        }
+        return serverNamedQueues() ? consumers : 1;
+    }
 
-  /**
-   * The routing key that reaches a queue named {@code queueName}: through the default exchange a message
-   * is routed by queue name, through any other exchange by the binding's key.
-   */
-  public String routingKeyFor(String queueName) {
-    return exchange.isEmpty() ? queueName : routingKey;
-  }
+    /** Whether {@link #exchange()} must be declared: not the default exchange, not a predefined one. */
+    public boolean declaresExchange() {
+        return !exchange.isEmpty() && !exchange.startsWith("amq.");
+    }
 
-  /** The same run with other numbers of producers and consumers (one side of it against the loopback peer). */
-  public RunOptions withProducersAndConsumers(int newProducers, int newConsumers) {
-    return new RunOptions(uris, newProducers, newConsumers, size, producerMessages, consumerMessages, rate,
-        confirm, qos, multiAckEvery, autoAck, queue, persistent, mandatory, routingKey, exchange,
-        exchangeType, queueArgs, autoDelete);
-  }
+    /**
+     * The routing key that reaches a queue named {@code queueName}: through the default exchange a message
+     * is routed by queue name, through any other exchange by the binding's key.
+     */
+    public String routingKeyFor(String queueName) {
+        return exchange.isEmpty() ? queueName : routingKey;
+    }
 
-  /** The same run against another address (the loopback peer's). */
-  public RunOptions withUri(String newUri) {
-    return new RunOptions(List.of(newUri), producers, consumers, size, producerMessages, consumerMessages, rate,
-        confirm, qos, multiAckEvery, autoAck, queue, persistent, mandatory, routingKey, exchange,
-        exchangeType, queueArgs, autoDelete);
-  }
+    /** The same run with other numbers of producers and consumers (one side of it against the loopback peer). */
+    public RunOptions withProducersAndConsumers(int newProducers, int newConsumers) {
+        return new RunOptions(
+                uris,
+                newProducers,
+                newConsumers,
+                size,
+                producerMessages,
+                consumerMessages,
+                rate,
+                confirm,
+                qos,
+                multiAckEvery,
+                autoAck,
+                queue,
+                persistent,
+                mandatory,
+                routingKey,
+                exchange,
+                exchangeType,
+                queueArgs,
+                autoDelete);
+    }
+
+    /** The same run against another address (the loopback peer's). */
+    public RunOptions withUri(String newUri) {
+        return new RunOptions(
+                List.of(newUri),
+                producers,
+                consumers,
+                size,
+                producerMessages,
+                consumerMessages,
+                rate,
+                confirm,
+                qos,
+                multiAckEvery,
+                autoAck,
+                queue,
+                persistent,
+                mandatory,
+                routingKey,
+                exchange,
+                exchangeType,
+                queueArgs,
+                autoDelete);
+    }
 }

@@ -69,399 +69,406 @@ import java.util.function.BiConsumer;
  */
 public final class WarrenDriver implements ClientDriver {
 
-  private static final long CLOSE_TIMEOUT_MILLIS = 2_000;
-  private static final long RPC_TIMEOUT_SECONDS = 10;
-  /**
-   * Diagnostic: publish from plain {@link Thread}s instead of {@link FastThreadLocalThread}s, to see what an
-   * application's ordinary threads pay (see the class comment).
-   */
-  static final boolean PLAIN_PRODUCER_THREADS = Boolean.getBoolean("warren.perf.plainProducerThreads");
-  /** How long a waiting producer sleeps at most before it looks at the stop flag again. */
-  private static final long WAIT_SLICE_MILLIS = 100;
-
-  private final List<io.warren.Connection> connections = new ArrayList<>();
-  private final List<Producer> producers = new ArrayList<>();
-  private final List<Consumer> consumers = new ArrayList<>();
-  private AmqpClient client;
-  private RunOptions options;
-  private Metrics metrics;
-  // tool thread writes; producers, consumers and event loops read
-  private volatile boolean running = true;
-
-  @Override
-  public String name() {
-    return Clients.WARREN;
-  }
-
-  @Override
-  public void connect(RunOptions options, Metrics metrics) throws Exception {
-    this.options = options;
-    this.metrics = metrics;
-    int connectionCount = Math.max(1, options.producers() + options.consumers());
-    client = AmqpClient.create(new ClientOptions()
-        .ioThreads(Math.min(connectionCount, 2 * Runtime.getRuntime().availableProcessors())));
-    ConnectionOptions base = ConnectionOptions.fromUri(options.uri())
-        .connectionTimeout(Duration.ofSeconds(5))
-        .rpcTimeout(Duration.ofSeconds(RPC_TIMEOUT_SECONDS))
-        .closeTimeout(Duration.ofMillis(CLOSE_TIMEOUT_MILLIS));
-    if (options.confirms()) {
-      base.publishOptions(new PublishOptions().maxOutstandingConfirms(options.confirm()));
-    }
-    for (int i = 0; i < options.producers(); i++) {
-      Channel channel = open(base, "warren-perf-producer-" + i, i);
-      producers.add(new Producer(i, channel));
-    }
-    for (int i = 0; i < options.consumers(); i++) {
-      consumers.add(new Consumer(open(base, "warren-perf-consumer-" + i, options.producers() + i)));
-    }
-  }
-
-  /** Connection {@code index}: to its own broker of {@code --uris} first, the others as failover. */
-  private Channel open(ConnectionOptions base, String name, int index) throws Exception {
-    ConnectionOptions own = new ConnectionOptions(base).connectionName(name);
-    if (options.uris().size() > 1) {
-      List<Address> addresses = new ArrayList<>();
-      for (String uri : options.urisFor(index)) {
-        AmqpUri parsed = AmqpUri.parse(uri);
-        addresses.add(new Address(parsed.host(), parsed.port()));
-      }
-      own.addresses(addresses).shuffleAddresses(false);
-    }
-    io.warren.Connection connection = await(client.connect(own));
-    connections.add(connection);
-    connection.closeFuture().thenAccept(cause -> {
-      if (running) {
-        metrics.fail(cause);
-      }
-    });
-    Channel channel = await(connection.openChannel());
-    channel.closeFuture().thenAccept(cause -> {
-      if (running) {
-        metrics.fail(cause);
-      }
-    });
-    return channel;
-  }
-
-  @Override
-  public void declare() throws Exception {
-    Channel any = !producers.isEmpty() ? producers.get(0).channel : consumers.get(0).channel;
-    if (options.declaresExchange()) {
-      await(any.exchangeDeclare(options.exchange(), options.exchangeType()));
-    }
-    if (!options.serverNamedQueues()) {
-      await(any.queueDeclare(QueueSpec.named(options.queue()).durable(true).autoDelete(options.autoDelete())
-          .arguments(options.queueArgs())));
-      if (!options.exchange().isEmpty()) {
-        await(any.queueBind(options.queue(), options.exchange(), options.routingKey()));
-      }
-    }
-    for (Consumer consumer : consumers) {
-      if (options.serverNamedQueues()) {
-        consumer.queue = await(consumer.channel.queueDeclare(QueueSpec.serverNamed())).queue();
-        if (!options.exchange().isEmpty()) {
-          await(consumer.channel.queueBind(consumer.queue, options.exchange(), options.routingKey()));
-        }
-      } else {
-        consumer.queue = options.queue();
-      }
-    }
-  }
-
-  @Override
-  public void startConsumers() throws Exception {
-    ConsumeOptions consumeOptions = new ConsumeOptions().noAck(options.autoAck());
-    if (options.qos() > 0) {
-      consumeOptions.prefetch(options.qos()); // basic.qos before basic.consume
-    } else if (!options.autoAck()) {
-      consumeOptions.prefetch(0); // --qos 0 is no limit, as amqp-client without basic.qos (not Warren's default 250)
-    }
-    for (Consumer consumer : consumers) {
-      ConsumerHandle handle = await(consumer.channel.consume(consumer.queue, consumeOptions, consumer));
-      consumer.started(handle);
-      handle.endFuture().thenAccept(cause -> {
-        if (cause != null && running) {
-          metrics.fail(cause);
-        }
-      });
-    }
-  }
-
-  @Override
-  public void startProducers() {
-    ShortString exchange = ShortString.of(options.exchange());
-    ShortString routingKey = ShortString.of(options.routingKeyFor(options.queue()));
-    for (Producer producer : producers) {
-      Runnable run = () -> producer.run(exchange, routingKey);
-      String threadName = "warren-perf-producer-" + producer.index;
-      producer.thread = PLAIN_PRODUCER_THREADS ? new Thread(run, threadName)
-          : new FastThreadLocalThread(run, threadName);
-      producer.thread.start();
-    }
-  }
-
-  @Override
-  public void stop() throws Exception {
-    running = false;
-    for (Producer producer : producers) {
-      if (producer.thread != null) {
-        producer.thread.join(CLOSE_TIMEOUT_MILLIS);
-        producer.thread.interrupt();
-      }
-    }
-    List<CompletableFuture<Void>> cancels = new ArrayList<>();
-    for (Consumer consumer : consumers) {
-      cancels.add(consumer.cancel());
-    }
-    try {
-      CompletableFuture.allOf(cancels.toArray(CompletableFuture[]::new))
-          .get(CLOSE_TIMEOUT_MILLIS, TimeUnit.MILLISECONDS);
-    } catch (ExecutionException | TimeoutException e) {
-      // a consumer whose channel is going away has nothing left to cancel
-    }
-  }
-
-  @Override
-  public void close() {
-    running = false;
-    for (Producer producer : producers) {
-      if (producer.thread != null) {
-        producer.thread.interrupt();
-      }
-    }
-    for (Producer producer : producers) {
-      if (producer.thread != null) {
-        try {
-          producer.thread.join(CLOSE_TIMEOUT_MILLIS);
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-          break;
-        }
-      }
-    }
-    producers.clear();
-    consumers.clear();
-    connections.clear();
-    if (client != null) {
-      // closes every connection (close-ok or the close timeout), then shuts the event loops down
-      try {
-        client.close().toCompletableFuture().get(3 * CLOSE_TIMEOUT_MILLIS, TimeUnit.MILLISECONDS);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      } catch (ExecutionException | TimeoutException e) {
-        // nothing more to do: the loops are daemon threads
-      }
-      client = null;
-    }
-  }
-
-  /** Waits for a setup step (connect, declare, consume); the tool's thread, never an event loop. */
-  private static <T> T await(CompletionStage<T> stage) throws Exception {
-    try {
-      return stage.toCompletableFuture().get(RPC_TIMEOUT_SECONDS, TimeUnit.SECONDS);
-    } catch (ExecutionException e) {
-      throw e.getCause() instanceof Exception cause ? cause : e;
-    }
-  }
-
-  private static Throwable unwrap(Throwable t) {
-    return t instanceof CompletionException && t.getCause() != null ? t.getCause() : t;
-  }
-
-  /** One publishing thread on its own connection and channel. */
-  private final class Producer {
-    final int index;
-    final Channel channel;
-    final ConfirmTracker confirms;
-    Thread thread;
-
-    Producer(int index, Channel channel) throws Exception {
-      this.index = index;
-      this.channel = channel;
-      if (options.confirms()) {
-        confirms = new ConfirmTracker(options.confirm(), metrics);
-        await(channel.confirmSelect());
-      } else {
-        confirms = null;
-      }
-      if (options.mandatory()) {
-        channel.addReturnListener(returned -> metrics.returned());
-      }
-    }
-
-    void run(ShortString exchange, ShortString routingKey) {
-      ByteBufAllocator alloc = PooledByteBufAllocator.DEFAULT;
-      int size = options.size();
-      boolean mandatory = options.mandatory();
-      BasicProperties props = options.persistent()
-          ? BasicProperties.builder().deliveryMode(2).build() : BasicProperties.EMPTY;
-      Pacer pacer = new Pacer(options.rate());
-      long limit = options.producerMessages();
-      long sent = 0;
-      CompletableFuture<PublishOutcome> lastWritten = null;
-      try {
-        while (running && (limit == 0 || sent < limit)) {
-          pacer.await();
-          if (!awaitRoom()) {
-            break; // stopping, or the channel closed (its closeFuture reported it)
-          }
-          ByteBuf body = alloc.directBuffer(size, size).writeZero(size);
-          long now = System.nanoTime();
-          MessageBody.stamp(body, now);
-          if (confirms == null && limit > 0 && sent + 1 == limit) {
-            // the last of --pmessages: its outcome says when it is written to the socket, and the channel's
-            // publishes are written in order, so then all of them are (amqp-client's are when the call returns)
-            lastWritten = channel.publish(exchange, routingKey, mandatory, props, body).toCompletableFuture();
-          } else if (confirms == null) {
-            channel.publishNoOutcome(exchange, routingKey, mandatory, props, body);
-          } else {
-            long sequence = sent + 1;
-            confirms.sent(sequence, now);
-            channel.publish(exchange, routingKey, mandatory, props, body)
-                .whenComplete(confirmCallback(sequence));
-          }
-          metrics.published();
-          sent++;
-        }
-        if (running && confirms != null) {
-          while (running && channel.isOpen() && !confirms.awaitDrained(WAIT_SLICE_MILLIS)) {
-            // the last confirms are still on their way
-          }
-        }
-        while (running && lastWritten != null && !written(lastWritten)) {
-          // the last publishes are still on their way to the socket
-        }
-        if (running && channel.isOpen()) {
-          metrics.producerDone();
-        }
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      } catch (RuntimeException e) {
-        // a refusal thrown by publishNoOutcome: the channel or connection closed under the producer
-        if (running) {
-          metrics.fail(e);
-        }
-      }
-    }
-
-    /** Waits a little for {@code write}; true once it is written (or failed: the close is reported elsewhere). */
-    private boolean written(CompletableFuture<PublishOutcome> write) throws InterruptedException {
-      try {
-        write.get(WAIT_SLICE_MILLIS, TimeUnit.MILLISECONDS);
-        return true;
-      } catch (TimeoutException e) {
-        return false;
-      } catch (ExecutionException e) {
-        if (running) {
-          metrics.fail(unwrap(e.getCause()));
-        }
-        return true;
-      }
-    }
-
+    private static final long CLOSE_TIMEOUT_MILLIS = 2_000;
+    private static final long RPC_TIMEOUT_SECONDS = 10;
     /**
-     * Waits until a publish now is written at once (Warren writable) and, with confirms, the window has room.
-     * Returns false when the run is stopping or the channel closed.
+     * Diagnostic: publish from plain {@link Thread}s instead of {@link FastThreadLocalThread}s, to see what an
+     * application's ordinary threads pay (see the class comment).
      */
-    private boolean awaitRoom() throws InterruptedException {
-      while (running) {
-        if (!channel.isWritable()) {
-          if (!channel.isOpen()) {
-            return false;
-          }
-          try {
-            channel.whenWritable().toCompletableFuture().get(WAIT_SLICE_MILLIS, TimeUnit.MILLISECONDS);
-          } catch (TimeoutException e) {
-            // look at the stop flag, then wait again
-          } catch (ExecutionException e) {
-            return false; // the channel closed
-          }
-          continue;
-        }
-        if (confirms == null || confirms.acquire(WAIT_SLICE_MILLIS)) {
-          return true;
-        }
-      }
-      return false;
-    }
+    static final boolean PLAIN_PRODUCER_THREADS = Boolean.getBoolean("warren.perf.plainProducerThreads");
+    /** How long a waiting producer sleeps at most before it looks at the stop flag again. */
+    private static final long WAIT_SLICE_MILLIS = 100;
 
-    /**
-     * The callback of one confirmed publish: Warren reports confirms only through each publish's future, so
-     * this object (and the future's dependent) is the per-message cost of measuring confirms with Warren.
-     * Runs on the event loop.
-     */
-    private BiConsumer<PublishOutcome, Throwable> confirmCallback(long sequence) {
-      return (outcome, error) -> {
-        if (error == null) {
-          confirms.ack(sequence, false); // RETURNED counts too: the broker acked it, as amqp-client counts it
-          return;
-        }
-        Throwable cause = unwrap(error);
-        if (cause instanceof PublishNackedException) {
-          confirms.nack(sequence, false);
-        } else if (running) {
-          metrics.fail(cause); // not confirmed: the channel or connection closed
-        }
-      };
-    }
-  }
+    private final List<io.warren.Connection> connections = new ArrayList<>();
+    private final List<Producer> producers = new ArrayList<>();
+    private final List<Consumer> consumers = new ArrayList<>();
+    private AmqpClient client;
+    private RunOptions options;
+    private Metrics metrics;
+    // tool thread writes; producers, consumers and event loops read
+    private volatile boolean running = true;
 
-  /** One consumer on its own connection and channel; its handler runs on the connection's event loop. */
-  private final class Consumer implements DeliveryHandler {
-    final Channel channel;
-    String queue;
-    // consumer context (the event loop) only
-    private long taken;
-    // any thread
-    private volatile boolean cancelRequested;
-    // guarded by this (taken once or twice per consumer, never per delivery)
-    private ConsumerHandle handle;
-    private CompletableFuture<Void> cancelling;
-
-    Consumer(Channel channel) {
-      this.channel = channel;
+    @Override
+    public String name() {
+        return Clients.WARREN;
     }
 
     @Override
-    public void handle(Delivery delivery) {
-      long limit = options.consumerMessages();
-      if (cancelRequested || (limit > 0 && taken >= limit)) {
-        return; // prefetched after the last one wanted: not counted, not acknowledged
-      }
-      taken++;
-      metrics.received(MessageBody.publishNanos(delivery.body()));
-      if (!options.autoAck()) {
-        int every = options.multiAckEvery();
-        if (every <= 0) {
-          delivery.ack();
-        } else if (taken % every == 0 || taken == limit) {
-          delivery.ack(true);
+    public void connect(RunOptions options, Metrics metrics) throws Exception {
+        this.options = options;
+        this.metrics = metrics;
+        int connectionCount = Math.max(1, options.producers() + options.consumers());
+        client = AmqpClient.create(new ClientOptions()
+                .ioThreads(Math.min(connectionCount, 2 * Runtime.getRuntime().availableProcessors())));
+        ConnectionOptions base = ConnectionOptions.fromUri(options.uri())
+                .connectionTimeout(Duration.ofSeconds(5))
+                .rpcTimeout(Duration.ofSeconds(RPC_TIMEOUT_SECONDS))
+                .closeTimeout(Duration.ofMillis(CLOSE_TIMEOUT_MILLIS));
+        if (options.confirms()) {
+            base.publishOptions(new PublishOptions().maxOutstandingConfirms(options.confirm()));
         }
-      }
-      if (limit > 0 && taken == limit) {
-        metrics.consumerDone();
-        cancel();
-      }
+        for (int i = 0; i < options.producers(); i++) {
+            Channel channel = open(base, "warren-perf-producer-" + i, i);
+            producers.add(new Producer(i, channel));
+        }
+        for (int i = 0; i < options.consumers(); i++) {
+            consumers.add(new Consumer(open(base, "warren-perf-consumer-" + i, options.producers() + i)));
+        }
     }
 
-    /** consume-ok: the consumer may have reached its count already, before its handle was known. */
-    synchronized void started(ConsumerHandle h) {
-      handle = h;
-      if (cancelRequested && cancelling == null) {
-        cancelling = h.cancel().toCompletableFuture();
-      }
+    /** Connection {@code index}: to its own broker of {@code --uris} first, the others as failover. */
+    private Channel open(ConnectionOptions base, String name, int index) throws Exception {
+        ConnectionOptions own = new ConnectionOptions(base).connectionName(name);
+        if (options.uris().size() > 1) {
+            List<Address> addresses = new ArrayList<>();
+            for (String uri : options.urisFor(index)) {
+                AmqpUri parsed = AmqpUri.parse(uri);
+                addresses.add(new Address(parsed.host(), parsed.port()));
+            }
+            own.addresses(addresses).shuffleAddresses(false);
+        }
+        io.warren.Connection connection = await(client.connect(own));
+        connections.add(connection);
+        connection.closeFuture().thenAccept(cause -> {
+            if (running) {
+                metrics.fail(cause);
+            }
+        });
+        Channel channel = await(connection.openChannel());
+        channel.closeFuture().thenAccept(cause -> {
+            if (running) {
+                metrics.fail(cause);
+            }
+        });
+        return channel;
     }
 
-    /**
-     * Cancels the consumer once (at its count on the event loop, or from {@link #stop}); completes on
-     * cancel-ok, or at once when there is nothing to cancel yet.
-     */
-    synchronized CompletableFuture<Void> cancel() {
-      cancelRequested = true;
-      if (cancelling == null && handle != null) {
-        cancelling = handle.cancel().toCompletableFuture();
-      }
-      return cancelling != null ? cancelling : CompletableFuture.completedFuture(null);
+    @Override
+    public void declare() throws Exception {
+        Channel any = !producers.isEmpty() ? producers.get(0).channel : consumers.get(0).channel;
+        if (options.declaresExchange()) {
+            await(any.exchangeDeclare(options.exchange(), options.exchangeType()));
+        }
+        if (!options.serverNamedQueues()) {
+            await(any.queueDeclare(QueueSpec.named(options.queue())
+                    .durable(true)
+                    .autoDelete(options.autoDelete())
+                    .arguments(options.queueArgs())));
+            if (!options.exchange().isEmpty()) {
+                await(any.queueBind(options.queue(), options.exchange(), options.routingKey()));
+            }
+        }
+        for (Consumer consumer : consumers) {
+            if (options.serverNamedQueues()) {
+                consumer.queue = await(consumer.channel.queueDeclare(QueueSpec.serverNamed()))
+                        .queue();
+                if (!options.exchange().isEmpty()) {
+                    await(consumer.channel.queueBind(consumer.queue, options.exchange(), options.routingKey()));
+                }
+            } else {
+                consumer.queue = options.queue();
+            }
+        }
     }
-  }
+
+    @Override
+    public void startConsumers() throws Exception {
+        ConsumeOptions consumeOptions = new ConsumeOptions().noAck(options.autoAck());
+        if (options.qos() > 0) {
+            consumeOptions.prefetch(options.qos()); // basic.qos before basic.consume
+        } else if (!options.autoAck()) {
+            consumeOptions.prefetch(
+                    0); // --qos 0 is no limit, as amqp-client without basic.qos (not Warren's default 250)
+        }
+        for (Consumer consumer : consumers) {
+            ConsumerHandle handle = await(consumer.channel.consume(consumer.queue, consumeOptions, consumer));
+            consumer.started(handle);
+            handle.endFuture().thenAccept(cause -> {
+                if (cause != null && running) {
+                    metrics.fail(cause);
+                }
+            });
+        }
+    }
+
+    @Override
+    public void startProducers() {
+        ShortString exchange = ShortString.of(options.exchange());
+        ShortString routingKey = ShortString.of(options.routingKeyFor(options.queue()));
+        for (Producer producer : producers) {
+            Runnable run = () -> producer.run(exchange, routingKey);
+            String threadName = "warren-perf-producer-" + producer.index;
+            producer.thread =
+                    PLAIN_PRODUCER_THREADS ? new Thread(run, threadName) : new FastThreadLocalThread(run, threadName);
+            producer.thread.start();
+        }
+    }
+
+    @Override
+    public void stop() throws Exception {
+        running = false;
+        for (Producer producer : producers) {
+            if (producer.thread != null) {
+                producer.thread.join(CLOSE_TIMEOUT_MILLIS);
+                producer.thread.interrupt();
+            }
+        }
+        List<CompletableFuture<Void>> cancels = new ArrayList<>();
+        for (Consumer consumer : consumers) {
+            cancels.add(consumer.cancel());
+        }
+        try {
+            CompletableFuture.allOf(cancels.toArray(CompletableFuture[]::new))
+                    .get(CLOSE_TIMEOUT_MILLIS, TimeUnit.MILLISECONDS);
+        } catch (ExecutionException | TimeoutException e) {
+            // a consumer whose channel is going away has nothing left to cancel
+        }
+    }
+
+    @Override
+    public void close() {
+        running = false;
+        for (Producer producer : producers) {
+            if (producer.thread != null) {
+                producer.thread.interrupt();
+            }
+        }
+        for (Producer producer : producers) {
+            if (producer.thread != null) {
+                try {
+                    producer.thread.join(CLOSE_TIMEOUT_MILLIS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    break;
+                }
+            }
+        }
+        producers.clear();
+        consumers.clear();
+        connections.clear();
+        if (client != null) {
+            // closes every connection (close-ok or the close timeout), then shuts the event loops down
+            try {
+                client.close().toCompletableFuture().get(3 * CLOSE_TIMEOUT_MILLIS, TimeUnit.MILLISECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            } catch (ExecutionException | TimeoutException e) {
+                // nothing more to do: the loops are daemon threads
+            }
+            client = null;
+        }
+    }
+
+    /** Waits for a setup step (connect, declare, consume); the tool's thread, never an event loop. */
+    private static <T> T await(CompletionStage<T> stage) throws Exception {
+        try {
+            return stage.toCompletableFuture().get(RPC_TIMEOUT_SECONDS, TimeUnit.SECONDS);
+        } catch (ExecutionException e) {
+            throw e.getCause() instanceof Exception cause ? cause : e;
+        }
+    }
+
+    private static Throwable unwrap(Throwable t) {
+        return t instanceof CompletionException && t.getCause() != null ? t.getCause() : t;
+    }
+
+    /** One publishing thread on its own connection and channel. */
+    private final class Producer {
+        final int index;
+        final Channel channel;
+        final ConfirmTracker confirms;
+        Thread thread;
+
+        Producer(int index, Channel channel) throws Exception {
+            this.index = index;
+            this.channel = channel;
+            if (options.confirms()) {
+                confirms = new ConfirmTracker(options.confirm(), metrics);
+                await(channel.confirmSelect());
+            } else {
+                confirms = null;
+            }
+            if (options.mandatory()) {
+                channel.addReturnListener(returned -> metrics.returned());
+            }
+        }
+
+        void run(ShortString exchange, ShortString routingKey) {
+            ByteBufAllocator alloc = PooledByteBufAllocator.DEFAULT;
+            int size = options.size();
+            boolean mandatory = options.mandatory();
+            BasicProperties props = options.persistent()
+                    ? BasicProperties.builder().deliveryMode(2).build()
+                    : BasicProperties.EMPTY;
+            Pacer pacer = new Pacer(options.rate());
+            long limit = options.producerMessages();
+            long sent = 0;
+            CompletableFuture<PublishOutcome> lastWritten = null;
+            try {
+                while (running && (limit == 0 || sent < limit)) {
+                    pacer.await();
+                    if (!awaitRoom()) {
+                        break; // stopping, or the channel closed (its closeFuture reported it)
+                    }
+                    ByteBuf body = alloc.directBuffer(size, size).writeZero(size);
+                    long now = System.nanoTime();
+                    MessageBody.stamp(body, now);
+                    if (confirms == null && limit > 0 && sent + 1 == limit) {
+                        // the last of --pmessages: its outcome says when it is written to the socket, and the channel's
+                        // publishes are written in order, so then all of them are (amqp-client's are when the call
+                        // returns)
+                        lastWritten = channel.publish(exchange, routingKey, mandatory, props, body)
+                                .toCompletableFuture();
+                    } else if (confirms == null) {
+                        channel.publishNoOutcome(exchange, routingKey, mandatory, props, body);
+                    } else {
+                        long sequence = sent + 1;
+                        confirms.sent(sequence, now);
+                        channel.publish(exchange, routingKey, mandatory, props, body)
+                                .whenComplete(confirmCallback(sequence));
+                    }
+                    metrics.published();
+                    sent++;
+                }
+                if (running && confirms != null) {
+                    while (running && channel.isOpen() && !confirms.awaitDrained(WAIT_SLICE_MILLIS)) {
+                        // the last confirms are still on their way
+                    }
+                }
+                while (running && lastWritten != null && !written(lastWritten)) {
+                    // the last publishes are still on their way to the socket
+                }
+                if (running && channel.isOpen()) {
+                    metrics.producerDone();
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            } catch (RuntimeException e) {
+                // a refusal thrown by publishNoOutcome: the channel or connection closed under the producer
+                if (running) {
+                    metrics.fail(e);
+                }
+            }
+        }
+
+        /** Waits a little for {@code write}; true once it is written (or failed: the close is reported elsewhere). */
+        private boolean written(CompletableFuture<PublishOutcome> write) throws InterruptedException {
+            try {
+                write.get(WAIT_SLICE_MILLIS, TimeUnit.MILLISECONDS);
+                return true;
+            } catch (TimeoutException e) {
+                return false;
+            } catch (ExecutionException e) {
+                if (running) {
+                    metrics.fail(unwrap(e.getCause()));
+                }
+                return true;
+            }
+        }
+
+        /**
+         * Waits until a publish now is written at once (Warren writable) and, with confirms, the window has room.
+         * Returns false when the run is stopping or the channel closed.
+         */
+        private boolean awaitRoom() throws InterruptedException {
+            while (running) {
+                if (!channel.isWritable()) {
+                    if (!channel.isOpen()) {
+                        return false;
+                    }
+                    try {
+                        channel.whenWritable().toCompletableFuture().get(WAIT_SLICE_MILLIS, TimeUnit.MILLISECONDS);
+                    } catch (TimeoutException e) {
+                        // look at the stop flag, then wait again
+                    } catch (ExecutionException e) {
+                        return false; // the channel closed
+                    }
+                    continue;
+                }
+                if (confirms == null || confirms.acquire(WAIT_SLICE_MILLIS)) {
+                    return true;
+                }
+            }
+            return false;
+        }
+
+        /**
+         * The callback of one confirmed publish: Warren reports confirms only through each publish's future, so
+         * this object (and the future's dependent) is the per-message cost of measuring confirms with Warren.
+         * Runs on the event loop.
+         */
+        private BiConsumer<PublishOutcome, Throwable> confirmCallback(long sequence) {
+            return (outcome, error) -> {
+                if (error == null) {
+                    confirms.ack(sequence, false); // RETURNED counts too: the broker acked it, as amqp-client counts it
+                    return;
+                }
+                Throwable cause = unwrap(error);
+                if (cause instanceof PublishNackedException) {
+                    confirms.nack(sequence, false);
+                } else if (running) {
+                    metrics.fail(cause); // not confirmed: the channel or connection closed
+                }
+            };
+        }
+    }
+
+    /** One consumer on its own connection and channel; its handler runs on the connection's event loop. */
+    private final class Consumer implements DeliveryHandler {
+        final Channel channel;
+        String queue;
+        // consumer context (the event loop) only
+        private long taken;
+        // any thread
+        private volatile boolean cancelRequested;
+        // guarded by this (taken once or twice per consumer, never per delivery)
+        private ConsumerHandle handle;
+        private CompletableFuture<Void> cancelling;
+
+        Consumer(Channel channel) {
+            this.channel = channel;
+        }
+
+        @Override
+        public void handle(Delivery delivery) {
+            long limit = options.consumerMessages();
+            if (cancelRequested || (limit > 0 && taken >= limit)) {
+                return; // prefetched after the last one wanted: not counted, not acknowledged
+            }
+            taken++;
+            metrics.received(MessageBody.publishNanos(delivery.body()));
+            if (!options.autoAck()) {
+                int every = options.multiAckEvery();
+                if (every <= 0) {
+                    delivery.ack();
+                } else if (taken % every == 0 || taken == limit) {
+                    delivery.ack(true);
+                }
+            }
+            if (limit > 0 && taken == limit) {
+                metrics.consumerDone();
+                cancel();
+            }
+        }
+
+        /** consume-ok: the consumer may have reached its count already, before its handle was known. */
+        synchronized void started(ConsumerHandle h) {
+            handle = h;
+            if (cancelRequested && cancelling == null) {
+                cancelling = h.cancel().toCompletableFuture();
+            }
+        }
+
+        /**
+         * Cancels the consumer once (at its count on the event loop, or from {@link #stop}); completes on
+         * cancel-ok, or at once when there is nothing to cancel yet.
+         */
+        synchronized CompletableFuture<Void> cancel() {
+            cancelRequested = true;
+            if (cancelling == null && handle != null) {
+                cancelling = handle.cancel().toCompletableFuture();
+            }
+            return cancelling != null ? cancelling : CompletableFuture.completedFuture(null);
+        }
+    }
 }

@@ -32,561 +32,682 @@ import picocli.CommandLine.Spec;
  *
  * <p>Exit codes: 0 done, 1 the run failed (no broker, a channel error, ...), 2 bad options.
  */
-@Command(name = "warren-perf", sortOptions = false, usageHelpAutoWidth = true,
-    description = {
-        "Measures an AMQP 0-9-1 client (Warren or amqp-client) against RabbitMQ or the built-in loopback peer.",
-        "Prints one progress line per second and a summary at the end (Ctrl-C prints the summary so far)."},
-    footer = {"",
-        "Examples:",
-        "  java -jar warren-perf.jar                              1 producer, 1 consumer, 10 s, against localhost",
-        "  java -jar warren-perf.jar -x 2 -y 2 -s 1024 -c 100 -z 30",
-        "  java -jar warren-perf.jar --compare --json out.json --report out.html",
-        "                                                         3 runs per client, alternating, at 10,000 msg/s",
-        "  java -jar warren-perf.jar --compare -r -1 --runs 5    the same unthrottled, 5 runs per client",
-        "  java -jar warren-perf.jar --peer sink -c 1000          the client's publishing alone, no broker",
-        "  java -jar warren-perf.jar --peer source -a             the client's consuming alone, no broker"})
+@Command(
+        name = "warren-perf",
+        sortOptions = false,
+        usageHelpAutoWidth = true,
+        description = {
+            "Measures an AMQP 0-9-1 client (Warren or amqp-client) against RabbitMQ or the built-in loopback peer.",
+            "Prints one progress line per second and a summary at the end (Ctrl-C prints the summary so far)."
+        },
+        footer = {
+            "",
+            "Examples:",
+            "  java -jar warren-perf.jar                              1 producer, 1 consumer, 10 s, against localhost",
+            "  java -jar warren-perf.jar -x 2 -y 2 -s 1024 -c 100 -z 30",
+            "  java -jar warren-perf.jar --compare --json out.json --report out.html",
+            "                                                         3 runs per client, alternating, at 10,000 msg/s",
+            "  java -jar warren-perf.jar --compare -r -1 --runs 5    the same unthrottled, 5 runs per client",
+            "  java -jar warren-perf.jar --peer sink -c 1000          the client's publishing alone, no broker",
+            "  java -jar warren-perf.jar --peer source -a             the client's consuming alone, no broker"
+        })
 public final class WarrenPerf implements Callable<Integer> {
 
-  static final String DEFAULT_URI = "amqp://guest:guest@localhost:5672";
-  static final int DEFAULT_TIME_SECONDS = 10;
-  /**
-   * --compare's publishing rate per producer unless -r says otherwise: a single local RabbitMQ node drains
-   * 10,000 msg/s from 1 producer to 1 consumer with no standing queue, so consumer latency is the clients'
-   * and the broker's handling, not a backlog growing for as long as the run lasts.
-   */
-  static final int COMPARE_RATE = 10_000;
-  /** --compare's runs per client unless --runs says otherwise: a median and a spread need three. */
-  static final int COMPARE_RUNS = 3;
+    static final String DEFAULT_URI = "amqp://guest:guest@localhost:5672";
+    static final int DEFAULT_TIME_SECONDS = 10;
+    /**
+     * --compare's publishing rate per producer unless -r says otherwise: a single local RabbitMQ node drains
+     * 10,000 msg/s from 1 producer to 1 consumer with no standing queue, so consumer latency is the clients'
+     * and the broker's handling, not a backlog growing for as long as the run lasts.
+     */
+    static final int COMPARE_RATE = 10_000;
+    /** --compare's runs per client unless --runs says otherwise: a median and a spread need three. */
+    static final int COMPARE_RUNS = 3;
 
-  @Spec
-  private CommandSpec spec;
+    @Spec
+    private CommandSpec spec;
 
-  @Option(names = {"-h", "--uri"}, paramLabel = "URI",
-      description = "Broker URI (default: " + DEFAULT_URI + ").")
-  private String uri;
+    @Option(
+            names = {"-h", "--uri"},
+            paramLabel = "URI",
+            description = "Broker URI (default: " + DEFAULT_URI + ").")
+    private String uri;
 
-  @Option(names = {"-H", "--uris"}, paramLabel = "URI[,URI...]", split = ",",
-      description = "Several brokers (a cluster's nodes), as in PerfTest: connections spread over them round-robin, "
-          + "each with the others as its failover addresses. Instead of --uri.")
-  private List<String> uris;
+    @Option(
+            names = {"-H", "--uris"},
+            paramLabel = "URI[,URI...]",
+            split = ",",
+            description =
+                    "Several brokers (a cluster's nodes), as in PerfTest: connections spread over them round-robin, "
+                            + "each with the others as its failover addresses. Instead of --uri.")
+    private List<String> uris;
 
-  @Option(names = {"-x", "--producers"}, paramLabel = "N", defaultValue = "1",
-      description = "Producers, each with its own connection (default: ${DEFAULT-VALUE}; 0 with --peer source).")
-  private int producers;
+    @Option(
+            names = {"-x", "--producers"},
+            paramLabel = "N",
+            defaultValue = "1",
+            description = "Producers, each with its own connection (default: ${DEFAULT-VALUE}; 0 with --peer source).")
+    private int producers;
 
-  @Option(names = {"-y", "--consumers"}, paramLabel = "N", defaultValue = "1",
-      description = "Consumers, each with its own connection (default: ${DEFAULT-VALUE}; 0 with --peer sink).")
-  private int consumers;
+    @Option(
+            names = {"-y", "--consumers"},
+            paramLabel = "N",
+            defaultValue = "1",
+            description = "Consumers, each with its own connection (default: ${DEFAULT-VALUE}; 0 with --peer sink).")
+    private int consumers;
 
-  @Option(names = {"-s", "--size"}, paramLabel = "BYTES", defaultValue = "12",
-      description = "Message body size in bytes, at least 12 (default: ${DEFAULT-VALUE}).")
-  private int size;
+    @Option(
+            names = {"-s", "--size"},
+            paramLabel = "BYTES",
+            defaultValue = "12",
+            description = "Message body size in bytes, at least 12 (default: ${DEFAULT-VALUE}).")
+    private int size;
 
-  @Option(names = {"-z", "--time"}, paramLabel = "SECONDS",
-      description = "Run duration in seconds; 0 = until the counts are reached or Ctrl-C "
-          + "(default: " + DEFAULT_TIME_SECONDS + " when neither -C nor -D is given, else 0).")
-  private Long time;
+    @Option(
+            names = {"-z", "--time"},
+            paramLabel = "SECONDS",
+            description = "Run duration in seconds; 0 = until the counts are reached or Ctrl-C " + "(default: "
+                    + DEFAULT_TIME_SECONDS + " when neither -C nor -D is given, else 0).")
+    private Long time;
 
-  @Option(names = {"-C", "--pmessages"}, paramLabel = "N", defaultValue = "0",
-      description = "Messages each producer publishes; 0 = no limit (default: ${DEFAULT-VALUE}).")
-  private long producerMessages;
+    @Option(
+            names = {"-C", "--pmessages"},
+            paramLabel = "N",
+            defaultValue = "0",
+            description = "Messages each producer publishes; 0 = no limit (default: ${DEFAULT-VALUE}).")
+    private long producerMessages;
 
-  @Option(names = {"-D", "--cmessages"}, paramLabel = "N", defaultValue = "0",
-      description = "Messages each consumer takes; 0 = no limit (default: ${DEFAULT-VALUE}).")
-  private long consumerMessages;
+    @Option(
+            names = {"-D", "--cmessages"},
+            paramLabel = "N",
+            defaultValue = "0",
+            description = "Messages each consumer takes; 0 = no limit (default: ${DEFAULT-VALUE}).")
+    private long consumerMessages;
 
-  @Option(names = {"-r", "--rate"}, paramLabel = "MSG/S",
-      description = "Publishing rate limit per producer, msg/s; -1 (or 0) = none, as fast as the client goes "
-          + "(default: none; with --compare " + COMPARE_RATE + ", a rate a broker drains without a queue building up).")
-  private Double rate;
+    @Option(
+            names = {"-r", "--rate"},
+            paramLabel = "MSG/S",
+            description = "Publishing rate limit per producer, msg/s; -1 (or 0) = none, as fast as the client goes "
+                    + "(default: none; with --compare " + COMPARE_RATE
+                    + ", a rate a broker drains without a queue building up).")
+    private Double rate;
 
-  @Option(names = {"-c", "--confirm"}, paramLabel = "N", defaultValue = "-1",
-      description = "Publisher confirms with at most this many outstanding per producer; -1 = no confirms "
-          + "(default: ${DEFAULT-VALUE}).")
-  private int confirm;
+    @Option(
+            names = {"-c", "--confirm"},
+            paramLabel = "N",
+            defaultValue = "-1",
+            description = "Publisher confirms with at most this many outstanding per producer; -1 = no confirms "
+                    + "(default: ${DEFAULT-VALUE}).")
+    private int confirm;
 
-  @Option(names = {"-q", "--qos"}, paramLabel = "N", defaultValue = "0",
-      description = "Consumer prefetch count; 0 = unlimited (default: ${DEFAULT-VALUE}).")
-  private int qos;
+    @Option(
+            names = {"-q", "--qos"},
+            paramLabel = "N",
+            defaultValue = "0",
+            description = "Consumer prefetch count; 0 = unlimited (default: ${DEFAULT-VALUE}).")
+    private int qos;
 
-  @Option(names = {"-A", "--multi-ack-every"}, paramLabel = "N", defaultValue = "0",
-      description = "Acknowledge with multiple=true every this many messages; 0 = each one (default: ${DEFAULT-VALUE}).")
-  private int multiAckEvery;
+    @Option(
+            names = {"-A", "--multi-ack-every"},
+            paramLabel = "N",
+            defaultValue = "0",
+            description =
+                    "Acknowledge with multiple=true every this many messages; 0 = each one (default: ${DEFAULT-VALUE}).")
+    private int multiAckEvery;
 
-  @Option(names = {"-a", "--autoack"}, description = "Consume with automatic acknowledgement (no-ack).")
-  private boolean autoAck;
+    @Option(
+            names = {"-a", "--autoack"},
+            description = "Consume with automatic acknowledgement (no-ack).")
+    private boolean autoAck;
 
-  @Option(names = {"-u", "--queue"}, paramLabel = "NAME", defaultValue = "",
-      description = "Queue name, shared by every consumer; default: one server-named queue per consumer.")
-  private String queue;
+    @Option(
+            names = {"-u", "--queue"},
+            paramLabel = "NAME",
+            defaultValue = "",
+            description = "Queue name, shared by every consumer; default: one server-named queue per consumer.")
+    private String queue;
 
-  @Option(names = {"-f", "--flag"}, paramLabel = "FLAG",
-      description = "Message flag, repeatable: persistent, mandatory.")
-  private List<String> flags = new ArrayList<>();
+    @Option(
+            names = {"-f", "--flag"},
+            paramLabel = "FLAG",
+            description = "Message flag, repeatable: persistent, mandatory.")
+    private List<String> flags = new ArrayList<>();
 
-  @Option(names = {"-k", "--routing-key"}, paramLabel = "KEY", description = "Routing key (default: a random UUID).")
-  private String routingKey;
+    @Option(
+            names = {"-k", "--routing-key"},
+            paramLabel = "KEY",
+            description = "Routing key (default: a random UUID).")
+    private String routingKey;
 
-  @Option(names = {"-e", "--exchange"}, paramLabel = "NAME", defaultValue = "direct",
-      description = "Exchange name; \"\" is the default exchange (default: ${DEFAULT-VALUE}).")
-  private String exchange;
+    @Option(
+            names = {"-e", "--exchange"},
+            paramLabel = "NAME",
+            defaultValue = "direct",
+            description = "Exchange name; \"\" is the default exchange (default: ${DEFAULT-VALUE}).")
+    private String exchange;
 
-  @Option(names = {"-t", "--type"}, paramLabel = "TYPE", defaultValue = "direct",
-      description = "Exchange type (default: ${DEFAULT-VALUE}).")
-  private String exchangeType;
+    @Option(
+            names = {"-t", "--type"},
+            paramLabel = "TYPE",
+            defaultValue = "direct",
+            description = "Exchange type (default: ${DEFAULT-VALUE}).")
+    private String exchangeType;
 
-  @Option(names = {"-qa", "--queue-args"}, paramLabel = "K=V[,K=V...]",
-      description = "Arguments of a named queue, e.g. x-queue-type=quorum,x-max-length=1000 "
-          + "(integers and true/false are typed, the rest are strings).")
-  private String queueArgs;
+    @Option(
+            names = {"-qa", "--queue-args"},
+            paramLabel = "K=V[,K=V...]",
+            description = "Arguments of a named queue, e.g. x-queue-type=quorum,x-max-length=1000 "
+                    + "(integers and true/false are typed, the rest are strings).")
+    private String queueArgs;
 
-  @Option(names = {"-ad", "--auto-delete"}, paramLabel = "true|false", defaultValue = "true", arity = "1",
-      description = "Declare a named queue auto-delete (default: ${DEFAULT-VALUE}).")
-  private boolean autoDelete;
+    @Option(
+            names = {"-ad", "--auto-delete"},
+            paramLabel = "true|false",
+            defaultValue = "true",
+            arity = "1",
+            description = "Declare a named queue auto-delete (default: ${DEFAULT-VALUE}).")
+    private boolean autoDelete;
 
-  @Option(names = "--client", paramLabel = "warren|amqp-client|raw",
-      description = "The client to run (default: warren when its driver is in this build, else amqp-client). "
-          + "raw is no client but the reference point: pre-encoded frames written straight to the socket, "
-          + "to show what the peer or broker takes when the client costs nothing.")
-  private String client;
+    @Option(
+            names = "--client",
+            paramLabel = "warren|amqp-client|raw",
+            description = "The client to run (default: warren when its driver is in this build, else amqp-client). "
+                    + "raw is no client but the reference point: pre-encoded frames written straight to the socket, "
+                    + "to show what the peer or broker takes when the client costs nothing.")
+    private String client;
 
-  @Option(names = "--compare", arity = "0..1", paramLabel = "CLIENT,CLIENT",
-      fallbackValue = Clients.AMQP_CLIENT + "," + Clients.WARREN,
-      description = "Run both clients, alternating, and print a side-by-side table with ratios to the first "
-          + "(default pair: amqp-client,warren).")
-  private String compare;
+    @Option(
+            names = "--compare",
+            arity = "0..1",
+            paramLabel = "CLIENT,CLIENT",
+            fallbackValue = Clients.AMQP_CLIENT + "," + Clients.WARREN,
+            description = "Run both clients, alternating, and print a side-by-side table with ratios to the first "
+                    + "(default pair: amqp-client,warren).")
+    private String compare;
 
-  @Option(names = "--warmup", paramLabel = "SECONDS", defaultValue = "0",
-      description = "Let traffic flow this long before measuring (not in PerfTest; default: ${DEFAULT-VALUE}).")
-  private long warmup;
+    @Option(
+            names = "--warmup",
+            paramLabel = "SECONDS",
+            defaultValue = "0",
+            description = "Let traffic flow this long before measuring (not in PerfTest; default: ${DEFAULT-VALUE}).")
+    private long warmup;
 
-  @Option(names = "--runs", paramLabel = "N",
-      description = "Runs per client; with --compare their order alternates A B B A ... (default: 1; with --compare "
-          + COMPARE_RUNS + ", so each figure has a median and a spread).")
-  private Integer runs;
+    @Option(
+            names = "--runs",
+            paramLabel = "N",
+            description =
+                    "Runs per client; with --compare their order alternates A B B A ... (default: 1; with --compare "
+                            + COMPARE_RUNS + ", so each figure has a median and a spread).")
+    private Integer runs;
 
-  @Option(names = "--peer", paramLabel = "sink|source",
-      description = "Run against the built-in loopback AMQP peer instead of a broker: sink discards publishes "
-          + "(confirming them), source streams deliveries to every consumer. Measures the client alone.")
-  private String peer;
+    @Option(
+            names = "--peer",
+            paramLabel = "sink|source",
+            description = "Run against the built-in loopback AMQP peer instead of a broker: sink discards publishes "
+                    + "(confirming them), source streams deliveries to every consumer. Measures the client alone.")
+    private String peer;
 
-  @Option(names = "--json", paramLabel = "FILE",
-      description = "Write the results as JSON: one object per run, an array when there are several.")
-  private Path json;
+    @Option(
+            names = "--json",
+            paramLabel = "FILE",
+            description = "Write the results as JSON: one object per run, an array when there are several.")
+    private Path json;
 
-  @Option(names = "--report", paramLabel = "FILE.html",
-      description = "Write a self-contained HTML report with charts.")
-  private Path report;
+    @Option(
+            names = "--report",
+            paramLabel = "FILE.html",
+            description = "Write a self-contained HTML report with charts.")
+    private Path report;
 
-  @Option(names = "--id", paramLabel = "NAME",
-      description = "The test's name: it prefixes the progress lines and goes into the JSON (as in PerfTest).")
-  private String id;
+    @Option(
+            names = "--id",
+            paramLabel = "NAME",
+            description = "The test's name: it prefixes the progress lines and goes into the JSON (as in PerfTest).")
+    private String id;
 
-  @Option(names = "--help", usageHelp = true, description = "Show this help and exit.")
-  private boolean help;
+    @Option(names = "--help", usageHelp = true, description = "Show this help and exit.")
+    private boolean help;
 
-  private final PrintStream out;
-  private final PrintStream err;
+    private final PrintStream out;
+    private final PrintStream err;
 
-  private WarrenPerf(PrintStream out, PrintStream err) {
-    this.out = out;
-    this.err = err;
-  }
-
-  public static void main(String[] args) {
-    System.exit(run(args, System.out, System.err));
-  }
-
-  /** Runs the tool with {@code args}; returns the exit code (0, 1 on failure, 2 for bad options). */
-  public static int run(String[] args, PrintStream out, PrintStream err) {
-    CommandLine commandLine = new CommandLine(new WarrenPerf(out, err));
-    commandLine.setOut(new PrintWriter(out, true, StandardCharsets.UTF_8));
-    commandLine.setErr(new PrintWriter(err, true, StandardCharsets.UTF_8));
-    CommandLine.IParameterExceptionHandler usual = commandLine.getParameterExceptionHandler();
-    commandLine.setParameterExceptionHandler((e, given) -> {
-      // -h is PerfTest's URI option: a bare -h is most likely someone asking for help
-      if (e instanceof CommandLine.MissingParameterException missing && missing.getMissing().stream()
-          .anyMatch(arg -> arg instanceof CommandLine.Model.OptionSpec o && o.longestName().equals("--uri"))) {
-        err.println("warren-perf: -h is the broker URI, as in PerfTest (-h amqp://guest:guest@localhost:5672); "
-            + "for help, use --help");
-        return commandLine.getCommandSpec().exitCodeOnInvalidInput();
-      }
-      return usual.handleParseException(e, given);
-    });
-    return commandLine.execute(args);
-  }
-
-  /**
-   * What the command line asks for, checked: the clients in run order, the run's options, the time
-   * limit, the peer, the number of runs per client and the output files.
-   */
-  record Plan(String id, List<String> clients, RunOptions options, long timeSeconds, long warmupSeconds,
-      LoopbackPeer.Mode peer, int runs, Path json, Path report) {}
-
-  /** Parses and checks {@code args} without running anything; bad options throw {@link ParameterException}. */
-  static Plan plan(String... args) {
-    CommandLine commandLine = new CommandLine(new WarrenPerf(System.out, System.err));
-    commandLine.parseArgs(args);
-    return ((WarrenPerf) commandLine.getCommand()).plan();
-  }
-
-  private Plan plan() {
-    List<String> clients = clients();
-    LoopbackPeer.Mode peerMode = peerMode();
-    RunOptions options = options(peerMode);
-    long timeLimit = time != null ? time
-        : options.producerMessages() > 0 || options.consumerMessages() > 0 ? 0 : DEFAULT_TIME_SECONDS;
-    if (warmup < 0) {
-      throw usage("--warmup must be 0 or more");
+    private WarrenPerf(PrintStream out, PrintStream err) {
+        this.out = out;
+        this.err = err;
     }
-    return new Plan(id, clients, options, timeLimit, warmup, peerMode, runsPerClient(), json, report);
-  }
 
-  @Override
-  public Integer call() throws Exception {
-    Plan plan = plan();
-    List<String> clients = plan.clients();
-    LoopbackPeer.Mode peerMode = plan.peer();
-    RunOptions options = plan.options();
-    long timeLimit = plan.timeSeconds();
-    for (String c : clients) {
-      if (!Clients.available(c)) {
-        err.println("warren-perf: the Warren driver (" + Clients.WARREN_DRIVER + ") is not in this build yet: "
-            + "it needs Warren's publish and consume API. Use --client amqp-client.");
-        return 1;
-      }
+    public static void main(String[] args) {
+        System.exit(run(args, System.out, System.err));
     }
 
-    if (clients.size() > 1) {
-      out.println(comparisonSettings(plan));
+    /** Runs the tool with {@code args}; returns the exit code (0, 1 on failure, 2 for bad options). */
+    public static int run(String[] args, PrintStream out, PrintStream err) {
+        CommandLine commandLine = new CommandLine(new WarrenPerf(out, err));
+        commandLine.setOut(new PrintWriter(out, true, StandardCharsets.UTF_8));
+        commandLine.setErr(new PrintWriter(err, true, StandardCharsets.UTF_8));
+        CommandLine.IParameterExceptionHandler usual = commandLine.getParameterExceptionHandler();
+        commandLine.setParameterExceptionHandler((e, given) -> {
+            // -h is PerfTest's URI option: a bare -h is most likely someone asking for help
+            if (e instanceof CommandLine.MissingParameterException missing
+                    && missing.getMissing().stream()
+                            .anyMatch(arg -> arg instanceof CommandLine.Model.OptionSpec o
+                                    && o.longestName().equals("--uri"))) {
+                err.println("warren-perf: -h is the broker URI, as in PerfTest (-h amqp://guest:guest@localhost:5672); "
+                        + "for help, use --help");
+                return commandLine.getCommandSpec().exitCodeOnInvalidInput();
+            }
+            return usual.handleParseException(e, given);
+        });
+        return commandLine.execute(args);
     }
 
-    PerfRun.StopSignal stop = new PerfRun.StopSignal();
-    CountDownLatch finished = new CountDownLatch(1);
-    Thread hook = new Thread(() -> {
-      stop.request();
-      try {
-        finished.await(15, TimeUnit.SECONDS); // let the run print its summary before the JVM goes
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
-    }, "warren-perf-shutdown");
-    Runtime.getRuntime().addShutdownHook(hook);
+    /**
+     * What the command line asks for, checked: the clients in run order, the run's options, the time
+     * limit, the peer, the number of runs per client and the output files.
+     */
+    record Plan(
+            String id,
+            List<String> clients,
+            RunOptions options,
+            long timeSeconds,
+            long warmupSeconds,
+            LoopbackPeer.Mode peer,
+            int runs,
+            Path json,
+            Path report) {}
 
-    List<RunResult> results = new ArrayList<>();
-    int exit = 0;
-    try {
-      List<Leg> legs = legs(peerMode, options, timeLimit);
-      for (Leg leg : legs) {
-        int before = results.size();
-        exit = runLeg(leg, plan, results, stop);
-        // one table per leg: the sink's and the source's figures are not runs of the same thing
-        List<RunResult> legResults = results.subList(before, results.size());
-        if (clients.size() > 1 && !legResults.isEmpty()) {
-          out.println(legs.size() == 1 ? "== comparison ==" : "== comparison, peer:"
-              + leg.peer().name().toLowerCase() + " ==");
-          List<Map<String, Object>> legJson = jsonOf(legResults);
-          Summary.comparisonTable(legJson, clients).forEach(out::println);
-          out.println();
-          Summary.headline(legJson, clients).forEach(line -> out.println("  " + line));
-          long backlogged = legResults.stream().filter(r -> r.backlogWarning() != null).count();
-          if (backlogged > 0) {
-            out.println("  WARNING: " + backlogged + " of " + legResults.size() + " runs ended with a backlog "
-                + "(see their summaries): their consumer latency is mostly time in a queue, not the clients' work");
-          }
-          out.println();
+    /** Parses and checks {@code args} without running anything; bad options throw {@link ParameterException}. */
+    static Plan plan(String... args) {
+        CommandLine commandLine = new CommandLine(new WarrenPerf(System.out, System.err));
+        commandLine.parseArgs(args);
+        return ((WarrenPerf) commandLine.getCommand()).plan();
+    }
+
+    private Plan plan() {
+        List<String> clients = clients();
+        LoopbackPeer.Mode peerMode = peerMode();
+        RunOptions options = options(peerMode);
+        long timeLimit = time != null
+                ? time
+                : options.producerMessages() > 0 || options.consumerMessages() > 0 ? 0 : DEFAULT_TIME_SECONDS;
+        if (warmup < 0) {
+            throw usage("--warmup must be 0 or more");
         }
-        if (exit != 0 || stop.requested()) {
-          break;
+        return new Plan(id, clients, options, timeLimit, warmup, peerMode, runsPerClient(), json, report);
+    }
+
+    @Override
+    public Integer call() throws Exception {
+        Plan plan = plan();
+        List<String> clients = plan.clients();
+        LoopbackPeer.Mode peerMode = plan.peer();
+        RunOptions options = plan.options();
+        long timeLimit = plan.timeSeconds();
+        for (String c : clients) {
+            if (!Clients.available(c)) {
+                err.println("warren-perf: the Warren driver (" + Clients.WARREN_DRIVER + ") is not in this build yet: "
+                        + "it needs Warren's publish and consume API. Use --client amqp-client.");
+                return 1;
+            }
         }
-      }
-    } catch (Exception e) {
-      err.println("warren-perf: " + explain(e, options.uri()));
-      exit = 1;
-    } finally {
-      try {
-        writeFiles(results);
-      } catch (IOException e) {
-        err.println("warren-perf: cannot write results: " + e);
-        exit = 1;
-      }
-      finished.countDown();
-      try {
-        Runtime.getRuntime().removeShutdownHook(hook);
-      } catch (IllegalStateException shuttingDown) {
-        // Ctrl-C: the hook is running and waited for the summary above
-      }
-    }
-    return exit;
-  }
 
-  /** One stretch of the run: against the broker ({@code peer} null) or one loopback peer. */
-  private record Leg(LoopbackPeer.Mode peer, RunOptions options, long timeSeconds) {}
+        if (clients.size() > 1) {
+            out.println(comparisonSettings(plan));
+        }
 
-  /**
-   * What to run against: the peer asked for, the broker when one answers, and else the built-in loopback peer
-   * (the producers against the sink, then the consumers against the source), said plainly, so a machine
-   * without RabbitMQ still measures both clients.
-   */
-  private List<Leg> legs(LoopbackPeer.Mode peerMode, RunOptions options, long timeLimit) {
-    if (peerMode != null) {
-      return List.of(new Leg(peerMode, options, timeLimit));
-    }
-    String refused = BrokerProbe.refusal(options.uri());
-    if (refused == null) {
-      return List.of(new Leg(null, options, timeLimit));
-    }
-    out.println("warren-perf: no AMQP broker answers at " + RunResult.redact(options.uri()) + " (" + refused
-        + "), so this run measures the client alone against the built-in loopback peer instead: "
-        + (options.producers() > 0 ? "publishing against --peer sink" : "")
-        + (options.producers() > 0 && options.consumers() > 0 ? ", then " : "")
-        + (options.consumers() > 0 ? "consuming from --peer source" : "")
-        + ". These figures leave the broker out; start RabbitMQ or point --uri/-h at one to include it.");
-    List<Leg> legs = new ArrayList<>();
-    if (options.producers() > 0) {
-      RunOptions publishing = options.withProducersAndConsumers(options.producers(), 0);
-      legs.add(new Leg(LoopbackPeer.Mode.SINK, publishing, legTime(timeLimit, publishing.producerMessages())));
-    }
-    if (options.consumers() > 0) {
-      RunOptions consuming = options.withProducersAndConsumers(0, options.consumers());
-      legs.add(new Leg(LoopbackPeer.Mode.SOURCE, consuming, legTime(timeLimit, consuming.consumerMessages())));
-    }
-    return legs;
-  }
+        PerfRun.StopSignal stop = new PerfRun.StopSignal();
+        CountDownLatch finished = new CountDownLatch(1);
+        Thread hook = new Thread(
+                () -> {
+                    stop.request();
+                    try {
+                        finished.await(15, TimeUnit.SECONDS); // let the run print its summary before the JVM goes
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                },
+                "warren-perf-shutdown");
+        Runtime.getRuntime().addShutdownHook(hook);
 
-  /** A leg whose own side has no message count would otherwise run until Ctrl-C: give it the default time. */
-  private static long legTime(long timeLimit, long messages) {
-    return timeLimit == 0 && messages == 0 ? DEFAULT_TIME_SECONDS : timeLimit;
-  }
+        List<RunResult> results = new ArrayList<>();
+        int exit = 0;
+        try {
+            List<Leg> legs = legs(peerMode, options, timeLimit);
+            for (Leg leg : legs) {
+                int before = results.size();
+                exit = runLeg(leg, plan, results, stop);
+                // one table per leg: the sink's and the source's figures are not runs of the same thing
+                List<RunResult> legResults = results.subList(before, results.size());
+                if (clients.size() > 1 && !legResults.isEmpty()) {
+                    out.println(
+                            legs.size() == 1
+                                    ? "== comparison =="
+                                    : "== comparison, peer:" + leg.peer().name().toLowerCase() + " ==");
+                    List<Map<String, Object>> legJson = jsonOf(legResults);
+                    Summary.comparisonTable(legJson, clients).forEach(out::println);
+                    out.println();
+                    Summary.headline(legJson, clients).forEach(line -> out.println("  " + line));
+                    long backlogged = legResults.stream()
+                            .filter(r -> r.backlogWarning() != null)
+                            .count();
+                    if (backlogged > 0) {
+                        out.println(
+                                "  WARNING: " + backlogged + " of " + legResults.size() + " runs ended with a backlog "
+                                        + "(see their summaries): their consumer latency is mostly time in a queue, not the clients' work");
+                    }
+                    out.println();
+                }
+                if (exit != 0 || stop.requested()) {
+                    break;
+                }
+            }
+        } catch (Exception e) {
+            err.println("warren-perf: " + explain(e, options.uri()));
+            exit = 1;
+        } finally {
+            try {
+                writeFiles(results);
+            } catch (IOException e) {
+                err.println("warren-perf: cannot write results: " + e);
+                exit = 1;
+            }
+            finished.countDown();
+            try {
+                Runtime.getRuntime().removeShutdownHook(hook);
+            } catch (IllegalStateException shuttingDown) {
+                // Ctrl-C: the hook is running and waited for the summary above
+            }
+        }
+        return exit;
+    }
 
-  /** Runs every client on one leg, {@code runs} times each, alternating; returns the exit code so far. */
-  private int runLeg(Leg leg, Plan plan, List<RunResult> results, PerfRun.StopSignal stop) throws Exception {
-    RunOptions options = leg.options();
-    String target = RunResult.redact(options.uri());
-    LoopbackPeer loopback = null;
-    try {
-      if (leg.peer() != null) {
-        loopback = LoopbackPeer.start(leg.peer(), options.size(), 0);
-        options = options.withUri(loopback.uri());
-        target = "peer:" + leg.peer().name().toLowerCase();
-        out.println("loopback peer (" + target + ") listening on " + loopback.uri());
-      }
-      PerfRun perfRun = new PerfRun(options, leg.timeSeconds(), plan.warmupSeconds(), target, plan.id(), out, stop,
-          loopback);
-      Map<String, Integer> runNumbers = new LinkedHashMap<>();
-      for (int round = 0; round < plan.runs(); round++) {
-        // A B, then B A, ...: neither client always runs first on a warmer JVM
-        List<String> order = round % 2 == 0 ? plan.clients() : reversed(plan.clients());
-        for (String c : order) {
-          if (stop.requested()) {
+    /** One stretch of the run: against the broker ({@code peer} null) or one loopback peer. */
+    private record Leg(LoopbackPeer.Mode peer, RunOptions options, long timeSeconds) {}
+
+    /**
+     * What to run against: the peer asked for, the broker when one answers, and else the built-in loopback peer
+     * (the producers against the sink, then the consumers against the source), said plainly, so a machine
+     * without RabbitMQ still measures both clients.
+     */
+    private List<Leg> legs(LoopbackPeer.Mode peerMode, RunOptions options, long timeLimit) {
+        if (peerMode != null) {
+            return List.of(new Leg(peerMode, options, timeLimit));
+        }
+        String refused = BrokerProbe.refusal(options.uri());
+        if (refused == null) {
+            return List.of(new Leg(null, options, timeLimit));
+        }
+        out.println("warren-perf: no AMQP broker answers at " + RunResult.redact(options.uri()) + " (" + refused
+                + "), so this run measures the client alone against the built-in loopback peer instead: "
+                + (options.producers() > 0 ? "publishing against --peer sink" : "")
+                + (options.producers() > 0 && options.consumers() > 0 ? ", then " : "")
+                + (options.consumers() > 0 ? "consuming from --peer source" : "")
+                + ". These figures leave the broker out; start RabbitMQ or point --uri/-h at one to include it.");
+        List<Leg> legs = new ArrayList<>();
+        if (options.producers() > 0) {
+            RunOptions publishing = options.withProducersAndConsumers(options.producers(), 0);
+            legs.add(new Leg(LoopbackPeer.Mode.SINK, publishing, legTime(timeLimit, publishing.producerMessages())));
+        }
+        if (options.consumers() > 0) {
+            RunOptions consuming = options.withProducersAndConsumers(0, options.consumers());
+            legs.add(new Leg(LoopbackPeer.Mode.SOURCE, consuming, legTime(timeLimit, consuming.consumerMessages())));
+        }
+        return legs;
+    }
+
+    /** A leg whose own side has no message count would otherwise run until Ctrl-C: give it the default time. */
+    private static long legTime(long timeLimit, long messages) {
+        return timeLimit == 0 && messages == 0 ? DEFAULT_TIME_SECONDS : timeLimit;
+    }
+
+    /** Runs every client on one leg, {@code runs} times each, alternating; returns the exit code so far. */
+    private int runLeg(Leg leg, Plan plan, List<RunResult> results, PerfRun.StopSignal stop) throws Exception {
+        RunOptions options = leg.options();
+        String target = RunResult.redact(options.uri());
+        LoopbackPeer loopback = null;
+        try {
+            if (leg.peer() != null) {
+                loopback = LoopbackPeer.start(leg.peer(), options.size(), 0);
+                options = options.withUri(loopback.uri());
+                target = "peer:" + leg.peer().name().toLowerCase();
+                out.println("loopback peer (" + target + ") listening on " + loopback.uri());
+            }
+            PerfRun perfRun = new PerfRun(
+                    options, leg.timeSeconds(), plan.warmupSeconds(), target, plan.id(), out, stop, loopback);
+            Map<String, Integer> runNumbers = new LinkedHashMap<>();
+            for (int round = 0; round < plan.runs(); round++) {
+                // A B, then B A, ...: neither client always runs first on a warmer JVM
+                List<String> order = round % 2 == 0 ? plan.clients() : reversed(plan.clients());
+                for (String c : order) {
+                    if (stop.requested()) {
+                        return 0;
+                    }
+                    int number = runNumbers.merge(c, 1, Integer::sum);
+                    RunResult result = perfRun.run(Clients.create(c), number);
+                    results.add(result);
+                    Summary.print(result, out);
+                    if (result.failure() != null) {
+                        err.println("warren-perf: " + c + " run " + number + " failed: " + result.failure());
+                        return 1;
+                    }
+                }
+            }
             return 0;
-          }
-          int number = runNumbers.merge(c, 1, Integer::sum);
-          RunResult result = perfRun.run(Clients.create(c), number);
-          results.add(result);
-          Summary.print(result, out);
-          if (result.failure() != null) {
-            err.println("warren-perf: " + c + " run " + number + " failed: " + result.failure());
-            return 1;
-          }
+        } finally {
+            if (loopback != null) {
+                loopback.close();
+            }
         }
-      }
-      return 0;
-    } finally {
-      if (loopback != null) {
-        loopback.close();
-      }
     }
-  }
 
-  private void writeFiles(List<RunResult> results) throws IOException {
-    if (results.isEmpty()) {
-      return;
+    private void writeFiles(List<RunResult> results) throws IOException {
+        if (results.isEmpty()) {
+            return;
+        }
+        List<Map<String, Object>> runsJson = jsonOf(results);
+        if (json != null) {
+            Object value = runsJson.size() == 1 ? runsJson.get(0) : runsJson;
+            Files.writeString(json, Json.pretty(value), StandardCharsets.UTF_8);
+            out.println("results written to " + json);
+        }
+        if (report != null) {
+            Files.writeString(report, HtmlReport.render(runsJson), StandardCharsets.UTF_8);
+            out.println("report written to " + report);
+        }
     }
-    List<Map<String, Object>> runsJson = jsonOf(results);
-    if (json != null) {
-      Object value = runsJson.size() == 1 ? runsJson.get(0) : runsJson;
-      Files.writeString(json, Json.pretty(value), StandardCharsets.UTF_8);
-      out.println("results written to " + json);
-    }
-    if (report != null) {
-      Files.writeString(report, HtmlReport.render(runsJson), StandardCharsets.UTF_8);
-      out.println("report written to " + report);
-    }
-  }
 
-  private static List<Map<String, Object>> jsonOf(List<RunResult> results) {
-    List<Map<String, Object>> list = new ArrayList<>();
-    for (RunResult r : results) {
-      list.add(r.toJson());
+    private static List<Map<String, Object>> jsonOf(List<RunResult> results) {
+        List<Map<String, Object>> list = new ArrayList<>();
+        for (RunResult r : results) {
+            list.add(r.toJson());
+        }
+        return list;
     }
-    return list;
-  }
 
-  private List<String> clients() {
-    if (compare != null && client != null) {
-      throw usage("--client and --compare exclude each other: --compare runs the clients it names");
+    private List<String> clients() {
+        if (compare != null && client != null) {
+            throw usage("--client and --compare exclude each other: --compare runs the clients it names");
+        }
+        List<String> names = compare != null
+                ? List.of(compare.split(","))
+                : List.of(client != null ? client : Clients.defaultClient());
+        for (String name : names) {
+            if (!Clients.NAMES.contains(name)) {
+                throw usage("unknown client '" + name + "': expected one of " + String.join(", ", Clients.NAMES));
+            }
+        }
+        if (compare != null && (names.size() < 2 || names.stream().distinct().count() != names.size())) {
+            throw usage("--compare needs two or more different clients, e.g. --compare amqp-client,warren");
+        }
+        return names;
     }
-    List<String> names = compare != null ? List.of(compare.split(",")) : List.of(
-        client != null ? client : Clients.defaultClient());
-    for (String name : names) {
-      if (!Clients.NAMES.contains(name)) {
-        throw usage("unknown client '" + name + "': expected one of " + String.join(", ", Clients.NAMES));
-      }
-    }
-    if (compare != null && (names.size() < 2 || names.stream().distinct().count() != names.size())) {
-      throw usage("--compare needs two or more different clients, e.g. --compare amqp-client,warren");
-    }
-    return names;
-  }
 
-  private LoopbackPeer.Mode peerMode() {
-    if (peer == null) {
-      return null;
+    private LoopbackPeer.Mode peerMode() {
+        if (peer == null) {
+            return null;
+        }
+        if (uri != null || uris != null) {
+            throw usage("--peer runs against the built-in loopback peer: leave out --uri/-h and --uris/-H");
+        }
+        return switch (peer) {
+            case "sink" -> LoopbackPeer.Mode.SINK;
+            case "source" -> LoopbackPeer.Mode.SOURCE;
+            default -> throw usage("--peer must be sink or source, not '" + peer + "'");
+        };
     }
-    if (uri != null || uris != null) {
-      throw usage("--peer runs against the built-in loopback peer: leave out --uri/-h and --uris/-H");
-    }
-    return switch (peer) {
-      case "sink" -> LoopbackPeer.Mode.SINK;
-      case "source" -> LoopbackPeer.Mode.SOURCE;
-      default -> throw usage("--peer must be sink or source, not '" + peer + "'");
-    };
-  }
 
-  private RunOptions options(LoopbackPeer.Mode peerMode) {
-    CommandLine.ParseResult parsed = spec.commandLine().getParseResult();
-    int p = producers;
-    int c = consumers;
-    // against the peer the other side has nothing to do unless asked for explicitly
-    if (peerMode == LoopbackPeer.Mode.SOURCE && !parsed.hasMatchedOption("--producers")) {
-      p = 0;
+    private RunOptions options(LoopbackPeer.Mode peerMode) {
+        CommandLine.ParseResult parsed = spec.commandLine().getParseResult();
+        int p = producers;
+        int c = consumers;
+        // against the peer the other side has nothing to do unless asked for explicitly
+        if (peerMode == LoopbackPeer.Mode.SOURCE && !parsed.hasMatchedOption("--producers")) {
+            p = 0;
+        }
+        if (peerMode == LoopbackPeer.Mode.SINK && !parsed.hasMatchedOption("--consumers")) {
+            c = 0;
+        }
+        if (p < 0 || c < 0) {
+            throw usage("--producers and --consumers must be 0 or more");
+        }
+        if (p == 0 && c == 0) {
+            throw usage("nothing to run: no producer and no consumer");
+        }
+        if (size < 0) {
+            throw usage("--size must be 0 or more");
+        }
+        int bodySize = size;
+        if (size < MessageBody.MIN_SIZE) {
+            err.println("warren-perf: --size " + size + " raised to " + MessageBody.MIN_SIZE
+                    + ": every body carries its publish time (PerfTest's minimum too)");
+            bodySize = MessageBody.MIN_SIZE;
+        }
+        if (time != null && time < 0) {
+            throw usage("--time must be 0 or more");
+        }
+        if (producerMessages < 0 || consumerMessages < 0) {
+            throw usage("--pmessages and --cmessages must be 0 or more");
+        }
+        if (qos < 0 || qos > 65535) {
+            throw usage("--qos must be within 0..65535");
+        }
+        if (multiAckEvery < 0) {
+            throw usage("--multi-ack-every must be 0 or more");
+        }
+        if (runs != null && runs < 1) {
+            throw usage("--runs must be 1 or more");
+        }
+        boolean persistent = false;
+        boolean mandatory = false;
+        for (String flag : flags) {
+            switch (flag) {
+                case "persistent" -> persistent = true;
+                case "mandatory" -> mandatory = true;
+                default -> throw usage("unknown --flag '" + flag + "': expected persistent or mandatory");
+            }
+        }
+        String key = routingKey != null ? routingKey : UUID.randomUUID().toString();
+        if (uri != null && uris != null) {
+            throw usage("give --uri/-h or --uris/-H, not both");
+        }
+        List<String> brokers = uris != null ? uris : List.of(uri != null ? uri : DEFAULT_URI);
+        return new RunOptions(
+                brokers,
+                p,
+                c,
+                bodySize,
+                producerMessages,
+                consumerMessages,
+                publishRate(),
+                confirm,
+                qos,
+                multiAckEvery,
+                autoAck,
+                queue,
+                persistent,
+                mandatory,
+                key,
+                exchange,
+                exchangeType,
+                parseQueueArgs(queueArgs),
+                autoDelete);
     }
-    if (peerMode == LoopbackPeer.Mode.SINK && !parsed.hasMatchedOption("--consumers")) {
-      c = 0;
-    }
-    if (p < 0 || c < 0) {
-      throw usage("--producers and --consumers must be 0 or more");
-    }
-    if (p == 0 && c == 0) {
-      throw usage("nothing to run: no producer and no consumer");
-    }
-    if (size < 0) {
-      throw usage("--size must be 0 or more");
-    }
-    int bodySize = size;
-    if (size < MessageBody.MIN_SIZE) {
-      err.println("warren-perf: --size " + size + " raised to " + MessageBody.MIN_SIZE
-          + ": every body carries its publish time (PerfTest's minimum too)");
-      bodySize = MessageBody.MIN_SIZE;
-    }
-    if (time != null && time < 0) {
-      throw usage("--time must be 0 or more");
-    }
-    if (producerMessages < 0 || consumerMessages < 0) {
-      throw usage("--pmessages and --cmessages must be 0 or more");
-    }
-    if (qos < 0 || qos > 65535) {
-      throw usage("--qos must be within 0..65535");
-    }
-    if (multiAckEvery < 0) {
-      throw usage("--multi-ack-every must be 0 or more");
-    }
-    if (runs != null && runs < 1) {
-      throw usage("--runs must be 1 or more");
-    }
-    boolean persistent = false;
-    boolean mandatory = false;
-    for (String flag : flags) {
-      switch (flag) {
-        case "persistent" -> persistent = true;
-        case "mandatory" -> mandatory = true;
-        default -> throw usage("unknown --flag '" + flag + "': expected persistent or mandatory");
-      }
-    }
-    String key = routingKey != null ? routingKey : UUID.randomUUID().toString();
-    if (uri != null && uris != null) {
-      throw usage("give --uri/-h or --uris/-H, not both");
-    }
-    List<String> brokers = uris != null ? uris : List.of(uri != null ? uri : DEFAULT_URI);
-    return new RunOptions(brokers, p, c, bodySize, producerMessages, consumerMessages,
-        publishRate(), confirm, qos, multiAckEvery, autoAck, queue, persistent, mandatory, key, exchange, exchangeType,
-        parseQueueArgs(queueArgs), autoDelete);
-  }
 
-  /** What a comparison runs, said before it starts: the pace, the runs, what latency includes. */
-  static String comparisonSettings(Plan plan) {
-    RunOptions o = plan.options();
-    String pace = o.rate() > 0
-        ? String.format(java.util.Locale.ROOT, "each producer paced at %,.0f msg/s", o.rate())
-        : "unthrottled producers (the queue may grow: consumer latency then measures the backlog)";
-    return "warren-perf: comparing " + String.join(", ", plan.clients()) + ": " + plan.runs()
-        + " run(s) per client, alternating, " + pace + ". Consumer latency is from the publish call to the "
-        + "consumer's handler, queueing in the client and the broker included.";
-  }
-
-  /** Messages per second per producer: -r when given (0 or less = unpaced), else --compare's pace, else unpaced. */
-  private double publishRate() {
-    if (rate != null) {
-      return rate > 0 ? rate : -1;
+    /** What a comparison runs, said before it starts: the pace, the runs, what latency includes. */
+    static String comparisonSettings(Plan plan) {
+        RunOptions o = plan.options();
+        String pace = o.rate() > 0
+                ? String.format(java.util.Locale.ROOT, "each producer paced at %,.0f msg/s", o.rate())
+                : "unthrottled producers (the queue may grow: consumer latency then measures the backlog)";
+        return "warren-perf: comparing " + String.join(", ", plan.clients()) + ": " + plan.runs()
+                + " run(s) per client, alternating, " + pace + ". Consumer latency is from the publish call to the "
+                + "consumer's handler, queueing in the client and the broker included.";
     }
-    return compare != null ? COMPARE_RATE : -1;
-  }
 
-  /** --runs when given, else {@value #COMPARE_RUNS} with --compare, else 1. */
-  private int runsPerClient() {
-    return runs != null ? runs : compare != null ? COMPARE_RUNS : 1;
-  }
-
-  /** {@code k=v,k2=v2}: integers become Long, true/false Boolean, the rest String. */
-  private Map<String, Object> parseQueueArgs(String text) {
-    Map<String, Object> args = new LinkedHashMap<>();
-    if (text == null || text.isBlank()) {
-      return args;
+    /** Messages per second per producer: -r when given (0 or less = unpaced), else --compare's pace, else unpaced. */
+    private double publishRate() {
+        if (rate != null) {
+            return rate > 0 ? rate : -1;
+        }
+        return compare != null ? COMPARE_RATE : -1;
     }
-    for (String pair : text.split(",")) {
-      int eq = pair.indexOf('=');
-      if (eq <= 0) {
-        throw usage("--queue-args expects key=value pairs separated by commas, not '" + pair + "'");
-      }
-      String key = pair.substring(0, eq).trim();
-      String value = pair.substring(eq + 1).trim();
-      Object typed;
-      if (value.matches("-?\\d{1,18}")) {
-        typed = Long.parseLong(value);
-      } else if (value.equals("true") || value.equals("false")) {
-        typed = Boolean.parseBoolean(value);
-      } else {
-        typed = value;
-      }
-      args.put(key, typed);
+
+    /** --runs when given, else {@value #COMPARE_RUNS} with --compare, else 1. */
+    private int runsPerClient() {
+        return runs != null ? runs : compare != null ? COMPARE_RUNS : 1;
     }
-    return args;
-  }
 
-  private ParameterException usage(String message) {
-    return new ParameterException(spec.commandLine(), message);
-  }
-
-  private static <T> List<T> reversed(List<T> list) {
-    List<T> copy = new ArrayList<>(list);
-    java.util.Collections.reverse(copy);
-    return copy;
-  }
-
-  /** A message that says what failed and, when nothing answered, what to do about it. */
-  static String explain(Exception e, String uri) {
-    for (Throwable t = e; t != null; t = t.getCause()) {
-      if (t instanceof ConnectException || t instanceof NoRouteToHostException
-          || t instanceof UnknownHostException || t instanceof SocketTimeoutException) {
-        return "no AMQP broker answers at " + RunResult.redact(uri) + " (" + t + "). Start RabbitMQ there, "
-            + "point --uri/-h at one, or measure the client alone against the built-in loopback peer: "
-            + "--peer sink (publishing) or --peer source (consuming).";
-      }
-      if (t.getCause() == t) {
-        break;
-      }
+    /** {@code k=v,k2=v2}: integers become Long, true/false Boolean, the rest String. */
+    private Map<String, Object> parseQueueArgs(String text) {
+        Map<String, Object> args = new LinkedHashMap<>();
+        if (text == null || text.isBlank()) {
+            return args;
+        }
+        for (String pair : text.split(",")) {
+            int eq = pair.indexOf('=');
+            if (eq <= 0) {
+                throw usage("--queue-args expects key=value pairs separated by commas, not '" + pair + "'");
+            }
+            String key = pair.substring(0, eq).trim();
+            String value = pair.substring(eq + 1).trim();
+            Object typed;
+            if (value.matches("-?\\d{1,18}")) {
+                typed = Long.parseLong(value);
+            } else if (value.equals("true") || value.equals("false")) {
+                typed = Boolean.parseBoolean(value);
+            } else {
+                typed = value;
+            }
+            args.put(key, typed);
+        }
+        return args;
     }
-    return PerfRun.describe(e);
-  }
+
+    private ParameterException usage(String message) {
+        return new ParameterException(spec.commandLine(), message);
+    }
+
+    private static <T> List<T> reversed(List<T> list) {
+        List<T> copy = new ArrayList<>(list);
+        java.util.Collections.reverse(copy);
+        return copy;
+    }
+
+    /** A message that says what failed and, when nothing answered, what to do about it. */
+    static String explain(Exception e, String uri) {
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            if (t instanceof ConnectException
+                    || t instanceof NoRouteToHostException
+                    || t instanceof UnknownHostException
+                    || t instanceof SocketTimeoutException) {
+                return "no AMQP broker answers at " + RunResult.redact(uri) + " (" + t + "). Start RabbitMQ there, "
+                        + "point --uri/-h at one, or measure the client alone against the built-in loopback peer: "
+                        + "--peer sink (publishing) or --peer source (consuming).";
+            }
+            if (t.getCause() == t) {
+                break;
+            }
+        }
+        return PerfRun.describe(e);
+    }
 }

@@ -19,8 +19,12 @@ class BenchmarkImportsTest {
 
     @Test
     void benchmarksUseNoInternalClass() {
-        noClasses().that().resideInAPackage("io.warren.bench..")
-                .should().dependOnClassesThat().resideInAPackage("io.warren.impl..")
+        noClasses()
+                .that()
+                .resideInAPackage("io.warren.bench..")
+                .should()
+                .dependOnClassesThat()
+                .resideInAPackage("io.warren.impl..")
                 .check(BENCH);
     }
 }

@@ -13,53 +13,88 @@ import org.junit.jupiter.api.Test;
 /** A run whose consumers fall behind says so: its consumer latency is then mostly the queue's. */
 class BacklogWarningTest {
 
-  private static RunOptions options(int producers, int consumers) {
-    return new RunOptions(List.of(WarrenPerf.DEFAULT_URI), producers, consumers, 12, 0, 0, -1, -1, 0, 0, false, "",
-        false, false, "rk", "direct", "direct", Map.of(), true);
-  }
-
-  /** A 10 s run: {@code sent} and {@code received} in total, the backlog rising linearly to its end value. */
-  private static RunResult run(RunOptions options, long sent, long received) {
-    List<ProgressTicker.TimelinePoint> timeline = new ArrayList<>();
-    for (int t = 1; t <= 10; t++) {
-      double backlog = (sent * options.deliveriesPerPublish() - received) * t / 10.0;
-      timeline.add(new ProgressTicker.TimelinePoint(t, sent / 10.0, 0, received / 10.0, Double.NaN, Double.NaN,
-          100, 200, backlog, 50, 20));
+    private static RunOptions options(int producers, int consumers) {
+        return new RunOptions(
+                List.of(WarrenPerf.DEFAULT_URI),
+                producers,
+                consumers,
+                12,
+                0,
+                0,
+                -1,
+                -1,
+                0,
+                0,
+                false,
+                "",
+                false,
+                false,
+                "rk",
+                "direct",
+                "direct",
+                Map.of(),
+                true);
     }
-    ResourceMeter.Usage usage = new ResourceMeter.Usage(1_000_000L, 1000L, 1, null, null, 0, 0, 0, 0, 10L, 5L);
-    return new RunResult(null, "warren", 1, options, "amqp://guest@localhost:5672", 0, 10.0,
-        new Metrics.Counters(sent, 0, 0, 0, received, 0, 0), new Histogram(3), new Histogram(3), new Histogram(3), timeline, usage,
-        null, "time", null);
-  }
 
-  @Test
-  void aGrowingBacklogIsWarnedAboutWithTheCounts() {
-    RunResult r = run(options(1, 1), 417_000, 234_000);
-    assertEquals(183_000L, r.backlogAtEnd());
-    String warning = r.backlogWarning();
-    assertTrue(warning != null && warning.startsWith("the backlog grew from 91,500 mid-run to 183,000 at the end "
-        + "(sent 417,000, received 234,000)"), warning);
-    assertTrue(warning.contains("consumer latency includes the wait in that queue"), warning);
-    assertEquals(warning, r.toJson().get("backlog_warning"));
-  }
+    /** A 10 s run: {@code sent} and {@code received} in total, the backlog rising linearly to its end value. */
+    private static RunResult run(RunOptions options, long sent, long received) {
+        List<ProgressTicker.TimelinePoint> timeline = new ArrayList<>();
+        for (int t = 1; t <= 10; t++) {
+            double backlog = (sent * options.deliveriesPerPublish() - received) * t / 10.0;
+            timeline.add(new ProgressTicker.TimelinePoint(
+                    t, sent / 10.0, 0, received / 10.0, Double.NaN, Double.NaN, 100, 200, backlog, 50, 20));
+        }
+        ResourceMeter.Usage usage = new ResourceMeter.Usage(1_000_000L, 1000L, 1, null, null, 0, 0, 0, 0, 10L, 5L);
+        return new RunResult(
+                null,
+                "warren",
+                1,
+                options,
+                "amqp://guest@localhost:5672",
+                0,
+                10.0,
+                new Metrics.Counters(sent, 0, 0, 0, received, 0, 0),
+                new Histogram(3),
+                new Histogram(3),
+                new Histogram(3),
+                timeline,
+                usage,
+                null,
+                "time",
+                null);
+    }
 
-  @Test
-  void consumersThatKeepUpAreNotWarnedAbout() {
-    RunResult r = run(options(1, 1), 100_000, 99_990);
-    assertEquals(10L, r.backlogAtEnd());
-    assertNull(r.backlogWarning());
-  }
+    @Test
+    void aGrowingBacklogIsWarnedAboutWithTheCounts() {
+        RunResult r = run(options(1, 1), 417_000, 234_000);
+        assertEquals(183_000L, r.backlogAtEnd());
+        String warning = r.backlogWarning();
+        assertTrue(
+                warning != null
+                        && warning.startsWith("the backlog grew from 91,500 mid-run to 183,000 at the end "
+                                + "(sent 417,000, received 234,000)"),
+                warning);
+        assertTrue(warning.contains("consumer latency includes the wait in that queue"), warning);
+        assertEquals(warning, r.toJson().get("backlog_warning"));
+    }
 
-  @Test
-  void everyConsumersCopyCountsAndOneSidedRunsHaveNoBacklog() {
-    assertEquals(0L, run(options(1, 2), 50_000, 100_000).backlogAtEnd(), "two server-named queues, two copies");
-    assertNull(run(options(1, 0), 50_000, 0).backlogAtEnd(), "publishing alone leaves nothing to compare");
-    assertNull(run(options(1, 0), 50_000, 0).backlogWarning());
-  }
+    @Test
+    void consumersThatKeepUpAreNotWarnedAbout() {
+        RunResult r = run(options(1, 1), 100_000, 99_990);
+        assertEquals(10L, r.backlogAtEnd());
+        assertNull(r.backlogWarning());
+    }
 
-  @Test
-  void contextSwitchesPerMessageCountBothKinds() {
-    RunResult r = run(options(1, 1), 100, 50);
-    assertEquals(0.1, r.contextSwitchesPerMessage(), 1e-12, "15 switches over 150 publishes + deliveries");
-  }
+    @Test
+    void everyConsumersCopyCountsAndOneSidedRunsHaveNoBacklog() {
+        assertEquals(0L, run(options(1, 2), 50_000, 100_000).backlogAtEnd(), "two server-named queues, two copies");
+        assertNull(run(options(1, 0), 50_000, 0).backlogAtEnd(), "publishing alone leaves nothing to compare");
+        assertNull(run(options(1, 0), 50_000, 0).backlogWarning());
+    }
+
+    @Test
+    void contextSwitchesPerMessageCountBothKinds() {
+        RunResult r = run(options(1, 1), 100, 50);
+        assertEquals(0.1, r.contextSwitchesPerMessage(), 1e-12, "15 switches over 150 publishes + deliveries");
+    }
 }

@@ -14,35 +14,37 @@ import org.junit.jupiter.api.io.TempDir;
 /** The matrix table, from result files as warren-perf writes them (objects and arrays). */
 class BenchmarksTableTest {
 
-  private static Map<String, Object> run(String id, String client, double sentRate, Double allocPerMsg) {
-    Map<String, Object> m = new LinkedHashMap<>();
-    m.put("id", id);
-    m.put("client", client);
-    m.put("sent_rate", sentRate);
-    m.put("alloc_bytes_per_msg", allocPerMsg);
-    return m;
-  }
+    private static Map<String, Object> run(String id, String client, double sentRate, Double allocPerMsg) {
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("id", id);
+        m.put("client", client);
+        m.put("sent_rate", sentRate);
+        m.put("alloc_bytes_per_msg", allocPerMsg);
+        return m;
+    }
 
-  @Test
-  void mediansPerScenarioAndClientWithTheWarrenRatio(@TempDir Path dir) throws Exception {
-    Files.writeString(dir.resolve("a.json"), Json.pretty(run("pubsub 16 B", "amqp-client", 100, 1000.0)));
-    Files.writeString(dir.resolve("b.json"), Json.pretty(List.of(
-        run("pubsub 16 B", "amqp-client", 300, 3000.0), run("pubsub 16 B", "warren", 500, 10.0),
-        run("pubsub 16 B", "warren", 700, 30.0), run("peer publish 16 B", "raw", 2_000_000, 0.0))));
-    Files.writeString(dir.resolve("notes.txt"), "not a result");
+    @Test
+    void mediansPerScenarioAndClientWithTheWarrenRatio(@TempDir Path dir) throws Exception {
+        Files.writeString(dir.resolve("a.json"), Json.pretty(run("pubsub 16 B", "amqp-client", 100, 1000.0)));
+        Files.writeString(
+                dir.resolve("b.json"),
+                Json.pretty(List.of(
+                        run("pubsub 16 B", "amqp-client", 300, 3000.0), run("pubsub 16 B", "warren", 500, 10.0),
+                        run("pubsub 16 B", "warren", 700, 30.0), run("peer publish 16 B", "raw", 2_000_000, 0.0))));
+        Files.writeString(dir.resolve("notes.txt"), "not a result");
 
-    List<Map<String, Object>> runs = BenchmarksTable.read(dir);
-    assertEquals(5, runs.size());
-    Map<String, List<String>> scenarios = new LinkedHashMap<>();
-    scenarios.put("pubsub 16 B", List.of("sent_rate", "alloc_bytes_per_msg", "cpu_ns_per_msg"));
-    scenarios.put("peer publish 16 B", List.of("sent_rate"));
-    List<String> table = BenchmarksTable.table(runs, scenarios);
-    String text = String.join("\n", table);
-    assertEquals("| scenario | figure | amqp-client | warren | raw | warren / amqp-client |", table.get(0), text);
-    assertTrue(table.contains("| pubsub 16 B | sent msg/s | 200 | 600 | - | 3.00 |"), text);
-    assertTrue(table.contains("| pubsub 16 B | allocated B/msg | 2,000 | 20 | - | 0.01 |"), text);
-    assertTrue(table.contains("| peer publish 16 B | sent msg/s | - | - | 2,000,000 | - |"), text);
-    assertTrue(!text.contains("client CPU"), "a figure no run has is left out:\n" + text);
-    assertTrue(text.endsWith("Medians of 1 to 2 runs per client and scenario."), text);
-  }
+        List<Map<String, Object>> runs = BenchmarksTable.read(dir);
+        assertEquals(5, runs.size());
+        Map<String, List<String>> scenarios = new LinkedHashMap<>();
+        scenarios.put("pubsub 16 B", List.of("sent_rate", "alloc_bytes_per_msg", "cpu_ns_per_msg"));
+        scenarios.put("peer publish 16 B", List.of("sent_rate"));
+        List<String> table = BenchmarksTable.table(runs, scenarios);
+        String text = String.join("\n", table);
+        assertEquals("| scenario | figure | amqp-client | warren | raw | warren / amqp-client |", table.get(0), text);
+        assertTrue(table.contains("| pubsub 16 B | sent msg/s | 200 | 600 | - | 3.00 |"), text);
+        assertTrue(table.contains("| pubsub 16 B | allocated B/msg | 2,000 | 20 | - | 0.01 |"), text);
+        assertTrue(table.contains("| peer publish 16 B | sent msg/s | - | - | 2,000,000 | - |"), text);
+        assertTrue(!text.contains("client CPU"), "a figure no run has is left out:\n" + text);
+        assertTrue(text.endsWith("Medians of 1 to 2 runs per client and scenario."), text);
+    }
 }

@@ -22,96 +22,131 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class BrokerRunTest {
 
-  static String brokerUri() {
-    String env = System.getenv("AMQP_URI");
-    return env != null && !env.isBlank() ? env : "amqp://guest:guest@127.0.0.1:5672";
-  }
-
-  /** The broker's URI once something answers there; fails (never skips) when nothing does. */
-  static String requireBroker() {
-    String uri = brokerUri();
-    URI parsed = URI.create(uri);
-    try (Socket probe = new Socket()) {
-      probe.connect(new InetSocketAddress(parsed.getHost(), parsed.getPort() < 0 ? 5672 : parsed.getPort()), 3_000);
-    } catch (java.io.IOException e) {
-      throw new AssertionError("no RabbitMQ answers at " + RunResult.redact(uri) + " (" + e
-          + "): start one (.ci/run does) or set AMQP_URI", e);
+    static String brokerUri() {
+        String env = System.getenv("AMQP_URI");
+        return env != null && !env.isBlank() ? env : "amqp://guest:guest@127.0.0.1:5672";
     }
-    return uri;
-  }
 
-  @Test
-  void amqpClientPublishesConfirmsAndConsumesThroughRabbitMq(@TempDir Path dir) throws Exception {
-    String uri = requireBroker();
-    Path json = dir.resolve("broker.json");
-    OptionsTest.Captured run = OptionsTest.run("--client", "amqp-client", "-h", uri, "-x", "1", "-y", "2", "-C", "2000",
-        "-c", "100", "-q", "200", "-A", "20", "-s", "256", "--json", json.toString());
-    assertEquals(0, run.exit(), run.out() + run.err());
-
-    Map<String, Object> r = PeerRunTest.asObject(Json.parse(Files.readString(json)));
-    PeerRunTest.assertHasEveryField(r);
-    assertEquals("amqp-client", r.get("client"));
-    assertEquals(2000.0, PeerRunTest.number(r, "sent"));
-    assertEquals(2000.0, PeerRunTest.number(r, "confirmed"));
-    assertEquals(4000.0, PeerRunTest.number(r, "received"), "each consumer's server-named queue gets a copy");
-    assertEquals("counts", r.get("stopped_by"));
-    assertTrue(PeerRunTest.number(r, "consumer_latency_p99_us") >= PeerRunTest.number(r, "consumer_latency_p50_us"));
-    assertTrue(PeerRunTest.number(r, "confirm_latency_p50_us") > 0);
-    assertEquals(null, r.get("peer"));
-    assertTrue(!String.valueOf(r.get("target")).contains(":guest@"), "no password in the results: " + r.get("target"));
-  }
-
-  @Test
-  void withNoBrokerTheDefaultRunMeasuresTheClientAgainstTheLoopbackPeerAndSaysSo(@TempDir Path dir) throws Exception {
-    int closedPort = closedPort();
-    Path json = dir.resolve("runs.json");
-    OptionsTest.Captured run = OptionsTest.run("-h", "amqp://guest:s3cret@127.0.0.1:" + closedPort, "-z", "1",
-        "--json", json.toString());
-    assertEquals(0, run.exit(), run.out() + run.err());
-    assertTrue(run.out().contains("no AMQP broker answers at amqp://guest@127.0.0.1:" + closedPort), run.out());
-    assertTrue(run.out().contains("measures the client alone against the built-in loopback peer"), run.out());
-    assertTrue(!run.out().contains("s3cret") && !run.err().contains("s3cret"), "no password printed");
-
-    List<?> runs = (List<?>) Json.parse(Files.readString(json));
-    assertEquals(List.of("peer:sink", "peer:source"), targets(runs), "the producer, then the consumer");
-    Map<String, Object> sink = PeerRunTest.asObject(runs.get(0));
-    Map<String, Object> source = PeerRunTest.asObject(runs.get(1));
-    assertTrue(PeerRunTest.number(sink, "sent") > 0, "published against the sink: " + sink);
-    assertTrue(PeerRunTest.number(source, "received") > 0, "consumed from the source: " + source);
-  }
-
-  @Test
-  void withNoBrokerCompareRunsBothClientsOnEachSideOfThePeer(@TempDir Path dir) throws Exception {
-    Path json = dir.resolve("runs.json");
-    OptionsTest.Captured run = OptionsTest.run("-h", "amqp://127.0.0.1:" + closedPort(), "--compare", "--runs", "1", "-z", "1",
-        "--json", json.toString());
-    assertEquals(0, run.exit(), run.out() + run.err());
-    assertTrue(run.out().contains("built-in loopback peer"), run.out());
-    assertTrue(run.out().contains("== comparison, peer:sink ==") && run.out().contains("== comparison, peer:source =="),
-        run.out());
-
-    List<?> runs = (List<?>) Json.parse(Files.readString(json));
-    assertEquals(List.of("peer:sink", "peer:sink", "peer:source", "peer:source"), targets(runs));
-    List<Object> clients = new ArrayList<>();
-    for (Object r : runs) {
-      clients.add(PeerRunTest.asObject(r).get("client"));
+    /** The broker's URI once something answers there; fails (never skips) when nothing does. */
+    static String requireBroker() {
+        String uri = brokerUri();
+        URI parsed = URI.create(uri);
+        try (Socket probe = new Socket()) {
+            probe.connect(
+                    new InetSocketAddress(parsed.getHost(), parsed.getPort() < 0 ? 5672 : parsed.getPort()), 3_000);
+        } catch (java.io.IOException e) {
+            throw new AssertionError(
+                    "no RabbitMQ answers at " + RunResult.redact(uri) + " (" + e
+                            + "): start one (.ci/run does) or set AMQP_URI",
+                    e);
+        }
+        return uri;
     }
-    assertEquals(2, clients.subList(0, 2).stream().distinct().count(), "both clients against the sink: " + clients);
-    assertEquals(2, clients.subList(2, 4).stream().distinct().count(), "both clients against the source: " + clients);
-  }
 
-  private static List<Object> targets(List<?> runs) {
-    List<Object> targets = new ArrayList<>();
-    for (Object r : runs) {
-      targets.add(PeerRunTest.asObject(r).get("target"));
-    }
-    return targets;
-  }
+    @Test
+    void amqpClientPublishesConfirmsAndConsumesThroughRabbitMq(@TempDir Path dir) throws Exception {
+        String uri = requireBroker();
+        Path json = dir.resolve("broker.json");
+        OptionsTest.Captured run = OptionsTest.run(
+                "--client",
+                "amqp-client",
+                "-h",
+                uri,
+                "-x",
+                "1",
+                "-y",
+                "2",
+                "-C",
+                "2000",
+                "-c",
+                "100",
+                "-q",
+                "200",
+                "-A",
+                "20",
+                "-s",
+                "256",
+                "--json",
+                json.toString());
+        assertEquals(0, run.exit(), run.out() + run.err());
 
-  /** A port nothing listens on: bound and closed again. */
-  private static int closedPort() throws java.io.IOException {
-    try (ServerSocket socket = new ServerSocket(0)) {
-      return socket.getLocalPort();
+        Map<String, Object> r = PeerRunTest.asObject(Json.parse(Files.readString(json)));
+        PeerRunTest.assertHasEveryField(r);
+        assertEquals("amqp-client", r.get("client"));
+        assertEquals(2000.0, PeerRunTest.number(r, "sent"));
+        assertEquals(2000.0, PeerRunTest.number(r, "confirmed"));
+        assertEquals(4000.0, PeerRunTest.number(r, "received"), "each consumer's server-named queue gets a copy");
+        assertEquals("counts", r.get("stopped_by"));
+        assertTrue(
+                PeerRunTest.number(r, "consumer_latency_p99_us") >= PeerRunTest.number(r, "consumer_latency_p50_us"));
+        assertTrue(PeerRunTest.number(r, "confirm_latency_p50_us") > 0);
+        assertEquals(null, r.get("peer"));
+        assertTrue(
+                !String.valueOf(r.get("target")).contains(":guest@"), "no password in the results: " + r.get("target"));
     }
-  }
+
+    @Test
+    void withNoBrokerTheDefaultRunMeasuresTheClientAgainstTheLoopbackPeerAndSaysSo(@TempDir Path dir) throws Exception {
+        int closedPort = closedPort();
+        Path json = dir.resolve("runs.json");
+        OptionsTest.Captured run = OptionsTest.run(
+                "-h", "amqp://guest:s3cret@127.0.0.1:" + closedPort, "-z", "1", "--json", json.toString());
+        assertEquals(0, run.exit(), run.out() + run.err());
+        assertTrue(run.out().contains("no AMQP broker answers at amqp://guest@127.0.0.1:" + closedPort), run.out());
+        assertTrue(run.out().contains("measures the client alone against the built-in loopback peer"), run.out());
+        assertTrue(!run.out().contains("s3cret") && !run.err().contains("s3cret"), "no password printed");
+
+        List<?> runs = (List<?>) Json.parse(Files.readString(json));
+        assertEquals(List.of("peer:sink", "peer:source"), targets(runs), "the producer, then the consumer");
+        Map<String, Object> sink = PeerRunTest.asObject(runs.get(0));
+        Map<String, Object> source = PeerRunTest.asObject(runs.get(1));
+        assertTrue(PeerRunTest.number(sink, "sent") > 0, "published against the sink: " + sink);
+        assertTrue(PeerRunTest.number(source, "received") > 0, "consumed from the source: " + source);
+    }
+
+    @Test
+    void withNoBrokerCompareRunsBothClientsOnEachSideOfThePeer(@TempDir Path dir) throws Exception {
+        Path json = dir.resolve("runs.json");
+        OptionsTest.Captured run = OptionsTest.run(
+                "-h",
+                "amqp://127.0.0.1:" + closedPort(),
+                "--compare",
+                "--runs",
+                "1",
+                "-z",
+                "1",
+                "--json",
+                json.toString());
+        assertEquals(0, run.exit(), run.out() + run.err());
+        assertTrue(run.out().contains("built-in loopback peer"), run.out());
+        assertTrue(
+                run.out().contains("== comparison, peer:sink ==")
+                        && run.out().contains("== comparison, peer:source =="),
+                run.out());
+
+        List<?> runs = (List<?>) Json.parse(Files.readString(json));
+        assertEquals(List.of("peer:sink", "peer:sink", "peer:source", "peer:source"), targets(runs));
+        List<Object> clients = new ArrayList<>();
+        for (Object r : runs) {
+            clients.add(PeerRunTest.asObject(r).get("client"));
+        }
+        assertEquals(2, clients.subList(0, 2).stream().distinct().count(), "both clients against the sink: " + clients);
+        assertEquals(
+                2, clients.subList(2, 4).stream().distinct().count(), "both clients against the source: " + clients);
+    }
+
+    private static List<Object> targets(List<?> runs) {
+        List<Object> targets = new ArrayList<>();
+        for (Object r : runs) {
+            targets.add(PeerRunTest.asObject(r).get("target"));
+        }
+        return targets;
+    }
+
+    /** A port nothing listens on: bound and closed again. */
+    private static int closedPort() throws java.io.IOException {
+        try (ServerSocket socket = new ServerSocket(0)) {
+            return socket.getLocalPort();
+        }
+    }
 }

@@ -31,6 +31,7 @@ public final class Frame implements ReferenceCounted {
 
     /** The pool this frame returns to, or null for a frame made by {@link #newInstance}. */
     private final Pool pool;
+
     private FrameType type;
     private int channel;
     private ByteBuf payload;

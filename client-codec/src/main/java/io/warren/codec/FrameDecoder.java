@@ -48,9 +48,11 @@ public class FrameDecoder extends ChannelInboundHandlerAdapter {
     private ByteBuf cumulation;
     /** Whether a ByteBuf was read since the last read-complete, and whether it yielded a frame. */
     private boolean selfFiredChannelRead;
+
     private boolean firedChannelRead;
     /** Whether a read is being decoded, and the bytes of reads that re-entered meanwhile (null when none). */
     private boolean decoding;
+
     private ByteBuf deferred;
     /** Whether the channel went inactive: a partial frame is then dropped, not kept. */
     private boolean inactive;
@@ -256,7 +258,8 @@ public class FrameDecoder extends ChannelInboundHandlerAdapter {
             int partial = end - index;
             // room for the whole frame when its size is known (already checked against the limits), capped so a
             // header announcing a huge frame does not reserve memory before its bytes arrive
-            long needed = partial >= Frames.FRAME_HEADER_SIZE ? reader.pendingFrameLength(in, index) : Frames.FRAME_OVERHEAD;
+            long needed =
+                    partial >= Frames.FRAME_HEADER_SIZE ? reader.pendingFrameLength(in, index) : Frames.FRAME_OVERHEAD;
             int capacity = (int) Math.max(partial, Math.min(needed, MAX_INITIAL_CUMULATION));
             cumulation = ctx.alloc().buffer(capacity).writeBytes(in, index, partial);
             in.readerIndex(end);
@@ -269,7 +272,7 @@ public class FrameDecoder extends ChannelInboundHandlerAdapter {
      */
     private boolean completeCumulation(ChannelHandlerContext ctx, ByteBuf in, Frame.Pool frames) {
         ByteBuf cum = cumulation;
-        for (;;) {
+        for (; ; ) {
             int have = cum.readableBytes();
             if (have >= Frames.FRAME_HEADER_SIZE) {
                 // checks the header as soon as it is whole, and decodes the frame once its end byte is there
@@ -290,7 +293,8 @@ public class FrameDecoder extends ChannelInboundHandlerAdapter {
                     return true;
                 }
             }
-            long needed = have >= Frames.FRAME_HEADER_SIZE ? reader.pendingFrameLength(cum, cum.readerIndex())
+            long needed = have >= Frames.FRAME_HEADER_SIZE
+                    ? reader.pendingFrameLength(cum, cum.readerIndex())
                     : Frames.FRAME_HEADER_SIZE;
             int n = (int) Math.min(needed - have, in.readableBytes());
             if (n == 0) {

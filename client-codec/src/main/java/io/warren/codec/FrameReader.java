@@ -77,8 +77,8 @@ public final class FrameReader {
      */
     public FrameReader(int maxMethodFrameSize, boolean validatePayloads) {
         if (maxMethodFrameSize < Frames.FRAME_MIN_SIZE) {
-            throw new IllegalArgumentException("maxMethodFrameSize must be at least " + Frames.FRAME_MIN_SIZE + ": "
-                    + maxMethodFrameSize);
+            throw new IllegalArgumentException(
+                    "maxMethodFrameSize must be at least " + Frames.FRAME_MIN_SIZE + ": " + maxMethodFrameSize);
         }
         this.maxMethodFrameSize = maxMethodFrameSize;
         this.validatePayloads = validatePayloads;
@@ -91,8 +91,8 @@ public final class FrameReader {
      */
     public void setFrameMax(int frameMax) {
         if (frameMax != 0 && frameMax < Frames.FRAME_MIN_SIZE) {
-            throw new IllegalArgumentException("frameMax must be 0 (unlimited) or at least " + Frames.FRAME_MIN_SIZE
-                    + ": " + frameMax);
+            throw new IllegalArgumentException(
+                    "frameMax must be 0 (unlimited) or at least " + Frames.FRAME_MIN_SIZE + ": " + frameMax);
         }
         this.frameMax = frameMax;
         this.tuned = true;
@@ -112,7 +112,8 @@ public final class FrameReader {
     private void updateLimits() {
         // frame-max counts the 7-byte header and the end byte: the payload gets frame-max - 8.
         maxBodyPayload = frameMax == 0 ? MAX_PAYLOAD : frameMax - Frames.FRAME_OVERHEAD;
-        maxMethodPayload = tuned ? maxBodyPayload : Math.max(maxBodyPayload, maxMethodFrameSize - Frames.FRAME_OVERHEAD);
+        maxMethodPayload =
+                tuned ? maxBodyPayload : Math.max(maxBodyPayload, maxMethodFrameSize - Frames.FRAME_OVERHEAD);
     }
 
     /**
@@ -162,7 +163,8 @@ public final class FrameReader {
         // ByteBuf accessor pays for its bounds and reference-count checks
         long header = end - start >= Frames.FRAME_OVERHEAD
                 ? (address != 0 ? RawMemory.getLong(address + start) : in.getLong(start)) >>> 8
-                : ((long) in.getUnsignedByte(start) << 48) | ((long) in.getUnsignedShort(start + 1) << 32)
+                : ((long) in.getUnsignedByte(start) << 48)
+                        | ((long) in.getUnsignedShort(start + 1) << 32)
                         | in.getUnsignedInt(start + 3);
         int typeId = (int) (header >>> 48);
         if (streamOffset == 0 && typeId == 'A') {
@@ -185,8 +187,11 @@ public final class FrameReader {
         int endIndex = index + n;
         int endOctet = address != 0 ? RawMemory.getUnsignedByte(address + endIndex) : in.getUnsignedByte(endIndex);
         if (endOctet != Frames.FRAME_END) {
-            throw frameError(String.format("frame-end byte is 0x%02X, expected 0xCE (payload size %d)", endOctet, n),
-                    t, ch, Frames.FRAME_HEADER_SIZE + n);
+            throw frameError(
+                    String.format("frame-end byte is 0x%02X, expected 0xCE (payload size %d)", endOctet, n),
+                    t,
+                    ch,
+                    Frames.FRAME_HEADER_SIZE + n);
         }
         checkPayload(t, ch, in, index, n);
         streamOffset += n + Frames.FRAME_OVERHEAD;
@@ -243,9 +248,16 @@ public final class FrameReader {
             case METHOD:
             case HEADER:
                 if (size > maxMethodPayload) {
-                    throw tuned ? tooLarge(type, channel, size) : frameError(type.name().toLowerCase()
-                            + " frame of " + (size + Frames.FRAME_OVERHEAD) + " bytes exceeds maxMethodFrameSize "
-                            + maxMethodFrameSize + ", the limit until frame-max is negotiated", type, channel, 3);
+                    throw tuned
+                            ? tooLarge(type, channel, size)
+                            : frameError(
+                                    type.name().toLowerCase()
+                                            + " frame of " + (size + Frames.FRAME_OVERHEAD)
+                                            + " bytes exceeds maxMethodFrameSize "
+                                            + maxMethodFrameSize + ", the limit until frame-max is negotiated",
+                                    type,
+                                    channel,
+                                    3);
                 }
                 break;
             case HEARTBEAT:
@@ -294,22 +306,35 @@ public final class FrameReader {
         if (in.getInt(start) != 0x414D5150) { // "AMQP"
             throw frameError("unknown frame type 65", null, -1, 0);
         }
-        throw new ProtocolVersionMismatchException(in.getUnsignedByte(start + 4), in.getUnsignedByte(start + 5),
-                in.getUnsignedByte(start + 6), in.getUnsignedByte(start + 7));
+        throw new ProtocolVersionMismatchException(
+                in.getUnsignedByte(start + 4),
+                in.getUnsignedByte(start + 5),
+                in.getUnsignedByte(start + 6),
+                in.getUnsignedByte(start + 7));
     }
 
     private AmqpProtocolException tooLarge(FrameType type, int channel, long size) {
-        return frameError(type.name().toLowerCase() + " frame of " + (size + Frames.FRAME_OVERHEAD)
-                + " bytes exceeds frame-max " + frameMax, type, channel, 3);
+        return frameError(
+                type.name().toLowerCase() + " frame of " + (size + Frames.FRAME_OVERHEAD) + " bytes exceeds frame-max "
+                        + frameMax,
+                type,
+                channel,
+                3);
     }
 
     private AmqpProtocolException frameError(String detail, FrameType type, int channel, long offsetInFrame) {
-        return new AmqpProtocolException(ReplyCode.FRAME_ERROR, detail + " at stream offset " + streamOffset, type,
-                channel, -1, -1, offsetInFrame);
+        return new AmqpProtocolException(
+                ReplyCode.FRAME_ERROR,
+                detail + " at stream offset " + streamOffset,
+                type,
+                channel,
+                -1,
+                -1,
+                offsetInFrame);
     }
 
     private AmqpProtocolException unexpected(String detail, FrameType type) {
-        return new AmqpProtocolException(ReplyCode.UNEXPECTED_FRAME, detail + " at stream offset " + streamOffset,
-                type, 0, -1, -1, 1);
+        return new AmqpProtocolException(
+                ReplyCode.UNEXPECTED_FRAME, detail + " at stream offset " + streamOffset, type, 0, -1, -1, 1);
     }
 }

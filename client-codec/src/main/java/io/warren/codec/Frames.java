@@ -36,8 +36,7 @@ public final class Frames {
 
     private static final byte[] HEARTBEAT = {8, 0, 0, 0, 0, 0, 0, (byte) FRAME_END};
 
-    private Frames() {
-    }
+    private Frames() {}
 
     /** The size of the whole method frame {@code encoder} would write. */
     public static int methodFrameLength(MethodEncoder encoder) {
@@ -95,7 +94,8 @@ public final class Frames {
      * A new buffer holding one content-header frame (class basic) announcing {@code bodySize} bytes;
      * the caller owns (and releases) it.
      */
-    public static ByteBuf contentHeader(ByteBufAllocator alloc, int channel, long bodySize, BasicProperties properties) {
+    public static ByteBuf contentHeader(
+            ByteBufAllocator alloc, int channel, long bodySize, BasicProperties properties) {
         checkChannel(channel);
         int length = ContentHeaderEncoder.encodedLength(properties);
         ByteBuf out = alloc.buffer(length + FRAME_OVERHEAD, length + FRAME_OVERHEAD);
@@ -117,8 +117,8 @@ public final class Frames {
      * Appends one content-header frame (class basic) announcing {@code bodySize} bytes to {@code out}, with header
      * {@code added} (null: none) set to {@code value} in the properties' headers table.
      */
-    public static void writeContentHeader(ByteBuf out, int channel, long bodySize, BasicProperties properties,
-                                          SequenceHeader added, long value) {
+    public static void writeContentHeader(
+            ByteBuf out, int channel, long bodySize, BasicProperties properties, SequenceHeader added, long value) {
         checkChannel(channel);
         int length = ContentHeaderEncoder.encodedLength(properties, added);
         out.ensureWritable(length + FRAME_OVERHEAD);
@@ -156,10 +156,12 @@ public final class Frames {
         }
     }
 
-    private static IllegalStateException changedArgument(MethodEncoder encoder, String wrote, int announced,
-            Throwable cause) {
+    private static IllegalStateException changedArgument(
+            MethodEncoder encoder, String wrote, int announced, Throwable cause) {
         // Only possible when an argument (a table's Map) was modified after it was set.
-        return new IllegalStateException(encoder.info().name() + " wrote " + wrote + " the " + announced
-                + " bytes it announced: was an argument modified after it was set?", cause);
+        return new IllegalStateException(
+                encoder.info().name() + " wrote " + wrote + " the " + announced
+                        + " bytes it announced: was an argument modified after it was set?",
+                cause);
     }
 }

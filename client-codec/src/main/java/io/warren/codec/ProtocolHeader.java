@@ -24,8 +24,7 @@ public final class ProtocolHeader {
     /** The header as a long, written in one go. */
     private static final long AMQP_0_9_1 = 0x414D5150_00000901L;
 
-    private ProtocolHeader() {
-    }
+    private ProtocolHeader() {}
 
     /** A new buffer holding the header; the caller owns it. */
     public static ByteBuf encode(ByteBufAllocator alloc) {

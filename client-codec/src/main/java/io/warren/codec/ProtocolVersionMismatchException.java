@@ -18,8 +18,15 @@ public final class ProtocolVersionMismatchException extends AmqpProtocolExceptio
     private final int revision;
 
     public ProtocolVersionMismatchException(int protocolId, int major, int minor, int revision) {
-        super(ReplyCode.FRAME_ERROR, "the server does not accept AMQP 0-9-1; it offered protocol header AMQP "
-                + protocolId + "-" + major + "-" + minor + "-" + revision, null, -1, -1, -1, -1);
+        super(
+                ReplyCode.FRAME_ERROR,
+                "the server does not accept AMQP 0-9-1; it offered protocol header AMQP " + protocolId + "-" + major
+                        + "-" + minor + "-" + revision,
+                null,
+                -1,
+                -1,
+                -1,
+                -1);
         this.protocolId = protocolId;
         this.major = major;
         this.minor = minor;

@@ -49,8 +49,7 @@ import io.warren.codec.method.MethodEncoder;
  */
 public final class PublishFraming {
 
-    private PublishFraming() {
-    }
+    private PublishFraming() {}
 
     /**
      * Frames basic.publish, its content header and {@code body}. See the class comment for ownership.
@@ -60,8 +59,13 @@ public final class PublishFraming {
      * @throws IllegalArgumentException for an invalid channel, frame-max or null argument (the body,
      *         when given, is released all the same)
      */
-    public static ByteBuf publish(ByteBufAllocator alloc, int channel, int frameMax, BasicPublishEncoder publish,
-            BasicProperties properties, ByteBuf body) {
+    public static ByteBuf publish(
+            ByteBufAllocator alloc,
+            int channel,
+            int frameMax,
+            BasicPublishEncoder publish,
+            BasicProperties properties,
+            ByteBuf body) {
         return frame(alloc, channel, frameMax, publish, properties, null, 0, body);
     }
 
@@ -69,8 +73,15 @@ public final class PublishFraming {
      * {@link #publish} with header {@code added} set to {@code value} in the message's headers table (see
      * {@link SequenceHeader}); {@code added} null adds nothing.
      */
-    public static ByteBuf publish(ByteBufAllocator alloc, int channel, int frameMax, BasicPublishEncoder publish,
-            BasicProperties properties, SequenceHeader added, long value, ByteBuf body) {
+    public static ByteBuf publish(
+            ByteBufAllocator alloc,
+            int channel,
+            int frameMax,
+            BasicPublishEncoder publish,
+            BasicProperties properties,
+            SequenceHeader added,
+            long value,
+            ByteBuf body) {
         return frame(alloc, channel, frameMax, publish, properties, added, value, body);
     }
 
@@ -84,13 +95,25 @@ public final class PublishFraming {
      * @throws IllegalArgumentException for an invalid channel or frame-max, a method without content, or
      *         a null argument (the body, when given, is released all the same)
      */
-    public static ByteBuf frame(ByteBufAllocator alloc, int channel, int frameMax, MethodEncoder method,
-            BasicProperties properties, ByteBuf body) {
+    public static ByteBuf frame(
+            ByteBufAllocator alloc,
+            int channel,
+            int frameMax,
+            MethodEncoder method,
+            BasicProperties properties,
+            ByteBuf body) {
         return frame(alloc, channel, frameMax, method, properties, null, 0, body);
     }
 
-    private static ByteBuf frame(ByteBufAllocator alloc, int channel, int frameMax, MethodEncoder method,
-            BasicProperties properties, SequenceHeader added, long value, ByteBuf body) {
+    private static ByteBuf frame(
+            ByteBufAllocator alloc,
+            int channel,
+            int frameMax,
+            MethodEncoder method,
+            BasicProperties properties,
+            SequenceHeader added,
+            long value,
+            ByteBuf body) {
         if (body == null) {
             throw new IllegalArgumentException("body must not be null");
         }
@@ -150,15 +173,23 @@ public final class PublishFraming {
      * @throws IllegalArgumentException as {@link #frame} does (the body is released all the same)
      * @throws IllegalStateException when called off the channel's event loop (the body is released)
      */
-    public static void write(ChannelOutboundInvoker out, ByteBufAllocator alloc, int channel, int frameMax,
-            MethodEncoder method, BasicProperties properties, ByteBuf body, ChannelPromise promise) {
+    public static void write(
+            ChannelOutboundInvoker out,
+            ByteBufAllocator alloc,
+            int channel,
+            int frameMax,
+            MethodEncoder method,
+            BasicProperties properties,
+            ByteBuf body,
+            ChannelPromise promise) {
         if (body == null) {
             throw new IllegalArgumentException("body must not be null");
         }
         ByteBuf head = null;
         try {
             check(alloc, channel, frameMax, method, properties);
-            EventExecutor executor = out instanceof ChannelHandlerContext ? ((ChannelHandlerContext) out).executor()
+            EventExecutor executor = out instanceof ChannelHandlerContext
+                    ? ((ChannelHandlerContext) out).executor()
                     : out instanceof Channel ? ((Channel) out).eventLoop() : null;
             if (executor == null || !executor.inEventLoop()) {
                 throw new IllegalStateException("PublishFraming.write must run on the channel's event loop");
@@ -215,9 +246,18 @@ public final class PublishFraming {
      * next header, 8 bytes, per later chunk; the last end byte). Its writer index stops after the first
      * body header: the pieces are reached through slices.
      */
-    private static ByteBuf head(ByteBufAllocator alloc, int channel, MethodEncoder method, BasicProperties properties,
-            SequenceHeader added, long value, int bodyLength, int maxChunk, int chunks) {
-        int headLength = method.encodedLength() + ContentHeaderEncoder.encodedLength(properties, added)
+    private static ByteBuf head(
+            ByteBufAllocator alloc,
+            int channel,
+            MethodEncoder method,
+            BasicProperties properties,
+            SequenceHeader added,
+            long value,
+            int bodyLength,
+            int maxChunk,
+            int chunks) {
+        int headLength = method.encodedLength()
+                + ContentHeaderEncoder.encodedLength(properties, added)
                 + 2 * Frames.FRAME_OVERHEAD;
         int piecesLength = chunks == 0 ? 0 : Frames.FRAME_HEADER_SIZE + (chunks - 1) * Frames.FRAME_OVERHEAD + 1;
         ByteBuf head = alloc.buffer(headLength + piecesLength, headLength + piecesLength);
@@ -242,8 +282,8 @@ public final class PublishFraming {
         }
     }
 
-    private static void check(ByteBufAllocator alloc, int channel, int frameMax, MethodEncoder method,
-            BasicProperties properties) {
+    private static void check(
+            ByteBufAllocator alloc, int channel, int frameMax, MethodEncoder method, BasicProperties properties) {
         if (alloc == null || method == null || properties == null) {
             throw new IllegalArgumentException("alloc, method and properties must not be null");
         }
@@ -252,8 +292,8 @@ public final class PublishFraming {
             throw new IllegalArgumentException("content cannot be sent on channel 0");
         }
         if (frameMax != 0 && frameMax < Frames.FRAME_MIN_SIZE) {
-            throw new IllegalArgumentException("frameMax must be 0 (unlimited) or at least " + Frames.FRAME_MIN_SIZE
-                    + ": " + frameMax);
+            throw new IllegalArgumentException(
+                    "frameMax must be 0 (unlimited) or at least " + Frames.FRAME_MIN_SIZE + ": " + frameMax);
         }
         if (!method.info().hasContent()) {
             throw new IllegalArgumentException(method.info().name() + " carries no content");

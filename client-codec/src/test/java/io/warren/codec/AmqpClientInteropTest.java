@@ -116,30 +116,78 @@ class AmqpClientInteropTest {
         args.put("x-message-ttl", 60_000L);
         args.put("x-single-active-consumer", true);
         // amqp-client copies arguments into a HashMap: give Warren a map with the same iteration order
-        assertArrayEquals(rabbit(1, new AMQImpl.Queue.Declare(0, "orders", false, true, false, false, false, args)),
-                warren(1, new QueueDeclareEncoder().queue("orders").durable(true).arguments(new java.util.HashMap<>(args))));
-        assertArrayEquals(rabbit(3, new AMQImpl.Basic.Publish(0, "amq.topic", "a.b", true, false)),
-                warren(3, new BasicPublishEncoder().exchange(ShortString.of("amq.topic")).routingKey("a.b").mandatory(true)));
-        assertArrayEquals(rabbit(2, new AMQImpl.Basic.Deliver("amq.ctag-x", 123_456_789_012L, true, "ex", "rk")),
-                warren(2, new BasicDeliverEncoder().consumerTag("amq.ctag-x").deliveryTag(123_456_789_012L)
-                        .redelivered(true).exchange("ex").routingKey("rk")));
-        assertArrayEquals(rabbit(1, new AMQImpl.Basic.Ack(77, true)), warren(1, new BasicAckEncoder().deliveryTag(77).multiple(true)));
-        assertArrayEquals(rabbit(1, new AMQImpl.Basic.Nack(78, true, false)),
+        assertArrayEquals(
+                rabbit(1, new AMQImpl.Queue.Declare(0, "orders", false, true, false, false, false, args)),
+                warren(
+                        1,
+                        new QueueDeclareEncoder()
+                                .queue("orders")
+                                .durable(true)
+                                .arguments(new java.util.HashMap<>(args))));
+        assertArrayEquals(
+                rabbit(3, new AMQImpl.Basic.Publish(0, "amq.topic", "a.b", true, false)),
+                warren(
+                        3,
+                        new BasicPublishEncoder()
+                                .exchange(ShortString.of("amq.topic"))
+                                .routingKey("a.b")
+                                .mandatory(true)));
+        assertArrayEquals(
+                rabbit(2, new AMQImpl.Basic.Deliver("amq.ctag-x", 123_456_789_012L, true, "ex", "rk")),
+                warren(
+                        2,
+                        new BasicDeliverEncoder()
+                                .consumerTag("amq.ctag-x")
+                                .deliveryTag(123_456_789_012L)
+                                .redelivered(true)
+                                .exchange("ex")
+                                .routingKey("rk")));
+        assertArrayEquals(
+                rabbit(1, new AMQImpl.Basic.Ack(77, true)),
+                warren(1, new BasicAckEncoder().deliveryTag(77).multiple(true)));
+        assertArrayEquals(
+                rabbit(1, new AMQImpl.Basic.Nack(78, true, false)),
                 warren(1, new BasicNackEncoder().deliveryTag(78).multiple(true).requeue(false)));
-        assertArrayEquals(rabbit(1, new AMQImpl.Basic.Qos(0, 250, true)),
+        assertArrayEquals(
+                rabbit(1, new AMQImpl.Basic.Qos(0, 250, true)),
                 warren(1, new BasicQosEncoder().prefetchCount(250).global(true)));
-        assertArrayEquals(rabbit(0, new AMQImpl.Connection.Tune(2047, 131072, 60)),
-                warren(0, new ConnectionTuneEncoder().channelMax(2047).frameMax(131072).heartbeat(60)));
-        assertArrayEquals(rabbit(5, new AMQImpl.Channel.Close(406, "PRECONDITION_FAILED - inequivalent arg", 50, 10)),
-                warren(5, new ChannelCloseEncoder().replyCode(406).replyText("PRECONDITION_FAILED - inequivalent arg")
-                        .classId(50).methodId(10)));
-        assertArrayEquals(rabbit(1, new AMQImpl.Exchange.Bind(0, "dest", "src", "rk", false, Map.of("x-match", "all"))),
-                warren(1, new ExchangeBindEncoder().destination("dest").source("src").routingKey("rk")
-                        .arguments(Map.of("x-match", "all"))));
-        assertArrayEquals(rabbit(0, new AMQImpl.Connection.UpdateSecret(LongStringHelper.asLongString("token"), "refresh")),
+        assertArrayEquals(
+                rabbit(0, new AMQImpl.Connection.Tune(2047, 131072, 60)),
+                warren(
+                        0,
+                        new ConnectionTuneEncoder()
+                                .channelMax(2047)
+                                .frameMax(131072)
+                                .heartbeat(60)));
+        assertArrayEquals(
+                rabbit(5, new AMQImpl.Channel.Close(406, "PRECONDITION_FAILED - inequivalent arg", 50, 10)),
+                warren(
+                        5,
+                        new ChannelCloseEncoder()
+                                .replyCode(406)
+                                .replyText("PRECONDITION_FAILED - inequivalent arg")
+                                .classId(50)
+                                .methodId(10)));
+        assertArrayEquals(
+                rabbit(1, new AMQImpl.Exchange.Bind(0, "dest", "src", "rk", false, Map.of("x-match", "all"))),
+                warren(
+                        1,
+                        new ExchangeBindEncoder()
+                                .destination("dest")
+                                .source("src")
+                                .routingKey("rk")
+                                .arguments(Map.of("x-match", "all"))));
+        assertArrayEquals(
+                rabbit(0, new AMQImpl.Connection.UpdateSecret(LongStringHelper.asLongString("token"), "refresh")),
                 warren(0, new ConnectionUpdateSecretEncoder().newSecret("token").reason("refresh")));
-        assertArrayEquals(rabbit(4, new AMQImpl.Queue.DeclareOk("amq.gen-abc", 12, 3)),
-                warren(4, new QueueDeclareOkEncoder().queue("amq.gen-abc").messageCount(12).consumerCount(3)));
+        assertArrayEquals(
+                rabbit(4, new AMQImpl.Queue.DeclareOk("amq.gen-abc", 12, 3)),
+                warren(
+                        4,
+                        new QueueDeclareOkEncoder()
+                                .queue("amq.gen-abc")
+                                .messageCount(12)
+                                .consumerCount(3)));
     }
 
     // ------------------------------------------------------------------------------ Warren -> amqp-client
@@ -157,9 +205,15 @@ class AmqpClientInteropTest {
         clientProperties.put("when", Instant.ofEpochSecond(1_700_000_000L));
         clientProperties.put("list", List.of(1, "two", 3L));
         byte[] response = "\0guest\0guest".getBytes(StandardCharsets.UTF_8);
-        byte[] frame = warren(0, new ConnectionStartOkEncoder().clientProperties(clientProperties).mechanism("PLAIN")
-                .response(response).locale("en_US"));
-        AMQImpl.Connection.StartOk startOk = assertInstanceOf(AMQImpl.Connection.StartOk.class, readWithAmqpClient(frame, 0));
+        byte[] frame = warren(
+                0,
+                new ConnectionStartOkEncoder()
+                        .clientProperties(clientProperties)
+                        .mechanism("PLAIN")
+                        .response(response)
+                        .locale("en_US"));
+        AMQImpl.Connection.StartOk startOk =
+                assertInstanceOf(AMQImpl.Connection.StartOk.class, readWithAmqpClient(frame, 0));
         assertEquals("PLAIN", startOk.getMechanism());
         assertEquals("en_US", startOk.getLocale());
         assertArrayEquals(response, startOk.getResponse().getBytes());
@@ -179,20 +233,36 @@ class AmqpClientInteropTest {
         Map<String, Object> headers = new LinkedHashMap<>();
         headers.put("x-trace", "t-1");
         headers.put("x-count", 2);
-        BasicProperties props = BasicProperties.builder().contentType("application/json").headers(headers)
-                .deliveryMode(2).priority(4).correlationId("c").replyTo("r").expiration("1000").messageId("m")
-                .timestamp(Instant.ofEpochSecond(1_600_000_000L)).type("t").userId("guest").appId("a").build();
+        BasicProperties props = BasicProperties.builder()
+                .contentType("application/json")
+                .headers(headers)
+                .deliveryMode(2)
+                .priority(4)
+                .correlationId("c")
+                .replyTo("r")
+                .expiration("1000")
+                .messageId("m")
+                .timestamp(Instant.ofEpochSecond(1_600_000_000L))
+                .type("t")
+                .userId("guest")
+                .appId("a")
+                .build();
         byte[] body = new byte[10_000];
         java.util.Arrays.fill(body, (byte) 'z');
-        ByteBuf framed = PublishFraming.publish(ALLOC, 7, 4096,
-                new BasicPublishEncoder().exchange("amq.direct").routingKey("rk"), props, ALLOC.buffer().writeBytes(body));
+        ByteBuf framed = PublishFraming.publish(
+                ALLOC,
+                7,
+                4096,
+                new BasicPublishEncoder().exchange("amq.direct").routingKey("rk"),
+                props,
+                ALLOC.buffer().writeBytes(body));
         byte[] bytes = ByteBufUtil.getBytes(framed);
         framed.release();
 
         DataInputStream in = new DataInputStream(new ByteArrayInputStream(bytes));
         com.rabbitmq.client.impl.Frame methodFrame = com.rabbitmq.client.impl.Frame.readFrom(in, () -> 4096);
-        AMQImpl.Basic.Publish publish = assertInstanceOf(AMQImpl.Basic.Publish.class,
-                AMQImpl.readMethodFrom(methodFrame.getInputStream()));
+        AMQImpl.Basic.Publish publish =
+                assertInstanceOf(AMQImpl.Basic.Publish.class, AMQImpl.readMethodFrom(methodFrame.getInputStream()));
         assertEquals("amq.direct", publish.getExchange());
         assertEquals("rk", publish.getRoutingKey());
         com.rabbitmq.client.impl.Frame headerFrame = com.rabbitmq.client.impl.Frame.readFrom(in, () -> 4096);
@@ -225,14 +295,38 @@ class AmqpClientInteropTest {
         Map<String, Object> headers = new LinkedHashMap<>();
         headers.put("x-death", List.of(Map.of("count", 1L)));
         headers.put("flag", false);
-        AMQP.BasicProperties theirs = new AMQP.BasicProperties.Builder().contentType("text/plain").contentEncoding("utf-8")
-                .headers(headers).deliveryMode(1).priority(0).correlationId("cid").replyTo("reply").expiration("5")
-                .messageId("mid").timestamp(new Date(1_234_567_000L)).type("type").userId("u").appId("app")
-                .clusterId("cl").build();
-        BasicProperties ours = BasicProperties.builder().contentType("text/plain").contentEncoding("utf-8")
-                .headers(headers).deliveryMode(1).priority(0).correlationId("cid").replyTo("reply").expiration("5")
-                .messageId("mid").timestamp(Instant.ofEpochSecond(1_234_567L)).type("type").userId("u").appId("app")
-                .clusterId("cl").build();
+        AMQP.BasicProperties theirs = new AMQP.BasicProperties.Builder()
+                .contentType("text/plain")
+                .contentEncoding("utf-8")
+                .headers(headers)
+                .deliveryMode(1)
+                .priority(0)
+                .correlationId("cid")
+                .replyTo("reply")
+                .expiration("5")
+                .messageId("mid")
+                .timestamp(new Date(1_234_567_000L))
+                .type("type")
+                .userId("u")
+                .appId("app")
+                .clusterId("cl")
+                .build();
+        BasicProperties ours = BasicProperties.builder()
+                .contentType("text/plain")
+                .contentEncoding("utf-8")
+                .headers(headers)
+                .deliveryMode(1)
+                .priority(0)
+                .correlationId("cid")
+                .replyTo("reply")
+                .expiration("5")
+                .messageId("mid")
+                .timestamp(Instant.ofEpochSecond(1_234_567L))
+                .type("type")
+                .userId("u")
+                .appId("app")
+                .clusterId("cl")
+                .build();
         ByteBuf frame = Frames.contentHeader(ALLOC, 9, 4242, ours);
         try {
             assertArrayEquals(bytes(theirs.toFrame(9, 4242)), ByteBufUtil.getBytes(frame));
@@ -247,11 +341,15 @@ class AmqpClientInteropTest {
     void warrenReadsAmqpClientsDelivery() throws IOException {
         ByteArrayOutputStream stream = new ByteArrayOutputStream();
         stream.writeBytes(rabbit(3, new AMQImpl.Basic.Deliver("amq.ctag-\u00e9", 99, false, "amq.fanout", "")));
-        AMQP.BasicProperties props = new AMQP.BasicProperties.Builder().contentType("text/plain").deliveryMode(2)
-                .headers(Map.of("n", 5, "s", "v")).timestamp(new Date(42_000L)).build();
+        AMQP.BasicProperties props = new AMQP.BasicProperties.Builder()
+                .contentType("text/plain")
+                .deliveryMode(2)
+                .headers(Map.of("n", 5, "s", "v"))
+                .timestamp(new Date(42_000L))
+                .build();
         stream.writeBytes(bytes(props.toFrame(3, 5)));
-        stream.writeBytes(bytes(com.rabbitmq.client.impl.Frame.fromBodyFragment(3,
-                java.nio.ByteBuffer.wrap("hello".getBytes(StandardCharsets.US_ASCII)), 0, 5)));
+        stream.writeBytes(bytes(com.rabbitmq.client.impl.Frame.fromBodyFragment(
+                3, java.nio.ByteBuffer.wrap("hello".getBytes(StandardCharsets.US_ASCII)), 0, 5)));
         List<Frame> frames = readWithWarren(stream.toByteArray());
         try {
             assertEquals(3, frames.size());
@@ -280,8 +378,14 @@ class AmqpClientInteropTest {
         Map<String, Object> serverProperties = new LinkedHashMap<>();
         serverProperties.put("product", LongStringHelper.asLongString("RabbitMQ"));
         serverProperties.put("capabilities", Map.of("basic.nack", true, "connection.blocked", true));
-        byte[] start = rabbit(0, new AMQImpl.Connection.Start(0, 9, serverProperties,
-                LongStringHelper.asLongString("AMQPLAIN PLAIN"), LongStringHelper.asLongString("en_US")));
+        byte[] start = rabbit(
+                0,
+                new AMQImpl.Connection.Start(
+                        0,
+                        9,
+                        serverProperties,
+                        LongStringHelper.asLongString("AMQPLAIN PLAIN"),
+                        LongStringHelper.asLongString("en_US")));
         byte[] declareOk = rabbit(1, new AMQImpl.Queue.DeclareOk("amq.gen-1", 0xFFFFFFF0, 1));
         byte[] close = rabbit(1, new AMQImpl.Channel.Close(404, "NOT_FOUND - no queue 'q'", 50, 10));
         ByteArrayOutputStream stream = new ByteArrayOutputStream();
@@ -301,8 +405,11 @@ class AmqpClientInteropTest {
             assertEquals(true, ((Map<?, ?>) props.get("capabilities")).get("connection.blocked"));
             assertTrue(s.serverProperties().containsKey("capabilities"));
             // Warren's own encoding of what it read (toMap keeps wire order) is the same bytes
-            assertArrayEquals(start, warren(0, new ConnectionStartEncoder().serverProperties(props)
-                    .mechanisms("AMQPLAIN PLAIN")));
+            assertArrayEquals(
+                    start,
+                    warren(
+                            0,
+                            new ConnectionStartEncoder().serverProperties(props).mechanisms("AMQPLAIN PLAIN")));
 
             p = frames.get(1).payload();
             QueueDeclareOk ok = new QueueDeclareOk().wrap(p, p.readerIndex());
@@ -324,16 +431,44 @@ class AmqpClientInteropTest {
 
     @Test
     void amqpClientHeaderOfEveryPropertyReadsBackEqual() throws IOException {
-        AMQP.BasicProperties theirs = new AMQP.BasicProperties.Builder().contentType("a").contentEncoding("b")
-                .headers(Map.of("h", 1L)).deliveryMode(2).priority(9).correlationId("c").replyTo("d").expiration("e")
-                .messageId("f").timestamp(new Date(7_000L)).type("g").userId("h").appId("i").clusterId("j").build();
+        AMQP.BasicProperties theirs = new AMQP.BasicProperties.Builder()
+                .contentType("a")
+                .contentEncoding("b")
+                .headers(Map.of("h", 1L))
+                .deliveryMode(2)
+                .priority(9)
+                .correlationId("c")
+                .replyTo("d")
+                .expiration("e")
+                .messageId("f")
+                .timestamp(new Date(7_000L))
+                .type("g")
+                .userId("h")
+                .appId("i")
+                .clusterId("j")
+                .build();
         List<Frame> frames = readWithWarren(bytes(theirs.toFrame(1, 0)));
         try {
             ByteBuf h = frames.get(0).payload();
             BasicProperties ours = new ContentHeader().wrap(h, h.readerIndex()).toProperties();
-            assertEquals(BasicProperties.builder().contentType("a").contentEncoding("b").headers(Map.of("h", 1L))
-                    .deliveryMode(2).priority(9).correlationId("c").replyTo("d").expiration("e").messageId("f")
-                    .timestamp(Instant.ofEpochSecond(7)).type("g").userId("h").appId("i").clusterId("j").build(), ours);
+            assertEquals(
+                    BasicProperties.builder()
+                            .contentType("a")
+                            .contentEncoding("b")
+                            .headers(Map.of("h", 1L))
+                            .deliveryMode(2)
+                            .priority(9)
+                            .correlationId("c")
+                            .replyTo("d")
+                            .expiration("e")
+                            .messageId("f")
+                            .timestamp(Instant.ofEpochSecond(7))
+                            .type("g")
+                            .userId("h")
+                            .appId("i")
+                            .clusterId("j")
+                            .build(),
+                    ours);
         } finally {
             frames.forEach(Frame::release);
         }

@@ -37,7 +37,8 @@ class CodecArchitectureTest {
         public SliceIdentifier getIdentifierOf(JavaClass javaClass) {
             String name = javaClass.getPackageName();
             return name.equals("io.warren.codec") || name.startsWith("io.warren.codec.")
-                    ? SliceIdentifier.of(name) : SliceIdentifier.ignore();
+                    ? SliceIdentifier.of(name)
+                    : SliceIdentifier.ignore();
         }
 
         @Override
@@ -47,25 +48,41 @@ class CodecArchitectureTest {
     };
 
     @ArchTest
-    static final ArchRule noPackageCycles = slices().assignedFrom(PACKAGES).should().beFreeOfCycles();
+    static final ArchRule noPackageCycles =
+            slices().assignedFrom(PACKAGES).should().beFreeOfCycles();
 
     @ArchTest
-    static final ArchRule nothingOfWarrenOutsideTheCodec = noClasses().that().resideInAPackage("io.warren.codec..")
-            .should().dependOnClassesThat(resideInAPackage("io.warren..")
-                    .and(resideOutsideOfPackage("io.warren.codec..")));
+    static final ArchRule nothingOfWarrenOutsideTheCodec = noClasses()
+            .that()
+            .resideInAPackage("io.warren.codec..")
+            .should()
+            .dependOnClassesThat(resideInAPackage("io.warren..").and(resideOutsideOfPackage("io.warren.codec..")));
 
     @ArchTest
-    static final ArchRule layers = layeredArchitecture().consideringOnlyDependenciesInLayers()
-            .layer("frames").definedBy("io.warren.codec")
-            .layer("method").definedBy("io.warren.codec.method")
-            .layer("content").definedBy("io.warren.codec.content")
-            .layer("table").definedBy("io.warren.codec.table")
-            .layer("base").definedBy("io.warren.codec.base")
-            .layer("impl").definedBy("io.warren.codec.impl")
-            .whereLayer("frames").mayNotBeAccessedByAnyLayer()
-            .whereLayer("method").mayOnlyBeAccessedByLayers("frames")
-            .whereLayer("content").mayOnlyBeAccessedByLayers("method", "frames")
-            .whereLayer("table").mayOnlyBeAccessedByLayers("content", "method", "frames")
-            .whereLayer("base").mayOnlyBeAccessedByLayers("table", "content", "method", "frames")
-            .whereLayer("impl").mayOnlyBeAccessedByLayers("base", "frames");
+    static final ArchRule layers = layeredArchitecture()
+            .consideringOnlyDependenciesInLayers()
+            .layer("frames")
+            .definedBy("io.warren.codec")
+            .layer("method")
+            .definedBy("io.warren.codec.method")
+            .layer("content")
+            .definedBy("io.warren.codec.content")
+            .layer("table")
+            .definedBy("io.warren.codec.table")
+            .layer("base")
+            .definedBy("io.warren.codec.base")
+            .layer("impl")
+            .definedBy("io.warren.codec.impl")
+            .whereLayer("frames")
+            .mayNotBeAccessedByAnyLayer()
+            .whereLayer("method")
+            .mayOnlyBeAccessedByLayers("frames")
+            .whereLayer("content")
+            .mayOnlyBeAccessedByLayers("method", "frames")
+            .whereLayer("table")
+            .mayOnlyBeAccessedByLayers("content", "method", "frames")
+            .whereLayer("base")
+            .mayOnlyBeAccessedByLayers("table", "content", "method", "frames")
+            .whereLayer("impl")
+            .mayOnlyBeAccessedByLayers("base", "frames");
 }

@@ -53,7 +53,9 @@ class FrameDecoderTest {
 
         @Override
         public boolean equals(Object o) {
-            return o instanceof Decoded d && d.type == type && d.channel == channel
+            return o instanceof Decoded d
+                    && d.type == type
+                    && d.channel == channel
                     && java.util.Arrays.equals(d.payload, payload);
         }
 
@@ -68,17 +70,39 @@ class FrameDecoderTest {
     /** connection.start, tune, a delivery whose body spans three frames, and heartbeats. */
     private static byte[] sampleStream() {
         ByteArrayOutputStream out = new ByteArrayOutputStream();
-        write(out, Frames.method(ALLOC, 0, new ConnectionStartEncoder()
-                .serverProperties(Map.of("product", "RabbitMQ", "capabilities", Map.of("publisher_confirms", true)))));
+        write(
+                out,
+                Frames.method(
+                        ALLOC,
+                        0,
+                        new ConnectionStartEncoder()
+                                .serverProperties(Map.of(
+                                        "product", "RabbitMQ", "capabilities", Map.of("publisher_confirms", true)))));
         write(out, Frames.heartbeat(ALLOC));
-        write(out, Frames.method(ALLOC, 0, new ConnectionTuneEncoder().channelMax(2047).frameMax(4096).heartbeat(60)));
+        write(
+                out,
+                Frames.method(
+                        ALLOC,
+                        0,
+                        new ConnectionTuneEncoder()
+                                .channelMax(2047)
+                                .frameMax(4096)
+                                .heartbeat(60)));
         write(out, Frames.method(ALLOC, 3, deliver()));
         byte[] body = new byte[300];
         for (int i = 0; i < body.length; i++) {
             body[i] = (byte) i;
         }
-        write(out, Frames.contentHeader(ALLOC, 3, body.length,
-                BasicProperties.builder().contentType("application/octet-stream").deliveryMode(2).build()));
+        write(
+                out,
+                Frames.contentHeader(
+                        ALLOC,
+                        3,
+                        body.length,
+                        BasicProperties.builder()
+                                .contentType("application/octet-stream")
+                                .deliveryMode(2)
+                                .build()));
         for (int i = 0; i < 3; i++) {
             write(out, Frames.body(ALLOC, 3, Unpooled.wrappedBuffer(body, i * 100, 100)));
         }
@@ -87,7 +111,10 @@ class FrameDecoderTest {
     }
 
     private static BasicDeliverEncoder deliver() {
-        return new BasicDeliverEncoder().consumerTag("amq.ctag-1").deliveryTag(1).exchange("amq.direct")
+        return new BasicDeliverEncoder()
+                .consumerTag("amq.ctag-1")
+                .deliveryTag(1)
+                .exchange("amq.direct")
                 .routingKey("rk");
     }
 
@@ -163,7 +190,9 @@ class FrameDecoderTest {
         channel.writeInbound(Unpooled.wrappedBuffer(stream));
         Frame frame = channel.readInbound();
         assertSame(stream, frame.payload().array(), "the payload shares the input's memory");
-        assertEquals(Frames.FRAME_HEADER_SIZE, frame.payload().arrayOffset() + frame.payload().readerIndex());
+        assertEquals(
+                Frames.FRAME_HEADER_SIZE,
+                frame.payload().arrayOffset() + frame.payload().readerIndex());
         frame.release();
         readAll(channel);
         assertFalse(channel.finish());
@@ -177,11 +206,13 @@ class FrameDecoderTest {
             ((Frame) channel.readInbound()).release();
         }
         Frame method = channel.readInbound();
-        BasicDeliver deliver = new BasicDeliver().wrap(method.payload(), method.payload().readerIndex());
+        BasicDeliver deliver =
+                new BasicDeliver().wrap(method.payload(), method.payload().readerIndex());
         assertEquals("amq.ctag-1", deliver.consumerTagAsString());
         assertEquals("amq.direct", deliver.exchange().toString());
         Frame header = channel.readInbound();
-        ContentHeader view = new ContentHeader().wrap(header.payload(), header.payload().readerIndex());
+        ContentHeader view =
+                new ContentHeader().wrap(header.payload(), header.payload().readerIndex());
         assertEquals(300, view.bodySize());
         assertEquals(2, view.deliveryMode());
         method.release();
@@ -232,8 +263,10 @@ class FrameDecoderTest {
     void oversizedFrame() {
         // one byte over frame-max; refused from its 7-byte header alone, before the payload arrives
         ByteBuf frame = bodyFrame(1, Frames.FRAME_MIN_SIZE - Frames.FRAME_OVERHEAD + 1);
-        AmqpProtocolException e = assertMalformed(frame.readRetainedSlice(Frames.FRAME_HEADER_SIZE),
-                ReplyCode.FRAME_ERROR, "body frame of 4097 bytes exceeds frame-max 4096");
+        AmqpProtocolException e = assertMalformed(
+                frame.readRetainedSlice(Frames.FRAME_HEADER_SIZE),
+                ReplyCode.FRAME_ERROR,
+                "body frame of 4097 bytes exceeds frame-max 4096");
         frame.release();
         assertEquals(FrameType.BODY, e.frameType());
         assertEquals(1, e.channel());
@@ -270,7 +303,8 @@ class FrameDecoderTest {
         for (int i = 0; headers.size() * 40 < minSize; i++) {
             headers.put("x-death-" + i, "queue-" + i + "-rejected-expired-and-retried");
         }
-        ByteBuf header = Frames.contentHeader(ALLOC, 1, 0, BasicProperties.builder().headers(headers).build());
+        ByteBuf header = Frames.contentHeader(
+                ALLOC, 1, 0, BasicProperties.builder().headers(headers).build());
         assertTrue(header.readableBytes() >= minSize);
         return header;
     }
@@ -310,8 +344,7 @@ class FrameDecoderTest {
         }
     }
 
-    record Refusal(int atByte, AmqpProtocolException error) {
-    }
+    record Refusal(int atByte, AmqpProtocolException error) {}
 
     @Test
     void aContentHeaderOverTheNegotiatedFrameMaxIs501FromItsHeader() {
@@ -322,19 +355,22 @@ class FrameDecoderTest {
         assertEquals(ReplyCode.FRAME_ERROR, r.error().replyCode());
         assertEquals(FrameType.HEADER, r.error().frameType());
         assertEquals(1, r.error().channel());
-        assertTrue(r.error().getMessage().contains("header frame of " + size + " bytes exceeds frame-max " + (size - 1)),
+        assertTrue(
+                r.error().getMessage().contains("header frame of " + size + " bytes exceeds frame-max " + (size - 1)),
                 r.error().getMessage());
     }
 
     @Test
     void aMethodFrameOverTheNegotiatedFrameMaxIs501FromItsHeader() {
-        ByteBuf method = methodFrame(0, new ConnectionStartEncoder().serverProperties(largeTable(Frames.FRAME_MIN_SIZE * 2)));
+        ByteBuf method =
+                methodFrame(0, new ConnectionStartEncoder().serverProperties(largeTable(Frames.FRAME_MIN_SIZE * 2)));
         int size = method.readableBytes();
         Refusal r = refusedByteByByte(tuned(Frames.FRAME_MIN_SIZE), method);
         assertEquals(Frames.FRAME_HEADER_SIZE - 1, r.atByte());
         assertEquals(ReplyCode.FRAME_ERROR, r.error().replyCode());
         assertEquals(FrameType.METHOD, r.error().frameType());
-        assertTrue(r.error().getMessage().contains("method frame of " + size + " bytes exceeds frame-max 4096"),
+        assertTrue(
+                r.error().getMessage().contains("method frame of " + size + " bytes exceeds frame-max 4096"),
                 r.error().getMessage());
     }
 
@@ -358,7 +394,8 @@ class FrameDecoderTest {
     @Test
     void beforeTuneALargeConnectionStartIsAcceptedByteByByte() {
         // a broker with many server properties: over frame-min-size, read because it comes before frame-max is known
-        ByteBuf start = methodFrame(0, new ConnectionStartEncoder().serverProperties(largeTable(Frames.FRAME_MIN_SIZE + 500)));
+        ByteBuf start =
+                methodFrame(0, new ConnectionStartEncoder().serverProperties(largeTable(Frames.FRAME_MIN_SIZE + 500)));
         byte[] bytes = ByteBufUtil.getBytes(start);
         start.release();
         assertTrue(bytes.length > Frames.FRAME_MIN_SIZE);
@@ -408,13 +445,15 @@ class FrameDecoderTest {
     @Test
     void aReadWithoutAWholeFrameAsksForAnotherWhenAutoReadIsOff() {
         int[] reads = {0};
-        EmbeddedChannel channel = new EmbeddedChannel(new ChannelOutboundHandlerAdapter() {
-            @Override
-            public void read(ChannelHandlerContext ctx) {
-                reads[0]++;
-                ctx.read();
-            }
-        }, new FrameDecoder());
+        EmbeddedChannel channel = new EmbeddedChannel(
+                new ChannelOutboundHandlerAdapter() {
+                    @Override
+                    public void read(ChannelHandlerContext ctx) {
+                        reads[0]++;
+                        ctx.read();
+                    }
+                },
+                new FrameDecoder());
         channel.config().setAutoRead(false);
         byte[] stream = sampleStream();
         int before = reads[0];
@@ -570,7 +609,8 @@ class FrameDecoderTest {
     void badEndByte() {
         ByteBuf frame = methodFrame(1, deliver());
         frame.setByte(frame.writerIndex() - 1, 0x00);
-        AmqpProtocolException e = assertMalformed(frame, ReplyCode.FRAME_ERROR, "frame-end byte is 0x00, expected 0xCE");
+        AmqpProtocolException e =
+                assertMalformed(frame, ReplyCode.FRAME_ERROR, "frame-end byte is 0x00, expected 0xCE");
         assertEquals(frame.capacity() - 1, e.offset());
         assertEquals(FrameType.METHOD, e.frameType());
     }
@@ -589,7 +629,8 @@ class FrameDecoderTest {
         // the arguments table's length field (after ids, ticket, queue "q" and the flags octet) claims more
         int tableLengthIndex = Frames.FRAME_HEADER_SIZE + 4 + 2 + 2 + 1;
         frame.setInt(tableLengthIndex, frame.getInt(tableLengthIndex) + 5);
-        AmqpProtocolException e = assertMalformed(frame, ReplyCode.SYNTAX_ERROR, "argument 'arguments': field table of");
+        AmqpProtocolException e =
+                assertMalformed(frame, ReplyCode.SYNTAX_ERROR, "argument 'arguments': field table of");
         assertTrue(e.getMessage().contains("queue.declare (50/10)"), e.getMessage());
         assertEquals(1, e.channel());
         assertEquals(tableLengthIndex, e.offset());
@@ -601,7 +642,8 @@ class FrameDecoderTest {
         int tag = Frames.FRAME_HEADER_SIZE + 4 + 2 + 2 + 1 + 4 + 2;
         assertEquals('S', frame.getByte(tag));
         frame.setByte(tag, 'Z');
-        AmqpProtocolException e = assertMalformed(frame, ReplyCode.SYNTAX_ERROR, "unknown field value type tag 'Z' (0x5A)");
+        AmqpProtocolException e =
+                assertMalformed(frame, ReplyCode.SYNTAX_ERROR, "unknown field value type tag 'Z' (0x5A)");
         assertEquals(tag, e.offset());
         assertEquals(50, e.classId());
         assertEquals(10, e.methodId());
@@ -641,7 +683,8 @@ class FrameDecoderTest {
         ByteBuf frame = Unpooled.buffer();
         Frames.writeHeader(frame, FrameType.METHOD, 1, 4);
         frame.writeInt((60 << 16) | 99).writeByte(Frames.FRAME_END);
-        AmqpProtocolException e = assertMalformed(frame, ReplyCode.COMMAND_INVALID, "unknown class id 60 or method id 99");
+        AmqpProtocolException e =
+                assertMalformed(frame, ReplyCode.COMMAND_INVALID, "unknown class id 60 or method id 99");
         assertTrue(e.getMessage().contains("unknown method 60/99"), e.getMessage());
     }
 
@@ -664,7 +707,8 @@ class FrameDecoderTest {
 
     @Test
     void headerWithUnknownTypeTagInItsHeaders() {
-        ByteBuf frame = Frames.contentHeader(ALLOC, 1, 10, BasicProperties.builder().headers(Map.of("k", 1)).build());
+        ByteBuf frame = Frames.contentHeader(
+                ALLOC, 1, 10, BasicProperties.builder().headers(Map.of("k", 1)).build());
         int tag = Frames.FRAME_HEADER_SIZE + 14 + 4 + 2;
         assertEquals('I', frame.getByte(tag));
         frame.setByte(tag, '!');
@@ -675,7 +719,11 @@ class FrameDecoderTest {
     void headerAnnouncingUnknownPropertiesInAContinuationWord() {
         ByteBuf frame = Unpooled.buffer();
         Frames.writeHeader(frame, FrameType.HEADER, 1, 16);
-        frame.writeInt(60 << 16).writeLong(0).writeShort(0x0001).writeShort(0x8000).writeByte(Frames.FRAME_END);
+        frame.writeInt(60 << 16)
+                .writeLong(0)
+                .writeShort(0x0001)
+                .writeShort(0x8000)
+                .writeByte(Frames.FRAME_END);
         assertMalformed(frame, ReplyCode.SYNTAX_ERROR, "beyond the 14 of basic");
     }
 
@@ -683,7 +731,10 @@ class FrameDecoderTest {
     void headerTruncatedProperty() {
         ByteBuf frame = Unpooled.buffer();
         Frames.writeHeader(frame, FrameType.HEADER, 1, 15);
-        frame.writeInt(60 << 16).writeLong(0).writeShort(ContentHeader.CONTENT_TYPE).writeByte(5)
+        frame.writeInt(60 << 16)
+                .writeLong(0)
+                .writeShort(ContentHeader.CONTENT_TYPE)
+                .writeByte(5)
                 .writeByte(Frames.FRAME_END);
         assertMalformed(frame, ReplyCode.SYNTAX_ERROR, "property content-type needs 6 bytes but only 1 remain");
     }
@@ -721,7 +772,8 @@ class FrameDecoderTest {
     @Test
     void protocolHeaderReplyIsAVersionMismatch() {
         EmbeddedChannel channel = new EmbeddedChannel(new FrameDecoder());
-        ProtocolVersionMismatchException e = assertThrows(ProtocolVersionMismatchException.class,
+        ProtocolVersionMismatchException e = assertThrows(
+                ProtocolVersionMismatchException.class,
                 () -> channel.writeInbound(Unpooled.wrappedBuffer(new byte[] {'A', 'M', 'Q', 'P', 0, 0, 8, 0})));
         assertEquals(0, e.major());
         assertEquals(8, e.minor());
@@ -735,7 +787,8 @@ class FrameDecoderTest {
         EmbeddedChannel channel = new EmbeddedChannel(new FrameDecoder());
         channel.writeInbound(Unpooled.wrappedBuffer(new byte[] {'A', 'M', 'Q'}));
         channel.writeInbound(Unpooled.wrappedBuffer(new byte[] {'P', 0, 0, 9}));
-        assertThrows(ProtocolVersionMismatchException.class,
+        assertThrows(
+                ProtocolVersionMismatchException.class,
                 () -> channel.writeInbound(Unpooled.wrappedBuffer(new byte[] {1})));
         assertFalse(channel.finish());
     }
@@ -744,12 +797,15 @@ class FrameDecoderTest {
     void validationCanBeLeftToTheNextHandler() {
         ByteBuf frame = methodFrame(1, deliver());
         frame.setByte(Frames.FRAME_HEADER_SIZE + 4, 200);
-        EmbeddedChannel channel = new EmbeddedChannel(new FrameDecoder(FrameDecoder.DEFAULT_MAX_METHOD_FRAME_SIZE, false));
+        EmbeddedChannel channel =
+                new EmbeddedChannel(new FrameDecoder(FrameDecoder.DEFAULT_MAX_METHOD_FRAME_SIZE, false));
         channel.writeInbound(frame);
         Frame decoded = channel.readInbound();
         ByteBuf p = decoded.payload();
-        AmqpProtocolException e = assertThrows(AmqpProtocolException.class,
-                () -> io.warren.codec.method.MethodTable.validate(p, p.readerIndex(), p.readableBytes(), decoded.channel()));
+        AmqpProtocolException e = assertThrows(
+                AmqpProtocolException.class,
+                () -> io.warren.codec.method.MethodTable.validate(
+                        p, p.readerIndex(), p.readableBytes(), decoded.channel()));
         assertEquals(ReplyCode.SYNTAX_ERROR, e.replyCode());
         assertEquals(1, e.channel());
         assertEquals(Frames.FRAME_HEADER_SIZE + 4 + 1, e.offset());

@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.netty.buffer.ByteBuf;
-import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.PooledByteBufAllocator;
 import io.netty.buffer.Unpooled;
 import io.netty.buffer.UnpooledByteBufAllocator;
@@ -31,9 +30,24 @@ class FrameReaderTest {
 
     private static ByteBuf stream(boolean direct) {
         ByteBuf out = buffer(direct);
-        append(out, Frames.method(UNPOOLED, 5, new BasicDeliverEncoder().consumerTag("amq.ctag-7").deliveryTag(42)
-                .redelivered(true).exchange("ex").routingKey("rk")));
-        append(out, Frames.contentHeader(UNPOOLED, 5, 3, BasicProperties.builder().contentType("text/plain").build()));
+        append(
+                out,
+                Frames.method(
+                        UNPOOLED,
+                        5,
+                        new BasicDeliverEncoder()
+                                .consumerTag("amq.ctag-7")
+                                .deliveryTag(42)
+                                .redelivered(true)
+                                .exchange("ex")
+                                .routingKey("rk")));
+        append(
+                out,
+                Frames.contentHeader(
+                        UNPOOLED,
+                        5,
+                        3,
+                        BasicProperties.builder().contentType("text/plain").build()));
         append(out, Frames.body(UNPOOLED, 5, Unpooled.wrappedBuffer(new byte[] {1, 2, 3})));
         append(out, Frames.heartbeat(UNPOOLED));
         return out;
@@ -44,8 +58,7 @@ class FrameReaderTest {
     @java.lang.annotation.Target(java.lang.annotation.ElementType.METHOD)
     @ParameterizedTest(name = "direct={0}")
     @ValueSource(booleans = {false, true})
-    @interface HeapAndDirect {
-    }
+    @interface HeapAndDirect {}
 
     /** A reader with the default method-frame limit that validates payloads, as the decoder's. */
     private static FrameReader reader() {
@@ -113,7 +126,12 @@ class FrameReaderTest {
             assertTrue(reader.read(slice));
             assertEquals(FrameType.METHOD, reader.type());
             assertEquals(3 + Frames.FRAME_HEADER_SIZE, reader.payloadIndex(), "an index of the slice");
-            assertEquals("amq.ctag-7", new BasicDeliver().wrap(slice, reader.payloadIndex()).consumerTag().toString());
+            assertEquals(
+                    "amq.ctag-7",
+                    new BasicDeliver()
+                            .wrap(slice, reader.payloadIndex())
+                            .consumerTag()
+                            .toString());
             assertTrue(reader.read(slice));
             assertTrue(reader.read(slice));
             assertEquals(FrameType.BODY, reader.type());
@@ -218,8 +236,8 @@ class FrameReaderTest {
             FrameReader reader = reader();
             assertFalse(reader.read(in), "seven of its eight bytes");
             in.writeByte(1);
-            ProtocolVersionMismatchException e = assertThrows(ProtocolVersionMismatchException.class,
-                    () -> reader.read(in));
+            ProtocolVersionMismatchException e =
+                    assertThrows(ProtocolVersionMismatchException.class, () -> reader.read(in));
             assertEquals(9, e.minor());
         } finally {
             in.release();

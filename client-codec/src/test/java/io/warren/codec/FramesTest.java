@@ -61,8 +61,11 @@ class FramesTest {
 
     @Test
     void exceptionMessagesNameWhatIsKnown() {
-        AmqpProtocolException e = new AmqpProtocolException(ReplyCode.SYNTAX_ERROR, "bad", FrameType.METHOD, 3, 50, 10, 12);
-        assertEquals("502 SYNTAX_ERROR: bad (METHOD frame, channel 3, queue.declare (50/10), offset 12)", e.getMessage());
-        assertEquals("501 FRAME_ERROR: worse", new AmqpProtocolException(501, "worse", null, -1, -1, -1, -1).getMessage());
+        AmqpProtocolException e =
+                new AmqpProtocolException(ReplyCode.SYNTAX_ERROR, "bad", FrameType.METHOD, 3, 50, 10, 12);
+        assertEquals(
+                "502 SYNTAX_ERROR: bad (METHOD frame, channel 3, queue.declare (50/10), offset 12)", e.getMessage());
+        assertEquals(
+                "501 FRAME_ERROR: worse", new AmqpProtocolException(501, "worse", null, -1, -1, -1, -1).getMessage());
     }
 }

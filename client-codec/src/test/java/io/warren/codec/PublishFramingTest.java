@@ -20,8 +20,6 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelOutboundHandlerAdapter;
 import io.netty.channel.ChannelPromise;
 import io.netty.channel.embedded.EmbeddedChannel;
-import io.warren.codec.Frame;
-import io.warren.codec.FrameDecoder;
 import io.warren.codec.base.FrameType;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.content.ContentHeader;
@@ -44,12 +42,16 @@ class PublishFramingTest {
     private static final PooledByteBufAllocator POOLED = PooledByteBufAllocator.DEFAULT;
 
     private static BasicPublishEncoder publish() {
-        return new BasicPublishEncoder().exchange(ShortString.of("amq.topic")).routingKey(ShortString.of("a.b.c"))
+        return new BasicPublishEncoder()
+                .exchange(ShortString.of("amq.topic"))
+                .routingKey(ShortString.of("a.b.c"))
                 .mandatory(true);
     }
 
-    private static final BasicProperties PROPS = BasicProperties.builder().contentType("text/plain")
-            .deliveryMode(BasicProperties.PERSISTENT).build();
+    private static final BasicProperties PROPS = BasicProperties.builder()
+            .contentType("text/plain")
+            .deliveryMode(BasicProperties.PERSISTENT)
+            .build();
 
     private static byte[] bytes(int n) {
         byte[] b = new byte[n];
@@ -83,12 +85,14 @@ class PublishFramingTest {
         try {
             assertEquals(5, frames.size());
             assertEquals(FrameType.METHOD, frames.get(0).type());
-            BasicPublish view = new BasicPublish().wrap(frames.get(0).payload(), frames.get(0).payload().readerIndex());
+            BasicPublish view = new BasicPublish()
+                    .wrap(frames.get(0).payload(), frames.get(0).payload().readerIndex());
             assertEquals("amq.topic", view.exchangeAsString());
             assertEquals("a.b.c", view.routingKeyAsString());
             assertTrue(view.mandatory());
             assertEquals(FrameType.HEADER, frames.get(1).type());
-            ContentHeader header = new ContentHeader().wrap(frames.get(1).payload(), frames.get(1).payload().readerIndex());
+            ContentHeader header = new ContentHeader()
+                    .wrap(frames.get(1).payload(), frames.get(1).payload().readerIndex());
             assertEquals(10_000, header.bodySize());
             assertEquals(PROPS, header.toProperties());
             int[] sizes = {4088, 4088, 1824};
@@ -143,8 +147,14 @@ class PublishFramingTest {
         try {
             // [head + first body header] [slice] [CE + header] [slice] [CE + header] [slice] [CE]
             assertEquals(7, framed.numComponents());
-            int head = new BasicPublishEncoder().exchange("amq.topic").routingKey("a.b.c").encodedLength() + 8
-                    + ContentHeaderEncoder.encodedLength(PROPS) + 8 + 7;
+            int head = new BasicPublishEncoder()
+                            .exchange("amq.topic")
+                            .routingKey("a.b.c")
+                            .encodedLength()
+                    + 8
+                    + ContentHeaderEncoder.encodedLength(PROPS)
+                    + 8
+                    + 7;
             assertEquals(head, framed.component(0).readableBytes());
             assertEquals(8, framed.component(2).readableBytes());
             assertEquals(1, framed.component(6).readableBytes());
@@ -162,8 +172,8 @@ class PublishFramingTest {
     void bodyIsNeverCopiedHeap() {
         byte[] content = bytes(6000);
         ByteBuf body = Unpooled.wrappedBuffer(content);
-        CompositeByteBuf framed = (CompositeByteBuf) PublishFraming.publish(UnpooledByteBufAllocator.DEFAULT, 1, 4096,
-                publish(), PROPS, body);
+        CompositeByteBuf framed = (CompositeByteBuf)
+                PublishFraming.publish(UnpooledByteBufAllocator.DEFAULT, 1, 4096, publish(), PROPS, body);
         try {
             ByteBuf first = framed.component(1);
             ByteBuf second = framed.component(3);
@@ -218,7 +228,8 @@ class PublishFramingTest {
         assertReleasedOnceAfterFailure(body -> PublishFraming.publish(POOLED, 0, 4096, encoder, PROPS, body));
         assertReleasedOnceAfterFailure(body -> PublishFraming.publish(POOLED, 1, 100, encoder, PROPS, body));
         assertReleasedOnceAfterFailure(body -> PublishFraming.publish(POOLED, 1, 4096, encoder, null, body));
-        assertReleasedOnceAfterFailure(body -> PublishFraming.frame(POOLED, 1, 4096, new BasicAckEncoder(), PROPS, body));
+        assertReleasedOnceAfterFailure(
+                body -> PublishFraming.frame(POOLED, 1, 4096, new BasicAckEncoder(), PROPS, body));
     }
 
     @Test
@@ -252,21 +263,25 @@ class PublishFramingTest {
                 throw new OutOfMemoryError("test: no composite");
             }
         };
-        assertReleasedOnceAfterFailure(body -> PublishFraming.publish(failing, 1, 4096, publish(), PROPS, body),
-                OutOfMemoryError.class);
+        assertReleasedOnceAfterFailure(
+                body -> PublishFraming.publish(failing, 1, 4096, publish(), PROPS, body), OutOfMemoryError.class);
         assertEquals(1, heads.size());
         assertEquals(0, heads.get(0).refCnt(), "the head buffer was released");
     }
 
     @Test
     void nullBodyIsRefused() {
-        assertThrows(IllegalArgumentException.class, () -> PublishFraming.publish(POOLED, 1, 4096, publish(), PROPS, null));
+        assertThrows(
+                IllegalArgumentException.class, () -> PublishFraming.publish(POOLED, 1, 4096, publish(), PROPS, null));
     }
 
     @Test
     void deliverFramingForAPeer() {
         ByteBuf body = POOLED.buffer().writeBytes(bytes(16));
-        BasicDeliverEncoder deliver = new BasicDeliverEncoder().consumerTag("c").deliveryTag(9).exchange("e")
+        BasicDeliverEncoder deliver = new BasicDeliverEncoder()
+                .consumerTag("c")
+                .deliveryTag(9)
+                .exchange("e")
                 .routingKey("r");
         List<Frame> frames = decode(PublishFraming.frame(POOLED, 2, 4096, deliver, BasicProperties.EMPTY, body), 4096);
         assertEquals(3, frames.size());
@@ -279,7 +294,8 @@ class PublishFramingTest {
         BasicPublishEncoder encoder = publish();
         byte[] first = null;
         for (int i = 0; i < 3; i++) {
-            ByteBuf framed = PublishFraming.publish(POOLED, 1, 4096, encoder, PROPS, POOLED.buffer().writeBytes(bytes(64)));
+            ByteBuf framed = PublishFraming.publish(
+                    POOLED, 1, 4096, encoder, PROPS, POOLED.buffer().writeBytes(bytes(64)));
             byte[] b = ByteBufUtil.getBytes(framed);
             framed.release();
             if (first == null) {
@@ -308,12 +324,14 @@ class PublishFramingTest {
     void writeSendsTheSameBytesAsFrame() {
         for (int size : new int[] {0, 16, 4088, 10_000}) {
             byte[] content = bytes(size);
-            ByteBuf framed = PublishFraming.publish(POOLED, 3, 4096, publish(), PROPS, POOLED.buffer().writeBytes(content));
+            ByteBuf framed = PublishFraming.publish(
+                    POOLED, 3, 4096, publish(), PROPS, POOLED.buffer().writeBytes(content));
             byte[] expected = ByteBufUtil.getBytes(framed);
             framed.release();
             EmbeddedChannel channel = new EmbeddedChannel();
             ChannelPromise promise = channel.newPromise();
-            PublishFraming.write(channel, POOLED, 3, 4096, publish(), PROPS, POOLED.buffer().writeBytes(content), promise);
+            PublishFraming.write(
+                    channel, POOLED, 3, 4096, publish(), PROPS, POOLED.buffer().writeBytes(content), promise);
             channel.flush();
             assertTrue(promise.isSuccess(), "the promise completes with the last piece");
             assertArrayEquals(expected, written(channel), "body of " + size);
@@ -331,11 +349,19 @@ class PublishFramingTest {
     void aCoalescingHandlerCannotOverwriteThePieces() {
         for (int size : new int[] {1, 9, 100, 3 * 4088 + 17}) {
             byte[] content = bytes(size);
-            ByteBuf framed = PublishFraming.publish(POOLED, 3, 4096, publish(), PROPS, POOLED.buffer().writeBytes(content));
+            ByteBuf framed = PublishFraming.publish(
+                    POOLED, 3, 4096, publish(), PROPS, POOLED.buffer().writeBytes(content));
             byte[] expected = ByteBufUtil.getBytes(framed);
             framed.release();
             EmbeddedChannel channel = new EmbeddedChannel(new Coalescer());
-            PublishFraming.write(channel, POOLED, 3, 4096, publish(), PROPS, POOLED.buffer().writeBytes(content),
+            PublishFraming.write(
+                    channel,
+                    POOLED,
+                    3,
+                    4096,
+                    publish(),
+                    PROPS,
+                    POOLED.buffer().writeBytes(content),
                     channel.voidPromise());
             channel.flush();
             assertArrayEquals(expected, written(channel), "body of " + size);

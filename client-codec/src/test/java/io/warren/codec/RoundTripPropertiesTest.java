@@ -71,8 +71,8 @@ class RoundTripPropertiesTest {
     }
 
     @Property(tries = 200)
-    void everyTruncationOfATableIsASyntaxError(@ForAll("tables") Map<String, Object> table,
-            @ForAll @IntRange(min = 0, max = 10_000) int cutSeed) {
+    void everyTruncationOfATableIsASyntaxError(
+            @ForAll("tables") Map<String, Object> table, @ForAll @IntRange(min = 0, max = 10_000) int cutSeed) {
         ByteBuf buf = Unpooled.buffer();
         FieldTableEncoder.encode(buf, table);
         int cut = cutSeed % buf.readableBytes();
@@ -92,9 +92,13 @@ class RoundTripPropertiesTest {
     }
 
     private static Arbitrary<Map<String, Object>> table(int depth) {
-        Arbitrary<String> keys = Arbitraries.strings().withCharRange('a', 'z').withChars('-', '_', '\u00e9')
-                .ofMinLength(0).ofMaxLength(12);
-        return Arbitraries.maps(keys, value(depth)).ofMaxSize(depth == 3 ? 8 : 4)
+        Arbitrary<String> keys = Arbitraries.strings()
+                .withCharRange('a', 'z')
+                .withChars('-', '_', '\u00e9')
+                .ofMinLength(0)
+                .ofMaxLength(12);
+        return Arbitraries.maps(keys, value(depth))
+                .ofMaxSize(depth == 3 ? 8 : 4)
                 .map(LinkedHashMap::new);
     }
 
@@ -111,7 +115,8 @@ class RoundTripPropertiesTest {
                 Arbitraries.longs(),
                 Arbitraries.floats(),
                 Arbitraries.doubles(),
-                Combinators.combine(Arbitraries.integers(), Arbitraries.integers().between(0, 255))
+                Combinators.combine(
+                                Arbitraries.integers(), Arbitraries.integers().between(0, 255))
                         .as((unscaled, scale) -> new BigDecimal(BigInteger.valueOf(unscaled), scale)),
                 Arbitraries.strings().withCharRange('\u0000', '\ud7ff').ofMaxLength(20),
                 Arbitraries.bytes().array(byte[].class).ofMaxSize(10),
@@ -149,7 +154,8 @@ class RoundTripPropertiesTest {
     // ---------------------------------------------------------------------------------- content headers
 
     @Property(tries = 400)
-    void contentHeadersRoundTrip(@ForAll("properties") BasicProperties props,
+    void contentHeadersRoundTrip(
+            @ForAll("properties") BasicProperties props,
             @ForAll @IntRange(min = 0, max = Integer.MAX_VALUE) int bodySize) {
         ByteBuf buf = Unpooled.buffer(ContentHeaderEncoder.encodedLength(props));
         try {
@@ -166,7 +172,9 @@ class RoundTripPropertiesTest {
             assertEquals(props.clusterId(), view.clusterIdAsString());
             assertEquals(props.deliveryMode() != null, view.hasDeliveryMode());
             assertEquals(props.timestamp() == null ? 0 : props.timestamp().getEpochSecond(), view.timestamp());
-            assertEquals(normalize(props.headers()), view.hasHeaders() ? normalize(view.headers().toMap()) : null);
+            assertEquals(
+                    normalize(props.headers()),
+                    view.hasHeaders() ? normalize(view.headers().toMap()) : null);
         } finally {
             buf.release();
         }
@@ -174,23 +182,40 @@ class RoundTripPropertiesTest {
 
     @Provide
     Arbitrary<BasicProperties> properties() {
-        Arbitrary<String> s = Arbitraries.strings().withCharRange(' ', '\u00ff').ofMaxLength(30).injectNull(0.5);
+        Arbitrary<String> s = Arbitraries.strings()
+                .withCharRange(' ', '\u00ff')
+                .ofMaxLength(30)
+                .injectNull(0.5);
         Arbitrary<Integer> octet = Arbitraries.integers().between(0, 255).injectNull(0.5);
-        Arbitrary<Instant> time = Arbitraries.longs().between(0, 1L << 34).map(Instant::ofEpochSecond).injectNull(0.5);
+        Arbitrary<Instant> time = Arbitraries.longs()
+                .between(0, 1L << 34)
+                .map(Instant::ofEpochSecond)
+                .injectNull(0.5);
         Arbitrary<Map<String, Object>> headers = table(2).injectNull(0.5);
-        return Combinators.combine(s.list().ofSize(10), headers, octet, octet, time).as((strings, h, mode, prio, ts) ->
-                BasicProperties.builder()
-                        .contentType(strings.get(0)).contentEncoding(strings.get(1)).headers(h)
-                        .deliveryMode(mode).priority(prio).correlationId(strings.get(2)).replyTo(strings.get(3))
-                        .expiration(strings.get(4)).messageId(strings.get(5)).timestamp(ts).type(strings.get(6))
-                        .userId(strings.get(7)).appId(strings.get(8)).clusterId(strings.get(9)).build());
+        return Combinators.combine(s.list().ofSize(10), headers, octet, octet, time)
+                .as((strings, h, mode, prio, ts) -> BasicProperties.builder()
+                        .contentType(strings.get(0))
+                        .contentEncoding(strings.get(1))
+                        .headers(h)
+                        .deliveryMode(mode)
+                        .priority(prio)
+                        .correlationId(strings.get(2))
+                        .replyTo(strings.get(3))
+                        .expiration(strings.get(4))
+                        .messageId(strings.get(5))
+                        .timestamp(ts)
+                        .type(strings.get(6))
+                        .userId(strings.get(7))
+                        .appId(strings.get(8))
+                        .clusterId(strings.get(9))
+                        .build());
     }
 
     // ------------------------------------------------------------------------------- malformed payloads
 
     @Property(tries = 1000)
-    void randomMethodPayloadsFailOnlyWithAProtocolException(@ForAll @IntRange(min = 0, max = 65) int methodIndex,
-            @ForAll @Size(max = 40) List<Byte> arguments) {
+    void randomMethodPayloadsFailOnlyWithAProtocolException(
+            @ForAll @IntRange(min = 0, max = 65) int methodIndex, @ForAll @Size(max = 40) List<Byte> arguments) {
         MethodInfo info = MethodTable.all().get(methodIndex);
         ByteBuf buf = Unpooled.buffer().writeShort(info.classId()).writeShort(info.methodId());
         for (byte b : arguments) {
@@ -210,9 +235,10 @@ class RoundTripPropertiesTest {
     }
 
     @Property(tries = 300)
-    void randomContentHeadersFailOnlyWithAProtocolException(@ForAll @IntRange(min = 0, max = 0xFFFF) int flags,
-            @ForAll @Size(max = 60) List<Byte> values) {
-        ByteBuf buf = Unpooled.buffer().writeShort(60).writeShort(0).writeLong(1).writeShort(flags);
+    void randomContentHeadersFailOnlyWithAProtocolException(
+            @ForAll @IntRange(min = 0, max = 0xFFFF) int flags, @ForAll @Size(max = 60) List<Byte> values) {
+        ByteBuf buf =
+                Unpooled.buffer().writeShort(60).writeShort(0).writeLong(1).writeShort(flags);
         for (byte b : values) {
             buf.writeByte(b);
         }

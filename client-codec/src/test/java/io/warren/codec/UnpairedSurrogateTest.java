@@ -37,8 +37,8 @@ import org.junit.jupiter.api.function.Executable;
 class UnpairedSurrogateTest {
 
     /** A lone high surrogate, a lone low one, a high one at the very end, a low one before its high one. */
-    private static final List<String> MALFORMED = List.of("bad\uD800name", "bad\uDC00name", "bad\uD800",
-            "\uDC00\uD800");
+    private static final List<String> MALFORMED =
+            List.of("bad\uD800name", "bad\uDC00name", "bad\uD800", "\uDC00\uD800");
 
     private static void refused(String argument, Consumer<String> set) {
         for (String s : MALFORMED) {
@@ -76,19 +76,24 @@ class UnpairedSurrogateTest {
     @Test
     void fieldNamesAndValuesAreRefusedAtAnyDepthWithTheirPath() {
         for (String s : MALFORMED) {
-            assertPath("at 'x-a': long string has an unpaired surrogate", () -> FieldTableEncoder.encodedLength(
-                    Map.of("x-a", s)));
+            assertPath(
+                    "at 'x-a': long string has an unpaired surrogate",
+                    () -> FieldTableEncoder.encodedLength(Map.of("x-a", s)));
             assertPath("field name has an unpaired surrogate", () -> FieldTableEncoder.encodedLength(Map.of(s, 1)));
             Map<String, Object> inner = new LinkedHashMap<>();
             inner.put("ok", "fine");
             inner.put("list", List.of(1, Map.of("deep", s)));
-            assertPath("at 'outer'.'list'[1].'deep': long string has an unpaired surrogate",
+            assertPath(
+                    "at 'outer'.'list'[1].'deep': long string has an unpaired surrogate",
                     () -> FieldTableEncoder.encodedLength(Map.of("outer", inner)));
-            assertPath("at 'outer'[0]: field name has an unpaired surrogate",
+            assertPath(
+                    "at 'outer'[0]: field name has an unpaired surrogate",
                     () -> FieldTableEncoder.encodedLength(Map.of("outer", List.of(Map.of(s, true)))));
-            assertPath("at 'x-args': long string has an unpaired surrogate",
+            assertPath(
+                    "at 'x-args': long string has an unpaired surrogate",
                     () -> new QueueDeclareEncoder().arguments(Map.of("x-args", new StringBuilder(s))));
-            assertPath("at 'h': long string has an unpaired surrogate",
+            assertPath(
+                    "at 'h': long string has an unpaired surrogate",
                     () -> BasicProperties.builder().headers(Map.of("h", s)));
         }
     }

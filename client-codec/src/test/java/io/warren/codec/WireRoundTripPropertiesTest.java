@@ -77,7 +77,8 @@ class WireRoundTripPropertiesTest {
                 assertEquals(hex(header), ByteBufUtil.hexDump(out));
                 // what toBuilder() keeps is the same again
                 ByteBuf rebuilt = Unpooled.buffer();
-                ContentHeaderEncoder.encode(rebuilt, view.bodySize(), properties.toBuilder().build());
+                ContentHeaderEncoder.encode(
+                        rebuilt, view.bodySize(), properties.toBuilder().build());
                 assertEquals(hex(header), ByteBufUtil.hexDump(rebuilt));
                 rebuilt.release();
             } finally {
@@ -116,16 +117,18 @@ class WireRoundTripPropertiesTest {
 
     /** 32-bit length, then name (shortstr, unique, UTF-8) and tagged value per entry. */
     private static Arbitrary<byte[]> table(int depth) {
-        return Arbitraries.maps(names(), value(depth)).ofMaxSize(depth == 3 ? 8 : 4).map(entries -> {
-            ByteArrayOutputStream body = new ByteArrayOutputStream();
-            entries.forEach((name, value) -> {
-                byte[] utf8 = name.getBytes(StandardCharsets.UTF_8);
-                body.write(utf8.length);
-                body.writeBytes(utf8);
-                body.writeBytes(value);
-            });
-            return lengthPrefixed(body.toByteArray());
-        });
+        return Arbitraries.maps(names(), value(depth))
+                .ofMaxSize(depth == 3 ? 8 : 4)
+                .map(entries -> {
+                    ByteArrayOutputStream body = new ByteArrayOutputStream();
+                    entries.forEach((name, value) -> {
+                        byte[] utf8 = name.getBytes(StandardCharsets.UTF_8);
+                        body.write(utf8.length);
+                        body.writeBytes(utf8);
+                        body.writeBytes(value);
+                    });
+                    return lengthPrefixed(body.toByteArray());
+                });
     }
 
     private static Arbitrary<byte[]> array(int depth) {
@@ -140,13 +143,23 @@ class WireRoundTripPropertiesTest {
     private static Arbitrary<byte[]> value(int depth) {
         List<Arbitrary<byte[]>> choices = new ArrayList<>(List.of(
                 Arbitraries.of(0, 1).map(b -> new byte[] {'t', (byte) (int) b}),
-                fixed('b', 1), fixed('B', 1), fixed('s', 2), fixed('u', 2), fixed('I', 4), fixed('i', 4),
-                fixed('l', 8), fixed('f', 4), fixed('d', 8), fixed('D', 5),
+                fixed('b', 1),
+                fixed('B', 1),
+                fixed('s', 2),
+                fixed('u', 2),
+                fixed('I', 4),
+                fixed('i', 4),
+                fixed('l', 8),
+                fixed('f', 4),
+                fixed('d', 8),
+                fixed('D', 5),
                 text(200).map(s -> tagged('S', lengthPrefixed(s.getBytes(StandardCharsets.UTF_8)))),
                 anyBytes(40).map(b -> tagged('S', lengthPrefixed(b))),
                 anyBytes(40).map(b -> tagged('x', lengthPrefixed(b))),
-                Arbitraries.longs().between(Instant.MIN.getEpochSecond(), Instant.MAX.getEpochSecond())
-                        .map(seconds -> tagged('T', ByteBuffer.allocate(8).putLong(seconds).array())),
+                Arbitraries.longs()
+                        .between(Instant.MIN.getEpochSecond(), Instant.MAX.getEpochSecond())
+                        .map(seconds -> tagged(
+                                'T', ByteBuffer.allocate(8).putLong(seconds).array())),
                 Arbitraries.just(new byte[] {'V'})));
         if (depth > 0) {
             choices.add(Arbitraries.lazy(() -> table(depth - 1)).map(t -> tagged('F', t)));
@@ -165,17 +178,25 @@ class WireRoundTripPropertiesTest {
 
     /** Well-formed text: ASCII, two- and three-byte characters and surrogate pairs (four bytes). */
     private static Arbitrary<String> text(int maxLength) {
-        Arbitrary<String> bmp = Arbitraries.strings().withCharRange('\u0000', '\uD7FF').withCharRange('\uE000', '\uFFFF')
+        Arbitrary<String> bmp = Arbitraries.strings()
+                .withCharRange('\u0000', '\uD7FF')
+                .withCharRange('\uE000', '\uFFFF')
                 .ofMaxLength(maxLength);
-        Arbitrary<String> supplementary = Arbitraries.integers().between(0x10000, 0x10FFFF).map(Character::toString);
+        Arbitrary<String> supplementary =
+                Arbitraries.integers().between(0x10000, 0x10FFFF).map(Character::toString);
         return Combinators.combine(bmp, supplementary, bmp.map(s -> s.length() > 8 ? s.substring(0, 8) : s))
-                .as((a, b, c) -> a + b + c).injectDuplicates(0.1);
+                .as((a, b, c) -> a + b + c)
+                .injectDuplicates(0.1);
     }
 
     /** Unique UTF-8 field names of at most 255 bytes. */
     private static Arbitrary<String> names() {
-        return Arbitraries.oneOf(Arbitraries.strings().withCharRange('a', 'z').withChars('-', '_', '$', '#')
-                .ofMaxLength(20), text(40));
+        return Arbitraries.oneOf(
+                Arbitraries.strings()
+                        .withCharRange('a', 'z')
+                        .withChars('-', '_', '$', '#')
+                        .ofMaxLength(20),
+                text(40));
     }
 
     /** A short string's bytes: UTF-8 text, or any bytes (mostly not UTF-8). */
@@ -204,11 +225,21 @@ class WireRoundTripPropertiesTest {
                             continue;
                         }
                         switch (i) {
-                            case ContentHeader.HEADERS_INDEX: out.put(headers); break;
-                            case ContentHeader.DELIVERY_MODE_INDEX: out.put(octet[0]); break;
-                            case ContentHeader.PRIORITY_INDEX: out.put(octet[1]); break;
-                            case ContentHeader.TIMESTAMP_INDEX: out.putLong(timestamp); break;
-                            default: out.put(s.get(i)); break;
+                            case ContentHeader.HEADERS_INDEX:
+                                out.put(headers);
+                                break;
+                            case ContentHeader.DELIVERY_MODE_INDEX:
+                                out.put(octet[0]);
+                                break;
+                            case ContentHeader.PRIORITY_INDEX:
+                                out.put(octet[1]);
+                                break;
+                            case ContentHeader.TIMESTAMP_INDEX:
+                                out.putLong(timestamp);
+                                break;
+                            default:
+                                out.put(s.get(i));
+                                break;
                         }
                     }
                     byte[] bytes = new byte[out.position()];
@@ -225,6 +256,9 @@ class WireRoundTripPropertiesTest {
     }
 
     private static byte[] lengthPrefixed(byte[] value) {
-        return ByteBuffer.allocate(4 + value.length).putInt(value.length).put(value).array();
+        return ByteBuffer.allocate(4 + value.length)
+                .putInt(value.length)
+                .put(value)
+                .array();
     }
 }

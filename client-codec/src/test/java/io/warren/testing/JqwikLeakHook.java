@@ -31,8 +31,8 @@ public final class JqwikLeakHook implements AfterContainerHook {
     public void afterContainer(ContainerLifecycleContext context) {
         List<String> leaks = LeakRecorder.collect();
         if (!leaks.isEmpty()) {
-            throw new AssertionError("LEAK: Netty reported " + leaks.size() + " buffer leak(s) in "
-                    + context.label() + ":\n" + String.join("\n\n", leaks));
+            throw new AssertionError("LEAK: Netty reported " + leaks.size() + " buffer leak(s) in " + context.label()
+                    + ":\n" + String.join("\n\n", leaks));
         }
     }
 }

@@ -21,8 +21,7 @@ public final class LeakRecorder {
     private static final List<String> LEAKS = new ArrayList<>();
     private static volatile boolean installed;
 
-    private LeakRecorder() {
-    }
+    private LeakRecorder() {}
 
     public static synchronized void install() {
         if (installed) {
@@ -86,7 +85,8 @@ public final class LeakRecorder {
 
     private static final class RecordingFactory extends ResourceLeakDetectorFactory {
         @Override
-        public <T> ResourceLeakDetector<T> newResourceLeakDetector(Class<T> resource, int samplingInterval, long maxActive) {
+        public <T> ResourceLeakDetector<T> newResourceLeakDetector(
+                Class<T> resource, int samplingInterval, long maxActive) {
             return new RecordingDetector<>(resource, samplingInterval);
         }
     }

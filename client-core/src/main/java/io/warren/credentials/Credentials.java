@@ -63,7 +63,9 @@ public final class Credentials {
 
     @Override
     public boolean equals(Object o) {
-        return o instanceof Credentials c && username.equals(c.username) && secret.equals(c.secret)
+        return o instanceof Credentials c
+                && username.equals(c.username)
+                && secret.equals(c.secret)
                 && Objects.equals(expiresAt, c.expiresAt);
     }
 
@@ -74,7 +76,7 @@ public final class Credentials {
 
     @Override
     public String toString() {
-        return "Credentials{username=" + username + ", secret=****" + (expiresAt == null ? "" : ", expiresAt="
-                + expiresAt) + "}";
+        return "Credentials{username=" + username + ", secret=****"
+                + (expiresAt == null ? "" : ", expiresAt=" + expiresAt) + "}";
     }
 }

@@ -95,7 +95,8 @@ public final class RefreshingCredentialsProvider implements CredentialsProvider 
 
     private void fetched(CompletableFuture<Credentials> f, Instant fetchedAt, Credentials creds, Throwable error) {
         Credentials result = null;
-        Throwable failure = error != null ? error
+        Throwable failure = error != null
+                ? error
                 : creds == null ? new NullPointerException("the token source completed with null") : null;
         synchronized (this) {
             fetching = null;
@@ -103,10 +104,12 @@ public final class RefreshingCredentialsProvider implements CredentialsProvider 
                 current = creds;
                 staleAt = staleAt(fetchedAt, creds.expiresAt());
                 result = creds;
-            } else if (current != null && (current.expiresAt() == null
-                    || clock.instant().isBefore(current.expiresAt()))) {
-                LOG.warn("could not fetch a new token, going on with the current one (expires at {}): {}",
-                        current.expiresAt(), failure.toString());
+            } else if (current != null
+                    && (current.expiresAt() == null || clock.instant().isBefore(current.expiresAt()))) {
+                LOG.warn(
+                        "could not fetch a new token, going on with the current one (expires at {}): {}",
+                        current.expiresAt(),
+                        failure.toString());
                 result = current;
             }
         }

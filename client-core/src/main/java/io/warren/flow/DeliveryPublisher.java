@@ -107,7 +107,7 @@ public final class DeliveryPublisher implements Flow.Publisher<Delivery> {
 
     @Override
     public String toString() {
-        return "DeliveryPublisher(queue '" + queue + "', " + options + (limit == Long.MAX_VALUE ? "" : ", limit "
-                + limit) + ")";
+        return "DeliveryPublisher(queue '" + queue + "', " + options
+                + (limit == Long.MAX_VALUE ? "" : ", limit " + limit) + ")";
     }
 }

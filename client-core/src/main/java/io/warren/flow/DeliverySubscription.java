@@ -8,8 +8,8 @@ import io.warren.ConsumeOptions;
 import io.warren.ConsumerCancelledException;
 import io.warren.ConsumerHandle;
 import io.warren.Delivery;
-import io.warren.codec.base.ReplyCode;
 import io.warren.StaleDeliveryException;
+import io.warren.codec.base.ReplyCode;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.Flow;
@@ -64,6 +64,7 @@ final class DeliverySubscription implements Flow.Subscription {
     private volatile long requested;
     /** Handed to the consumer in total, counted only under a limit. */
     private volatile long granted;
+
     private volatile int cancelSent;
     private volatile boolean cancelled;
     /** Set at consume-ok. */
@@ -101,8 +102,10 @@ final class DeliverySubscription implements Flow.Subscription {
         }
         consumed.whenComplete((handle, failure) -> {
             if (failure != null) {
-                signalTerminal(failure instanceof CompletionException && failure.getCause() != null
-                        ? failure.getCause() : failure);
+                signalTerminal(
+                        failure instanceof CompletionException && failure.getCause() != null
+                                ? failure.getCause()
+                                : failure);
                 return;
             }
             consumer = handle;

@@ -72,6 +72,7 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
     private volatile boolean recording = true;
     /** The application asked for a basic.qos of the channel's own: consumers then get no default prefetch. */
     private volatile boolean ownQos;
+
     private final CompletableFuture<AmqpException> closeFuture = new CompletableFuture<>();
 
     private ChannelImpl(ConnectionImpl connection, ChannelState state) {
@@ -89,8 +90,14 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
     static ChannelImpl open(ConnectionImpl connection, ConnectionHandler handler, CompletableFuture<Channel> result) {
         assert handler.outbound().inEventLoop() : "channel opened off the event loop";
         ChannelImpl[] made = new ChannelImpl[1];
-        ChannelState state = handler.allocateChannel(n -> new ChannelState(n, handler, handler.rpcTimeoutNanos(),
-                handler.options().maxInboundMessageBodySize(), s -> made[0] = new ChannelImpl(connection, s)), result);
+        ChannelState state = handler.allocateChannel(
+                n -> new ChannelState(
+                        n,
+                        handler,
+                        handler.rpcTimeoutNanos(),
+                        handler.options().maxInboundMessageBodySize(),
+                        s -> made[0] = new ChannelImpl(connection, s)),
+                result);
         if (state == null) {
             return null;
         }
@@ -105,8 +112,15 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
     @Override
     public void reopen(ConnectionHandler handler, CompletableFuture<Channel> result) {
         assert handler.outbound().inEventLoop() : "channel opened off the event loop";
-        ChannelState newState = handler.allocateChannel(number, k -> new ChannelState(k, handler,
-                handler.rpcTimeoutNanos(), handler.options().maxInboundMessageBodySize(), this::attach), result);
+        ChannelState newState = handler.allocateChannel(
+                number,
+                k -> new ChannelState(
+                        k,
+                        handler,
+                        handler.rpcTimeoutNanos(),
+                        handler.options().maxInboundMessageBodySize(),
+                        this::attach),
+                result);
         if (newState != null) {
             newState.open(result);
         }
@@ -181,7 +195,8 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
     }
 
     /** Runs {@code record} with the recorder when {@code stage} succeeds, if declarations are recorded. */
-    private <T> CompletionStage<T> recorded(CompletionStage<T> stage, java.util.function.BiConsumer<TopologyRecorder, T> record) {
+    private <T> CompletionStage<T> recorded(
+            CompletionStage<T> stage, java.util.function.BiConsumer<TopologyRecorder, T> record) {
         ConnectionRecovery r = recording ? connectionRecovery() : null;
         if (r == null || !r.options().topologyRecovery()) {
             return stage;
@@ -303,29 +318,40 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
     public CompletionStage<Void> close(int replyCode, String replyText) {
         CompletableFuture<Void> result = new CompletableFuture<>();
         if (replyCode < 0 || replyCode > 0xFFFF || replyText == null) {
-            result.completeExceptionally(new IllegalArgumentException(
-                    "replyCode must be within 0..65535 and replyText not null"));
+            result.completeExceptionally(
+                    new IllegalArgumentException("replyCode must be within 0..65535 and replyText not null"));
             return result;
         }
-        HandOver.run(state.outbound(), () -> {
-            if (recovery.isRecovering()) {
-                // nothing to close on the wire: the channel only waits for recovery, which forgets it
-                ConnectionRecovery r = connectionRecovery();
-                if (r != null) {
-                    r.forget(this);
-                }
-                abandon(new ChannelClosedException("channel " + number + " closed by the application", null,
-                        replyCode, replyText, 0, 0, number, false));
-                if (state.isUsable()) {
-                    // already re-opened on the new connection (recovery was restoring): close it there too
+        HandOver.run(
+                state.outbound(),
+                () -> {
+                    if (recovery.isRecovering()) {
+                        // nothing to close on the wire: the channel only waits for recovery, which forgets it
+                        ConnectionRecovery r = connectionRecovery();
+                        if (r != null) {
+                            r.forget(this);
+                        }
+                        abandon(new ChannelClosedException(
+                                "channel " + number + " closed by the application",
+                                null,
+                                replyCode,
+                                replyText,
+                                0,
+                                0,
+                                number,
+                                false));
+                        if (state.isUsable()) {
+                            // already re-opened on the new connection (recovery was restoring): close it there too
+                            state.close(replyCode, replyText, null, result);
+                        } else {
+                            result.complete(null);
+                        }
+                        return;
+                    }
                     state.close(replyCode, replyText, null, result);
-                } else {
-                    result.complete(null);
-                }
-                return;
-            }
-            state.close(replyCode, replyText, null, result);
-        }, null, result);
+                },
+                null,
+                result);
         return result;
     }
 
@@ -344,10 +370,19 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
         if (d == null) {
             return invalid("declare must not be null");
         }
-        ExchangeSpec copy = d.passive() ? null : ExchangeSpec.of(d.exchange(), d.type()).durable(d.durable())
-                .autoDelete(d.autoDelete()).internal(d.internal()).arguments(d.arguments());
-        return recorded(voidRpc(MethodIds.EXCHANGE_DECLARE, MethodIds.EXCHANGE_DECLARE_OK, d.noWait(),
-                () -> Requests.exchangeDeclare(state.alloc(), number, d)),
+        ExchangeSpec copy = d.passive()
+                ? null
+                : ExchangeSpec.of(d.exchange(), d.type())
+                        .durable(d.durable())
+                        .autoDelete(d.autoDelete())
+                        .internal(d.internal())
+                        .arguments(d.arguments());
+        return recorded(
+                voidRpc(
+                        MethodIds.EXCHANGE_DECLARE,
+                        MethodIds.EXCHANGE_DECLARE_OK,
+                        d.noWait(),
+                        () -> Requests.exchangeDeclare(state.alloc(), number, d)),
                 (t, v) -> {
                     if (copy != null) {
                         t.exchangeDeclared(copy);
@@ -362,8 +397,12 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
 
     @Override
     public CompletionStage<Void> exchangeDelete(String exchange, boolean ifUnused, boolean noWait) {
-        return recorded(voidRpc(MethodIds.EXCHANGE_DELETE, MethodIds.EXCHANGE_DELETE_OK, noWait,
-                () -> Requests.exchangeDelete(state.alloc(), number, exchange, ifUnused, noWait)),
+        return recorded(
+                voidRpc(
+                        MethodIds.EXCHANGE_DELETE,
+                        MethodIds.EXCHANGE_DELETE_OK,
+                        noWait,
+                        () -> Requests.exchangeDelete(state.alloc(), number, exchange, ifUnused, noWait)),
                 (t, v) -> t.exchangeDeleted(exchange));
     }
 
@@ -373,11 +412,16 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
     }
 
     @Override
-    public CompletionStage<Void> exchangeBind(String destination, String source, String routingKey,
-                                              Map<String, ?> arguments, boolean noWait) {
-        return recorded(voidRpc(MethodIds.EXCHANGE_BIND, MethodIds.EXCHANGE_BIND_OK, noWait,
-                () -> Requests.exchangeBind(state.alloc(), number, true, destination, source, routingKey, arguments,
-                        noWait)), (t, v) -> t.bound(true, destination, source, routingKey, arguments));
+    public CompletionStage<Void> exchangeBind(
+            String destination, String source, String routingKey, Map<String, ?> arguments, boolean noWait) {
+        return recorded(
+                voidRpc(
+                        MethodIds.EXCHANGE_BIND,
+                        MethodIds.EXCHANGE_BIND_OK,
+                        noWait,
+                        () -> Requests.exchangeBind(
+                                state.alloc(), number, true, destination, source, routingKey, arguments, noWait)),
+                (t, v) -> t.bound(true, destination, source, routingKey, arguments));
     }
 
     @Override
@@ -386,11 +430,16 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
     }
 
     @Override
-    public CompletionStage<Void> exchangeUnbind(String destination, String source, String routingKey,
-                                                Map<String, ?> arguments, boolean noWait) {
-        return recorded(voidRpc(MethodIds.EXCHANGE_UNBIND, MethodIds.EXCHANGE_UNBIND_OK, noWait,
-                () -> Requests.exchangeBind(state.alloc(), number, false, destination, source, routingKey, arguments,
-                        noWait)), (t, v) -> t.unbound(true, destination, source, routingKey, arguments));
+    public CompletionStage<Void> exchangeUnbind(
+            String destination, String source, String routingKey, Map<String, ?> arguments, boolean noWait) {
+        return recorded(
+                voidRpc(
+                        MethodIds.EXCHANGE_UNBIND,
+                        MethodIds.EXCHANGE_UNBIND_OK,
+                        noWait,
+                        () -> Requests.exchangeBind(
+                                state.alloc(), number, false, destination, source, routingKey, arguments, noWait)),
+                (t, v) -> t.unbound(true, destination, source, routingKey, arguments));
     }
 
     // ---- queue -------------------------------------------------------------------------------------------
@@ -413,15 +462,30 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
         }
         // a snapshot: the application may change its QueueSpec before the reply comes
         QueueSpec copy = (d.passive() ? QueueSpec.passive(d.queue()) : QueueSpec.named(d.queue()))
-                .durable(d.durable()).exclusive(d.exclusive()).autoDelete(d.autoDelete()).arguments(d.arguments());
+                .durable(d.durable())
+                .exclusive(d.exclusive())
+                .autoDelete(d.autoDelete())
+                .arguments(d.arguments());
         if (d.noWait()) {
-            return recorded(rpc(MethodIds.QUEUE_DECLARE, -1, true, new DeclaredQueue(d.queue(), -1, -1),
-                    () -> Requests.queueDeclare(state.alloc(), number, d), null),
+            return recorded(
+                    rpc(
+                            MethodIds.QUEUE_DECLARE,
+                            -1,
+                            true,
+                            new DeclaredQueue(d.queue(), -1, -1),
+                            () -> Requests.queueDeclare(state.alloc(), number, d),
+                            null),
                     (t, ok) -> t.queueDeclared(copy, ok.queue()));
         }
-        return recorded(rpc(MethodIds.QUEUE_DECLARE, MethodIds.QUEUE_DECLARE_OK, false, null,
-                () -> Requests.queueDeclare(state.alloc(), number, d),
-                (frame, f) -> f.complete(Replies.queueDeclareOk(frame))), (t, ok) -> t.queueDeclared(copy, ok.queue()));
+        return recorded(
+                rpc(
+                        MethodIds.QUEUE_DECLARE,
+                        MethodIds.QUEUE_DECLARE_OK,
+                        false,
+                        null,
+                        () -> Requests.queueDeclare(state.alloc(), number, d),
+                        (frame, f) -> f.complete(Replies.queueDeclareOk(frame))),
+                (t, ok) -> t.queueDeclared(copy, ok.queue()));
     }
 
     @Override
@@ -430,10 +494,15 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
     }
 
     @Override
-    public CompletionStage<Void> queueBind(String queue, String exchange, String routingKey,
-                                           Map<String, ?> arguments, boolean noWait) {
-        return recorded(voidRpc(MethodIds.QUEUE_BIND, MethodIds.QUEUE_BIND_OK, noWait,
-                () -> Requests.queueBind(state.alloc(), number, queue, exchange, routingKey, arguments, noWait)),
+    public CompletionStage<Void> queueBind(
+            String queue, String exchange, String routingKey, Map<String, ?> arguments, boolean noWait) {
+        return recorded(
+                voidRpc(
+                        MethodIds.QUEUE_BIND,
+                        MethodIds.QUEUE_BIND_OK,
+                        noWait,
+                        () -> Requests.queueBind(
+                                state.alloc(), number, queue, exchange, routingKey, arguments, noWait)),
                 (t, v) -> t.bound(false, queue, exchange, routingKey, arguments));
     }
 
@@ -443,16 +512,24 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
     }
 
     @Override
-    public CompletionStage<Void> queueUnbind(String queue, String exchange, String routingKey,
-                                             Map<String, ?> arguments) {
-        return recorded(voidRpc(MethodIds.QUEUE_UNBIND, MethodIds.QUEUE_UNBIND_OK, false,
-                () -> Requests.queueUnbind(state.alloc(), number, queue, exchange, routingKey, arguments)),
+    public CompletionStage<Void> queueUnbind(
+            String queue, String exchange, String routingKey, Map<String, ?> arguments) {
+        return recorded(
+                voidRpc(
+                        MethodIds.QUEUE_UNBIND,
+                        MethodIds.QUEUE_UNBIND_OK,
+                        false,
+                        () -> Requests.queueUnbind(state.alloc(), number, queue, exchange, routingKey, arguments)),
                 (t, v) -> t.unbound(false, queue, exchange, routingKey, arguments));
     }
 
     @Override
     public CompletionStage<Long> queuePurge(String queue) {
-        return rpc(MethodIds.QUEUE_PURGE, MethodIds.QUEUE_PURGE_OK, false, null,
+        return rpc(
+                MethodIds.QUEUE_PURGE,
+                MethodIds.QUEUE_PURGE_OK,
+                false,
+                null,
                 () -> Requests.queuePurge(state.alloc(), number, queue, false),
                 (frame, f) -> f.complete(Replies.messageCount(frame)));
     }
@@ -469,15 +546,25 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
 
     @Override
     public CompletionStage<Long> queueDelete(String queue, boolean ifUnused, boolean ifEmpty) {
-        return recorded(rpc(MethodIds.QUEUE_DELETE, MethodIds.QUEUE_DELETE_OK, false, null,
-                () -> Requests.queueDelete(state.alloc(), number, queue, ifUnused, ifEmpty, false),
-                (frame, f) -> f.complete(Replies.messageCount(frame))), (t, n) -> t.queueDeleted(queue));
+        return recorded(
+                rpc(
+                        MethodIds.QUEUE_DELETE,
+                        MethodIds.QUEUE_DELETE_OK,
+                        false,
+                        null,
+                        () -> Requests.queueDelete(state.alloc(), number, queue, ifUnused, ifEmpty, false),
+                        (frame, f) -> f.complete(Replies.messageCount(frame))),
+                (t, n) -> t.queueDeleted(queue));
     }
 
     @Override
     public CompletionStage<Void> queueDeleteNoWait(String queue, boolean ifUnused, boolean ifEmpty) {
-        return recorded(voidRpc(MethodIds.QUEUE_DELETE, -1, true,
-                () -> Requests.queueDelete(state.alloc(), number, queue, ifUnused, ifEmpty, true)),
+        return recorded(
+                voidRpc(
+                        MethodIds.QUEUE_DELETE,
+                        -1,
+                        true,
+                        () -> Requests.queueDelete(state.alloc(), number, queue, ifUnused, ifEmpty, true)),
                 (t, v) -> t.queueDeleted(queue));
     }
 
@@ -494,8 +581,11 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
             return invalid("prefetchSize must not be negative and prefetchCount must be within 0..65535");
         }
         ownQos = true; // at the call: a consume made right after it on this thread must see it
-        return voidRpc(MethodIds.BASIC_QOS, MethodIds.BASIC_QOS_OK, false,
-                () -> Requests.basicQos(state.alloc(), number, prefetchSize, prefetchCount, global))
+        return voidRpc(
+                        MethodIds.BASIC_QOS,
+                        MethodIds.BASIC_QOS_OK,
+                        false,
+                        () -> Requests.basicQos(state.alloc(), number, prefetchSize, prefetchCount, global))
                 .whenComplete((v, e) -> {
                     if (e == null) {
                         recovery.qosAccepted(prefetchSize, prefetchCount, global);
@@ -514,8 +604,13 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
             future.completeExceptionally(e);
             return future;
         }
-        ChannelRpc.Request<GetResponse> request = ChannelRpc.Request.of(MethodIds.BASIC_GET, MethodIds.BASIC_GET_OK,
-                MethodIds.BASIC_GET_EMPTY, frame, (reply, f) -> GetRequest.onReply(consumers, reply, f, autoAck), future);
+        ChannelRpc.Request<GetResponse> request = ChannelRpc.Request.of(
+                MethodIds.BASIC_GET,
+                MethodIds.BASIC_GET_OK,
+                MethodIds.BASIC_GET_EMPTY,
+                frame,
+                (reply, f) -> GetRequest.onReply(consumers, reply, f, autoAck),
+                future);
         HandOver.run(state.outbound(), () -> state.call(request), frame, future);
         return future;
     }
@@ -539,7 +634,10 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
 
     @Override
     public CompletionStage<Void> basicRecover(boolean requeue) {
-        return voidRpc(MethodIds.BASIC_RECOVER, MethodIds.BASIC_RECOVER_OK, false,
+        return voidRpc(
+                MethodIds.BASIC_RECOVER,
+                MethodIds.BASIC_RECOVER_OK,
+                false,
                 () -> Requests.basicRecover(state.alloc(), number, requeue));
     }
 
@@ -551,8 +649,8 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
     }
 
     @Override
-    public CompletionStage<ConsumerHandle> consumeAsync(String queue, ConsumeOptions options,
-                                                        AsyncDeliveryHandler handler) {
+    public CompletionStage<ConsumerHandle> consumeAsync(
+            String queue, ConsumeOptions options, AsyncDeliveryHandler handler) {
         return consumers.consume(queue, options, null, handler);
     }
 
@@ -560,7 +658,11 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
 
     @Override
     public CompletionStage<Void> txSelect() {
-        return voidRpc(MethodIds.TX_SELECT, MethodIds.TX_SELECT_OK, false, () -> Requests.txSelect(state.alloc(), number))
+        return voidRpc(
+                        MethodIds.TX_SELECT,
+                        MethodIds.TX_SELECT_OK,
+                        false,
+                        () -> Requests.txSelect(state.alloc(), number))
                 .whenComplete((v, e) -> {
                     if (e == null) {
                         recovery.txSelected();
@@ -570,12 +672,16 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
 
     @Override
     public CompletionStage<Void> txCommit() {
-        return voidRpc(MethodIds.TX_COMMIT, MethodIds.TX_COMMIT_OK, false, () -> Requests.txCommit(state.alloc(), number));
+        return voidRpc(
+                MethodIds.TX_COMMIT, MethodIds.TX_COMMIT_OK, false, () -> Requests.txCommit(state.alloc(), number));
     }
 
     @Override
     public CompletionStage<Void> txRollback() {
-        return voidRpc(MethodIds.TX_ROLLBACK, MethodIds.TX_ROLLBACK_OK, false,
+        return voidRpc(
+                MethodIds.TX_ROLLBACK,
+                MethodIds.TX_ROLLBACK_OK,
+                false,
                 () -> Requests.txRollback(state.alloc(), number));
     }
 
@@ -597,10 +703,15 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
     // ---- publishing (Publisher) --------------------------------------------------------------------------
 
     @Override
-    public CompletionStage<PublishOutcome> publish(CharSequence exchange, CharSequence routingKey, boolean mandatory,
-                                                   BasicProperties properties, ByteBuf body) {
+    public CompletionStage<PublishOutcome> publish(
+            CharSequence exchange,
+            CharSequence routingKey,
+            boolean mandatory,
+            BasicProperties properties,
+            ByteBuf body) {
         if (recovery.isRecovering() && body != null) {
-            CompletionStage<PublishOutcome> held = recovery.hold(exchange, routingKey, mandatory, properties, body, true);
+            CompletionStage<PublishOutcome> held =
+                    recovery.hold(exchange, routingKey, mandatory, properties, body, true);
             if (held != null) {
                 return held;
             }
@@ -609,8 +720,12 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
     }
 
     @Override
-    public CompletionStage<PublishOutcome> publish(CharSequence exchange, CharSequence routingKey, boolean mandatory,
-                                                   BasicProperties properties, byte[] body) {
+    public CompletionStage<PublishOutcome> publish(
+            CharSequence exchange,
+            CharSequence routingKey,
+            boolean mandatory,
+            BasicProperties properties,
+            byte[] body) {
         if (body == null) {
             return invalid("body must not be null");
         }
@@ -618,8 +733,12 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
     }
 
     @Override
-    public CompletionStage<PublishOutcome> publish(CharSequence exchange, CharSequence routingKey, boolean mandatory,
-                                                   BasicProperties properties, ByteBuffer body) {
+    public CompletionStage<PublishOutcome> publish(
+            CharSequence exchange,
+            CharSequence routingKey,
+            boolean mandatory,
+            BasicProperties properties,
+            ByteBuffer body) {
         if (body == null) {
             return invalid("body must not be null");
         }
@@ -628,9 +747,14 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
     }
 
     @Override
-    public void publishNoOutcome(CharSequence exchange, CharSequence routingKey, boolean mandatory,
-                                 BasicProperties properties, ByteBuf body) {
-        if (recovery.isRecovering() && body != null
+    public void publishNoOutcome(
+            CharSequence exchange,
+            CharSequence routingKey,
+            boolean mandatory,
+            BasicProperties properties,
+            ByteBuf body) {
+        if (recovery.isRecovering()
+                && body != null
                 && recovery.hold(exchange, routingKey, mandatory, properties, body, false) != null) {
             return;
         }
@@ -690,8 +814,13 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
      * Encodes on the caller's thread (an {@link IllegalArgumentException} fails the stage, nothing is
      * written), then queues the request on the event loop.
      */
-    private <T> CompletionStage<T> rpc(int requestKey, int replyKey, boolean noWait, T noWaitResult,
-                                      Supplier<ByteBuf> encode, ChannelRpc.ReplyHandler<T> handler) {
+    private <T> CompletionStage<T> rpc(
+            int requestKey,
+            int replyKey,
+            boolean noWait,
+            T noWaitResult,
+            Supplier<ByteBuf> encode,
+            ChannelRpc.ReplyHandler<T> handler) {
         CompletableFuture<T> future = new CompletableFuture<>();
         ByteBuf frame;
         try {

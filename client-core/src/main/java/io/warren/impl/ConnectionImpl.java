@@ -4,7 +4,6 @@ import io.warren.Address;
 import io.warren.AmqpException;
 import io.warren.BlockedListener;
 import io.warren.Channel;
-import io.warren.Connection;
 import io.warren.ConnectionClosedException;
 import io.warren.ConnectionOptions;
 import io.warren.RecoveryListener;
@@ -69,11 +68,18 @@ public final class ConnectionImpl implements ConnectionEvents, RecoverableConnec
      * @param connected completed with the handle at connection.open-ok, or failed with why the connection could
      *                  not be opened
      */
-    public static ConnectionHandler newHandler(ConnectionOptions options, Address address,
-                                               CompletableFuture<ConnectionImpl> connected, ConnectionImpl recovering,
-                                               MetricsCollector metrics) {
-        return new ConnectionHandler(options, address, connected,
-                h -> recovering == null ? new ConnectionImpl(h, options, address) : recovering, metrics);
+    public static ConnectionHandler newHandler(
+            ConnectionOptions options,
+            Address address,
+            CompletableFuture<ConnectionImpl> connected,
+            ConnectionImpl recovering,
+            MetricsCollector metrics) {
+        return new ConnectionHandler(
+                options,
+                address,
+                connected,
+                h -> recovering == null ? new ConnectionImpl(h, options, address) : recovering,
+                metrics);
     }
 
     /** The event-loop state behind this connection, for extensions. */
@@ -198,18 +204,22 @@ public final class ConnectionImpl implements ConnectionEvents, RecoverableConnec
         CompletableFuture<Channel> result = new CompletableFuture<>();
         if (closeFuture.isDone()) {
             ConnectionClosedException cause = closeFuture.getNow(null);
-            result.completeExceptionally(new ConnectionClosedException("connection to " + address + " is closed: "
-                    + cause.getMessage(), cause));
+            result.completeExceptionally(new ConnectionClosedException(
+                    "connection to " + address + " is closed: " + cause.getMessage(), cause));
             return result;
         }
-        HandOver.run(handler.outbound(), () -> {
-            ConnectionRecovery r = recovery;
-            if (r != null) {
-                r.afterRecovery(() -> ChannelImpl.open(this, handler, result)); // at once unless recovering
-            } else {
-                ChannelImpl.open(this, handler, result);
-            }
-        }, null, result);
+        HandOver.run(
+                handler.outbound(),
+                () -> {
+                    ConnectionRecovery r = recovery;
+                    if (r != null) {
+                        r.afterRecovery(() -> ChannelImpl.open(this, handler, result)); // at once unless recovering
+                    } else {
+                        ChannelImpl.open(this, handler, result);
+                    }
+                },
+                null,
+                result);
         return result;
     }
 
@@ -222,8 +232,8 @@ public final class ConnectionImpl implements ConnectionEvents, RecoverableConnec
     public CompletionStage<Void> close(int replyCode, String replyText) {
         CompletableFuture<Void> result = new CompletableFuture<>();
         if (replyCode < 0 || replyCode > 0xFFFF || replyText == null) {
-            result.completeExceptionally(new IllegalArgumentException(
-                    "replyCode must be within 0..65535 and replyText not null"));
+            result.completeExceptionally(
+                    new IllegalArgumentException("replyCode must be within 0..65535 and replyText not null"));
             return result;
         }
         if (closeFuture.isDone()) {
@@ -231,20 +241,31 @@ public final class ConnectionImpl implements ConnectionEvents, RecoverableConnec
             return result;
         }
         closeRequested = true;
-        HandOver.run(handler.outbound(), () -> {
-            ConnectionRecovery r = recovery;
-            ConnectionClosedException cause = new ConnectionClosedException("connection to " + address
-                    + " closed by the application" + (replyCode == ReplyCode.REPLY_SUCCESS ? ""
-                    : ": " + replyCode + " " + replyText), null, replyCode, replyText, 0, 0, false);
-            if (r != null && r.closeWhileRecovering(cause)) {
-                // no connection to close: recovery was between attempts
-                open = false;
-                closeFuture.complete(cause);
-                result.complete(null);
-                return;
-            }
-            handler.close(replyCode, replyText, result);
-        }, null, result);
+        HandOver.run(
+                handler.outbound(),
+                () -> {
+                    ConnectionRecovery r = recovery;
+                    ConnectionClosedException cause = new ConnectionClosedException(
+                            "connection to " + address
+                                    + " closed by the application"
+                                    + (replyCode == ReplyCode.REPLY_SUCCESS ? "" : ": " + replyCode + " " + replyText),
+                            null,
+                            replyCode,
+                            replyText,
+                            0,
+                            0,
+                            false);
+                    if (r != null && r.closeWhileRecovering(cause)) {
+                        // no connection to close: recovery was between attempts
+                        open = false;
+                        closeFuture.complete(cause);
+                        result.complete(null);
+                        return;
+                    }
+                    handler.close(replyCode, replyText, result);
+                },
+                null,
+                result);
         return result;
     }
 

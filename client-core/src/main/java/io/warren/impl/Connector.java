@@ -55,8 +55,8 @@ public final class Connector {
         this(group, channelClass, MetricsCollector.NOOP);
     }
 
-    public Connector(EventLoopGroup group, Class<? extends io.netty.channel.Channel> channelClass,
-                     MetricsCollector metrics) {
+    public Connector(
+            EventLoopGroup group, Class<? extends io.netty.channel.Channel> channelClass, MetricsCollector metrics) {
         this.group = group;
         this.channelClass = channelClass;
         this.metrics = metrics;
@@ -71,23 +71,24 @@ public final class Connector {
      * Automatic recovery: a new connection for {@code connection}, on its event loop {@code loop} (so that
      * everything the connection owns stays on one thread), across the addresses again.
      */
-    private CompletionStage<ConnectionImpl> reconnect(ConnectionOptions options, ConnectionImpl connection,
-                                                      EventLoop loop) {
+    private CompletionStage<ConnectionImpl> reconnect(
+            ConnectionOptions options, ConnectionImpl connection, EventLoop loop) {
         return connect(options, connection, loop).thenApply(c -> (ConnectionImpl) c);
     }
 
-    private CompletionStage<Connection> connect(ConnectionOptions options, ConnectionImpl recovering,
-                                                EventLoopGroup loops) {
+    private CompletionStage<Connection> connect(
+            ConnectionOptions options, ConnectionImpl recovering, EventLoopGroup loops) {
         CompletableFuture<Connection> result = new CompletableFuture<>();
         SslContext ssl;
         try {
             ssl = options.tls() == null ? null : sslContext(options.tls());
             if (options.authMechanism() == AuthMechanism.EXTERNAL && options.tls() == null) {
-                throw new IllegalArgumentException("EXTERNAL authentication needs TLS (amqps) with a client certificate");
+                throw new IllegalArgumentException(
+                        "EXTERNAL authentication needs TLS (amqps) with a client certificate");
             }
         } catch (SSLException | RuntimeException e) {
-            result.completeExceptionally(e instanceof SSLException
-                    ? new AmqpException("invalid TLS settings: " + e.getMessage(), e) : e);
+            result.completeExceptionally(
+                    e instanceof SSLException ? new AmqpException("invalid TLS settings: " + e.getMessage(), e) : e);
             return result;
         }
         List<Address> addresses = new ArrayList<>(options.addresses());
@@ -98,9 +99,15 @@ public final class Connector {
         return result;
     }
 
-    private void attempt(ConnectionOptions options, SslContext ssl, List<Address> addresses, int index,
-                         List<Throwable> failures, CompletableFuture<Connection> result, ConnectionImpl recovering,
-                         EventLoopGroup loops) {
+    private void attempt(
+            ConnectionOptions options,
+            SslContext ssl,
+            List<Address> addresses,
+            int index,
+            List<Throwable> failures,
+            CompletableFuture<Connection> result,
+            ConnectionImpl recovering,
+            EventLoopGroup loops) {
         Address address = addresses.get(index);
         CompletableFuture<ConnectionImpl> connected = new CompletableFuture<>();
         ConnectionHandler handler = ConnectionImpl.newHandler(options, address, connected, recovering, metrics);
@@ -109,9 +116,11 @@ public final class Connector {
                 .group(loops)
                 // Warren's own NIO channel is made here, not by Netty's reflection: io.warren.impl is not exported
                 // to Netty's module on the module path
-                .channelFactory(channelClass == DirectNioSocketChannel.class
-                        ? (io.netty.channel.ChannelFactory<io.netty.channel.Channel>) DirectNioSocketChannel::new
-                        : new io.netty.channel.ReflectiveChannelFactory<>(channelClass))
+                .channelFactory(
+                        channelClass == DirectNioSocketChannel.class
+                                ? (io.netty.channel.ChannelFactory<io.netty.channel.Channel>)
+                                        DirectNioSocketChannel::new
+                                : new io.netty.channel.ReflectiveChannelFactory<>(channelClass))
                 .option(ChannelOption.TCP_NODELAY, true)
                 .option(ChannelOption.SO_KEEPALIVE, true)
                 // Netty 4.2's default adaptive allocator hands out slices that are not recycled: with it,
@@ -124,7 +133,8 @@ public final class Connector {
                     protected void initChannel(io.netty.channel.Channel ch) {
                         ChannelPipeline p = ch.pipeline();
                         if (ssl != null) {
-                            String host = options.tls().serverName() != null ? options.tls().serverName()
+                            String host = options.tls().serverName() != null
+                                    ? options.tls().serverName()
                                     : address.host();
                             SslHandler sslHandler = ssl.newHandler(ch.alloc(), host, address.port());
                             sslHandler.setHandshakeTimeoutMillis(timeoutMillis);
@@ -138,30 +148,38 @@ public final class Connector {
                     }
                 });
         ChannelFuture connect = bootstrap.connect(address.host(), address.port());
-        ScheduledFuture<?> timer = connect.channel().eventLoop().schedule(() -> {
-            if (!connected.isDone()) {
-                String stage = connect.isSuccess() ? handler.stageDescription() : "TCP connect";
-                ConnectionTimeoutException timeout = new ConnectionTimeoutException("could not connect to " + address
-                        + " within " + timeoutMillis + " ms (connection_timeout); stage reached: " + stage);
-                handler.connectTimedOut(timeout); // an attempt that had already failed keeps its own failure
-                connected.completeExceptionally(timeout);
-                connect.channel().close();
-            }
-        }, timeoutMillis, TimeUnit.MILLISECONDS);
+        ScheduledFuture<?> timer = connect.channel()
+                .eventLoop()
+                .schedule(
+                        () -> {
+                            if (!connected.isDone()) {
+                                String stage = connect.isSuccess() ? handler.stageDescription() : "TCP connect";
+                                ConnectionTimeoutException timeout =
+                                        new ConnectionTimeoutException("could not connect to " + address + " within "
+                                                + timeoutMillis + " ms (connection_timeout); stage reached: " + stage);
+                                handler.connectTimedOut(
+                                        timeout); // an attempt that had already failed keeps its own failure
+                                connected.completeExceptionally(timeout);
+                                connect.channel().close();
+                            }
+                        },
+                        timeoutMillis,
+                        TimeUnit.MILLISECONDS);
         connect.addListener(f -> {
             if (!f.isSuccess()) {
                 // the connection never opened: not a "closed" connection (the cause is the socket's failure)
-                connected.completeExceptionally(new ConnectionFailedException("could not connect to " + address
-                        + ": " + f.cause().getMessage(), List.of(address), f.cause()));
+                connected.completeExceptionally(new ConnectionFailedException(
+                        "could not connect to " + address + ": " + f.cause().getMessage(),
+                        List.of(address),
+                        f.cause()));
             }
         });
         connected.whenComplete((connection, error) -> {
             timer.cancel(false);
             if (error == null) {
                 if (recovering == null && options.recovery().enabled()) {
-                    connection.enableRecovery(new ConnectionRecovery(connection, options,
-                            (o, onLoop) -> reconnect(o, connection, onLoop),
-                            handler.eventLoop()));
+                    connection.enableRecovery(new ConnectionRecovery(
+                            connection, options, (o, onLoop) -> reconnect(o, connection, onLoop), handler.eventLoop()));
                 }
                 result.complete(connection);
                 return;
@@ -195,8 +213,8 @@ public final class Connector {
             }
             return last;
         }
-        AmqpException all = new ConnectionFailedException("could not connect to any of " + addresses
-                + "; last failure: " + last.getMessage(), addresses, last);
+        AmqpException all = new ConnectionFailedException(
+                "could not connect to any of " + addresses + "; last failure: " + last.getMessage(), addresses, last);
         for (Throwable t : failures.subList(0, failures.size() - 1)) {
             all.addSuppressed(t);
         }

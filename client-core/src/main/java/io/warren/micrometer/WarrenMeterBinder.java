@@ -110,37 +110,62 @@ public final class WarrenMeterBinder implements MeterBinder {
         gauge(registry, "connections", "open connections", ClientMetrics::connections);
         gauge(registry, "channels", "open channels", ClientMetrics::channels);
         counter(registry, "published", "messages published", ClientMetrics::published);
-        counter(registry, "failed_to_publish", "publishes refused or failed before written",
+        counter(
+                registry,
+                "failed_to_publish",
+                "publishes refused or failed before written",
                 ClientMetrics::failedToPublish);
         counter(registry, "acknowledged_published", "publishes confirmed by the broker", ClientMetrics::confirmed);
         counter(registry, "not_acknowledged_published", "publishes nacked by the broker", ClientMetrics::nacked);
-        counter(registry, "unconfirmed_published", "unconfirmed publishes failed by a channel or connection close",
+        counter(
+                registry,
+                "unconfirmed_published",
+                "unconfirmed publishes failed by a channel or connection close",
                 ClientMetrics::unconfirmed);
         counter(registry, "unrouted_published", "messages returned by the broker", ClientMetrics::returned);
         gauge(registry, "outstanding_confirms", "publishes awaiting their confirm", ClientMetrics::outstandingConfirms);
         counter(registry, "consumed", "messages delivered to consumers or fetched", ClientMetrics::consumed);
-        counter(registry, "consumer.beyond_prefetch", "deliveries that arrived while their consumer's queue held its "
-                + "prefetch's worth: the broker did not keep to basic.qos", ClientMetrics::deliveriesBeyondPrefetch);
+        counter(
+                registry,
+                "consumer.beyond_prefetch",
+                "deliveries that arrived while their consumer's queue held its "
+                        + "prefetch's worth: the broker did not keep to basic.qos",
+                ClientMetrics::deliveriesBeyondPrefetch);
         counter(registry, "acknowledged", "acknowledgements made by the application", ClientMetrics::acknowledged);
         counter(registry, "rejected", "nacks and rejects made by the application", ClientMetrics::rejected);
-        FunctionCounter.builder(prefix + ".bytes_read", metrics, m -> m.bytesRead()).baseUnit("bytes")
-                .description("AMQP bytes read").tags(tags).register(registry);
-        FunctionCounter.builder(prefix + ".bytes_written", metrics, m -> m.bytesWritten()).baseUnit("bytes")
-                .description("AMQP bytes written").tags(tags).register(registry);
+        FunctionCounter.builder(prefix + ".bytes_read", metrics, m -> m.bytesRead())
+                .baseUnit("bytes")
+                .description("AMQP bytes read")
+                .tags(tags)
+                .register(registry);
+        FunctionCounter.builder(prefix + ".bytes_written", metrics, m -> m.bytesWritten())
+                .baseUnit("bytes")
+                .description("AMQP bytes written")
+                .tags(tags)
+                .register(registry);
         counter(registry, "recoveries", "connections recovered automatically", ClientMetrics::recoveries);
-        counter(registry, "stale_deliveries_dropped", "deliveries of a lost channel dropped before their handler",
+        counter(
+                registry,
+                "stale_deliveries_dropped",
+                "deliveries of a lost channel dropped before their handler",
                 ClientMetrics::staleDeliveriesDropped);
-        TimeGauge.builder(prefix + ".oldest_unacknowledged_age", metrics, TimeUnit.MILLISECONDS,
+        TimeGauge.builder(
+                        prefix + ".oldest_unacknowledged_age",
+                        metrics,
+                        TimeUnit.MILLISECONDS,
                         ClientMetrics::oldestUnacknowledgedMillis)
                 .description("how long the oldest delivery not yet settled has waited (consumer_timeout)")
-                .tags(tags).register(registry);
+                .tags(tags)
+                .register(registry);
         Timer confirmLatency = Timer.builder(prefix + ".confirm_latency")
                 .description("from a publish written to the broker's basic.ack (confirm mode)")
-                .tags(tags).register(registry);
+                .tags(tags)
+                .register(registry);
         metrics.onConfirmLatency(nanos -> confirmLatency.record(nanos, TimeUnit.NANOSECONDS));
         Timer handlerDuration = Timer.builder(prefix + ".handler_duration")
                 .description("delivery handler calls (an asynchronous handler: until its stage completed)")
-                .tags(tags).register(registry);
+                .tags(tags)
+                .register(registry);
         metrics.onHandlerTime(nanos -> handlerDuration.record(nanos, TimeUnit.NANOSECONDS));
         Map<String, QueueGauge> queues = new HashMap<>();
         metrics.onConsumer(consumer -> bindConsumer(registry, queues, consumer));
@@ -166,7 +191,10 @@ public final class WarrenMeterBinder implements MeterBinder {
             if (g.gauge == null) {
                 g.gauge = Gauge.builder(prefix + ".consumer.queued", g, QueueGauge::queued)
                         .description("deliveries waiting for the handlers of the queue's consumers")
-                        .tags(tags).tag("queue", queue).strongReference(true).register(registry);
+                        .tags(tags)
+                        .tag("queue", queue)
+                        .strongReference(true)
+                        .register(registry);
             }
             g.consumers.add(consumer);
         }
@@ -195,11 +223,16 @@ public final class WarrenMeterBinder implements MeterBinder {
     }
 
     private void counter(MeterRegistry registry, String name, String description, ToDoubleFunction<ClientMetrics> f) {
-        FunctionCounter.builder(prefix + "." + name, metrics, f).description(description).tags(tags)
+        FunctionCounter.builder(prefix + "." + name, metrics, f)
+                .description(description)
+                .tags(tags)
                 .register(registry);
     }
 
     private void gauge(MeterRegistry registry, String name, String description, ToDoubleFunction<ClientMetrics> f) {
-        Gauge.builder(prefix + "." + name, metrics, f).description(description).tags(tags).register(registry);
+        Gauge.builder(prefix + "." + name, metrics, f)
+                .description(description)
+                .tags(tags)
+                .register(registry);
     }
 }

@@ -66,7 +66,8 @@ public final class WarrenTracing {
 
     static final AttributeKey<String> SYSTEM = AttributeKey.stringKey("messaging.system");
     static final AttributeKey<String> DESTINATION = AttributeKey.stringKey("messaging.destination.name");
-    static final AttributeKey<String> ROUTING_KEY = AttributeKey.stringKey("messaging.rabbitmq.destination.routing_key");
+    static final AttributeKey<String> ROUTING_KEY =
+            AttributeKey.stringKey("messaging.rabbitmq.destination.routing_key");
     static final AttributeKey<String> OPERATION = AttributeKey.stringKey("messaging.operation");
     static final AttributeKey<String> OPERATION_NAME = AttributeKey.stringKey("messaging.operation.name");
     static final AttributeKey<String> OPERATION_TYPE = AttributeKey.stringKey("messaging.operation.type");
@@ -101,8 +102,13 @@ public final class WarrenTracing {
      * {@code publish}.
      */
     @SuppressWarnings("try") // the Scope is held for its extent, never read: OpenTelemetry's idiom
-    public CompletionStage<PublishOutcome> publish(Channel channel, CharSequence exchange, CharSequence routingKey,
-                                                   boolean mandatory, BasicProperties properties, ByteBuf body) {
+    public CompletionStage<PublishOutcome> publish(
+            Channel channel,
+            CharSequence exchange,
+            CharSequence routingKey,
+            boolean mandatory,
+            BasicProperties properties,
+            ByteBuf body) {
         Span span;
         BasicProperties traced;
         try {
@@ -146,8 +152,13 @@ public final class WarrenTracing {
     }
 
     /** As {@link #publish(Channel, CharSequence, CharSequence, boolean, BasicProperties, ByteBuf)}; the array is wrapped. */
-    public CompletionStage<PublishOutcome> publish(Channel channel, CharSequence exchange, CharSequence routingKey,
-                                                   boolean mandatory, BasicProperties properties, byte[] body) {
+    public CompletionStage<PublishOutcome> publish(
+            Channel channel,
+            CharSequence exchange,
+            CharSequence routingKey,
+            boolean mandatory,
+            BasicProperties properties,
+            byte[] body) {
         return publish(channel, exchange, routingKey, mandatory, properties, Unpooled.wrappedBuffer(body));
     }
 
@@ -157,8 +168,8 @@ public final class WarrenTracing {
      */
     public BasicProperties inject(Context context, BasicProperties properties) {
         BasicProperties base = properties == null ? BasicProperties.EMPTY : properties;
-        Map<String, Object> headers = base.headers() == null ? new LinkedHashMap<>()
-                : new LinkedHashMap<>(base.headers());
+        Map<String, Object> headers =
+                base.headers() == null ? new LinkedHashMap<>() : new LinkedHashMap<>(base.headers());
         propagator.inject(context, headers, SETTER);
         return base.toBuilder().headers(headers).build();
     }

@@ -113,13 +113,14 @@ public final class RpcClient {
     }
 
     /** A call with the default timeout; see {@link #call(String, String, BasicProperties, ByteBuf, Duration)}. */
-    public CompletionStage<Delivery> call(String exchange, String routingKey, BasicProperties properties, ByteBuf body) {
+    public CompletionStage<Delivery> call(
+            String exchange, String routingKey, BasicProperties properties, ByteBuf body) {
         return call(exchange, routingKey, properties, body, defaultTimeout);
     }
 
     /** As {@link #call(String, String, BasicProperties, ByteBuf, Duration)}; the array is wrapped, not copied. */
-    public CompletionStage<Delivery> call(String exchange, String routingKey, BasicProperties properties, byte[] body,
-                                          Duration timeout) {
+    public CompletionStage<Delivery> call(
+            String exchange, String routingKey, BasicProperties properties, byte[] body, Duration timeout) {
         return call(exchange, routingKey, properties, Unpooled.wrappedBuffer(body), timeout);
     }
 
@@ -128,8 +129,8 @@ public final class RpcClient {
      * set over {@code properties}, null for none) and completes with the reply, which the caller releases.
      * Ownership of {@code body} passes to Warren, as with {@link Channel#publish}.
      */
-    public CompletionStage<Delivery> call(String exchange, String routingKey, BasicProperties properties, ByteBuf body,
-                                          Duration timeout) {
+    public CompletionStage<Delivery> call(
+            String exchange, String routingKey, BasicProperties properties, ByteBuf body, Duration timeout) {
         CompletableFuture<Delivery> reply = new CompletableFuture<>();
         AmqpException isClosed = closed;
         if (isClosed != null) {
@@ -142,7 +143,9 @@ public final class RpcClient {
         try {
             positive(timeout);
             request = (properties == null ? BasicProperties.builder() : properties.toBuilder())
-                    .replyTo(DIRECT_REPLY_TO).correlationId(correlationId).build();
+                    .replyTo(DIRECT_REPLY_TO)
+                    .correlationId(correlationId)
+                    .build();
         } catch (RuntimeException e) {
             body.release();
             reply.completeExceptionally(e);
@@ -150,10 +153,15 @@ public final class RpcClient {
         }
         pending.put(correlationId, reply);
         // A timer on the JDK's shared delayer thread, cancelled (and its task removed) when the call completes.
-        CompletableFuture<Void> timer = new CompletableFuture<Void>()
-                .completeOnTimeout(null, timeout.toNanos(), TimeUnit.NANOSECONDS);
-        timer.thenRun(() -> fail(correlationId, new RpcTimeoutException("no reply to RPC " + correlationId + " ("
-                + exchange + "/" + routingKey + ") within " + timeout, 0, 0, channel.channelNumber())));
+        CompletableFuture<Void> timer =
+                new CompletableFuture<Void>().completeOnTimeout(null, timeout.toNanos(), TimeUnit.NANOSECONDS);
+        timer.thenRun(() -> fail(
+                correlationId,
+                new RpcTimeoutException(
+                        "no reply to RPC " + correlationId + " (" + exchange + "/" + routingKey + ") within " + timeout,
+                        0,
+                        0,
+                        channel.channelNumber())));
         reply.whenComplete((d, error) -> {
             pending.remove(correlationId);
             timer.cancel(false);
@@ -185,8 +193,10 @@ public final class RpcClient {
         String correlationId = header.hasCorrelationId() ? header.correlationIdAsString() : null;
         CompletableFuture<Delivery> call = correlationId == null ? null : pending.remove(correlationId);
         if (call == null) {
-            LOG.debug("channel {}: reply with correlation id {} matches no call in flight (late or foreign); dropped",
-                    channel.channelNumber(), correlationId);
+            LOG.debug(
+                    "channel {}: reply with correlation id {} matches no call in flight (late or foreign); dropped",
+                    channel.channelNumber(),
+                    correlationId);
             return; // released by Warren when this returns
         }
         delivery.retain(); // the caller's now
@@ -198,15 +208,20 @@ public final class RpcClient {
     private void onReturn(ReturnedMessage message) {
         ContentHeader header = message.header();
         // the broker rewrote reply_to into "amq.rabbitmq.reply-to.<token>"; the correlation id is ours if pending
-        if (header.hasCorrelationId() && header.hasReplyTo() && header.replyToAsString().startsWith(DIRECT_REPLY_TO)) {
+        if (header.hasCorrelationId()
+                && header.hasReplyTo()
+                && header.replyToAsString().startsWith(DIRECT_REPLY_TO)) {
             String correlationId = header.correlationIdAsString();
             fail(correlationId, returned(correlationId, message.replyCode(), message.replyText()));
         }
     }
 
     private RequestReturnedException returned(String correlationId, int replyCode, String replyText) {
-        return new RequestReturnedException("RPC request " + correlationId + " was returned by the broker: " + replyCode
-                + " " + replyText + " (no queue is bound for it: is the server running?)", replyCode, replyText,
+        return new RequestReturnedException(
+                "RPC request " + correlationId + " was returned by the broker: " + replyCode + " " + replyText
+                        + " (no queue is bound for it: is the server running?)",
+                replyCode,
+                replyText,
                 channel.channelNumber());
     }
 

@@ -90,8 +90,8 @@ public final class RpcServer {
      * Serves {@code queue} on {@code channel}; {@code options} set prefetch, concurrency and the handler's
      * executor (noAck is refused: a request is acknowledged after its reply). Completes once consuming.
      */
-    public static CompletionStage<RpcServer> start(Channel channel, String queue, ConsumeOptions options,
-                                                   Handler handler) {
+    public static CompletionStage<RpcServer> start(
+            Channel channel, String queue, ConsumeOptions options, Handler handler) {
         Objects.requireNonNull(handler, "handler");
         if (options.noAck()) {
             return CompletableFuture.failedFuture(new IllegalArgumentException(
@@ -104,7 +104,9 @@ public final class RpcServer {
     private static CompletionStage<?> serve(Channel channel, Handler handler, Delivery request) {
         ContentHeader header = request.header();
         if (!header.hasReplyTo()) {
-            LOG.warn("channel {}: RPC request {} without reply_to; acknowledged and dropped", channel.channelNumber(),
+            LOG.warn(
+                    "channel {}: RPC request {} without reply_to; acknowledged and dropped",
+                    channel.channelNumber(),
                     request.deliveryTag());
             request.ack();
             return null;
@@ -118,22 +120,30 @@ public final class RpcServer {
             reply = CompletableFuture.failedFuture(e);
         }
         return reply.thenCompose(r -> {
-            BasicProperties props = (r.properties() == null ? BasicProperties.builder() : r.properties().toBuilder())
-                    .correlationId(correlationId).build();
-            return channel.publish("", replyTo, false, props, r.body());
-        }).whenComplete((outcome, error) -> {
-            if (error == null) {
-                request.ack();
-            } else {
-                LOG.warn("channel {}: RPC request {} (correlation id {}) failed; rejected without requeue",
-                        channel.channelNumber(), request.deliveryTag(), correlationId, error);
-                try {
-                    request.reject(false);
-                } catch (AmqpException | IllegalStateException e) {
-                    LOG.debug("could not reject request {}", request.deliveryTag(), e);
-                }
-            }
-        });
+                    BasicProperties props = (r.properties() == null
+                                    ? BasicProperties.builder()
+                                    : r.properties().toBuilder())
+                            .correlationId(correlationId)
+                            .build();
+                    return channel.publish("", replyTo, false, props, r.body());
+                })
+                .whenComplete((outcome, error) -> {
+                    if (error == null) {
+                        request.ack();
+                    } else {
+                        LOG.warn(
+                                "channel {}: RPC request {} (correlation id {}) failed; rejected without requeue",
+                                channel.channelNumber(),
+                                request.deliveryTag(),
+                                correlationId,
+                                error);
+                        try {
+                            request.reject(false);
+                        } catch (AmqpException | IllegalStateException e) {
+                            LOG.debug("could not reject request {}", request.deliveryTag(), e);
+                        }
+                    }
+                });
     }
 
     /** The server's consumer (its tag, flow control, end). */

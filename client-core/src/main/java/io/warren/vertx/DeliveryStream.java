@@ -10,8 +10,8 @@ import io.warren.ConnectionClosedException;
 import io.warren.ConnectionLostException;
 import io.warren.ConsumerHandle;
 import io.warren.Delivery;
-import io.warren.codec.base.ReplyCode;
 import io.warren.StaleDeliveryException;
+import io.warren.codec.base.ReplyCode;
 
 /**
  * A consumer as a Vert.x {@link ReadStream}: deliveries, the stream's end and its failures arrive on the context
@@ -120,8 +120,10 @@ public final class DeliveryStream implements ReadStream<Delivery> {
      * the stream is over, not broken, so a {@code pipeTo} ends its write stream and succeeds.
      */
     static boolean closedByTheApplication(AmqpException cause) {
-        boolean fromHere = cause instanceof ChannelClosedException channel ? !channel.initiatedByBroker()
-                : cause instanceof ConnectionClosedException connection && !(connection instanceof ConnectionLostException)
+        boolean fromHere = cause instanceof ChannelClosedException channel
+                ? !channel.initiatedByBroker()
+                : cause instanceof ConnectionClosedException connection
+                        && !(connection instanceof ConnectionLostException)
                         && !connection.initiatedByBroker();
         return fromHere && cause.replyCode() == ReplyCode.REPLY_SUCCESS;
     }

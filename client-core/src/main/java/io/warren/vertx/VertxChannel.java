@@ -77,14 +77,14 @@ public final class VertxChannel {
      * basic.publish; {@code body}'s ownership passes to Warren as with
      * {@link Channel#publish(CharSequence, CharSequence, boolean, BasicProperties, ByteBuf)}.
      */
-    public Future<PublishOutcome> publish(CharSequence exchange, CharSequence routingKey, BasicProperties properties,
-                                          ByteBuf body) {
+    public Future<PublishOutcome> publish(
+            CharSequence exchange, CharSequence routingKey, BasicProperties properties, ByteBuf body) {
         return amqp.future(channel.publish(exchange, routingKey, false, properties, body));
     }
 
     /** basic.publish of an array (wrapped, not copied: leave it alone until the future completes). */
-    public Future<PublishOutcome> publish(CharSequence exchange, CharSequence routingKey, BasicProperties properties,
-                                          byte[] body) {
+    public Future<PublishOutcome> publish(
+            CharSequence exchange, CharSequence routingKey, BasicProperties properties, byte[] body) {
         return amqp.future(channel.publish(exchange, routingKey, false, properties, body));
     }
 
@@ -103,7 +103,9 @@ public final class VertxChannel {
     public Future<DeliveryStream> consume(String queue, ConsumeOptions options) {
         Context context = amqp.vertx().getOrCreateContext();
         DeliveryStream stream = new DeliveryStream(context);
-        ConsumeOptions onContext = new ConsumeOptions(options).executor(VertxAmqp.executor(context)).concurrency(1)
+        ConsumeOptions onContext = new ConsumeOptions(options)
+                .executor(VertxAmqp.executor(context))
+                .concurrency(1)
                 .initialDemand(0);
         return Future.fromCompletionStage(channel.consume(queue, onContext, stream::onDelivery), context)
                 .map(stream::started);

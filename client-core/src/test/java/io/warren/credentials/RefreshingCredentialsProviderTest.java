@@ -23,11 +23,13 @@ class RefreshingCredentialsProviderTest {
 
     private final MovingClock clock = new MovingClock();
     private final Deque<CompletableFuture<Credentials>> fetches = new ArrayDeque<>();
-    private final RefreshingCredentialsProvider provider = RefreshingCredentialsProvider.create(() -> {
-        CompletableFuture<Credentials> f = new CompletableFuture<>();
-        fetches.add(f);
-        return f;
-    }, clock);
+    private final RefreshingCredentialsProvider provider = RefreshingCredentialsProvider.create(
+            () -> {
+                CompletableFuture<Credentials> f = new CompletableFuture<>();
+                fetches.add(f);
+                return f;
+            },
+            clock);
 
     private Credentials token(String value, int lifetimeSeconds) {
         return Credentials.of("svc", value, clock.instant().plusSeconds(lifetimeSeconds));
@@ -68,7 +70,8 @@ class RefreshingCredentialsProviderTest {
         provider.credentials();
         fetches.poll().complete(Credentials.of("svc", "forever"));
         clock.advance(Duration.ofDays(365));
-        assertEquals("forever", provider.credentials().toCompletableFuture().join().secret());
+        assertEquals(
+                "forever", provider.credentials().toCompletableFuture().join().secret());
         assertEquals(1, provider.fetches());
     }
 
@@ -85,7 +88,8 @@ class RefreshingCredentialsProviderTest {
         clock.advance(Duration.ofSeconds(11)); // t1 expired
         CompletionStage<Credentials> expired = provider.credentials();
         fetches.poll().completeExceptionally(new IllegalStateException("endpoint down"));
-        CompletionException e = assertThrows(CompletionException.class, () -> expired.toCompletableFuture().join());
+        CompletionException e = assertThrows(
+                CompletionException.class, () -> expired.toCompletableFuture().join());
         assertEquals("endpoint down", e.getCause().getMessage());
     }
 
@@ -103,7 +107,8 @@ class RefreshingCredentialsProviderTest {
         RefreshingCredentialsProvider broken = RefreshingCredentialsProvider.create(() -> {
             throw new IllegalStateException("no client configured");
         });
-        CompletionException e = assertThrows(CompletionException.class,
+        CompletionException e = assertThrows(
+                CompletionException.class,
                 () -> broken.credentials().toCompletableFuture().join());
         assertEquals("no client configured", e.getCause().getMessage());
     }

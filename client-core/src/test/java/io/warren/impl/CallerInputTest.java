@@ -37,6 +37,7 @@ class CallerInputTest {
     static final String LONG = "x".repeat(256);
     /** 128 characters but 256 UTF-8 bytes: the limit counts bytes. */
     static final String LONG_UTF8 = "é".repeat(128);
+
     static final Map<String, Object> BAD_ARGS = Map.of("x-bad", new Object());
 
     private FakeBroker broker;
@@ -59,8 +60,10 @@ class CallerInputTest {
             broker.expectNothing();
             assertTrue(f.isCompletedExceptionally(), name + " must fail at once");
             Throwable e = f.handle((v, t) -> t).join();
-            assertInstanceOf(IllegalArgumentException.class, e instanceof java.util.concurrent.CompletionException
-                    ? e.getCause() : e, name);
+            assertInstanceOf(
+                    IllegalArgumentException.class,
+                    e instanceof java.util.concurrent.CompletionException ? e.getCause() : e,
+                    name);
             assertTrue(ch.isOpen(), "the channel stays usable");
         });
     }
@@ -73,8 +76,9 @@ class CallerInputTest {
                 refused("exchangeDeclare long name", () -> ch.exchangeDeclare(LONG, "direct")),
                 refused("exchangeDeclare long UTF-8 name", () -> ch.exchangeDeclare(LONG_UTF8, "direct")),
                 refused("exchangeDeclare long type", () -> ch.exchangeDeclare("x", LONG)),
-                refused("exchangeDeclare bad argument", () -> ch.exchangeDeclare(ExchangeSpec.of("x", "direct")
-                        .arguments(BAD_ARGS))),
+                refused(
+                        "exchangeDeclare bad argument",
+                        () -> ch.exchangeDeclare(ExchangeSpec.of("x", "direct").arguments(BAD_ARGS))),
                 refused("exchangeDeclare null declare", () -> ch.exchangeDeclare(null)),
                 refused("exchangeDelete null", () -> ch.exchangeDelete(null)),
                 refused("exchangeDelete long", () -> ch.exchangeDelete(LONG)),
@@ -85,12 +89,17 @@ class CallerInputTest {
                 refused("exchangeUnbind long source", () -> ch.exchangeUnbind("d", LONG, "k")),
                 refused("queueDeclare null", () -> ch.queueDeclare((String) null)),
                 refused("queueDeclare long", () -> ch.queueDeclare(LONG)),
-                refused("queueDeclare bad argument", () -> ch.queueDeclare(QueueSpec.named("q").arguments(BAD_ARGS))),
-                refused("queueDeclare nested bad argument", () -> ch.queueDeclare(QueueSpec.named("q")
-                        .argument("x-nested", Map.of("inner", new Thread())))),
+                refused(
+                        "queueDeclare bad argument",
+                        () -> ch.queueDeclare(QueueSpec.named("q").arguments(BAD_ARGS))),
+                refused(
+                        "queueDeclare nested bad argument",
+                        () -> ch.queueDeclare(
+                                QueueSpec.named("q").argument("x-nested", Map.of("inner", new Thread())))),
                 refused("queueDeclare null declare", () -> ch.queueDeclare((QueueSpec) null)),
-                refused("queueDeclare server-named with nowait", () -> ch.queueDeclare(QueueSpec.serverNamed()
-                        .noWait(true))),
+                refused(
+                        "queueDeclare server-named with nowait",
+                        () -> ch.queueDeclare(QueueSpec.serverNamed().noWait(true))),
                 refused("queueBind long queue", () -> ch.queueBind(LONG, "x", "k")),
                 refused("queueBind null exchange", () -> ch.queueBind("q", null, "k")),
                 refused("queueBind long routing key", () -> ch.queueBind("q", "x", LONG)),
@@ -108,13 +117,15 @@ class CallerInputTest {
                 refused("basicQos negative size", () -> ch.basicQos(-1, 10, false)),
                 refused("basicGet null", () -> ch.basicGet(null, false)),
                 refused("basicGet long", () -> ch.basicGet(LONG, false)),
-                refused("consume null queue", () -> ch.consume(null, d -> { })),
-                refused("consume long queue", () -> ch.consume(LONG, d -> { })),
+                refused("consume null queue", () -> ch.consume(null, d -> {})),
+                refused("consume long queue", () -> ch.consume(LONG, d -> {})),
                 refused("consume null handler", () -> ch.consume("q", null)),
-                refused("consume long consumer tag", () -> ch.consume("q", new ConsumeOptions().consumerTag(LONG),
-                        d -> { })),
-                refused("consume bad argument", () -> ch.consume("q", new ConsumeOptions().arguments(BAD_ARGS),
-                        d -> { })),
+                refused(
+                        "consume long consumer tag",
+                        () -> ch.consume("q", new ConsumeOptions().consumerTag(LONG), d -> {})),
+                refused(
+                        "consume bad argument",
+                        () -> ch.consume("q", new ConsumeOptions().arguments(BAD_ARGS), d -> {})),
                 refused("publish long exchange", () -> ch.publish(LONG, "k", false, null, new byte[1])),
                 refused("publish long routing key", () -> ch.publish("", LONG_UTF8, false, null, new byte[1])),
                 refused("publish null body", () -> ch.publish("", "k", false, null, (byte[]) null)),
@@ -141,7 +152,9 @@ class CallerInputTest {
     void propertiesThatMakeAContentHeaderOverFrameMaxAreRefusedAndTheBodyReleased() {
         int frameMax = ch.connection().frameMax();
         // a header table of frame-max bytes: the content-header frame cannot fit
-        BasicProperties big = BasicProperties.builder().headers(Map.of("h", new byte[frameMax])).build();
+        BasicProperties big = BasicProperties.builder()
+                .headers(Map.of("h", new byte[frameMax]))
+                .build();
         io.netty.buffer.ByteBuf body = Unpooled.directBuffer(8).writeLong(1);
         CompletableFuture<?> f = ch.publish("", "q", false, big, body).toCompletableFuture();
         assertTrue(f.isCompletedExceptionally());
@@ -172,12 +185,22 @@ class CallerInputTest {
 
     @Test
     void propertiesAndHeadersAreCheckedWhenBuilt() {
-        assertThrows(IllegalArgumentException.class, () -> BasicProperties.builder()
-                .headers(Map.of("h", new Object())).build());
-        assertThrows(IllegalArgumentException.class, () -> BasicProperties.builder().contentType(LONG).build());
-        assertThrows(IllegalArgumentException.class, () -> BasicProperties.builder().deliveryMode(300).build());
-        assertThrows(IllegalArgumentException.class, () -> BasicProperties.builder()
-                .headers(Map.of(LONG, "key over 255 bytes")).build());
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> BasicProperties.builder()
+                        .headers(Map.of("h", new Object()))
+                        .build());
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> BasicProperties.builder().contentType(LONG).build());
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> BasicProperties.builder().deliveryMode(300).build());
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> BasicProperties.builder()
+                        .headers(Map.of(LONG, "key over 255 bytes"))
+                        .build());
     }
 
     @Test
@@ -190,7 +213,8 @@ class CallerInputTest {
         assertThrows(IllegalArgumentException.class, () -> o.connectionTimeout(Duration.ZERO));
         assertThrows(IllegalArgumentException.class, () -> o.maxInboundMessageBodySize(-1));
         RecoveryOptions r = new RecoveryOptions();
-        assertThrows(IllegalArgumentException.class, () -> r.backoff(Duration.ofSeconds(2), Duration.ofSeconds(1), 2, 0));
+        assertThrows(
+                IllegalArgumentException.class, () -> r.backoff(Duration.ofSeconds(2), Duration.ofSeconds(1), 2, 0));
         assertThrows(IllegalArgumentException.class, () -> r.backoff(Duration.ZERO, Duration.ofSeconds(1), 0.5, 0));
         assertThrows(IllegalArgumentException.class, () -> r.backoff(Duration.ZERO, Duration.ofSeconds(1), 2, 1.5));
         assertThrows(IllegalArgumentException.class, () -> r.maxAttempts(-1));

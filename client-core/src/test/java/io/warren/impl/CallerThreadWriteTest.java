@@ -80,15 +80,19 @@ class CallerThreadWriteTest {
             Thread peerThread = new Thread(peer, "peer");
             peerThread.start();
             Connection connection = client.connect(new ConnectionOptions().address("127.0.0.1", server.getLocalPort()))
-                    .toCompletableFuture().get(10, TimeUnit.SECONDS);
+                    .toCompletableFuture()
+                    .get(10, TimeUnit.SECONDS);
             // a small socket send buffer: callers' writes are often taken only in part and handed to the loop
             OutboundPath outbound = ((ConnectionImpl) connection).handler().outbound();
             outbound.channel().config().setOption(io.netty.channel.ChannelOption.SO_SNDBUF, 4096);
             // callers write whenever the path is idle, not only after a pause: as many caller writes as can be
             outbound.callerWriteGap(0);
-            Channel consumerChannel = connection.openChannel().toCompletableFuture().get(10, TimeUnit.SECONDS);
-            consumerChannel.consume("q", new ConsumeOptions().prefetch(100), d -> d.ack())
-                    .toCompletableFuture().get(10, TimeUnit.SECONDS);
+            Channel consumerChannel =
+                    connection.openChannel().toCompletableFuture().get(10, TimeUnit.SECONDS);
+            consumerChannel
+                    .consume("q", new ConsumeOptions().prefetch(100), d -> d.ack())
+                    .toCompletableFuture()
+                    .get(10, TimeUnit.SECONDS);
             List<Channel> channels = new ArrayList<>();
             for (int i = 0; i < 4; i++) {
                 channels.add(connection.openChannel().toCompletableFuture().get(10, TimeUnit.SECONDS));
@@ -104,26 +108,28 @@ class CallerThreadWriteTest {
             for (int t = 0; t < THREADS; t++) {
                 int thread = t;
                 Channel ch = channels.get(t / 2);
-                threads.add(new Thread(() -> {
-                    try {
-                        start.await();
-                        for (int seq = 0; seq < MESSAGES; seq++) {
-                            if (!ch.isWritable()) {
-                                ch.whenWritable().toCompletableFuture().get(30, TimeUnit.SECONDS);
+                threads.add(new Thread(
+                        () -> {
+                            try {
+                                start.await();
+                                for (int seq = 0; seq < MESSAGES; seq++) {
+                                    if (!ch.isWritable()) {
+                                        ch.whenWritable().toCompletableFuture().get(30, TimeUnit.SECONDS);
+                                    }
+                                    ByteBuf body = body(thread, seq);
+                                    boolean confirms = ch == confirming;
+                                    if (confirms || seq % 2 == 0) {
+                                        all.add(ch.publish("x", "rk", confirms, BasicProperties.EMPTY, body)
+                                                .toCompletableFuture());
+                                    } else {
+                                        ch.publishNoOutcome("x", "rk", false, BasicProperties.EMPTY, body);
+                                    }
+                                }
+                            } catch (Throwable e) {
+                                failures.add(e);
                             }
-                            ByteBuf body = body(thread, seq);
-                            boolean confirms = ch == confirming;
-                            if (confirms || seq % 2 == 0) {
-                                all.add(ch.publish("x", "rk", confirms, BasicProperties.EMPTY, body)
-                                        .toCompletableFuture());
-                            } else {
-                                ch.publishNoOutcome("x", "rk", false, BasicProperties.EMPTY, body);
-                            }
-                        }
-                    } catch (Throwable e) {
-                        failures.add(e);
-                    }
-                }, "publisher-" + t));
+                        },
+                        "publisher-" + t));
             }
             threads.forEach(Thread::start);
             for (Thread t : threads) {
@@ -135,8 +141,10 @@ class CallerThreadWriteTest {
                 PublishOutcome o = f.get(30, TimeUnit.SECONDS);
                 assertTrue(o == PublishOutcome.SENT || o == PublishOutcome.CONFIRMED, o::toString);
             }
-            assertTrue(peer.publishes.await(THREADS * MESSAGES, 30_000), () -> "the peer read " + peer.publishes.get()
-                    + " publishes of " + THREADS * MESSAGES + "; " + peer.errors);
+            assertTrue(
+                    peer.publishes.await(THREADS * MESSAGES, 30_000),
+                    () -> "the peer read " + peer.publishes.get() + " publishes of " + THREADS * MESSAGES + "; "
+                            + peer.errors);
             assertEquals(List.of(), peer.errors);
             long[] counts = outbound.callerWriteCounts();
             assertTrue(counts[0] > 0, "some publishes were written on their callers' threads");
@@ -218,9 +226,15 @@ class CallerThreadWriteTest {
                 DataInputStream in = new DataInputStream(new BufferedInputStream(s.getInputStream(), 4096));
                 byte[] header = new byte[ProtocolHeader.LENGTH];
                 in.readFully(header);
-                send(0, new ConnectionStartEncoder().versionMajor(0).versionMinor(9)
-                        .serverProperties(Map.of("product", "peer", "capabilities", Map.of("publisher_confirms", true)))
-                        .mechanisms("PLAIN").locales("en_US"));
+                send(
+                        0,
+                        new ConnectionStartEncoder()
+                                .versionMajor(0)
+                                .versionMinor(9)
+                                .serverProperties(
+                                        Map.of("product", "peer", "capabilities", Map.of("publisher_confirms", true)))
+                                .mechanisms("PLAIN")
+                                .locales("en_US"));
                 long frames = 0;
                 while (true) {
                     int type = in.read();
@@ -254,8 +268,8 @@ class CallerThreadWriteTest {
         private final java.util.ArrayDeque<String> recent = new java.util.ArrayDeque<>();
 
         private boolean frame(int type, int channel, ByteBuf p) throws IOException {
-            recent.add(type + "/" + channel + "/" + p.readableBytes() + (type == 3 && p.readableBytes() >= 8
-                    ? "(" + p.getInt(0) + ":" + p.getInt(4) + ")" : ""));
+            recent.add(type + "/" + channel + "/" + p.readableBytes()
+                    + (type == 3 && p.readableBytes() >= 8 ? "(" + p.getInt(0) + ":" + p.getInt(4) + ")" : ""));
             if (recent.size() > 12) {
                 recent.poll();
             }
@@ -294,7 +308,12 @@ class CallerThreadWriteTest {
             }
             int key = p.getInt(0);
             if (key == MethodIds.CONNECTION_START_OK) {
-                send(0, new ConnectionTuneEncoder().channelMax(2047).frameMax(131072).heartbeat(0));
+                send(
+                        0,
+                        new ConnectionTuneEncoder()
+                                .channelMax(2047)
+                                .frameMax(131072)
+                                .heartbeat(0));
             } else if (key == MethodIds.CONNECTION_OPEN) {
                 send(0, new ConnectionOpenOkEncoder());
             } else if (key == MethodIds.CHANNEL_OPEN) {
@@ -362,8 +381,13 @@ class CallerThreadWriteTest {
         private void deliverMore(int channel) throws IOException {
             while (consumerTag != null && delivered - acked < 100) {
                 delivered++;
-                send(channel, new BasicDeliverEncoder().consumerTag(consumerTag).deliveryTag(delivered)
-                        .exchange("x").routingKey("rk"));
+                send(
+                        channel,
+                        new BasicDeliverEncoder()
+                                .consumerTag(consumerTag)
+                                .deliveryTag(delivered)
+                                .exchange("x")
+                                .routingKey("rk"));
                 byte[] body = ByteBuffer.allocate(8).putLong(delivered).array();
                 write(Frames.contentHeader(ByteBufAllocator.DEFAULT, channel, body.length, BasicProperties.EMPTY));
                 write(Frames.body(ByteBufAllocator.DEFAULT, channel, Unpooled.wrappedBuffer(body)));

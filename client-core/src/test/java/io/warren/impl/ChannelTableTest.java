@@ -26,7 +26,8 @@ class ChannelTableTest {
             broker.openChannel(c, 1);
             ChannelTable table = broker.handler.channelTable();
             assertEquals(RABBITMQ_DEFAULT_CHANNEL_MAX, table.channelMax());
-            assertTrue(table.capacity() <= ChannelTable.INITIAL_CAPACITY,
+            assertTrue(
+                    table.capacity() <= ChannelTable.INITIAL_CAPACITY,
                     "slots for a few channels, not " + (RABBITMQ_DEFAULT_CHANNEL_MAX + 1) + ": " + table.capacity());
         }
     }
@@ -46,7 +47,8 @@ class ChannelTableTest {
             }
             assertSame(recovered, table.get(1500));
             assertEquals(21, table.all().size());
-            assertTrue(table.capacity() > 1500 && table.capacity() <= RABBITMQ_DEFAULT_CHANNEL_MAX + 1,
+            assertTrue(
+                    table.capacity() > 1500 && table.capacity() <= RABBITMQ_DEFAULT_CHANNEL_MAX + 1,
                     "grown to the number in use, never past the channel-max: " + table.capacity());
             table.remove(recovered);
             assertNull(table.get(1500));
@@ -89,8 +91,7 @@ class ChannelTableTest {
             }
 
             @Override
-            public void onConnectionClosed(AmqpException cause) {
-            }
+            public void onConnectionClosed(AmqpException cause) {}
         };
     }
 }

@@ -50,7 +50,8 @@ class ChannelTest {
 
     static String queueOf(Frame declare) {
         try {
-            return new io.warren.codec.method.QueueDeclare().wrap(declare.payload(), declare.payload().readerIndex())
+            return new io.warren.codec.method.QueueDeclare()
+                    .wrap(declare.payload(), declare.payload().readerIndex())
                     .queueAsString();
         } finally {
             declare.release();
@@ -74,7 +75,12 @@ class ChannelTest {
             }
             // the broker answers in reverse order, and interleaves a heartbeat-free burst
             for (int n = 5; n >= 1; n--) {
-                broker.send(n, new QueueDeclareOkEncoder().queue("q" + n).messageCount(n * 10L).consumerCount(n));
+                broker.send(
+                        n,
+                        new QueueDeclareOkEncoder()
+                                .queue("q" + n)
+                                .messageCount(n * 10L)
+                                .consumerCount(n));
             }
             for (int n = 1; n <= 5; n++) {
                 DeclaredQueue ok = results.get(n - 1).toCompletableFuture().join();
@@ -112,7 +118,8 @@ class ChannelTest {
             ConnectionImpl c = broker.handshake();
             Channel ch = broker.openChannel(c, 1);
             CompletionStage<DeclaredQueue> first = ch.queueDeclare("first");
-            CompletionStage<DeclaredQueue> noWait = ch.queueDeclare(QueueSpec.named("second").noWait(true));
+            CompletionStage<DeclaredQueue> noWait =
+                    ch.queueDeclare(QueueSpec.named("second").noWait(true));
             CompletionStage<Void> bind = ch.queueBind("second", "amq.direct", "k", java.util.Map.of(), true);
             assertEquals("first", queueOf(broker.expect(1, MethodIds.QUEUE_DECLARE)));
             broker.expectNothing();
@@ -121,7 +128,9 @@ class ChannelTest {
             assertEquals("second", queueOf(broker.expect(1, MethodIds.QUEUE_DECLARE)));
             broker.expectAndRelease(1, MethodIds.QUEUE_BIND);
             broker.client.runPendingTasks();
-            assertEquals(new DeclaredQueue("second", -1, -1), noWait.toCompletableFuture().join());
+            assertEquals(
+                    new DeclaredQueue("second", -1, -1),
+                    noWait.toCompletableFuture().join());
             bind.toCompletableFuture().join();
             assertTrue(first.toCompletableFuture().isDone());
         }
@@ -176,7 +185,8 @@ class ChannelTest {
             broker.expectAndRelease(1, MethodIds.QUEUE_DECLARE);
             CompletionStage<Void> closed = ch.close();
             Frame close = broker.expect(1, MethodIds.CHANNEL_CLOSE);
-            ChannelClose view = new ChannelClose().wrap(close.payload(), close.payload().readerIndex());
+            ChannelClose view =
+                    new ChannelClose().wrap(close.payload(), close.payload().readerIndex());
             assertEquals(200, view.replyCode());
             close.release();
             ChannelClosedException e = assertInstanceOf(ChannelClosedException.class, failure(pending));
@@ -214,8 +224,8 @@ class ChannelTest {
 
     @Test
     void aCloseWithoutCloseOkCompletesAfterTheRpcTimeoutButKeepsTheNumber() {
-        try (FakeBroker broker = new FakeBroker(new ConnectionOptions().requestedChannelMax(1)
-                .rpcTimeout(Duration.ofSeconds(2)))) {
+        try (FakeBroker broker =
+                new FakeBroker(new ConnectionOptions().requestedChannelMax(1).rpcTimeout(Duration.ofSeconds(2)))) {
             ConnectionImpl c = broker.handshake(1, 131072, 0);
             Channel ch = broker.openChannel(c, 1);
             CompletionStage<Void> closed = ch.close();
@@ -297,10 +307,12 @@ class ChannelTest {
             assertInstanceOf(IllegalArgumentException.class, failure(ch.queueDeclare((String) null)));
             assertInstanceOf(IllegalArgumentException.class, failure(ch.exchangeDeclare(null, "direct")));
             assertInstanceOf(IllegalArgumentException.class, failure(ch.queueBind("q", tooLong, "")));
-            assertInstanceOf(IllegalArgumentException.class,
+            assertInstanceOf(
+                    IllegalArgumentException.class,
                     failure(ch.queueBind("q", "x", "", java.util.Map.of("k", new Object()), false)));
             assertInstanceOf(IllegalArgumentException.class, failure(ch.basicQos(-1)));
-            assertInstanceOf(IllegalArgumentException.class,
+            assertInstanceOf(
+                    IllegalArgumentException.class,
                     failure(ch.queueDeclare(QueueSpec.serverNamed().noWait(true))));
             broker.expectNothing();
             assertTrue(ch.isOpen());
@@ -314,11 +326,23 @@ class ChannelTest {
             Channel ch = broker.openChannel(c, 1);
             CompletionStage<GetResponse> get = ch.basicGet("q", false);
             broker.expectAndRelease(1, MethodIds.BASIC_GET);
-            broker.send(1, new BasicGetOkEncoder().deliveryTag(42).redelivered(true).exchange("x").routingKey("rk")
-                    .messageCount(3));
+            broker.send(
+                    1,
+                    new BasicGetOkEncoder()
+                            .deliveryTag(42)
+                            .redelivered(true)
+                            .exchange("x")
+                            .routingKey("rk")
+                            .messageCount(3));
             assertFalse(get.toCompletableFuture().isDone());
-            broker.sendContent(1, BasicProperties.builder().contentType("text/plain").messageId("m-1").build(),
-                    "hello ".getBytes(StandardCharsets.UTF_8), "world".getBytes(StandardCharsets.UTF_8));
+            broker.sendContent(
+                    1,
+                    BasicProperties.builder()
+                            .contentType("text/plain")
+                            .messageId("m-1")
+                            .build(),
+                    "hello ".getBytes(StandardCharsets.UTF_8),
+                    "world".getBytes(StandardCharsets.UTF_8));
             try (GetResponse r = get.toCompletableFuture().join()) {
                 assertEquals(42, r.deliveryTag());
                 assertTrue(r.redelivered());
@@ -360,7 +384,11 @@ class ChannelTest {
             broker.send(1, new BasicGetOkEncoder().deliveryTag(1).exchange("").routingKey("q"));
             broker.sendContent(1, BasicProperties.EMPTY, new byte[6], new byte[6]);
             Frame close = broker.expect(1, MethodIds.CHANNEL_CLOSE);
-            assertEquals(311, new ChannelClose().wrap(close.payload(), close.payload().readerIndex()).replyCode());
+            assertEquals(
+                    311,
+                    new ChannelClose()
+                            .wrap(close.payload(), close.payload().readerIndex())
+                            .replyCode());
             close.release();
             assertInstanceOf(MessageTooLargeException.class, failure(get));
             broker.sendChannelCloseOk(1);
@@ -378,12 +406,15 @@ class ChannelTest {
             List<AmqpException> closes = new ArrayList<>();
             ch.state().register(60, 80, (channel, frame) -> {
                 assertSame(ch.state(), channel);
-                acks.add(new io.warren.codec.method.BasicAck().wrap(frame.payload(), frame.payload().readerIndex())
+                acks.add(new io.warren.codec.method.BasicAck()
+                        .wrap(frame.payload(), frame.payload().readerIndex())
                         .deliveryTag());
                 frame.release();
             });
             ch.state().onClose(closes::add);
-            broker.send(1, new io.warren.codec.method.BasicAckEncoder().deliveryTag(5).multiple(true));
+            broker.send(
+                    1,
+                    new io.warren.codec.method.BasicAckEncoder().deliveryTag(5).multiple(true));
             assertEquals(List.of(5L), acks);
             broker.sendChannelClose(1, 406, "PRECONDITION_FAILED - unknown delivery tag 5", 60, 80);
             broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);

@@ -65,7 +65,8 @@ class ConfirmTest {
             f.forEach(PublishFixture::assertPending);
             ack(broker, 1, 3, true);
             for (int i = 0; i < 3; i++) {
-                assertSame(PublishOutcome.CONFIRMED, f.get(i).toCompletableFuture().join());
+                assertSame(
+                        PublishOutcome.CONFIRMED, f.get(i).toCompletableFuture().join());
             }
             assertPending(f.get(3));
             ack(broker, 1, 5, false);
@@ -111,7 +112,8 @@ class ConfirmTest {
             broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
             assertSame(PublishOutcome.CONFIRMED, f.get(0).toCompletableFuture().join());
             for (int i = 1; i < 3; i++) {
-                PublishNotConfirmedException e = assertInstanceOf(PublishNotConfirmedException.class, failure(f.get(i)));
+                PublishNotConfirmedException e =
+                        assertInstanceOf(PublishNotConfirmedException.class, failure(f.get(i)));
                 assertTrue(e.mayHaveReachedBroker());
                 assertInstanceOf(ChannelClosedException.class, e.getCause());
                 assertEquals(406, e.replyCode());
@@ -186,8 +188,13 @@ class ConfirmTest {
             read(broker, 1);
             ch.close();
             broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE);
-            broker.send(1, new io.warren.codec.method.BasicDeliverEncoder().consumerTag("ctag").deliveryTag(1)
-                    .exchange("").routingKey("q"));
+            broker.send(
+                    1,
+                    new io.warren.codec.method.BasicDeliverEncoder()
+                            .consumerTag("ctag")
+                            .deliveryTag(1)
+                            .exchange("")
+                            .routingKey("q"));
             broker.sendContent(1, PROPS, "dropped".getBytes());
             ack(broker, 1, 1, false);
             assertSame(PublishOutcome.CONFIRMED, f.toCompletableFuture().join());
@@ -211,7 +218,8 @@ class ConfirmTest {
             broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
             assertSame(PublishOutcome.CONFIRMED, f.get(0).toCompletableFuture().join());
             for (int i = 1; i < 3; i++) {
-                PublishNotConfirmedException e = assertInstanceOf(PublishNotConfirmedException.class, failure(f.get(i)));
+                PublishNotConfirmedException e =
+                        assertInstanceOf(PublishNotConfirmedException.class, failure(f.get(i)));
                 assertTrue(e.mayHaveReachedBroker());
                 assertEquals(406, e.replyCode());
             }
@@ -259,7 +267,8 @@ class ConfirmTest {
 
     @Test
     void connectionCloseFailsOutstandingAndHeldPublishes() {
-        ConnectionOptions options = new ConnectionOptions().publishOptions(new PublishOptions().maxOutstandingConfirms(2));
+        ConnectionOptions options =
+                new ConnectionOptions().publishOptions(new PublishOptions().maxOutstandingConfirms(2));
         try (FakeBroker broker = new FakeBroker(options)) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
             confirmMode(broker, ch);
@@ -288,7 +297,8 @@ class ConfirmTest {
             List<ByteBuf> seenBodies = new ArrayList<>();
             ch.addReturnListener(m -> {
                 returnedBodies.add(m.replyCode() + " " + m.replyText() + " " + m.exchange() + "/" + m.routingKey() + " "
-                        + m.body().toString(StandardCharsets.UTF_8) + " " + m.properties().messageId());
+                        + m.body().toString(StandardCharsets.UTF_8) + " "
+                        + m.properties().messageId());
                 seenBodies.add(m.body());
                 assertSame(ch, m.channel());
             });
@@ -341,8 +351,11 @@ class ConfirmTest {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
             confirmMode(broker, ch);
-            BasicProperties props = BasicProperties.builder().contentType("text/plain")
-                    .headers(java.util.Map.of("app", "a")).deliveryMode(2).build();
+            BasicProperties props = BasicProperties.builder()
+                    .contentType("text/plain")
+                    .headers(java.util.Map.of("app", "a"))
+                    .deliveryMode(2)
+                    .build();
             CompletionStage<PublishOutcome> routed = ch.publish("", "quorum", true, props, text("routed"));
             CompletionStage<PublishOutcome> plain = ch.publish("", "quorum", false, props, text("plain"));
             CompletionStage<PublishOutcome> unroutable = ch.publish("", "nowhere", true, props, text("lost"));
@@ -350,12 +363,22 @@ class ConfirmTest {
             PublishFixture.Published p2 = expectPublish(broker, 1);
             PublishFixture.Published p3 = expectPublish(broker, 1);
             assertEquals("x-warren-pub-seq-no", SEQUENCE_HEADER_NAME, "the name the documentation gives");
-            assertEquals(java.util.Map.of("app", "a", SEQUENCE_HEADER_NAME, 1L), p1.properties().headers());
+            assertEquals(
+                    java.util.Map.of("app", "a", SEQUENCE_HEADER_NAME, 1L),
+                    p1.properties().headers());
             assertEquals(java.util.Map.of("app", "a"), p2.properties().headers(), "only mandatory publishes carry it");
-            assertEquals(java.util.Map.of("app", "a", SEQUENCE_HEADER_NAME, 3L), p3.properties().headers());
+            assertEquals(
+                    java.util.Map.of("app", "a", SEQUENCE_HEADER_NAME, 3L),
+                    p3.properties().headers());
             assertEquals("text/plain", p3.properties().contentType());
             assertEquals(2, p3.properties().deliveryMode());
-            broker.send(1, new BasicReturnEncoder().replyCode(312).replyText("NO_ROUTE").exchange("").routingKey("nowhere"));
+            broker.send(
+                    1,
+                    new BasicReturnEncoder()
+                            .replyCode(312)
+                            .replyText("NO_ROUTE")
+                            .exchange("")
+                            .routingKey("nowhere"));
             broker.sendContent(1, p3.properties(), p3.body());
             ack(broker, 1, 1, true);
             assertSame(PublishOutcome.CONFIRMED, routed.toCompletableFuture().join());
@@ -440,7 +463,8 @@ class ConfirmTest {
 
     @Test
     void publishesPastTheBoundAreHeldUntilConfirmsArrive() {
-        ConnectionOptions options = new ConnectionOptions().publishOptions(new PublishOptions().maxOutstandingConfirms(2));
+        ConnectionOptions options =
+                new ConnectionOptions().publishOptions(new PublishOptions().maxOutstandingConfirms(2));
         try (FakeBroker broker = new FakeBroker(options)) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
             confirmMode(broker, ch);
@@ -475,8 +499,8 @@ class ConfirmTest {
      */
     @Test
     void aWritabilityChangeDuringAWriteDoesNotInterleaveAnotherPublish() {
-        ConnectionOptions options = new ConnectionOptions().publishOptions(new PublishOptions().maxOutstandingConfirms(2)
-                .writeBufferHighWaterMark(65536));
+        ConnectionOptions options = new ConnectionOptions()
+                .publishOptions(new PublishOptions().maxOutstandingConfirms(2).writeBufferHighWaterMark(65536));
         try (FakeBroker broker = new FakeBroker(options)) {
             Channel ch = broker.openChannel(broker.handshake(2047, 0, 0), 1);
             confirmMode(broker, ch);
@@ -521,7 +545,8 @@ class ConfirmTest {
 
     @Test
     void publishNoOutcomeCountsInTheWindowWithoutAFuture() {
-        ConnectionOptions options = new ConnectionOptions().publishOptions(new PublishOptions().maxOutstandingConfirms(1));
+        ConnectionOptions options =
+                new ConnectionOptions().publishOptions(new PublishOptions().maxOutstandingConfirms(1));
         try (FakeBroker broker = new FakeBroker(options)) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
             confirmMode(broker, ch);
@@ -559,7 +584,9 @@ class ConfirmTest {
             }
             for (int i = 0; i < n; i++) {
                 assertEquals(1, completions[i], "publish " + (i + 1));
-                assertSame(PublishOutcome.CONFIRMED, all.get(i).toCompletableFuture().join());
+                assertSame(
+                        PublishOutcome.CONFIRMED,
+                        all.get(i).toCompletableFuture().join());
             }
         }
     }
@@ -569,7 +596,13 @@ class ConfirmTest {
      * publisher stamped it with (as the broker gives a returned message back whole), 0 none.
      */
     static void sendReturn(FakeBroker broker, String body, long sequence) {
-        broker.send(1, new BasicReturnEncoder().replyCode(312).replyText("NO_ROUTE").exchange("").routingKey("q"));
+        broker.send(
+                1,
+                new BasicReturnEncoder()
+                        .replyCode(312)
+                        .replyText("NO_ROUTE")
+                        .exchange("")
+                        .routingKey("q"));
         BasicProperties.Builder props = BasicProperties.builder().messageId("id-" + body);
         if (sequence > 0) {
             props.headers(java.util.Map.of(SEQUENCE_HEADER_NAME, sequence));

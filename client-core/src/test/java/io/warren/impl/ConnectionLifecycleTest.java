@@ -17,9 +17,9 @@ import io.warren.ChannelClosedException;
 import io.warren.ConnectionClosedException;
 import io.warren.ConnectionOptions;
 import io.warren.DeclaredQueue;
-import io.warren.codec.base.AmqpProtocolException;
 import io.warren.codec.Frame;
 import io.warren.codec.Frames;
+import io.warren.codec.base.AmqpProtocolException;
 import io.warren.codec.base.FrameType;
 import io.warren.codec.method.ConnectionBlockedEncoder;
 import io.warren.codec.method.ConnectionClose;
@@ -55,15 +55,16 @@ class ConnectionLifecycleTest {
             assertEquals(200, closeView(close).replyCode());
             close.release();
             assertFalse(c.isOpen());
-            ConnectionClosedException e = assertInstanceOf(ConnectionClosedException.class,
-                    ChannelTest.failure(pending));
+            ConnectionClosedException e =
+                    assertInstanceOf(ConnectionClosedException.class, ChannelTest.failure(pending));
             assertFalse(e.initiatedByBroker());
             assertFalse(closed.toCompletableFuture().isDone());
             broker.send(1, new QueueDeclareOkEncoder().queue("q")); // dropped: we are closing
             broker.send(0, new ConnectionCloseOkEncoder());
             assertFalse(broker.client.isActive());
             closed.toCompletableFuture().join();
-            ConnectionClosedException reason = c.closeFuture().toCompletableFuture().join();
+            ConnectionClosedException reason =
+                    c.closeFuture().toCompletableFuture().join();
             assertEquals(200, reason.replyCode());
             assertFalse(ch.isOpen());
             // closing again completes at once
@@ -79,17 +80,21 @@ class ConnectionLifecycleTest {
             Channel ch = broker.openChannel(c, 1);
             CompletionStage<DeclaredQueue> pending = ch.queueDeclare("q");
             broker.expectAndRelease(1, MethodIds.QUEUE_DECLARE);
-            broker.send(0, new ConnectionCloseEncoder().replyCode(320)
-                    .replyText("CONNECTION_FORCED - Closed via management plugin"));
+            broker.send(
+                    0,
+                    new ConnectionCloseEncoder()
+                            .replyCode(320)
+                            .replyText("CONNECTION_FORCED - Closed via management plugin"));
             broker.expectAndRelease(0, MethodIds.CONNECTION_CLOSE_OK);
             broker.client.runPendingTasks();
             assertFalse(broker.client.isActive());
-            ConnectionClosedException reason = c.closeFuture().toCompletableFuture().join();
+            ConnectionClosedException reason =
+                    c.closeFuture().toCompletableFuture().join();
             assertEquals(320, reason.replyCode());
             assertEquals("CONNECTION_FORCED - Closed via management plugin", reason.replyText());
             assertTrue(reason.initiatedByBroker());
-            ConnectionClosedException e = assertInstanceOf(ConnectionClosedException.class,
-                    ChannelTest.failure(pending));
+            ConnectionClosedException e =
+                    assertInstanceOf(ConnectionClosedException.class, ChannelTest.failure(pending));
             assertEquals(320, e.replyCode());
             AmqpExceptionAssert.mentions(ch.closeFuture().toCompletableFuture().join(), "CONNECTION_FORCED");
         }
@@ -182,7 +187,8 @@ class ConnectionLifecycleTest {
                 }
             }
             assertFalse(broker.client.isActive());
-            ConnectionClosedException reason = c.closeFuture().toCompletableFuture().join();
+            ConnectionClosedException reason =
+                    c.closeFuture().toCompletableFuture().join();
             assertTrue(reason.getMessage().contains("missed heartbeats"), reason.getMessage());
         }
     }
@@ -213,7 +219,8 @@ class ConnectionLifecycleTest {
             broker.client.runScheduledPendingTasks();
             releaseAll(broker);
             assertFalse(broker.client.isActive(), "still open after two intervals of silence");
-            ConnectionClosedException reason = c.closeFuture().toCompletableFuture().join();
+            ConnectionClosedException reason =
+                    c.closeFuture().toCompletableFuture().join();
             assertTrue(reason.getMessage().contains("no frame for 8000 ms"), reason.getMessage());
         }
     }
@@ -329,15 +336,19 @@ class ConnectionLifecycleTest {
             // queue.declare-ok whose short string claims 200 bytes in a 10-byte payload
             ByteBuf bad = FakeBroker.ALLOC.buffer();
             Frames.writeHeader(bad, FrameType.METHOD, 1, 10);
-            bad.writeShort(50).writeShort(11).writeByte(200).writeBytes(new byte[5]).writeByte(Frames.FRAME_END);
+            bad.writeShort(50)
+                    .writeShort(11)
+                    .writeByte(200)
+                    .writeBytes(new byte[5])
+                    .writeByte(Frames.FRAME_END);
             broker.sendRaw(bad);
             Frame close = broker.expect(0, MethodIds.CONNECTION_CLOSE);
             ConnectionClose view = closeView(close);
             assertEquals(502, view.replyCode());
             assertTrue(view.replyTextAsString().startsWith("SYNTAX_ERROR"), view.replyTextAsString());
             close.release();
-            ConnectionClosedException e = assertInstanceOf(ConnectionClosedException.class,
-                    ChannelTest.failure(pending));
+            ConnectionClosedException e =
+                    assertInstanceOf(ConnectionClosedException.class, ChannelTest.failure(pending));
             assertEquals(502, e.replyCode());
             assertTrue(e.getMessage().contains("channel 1"), e.getMessage());
             // the decoder discards everything now, close-ok included: the socket went once connection.close was out
@@ -355,16 +366,25 @@ class ConnectionLifecycleTest {
             CompletionStage<DeclaredQueue> pending = ch.queueDeclare("q");
             broker.expectAndRelease(1, MethodIds.QUEUE_DECLARE);
             // a body frame header announcing 0x7FFFFFFF bytes, far over frame-max: the decoder is done reading
-            broker.sendRaw(FakeBroker.ALLOC.buffer(7).writeByte(FrameType.BODY.id()).writeShort(1).writeInt(0x7FFFFFFF));
+            broker.sendRaw(FakeBroker.ALLOC
+                    .buffer(7)
+                    .writeByte(FrameType.BODY.id())
+                    .writeShort(1)
+                    .writeInt(0x7FFFFFFF));
             Frame close = broker.expect(0, MethodIds.CONNECTION_CLOSE);
             assertEquals(501, closeView(close).replyCode());
             close.release();
-            assertFalse(broker.client.isOpen(), "closed once connection.close was written, not after the close timeout");
-            ConnectionClosedException reason = c.closeFuture().toCompletableFuture().join();
+            assertFalse(
+                    broker.client.isOpen(), "closed once connection.close was written, not after the close timeout");
+            ConnectionClosedException reason =
+                    c.closeFuture().toCompletableFuture().join();
             assertEquals(501, reason.replyCode());
             AmqpProtocolException cause = assertInstanceOf(AmqpProtocolException.class, reason.getCause());
             assertEquals(FrameType.BODY, cause.frameType());
-            assertEquals(501, assertInstanceOf(ConnectionClosedException.class, ChannelTest.failure(pending)).replyCode());
+            assertEquals(
+                    501,
+                    assertInstanceOf(ConnectionClosedException.class, ChannelTest.failure(pending))
+                            .replyCode());
         }
     }
 
@@ -408,7 +428,8 @@ class ConnectionLifecycleTest {
             assertTrue(broker.client.isOpen(), "the decoder still reads: close-ok is waited for");
             broker.send(0, new ConnectionCloseOkEncoder());
             assertFalse(broker.client.isOpen());
-            ConnectionClosedException reason = c.closeFuture().toCompletableFuture().join();
+            ConnectionClosedException reason =
+                    c.closeFuture().toCompletableFuture().join();
             assertEquals(505, reason.replyCode());
             assertFalse(reason.initiatedByBroker());
         }
@@ -436,7 +457,8 @@ class ConnectionLifecycleTest {
             broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
             assertFalse(a.isOpen());
             assertTrue(b.isOpen());
-            ChannelClosedException reason = (ChannelClosedException) a.closeFuture().toCompletableFuture().join();
+            ChannelClosedException reason = (ChannelClosedException)
+                    a.closeFuture().toCompletableFuture().join();
             assertEquals(406, reason.replyCode());
             assertTrue(c.isOpen());
         }

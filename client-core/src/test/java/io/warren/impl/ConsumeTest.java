@@ -52,19 +52,21 @@ class ConsumeTest {
     private static final byte[] HELLO = "hello".getBytes(StandardCharsets.UTF_8);
 
     /** A consumer started on channel 1 with tag {@code tag}, its basic.consume checked and answered. */
-    private static ConsumerHandle consume(FakeBroker broker, Channel ch, String tag, ConsumeOptions options,
-                                          io.warren.DeliveryHandler handler) {
+    private static ConsumerHandle consume(
+            FakeBroker broker, Channel ch, String tag, ConsumeOptions options, io.warren.DeliveryHandler handler) {
         CompletionStage<ConsumerHandle> stage = ch.consume("q", options, handler);
         // without one of its own, a manual-ack consumer gets the default unless the channel has its own qos
         int prefetch = options.prefetch() >= 0 || options.noAck() || ((ChannelImpl) ch).hasOwnQos()
-                ? options.prefetch() : ConsumeOptions.DEFAULT_PREFETCH;
+                ? options.prefetch()
+                : ConsumeOptions.DEFAULT_PREFETCH;
         if (prefetch >= 0) {
             expectQos(broker, prefetch, false);
             broker.expectNothing(); // consume waits for qos-ok
             broker.send(1, new BasicQosOkEncoder());
         }
         Frame consume = broker.expect(1, MethodIds.BASIC_CONSUME);
-        BasicConsume view = new BasicConsume().wrap(consume.payload(), consume.payload().readerIndex());
+        BasicConsume view =
+                new BasicConsume().wrap(consume.payload(), consume.payload().readerIndex());
         assertEquals("q", view.queueAsString());
         assertEquals(options.consumerTag(), view.consumerTagAsString());
         assertEquals(options.noAck(), view.noAck());
@@ -77,9 +79,15 @@ class ConsumeTest {
     }
 
     private static void deliver(FakeBroker broker, String tag, long deliveryTag, byte[]... body) {
-        broker.send(1, new BasicDeliverEncoder().consumerTag(tag).deliveryTag(deliveryTag).exchange("x")
-                .routingKey("rk"));
-        broker.sendContent(1, BasicProperties.builder().messageId("m-" + deliveryTag).build(), body);
+        broker.send(
+                1,
+                new BasicDeliverEncoder()
+                        .consumerTag(tag)
+                        .deliveryTag(deliveryTag)
+                        .exchange("x")
+                        .routingKey("rk"));
+        broker.sendContent(
+                1, BasicProperties.builder().messageId("m-" + deliveryTag).build(), body);
     }
 
     /** Every frame the client wrote, as text (settlements) or method names. */
@@ -101,7 +109,8 @@ class ConsumeTest {
             ConsumerHandle c = consume(broker, ch, "ctag-1", new ConsumeOptions().prefetch(10), d -> {
                 assertTrue(broker.client.eventLoop().inEventLoop());
                 seen.add(d.consumerTag() + " " + d.deliveryTag() + " " + d.exchange() + " " + d.routingKey() + " "
-                        + d.redelivered() + " " + d.header().messageIdAsString() + " " + d.properties().messageId() + " "
+                        + d.redelivered() + " " + d.header().messageIdAsString() + " "
+                        + d.properties().messageId() + " "
                         + d.body().toString(StandardCharsets.UTF_8));
                 assertSame(ch, d.channel());
                 kept.add(d);
@@ -196,12 +205,22 @@ class ConsumeTest {
     private static io.netty.buffer.ByteBuf oneRead(String tag, long from, long to) {
         io.netty.buffer.CompositeByteBuf read = FakeBroker.ALLOC.compositeBuffer(Integer.MAX_VALUE);
         for (long t = from; t <= to; t++) {
-            read.addComponent(true, io.warren.codec.Frames.method(FakeBroker.ALLOC, 1, new BasicDeliverEncoder()
-                    .consumerTag(tag).deliveryTag(t).exchange("x").routingKey("rk")));
-            read.addComponent(true, io.warren.codec.Frames.contentHeader(FakeBroker.ALLOC, 1, HELLO.length,
-                    BasicProperties.EMPTY));
-            read.addComponent(true, io.warren.codec.Frames.body(FakeBroker.ALLOC, 1,
-                    io.netty.buffer.Unpooled.wrappedBuffer(HELLO)));
+            read.addComponent(
+                    true,
+                    io.warren.codec.Frames.method(
+                            FakeBroker.ALLOC,
+                            1,
+                            new BasicDeliverEncoder()
+                                    .consumerTag(tag)
+                                    .deliveryTag(t)
+                                    .exchange("x")
+                                    .routingKey("rk")));
+            read.addComponent(
+                    true,
+                    io.warren.codec.Frames.contentHeader(FakeBroker.ALLOC, 1, HELLO.length, BasicProperties.EMPTY));
+            read.addComponent(
+                    true,
+                    io.warren.codec.Frames.body(FakeBroker.ALLOC, 1, io.netty.buffer.Unpooled.wrappedBuffer(HELLO)));
         }
         return read;
     }
@@ -268,14 +287,13 @@ class ConsumeTest {
             broker.send(1, new BasicConsumeOkEncoder().consumerTag("a"));
             assertEquals("a", manual.toCompletableFuture().join().consumerTag());
 
-            CompletionStage<ConsumerHandle> noAck = ch.consume("q", new ConsumeOptions().noAck(true),
-                    d -> { });
+            CompletionStage<ConsumerHandle> noAck = ch.consume("q", new ConsumeOptions().noAck(true), d -> {});
             broker.expectAndRelease(1, MethodIds.BASIC_CONSUME); // RabbitMQ ignores a prefetch without acks
             broker.send(1, new BasicConsumeOkEncoder().consumerTag("b"));
             assertEquals("b", noAck.toCompletableFuture().join().consumerTag());
 
-            CompletionStage<ConsumerHandle> unbounded = ch.consume("q", new ConsumeOptions().prefetch(0),
-                    Delivery::ack);
+            CompletionStage<ConsumerHandle> unbounded =
+                    ch.consume("q", new ConsumeOptions().prefetch(0), Delivery::ack);
             expectQos(broker, 0, false); // asked for explicitly
             broker.send(1, new BasicQosOkEncoder());
             broker.expectAndRelease(1, MethodIds.BASIC_CONSUME);
@@ -337,7 +355,8 @@ class ConsumeTest {
             kept.get(0).ack();
             assertThrows(IllegalStateException.class, () -> kept.get(0).ack());
             assertThrows(IllegalStateException.class, () -> kept.get(0).nack(true));
-            IllegalStateException noAck = assertThrows(IllegalStateException.class, () -> kept.get(1).ack());
+            IllegalStateException noAck =
+                    assertThrows(IllegalStateException.class, () -> kept.get(1).ack());
             assertTrue(noAck.getMessage().contains("noAck"), noAck.getMessage());
             assertEquals(List.of("ack 1"), written(broker));
             // Channel.basicAck of a tag already settled is dropped, not sent for the broker to close the channel
@@ -355,8 +374,15 @@ class ConsumeTest {
             deliver(broker, "c", 1, HELLO);
             CompletionStage<GetResponse> get = ch.basicGet("q", false);
             broker.expectAndRelease(1, MethodIds.BASIC_GET);
-            broker.send(1, new BasicGetOkEncoder().deliveryTag(2).exchange("ex").routingKey("key").messageCount(5));
-            broker.sendContent(1, BasicProperties.builder().contentType("text/plain").build(), HELLO);
+            broker.send(
+                    1,
+                    new BasicGetOkEncoder()
+                            .deliveryTag(2)
+                            .exchange("ex")
+                            .routingKey("key")
+                            .messageCount(5));
+            broker.sendContent(
+                    1, BasicProperties.builder().contentType("text/plain").build(), HELLO);
             deliver(broker, "c", 3, HELLO);
             GetResponse r = get.toCompletableFuture().join();
             Delivery asDelivery = r;
@@ -402,7 +428,7 @@ class ConsumeTest {
     void theBrokersCancelEndsTheConsumerWithAClearReason() {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
-            ConsumerHandle c = consume(broker, ch, "c", new ConsumeOptions(), d -> { });
+            ConsumerHandle c = consume(broker, ch, "c", new ConsumeOptions(), d -> {});
             broker.send(1, new BasicCancelEncoder().consumerTag("c").nowait(false));
             Frame ok = broker.expect(1, MethodIds.BASIC_CANCEL_OK);
             ok.release();
@@ -449,13 +475,14 @@ class ConsumeTest {
     void theChannelsCloseEndsItsConsumersAndReleasesWhatIsQueued() {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
-            ConsumerHandle c = consume(broker, ch, "c", new ConsumeOptions(), d -> { });
+            ConsumerHandle c = consume(broker, ch, "c", new ConsumeOptions(), d -> {});
             c.pause();
             deliver(broker, "c", 1, HELLO);
             deliver(broker, "c", 2, "a".getBytes(), "b".getBytes());
             broker.sendChannelClose(1, 406, "PRECONDITION_FAILED - unknown delivery tag 9", 60, 80);
             broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
-            ChannelClosedException e = assertInstanceOf(ChannelClosedException.class,
+            ChannelClosedException e = assertInstanceOf(
+                    ChannelClosedException.class,
                     c.endFuture().toCompletableFuture().join());
             assertEquals(406, e.replyCode());
             broker.expectNothing(); // nothing requeued on a closed channel: the broker did it
@@ -468,11 +495,13 @@ class ConsumeTest {
         try (FakeBroker broker = new FakeBroker()) {
             ConnectionImpl connection = broker.handshake();
             Channel ch = broker.openChannel(connection, 1);
-            ConsumerHandle c = consume(broker, ch, "c", new ConsumeOptions(), d -> { });
+            ConsumerHandle c = consume(broker, ch, "c", new ConsumeOptions(), d -> {});
             c.pause();
             deliver(broker, "c", 1, HELLO);
             broker.client.close();
-            assertInstanceOf(ConnectionClosedException.class, c.endFuture().toCompletableFuture().join());
+            assertInstanceOf(
+                    ConnectionClosedException.class,
+                    c.endFuture().toCompletableFuture().join());
         }
     }
 
@@ -480,12 +509,13 @@ class ConsumeTest {
     void aTagAboveTheHighestDeliveredIsRefusedLocallyAndNothingIsSent() {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
-            consume(broker, ch, "c", new ConsumeOptions(), d -> { });
+            consume(broker, ch, "c", new ConsumeOptions(), d -> {});
             deliver(broker, "c", 1, HELLO);
             deliver(broker, "c", 2, HELLO);
             // the broker would close the channel with 406 PRECONDITION_FAILED - unknown delivery tag 999999
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> ch.basicAck(999999, false));
-            assertTrue(e.getMessage().contains("999999") && e.getMessage().contains("highest delivered is 2"),
+            assertTrue(
+                    e.getMessage().contains("999999") && e.getMessage().contains("highest delivered is 2"),
                     e::getMessage);
             assertThrows(IllegalArgumentException.class, () -> ch.basicAck(3, true));
             assertThrows(IllegalArgumentException.class, () -> ch.basicNack(3, false, true));
@@ -513,7 +543,8 @@ class ConsumeTest {
             assertTrue(byTag.getMessage().contains("delivery tag 1"), byTag::getMessage);
             assertThrows(ChannelClosedException.class, () -> ch.basicNack(2, true, true));
             assertThrows(ChannelClosedException.class, () -> ch.basicReject(2, true));
-            ChannelClosedException byDelivery = assertThrows(ChannelClosedException.class, () -> kept.get(1).ack());
+            ChannelClosedException byDelivery =
+                    assertThrows(ChannelClosedException.class, () -> kept.get(1).ack());
             assertEquals(404, byDelivery.replyCode());
             assertThrows(ChannelClosedException.class, () -> kept.get(0).nack(true));
             broker.expectNothing();
@@ -526,10 +557,10 @@ class ConsumeTest {
             Channel ch = broker.openChannel(broker.handshake(), 1);
             ConsumeOptions noAck = new ConsumeOptions().noAck(true).waterMarks(2, 4);
             List<Long> seen = new ArrayList<>();
-            ConsumerHandle a = consume(broker, ch, "a", new ConsumeOptions(noAck).consumerTag("a"),
-                    d -> seen.add(d.deliveryTag()));
-            ConsumerHandle b = consume(broker, ch, "b", new ConsumeOptions(noAck).consumerTag("b"),
-                    d -> seen.add(d.deliveryTag()));
+            ConsumerHandle a = consume(
+                    broker, ch, "a", new ConsumeOptions(noAck).consumerTag("a"), d -> seen.add(d.deliveryTag()));
+            ConsumerHandle b = consume(
+                    broker, ch, "b", new ConsumeOptions(noAck).consumerTag("b"), d -> seen.add(d.deliveryTag()));
             a.pause();
             b.pause();
             for (long t = 1; t <= 4; t++) {
@@ -578,8 +609,10 @@ class ConsumeTest {
                     reading = true;
                     deliver(broker, "c", ++sent, HELLO);
                     long queued = sent;
-                    assertTrue(c.queued() <= high, () -> "the queue stops at its high-water mark " + high
-                            + ", the socket read on: " + queued + " sent");
+                    assertTrue(
+                            c.queued() <= high,
+                            () -> "the queue stops at its high-water mark " + high + ", the socket read on: " + queued
+                                    + " sent");
                 } else {
                     if (reading) {
                         reading = false;
@@ -647,11 +680,11 @@ class ConsumeTest {
             List<java.util.concurrent.CompletableFuture<Void>> stages = new ArrayList<>();
             List<Delivery> seen = new ArrayList<>();
             CompletionStage<ConsumerHandle> stage = ch.consumeAsync("q", new ConsumeOptions().concurrency(2), d -> {
-                        seen.add(d);
-                        var f = new java.util.concurrent.CompletableFuture<Void>();
-                        stages.add(f);
-                        return f.thenRun(d::ack);
-                    });
+                seen.add(d);
+                var f = new java.util.concurrent.CompletableFuture<Void>();
+                stages.add(f);
+                return f.thenRun(d::ack);
+            });
             expectQos(broker, ConsumeOptions.DEFAULT_PREFETCH, false);
             broker.send(1, new BasicQosOkEncoder());
             broker.expectAndRelease(1, MethodIds.BASIC_CONSUME);
@@ -685,16 +718,17 @@ class ConsumeTest {
     void badOptionsFailBeforeAnythingIsSent() {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
-            Consumer<CompletionStage<ConsumerHandle>> refused = stage -> assertInstanceOf(IllegalArgumentException.class,
-                    ChannelTest.failure(stage));
-            refused.accept(ch.consume("q", new ConsumeOptions().concurrency(4), d -> { }));
-            refused.accept(ch.consume("q", new ConsumeOptions().argument("bad", new Object()), d -> { }));
-            refused.accept(ch.consume("q".repeat(300), new ConsumeOptions(), d -> { }));
-            refused.accept(ch.consume(null, new ConsumeOptions(), d -> { }));
+            Consumer<CompletionStage<ConsumerHandle>> refused =
+                    stage -> assertInstanceOf(IllegalArgumentException.class, ChannelTest.failure(stage));
+            refused.accept(ch.consume("q", new ConsumeOptions().concurrency(4), d -> {}));
+            refused.accept(ch.consume("q", new ConsumeOptions().argument("bad", new Object()), d -> {}));
+            refused.accept(ch.consume("q".repeat(300), new ConsumeOptions(), d -> {}));
+            refused.accept(ch.consume(null, new ConsumeOptions(), d -> {}));
             assertThrows(IllegalArgumentException.class, () -> new ConsumeOptions().waterMarks(5, 4));
             assertThrows(IllegalArgumentException.class, () -> new ConsumeOptions().prefetch(70000));
             broker.expectNothing();
-            assertEquals(Map.of("x-priority", 5, "x-stream-offset", "first"),
+            assertEquals(
+                    Map.of("x-priority", 5, "x-stream-offset", "first"),
                     new ConsumeOptions().priority(5).streamOffset("first").arguments());
         }
     }
@@ -703,8 +737,11 @@ class ConsumeTest {
     void theDefaultWaterMarksLieAboveThePrefetchAndSetOnesAreKept() {
         ConsumeOptions big = new ConsumeOptions().prefetch(2000);
         assertEquals(List.of(2000, 4000), List.of(big.lowWaterMark(), big.highWaterMark()));
-        assertEquals(List.of(512, 1024), List.of(new ConsumeOptions().prefetch(100).lowWaterMark(),
-                new ConsumeOptions().prefetch(100).highWaterMark()));
+        assertEquals(
+                List.of(512, 1024),
+                List.of(
+                        new ConsumeOptions().prefetch(100).lowWaterMark(),
+                        new ConsumeOptions().prefetch(100).highWaterMark()));
         ConsumeOptions noAck = new ConsumeOptions().prefetch(2000).noAck(true);
         assertEquals(1024, noAck.highWaterMark(), "with noAck the broker ignores the prefetch");
         assertEquals(1024, new ConsumeOptions(big).prefetch(0).highWaterMark(), "derived marks follow the prefetch");
@@ -718,8 +755,8 @@ class ConsumeTest {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
             List<Long> seen = new ArrayList<>();
-            CompletionStage<ConsumerHandle> stage = ch.consume("q", new ConsumeOptions().initialDemand(0),
-                    d -> seen.add(d.deliveryTag()));
+            CompletionStage<ConsumerHandle> stage =
+                    ch.consume("q", new ConsumeOptions().initialDemand(0), d -> seen.add(d.deliveryTag()));
             expectQos(broker, ConsumeOptions.DEFAULT_PREFETCH, false);
             broker.send(1, new BasicQosOkEncoder());
             broker.expectAndRelease(1, MethodIds.BASIC_CONSUME);
@@ -747,10 +784,22 @@ class ConsumeTest {
             ConsumerHandle[] handle = new ConsumerHandle[2];
             List<Long> onLoop = new ArrayList<>();
             List<Long> onWorker = java.util.Collections.synchronizedList(new ArrayList<>());
-            handle[0] = consume(broker, ch, "a", new ConsumeOptions().consumerTag("a").prefetch(10),
+            handle[0] = consume(
+                    broker,
+                    ch,
+                    "a",
+                    new ConsumeOptions().consumerTag("a").prefetch(10),
                     d -> onLoop.add(handle[0].queued()));
-            handle[1] = consume(broker, ch, "b", new ConsumeOptions().consumerTag("b").prefetch(10)
-                    .executor(worker).initialDemand(0), d -> onWorker.add(handle[1].queued()));
+            handle[1] = consume(
+                    broker,
+                    ch,
+                    "b",
+                    new ConsumeOptions()
+                            .consumerTag("b")
+                            .prefetch(10)
+                            .executor(worker)
+                            .initialDemand(0),
+                    d -> onWorker.add(handle[1].queued()));
             handle[0].pause();
             for (long t = 1; t <= 10; t++) {
                 deliver(broker, t <= 5 ? "a" : "b", t, HELLO);
@@ -761,7 +810,7 @@ class ConsumeTest {
             // the handler holds one, the rest wait: never more than the broker's prefetch allows
             assertEquals(List.of(4L, 3L, 2L, 1L, 0L), onLoop);
             handle[1].resume();
-            worker.submit(() -> { }).get(); // the drain ran before this task on the single worker
+            worker.submit(() -> {}).get(); // the drain ran before this task on the single worker
             assertEquals(List.of(4L, 3L, 2L, 1L, 0L), onWorker);
             assertEquals(0, handle[1].queued());
         } finally {
@@ -793,7 +842,9 @@ class ConsumeTest {
                 deliver(broker, "m", t, HELLO);
             }
             assertEquals(List.of(4L, 5L, 6L, 7L, 8L), tags);
-            assertEquals(3, new java.util.HashSet<>(seen.subList(0, 3)).size(),
+            assertEquals(
+                    3,
+                    new java.util.HashSet<>(seen.subList(0, 3)).size(),
                     "4, 5, 6 were unsettled when the next came: new objects");
             assertSame(seen.get(0), seen.get(3), "7 reuses 4's object once 4 is acked");
             assertSame(seen.get(1), seen.get(4), "8 reuses 5's");
@@ -808,9 +859,14 @@ class ConsumeTest {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
             List<Long> seen = new ArrayList<>();
-            ConsumerHandle c = consume(broker, ch, "c", new ConsumeOptions().executor(task -> {
-                throw new java.util.concurrent.RejectedExecutionException("shut down");
-            }), d -> seen.add(d.deliveryTag()));
+            ConsumerHandle c = consume(
+                    broker,
+                    ch,
+                    "c",
+                    new ConsumeOptions().executor(task -> {
+                        throw new java.util.concurrent.RejectedExecutionException("shut down");
+                    }),
+                    d -> seen.add(d.deliveryTag()));
             deliver(broker, "c", 1, HELLO);
             broker.client.runPendingTasks();
             List<String> out = written(broker);
@@ -875,11 +931,14 @@ class ConsumeTest {
     void theBrokerGeneratedTagIsTheConsumersAndACancelNamesIt() {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
-            ConsumerHandle c = consume(broker, ch, "amq.ctag-xyz", new ConsumeOptions(), d -> { });
+            ConsumerHandle c = consume(broker, ch, "amq.ctag-xyz", new ConsumeOptions(), d -> {});
             CompletionStage<Void> cancel = c.cancel();
             Frame f = broker.expect(1, MethodIds.BASIC_CANCEL);
-            assertEquals("amq.ctag-xyz", new BasicCancel().wrap(f.payload(), f.payload().readerIndex())
-                    .consumerTagAsString());
+            assertEquals(
+                    "amq.ctag-xyz",
+                    new BasicCancel()
+                            .wrap(f.payload(), f.payload().readerIndex())
+                            .consumerTagAsString());
             f.release();
             broker.send(1, new BasicCancelOkEncoder().consumerTag("amq.ctag-xyz"));
             assertTrue(cancel.toCompletableFuture().isDone());

@@ -44,8 +44,14 @@ class ConsumerTimeoutRecoveryTest {
             + "more";
 
     private static void deliver(FakeBroker broker, long tag, boolean redelivered) {
-        broker.send(1, new BasicDeliverEncoder().consumerTag("c").deliveryTag(tag).redelivered(redelivered)
-                .exchange("x").routingKey("rk"));
+        broker.send(
+                1,
+                new BasicDeliverEncoder()
+                        .consumerTag("c")
+                        .deliveryTag(tag)
+                        .redelivered(redelivered)
+                        .exchange("x")
+                        .routingKey("rk"));
         broker.sendContent(1, BasicProperties.EMPTY, BODY);
     }
 
@@ -80,8 +86,8 @@ class ConsumerTimeoutRecoveryTest {
             });
             Channel ch = broker.openChannel(brokers.connection, 1);
             List<Delivery> kept = new ArrayList<>();
-            CompletionStage<ConsumerHandle> stage = ch.consume("q", new ConsumeOptions().consumerTag("c"),
-                    d -> kept.add(d.retain()));
+            CompletionStage<ConsumerHandle> stage =
+                    ch.consume("q", new ConsumeOptions().consumerTag("c"), d -> kept.add(d.retain()));
             answerConsume(broker);
             ConsumerHandle c = stage.toCompletableFuture().join();
             try {
@@ -137,18 +143,19 @@ class ConsumerTimeoutRecoveryTest {
                 }
             });
             Channel ch = broker.openChannel(brokers.connection, 1);
-            CompletionStage<ConsumerHandle> stage = ch.consume("q", new ConsumeOptions().consumerTag("c"),
-                    Delivery::ack);
+            CompletionStage<ConsumerHandle> stage =
+                    ch.consume("q", new ConsumeOptions().consumerTag("c"), Delivery::ack);
             answerConsume(broker);
             ConsumerHandle c = stage.toCompletableFuture().join();
-            broker.sendChannelClose(1, ReplyCode.PRECONDITION_FAILED, "PRECONDITION_FAILED - unknown delivery tag 9",
-                    60, 80);
+            broker.sendChannelClose(
+                    1, ReplyCode.PRECONDITION_FAILED, "PRECONDITION_FAILED - unknown delivery tag 9", 60, 80);
             broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
             brokers.runAllTasks();
             broker.expectNothing();
             assertEquals(List.of(), events);
             assertFalse(ch.isOpen());
-            ChannelClosedException closed = assertInstanceOf(ChannelClosedException.class,
+            ChannelClosedException closed = assertInstanceOf(
+                    ChannelClosedException.class,
                     ch.closeFuture().toCompletableFuture().join());
             assertFalse(closed instanceof ChannelLostException);
             assertEquals(ReplyCode.PRECONDITION_FAILED, closed.replyCode());
@@ -182,8 +189,8 @@ class ConsumerTimeoutRecoveryTest {
             broker.expectAndRelease(1, MethodIds.BASIC_QOS);
             broker.send(1, new BasicQosOkEncoder());
             qos.toCompletableFuture().join();
-            CompletionStage<ConsumerHandle> stage = ch.consume("q", new ConsumeOptions().consumerTag("c"),
-                    Delivery::ack);
+            CompletionStage<ConsumerHandle> stage =
+                    ch.consume("q", new ConsumeOptions().consumerTag("c"), Delivery::ack);
             broker.expectAndRelease(1, MethodIds.BASIC_CONSUME); // the channel's own qos applies: no default
             broker.send(1, new BasicConsumeOkEncoder().consumerTag("c"));
             ConsumerHandle c = stage.toCompletableFuture().join();
@@ -198,9 +205,13 @@ class ConsumerTimeoutRecoveryTest {
             broker.expectNothing();
             assertEquals(List.of("started", "failed 403"), events);
             assertFalse(ch.isOpen());
-            assertEquals(ReplyCode.ACCESS_REFUSED, ch.closeFuture().toCompletableFuture().join().replyCode());
+            assertEquals(
+                    ReplyCode.ACCESS_REFUSED,
+                    ch.closeFuture().toCompletableFuture().join().replyCode());
             assertFalse(c.isActive(), "its consumer ended with the channel");
-            assertEquals(ReplyCode.ACCESS_REFUSED, c.endFuture().toCompletableFuture().join().replyCode());
+            assertEquals(
+                    ReplyCode.ACCESS_REFUSED,
+                    c.endFuture().toCompletableFuture().join().replyCode());
             assertEquals(1, brokers.connections());
         }
     }
@@ -228,11 +239,10 @@ class ConsumerTimeoutRecoveryTest {
             });
             Channel ch = broker.openChannel(brokers.connection, 1);
             List<Long> seen = new ArrayList<>();
-            CompletionStage<ConsumerHandle> stage = ch.consume("q", new ConsumeOptions().consumerTag("c"),
-                    d -> {
-                        seen.add(d.deliveryTag());
-                        d.ack();
-                    });
+            CompletionStage<ConsumerHandle> stage = ch.consume("q", new ConsumeOptions().consumerTag("c"), d -> {
+                seen.add(d.deliveryTag());
+                d.ack();
+            });
             answerConsume(broker);
             ConsumerHandle c = stage.toCompletableFuture().join();
             broker.sendChannelClose(1, ReplyCode.PRECONDITION_FAILED, TIMED_OUT, 0, 0);

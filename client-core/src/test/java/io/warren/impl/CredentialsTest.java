@@ -93,8 +93,8 @@ class CredentialsTest {
     @Test
     void theProviderIsAskedAtConnectionStartAndItsAnswerIsTheStartOkResponse() {
         ScriptedProvider provider = new ScriptedProvider();
-        try (FakeBroker broker = new FakeBroker(options().username("ignored").password("ignored")
-                .credentialsProvider(provider))) {
+        try (FakeBroker broker =
+                new FakeBroker(options().username("ignored").password("ignored").credentialsProvider(provider))) {
             broker.next(); // protocol header only
             assertEquals(0, provider.asked.get(), "not asked before connection.start");
             broker.sendStart("PLAIN");
@@ -135,8 +135,8 @@ class CredentialsTest {
 
     @Test
     void aStaticPasswordNeverSchedulesARefresh() {
-        try (FakeBroker broker = new FakeBroker(options().credentialsProvider(
-                CredentialsProvider.of("guest", "guest")))) {
+        try (FakeBroker broker =
+                new FakeBroker(options().credentialsProvider(CredentialsProvider.of("guest", "guest")))) {
             broker.handshake();
             broker.client.advanceTimeBy(1, TimeUnit.DAYS);
             broker.client.runScheduledPendingTasks();
@@ -163,8 +163,9 @@ class CredentialsTest {
 
             provider.answer(Credentials.of("svc", "token-2", Instant.now().plusSeconds(100)));
             broker.client.runPendingTasks();
-            assertEquals("token-2|credentials refresh", updateSecretOf(broker.expect(0,
-                    MethodIds.CONNECTION_UPDATE_SECRET)));
+            assertEquals(
+                    "token-2|credentials refresh",
+                    updateSecretOf(broker.expect(0, MethodIds.CONNECTION_UPDATE_SECRET)));
             broker.send(0, new ConnectionUpdateSecretOkEncoder());
             assertEquals("token-2", broker.handler.secrets().current().secret());
 
@@ -174,8 +175,9 @@ class CredentialsTest {
             assertEquals(3, provider.asked.get());
             provider.answer(Credentials.of("svc", "token-3", Instant.now().plusSeconds(100)));
             broker.client.runPendingTasks();
-            assertEquals("token-3|credentials refresh", updateSecretOf(broker.expect(0,
-                    MethodIds.CONNECTION_UPDATE_SECRET)));
+            assertEquals(
+                    "token-3|credentials refresh",
+                    updateSecretOf(broker.expect(0, MethodIds.CONNECTION_UPDATE_SECRET)));
             assertTrue(broker.client.isOpen());
         }
     }
@@ -283,8 +285,13 @@ class CredentialsTest {
             ConnectionImpl connection = broker.handshake();
             CompletionStage<Void> update = connection.updateSecret("expired-token", "rotation");
             broker.expectAndRelease(0, MethodIds.CONNECTION_UPDATE_SECRET);
-            broker.send(0, new ConnectionCloseEncoder().replyCode(530).replyText("NOT_ALLOWED - token expired")
-                    .classId(10).methodId(70));
+            broker.send(
+                    0,
+                    new ConnectionCloseEncoder()
+                            .replyCode(530)
+                            .replyText("NOT_ALLOWED - token expired")
+                            .classId(10)
+                            .methodId(70));
             Throwable cause = failure(update);
             assertInstanceOf(ConnectionClosedException.class, cause);
             assertTrue(cause.getMessage().contains("token expired"), cause.getMessage());
@@ -296,9 +303,10 @@ class CredentialsTest {
     void aNewConnectionWithTheSameProviderAuthenticatesWithTheFreshToken() {
         AtomicInteger n = new AtomicInteger();
         MutableClock clock = new MutableClock();
-        RefreshingCredentialsProvider provider = RefreshingCredentialsProvider.create(() ->
-                CompletableFuture.completedFuture(Credentials.of("svc", "token-" + n.incrementAndGet(),
-                        clock.instant().plusSeconds(60))), clock);
+        RefreshingCredentialsProvider provider = RefreshingCredentialsProvider.create(
+                () -> CompletableFuture.completedFuture(Credentials.of(
+                        "svc", "token-" + n.incrementAndGet(), clock.instant().plusSeconds(60))),
+                clock);
         ConnectionOptions options = options().credentialsProvider(provider);
         try (FakeBroker first = new FakeBroker(options)) {
             first.sendStart("PLAIN");

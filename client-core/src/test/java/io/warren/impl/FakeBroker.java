@@ -66,8 +66,8 @@ final class FakeBroker implements AutoCloseable {
     /** A broker for a connection that counts into {@code metrics}. */
     FakeBroker(ConnectionOptions options, ConnectionImpl recovering, MetricsCollector metrics) {
         this.options = options;
-        this.handler = ConnectionImpl.newHandler(options, new Address("broker.test", 5672), connected, recovering,
-                metrics);
+        this.handler =
+                ConnectionImpl.newHandler(options, new Address("broker.test", 5672), connected, recovering, metrics);
         this.client = new EmbeddedChannel(new FrameDecoder(), handler);
         FrameDecoder serverSide = new FrameDecoder();
         serverSide.setFrameMax(0);
@@ -102,7 +102,8 @@ final class FakeBroker implements AutoCloseable {
         if (actual != key || f.channel() != channel) {
             String got = MethodNames.describe(actual) + " on channel " + f.channel();
             f.release();
-            throw new AssertionError("expected " + MethodNames.describe(key) + " on channel " + channel + ", got " + got);
+            throw new AssertionError(
+                    "expected " + MethodNames.describe(key) + " on channel " + channel + ", got " + got);
         }
         return f;
     }
@@ -143,17 +144,32 @@ final class FakeBroker implements AutoCloseable {
     }
 
     void sendStart(String mechanisms) {
-        send(0, new ConnectionStartEncoder().versionMajor(0).versionMinor(9)
-                .serverProperties(Map.of("product", "FakeBroker", "version", "0.0", "capabilities",
-                        Map.of("publisher_confirms", true)))
-                .mechanisms(mechanisms).locales("en_US"));
+        send(
+                0,
+                new ConnectionStartEncoder()
+                        .versionMajor(0)
+                        .versionMinor(9)
+                        .serverProperties(Map.of(
+                                "product",
+                                "FakeBroker",
+                                "version",
+                                "0.0",
+                                "capabilities",
+                                Map.of("publisher_confirms", true)))
+                        .mechanisms(mechanisms)
+                        .locales("en_US"));
     }
 
     /** The whole handshake with the given tune; returns the open connection. */
     ConnectionImpl handshake(int channelMax, long frameMax, int heartbeat) {
         sendStart("PLAIN AMQPLAIN");
         expectAndRelease(0, MethodIds.CONNECTION_START_OK);
-        send(0, new ConnectionTuneEncoder().channelMax(channelMax).frameMax(frameMax).heartbeat(heartbeat));
+        send(
+                0,
+                new ConnectionTuneEncoder()
+                        .channelMax(channelMax)
+                        .frameMax(frameMax)
+                        .heartbeat(heartbeat));
         expectAndRelease(0, MethodIds.CONNECTION_TUNE_OK);
         expectAndRelease(0, MethodIds.CONNECTION_OPEN);
         send(0, new ConnectionOpenOkEncoder());
@@ -186,7 +202,13 @@ final class FakeBroker implements AutoCloseable {
     }
 
     void sendChannelClose(int channel, int code, String text, int classId, int methodId) {
-        send(channel, new ChannelCloseEncoder().replyCode(code).replyText(text).classId(classId).methodId(methodId));
+        send(
+                channel,
+                new ChannelCloseEncoder()
+                        .replyCode(code)
+                        .replyText(text)
+                        .classId(classId)
+                        .methodId(methodId));
     }
 
     void sendChannelCloseOk(int channel) {
@@ -214,7 +236,8 @@ final class FakeBroker implements AutoCloseable {
                 }
                 case MethodIds.BASIC_NACK -> {
                     io.warren.codec.method.BasicNack n = new io.warren.codec.method.BasicNack().wrap(p, at);
-                    yield "nack " + n.deliveryTag() + (n.multiple() ? " multiple" : "") + (n.requeue() ? " requeue" : "");
+                    yield "nack " + n.deliveryTag() + (n.multiple() ? " multiple" : "")
+                            + (n.requeue() ? " requeue" : "");
                 }
                 case MethodIds.BASIC_REJECT -> {
                     io.warren.codec.method.BasicReject r = new io.warren.codec.method.BasicReject().wrap(p, at);

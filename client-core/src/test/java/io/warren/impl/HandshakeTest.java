@@ -52,14 +52,19 @@ class HandshakeTest {
             // what an HTTP server answers to the protocol header
             broker.sendRaw(Unpooled.copiedBuffer("HTTP/1.1 400 Bad Request\r\n\r\n", StandardCharsets.US_ASCII));
             Frame close = broker.expect(0, MethodIds.CONNECTION_CLOSE);
-            assertEquals(501, new ConnectionClose().wrap(close.payload(), close.payload().readerIndex()).replyCode());
+            assertEquals(
+                    501,
+                    new ConnectionClose()
+                            .wrap(close.payload(), close.payload().readerIndex())
+                            .replyCode());
             close.release();
             assertFalse(broker.client.isOpen(), "closed once connection.close was written");
             ConnectionClosedException e = assertInstanceOf(ConnectionClosedException.class, failure(broker.connected));
             assertEquals(501, e.replyCode());
             AmqpProtocolException cause = assertInstanceOf(AmqpProtocolException.class, e.getCause());
             assertEquals(501, cause.replyCode());
-            assertTrue(e.getMessage().contains("501 FRAME_ERROR") && e.getMessage().contains("connection.start"),
+            assertTrue(
+                    e.getMessage().contains("501 FRAME_ERROR") && e.getMessage().contains("connection.start"),
                     e.getMessage());
         }
     }
@@ -69,7 +74,8 @@ class HandshakeTest {
         try (FakeBroker broker = new FakeBroker(new ConnectionOptions().closeTimeout(Duration.ofSeconds(10)))) {
             broker.client.freezeTime();
             // a well-formed but unexpected method: the decoder still reads, so close-ok is waited for
-            broker.send(0, new ConnectionTuneEncoder().channelMax(1).frameMax(4096).heartbeat(0));
+            broker.send(
+                    0, new ConnectionTuneEncoder().channelMax(1).frameMax(4096).heartbeat(0));
             broker.expectAndRelease(0, MethodIds.CONNECTION_CLOSE);
             assertTrue(broker.client.isOpen());
             assertFalse(broker.connected.isDone());
@@ -84,8 +90,8 @@ class HandshakeTest {
 
     @Test
     void startOkCarriesClientPropertiesCapabilitiesAndPlainResponse() {
-        try (FakeBroker broker = new FakeBroker(new ConnectionOptions().username("alice").password("s3cret")
-                .connectionName("orders-service"))) {
+        try (FakeBroker broker = new FakeBroker(
+                new ConnectionOptions().username("alice").password("s3cret").connectionName("orders-service"))) {
             broker.sendStart("AMQPLAIN PLAIN");
             Frame f = broker.expect(0, MethodIds.CONNECTION_START_OK);
             try {
@@ -101,9 +107,16 @@ class HandshakeTest {
                 assertEquals("orders-service", String.valueOf(props.get("connection_name")));
                 @SuppressWarnings("unchecked")
                 Map<String, Object> caps = (Map<String, Object>) props.get("capabilities");
-                for (String cap : new String[] {"publisher_confirms", "exchange_exchange_bindings", "basic.nack",
-                    "consumer_cancel_notify", "connection.blocked", "authentication_failure_close",
-                    "per_consumer_qos", "direct_reply_to"}) {
+                for (String cap : new String[] {
+                    "publisher_confirms",
+                    "exchange_exchange_bindings",
+                    "basic.nack",
+                    "consumer_cancel_notify",
+                    "connection.blocked",
+                    "authentication_failure_close",
+                    "per_consumer_qos",
+                    "direct_reply_to"
+                }) {
                     assertEquals(Boolean.TRUE, caps.get(cap), cap);
                 }
             } finally {
@@ -122,23 +135,43 @@ class HandshakeTest {
         "10, 8192, 5,        2047, 131072, 60,   10, 8192, 5",
         "0, 0, 0,            0, 0, 0,            0, 0, 0",
     })
-    void tuneTakesTheLowerNonZeroOfEachSide(int cChannel, int cFrame, int cHeartbeat, int bChannel, long bFrame,
-                                            int bHeartbeat, int channel, int frame, int heartbeat) {
-        ConnectionOptions options = new ConnectionOptions().requestedChannelMax(cChannel).requestedFrameMax(cFrame)
-                .requestedHeartbeat(cHeartbeat).virtualHost("prod");
+    void tuneTakesTheLowerNonZeroOfEachSide(
+            int cChannel,
+            int cFrame,
+            int cHeartbeat,
+            int bChannel,
+            long bFrame,
+            int bHeartbeat,
+            int channel,
+            int frame,
+            int heartbeat) {
+        ConnectionOptions options = new ConnectionOptions()
+                .requestedChannelMax(cChannel)
+                .requestedFrameMax(cFrame)
+                .requestedHeartbeat(cHeartbeat)
+                .virtualHost("prod");
         try (FakeBroker broker = new FakeBroker(options)) {
             broker.sendStart("PLAIN");
             broker.expectAndRelease(0, MethodIds.CONNECTION_START_OK);
-            broker.send(0, new ConnectionTuneEncoder().channelMax(bChannel).frameMax(bFrame).heartbeat(bHeartbeat));
+            broker.send(
+                    0,
+                    new ConnectionTuneEncoder()
+                            .channelMax(bChannel)
+                            .frameMax(bFrame)
+                            .heartbeat(bHeartbeat));
             Frame tuneOk = broker.expect(0, MethodIds.CONNECTION_TUNE_OK);
-            ConnectionTuneOk ok = new ConnectionTuneOk().wrap(tuneOk.payload(), tuneOk.payload().readerIndex());
+            ConnectionTuneOk ok = new ConnectionTuneOk()
+                    .wrap(tuneOk.payload(), tuneOk.payload().readerIndex());
             assertEquals(channel, ok.channelMax());
             assertEquals(frame, ok.frameMax());
             assertEquals(heartbeat, ok.heartbeat());
             tuneOk.release();
             Frame open = broker.expect(0, MethodIds.CONNECTION_OPEN);
-            assertEquals("prod", new ConnectionOpen().wrap(open.payload(), open.payload().readerIndex())
-                    .virtualHostAsString());
+            assertEquals(
+                    "prod",
+                    new ConnectionOpen()
+                            .wrap(open.payload(), open.payload().readerIndex())
+                            .virtualHostAsString());
             open.release();
             broker.send(0, new io.warren.codec.method.ConnectionOpenOkEncoder());
             ConnectionImpl c = broker.connected.join();
@@ -152,14 +185,19 @@ class HandshakeTest {
 
     @Test
     void amqplainResponseIsATableBodyWithLoginAndPassword() {
-        try (FakeBroker broker = new FakeBroker(new ConnectionOptions().authMechanism(AuthMechanism.AMQPLAIN)
-                .username("bob").password("pw"))) {
+        try (FakeBroker broker = new FakeBroker(new ConnectionOptions()
+                .authMechanism(AuthMechanism.AMQPLAIN)
+                .username("bob")
+                .password("pw"))) {
             broker.sendStart("PLAIN AMQPLAIN");
             Frame f = broker.expect(0, MethodIds.CONNECTION_START_OK);
-            ConnectionStartOk ok = new ConnectionStartOk().wrap(f.payload(), f.payload().readerIndex());
+            ConnectionStartOk ok =
+                    new ConnectionStartOk().wrap(f.payload(), f.payload().readerIndex());
             assertEquals("AMQPLAIN", ok.mechanismAsString());
-            byte[] expected = {5, 'L', 'O', 'G', 'I', 'N', 'S', 0, 0, 0, 3, 'b', 'o', 'b',
-                8, 'P', 'A', 'S', 'S', 'W', 'O', 'R', 'D', 'S', 0, 0, 0, 2, 'p', 'w'};
+            byte[] expected = {
+                5, 'L', 'O', 'G', 'I', 'N', 'S', 0, 0, 0, 3, 'b', 'o', 'b', 8, 'P', 'A', 'S', 'S', 'W', 'O', 'R', 'D',
+                'S', 0, 0, 0, 2, 'p', 'w'
+            };
             assertEquals(ByteBufUtil.hexDump(expected), ByteBufUtil.hexDump(ok.response()));
             f.release();
         }
@@ -170,7 +208,8 @@ class HandshakeTest {
         try (FakeBroker broker = new FakeBroker(new ConnectionOptions().authMechanism(AuthMechanism.EXTERNAL))) {
             broker.sendStart("EXTERNAL PLAIN");
             Frame f = broker.expect(0, MethodIds.CONNECTION_START_OK);
-            ConnectionStartOk ok = new ConnectionStartOk().wrap(f.payload(), f.payload().readerIndex());
+            ConnectionStartOk ok =
+                    new ConnectionStartOk().wrap(f.payload(), f.payload().readerIndex());
             assertEquals("EXTERNAL", ok.mechanismAsString());
             assertEquals(0, ok.response().readableBytes());
             f.release();
@@ -195,8 +234,12 @@ class HandshakeTest {
             broker.expectAndRelease(0, MethodIds.CONNECTION_START_OK);
             broker.send(0, new ConnectionSecureEncoder().challenge("more please"));
             Frame f = broker.expect(0, MethodIds.CONNECTION_SECURE_OK);
-            assertEquals("\0guest\0guest", new ConnectionSecureOk().wrap(f.payload(), f.payload().readerIndex())
-                    .response().toString(StandardCharsets.UTF_8));
+            assertEquals(
+                    "\0guest\0guest",
+                    new ConnectionSecureOk()
+                            .wrap(f.payload(), f.payload().readerIndex())
+                            .response()
+                            .toString(StandardCharsets.UTF_8));
             f.release();
             broker.handshakeAfterStartOk();
         }
@@ -207,8 +250,11 @@ class HandshakeTest {
         try (FakeBroker broker = new FakeBroker()) {
             broker.sendStart("PLAIN");
             broker.expectAndRelease(0, MethodIds.CONNECTION_START_OK);
-            broker.send(0, new ConnectionCloseEncoder().replyCode(403)
-                    .replyText("ACCESS_REFUSED - Login was refused using authentication mechanism PLAIN"));
+            broker.send(
+                    0,
+                    new ConnectionCloseEncoder()
+                            .replyCode(403)
+                            .replyText("ACCESS_REFUSED - Login was refused using authentication mechanism PLAIN"));
             broker.expectAndRelease(0, MethodIds.CONNECTION_CLOSE_OK);
             AuthenticationException e = assertInstanceOf(AuthenticationException.class, failure(broker.connected));
             assertEquals(403, e.replyCode());
@@ -234,11 +280,21 @@ class HandshakeTest {
         try (FakeBroker broker = new FakeBroker(new ConnectionOptions().virtualHost("nope"))) {
             broker.sendStart("PLAIN");
             broker.expectAndRelease(0, MethodIds.CONNECTION_START_OK);
-            broker.send(0, new ConnectionTuneEncoder().channelMax(2047).frameMax(131072).heartbeat(60));
+            broker.send(
+                    0,
+                    new ConnectionTuneEncoder()
+                            .channelMax(2047)
+                            .frameMax(131072)
+                            .heartbeat(60));
             broker.expectAndRelease(0, MethodIds.CONNECTION_TUNE_OK);
             broker.expectAndRelease(0, MethodIds.CONNECTION_OPEN);
-            broker.send(0, new ConnectionCloseEncoder().replyCode(530)
-                    .replyText("NOT_ALLOWED - vhost nope not found").classId(10).methodId(40));
+            broker.send(
+                    0,
+                    new ConnectionCloseEncoder()
+                            .replyCode(530)
+                            .replyText("NOT_ALLOWED - vhost nope not found")
+                            .classId(10)
+                            .methodId(40));
             broker.expectAndRelease(0, MethodIds.CONNECTION_CLOSE_OK);
             ConnectionClosedException e = assertInstanceOf(ConnectionClosedException.class, failure(broker.connected));
             assertFalse(e instanceof AuthenticationException);

@@ -27,8 +27,7 @@ import java.util.concurrent.CompletionStage;
 /** Helpers for the publishing tests: reading publishes the client wrote, answering confirms, tracked bodies. */
 final class PublishFixture {
 
-    private PublishFixture() {
-    }
+    private PublishFixture() {}
 
     /** One publish as the broker read it. */
     record Published(String exchange, String routingKey, boolean mandatory, BasicProperties properties, byte[] body) {
@@ -52,7 +51,8 @@ final class PublishFixture {
         try {
             assertEquals(FrameType.HEADER, h.type());
             assertEquals(channel, h.channel());
-            ContentHeader header = new ContentHeader().wrap(h.payload(), h.payload().readerIndex());
+            ContentHeader header =
+                    new ContentHeader().wrap(h.payload(), h.payload().readerIndex());
             size = header.bodySize();
             props = header.toProperties();
         } finally {
@@ -91,7 +91,9 @@ final class PublishFixture {
     }
 
     static void nack(FakeBroker broker, int channel, long tag, boolean multiple) {
-        broker.send(channel, new BasicNackEncoder().deliveryTag(tag).multiple(multiple).requeue(false));
+        broker.send(
+                channel,
+                new BasicNackEncoder().deliveryTag(tag).multiple(multiple).requeue(false));
     }
 
     static ByteBuf text(String s) {

@@ -4,7 +4,6 @@ import static io.warren.impl.PublishFixture.assertPending;
 import static io.warren.impl.PublishFixture.expectPublish;
 import static io.warren.impl.PublishFixture.failure;
 import static io.warren.impl.PublishFixture.text;
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
@@ -16,7 +15,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
-import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.CompositeByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.embedded.EmbeddedChannel;
@@ -38,8 +36,8 @@ import io.warren.codec.method.ConnectionUnblockedEncoder;
 import io.warren.codec.method.MethodIds;
 import io.warren.impl.PublishFixture.Published;
 import io.warren.impl.PublishFixture.TrackedBody;
-import io.warren.impl.publish.PublishFlow;
 import io.warren.impl.connection.OutboundPath;
+import io.warren.impl.publish.PublishFlow;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -51,7 +49,8 @@ import org.junit.jupiter.api.Test;
 /** Publishing through a scripted broker: framing without copies, order, ownership of bodies, back-pressure. */
 class PublishTest {
 
-    static final BasicProperties PROPS = BasicProperties.builder().contentType("text/plain").messageId("m").build();
+    static final BasicProperties PROPS =
+            BasicProperties.builder().contentType("text/plain").messageId("m").build();
 
     @Test
     void publishesMethodHeaderAndBodyWithTheGivenArguments() {
@@ -114,7 +113,8 @@ class PublishTest {
             // the bytes are valid frames: method, header, body
             List<Frame> frames = decode(head, written, tail);
             try {
-                assertEquals(List.of(FrameType.METHOD, FrameType.HEADER, FrameType.BODY),
+                assertEquals(
+                        List.of(FrameType.METHOD, FrameType.HEADER, FrameType.BODY),
                         frames.stream().map(Frame::type).toList());
                 assertEquals("0123456789abcdef", frames.get(2).payload().toString(StandardCharsets.US_ASCII));
             } finally {
@@ -130,7 +130,8 @@ class PublishTest {
             // frame-max 4096: the 10,000-byte bodies go in three body frames (4088 + 4088 + 1824)
             Channel ch = broker.openChannel(broker.handshake(2047, 4096, 0), 1);
             byte[] array = filled(10_000, 'a');
-            ByteBuffer direct = ByteBuffer.allocateDirect(10_000).put(filled(10_000, 'b')).flip();
+            ByteBuffer direct =
+                    ByteBuffer.allocateDirect(10_000).put(filled(10_000, 'b')).flip();
             ByteBuf pooled = ByteBufAllocator.DEFAULT.directBuffer(10_000).writeBytes(filled(10_000, 'c'));
             byte[] small = filled(100, 'd');
             ch.publish("", "q", false, PROPS, array);
@@ -292,8 +293,8 @@ class PublishTest {
             TrackedBody other = new TrackedBody(filled(10, 'x'));
             assertThrows(IllegalArgumentException.class, () -> ch.publishNoOutcome(tooLong, "", false, PROPS, other));
             other.assertReleasedOnce();
-            assertInstanceOf(IllegalArgumentException.class,
-                    failure(ch.publish("", "q", false, PROPS, (ByteBuf) null)));
+            assertInstanceOf(
+                    IllegalArgumentException.class, failure(ch.publish("", "q", false, PROPS, (ByteBuf) null)));
             broker.expectNothing();
         }
     }
@@ -305,8 +306,8 @@ class PublishTest {
             broker.sendChannelClose(1, 404, "NOT_FOUND - no exchange 'x'", 60, 40);
             broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
             TrackedBody body = new TrackedBody(filled(10, 'x'));
-            ChannelClosedException e = assertInstanceOf(ChannelClosedException.class,
-                    failure(ch.publish("x", "", false, PROPS, body)));
+            ChannelClosedException e =
+                    assertInstanceOf(ChannelClosedException.class, failure(ch.publish("x", "", false, PROPS, body)));
             assertEquals(404, e.replyCode());
             assertTrue(e.initiatedByBroker(), "the channel's own close says who closed it");
             body.assertReleasedOnce();
@@ -323,8 +324,8 @@ class PublishTest {
             broker.sendChannelCloseOk(1);
             assertNull(closed.toCompletableFuture().join());
             TrackedBody body = new TrackedBody(filled(10, 'x'));
-            ChannelClosedException e = assertInstanceOf(ChannelClosedException.class,
-                    failure(ch.publish("", "q", false, PROPS, body)));
+            ChannelClosedException e =
+                    assertInstanceOf(ChannelClosedException.class, failure(ch.publish("", "q", false, PROPS, body)));
             assertFalse(e.initiatedByBroker());
             assertEquals(1, e.channelNumber());
             assertTrue(e.getMessage().contains("closed by the application"), e.getMessage());
@@ -374,8 +375,8 @@ class PublishTest {
 
     @Test
     void bodyReleasedOnceWhenRefusedOverMaxPendingBytes() {
-        ConnectionOptions options = new ConnectionOptions().publishOptions(new PublishOptions().maxPendingBytes(65536)
-                .writeBufferHighWaterMark(65536));
+        ConnectionOptions options = new ConnectionOptions()
+                .publishOptions(new PublishOptions().maxPendingBytes(65536).writeBufferHighWaterMark(65536));
         try (FakeBroker broker = new FakeBroker(options)) {
             Channel ch = broker.openChannel(broker.handshake(2047, 0, 0), 1);
             PublishFixture.StalledSocket socket = PublishFixture.StalledSocket.install(broker);
@@ -452,8 +453,8 @@ class PublishTest {
             Channel ch = broker.openChannel(broker.handshake(), 1);
             broker.send(0, new ConnectionBlockedEncoder().reason("low on memory"));
             TrackedBody body = new TrackedBody("x".getBytes());
-            ConnectionBlockedException e = assertInstanceOf(ConnectionBlockedException.class,
-                    failure(ch.publish("", "q", false, PROPS, body)));
+            ConnectionBlockedException e = assertInstanceOf(
+                    ConnectionBlockedException.class, failure(ch.publish("", "q", false, PROPS, body)));
             assertEquals("low on memory", e.reason());
             body.assertReleasedOnce();
             TrackedBody other = new TrackedBody("x".getBytes());
@@ -469,8 +470,8 @@ class PublishTest {
 
     @Test
     void writabilityFollowsTheSocketBufferAndWaitersCompleteWhenItDrains() {
-        ConnectionOptions options = new ConnectionOptions()
-                .publishOptions(new PublishOptions().writeBufferHighWaterMark(65536));
+        ConnectionOptions options =
+                new ConnectionOptions().publishOptions(new PublishOptions().writeBufferHighWaterMark(65536));
         try (FakeBroker broker = new FakeBroker(options)) {
             Channel ch = broker.openChannel(broker.handshake(2047, 0, 0), 1);
             PublishFixture.StalledSocket socket = PublishFixture.StalledSocket.install(broker);
@@ -495,13 +496,14 @@ class PublishTest {
 
     @Test
     void aboveTheHighWaterMarkPublishesAreHeldByTheirChannelsAndGoOutInTurnsWhenTheSocketDrains() {
-        ConnectionOptions options = new ConnectionOptions()
-                .publishOptions(new PublishOptions().writeBufferHighWaterMark(65536));
+        ConnectionOptions options =
+                new ConnectionOptions().publishOptions(new PublishOptions().writeBufferHighWaterMark(65536));
         try (FakeBroker broker = new FakeBroker(options)) {
             ConnectionImpl c = broker.handshake(2047, 0, 0);
             Channel[] channels = {broker.openChannel(c, 1), broker.openChannel(c, 2), broker.openChannel(c, 3)};
             PublishFixture.StalledSocket socket = PublishFixture.StalledSocket.install(broker);
-            io.netty.channel.ChannelOutboundBuffer netty = broker.client.unsafe().outboundBuffer();
+            io.netty.channel.ChannelOutboundBuffer netty =
+                    broker.client.unsafe().outboundBuffer();
             channels[0].publish("", "q", false, PROPS, Unpooled.wrappedBuffer(filled(70_000, '0')));
             long first = netty.totalPendingWriteBytes();
             assertFalse(broker.client.isWritable(), "70 KB in Netty's buffer: above the 64 KiB high-water mark");
@@ -539,15 +541,17 @@ class PublishTest {
                 Frame body = broker.next();
                 order.append((char) body.payload().getByte(body.payload().readerIndex()));
                 body.release();
-                assertEquals(channel, (order.charAt(m) - 'a') % 3 + 1,
-                        "the body of channel " + channel + "'s publish");
+                assertEquals(channel, (order.charAt(m) - 'a') % 3 + 1, "the body of channel " + channel + "'s publish");
             }
-            assertEquals(3, order.substring(0, 3).chars().distinct().count(),
+            assertEquals(
+                    3,
+                    order.substring(0, 3).chars().distinct().count(),
                     () -> "the first three from three channels: " + order);
             for (int i = 0; i < channels.length; i++) {
                 char one = (char) ('a' + i);
                 char two = (char) ('d' + i);
-                assertTrue(order.indexOf(String.valueOf(one)) < order.indexOf(String.valueOf(two)),
+                assertTrue(
+                        order.indexOf(String.valueOf(one)) < order.indexOf(String.valueOf(two)),
                         () -> "a channel's publishes in order: " + order);
             }
             for (CompletionStage<PublishOutcome> o : outcomes) {
@@ -607,16 +611,20 @@ class PublishTest {
     @Test
     void publishesOfOneBatchShareAFlushUnlessFewerMessagesPerFlushAreAsked() {
         assertEquals(1, flushesForThreePublishes(new PublishOptions()), "coalesced: one flush for the batch");
-        assertEquals(3, flushesForThreePublishes(new PublishOptions().maxMessagesPerFlush(1)),
+        assertEquals(
+                3,
+                flushesForThreePublishes(new PublishOptions().maxMessagesPerFlush(1)),
                 "maxMessagesPerFlush(1): a flush after every publish");
-        assertEquals(2, flushesForThreePublishes(new PublishOptions().maxMessagesPerFlush(2)),
+        assertEquals(
+                2,
+                flushesForThreePublishes(new PublishOptions().maxMessagesPerFlush(2)),
                 "maxMessagesPerFlush(2): a flush after the second, and the batch's own after the third");
     }
 
     private static int flushesForThreePublishes(PublishOptions publishing) {
         // the callers write nothing themselves: every publish goes through the event loop
-        try (FakeBroker broker = new FakeBroker(new ConnectionOptions().publishOptions(
-                publishing.callerWritesPerBurst(0)))) {
+        try (FakeBroker broker =
+                new FakeBroker(new ConnectionOptions().publishOptions(publishing.callerWritesPerBurst(0)))) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
             int[] flushes = {0};
             broker.client.pipeline().addFirst(new io.netty.channel.ChannelOutboundHandlerAdapter() {

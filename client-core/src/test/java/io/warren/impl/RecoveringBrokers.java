@@ -49,8 +49,9 @@ final class RecoveringBrokers implements AutoCloseable {
 
     /** As {@link #RecoveringBrokers(ConnectionOptions)}, every connection counting into {@code metrics}. */
     RecoveringBrokers(ConnectionOptions options, MetricsCollector metrics) {
-        this.options = new ConnectionOptions(options).recovery(new RecoveryOptions(options.recovery()).backoff(
-                Duration.ofMillis(BACKOFF_MILLIS), Duration.ofMillis(BACKOFF_MILLIS), 1.0, 0.0));
+        this.options = new ConnectionOptions(options)
+                .recovery(new RecoveryOptions(options.recovery())
+                        .backoff(Duration.ofMillis(BACKOFF_MILLIS), Duration.ofMillis(BACKOFF_MILLIS), 1.0, 0.0));
         this.first = new FakeBroker(options, null, metrics);
         // Recovery's timers run on this loop: only the test moves its clock. On the wall clock the 1 ms backoff
         // could run out inside cut()'s own runPendingTasks, and the attempt be made before the test looks for it
@@ -59,11 +60,15 @@ final class RecoveringBrokers implements AutoCloseable {
         brokers.add(first);
         this.connection = first.handshake();
         ConnectionImpl recovering = connection;
-        this.recovery = new ConnectionRecovery(connection, options, (o, loop) -> {
-            FakeBroker next = new FakeBroker(o, recovering, metrics);
-            brokers.add(next);
-            return next.connected;
-        }, (EventLoop) first.client.eventLoop());
+        this.recovery = new ConnectionRecovery(
+                connection,
+                options,
+                (o, loop) -> {
+                    FakeBroker next = new FakeBroker(o, recovering, metrics);
+                    brokers.add(next);
+                    return next.connected;
+                },
+                (EventLoop) first.client.eventLoop());
         connection.enableRecovery(this.recovery);
     }
 

@@ -43,8 +43,8 @@ class RecoveryDeliveryTagTest {
     }
 
     /** Consumer "c" on queue "q" with {@code options} (manual ack, the default prefetch), answered. */
-    private static ConsumerHandle consume(FakeBroker broker, Channel ch, ConsumeOptions options,
-                                          DeliveryHandler handler) {
+    private static ConsumerHandle consume(
+            FakeBroker broker, Channel ch, ConsumeOptions options, DeliveryHandler handler) {
         CompletionStage<ConsumerHandle> c = ch.consume("q", options, handler);
         answerConsume(broker);
         assertTrue(c.toCompletableFuture().isDone());
@@ -73,8 +73,13 @@ class RecoveryDeliveryTagTest {
     }
 
     private static void deliver(FakeBroker broker, long brokerTag) {
-        broker.send(1, new BasicDeliverEncoder().consumerTag("c").deliveryTag(brokerTag).exchange("x")
-                .routingKey("rk"));
+        broker.send(
+                1,
+                new BasicDeliverEncoder()
+                        .consumerTag("c")
+                        .deliveryTag(brokerTag)
+                        .exchange("x")
+                        .routingKey("rk"));
         broker.sendContent(1, BasicProperties.EMPTY, BODY);
     }
 
@@ -129,7 +134,13 @@ class RecoveryDeliveryTagTest {
 
                 CompletionStage<GetResponse> get = ch.basicGet("q", false);
                 second.expectAndRelease(1, MethodIds.BASIC_GET);
-                second.send(1, new BasicGetOkEncoder().deliveryTag(3).exchange("x").routingKey("rk").messageCount(0));
+                second.send(
+                        1,
+                        new BasicGetOkEncoder()
+                                .deliveryTag(3)
+                                .exchange("x")
+                                .routingKey("rk")
+                                .messageCount(0));
                 second.sendContent(1, BasicProperties.EMPTY, BODY);
                 GetResponse r = get.toCompletableFuture().join();
                 try {
@@ -163,8 +174,7 @@ class RecoveryDeliveryTagTest {
                 deliver(brokers.first, 2);
                 brokers.cut();
                 // while the channel is lost every tag it could name is the old channel's
-                StaleDeliveryException during = assertThrows(StaleDeliveryException.class,
-                        () -> ch.basicAck(2, false));
+                StaleDeliveryException during = assertThrows(StaleDeliveryException.class, () -> ch.basicAck(2, false));
                 assertEquals(2, during.deliveryTag());
                 assertEquals(1, during.channelNumber());
 
@@ -226,7 +236,8 @@ class RecoveryDeliveryTagTest {
         try (RecoveringBrokers brokers = new RecoveringBrokers()) {
             Channel ch = brokers.first.openChannel(brokers.connection, 1);
             List<String> seen = new ArrayList<>();
-            ConsumerHandle c = consume(brokers.first, ch, new ConsumeOptions().consumerTag("c").initialDemand(0), d -> {
+            ConsumerHandle c = consume(
+                    brokers.first, ch, new ConsumeOptions().consumerTag("c").initialDemand(0), d -> {
                         seen.add(d.deliveryTag() + (d.redelivered() ? " redelivered" : ""));
                         d.ack();
                     });
@@ -237,8 +248,14 @@ class RecoveryDeliveryTagTest {
             FakeBroker second = recover(brokers);
             // the broker requeued both with the lost channel and delivers them again on the new one
             for (long tag = 1; tag <= 2; tag++) {
-                second.send(1, new BasicDeliverEncoder().consumerTag("c").deliveryTag(tag).redelivered(true)
-                        .exchange("x").routingKey("rk"));
+                second.send(
+                        1,
+                        new BasicDeliverEncoder()
+                                .consumerTag("c")
+                                .deliveryTag(tag)
+                                .redelivered(true)
+                                .exchange("x")
+                                .routingKey("rk"));
                 second.sendContent(1, BasicProperties.EMPTY, BODY);
             }
             c.resume();
@@ -258,8 +275,11 @@ class RecoveryDeliveryTagTest {
         try (RecoveringBrokers brokers = new RecoveringBrokers(new io.warren.ConnectionOptions(), metrics)) {
             Channel ch = brokers.first.openChannel(brokers.connection, 1);
             List<Long> seen = new ArrayList<>();
-            ConsumerHandle c = consume(brokers.first, ch, new ConsumeOptions().consumerTag("c").prefetch(2)
-                    .initialDemand(0), d -> {
+            ConsumerHandle c = consume(
+                    brokers.first,
+                    ch,
+                    new ConsumeOptions().consumerTag("c").prefetch(2).initialDemand(0),
+                    d -> {
                         seen.add(d.deliveryTag());
                         d.ack();
                     });
@@ -269,15 +289,27 @@ class RecoveryDeliveryTagTest {
             FakeBroker second = recover(brokers);
             // paused, the two of the lost channel still wait; the broker keeps to the prefetch on the new one
             for (long tag = 1; tag <= 2; tag++) {
-                second.send(1, new BasicDeliverEncoder().consumerTag("c").deliveryTag(tag).redelivered(true)
-                        .exchange("x").routingKey("rk"));
+                second.send(
+                        1,
+                        new BasicDeliverEncoder()
+                                .consumerTag("c")
+                                .deliveryTag(tag)
+                                .redelivered(true)
+                                .exchange("x")
+                                .routingKey("rk"));
                 second.sendContent(1, BasicProperties.EMPTY, BODY);
             }
             assertEquals(0, metrics.deliveriesBeyondPrefetch(), "the broker sent no more than the prefetch");
             c.resume();
             brokers.runAllTasks();
             assertEquals(List.of(3L, 4L), seen);
-            second.send(1, new BasicDeliverEncoder().consumerTag("c").deliveryTag(3).exchange("x").routingKey("rk"));
+            second.send(
+                    1,
+                    new BasicDeliverEncoder()
+                            .consumerTag("c")
+                            .deliveryTag(3)
+                            .exchange("x")
+                            .routingKey("rk"));
             second.sendContent(1, BasicProperties.EMPTY, BODY);
             brokers.runAllTasks();
             assertEquals(0, metrics.deliveriesBeyondPrefetch());
@@ -289,8 +321,8 @@ class RecoveryDeliveryTagTest {
         try (RecoveringBrokers brokers = new RecoveringBrokers()) {
             Channel ch = brokers.first.openChannel(brokers.connection, 1);
             List<String> seen = new ArrayList<>();
-            CompletionStage<ConsumerHandle> stage = ch.consumeAsync("q", new ConsumeOptions().consumerTag("c")
-                    .concurrency(2).initialDemand(0), d -> {
+            CompletionStage<ConsumerHandle> stage = ch.consumeAsync(
+                    "q", new ConsumeOptions().consumerTag("c").concurrency(2).initialDemand(0), d -> {
                         seen.add(d.deliveryTag() + (d.redelivered() ? " redelivered" : ""));
                         d.ack();
                         return null;
@@ -301,8 +333,14 @@ class RecoveryDeliveryTagTest {
             deliver(brokers.first, 2);
 
             FakeBroker second = recover(brokers);
-            second.send(1, new BasicDeliverEncoder().consumerTag("c").deliveryTag(1).redelivered(true).exchange("x")
-                    .routingKey("rk"));
+            second.send(
+                    1,
+                    new BasicDeliverEncoder()
+                            .consumerTag("c")
+                            .deliveryTag(1)
+                            .redelivered(true)
+                            .exchange("x")
+                            .routingKey("rk"));
             second.sendContent(1, BasicProperties.EMPTY, BODY);
             c.resume();
             brokers.runAllTasks();

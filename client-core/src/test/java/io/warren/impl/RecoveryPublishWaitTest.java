@@ -106,8 +106,7 @@ class RecoveryPublishWaitTest {
 
     /** Confirm mode with a window of two: the third publish and later ones are accepted but held by the channel. */
     /** Channel 1 in confirm mode and a publish held on it: the third, {@code body3}, behind a full window of two. */
-    private record ThirdHeld(Channel channel, CompletionStage<PublishOutcome> publish) {
-    }
+    private record ThirdHeld(Channel channel, CompletionStage<PublishOutcome> publish) {}
 
     /** Opens channel 1 in confirm mode, publishes m1 and m2 (written: the window of two is full) and m3 (held). */
     private static ThirdHeld windowFullWithTheThirdHeld(RecoveringBrokers brokers, TrackedBody body3) {
@@ -123,7 +122,8 @@ class RecoveryPublishWaitTest {
     }
 
     private static RecoveringBrokers windowOfTwo(RecoveryOptions recovery) {
-        return new RecoveringBrokers(new ConnectionOptions().recovery(recovery)
+        return new RecoveringBrokers(new ConnectionOptions()
+                .recovery(recovery)
                 .publishOptions(new PublishOptions().maxOutstandingConfirms(2)));
     }
 
@@ -144,8 +144,7 @@ class RecoveryPublishWaitTest {
 
             brokers.cut();
             for (CompletionStage<PublishOutcome> written : List.of(p1, p2)) {
-                PublishNotConfirmedException e = assertInstanceOf(PublishNotConfirmedException.class,
-                        failure(written));
+                PublishNotConfirmedException e = assertInstanceOf(PublishNotConfirmedException.class, failure(written));
                 assertTrue(e.mayHaveReachedBroker(), "written before the loss: the broker may have it");
             }
             assertPending(p3); // never written: held across the loss, not failed
@@ -185,9 +184,13 @@ class RecoveryPublishWaitTest {
 
             // RabbitMQ's consumer acknowledgement timeout closes the channel alone: it is reopened on the same
             // connection, and m3, accepted before, is not failed but written there first
-            broker.sendChannelClose(1, io.warren.codec.base.ReplyCode.PRECONDITION_FAILED,
+            broker.sendChannelClose(
+                    1,
+                    io.warren.codec.base.ReplyCode.PRECONDITION_FAILED,
                     "PRECONDITION_FAILED - delivery acknowledgement on channel 1 timed out. Timeout value used: "
-                            + "1800000 ms.", 0, 0);
+                            + "1800000 ms.",
+                    0,
+                    0);
             broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
             assertPending(p3);
             CompletionStage<PublishOutcome> p4 = ch.publish("", "q", false, PROPS, text("m4"));
@@ -207,9 +210,11 @@ class RecoveryPublishWaitTest {
 
     @Test
     void aPublishHeldAcrossTheLossStillWaitsAtMostTheTimeout() {
-        try (RecoveringBrokers brokers = windowOfTwo(new RecoveryOptions().publishWaitTimeout(Duration.ofSeconds(10)))) {
+        try (RecoveringBrokers brokers =
+                windowOfTwo(new RecoveryOptions().publishWaitTimeout(Duration.ofSeconds(10)))) {
             TrackedBody body3 = new TrackedBody("m3".getBytes(StandardCharsets.UTF_8));
-            CompletionStage<PublishOutcome> p3 = windowFullWithTheThirdHeld(brokers, body3).publish();
+            CompletionStage<PublishOutcome> p3 =
+                    windowFullWithTheThirdHeld(brokers, body3).publish();
             brokers.cut(); // the attempt at 1 ms hangs in its handshake
             assertPending(p3);
             advance(brokers, 11);
@@ -220,11 +225,12 @@ class RecoveryPublishWaitTest {
 
     @Test
     void failFastFailsAPublishHeldAtTheLossAsNotWritten() {
-        RecoveryOptions options = new RecoveryOptions()
-                .publishDuringRecovery(RecoveryOptions.PublishDuringRecovery.FAIL_FAST);
+        RecoveryOptions options =
+                new RecoveryOptions().publishDuringRecovery(RecoveryOptions.PublishDuringRecovery.FAIL_FAST);
         try (RecoveringBrokers brokers = windowOfTwo(options)) {
             TrackedBody body3 = new TrackedBody("m3".getBytes(StandardCharsets.UTF_8));
-            CompletionStage<PublishOutcome> p3 = windowFullWithTheThirdHeld(brokers, body3).publish();
+            CompletionStage<PublishOutcome> p3 =
+                    windowFullWithTheThirdHeld(brokers, body3).publish();
             brokers.cut();
             assertFailedNotWritten(p3);
             body3.assertReleasedOnce();
@@ -233,8 +239,8 @@ class RecoveryPublishWaitTest {
 
     @Test
     void failFastRefusesAPublishDuringRecoveryAtOnceAndItIsNeverSent() {
-        RecoveryOptions options = new RecoveryOptions()
-                .publishDuringRecovery(RecoveryOptions.PublishDuringRecovery.FAIL_FAST);
+        RecoveryOptions options =
+                new RecoveryOptions().publishDuringRecovery(RecoveryOptions.PublishDuringRecovery.FAIL_FAST);
         try (RecoveringBrokers brokers = new RecoveringBrokers(options)) {
             Channel ch = brokers.first.openChannel(brokers.connection, 1);
             brokers.cut();

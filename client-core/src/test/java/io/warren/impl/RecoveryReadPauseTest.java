@@ -7,8 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.warren.Channel;
 import io.warren.ConsumeOptions;
 import io.warren.ConsumerHandle;
-import io.warren.codec.content.BasicProperties;
 import io.warren.codec.Frame;
+import io.warren.codec.content.BasicProperties;
 import io.warren.codec.method.BasicConsume;
 import io.warren.codec.method.BasicConsumeOkEncoder;
 import io.warren.codec.method.BasicDeliverEncoder;
@@ -27,13 +27,18 @@ class RecoveryReadPauseTest {
     private static final byte[] BODY = "m".getBytes(StandardCharsets.UTF_8);
 
     private static void deliver(FakeBroker broker, String tag, long deliveryTag) {
-        broker.send(1, new BasicDeliverEncoder().consumerTag(tag).deliveryTag(deliveryTag).exchange("x")
-                .routingKey("rk"));
+        broker.send(
+                1,
+                new BasicDeliverEncoder()
+                        .consumerTag(tag)
+                        .deliveryTag(deliveryTag)
+                        .exchange("x")
+                        .routingKey("rk"));
         broker.sendContent(1, BasicProperties.builder().build(), BODY);
     }
 
-    private static ConsumerHandle consume(FakeBroker broker, Channel ch, String tag, ConsumeOptions options,
-                                          List<Long> seen) {
+    private static ConsumerHandle consume(
+            FakeBroker broker, Channel ch, String tag, ConsumeOptions options, List<Long> seen) {
         var stage = ch.consume("q", new ConsumeOptions(options).consumerTag(tag), d -> seen.add(d.deliveryTag()));
         broker.expectAndRelease(1, MethodIds.BASIC_CONSUME);
         broker.send(1, new BasicConsumeOkEncoder().consumerTag(tag));
@@ -46,8 +51,12 @@ class RecoveryReadPauseTest {
         for (String tag : tags) {
             Frame consume = broker.expect(1, MethodIds.BASIC_CONSUME);
             try {
-                assertEquals(tag, new BasicConsume().wrap(consume.payload(), consume.payload().readerIndex())
-                        .consumerTagAsString(), "the consumers' restore order");
+                assertEquals(
+                        tag,
+                        new BasicConsume()
+                                .wrap(consume.payload(), consume.payload().readerIndex())
+                                .consumerTagAsString(),
+                        "the consumers' restore order");
             } finally {
                 consume.release();
             }
@@ -60,8 +69,8 @@ class RecoveryReadPauseTest {
         try (RecoveringBrokers brokers = new RecoveringBrokers()) {
             Channel ch = brokers.first.openChannel(brokers.connection, 1);
             List<Long> seen = new ArrayList<>();
-            ConsumerHandle c = consume(brokers.first, ch, "c",
-                    new ConsumeOptions().noAck(true).waterMarks(2, 4), seen);
+            ConsumerHandle c = consume(
+                    brokers.first, ch, "c", new ConsumeOptions().noAck(true).waterMarks(2, 4), seen);
             c.pause();
             for (long t = 1; t <= 4; t++) {
                 deliver(brokers.first, "c", t);
@@ -151,8 +160,8 @@ class RecoveryReadPauseTest {
         try (RecoveringBrokers brokers = new RecoveringBrokers()) {
             Channel ch = brokers.first.openChannel(brokers.connection, 1);
             List<Long> seen = new ArrayList<>();
-            ConsumerHandle c = consume(brokers.first, ch, "c",
-                    new ConsumeOptions().noAck(true).waterMarks(2, 4), seen);
+            ConsumerHandle c = consume(
+                    brokers.first, ch, "c", new ConsumeOptions().noAck(true).waterMarks(2, 4), seen);
             c.pause();
             for (long t = 1; t <= 4; t++) {
                 deliver(brokers.first, "c", t);

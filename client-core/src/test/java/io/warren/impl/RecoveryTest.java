@@ -120,7 +120,12 @@ class RecoveryTest {
                     io.warren.codec.method.QueueDeclare q = new io.warren.codec.method.QueueDeclare().wrap(p, at);
                     String asked = q.queueAsString();
                     String name = asked.isEmpty() ? "amq.gen-" + generation + "-" + (++serverNamed) : asked;
-                    broker.send(ch, new QueueDeclareOkEncoder().queue(name).messageCount(0).consumerCount(0));
+                    broker.send(
+                            ch,
+                            new QueueDeclareOkEncoder()
+                                    .queue(name)
+                                    .messageCount(0)
+                                    .consumerCount(0));
                     return "queue.declare '" + asked + "'" + (q.exclusive() ? " exclusive" : "")
                             + (q.durable() ? " durable" : "") + " -> " + name;
                 }
@@ -141,7 +146,9 @@ class RecoveryTest {
                     broker.send(ch, new BasicConsumeOkEncoder().consumerTag(c.consumerTagAsString()));
                     return "basic.consume " + c.queueAsString() + " " + c.consumerTagAsString()
                             + (c.exclusive() ? " exclusive" : "") + (c.noAck() ? " noAck" : "")
-                            + (c.arguments().isEmpty() ? "" : " x-priority=" + c.arguments().get("x-priority"));
+                            + (c.arguments().isEmpty()
+                                    ? ""
+                                    : " x-priority=" + c.arguments().get("x-priority"));
                 }
                 default -> throw new AssertionError("unexpected " + MethodNames.describe(key) + " on channel " + ch);
             }
@@ -154,8 +161,13 @@ class RecoveryTest {
     }
 
     private static void deliver(FakeBroker broker, String tag, long deliveryTag, String body) {
-        broker.send(1, new BasicDeliverEncoder().consumerTag(tag).deliveryTag(deliveryTag).exchange("x")
-                .routingKey("rk"));
+        broker.send(
+                1,
+                new BasicDeliverEncoder()
+                        .consumerTag(tag)
+                        .deliveryTag(deliveryTag)
+                        .exchange("x")
+                        .routingKey("rk"));
         broker.sendContent(1, PROPS, body.getBytes(StandardCharsets.UTF_8));
     }
 
@@ -178,13 +190,20 @@ class RecoveryTest {
             Channel ch = brokers.first.openChannel(brokers.connection, 1);
             CompletionStage<Void> qos = ch.basicQos(0, 5, false);
             CompletionStage<Void> select = ch.confirmSelect();
-            CompletionStage<Void> x = ch.exchangeDeclare(ExchangeSpec.of("x", "topic").durable(true));
+            CompletionStage<Void> x =
+                    ch.exchangeDeclare(ExchangeSpec.of("x", "topic").durable(true));
             CompletionStage<Void> x2 = ch.exchangeDeclare(ExchangeSpec.of("x2", "fanout"));
             var named = ch.queueDeclare(QueueSpec.serverNamed().exclusive(true));
             var q = ch.queueDeclare(QueueSpec.named("q").durable(true));
-            assertEquals(List.of("1 basic.qos 5", "1 confirm.select", "1 exchange.declare x topic durable",
-                    "1 exchange.declare x2 fanout", "1 queue.declare '' exclusive -> amq.gen-1-1",
-                    "1 queue.declare 'q' durable -> q"), first.all());
+            assertEquals(
+                    List.of(
+                            "1 basic.qos 5",
+                            "1 confirm.select",
+                            "1 exchange.declare x topic durable",
+                            "1 exchange.declare x2 fanout",
+                            "1 queue.declare '' exclusive -> amq.gen-1-1",
+                            "1 queue.declare 'q' durable -> q"),
+                    first.all());
             done(qos);
             done(select);
             done(x);
@@ -196,13 +215,21 @@ class RecoveryTest {
             CompletionStage<Void> b2 = ch.queueBind("q", "x", "b.#");
             CompletionStage<Void> b3 = ch.exchangeBind("x2", "x", "c.#");
             List<String> seen = new ArrayList<>();
-            var c1 = ch.consume(serverNamed, new ConsumeOptions().consumerTag("c1").exclusive(true)
-                    .priority(3), d -> seen.add("c1 " + d.deliveryTag()));
-            var c2 = ch.consume("q", new ConsumeOptions().consumerTag("c2").prefetch(10),
-                    d -> seen.add("c2 " + d.deliveryTag()));
-            assertEquals(List.of("1 queue.bind amq.gen-1-1 <- x a.#", "1 queue.bind q <- x b.#",
-                    "1 exchange.bind x2 <- x c.#", "1 basic.consume amq.gen-1-1 c1 exclusive x-priority=3",
-                    "1 basic.qos 10", "1 basic.consume q c2"), first.all());
+            var c1 = ch.consume(
+                    serverNamed,
+                    new ConsumeOptions().consumerTag("c1").exclusive(true).priority(3),
+                    d -> seen.add("c1 " + d.deliveryTag()));
+            var c2 = ch.consume(
+                    "q", new ConsumeOptions().consumerTag("c2").prefetch(10), d -> seen.add("c2 " + d.deliveryTag()));
+            assertEquals(
+                    List.of(
+                            "1 queue.bind amq.gen-1-1 <- x a.#",
+                            "1 queue.bind q <- x b.#",
+                            "1 exchange.bind x2 <- x c.#",
+                            "1 basic.consume amq.gen-1-1 c1 exclusive x-priority=3",
+                            "1 basic.qos 10",
+                            "1 basic.consume q c2"),
+                    first.all());
             done(b1);
             done(b2);
             done(b3);
@@ -213,18 +240,28 @@ class RecoveryTest {
             assertEquals(List.of("started"), events);
             assertTrue(brokers.connection.isRecovering());
             List<String> restore = new Answers(second, "2").all();
-            assertEquals(List.of(
-                    // the channel, with its number, then its modes: qos before confirm.select
-                    "1 channel.open", "1 basic.qos 5", "1 confirm.select",
-                    // the topology on a channel of its own: exchanges, then queues (the server-named one gets a
-                    // new name), then bindings, which follow the queue to its new name
-                    "2 channel.open", "2 exchange.declare x topic durable", "2 exchange.declare x2 fanout",
-                    "2 queue.declare '' exclusive -> amq.gen-2-1", "2 queue.declare 'q' durable -> q",
-                    "2 queue.bind q <- x b.#", "2 exchange.bind x2 <- x c.#", "2 queue.bind amq.gen-2-1 <- x a.#",
-                    "2 channel.close",
-                    // the consumers, last, with their tags and options, on their queues' names now
-                    "1 basic.consume amq.gen-2-1 c1 exclusive x-priority=3", "1 basic.qos 10",
-                    "1 basic.consume q c2"), restore);
+            assertEquals(
+                    List.of(
+                            // the channel, with its number, then its modes: qos before confirm.select
+                            "1 channel.open",
+                            "1 basic.qos 5",
+                            "1 confirm.select",
+                            // the topology on a channel of its own: exchanges, then queues (the server-named one gets a
+                            // new name), then bindings, which follow the queue to its new name
+                            "2 channel.open",
+                            "2 exchange.declare x topic durable",
+                            "2 exchange.declare x2 fanout",
+                            "2 queue.declare '' exclusive -> amq.gen-2-1",
+                            "2 queue.declare 'q' durable -> q",
+                            "2 queue.bind q <- x b.#",
+                            "2 exchange.bind x2 <- x c.#",
+                            "2 queue.bind amq.gen-2-1 <- x a.#",
+                            "2 channel.close",
+                            // the consumers, last, with their tags and options, on their queues' names now
+                            "1 basic.consume amq.gen-2-1 c1 exclusive x-priority=3",
+                            "1 basic.qos 10",
+                            "1 basic.consume q c2"),
+                    restore);
             assertFalse(brokers.connection.isRecovering());
             assertTrue(brokers.connection.isOpen());
             assertTrue(ch.isOpen());
@@ -247,17 +284,21 @@ class RecoveryTest {
         try (RecoveringBrokers brokers = new RecoveringBrokers()) {
             Channel ch = brokers.first.openChannel(brokers.connection, 1);
             List<Delivery> kept = new ArrayList<>();
-            ConsumeOptions options = new ConsumeOptions().consumerTag("c").prefetch(10).priority(3);
+            ConsumeOptions options =
+                    new ConsumeOptions().consumerTag("c").prefetch(10).priority(3);
             var c = ch.consume("q", options, d -> kept.add(d.retain()));
             // the caller reuses its options object for something else
             options.consumerTag("other").prefetch(99).priority(7).noAck(true).exclusive(true);
-            assertEquals(List.of("1 basic.qos 10", "1 basic.consume q c x-priority=3"),
+            assertEquals(
+                    List.of("1 basic.qos 10", "1 basic.consume q c x-priority=3"),
                     new Answers(brokers.first, "1").all());
             done(c);
 
             FakeBroker second = brokers.cutAndReconnect();
-            assertEquals(List.of("1 channel.open", "1 basic.qos 10", "1 basic.consume q c x-priority=3"),
-                    new Answers(second, "2").all(), "recovery consumes again with the options as they were");
+            assertEquals(
+                    List.of("1 channel.open", "1 basic.qos 10", "1 basic.consume q c x-priority=3"),
+                    new Answers(second, "2").all(),
+                    "recovery consumes again with the options as they were");
             deliver(second, "c", 1, "after");
             assertEquals(1, kept.size());
             Delivery after = kept.get(0);
@@ -265,7 +306,11 @@ class RecoveryTest {
                 after.ack(); // a noAck delivery would refuse this
                 Frame f = second.expect(1, MethodIds.BASIC_ACK);
                 try {
-                    assertEquals(1, new BasicAck().wrap(f.payload(), f.payload().readerIndex()).deliveryTag());
+                    assertEquals(
+                            1,
+                            new BasicAck()
+                                    .wrap(f.payload(), f.payload().readerIndex())
+                                    .deliveryTag());
                 } finally {
                     f.release();
                 }
@@ -327,7 +372,8 @@ class RecoveryTest {
             assertEquals(1, kept.size());
 
             FakeBroker second = brokers.cutAndReconnect();
-            assertEquals(List.of("1 channel.open", "1 basic.qos 250", "1 basic.consume q c"),
+            assertEquals(
+                    List.of("1 channel.open", "1 basic.qos 250", "1 basic.consume q c"),
                     new Answers(second, "2").all());
             Delivery before = kept.get(0);
             try {
@@ -345,7 +391,11 @@ class RecoveryTest {
                 after.ack();
                 Frame f = second.expect(1, MethodIds.BASIC_ACK);
                 try {
-                    assertEquals(1, new BasicAck().wrap(f.payload(), f.payload().readerIndex()).deliveryTag());
+                    assertEquals(
+                            1,
+                            new BasicAck()
+                                    .wrap(f.payload(), f.payload().readerIndex())
+                                    .deliveryTag());
                 } finally {
                     f.release();
                 }

@@ -69,9 +69,18 @@ class RelayRoundTripTest {
             entry(t, "I", 'I').writeInt(-7);
             entry(t, "utf8", 'S').writeInt(3).writeBytes("\u00e9t".getBytes(StandardCharsets.UTF_8));
         });
-        int flags = ContentHeader.CONTENT_TYPE | ContentHeader.HEADERS | ContentHeader.DELIVERY_MODE
-                | ContentHeader.PRIORITY | ContentHeader.MESSAGE_ID | ContentHeader.TIMESTAMP | ContentHeader.APP_ID;
-        ByteBuf h = Unpooled.buffer().writeShort(60).writeShort(0).writeLong(BODY.length).writeShort(flags);
+        int flags = ContentHeader.CONTENT_TYPE
+                | ContentHeader.HEADERS
+                | ContentHeader.DELIVERY_MODE
+                | ContentHeader.PRIORITY
+                | ContentHeader.MESSAGE_ID
+                | ContentHeader.TIMESTAMP
+                | ContentHeader.APP_ID;
+        ByteBuf h = Unpooled.buffer()
+                .writeShort(60)
+                .writeShort(0)
+                .writeLong(BODY.length)
+                .writeShort(flags);
         h.writeByte(10).writeBytes("text/plain".getBytes(StandardCharsets.US_ASCII));
         h.writeBytes(headers);
         h.writeByte(2).writeByte(9);
@@ -129,7 +138,8 @@ class RelayRoundTripTest {
             ConsumeOptions options = new ConsumeOptions().noAck(true);
             CompletionStage<ConsumerHandle> stage = ch.consume("in", options, d -> {
                 // the relay: same properties, same body, another exchange
-                ch.publish("out", d.routingKey(), false, d.properties(), d.body().retain());
+                ch.publish(
+                        "out", d.routingKey(), false, d.properties(), d.body().retain());
             });
             if (options.prefetch() >= 0) {
                 broker.expectAndRelease(1, MethodIds.BASIC_QOS);
@@ -138,7 +148,13 @@ class RelayRoundTripTest {
             broker.expectAndRelease(1, MethodIds.BASIC_CONSUME);
             broker.send(1, new BasicConsumeOkEncoder().consumerTag("ctag"));
             assertTrue(stage.toCompletableFuture().isDone());
-            broker.send(1, new BasicDeliverEncoder().consumerTag("ctag").deliveryTag(1).exchange("x").routingKey("rk"));
+            broker.send(
+                    1,
+                    new BasicDeliverEncoder()
+                            .consumerTag("ctag")
+                            .deliveryTag(1)
+                            .exchange("x")
+                            .routingKey("rk"));
             sendHeaderAndBody(broker, delivered);
             assertEquals(ByteBufUtil.hexDump(delivered), publishedHeader(broker));
             broker.expectNothing();
@@ -161,8 +177,9 @@ class RelayRoundTripTest {
                 assertEquals(Unsigned.shortShortUint(200), headers.get("B"));
                 assertEquals(65000, ((Number) headers.get("u")).intValue());
                 assertEquals("\u00e9t", headers.get("utf8"));
-                assertInstanceOf(LongString.class, ((Map<?, ?>) ((List<?>) ((Map<?, ?>) headers.get("nested"))
-                        .get("list")).get(0)).get("deep"));
+                assertInstanceOf(
+                        LongString.class,
+                        ((Map<?, ?>) ((List<?>) ((Map<?, ?>) headers.get("nested")).get("list")).get(0)).get("deep"));
                 assertEquals("\uFFFD(", response.properties().messageId(), "read decoded");
                 ch.publish("out", "rk", false, response.properties(), BODY);
             } finally {

@@ -14,9 +14,9 @@ import io.warren.ConsumeOptions;
 import io.warren.ExchangeSpec;
 import io.warren.QueueSpec;
 import io.warren.codec.Frame;
-import io.warren.credentials.Credentials;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.method.MethodIds;
+import io.warren.credentials.Credentials;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Map;
@@ -62,7 +62,8 @@ class UnpairedSurrogateInputTest {
             CompletableFuture<?> f = call.get().toCompletableFuture();
             broker.expectNothing();
             assertTrue(f.isCompletedExceptionally(), name + " must fail at once");
-            Throwable e = f.handle((v, t) -> t instanceof CompletionException ? t.getCause() : t).join();
+            Throwable e = f.handle((v, t) -> t instanceof CompletionException ? t.getCause() : t)
+                    .join();
             assertInstanceOf(IllegalArgumentException.class, e, name);
             assertTrue(e.getMessage().contains(argument + " has an unpaired surrogate"), e.getMessage());
             assertFalse(e.getMessage().contains("bad"), "the text is not in the message: " + e.getMessage());
@@ -75,27 +76,39 @@ class UnpairedSurrogateInputTest {
         Map<String, Object> nested = Map.of("x-outer", List.of(Map.of("x-inner", BAD)));
         return Stream.of(
                 refused("queueDeclare name", "queue", () -> ch.queueDeclare(BAD)),
-                refused("queueDeclare argument value", "long string",
+                refused(
+                        "queueDeclare argument value",
+                        "long string",
                         () -> ch.queueDeclare(QueueSpec.named("q").arguments(nested))),
-                refused("queueDeclare argument name", "field name",
+                refused(
+                        "queueDeclare argument name",
+                        "field name",
                         () -> ch.queueDeclare(QueueSpec.named("q").argument(BAD, 1))),
                 refused("exchangeDeclare name", "exchange", () -> ch.exchangeDeclare(BAD, "direct")),
                 refused("exchangeDeclare type", "type", () -> ch.exchangeDeclare("x", BAD)),
-                refused("exchangeDeclare argument", "long string",
+                refused(
+                        "exchangeDeclare argument",
+                        "long string",
                         () -> ch.exchangeDeclare(ExchangeSpec.of("x", "direct").arguments(Map.of("alt", BAD)))),
                 refused("exchangeBind routing key", "routing-key", () -> ch.exchangeBind("d", "s", BAD)),
                 refused("queueBind routing key", "routing-key", () -> ch.queueBind("q", "x", BAD)),
-                refused("queueBind argument", "long string",
+                refused(
+                        "queueBind argument",
+                        "long string",
                         () -> ch.queueBind("q", "x", "k", Map.of("x-match", BAD), false)),
                 refused("queueUnbind exchange", "exchange", () -> ch.queueUnbind("q", BAD, "k")),
                 refused("queuePurge", "queue", () -> ch.queuePurge(BAD)),
                 refused("queueDelete", "queue", () -> ch.queueDelete(BAD)),
                 refused("basicGet", "queue", () -> ch.basicGet(BAD, false)),
-                refused("consume queue", "queue", () -> ch.consume(BAD, d -> { })),
-                refused("consume tag", "consumer-tag",
-                        () -> ch.consume("q", new ConsumeOptions().consumerTag(BAD), d -> { })),
-                refused("consume argument", "long string",
-                        () -> ch.consume("q", new ConsumeOptions().arguments(nested), d -> { })),
+                refused("consume queue", "queue", () -> ch.consume(BAD, d -> {})),
+                refused(
+                        "consume tag",
+                        "consumer-tag",
+                        () -> ch.consume("q", new ConsumeOptions().consumerTag(BAD), d -> {})),
+                refused(
+                        "consume argument",
+                        "long string",
+                        () -> ch.consume("q", new ConsumeOptions().arguments(nested), d -> {})),
                 refused("publish exchange", "exchange", () -> ch.publish(BAD, "k", false, null, new byte[1])),
                 refused("publish routing key", "routing-key", () -> ch.publish("", BAD, false, null, new byte[1])));
     }
@@ -114,16 +127,21 @@ class UnpairedSurrogateInputTest {
 
     @Test
     void propertiesAndHeadersAreRefusedWhenBuiltNotWhenPublished() {
-        assertThrows(IllegalArgumentException.class, () -> BasicProperties.builder().messageId(BAD));
-        assertThrows(IllegalArgumentException.class, () -> BasicProperties.builder().contentType(BAD));
-        assertThrows(IllegalArgumentException.class, () -> BasicProperties.builder()
-                .headers(Map.of("x-trace", List.of(BAD))));
-        assertThrows(IllegalArgumentException.class, () -> BasicProperties.builder().headers(Map.of(BAD, "v")));
+        assertThrows(
+                IllegalArgumentException.class, () -> BasicProperties.builder().messageId(BAD));
+        assertThrows(
+                IllegalArgumentException.class, () -> BasicProperties.builder().contentType(BAD));
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> BasicProperties.builder().headers(Map.of("x-trace", List.of(BAD))));
+        assertThrows(
+                IllegalArgumentException.class, () -> BasicProperties.builder().headers(Map.of(BAD, "v")));
     }
 
     @Test
     void aSecretWithAnUnpairedSurrogateFailsUpdateSecretWithoutBeingPrinted() {
-        CompletableFuture<Void> f = broker.connected.join().updateSecret(SECRET, "rotation").toCompletableFuture();
+        CompletableFuture<Void> f =
+                broker.connected.join().updateSecret(SECRET, "rotation").toCompletableFuture();
         broker.client.runPendingTasks();
         broker.expectNothing();
         Throwable e = f.handle((v, t) -> t).join();
@@ -155,7 +173,8 @@ class UnpairedSurrogateInputTest {
         ch.queueDeclare("bad\uD83D\uDE00name");
         Frame declare = broker.expect(1, MethodIds.QUEUE_DECLARE);
         try {
-            io.warren.codec.method.QueueDeclare view = new io.warren.codec.method.QueueDeclare().wrap(declare.payload(), declare.payload().readerIndex());
+            io.warren.codec.method.QueueDeclare view = new io.warren.codec.method.QueueDeclare()
+                    .wrap(declare.payload(), declare.payload().readerIndex());
             assertEquals("bad\uD83D\uDE00name", view.queueAsString());
             assertEquals(3 + 4 + 4, view.queue().length(), "the pair is one four-byte character");
         } finally {

@@ -33,7 +33,8 @@ class BasicGetIT {
             throws Exception {
         ConnectionFactory f = new ConnectionFactory();
         f.setUri(broker.uri());
-        try (com.rabbitmq.client.Connection c = f.newConnection(); com.rabbitmq.client.Channel ch = c.createChannel()) {
+        try (com.rabbitmq.client.Connection c = f.newConnection();
+                com.rabbitmq.client.Channel ch = c.createChannel()) {
             ch.confirmSelect();
             for (byte[] body : bodies) {
                 ch.basicPublish("", queue, props, body);
@@ -50,8 +51,12 @@ class BasicGetIT {
         await(ch.queueDeclare(q));
         byte[] big = new byte[300_000]; // over frame-max (131072): three body frames
         new Random(42).nextBytes(big);
-        AMQP.BasicProperties props = new AMQP.BasicProperties.Builder().contentType("application/octet-stream")
-                .messageId("m-1").headers(Map.of("h", "v")).deliveryMode(2).build();
+        AMQP.BasicProperties props = new AMQP.BasicProperties.Builder()
+                .contentType("application/octet-stream")
+                .messageId("m-1")
+                .headers(Map.of("h", "v"))
+                .deliveryMode(2)
+                .build();
         publish(broker, q, props, "small".getBytes(), big);
         assertEquals(2, await(ch.queueDeclare(io.warren.QueueSpec.passive(q))).messageCount());
 

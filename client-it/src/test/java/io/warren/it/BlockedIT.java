@@ -32,8 +32,10 @@ class BlockedIT {
 
     @Test
     void aMemoryAlarmBlocksPublishersAndABlockedConnectionStillCloses(Broker broker) throws Exception {
-        Connection c = await(BrokerExtension.client().connect(ConnectionOptions.fromUri(broker.uri())
-                .connectionName("blocked-it").closeTimeout(Duration.ofSeconds(3))));
+        Connection c = await(BrokerExtension.client()
+                .connect(ConnectionOptions.fromUri(broker.uri())
+                        .connectionName("blocked-it")
+                        .closeTimeout(Duration.ofSeconds(3))));
         BlockingQueue<String> events = new LinkedBlockingQueue<>();
         c.addBlockedListener(new BlockedListener() {
             @Override
@@ -49,15 +51,18 @@ class BlockedIT {
         Channel ch = await(c.openChannel());
         String q = await(ch.queueDeclare(QueueSpec.serverNamed())).queue();
         // RabbitMQ blocks a connection when it publishes during an alarm: one publish before, so it is a publisher
-        assertEquals(PublishOutcome.SENT, await(ch.publish("", q, false, null, "before".getBytes(StandardCharsets.UTF_8))));
+        assertEquals(
+                PublishOutcome.SENT, await(ch.publish("", q, false, null, "before".getBytes(StandardCharsets.UTF_8))));
         try {
             Rabbitmqctl.setVmMemoryHighWatermark("0.00001");
-            CompletionStage<PublishOutcome> during = ch.publish("", q, false, null,
-                    "during".getBytes(StandardCharsets.UTF_8));
+            CompletionStage<PublishOutcome> during =
+                    ch.publish("", q, false, null, "during".getBytes(StandardCharsets.UTF_8));
             String first = events.poll(30, TimeUnit.SECONDS);
             assertTrue(first != null && first.startsWith("blocked"), "blocked listener told: " + first);
             assertTrue(c.isBlocked());
-            assertFalse(during.toCompletableFuture().isDone() && during.toCompletableFuture().isCompletedExceptionally(),
+            assertFalse(
+                    during.toCompletableFuture().isDone()
+                            && during.toCompletableFuture().isCompletedExceptionally(),
                     "a publish while blocked is held (policy HOLD), not failed");
             // A blocked connection may never get close-ok from RabbitMQ: the close ends by the 3 s close
             // timeout. await bounds the wait (30 s); the assertion is that the close completed, as ours.

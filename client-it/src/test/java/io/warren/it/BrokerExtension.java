@@ -57,7 +57,8 @@ public final class BrokerExtension implements BeforeAllCallback, AfterEachCallba
             if (answers(candidate.host(), candidate.port())) {
                 return broker = candidate;
             }
-            tried.add("AMQP_URI=" + AmqpUri.redact(env) + " (nothing answers at " + candidate.host() + ":" + candidate.port() + ")");
+            tried.add("AMQP_URI=" + AmqpUri.redact(env) + " (nothing answers at " + candidate.host() + ":"
+                    + candidate.port() + ")");
         } else {
             tried.add("AMQP_URI (not set)");
         }
@@ -112,22 +113,31 @@ public final class BrokerExtension implements BeforeAllCallback, AfterEachCallba
             Connection connection;
             try {
                 connection = client().connect(new ConnectionOptions(ConnectionOptions.fromUri(b.uri()))
-                                .connectionName("warren-it " + context.getRequiredTestMethod().getName()))
-                        .toCompletableFuture().get(30, TimeUnit.SECONDS);
+                                .connectionName("warren-it "
+                                        + context.getRequiredTestMethod().getName()))
+                        .toCompletableFuture()
+                        .get(30, TimeUnit.SECONDS);
             } catch (Exception e) {
-                throw new ParameterResolutionException("could not open a Warren connection to " + b.host() + ":"
-                        + b.port() + " (" + b.source() + "): " + e, e);
+                throw new ParameterResolutionException(
+                        "could not open a Warren connection to " + b.host() + ":" + b.port() + " (" + b.source() + "): "
+                                + e,
+                        e);
             }
-            names(context).onCleanup(() -> connection.close().toCompletableFuture().get(30, TimeUnit.SECONDS));
+            names(context)
+                    .onCleanup(() -> connection.close().toCompletableFuture().get(30, TimeUnit.SECONDS));
             return connection;
         }
         throw new ParameterResolutionException("unsupported parameter " + type);
     }
 
     private static TestNames names(ExtensionContext context) {
-        return context.getStore(NS).getOrComputeIfAbsent(TestNames.class,
-                k -> new TestNames(context.getRequiredTestClass().getSimpleName(),
-                        context.getRequiredTestMethod().getName()), TestNames.class);
+        return context.getStore(NS)
+                .getOrComputeIfAbsent(
+                        TestNames.class,
+                        k -> new TestNames(
+                                context.getRequiredTestClass().getSimpleName(),
+                                context.getRequiredTestMethod().getName()),
+                        TestNames.class);
     }
 
     /** The Warren client the tests of this JVM share (its event loops are daemon threads). */

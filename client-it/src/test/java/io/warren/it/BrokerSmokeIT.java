@@ -36,12 +36,13 @@ class BrokerSmokeIT {
 
     @Test
     void brokerConnectionStartDecodes(Broker broker) throws Exception {
-        record Start(int major, int minor, Map<String, Object> serverProperties, String mechanisms, String locales) {
-        }
+        record Start(int major, int minor, Map<String, Object> serverProperties, String mechanisms, String locales) {}
         CompletableFuture<Start> start = new CompletableFuture<>();
         EventLoopGroup group = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
         try {
-            Channel channel = new Bootstrap().group(group).channel(NioSocketChannel.class)
+            Channel channel = new Bootstrap()
+                    .group(group)
+                    .channel(NioSocketChannel.class)
                     .handler(new ChannelInitializer<SocketChannel>() {
                         @Override
                         protected void initChannel(SocketChannel ch) {
@@ -52,9 +53,14 @@ class BrokerSmokeIT {
                                     assertEquals(FrameType.METHOD, frame.type());
                                     assertEquals(0, frame.channel());
                                     ConnectionStart view = new ConnectionStart()
-                                            .wrap(frame.payload(), frame.payload().readerIndex());
-                                    start.complete(new Start(view.versionMajor(), view.versionMinor(),
-                                            view.serverProperties().toMap(), view.mechanismsAsString(),
+                                            .wrap(
+                                                    frame.payload(),
+                                                    frame.payload().readerIndex());
+                                    start.complete(new Start(
+                                            view.versionMajor(),
+                                            view.versionMinor(),
+                                            view.serverProperties().toMap(),
+                                            view.mechanismsAsString(),
                                             view.localesAsString()));
                                     ctx.close();
                                 }
@@ -67,7 +73,9 @@ class BrokerSmokeIT {
                             });
                         }
                     })
-                    .connect(broker.host(), broker.port()).sync().channel();
+                    .connect(broker.host(), broker.port())
+                    .sync()
+                    .channel();
             channel.writeAndFlush(ProtocolHeader.encode(channel.alloc())).sync();
 
             Start decoded = start.get(10, TimeUnit.SECONDS);
@@ -75,7 +83,8 @@ class BrokerSmokeIT {
             assertEquals(9, decoded.minor());
             assertEquals("RabbitMQ", decoded.serverProperties().get("product"));
             assertNotNull(decoded.serverProperties().get("version"));
-            Map<?, ?> capabilities = assertInstanceOf(Map.class, decoded.serverProperties().get("capabilities"));
+            Map<?, ?> capabilities =
+                    assertInstanceOf(Map.class, decoded.serverProperties().get("capabilities"));
             assertEquals(Boolean.TRUE, capabilities.get("publisher_confirms"));
             assertEquals(Boolean.TRUE, capabilities.get("basic.nack"));
             assertTrue(decoded.mechanisms().contains("PLAIN"), decoded.mechanisms());

@@ -15,9 +15,9 @@ import io.warren.PublishNackedException;
 import io.warren.PublishNotConfirmedException;
 import io.warren.PublishOutcome;
 import io.warren.QueueSpec;
-import io.warren.it.BrokerExtension.TestNames;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.content.ShortString;
+import io.warren.it.BrokerExtension.TestNames;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -48,8 +48,13 @@ class ConfirmIT {
                 ch.whenWritable().toCompletableFuture().get(30, TimeUnit.SECONDS);
             }
             int index = i;
-            CompletableFuture<PublishOutcome> f = ch.publish("", key, false, BasicProperties.EMPTY,
-                    ByteBufAllocator.DEFAULT.buffer(16).writeLong(i).writeLong(-i)).toCompletableFuture();
+            CompletableFuture<PublishOutcome> f = ch.publish(
+                            "",
+                            key,
+                            false,
+                            BasicProperties.EMPTY,
+                            ByteBufAllocator.DEFAULT.buffer(16).writeLong(i).writeLong(-i))
+                    .toCompletableFuture();
             f.whenComplete((o, e) -> {
                 completions.incrementAndGet(index);
                 if (o == PublishOutcome.CONFIRMED) {
@@ -71,8 +76,8 @@ class ConfirmIT {
             throws Exception {
         Channel ch = await(connection.openChannel());
         String q = names.queue("bounded");
-        await(ch.queueDeclare(QueueSpec.named(q).argument("x-max-length", 10)
-                .argument("x-overflow", "reject-publish")));
+        await(ch.queueDeclare(
+                QueueSpec.named(q).argument("x-max-length", 10).argument("x-overflow", "reject-publish")));
         await(ch.confirmSelect());
         List<CompletionStage<PublishOutcome>> f = new ArrayList<>();
         for (int i = 0; i < 15; i++) {
@@ -82,8 +87,8 @@ class ConfirmIT {
             if (i < 10) {
                 assertSame(PublishOutcome.CONFIRMED, await(f.get(i)), "publish " + i);
             } else {
-                PublishNackedException e = assertInstanceOf(PublishNackedException.class, failure(f.get(i)),
-                        "publish " + i);
+                PublishNackedException e =
+                        assertInstanceOf(PublishNackedException.class, failure(f.get(i)), "publish " + i);
                 assertEquals(i + 1, e.sequenceNumber());
             }
         }
@@ -105,7 +110,8 @@ class ConfirmIT {
         int n = 500;
         List<CompletableFuture<PublishOutcome>> all = new ArrayList<>(n);
         for (int i = 0; i < n; i++) {
-            all.add(ch.publish("", q, false, BasicProperties.EMPTY, new byte[16]).toCompletableFuture());
+            all.add(ch.publish("", q, false, BasicProperties.EMPTY, new byte[16])
+                    .toCompletableFuture());
         }
         CompletionStage<Void> closed = ch.close();
         await(closed);
@@ -137,8 +143,8 @@ class ConfirmIT {
         ChannelClosedException cause = assertInstanceOf(ChannelClosedException.class, e.getCause());
         assertEquals(404, cause.replyCode());
         // a publish on the closed channel is refused as such, with the broker's reason
-        ChannelClosedException after = assertInstanceOf(ChannelClosedException.class,
-                failure(ch.publish("", "q", false, null, new byte[8])));
+        ChannelClosedException after =
+                assertInstanceOf(ChannelClosedException.class, failure(ch.publish("", "q", false, null, new byte[8])));
         assertEquals(404, after.replyCode());
         assertTrue(after.initiatedByBroker());
         assertTrue(connection.isOpen(), "a channel error leaves the connection open");

@@ -50,8 +50,10 @@ class ConnectClusterIT {
     private List<Connection> open(int count, String name, boolean shuffle) throws Exception {
         List<CompletableFuture<Connection>> all = new ArrayList<>();
         for (int i = 0; i < count; i++) {
-            all.add(BrokerExtension.client().connect(RabbitCluster.options(name + "-" + i, RabbitCluster.NODES)
-                    .shuffleAddresses(shuffle)).toCompletableFuture());
+            all.add(BrokerExtension.client()
+                    .connect(RabbitCluster.options(name + "-" + i, RabbitCluster.NODES)
+                            .shuffleAddresses(shuffle))
+                    .toCompletableFuture());
         }
         List<Connection> connections = new ArrayList<>();
         for (CompletableFuture<Connection> f : all) {
@@ -95,8 +97,7 @@ class ConnectClusterIT {
         for (Connection c : connections) {
             c.addRecoveryListener(new RecoveryListener() {
                 @Override
-                public void recoveryStarted(Connection connection, ConnectionLostException cause) {
-                }
+                public void recoveryStarted(Connection connection, ConnectionLostException cause) {}
 
                 @Override
                 public void recoverySucceeded(Connection connection) {
@@ -118,8 +119,8 @@ class ConnectClusterIT {
         Map<String, Integer> after = split(connections);
         RabbitCluster.startApp(first);
         Map<String, Integer> back = split(connections);
-        System.out.println("[ConnectClusterIT] 30 connections in address order: after " + first + " stopped "
-                + after + "; once it is back " + back);
+        System.out.println("[ConnectClusterIT] 30 connections in address order: after " + first + " stopped " + after
+                + "; once it is back " + back);
         assertEquals(Map.of(RabbitCluster.NODES.get(1).name(), 30), withoutZeros(after), "piled onto the second");
         assertEquals(after, back, "a recovered connection stays where it is when the node comes back");
     }
@@ -128,7 +129,9 @@ class ConnectClusterIT {
     void shuffledReconnectsSpreadLikeInitialConnects() throws Exception {
         List<Connection> connections = open(90, "cluster-respread", true);
         Node stopped = RabbitCluster.NODES.get(0);
-        List<Connection> moving = connections.stream().filter(c -> c.address().port() == stopped.port()).toList();
+        List<Connection> moving = connections.stream()
+                .filter(c -> c.address().port() == stopped.port())
+                .toList();
         assertTrue(moving.size() >= 10, () -> moving.size() + " of 90 on " + stopped);
         CountDownLatch recovered = recoveries(moving);
         RabbitCluster.stopApp(stopped);
@@ -138,8 +141,8 @@ class ConnectClusterIT {
                 + " reconnected to " + movedTo);
         assertEquals(0, movedTo.get(stopped.name()));
         // each of the others gets each moving connection with probability 1/2: all on one is 2^-(n-1) at worst 2^-9
-        movedTo.forEach((node, n) -> assertTrue(node.equals(stopped.name()) || n > 0,
-                () -> "reconnects not spread: " + movedTo));
+        movedTo.forEach((node, n) ->
+                assertTrue(node.equals(stopped.name()) || n > 0, () -> "reconnects not spread: " + movedTo));
     }
 
     private static Map<String, Integer> withoutZeros(Map<String, Integer> split) {

@@ -70,8 +70,7 @@ class ConnectIT {
     @Test
     void aBadPasswordFailsWithAnAuthenticationException(Broker broker) throws Exception {
         ConnectionOptions options = ConnectionOptions.fromUri(broker.uri()).password("definitely-wrong");
-        AuthenticationException e = assertInstanceOf(AuthenticationException.class,
-                failure(client().connect(options)));
+        AuthenticationException e = assertInstanceOf(AuthenticationException.class, failure(client().connect(options)));
         assertEquals(403, e.replyCode());
         assertTrue(e.replyText().contains("ACCESS_REFUSED"), e.replyText());
         assertFalse(e.getMessage().contains("definitely-wrong"), "the password is never in a message");
@@ -79,9 +78,10 @@ class ConnectIT {
 
     @Test
     void anUnknownVirtualHostFailsWithTheBrokersReplyCodeAndText(Broker broker) throws Exception {
-        ConnectionOptions options = ConnectionOptions.fromUri(broker.uri()).virtualHost("no-such-vhost-" + UUID.randomUUID());
-        ConnectionClosedException e = assertInstanceOf(ConnectionClosedException.class,
-                failure(client().connect(options)));
+        ConnectionOptions options =
+                ConnectionOptions.fromUri(broker.uri()).virtualHost("no-such-vhost-" + UUID.randomUUID());
+        ConnectionClosedException e =
+                assertInstanceOf(ConnectionClosedException.class, failure(client().connect(options)));
         assertFalse(e instanceof AuthenticationException);
         assertEquals(530, e.replyCode());
         assertTrue(e.replyText().contains("no-such-vhost"), e.replyText());
@@ -93,11 +93,12 @@ class ConnectIT {
     void aConnectThatCannotFinishInTheTimeoutFailsClearly() throws Exception {
         try (ServerSocket silent = new ServerSocket(0)) {
             // accepts TCP (the backlog does) but never speaks AMQP
-            ConnectionOptions options = new ConnectionOptions().address("127.0.0.1", silent.getLocalPort())
+            ConnectionOptions options = new ConnectionOptions()
+                    .address("127.0.0.1", silent.getLocalPort())
                     .connectionTimeout(Duration.ofMillis(500));
             long start = System.nanoTime();
-            ConnectionTimeoutException e = assertInstanceOf(ConnectionTimeoutException.class,
-                    failure(client().connect(options)));
+            ConnectionTimeoutException e =
+                    assertInstanceOf(ConnectionTimeoutException.class, failure(client().connect(options)));
             long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
             // a lower bound only (a 500 ms timeout cannot fire sooner); failure() bounds the wait at 30 s
             assertTrue(tookMs >= 450, "took " + tookMs + " ms");
@@ -139,7 +140,8 @@ class ConnectIT {
     void aConnectionClosedFromTheBrokerSideSurfacesTheBrokersReason(Broker broker) throws Exception {
         String name = "warren-it-close-" + UUID.randomUUID();
         // without automatic recovery (on by default; RecoveryIT covers it): the close is final
-        Connection c = await(client().connect(ConnectionOptions.fromUri(broker.uri()).connectionName(name)
+        Connection c = await(client().connect(ConnectionOptions.fromUri(broker.uri())
+                .connectionName(name)
                 .automaticRecovery(false)));
         Channel ch = await(c.openChannel());
         Rabbitmqctl.closeConnection(name, "closed by ConnectIT");

@@ -23,7 +23,6 @@ import io.warren.GetResponse;
 import io.warren.QueueSpec;
 import io.warren.VirtualThreads;
 import io.warren.it.BrokerExtension.TestNames;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.BitSet;
@@ -57,10 +56,11 @@ class ConsumeIT {
         ConnectionFactory f = new ConnectionFactory();
         f.setUri(broker.uri());
         try (com.rabbitmq.client.Connection c = f.newConnection("warren-it publisher");
-             com.rabbitmq.client.Channel ch = c.createChannel()) {
+                com.rabbitmq.client.Channel ch = c.createChannel()) {
             ch.confirmSelect();
             byte[] body = new byte[Math.max(4, size)];
-            AMQP.BasicProperties props = new AMQP.BasicProperties.Builder().messageId("m").build();
+            AMQP.BasicProperties props =
+                    new AMQP.BasicProperties.Builder().messageId("m").build();
             for (int i = 0; i < count; i++) {
                 body[0] = (byte) (i >>> 24);
                 body[1] = (byte) (i >>> 16);
@@ -172,8 +172,8 @@ class ConsumeIT {
     }
 
     @Test
-    void aWorkerPoolHandlesUpToConcurrencyAtOnceAndAcksFromItsThreads(Broker broker, Connection connection,
-                                                                       TestNames names) throws Exception {
+    void aWorkerPoolHandlesUpToConcurrencyAtOnceAndAcksFromItsThreads(
+            Broker broker, Connection connection, TestNames names) throws Exception {
         ExecutorService pool = Executors.newFixedThreadPool(16, new DefaultThreadFactory("it-workers", true));
         try {
             concurrencyRun(broker, connection, names, pool, "it-workers", 8, false);
@@ -202,8 +202,15 @@ class ConsumeIT {
         }
     }
 
-    private void concurrencyRun(Broker broker, Connection connection, TestNames names, java.util.concurrent.Executor executor,
-                                String threadPrefix, int concurrency, boolean virtual) throws Exception {
+    private void concurrencyRun(
+            Broker broker,
+            Connection connection,
+            TestNames names,
+            java.util.concurrent.Executor executor,
+            String threadPrefix,
+            int concurrency,
+            boolean virtual)
+            throws Exception {
         Channel ch = await(connection.openChannel());
         String q = names.queue("q");
         await(ch.queueDeclare(q));
@@ -214,11 +221,13 @@ class ConsumeIT {
         AtomicInteger wrongThread = new AtomicInteger();
         BitSet seen = new BitSet();
         CountDownLatch all = new CountDownLatch(total);
-        ConsumeOptions options = new ConsumeOptions().prefetch(500).executor(executor).concurrency(concurrency);
+        ConsumeOptions options =
+                new ConsumeOptions().prefetch(500).executor(executor).concurrency(concurrency);
         ConsumerHandle c = await(ch.consume(q, options, d -> {
             int now = inFlight.incrementAndGet();
             maxInFlight.accumulateAndGet(now, Math::max);
-            boolean ok = virtual ? isVirtual(Thread.currentThread())
+            boolean ok = virtual
+                    ? isVirtual(Thread.currentThread())
                     : Thread.currentThread().getName().startsWith(threadPrefix);
             if (!ok) {
                 wrongThread.incrementAndGet();
@@ -237,13 +246,16 @@ class ConsumeIT {
         assertTrue(maxInFlight.get() <= concurrency, "at most " + concurrency + " at once, saw " + maxInFlight.get());
         assertTrue(maxInFlight.get() > 1, "deliveries were handled in parallel: " + maxInFlight.get());
         await(c.cancel());
-        awaitTrue(() -> {
-            try {
-                return messageCount(ch, q) == 0;
-            } catch (Exception e) {
-                throw new AssertionError(e);
-            }
-        }, Duration.ofSeconds(10), "every ack (made on " + (virtual ? "virtual threads" : threadPrefix) + ") to count");
+        awaitTrue(
+                () -> {
+                    try {
+                        return messageCount(ch, q) == 0;
+                    } catch (Exception e) {
+                        throw new AssertionError(e);
+                    }
+                },
+                Duration.ofSeconds(10),
+                "every ack (made on " + (virtual ? "virtual threads" : threadPrefix) + ") to count");
     }
 
     private static boolean isVirtual(Thread t) {
@@ -262,24 +274,27 @@ class ConsumeIT {
         await(ch.queueDeclare(q));
         int total = 1000;
         publishNumbered(broker, q, total, 32);
-        ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(
-                new DefaultThreadFactory("it-timer", true));
+        ScheduledExecutorService timer =
+                Executors.newSingleThreadScheduledExecutor(new DefaultThreadFactory("it-timer", true));
         try {
             AtomicInteger inFlight = new AtomicInteger();
             AtomicInteger maxInFlight = new AtomicInteger();
             CountDownLatch all = new CountDownLatch(total);
-            ConsumerHandle c = await(ch.consumeAsync(q, new ConsumeOptions().prefetch(100).concurrency(16),
-                    d -> {
+            ConsumerHandle c =
+                    await(ch.consumeAsync(q, new ConsumeOptions().prefetch(100).concurrency(16), d -> {
                         maxInFlight.accumulateAndGet(inFlight.incrementAndGet(), Math::max);
                         CompletableFuture<Void> done = new CompletableFuture<>();
-                        timer.schedule(() -> {
-                            // still borrowed until the stage completes: the body is readable here
-                            numberOf(d);
-                            inFlight.decrementAndGet();
-                            d.ack();
-                            all.countDown();
-                            done.complete(null);
-                        }, 1, TimeUnit.MILLISECONDS);
+                        timer.schedule(
+                                () -> {
+                                    // still borrowed until the stage completes: the body is readable here
+                                    numberOf(d);
+                                    inFlight.decrementAndGet();
+                                    d.ack();
+                                    all.countDown();
+                                    done.complete(null);
+                                },
+                                1,
+                                TimeUnit.MILLISECONDS);
                         return done;
                     }));
             assertTrue(all.await(60, TimeUnit.SECONDS), "got " + (total - all.getCount()));
@@ -296,7 +311,7 @@ class ConsumeIT {
         Channel ch = await(connection.openChannel());
         String q = names.queue("q");
         await(ch.queueDeclare(q));
-        ConsumerHandle c = await(ch.consume(q, d -> { }));
+        ConsumerHandle c = await(ch.consume(q, d -> {}));
         Channel other = await(connection.openChannel());
         await(other.queueDelete(q));
         AmqpException reason = c.endFuture().toCompletableFuture().get(30, TimeUnit.SECONDS);
@@ -329,7 +344,7 @@ class ConsumeIT {
 
         io.warren.Connection second = await(BrokerExtension.client().connect(broker.uri()));
         Channel ch2 = await(second.openChannel());
-        ConsumerHandle c2 = await(ch2.consume(q, new ConsumeOptions().prefetch(50), d -> { }));
+        ConsumerHandle c2 = await(ch2.consume(q, new ConsumeOptions().prefetch(50), d -> {}));
         c2.pause();
         await(second.close());
         assertInstanceOf(ConnectionClosedException.class, await(c2.endFuture()));
@@ -362,11 +377,11 @@ class ConsumeIT {
         Channel ch = await(connection.openChannel());
         String q = names.queue("q");
         await(ch.queueDeclare(q));
-        ConsumerHandle exclusive = await(ch.consume(q, new ConsumeOptions().exclusive(true).priority(10)
-                .consumerTag("mine"), d -> { }));
+        ConsumerHandle exclusive = await(
+                ch.consume(q, new ConsumeOptions().exclusive(true).priority(10).consumerTag("mine"), d -> {}));
         assertEquals("mine", exclusive.consumerTag());
         Channel other = await(connection.openChannel());
-        Throwable refused = TopologyIT.failure(other.consume(q, d -> { }));
+        Throwable refused = TopologyIT.failure(other.consume(q, d -> {}));
         ChannelClosedException e = assertInstanceOf(ChannelClosedException.class, refused);
         assertEquals(403, e.replyCode());
         await(exclusive.cancel());
@@ -381,12 +396,11 @@ class ConsumeIT {
         publishNumbered(broker, s, 20, 8);
         BitSet seen = new BitSet();
         CountDownLatch all = new CountDownLatch(20);
-        ConsumerHandle c = await(ch.consume(s, new ConsumeOptions().prefetch(10).streamOffset("first"),
-                d -> {
-                    seen.set(numberOf(d));
-                    d.ack();
-                    all.countDown();
-                }));
+        ConsumerHandle c = await(ch.consume(s, new ConsumeOptions().prefetch(10).streamOffset("first"), d -> {
+            seen.set(numberOf(d));
+            d.ack();
+            all.countDown();
+        }));
         assertTrue(all.await(30, TimeUnit.SECONDS), "stream deliveries: " + seen);
         await(c.cancel());
         await(ch.queueDelete(s));
@@ -399,7 +413,7 @@ class ConsumeIT {
         await(ch.queueDeclare(q));
         Map<String, Boolean> tags = new ConcurrentHashMap<>();
         for (int i = 0; i < 5; i++) {
-            ConsumerHandle c = await(ch.consume(q, d -> { }));
+            ConsumerHandle c = await(ch.consume(q, d -> {}));
             assertTrue(c.consumerTag().startsWith("amq.ctag-"), c.consumerTag());
             tags.put(c.consumerTag(), true);
         }

@@ -57,8 +57,10 @@ class ConsumerTimeoutIT {
     }
 
     private static void setEnv(String key, String value) throws Exception {
-        Rabbitmqctl.eval("undefined".equals(value) ? "application:unset_env(rabbit, " + key + ")."
-                : "application:set_env(rabbit, " + key + ", " + value + ").");
+        Rabbitmqctl.eval(
+                "undefined".equals(value)
+                        ? "application:unset_env(rabbit, " + key + ")."
+                        : "application:set_env(rabbit, " + key + ", " + value + ").");
     }
 
     @Test
@@ -66,7 +68,8 @@ class ConsumerTimeoutIT {
             throws Exception {
         String timeout0 = getEnv("consumer_timeout");
         String tick0 = getEnv("channel_tick_interval");
-        AmqpClient client = AmqpClient.create(new ClientOptions().metricsEnabled(true).ioThreads(1));
+        AmqpClient client =
+                AmqpClient.create(new ClientOptions().metricsEnabled(true).ioThreads(1));
         SimpleMeterRegistry registry = new SimpleMeterRegistry();
         new WarrenMeterBinder(client).bindTo(registry);
         ClientMetrics metrics = client.metrics();
@@ -120,12 +123,17 @@ class ConsumerTimeoutIT {
             }));
             awaitTrue(() -> held.size() == 1, Duration.ofSeconds(30), "message 0 held");
             awaitTrue(() -> metrics.oldestUnacknowledgedMillis() > 0, Duration.ofSeconds(30), "the age to grow");
-            assertTrue(registry.get("rabbitmq.oldest_unacknowledged_age").timeGauge().value(TimeUnit.MILLISECONDS) > 0);
+            assertTrue(registry.get("rabbitmq.oldest_unacknowledged_age")
+                            .timeGauge()
+                            .value(TimeUnit.MILLISECONDS)
+                    > 0);
 
             ChannelLostException cause = started.get(30, TimeUnit.SECONDS);
             assertEquals(406, cause.replyCode());
-            assertTrue(cause.replyText().contains("delivery acknowledgement on channel " + ch.channelNumber()
-                    + " timed out"), cause.replyText());
+            assertTrue(
+                    cause.replyText()
+                            .contains("delivery acknowledgement on channel " + ch.channelNumber() + " timed out"),
+                    cause.replyText());
             assertEquals(ch, succeeded.get(30, TimeUnit.SECONDS), "the same channel object");
             assertTrue(ch.isOpen());
             assertTrue(consumer.isActive(), "the same consumer goes on");
@@ -141,17 +149,26 @@ class ConsumerTimeoutIT {
             Thread.sleep(200); // a copy from the closed channel would come right behind
             List<String> sorted = new ArrayList<>(handled);
             Collections.sort(sorted);
-            assertEquals(List.of("0", "0 redelivered", "1 redelivered", "2 redelivered"), sorted,
+            assertEquals(
+                    List.of("0", "0 redelivered", "1 redelivered", "2 redelivered"),
+                    sorted,
                     "1 and 2 from the closed channel were dropped, not handed over twice");
             assertEquals(2, metrics.staleDeliveriesDropped());
-            assertEquals(2.0, registry.get("rabbitmq.stale_deliveries_dropped").functionCounter().count());
-            awaitTrue(() -> {
-                try {
-                    return messageCount(ch, q) == 0;
-                } catch (Exception e) {
-                    throw new AssertionError(e);
-                }
-            }, Duration.ofSeconds(10), "the acks on the recovered channel to count");
+            assertEquals(
+                    2.0,
+                    registry.get("rabbitmq.stale_deliveries_dropped")
+                            .functionCounter()
+                            .count());
+            awaitTrue(
+                    () -> {
+                        try {
+                            return messageCount(ch, q) == 0;
+                        } catch (Exception e) {
+                            throw new AssertionError(e);
+                        }
+                    },
+                    Duration.ofSeconds(10),
+                    "the acks on the recovered channel to count");
             assertEquals(0, metrics.oldestUnacknowledgedMillis());
             assertEquals(List.of(), connectionLosses, "the connection was never lost");
             assertEquals(0, metrics.recoveries());

@@ -28,7 +28,9 @@ import org.junit.jupiter.api.extension.ExtendWith;
 class CredentialsIT {
 
     private static ConnectionOptions options(Broker broker, String name) {
-        return ConnectionOptions.fromUri(broker.uri()).username("not-used").password("not-used")
+        return ConnectionOptions.fromUri(broker.uri())
+                .username("not-used")
+                .password("not-used")
                 .connectionName("warren-it CredentialsIT " + name);
     }
 
@@ -47,12 +49,12 @@ class CredentialsIT {
         // connection adopts each new lease (the wire exchange itself is CredentialsTest's and the test above's).
         TokenSource tokens = () -> {
             fetches.incrementAndGet();
-            return CompletableFuture.supplyAsync(() -> Credentials.of(broker.username(), broker.password(),
-                    Instant.now().plusSeconds(3)));
+            return CompletableFuture.supplyAsync(() -> Credentials.of(
+                    broker.username(), broker.password(), Instant.now().plusSeconds(3)));
         };
         RefreshingCredentialsProvider provider = RefreshingCredentialsProvider.create(tokens);
-        Connection connection = await(BrokerExtension.client().connect(options(broker, "refresh")
-                .credentialsProvider(provider)));
+        Connection connection = await(
+                BrokerExtension.client().connect(options(broker, "refresh").credentialsProvider(provider)));
         try {
             assertEquals(1, fetches.get());
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
@@ -76,8 +78,8 @@ class CredentialsIT {
             return CompletableFuture.completedFuture(Credentials.of(broker.username(), broker.password()));
         };
         String name = "warren-it CredentialsIT recovery " + System.nanoTime();
-        Connection connection = await(BrokerExtension.client().connect(options(broker, "recovery")
-                .connectionName(name).credentialsProvider(provider)));
+        Connection connection = await(BrokerExtension.client()
+                .connect(options(broker, "recovery").connectionName(name).credentialsProvider(provider)));
         try {
             CompletableFuture<Void> recovered = new CompletableFuture<>();
             connection.addRecoveryListener(new io.warren.RecoveryListener() {
@@ -99,19 +101,27 @@ class CredentialsIT {
 
     @Test
     void wrongCredentialsFromTheProviderAreRefusedByTheBroker(Broker broker) {
-        ExecutionException e = assertThrows(ExecutionException.class, () -> await(BrokerExtension.client()
-                .connect(options(broker, "wrong").credentialsProvider(CredentialsProvider.of(broker.username(),
-                        "wrong-" + broker.password())))));
+        ExecutionException e = assertThrows(
+                ExecutionException.class,
+                () -> await(BrokerExtension.client()
+                        .connect(options(broker, "wrong")
+                                .credentialsProvider(
+                                        CredentialsProvider.of(broker.username(), "wrong-" + broker.password())))));
         assertInstanceOf(AuthenticationException.class, e.getCause());
-        assertTrue(e.getCause().getMessage().contains(broker.username()), e.getCause().getMessage());
+        assertTrue(
+                e.getCause().getMessage().contains(broker.username()),
+                e.getCause().getMessage());
     }
 
     @Test
     void aFailingProviderFailsTheConnect(Broker broker) {
         CredentialsProvider failing = () -> CompletableFuture.failedFuture(new IllegalStateException("vault sealed"));
-        ExecutionException e = assertThrows(ExecutionException.class, () -> await(BrokerExtension.client()
-                .connect(options(broker, "failing").credentialsProvider(failing))));
+        ExecutionException e = assertThrows(
+                ExecutionException.class,
+                () -> await(BrokerExtension.client()
+                        .connect(options(broker, "failing").credentialsProvider(failing))));
         assertInstanceOf(AuthenticationException.class, e.getCause());
-        assertTrue(e.getCause().getMessage().contains("vault sealed"), e.getCause().getMessage());
+        assertTrue(
+                e.getCause().getMessage().contains("vault sealed"), e.getCause().getMessage());
     }
 }

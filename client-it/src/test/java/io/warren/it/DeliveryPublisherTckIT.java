@@ -32,12 +32,17 @@ class DeliveryPublisherTckIT {
         testng.addListener(results);
         testng.run();
 
-        String skipped = results.getSkippedTests().stream().map(DeliveryPublisherTckIT::describe)
+        String skipped = results.getSkippedTests().stream()
+                .map(DeliveryPublisherTckIT::describe)
                 .collect(Collectors.joining("\n  "));
-        System.out.printf("Reactive Streams TCK: %d passed, %d failed, %d skipped%n  %s%n",
-                results.getPassedTests().size(), results.getFailedTests().size(), results.getSkippedTests().size(),
+        System.out.printf(
+                "Reactive Streams TCK: %d passed, %d failed, %d skipped%n  %s%n",
+                results.getPassedTests().size(),
+                results.getFailedTests().size(),
+                results.getSkippedTests().size(),
                 skipped);
-        String failures = results.getFailedTests().stream().map(DeliveryPublisherTckIT::describeWithTrace)
+        String failures = results.getFailedTests().stream()
+                .map(DeliveryPublisherTckIT::describeWithTrace)
                 .collect(Collectors.joining("\n"));
         assertEquals(0, results.getFailedTests().size(), failures);
         assertTrue(results.getPassedTests().size() > 0, "the TCK ran");
@@ -52,7 +57,8 @@ class DeliveryPublisherTckIT {
      * rule that needs more than {@link DeliveryPublisherVerification#MAX_ELEMENTS} elements.
      */
     private static boolean skipIsExpected(String rule) {
-        return rule.startsWith("untested_") || rule.startsWith("optional_spec111_")
+        return rule.startsWith("untested_")
+                || rule.startsWith("optional_spec111_")
                 || rule.equals("required_spec317_mustNotSignalOnErrorWhenPendingAboveLongMaxValue");
     }
 

@@ -41,8 +41,9 @@ public class DeliveryPublisherVerification extends FlowPublisherVerification<Del
 
     @BeforeClass
     public void connect() throws Exception {
-        connection = await(BrokerExtension.client().connect(ConnectionOptions.fromUri(BrokerExtension.broker().uri())
-                .connectionName("warren-it tck")));
+        connection = await(BrokerExtension.client()
+                .connect(ConnectionOptions.fromUri(BrokerExtension.broker().uri())
+                        .connectionName("warren-it tck")));
     }
 
     @AfterClass

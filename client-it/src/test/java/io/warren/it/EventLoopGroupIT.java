@@ -46,7 +46,8 @@ class EventLoopGroupIT {
                 });
             }
             ch.queueDeclare(QueueSpec.serverNamed())
-                    .whenComplete((ok, e) -> thread.complete(Thread.currentThread().getName()));
+                    .whenComplete(
+                            (ok, e) -> thread.complete(Thread.currentThread().getName()));
             attached.countDown();
             assertTrue(thread.get(30, TimeUnit.SECONDS).startsWith("vert.x-eventloop-thread"), thread.join());
             await(client.close());

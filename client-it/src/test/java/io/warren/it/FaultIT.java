@@ -87,7 +87,8 @@ class FaultIT {
                 // so allOf(f...) could complete, and the caller read `failed`, before outcome(i) had run.
                 all.add(f.whenComplete((o, e) -> outcome(i, o, e)));
             }
-            CompletableFuture.allOf(all.toArray(CompletableFuture[]::new)).handle((v, e) -> null)
+            CompletableFuture.allOf(all.toArray(CompletableFuture[]::new))
+                    .handle((v, e) -> null)
                     .get(120, TimeUnit.SECONDS);
         }
 
@@ -185,8 +186,8 @@ class FaultIT {
     }
 
     static void deleteQueue(Broker broker, String q) throws Exception {
-        Connection o = await(BrokerExtension.client().connect(ConnectionOptions.fromUri(broker.uri())
-                .automaticRecovery(false)));
+        Connection o = await(BrokerExtension.client()
+                .connect(ConnectionOptions.fromUri(broker.uri()).automaticRecovery(false)));
         try {
             await(await(o.openChannel()).queueDelete(q));
         } finally {
@@ -197,7 +198,8 @@ class FaultIT {
     @Test
     void aStalledConnectionIsFoundByHeartbeatsAndRecovered(Broker broker) throws Exception {
         try (FaultProxy proxy = new FaultProxy(broker.host(), broker.port())) {
-            ConnectionOptions o = through(proxy, broker, "fault-stall").requestedHeartbeat(1)
+            ConnectionOptions o = through(proxy, broker, "fault-stall")
+                    .requestedHeartbeat(1)
                     .connectionTimeout(Duration.ofSeconds(5));
             Connection c = await(BrokerExtension.client().connect(o));
             try {
@@ -231,9 +233,11 @@ class FaultIT {
         int count = 2_000;
         String q = names.queue("durable");
         String name = "fault-stop-app-" + System.nanoTime();
-        Connection c = await(BrokerExtension.client().connect(ConnectionOptions.fromUri(broker.uri())
-                .connectionName(name)
-                .recovery(new RecoveryOptions().backoff(Duration.ofMillis(200), Duration.ofSeconds(2), 2.0, 0.5))));
+        Connection c = await(BrokerExtension.client()
+                .connect(ConnectionOptions.fromUri(broker.uri())
+                        .connectionName(name)
+                        .recovery(new RecoveryOptions()
+                                .backoff(Duration.ofMillis(200), Duration.ofSeconds(2), 2.0, 0.5))));
         names.onCleanup(() -> c.close().toCompletableFuture().get(30, TimeUnit.SECONDS));
         names.onCleanup(() -> deleteQueue(broker, q));
         Events events = new Events();
@@ -253,27 +257,29 @@ class FaultIT {
         AtomicInteger stale = new AtomicInteger();
         AtomicInteger redelivered = new AtomicInteger();
         CompletableFuture<Void> all = new CompletableFuture<>();
-        ConsumerHandle consumer = await(consumeCh.consume(q, new ConsumeOptions().prefetch(20)
-                .executor(java.util.concurrent.Executors.newSingleThreadExecutor()), d -> {
-            try {
-                Thread.sleep(1); // a consumer slower than the broker: deliveries are in flight at the stop
-                d.ack();
-            } catch (StaleDeliveryException e) {
-                stale.incrementAndGet(); // delivered before the loss: the broker delivers it again
-                return;
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-            if (d.redelivered()) {
-                redelivered.incrementAndGet();
-            }
-            synchronized (seen) {
-                seen.set(number(d.body()));
-                if (seen.cardinality() == count) {
-                    all.complete(null);
-                }
-            }
-        }));
+        ConsumerHandle consumer = await(consumeCh.consume(
+                q,
+                new ConsumeOptions().prefetch(20).executor(java.util.concurrent.Executors.newSingleThreadExecutor()),
+                d -> {
+                    try {
+                        Thread.sleep(1); // a consumer slower than the broker: deliveries are in flight at the stop
+                        d.ack();
+                    } catch (StaleDeliveryException e) {
+                        stale.incrementAndGet(); // delivered before the loss: the broker delivers it again
+                        return;
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                    if (d.redelivered()) {
+                        redelivered.incrementAndGet();
+                    }
+                    synchronized (seen) {
+                        seen.set(number(d.body()));
+                        if (seen.cardinality() == count) {
+                            all.complete(null);
+                        }
+                    }
+                }));
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (System.nanoTime() < deadline) {
             synchronized (seen) {
@@ -315,7 +321,7 @@ class FaultIT {
                 Channel ch = await(c.openChannel());
                 String q = "warren-it.fault.deleted." + System.nanoTime();
                 await(ch.queueDeclare(QueueSpec.named(q)));
-                ConsumerHandle consumer = await(ch.consume(q, d -> { }));
+                ConsumerHandle consumer = await(ch.consume(q, d -> {}));
                 Channel other = await(c.openChannel());
                 await(other.queueDelete(q));
                 CompletionStage<?> end = consumer.endFuture();

@@ -43,7 +43,8 @@ class FlowControlIT {
      * buffers, the received frames among them, keep alive.
      */
     private static long allocatorUsed(Connection connection) {
-        ByteBufAllocator alloc = ((io.warren.impl.ConnectionImpl) connection).handler().alloc();
+        ByteBufAllocator alloc =
+                ((io.warren.impl.ConnectionImpl) connection).handler().alloc();
         ByteBufAllocatorMetric m = ((ByteBufAllocatorMetricProvider) alloc).metric();
         return m.usedDirectMemory() + m.usedHeapMemory();
     }
@@ -55,8 +56,8 @@ class FlowControlIT {
      * how long any client may stop reading.
      */
     @Test
-    void aPausedNoAckConsumerKeepsMemoryBoundedThenGetsEverythingInOrder(Broker broker, Connection connection,
-                                                                         TestNames names) throws Exception {
+    void aPausedNoAckConsumerKeepsMemoryBoundedThenGetsEverythingInOrder(
+            Broker broker, Connection connection, TestNames names) throws Exception {
         Channel ch = await(connection.openChannel());
         String q = names.queue("q");
         await(ch.queueDeclare(q));
@@ -95,17 +96,29 @@ class FlowControlIT {
             await(observer.close());
         }
         System.gc();
-        long heapAfterGc = ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed();
-        System.out.printf("FlowControlIT: %,d x %d B published in %,d ms; consumer paused 5 s: client queue peak %,d "
+        long heapAfterGc =
+                ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed();
+        System.out.printf(
+                "FlowControlIT: %,d x %d B published in %,d ms; consumer paused 5 s: client queue peak %,d "
                         + "deliveries; allocator used %,d -> peak %,d bytes (+%,d); %,d still in the broker; heap "
-                        + "after GC %,d bytes%n", MESSAGES, BODY, publishMillis, peakQueued.get(), baseline, peak.get(),
-                peak.get() - baseline, ready, heapAfterGc);
+                        + "after GC %,d bytes%n",
+                MESSAGES,
+                BODY,
+                publishMillis,
+                peakQueued.get(),
+                baseline,
+                peak.get(),
+                peak.get() - baseline,
+                ready,
+                heapAfterGc);
         assertEquals(0, received.get(), "paused: nothing handed over");
         assertTrue(peakQueued.get() >= ConsumeOptions.DEFAULT_HIGH_WATER_MARK, "the queue filled to its mark");
-        assertTrue(peakQueued.get() <= ConsumeOptions.DEFAULT_HIGH_WATER_MARK + 512,
+        assertTrue(
+                peakQueued.get() <= ConsumeOptions.DEFAULT_HIGH_WATER_MARK + 512,
                 "the consumer's queue stops near its high-water mark: " + peakQueued.get());
-        assertTrue(peak.get() - baseline < MEMORY_BOUND, "allocator grew by " + (peak.get() - baseline)
-                + " bytes while 200 MB were waiting");
+        assertTrue(
+                peak.get() - baseline < MEMORY_BOUND,
+                "allocator grew by " + (peak.get() - baseline) + " bytes while 200 MB were waiting");
         assertTrue(ready > MESSAGES / 2, "the broker kept the messages the client did not read: " + ready);
 
         long resumeStart = System.nanoTime();
@@ -122,8 +135,8 @@ class FlowControlIT {
     }
 
     @Test
-    void aPausedManualAckConsumerStopsAtItsPrefetchAndDoesNotStallTheOthers(Broker broker, Connection connection,
-                                                                             TestNames names) throws Exception {
+    void aPausedManualAckConsumerStopsAtItsPrefetchAndDoesNotStallTheOthers(
+            Broker broker, Connection connection, TestNames names) throws Exception {
         Channel ch = await(connection.openChannel());
         String slow = names.queue("slow");
         String fast = names.queue("fast");
@@ -146,8 +159,10 @@ class FlowControlIT {
         }));
         publishNumbered(broker, slow, n, 64);
         publishNumbered(broker, fast, n, 64);
-        awaitTrue(() -> fastCount.get() == n, Duration.ofSeconds(60), "the running consumer to get all " + n
-                + " (got " + fastCount.get() + ")");
+        awaitTrue(
+                () -> fastCount.get() == n,
+                Duration.ofSeconds(60),
+                "the running consumer to get all " + n + " (got " + fastCount.get() + ")");
         assertEquals(0, slowCount.get());
         assertEquals(20, paused.queued(), "the broker stopped at the paused consumer's prefetch");
         paused.resume();

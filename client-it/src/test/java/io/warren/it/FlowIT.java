@@ -96,7 +96,8 @@ class FlowIT {
 
     /** A queue that the broker deletes a minute after its last use. */
     static String declare(Channel ch, String name) throws Exception {
-        return await(ch.queueDeclare(QueueSpec.named(name).argument("x-expires", 60_000))).queue();
+        return await(ch.queueDeclare(QueueSpec.named(name).argument("x-expires", 60_000)))
+                .queue();
     }
 
     @Test
@@ -154,9 +155,11 @@ class FlowIT {
     @Test
     void demandOutlivesARecovery(Broker broker, BrokerExtension.TestNames names) throws Exception {
         String name = "flow-recovery-" + System.nanoTime();
-        Connection c = await(BrokerExtension.client().connect(ConnectionOptions.fromUri(broker.uri())
-                .connectionName(name)
-                .recovery(new RecoveryOptions().backoff(Duration.ofMillis(50), Duration.ofSeconds(1), 2.0, 0.5))));
+        Connection c = await(BrokerExtension.client()
+                .connect(ConnectionOptions.fromUri(broker.uri())
+                        .connectionName(name)
+                        .recovery(new RecoveryOptions()
+                                .backoff(Duration.ofMillis(50), Duration.ofSeconds(1), 2.0, 0.5))));
         names.onCleanup(() -> c.close().toCompletableFuture().get(30, TimeUnit.SECONDS));
         RecoveryIT.Events events = new RecoveryIT.Events();
         c.addRecoveryListener(events);
@@ -179,12 +182,14 @@ class FlowIT {
     }
 
     @Test
-    void deliveriesWaitingWhenTheConnectionWasLostAreNotEmittedAndKeepNoDemand(Broker broker,
-            BrokerExtension.TestNames names) throws Exception {
+    void deliveriesWaitingWhenTheConnectionWasLostAreNotEmittedAndKeepNoDemand(
+            Broker broker, BrokerExtension.TestNames names) throws Exception {
         String name = "flow-stale-" + System.nanoTime();
-        Connection c = await(BrokerExtension.client().connect(ConnectionOptions.fromUri(broker.uri())
-                .connectionName(name)
-                .recovery(new RecoveryOptions().backoff(Duration.ofMillis(50), Duration.ofSeconds(1), 2.0, 0.5))));
+        Connection c = await(BrokerExtension.client()
+                .connect(ConnectionOptions.fromUri(broker.uri())
+                        .connectionName(name)
+                        .recovery(new RecoveryOptions()
+                                .backoff(Duration.ofMillis(50), Duration.ofSeconds(1), 2.0, 0.5))));
         names.onCleanup(() -> c.close().toCompletableFuture().get(30, TimeUnit.SECONDS));
         RecoveryIT.Events events = new RecoveryIT.Events();
         c.addRecoveryListener(events);
@@ -208,7 +213,9 @@ class FlowIT {
         // demand asked for after the loss goes to those copies, none of it to the dropped ones
         r.subscription().request(8);
         r.awaitCount(10);
-        assertEquals(List.of(0, 1, 2, 3, 4, 5, 6, 7, 8, 9), r.numbers.stream().sorted().toList());
+        assertEquals(
+                List.of(0, 1, 2, 3, 4, 5, 6, 7, 8, 9),
+                r.numbers.stream().sorted().toList());
         assertNull(r.end.getNow(null), "no terminal signal");
     }
 
@@ -225,8 +232,7 @@ class FlowIT {
 
         r.subscription().cancel();
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (await(ch.queueDeclare(QueueSpec.passive(q))).consumerCount() != 0
-                && System.nanoTime() < deadline) {
+        while (await(ch.queueDeclare(QueueSpec.passive(q))).consumerCount() != 0 && System.nanoTime() < deadline) {
             Thread.sleep(10);
         }
         assertEquals(0, await(ch.queueDeclare(QueueSpec.passive(q))).consumerCount(), "basic.cancel sent");
@@ -271,8 +277,10 @@ class FlowIT {
     @Test
     void aLostConnectionWithoutRecoveryFails(Broker broker, BrokerExtension.TestNames names) throws Exception {
         String name = "flow-lost-" + System.nanoTime();
-        Connection c = await(BrokerExtension.client().connect(ConnectionOptions.fromUri(broker.uri())
-                .connectionName(name).recovery(new RecoveryOptions().enabled(false))));
+        Connection c = await(BrokerExtension.client()
+                .connect(ConnectionOptions.fromUri(broker.uri())
+                        .connectionName(name)
+                        .recovery(new RecoveryOptions().enabled(false))));
         names.onCleanup(() -> c.close().toCompletableFuture().get(30, TimeUnit.SECONDS));
         Channel ch = await(c.openChannel());
         String q = declare(ch, names.queue("lost"));
@@ -295,8 +303,8 @@ class FlowIT {
     }
 
     @Test
-    void signalsAreSerialOnAWorkerPoolAndRequestFromOnNextIsSafe(Connection c, Broker broker,
-                                                                 BrokerExtension.TestNames names) throws Exception {
+    void signalsAreSerialOnAWorkerPoolAndRequestFromOnNextIsSafe(
+            Connection c, Broker broker, BrokerExtension.TestNames names) throws Exception {
         Channel ch = await(c.openChannel());
         String q = declare(ch, names.queue("pool"));
         publishNumbered(broker, q, 250, 16);
@@ -308,8 +316,9 @@ class FlowIT {
         AtomicInteger maxDepth = new AtomicInteger();
         List<Integer> numbers = new CopyOnWriteArrayList<>();
         CompletableFuture<Throwable> end = new CompletableFuture<>();
-        DeliveryPublisher publisher = DeliveryPublisher.of(ch, q,
-                new ConsumeOptions().noAck(true).executor(pool)).limit(200);
+        DeliveryPublisher publisher = DeliveryPublisher.of(
+                        ch, q, new ConsumeOptions().noAck(true).executor(pool))
+                .limit(200);
         publisher.subscribe(new Flow.Subscriber<>() {
             private Flow.Subscription s;
 

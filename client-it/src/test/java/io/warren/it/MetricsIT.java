@@ -55,8 +55,10 @@ class MetricsIT {
     }
 
     @Test
-    void publishConfirmReturnConsumeAndSettleAreCounted(Broker broker, BrokerExtension.TestNames names) throws Exception {
-        AmqpClient client = AmqpClient.create(new ClientOptions().metricsEnabled(true).ioThreads(1));
+    void publishConfirmReturnConsumeAndSettleAreCounted(Broker broker, BrokerExtension.TestNames names)
+            throws Exception {
+        AmqpClient client =
+                AmqpClient.create(new ClientOptions().metricsEnabled(true).ioThreads(1));
         SimpleMeterRegistry registry = new SimpleMeterRegistry();
         new WarrenMeterBinder(client, Tags.of("app", "metrics-it")).bindTo(registry);
         ClientMetrics metrics = client.metrics();
@@ -83,39 +85,51 @@ class MetricsIT {
             assertEquals(0, value(registry, "rabbitmq.not_acknowledged_published"));
 
             CountDownLatch handled = new CountDownLatch(10);
-            ConsumerHandle consumer = await(channel.consume(queue, new ConsumeOptions().prefetch(20),
-                    d -> {
-                        String body = d.body().toString(StandardCharsets.UTF_8);
-                        if (Integer.parseInt(body.substring(1)) % 2 == 0) {
-                            d.ack();
-                        } else {
-                            d.reject(false);
-                        }
-                        handled.countDown();
-                    }));
+            ConsumerHandle consumer = await(channel.consume(queue, new ConsumeOptions().prefetch(20), d -> {
+                String body = d.body().toString(StandardCharsets.UTF_8);
+                if (Integer.parseInt(body.substring(1)) % 2 == 0) {
+                    d.ack();
+                } else {
+                    d.reject(false);
+                }
+                handled.countDown();
+            }));
             assertTrue(handled.await(30, TimeUnit.SECONDS));
-            eventually("10 consumed, 5 acks, 5 rejects", () -> metrics.consumed() == 10
-                    && metrics.acknowledged() == 5 && metrics.rejected() == 5);
+            eventually(
+                    "10 consumed, 5 acks, 5 rejects",
+                    () -> metrics.consumed() == 10 && metrics.acknowledged() == 5 && metrics.rejected() == 5);
             assertEquals(10, value(registry, "rabbitmq.consumed"));
             assertEquals(5, value(registry, "rabbitmq.acknowledged"));
             assertEquals(5, value(registry, "rabbitmq.rejected"));
 
             // a server-named queue: its series is the one all server-named queues share, never one per name
-            var queued = registry.find("rabbitmq.consumer.queued").tag("queue", WarrenMeterBinder.SERVER_NAMED)
-                    .tag("app", "metrics-it").gauge();
+            var queued = registry.find("rabbitmq.consumer.queued")
+                    .tag("queue", WarrenMeterBinder.SERVER_NAMED)
+                    .tag("app", "metrics-it")
+                    .gauge();
             assertNotNull(queued, "a gauge for the consumer's queue");
-            assertEquals(List.of(), registry.getMeters().stream()
-                    .filter(m -> m.getId().getTag("consumer_tag") != null).map(m -> m.getId().toString()).toList(),
+            assertEquals(
+                    List.of(),
+                    registry.getMeters().stream()
+                            .filter(m -> m.getId().getTag("consumer_tag") != null)
+                            .map(m -> m.getId().toString())
+                            .toList(),
                     "no series per consumer tag");
             eventually("the consumer's queue drained", () -> queued.value() == 0);
             await(consumer.cancel());
-            eventually("the consumer's gauge removed", () -> registry.find("rabbitmq.consumer.queued").gauge() == null);
+            eventually(
+                    "the consumer's gauge removed",
+                    () -> registry.find("rabbitmq.consumer.queued").gauge() == null);
 
             // the timers: one confirm latency per confirmed publish, one duration per handler call
-            Timer confirms = registry.get("rabbitmq.confirm_latency").tag("app", "metrics-it").timer();
+            Timer confirms = registry.get("rabbitmq.confirm_latency")
+                    .tag("app", "metrics-it")
+                    .timer();
             assertEquals(11, confirms.count());
             assertTrue(confirms.totalTime(TimeUnit.NANOSECONDS) > 0);
-            Timer handlers = registry.get("rabbitmq.handler_duration").tag("app", "metrics-it").timer();
+            Timer handlers = registry.get("rabbitmq.handler_duration")
+                    .tag("app", "metrics-it")
+                    .timer();
             assertEquals(10, handlers.count());
             assertTrue(handlers.max(TimeUnit.NANOSECONDS) > 0);
 
@@ -138,7 +152,8 @@ class MetricsIT {
     @Test
     void consumerGaugesAreOnePerQueueNotOnePerConsumer(Broker broker, BrokerExtension.TestNames names)
             throws Exception {
-        AmqpClient client = AmqpClient.create(new ClientOptions().metricsEnabled(true).ioThreads(1));
+        AmqpClient client =
+                AmqpClient.create(new ClientOptions().metricsEnabled(true).ioThreads(1));
         SimpleMeterRegistry registry = new SimpleMeterRegistry();
         new WarrenMeterBinder(client).bindTo(registry);
         String queue = names.queue("orders");
@@ -148,23 +163,34 @@ class MetricsIT {
             await(channel.queueDeclare(QueueSpec.named(queue).autoDelete(true)));
             List<ConsumerHandle> consumers = new ArrayList<>();
             for (int i = 0; i < 5; i++) {
-                consumers.add(await(channel.consume(queue, new ConsumeOptions().prefetch(10),
-                        d -> d.ack())));
+                consumers.add(await(channel.consume(queue, new ConsumeOptions().prefetch(10), d -> d.ack())));
             }
             for (int i = 0; i < 3; i++) {
                 await(RpcClient.create(await(connection.openChannel())));
             }
-            eventually("the consumers reported", () -> client.metrics().consumers().size() == 8);
-            assertEquals(List.of("amq.rabbitmq.reply-to", queue), registry.find("rabbitmq.consumer.queued").gauges()
-                    .stream().map(g -> g.getId().getTag("queue")).sorted().toList());
+            eventually(
+                    "the consumers reported", () -> client.metrics().consumers().size() == 8);
+            assertEquals(
+                    List.of("amq.rabbitmq.reply-to", queue),
+                    registry.find("rabbitmq.consumer.queued").gauges().stream()
+                            .map(g -> g.getId().getTag("queue"))
+                            .sorted()
+                            .toList());
             for (int i = 0; i < 4; i++) {
                 await(consumers.get(i).cancel());
             }
-            assertNotNull(registry.find("rabbitmq.consumer.queued").tag("queue", queue).gauge(),
+            assertNotNull(
+                    registry.find("rabbitmq.consumer.queued")
+                            .tag("queue", queue)
+                            .gauge(),
                     "one consumer of the queue is left: its series stays");
             await(consumers.get(4).cancel());
-            eventually("the queue's series removed with its last consumer",
-                    () -> registry.find("rabbitmq.consumer.queued").tag("queue", queue).gauge() == null);
+            eventually(
+                    "the queue's series removed with its last consumer",
+                    () -> registry.find("rabbitmq.consumer.queued")
+                                    .tag("queue", queue)
+                                    .gauge()
+                            == null);
             await(connection.close());
         } finally {
             await(client.close());
@@ -173,18 +199,21 @@ class MetricsIT {
 
     @Test
     void aRecoveryIsCounted(Broker broker) throws Exception {
-        AmqpClient client = AmqpClient.create(new ClientOptions().metricsEnabled(true).ioThreads(1));
+        AmqpClient client =
+                AmqpClient.create(new ClientOptions().metricsEnabled(true).ioThreads(1));
         SimpleMeterRegistry registry = new SimpleMeterRegistry();
         new WarrenMeterBinder(client).bindTo(registry);
         String name = "warren-it MetricsIT recovery " + System.nanoTime();
         try {
-            Connection connection = await(client.connect(io.warren.ConnectionOptions.fromUri(broker.uri())
-                    .connectionName(name)));
+            Connection connection = await(client.connect(
+                    io.warren.ConnectionOptions.fromUri(broker.uri()).connectionName(name)));
             await(connection.openChannel());
             Rabbitmqctl.closeConnection(name, "closed by MetricsIT");
             eventually("one recovery", () -> client.metrics().recoveries() == 1);
-            eventually("one connection and one channel again",
-                    () -> client.metrics().connections() == 1 && client.metrics().channels() == 1);
+            eventually(
+                    "one connection and one channel again",
+                    () -> client.metrics().connections() == 1
+                            && client.metrics().channels() == 1);
             assertEquals(1, value(registry, "rabbitmq.recoveries"));
             await(connection.close());
         } finally {

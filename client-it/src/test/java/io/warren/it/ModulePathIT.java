@@ -32,15 +32,23 @@ class ModulePathIT {
 
     private static ModuleLayer warrenLayer() throws Exception {
         Set<Path> modulePath = new LinkedHashSet<>();
-        for (String c : List.of("io.warren.AmqpClient", "io.warren.codec.Frame", "io.netty.buffer.ByteBuf",
-                "io.netty.util.ReferenceCounted", "io.netty.channel.Channel", "io.netty.resolver.AddressResolver",
-                "io.netty.handler.ssl.SslContext", "io.netty.handler.codec.ByteToMessageDecoder",
-                "io.netty.channel.unix.Socket", "org.jctools.queues.MpscArrayQueue", "org.slf4j.Logger")) {
+        for (String c : List.of(
+                "io.warren.AmqpClient",
+                "io.warren.codec.Frame",
+                "io.netty.buffer.ByteBuf",
+                "io.netty.util.ReferenceCounted",
+                "io.netty.channel.Channel",
+                "io.netty.resolver.AddressResolver",
+                "io.netty.handler.ssl.SslContext",
+                "io.netty.handler.codec.ByteToMessageDecoder",
+                "io.netty.channel.unix.Socket",
+                "org.jctools.queues.MpscArrayQueue",
+                "org.slf4j.Logger")) {
             modulePath.add(jarOf(c));
         }
         ModuleFinder finder = ModuleFinder.of(modulePath.toArray(Path[]::new));
-        Configuration config = ModuleLayer.boot().configuration().resolve(finder, ModuleFinder.of(),
-                Set.of("io.warren.core"));
+        Configuration config =
+                ModuleLayer.boot().configuration().resolve(finder, ModuleFinder.of(), Set.of("io.warren.core"));
         return ModuleLayer.boot().defineModulesWithOneLoader(config, ClassLoader.getPlatformClassLoader());
     }
 
@@ -49,10 +57,17 @@ class ModulePathIT {
         ModuleLayer layer = warrenLayer();
         Module core = layer.findModule("io.warren.core").orElseThrow();
         Module codec = layer.findModule("io.warren.codec").orElseThrow();
-        assertTrue(core.getDescriptor().isAutomatic() == false && codec.getDescriptor().isAutomatic() == false,
+        assertTrue(
+                core.getDescriptor().isAutomatic() == false
+                        && codec.getDescriptor().isAutomatic() == false,
                 "real module descriptors, not automatic modules");
-        for (String p : List.of("io.warren", "io.warren.credentials", "io.warren.rpc",
-                "io.warren.vertx", "io.warren.micrometer", "io.warren.otel")) {
+        for (String p : List.of(
+                "io.warren",
+                "io.warren.credentials",
+                "io.warren.rpc",
+                "io.warren.vertx",
+                "io.warren.micrometer",
+                "io.warren.otel")) {
             assertTrue(core.isExported(p), p + " exported");
         }
         for (String p : core.getPackages()) {
@@ -74,19 +89,27 @@ class ModulePathIT {
         assertEquals("io.warren.core", clientClass.getModule().getName());
         Object client = clientClass.getMethod("create").invoke(null);
         try {
-            Object connection = ((CompletionStage<?>) clientClass.getMethod("connect", String.class)
-                    .invoke(client, broker.uri())).toCompletableFuture().get(30, TimeUnit.SECONDS);
+            Object connection = ((CompletionStage<?>)
+                            clientClass.getMethod("connect", String.class).invoke(client, broker.uri()))
+                    .toCompletableFuture()
+                    .get(30, TimeUnit.SECONDS);
             Class<?> connectionApi = loader.loadClass("io.warren.Connection");
             assertEquals(Boolean.TRUE, connectionApi.getMethod("isOpen").invoke(connection));
-            Object channel = ((CompletionStage<?>) connectionApi.getMethod("openChannel").invoke(connection))
-                    .toCompletableFuture().get(30, TimeUnit.SECONDS);
+            Object channel = ((CompletionStage<?>)
+                            connectionApi.getMethod("openChannel").invoke(connection))
+                    .toCompletableFuture()
+                    .get(30, TimeUnit.SECONDS);
             Method declare = loader.loadClass("io.warren.Channel").getMethod("queueDeclare", String.class);
-            Object ok = ((CompletionStage<?>) declare.invoke(channel, "")).toCompletableFuture().get(30, TimeUnit.SECONDS);
+            Object ok = ((CompletionStage<?>) declare.invoke(channel, ""))
+                    .toCompletableFuture()
+                    .get(30, TimeUnit.SECONDS);
             assertTrue(ok.toString().contains("amq.gen-"), ok.toString());
-            ((CompletionStage<?>) connectionApi.getMethod("close").invoke(connection)).toCompletableFuture()
+            ((CompletionStage<?>) connectionApi.getMethod("close").invoke(connection))
+                    .toCompletableFuture()
                     .get(30, TimeUnit.SECONDS);
         } finally {
-            ((CompletionStage<?>) clientClass.getMethod("close").invoke(client)).toCompletableFuture()
+            ((CompletionStage<?>) clientClass.getMethod("close").invoke(client))
+                    .toCompletableFuture()
                     .get(30, TimeUnit.SECONDS);
         }
     }

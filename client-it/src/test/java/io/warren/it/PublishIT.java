@@ -3,7 +3,6 @@ package io.warren.it;
 import static io.warren.it.TopologyIT.await;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
@@ -19,9 +18,9 @@ import io.warren.ConsumeOptions;
 import io.warren.ConsumerHandle;
 import io.warren.GetResponse;
 import io.warren.PublishOutcome;
-import io.warren.it.BrokerExtension.TestNames;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.content.ShortString;
+import io.warren.it.BrokerExtension.TestNames;
 import java.math.BigDecimal;
 import java.nio.ByteBuffer;
 import java.time.Instant;
@@ -69,10 +68,21 @@ class PublishIT {
         headers.put("table", nested);
         headers.put("void", null);
         return BasicProperties.builder()
-                .contentType("application/octet-stream").contentEncoding("identity").headers(headers)
-                .deliveryMode(2).priority(5).correlationId("corr-1").replyTo("reply.q").expiration("600000")
-                .messageId("msg-1").timestamp(Instant.ofEpochSecond(1_600_000_000L)).type("test.type")
-                .userId("guest").appId("warren-it").clusterId("cluster-x").build();
+                .contentType("application/octet-stream")
+                .contentEncoding("identity")
+                .headers(headers)
+                .deliveryMode(2)
+                .priority(5)
+                .correlationId("corr-1")
+                .replyTo("reply.q")
+                .expiration("600000")
+                .messageId("msg-1")
+                .timestamp(Instant.ofEpochSecond(1_600_000_000L))
+                .type("test.type")
+                .userId("guest")
+                .appId("warren-it")
+                .clusterId("cluster-x")
+                .build();
     }
 
     static void assertSameProperties(BasicProperties sent, BasicProperties got) {
@@ -103,8 +113,7 @@ class PublishIT {
     }
 
     @Test
-    void bodiesAtEveryFrameBoundaryRoundTripWithAllProperties(Connection connection, TestNames names)
-            throws Exception {
+    void bodiesAtEveryFrameBoundaryRoundTripWithAllProperties(Connection connection, TestNames names) throws Exception {
         Channel ch = await(connection.openChannel());
         String q = names.queue("q");
         await(ch.queueDeclare(q));
@@ -145,7 +154,8 @@ class PublishIT {
         assertSame(PublishOutcome.SENT, await(ch.publish("", q, false, null, array)));
         assertSame(PublishOutcome.SENT, await(ch.publish("", q, false, null, direct)));
         assertEquals(2, direct.position(), "position untouched");
-        try (GetResponse a = await(ch.basicGet(q, true)); GetResponse b = await(ch.basicGet(q, true))) {
+        try (GetResponse a = await(ch.basicGet(q, true));
+                GetResponse b = await(ch.basicGet(q, true))) {
             assertEquals("from an array", a.body().toString(java.nio.charset.StandardCharsets.US_ASCII));
             assertEquals("from a ByteBuffer", b.body().toString(java.nio.charset.StandardCharsets.US_ASCII));
         }
@@ -162,7 +172,8 @@ class PublishIT {
     void sixteenThreadsOnOneChannelNeverInterleaveFrames(Broker broker, TestNames names) throws Exception {
         int threads = 16;
         int perThread = 1000;
-        ConnectionOptions options = ConnectionOptions.fromUri(broker.uri()).requestedFrameMax(4096)
+        ConnectionOptions options = ConnectionOptions.fromUri(broker.uri())
+                .requestedFrameMax(4096)
                 .connectionName("warren-it publish stress");
         Connection pub = await(BrokerExtension.client().connect(options));
         names.onCleanup(() -> await(pub.close()));

@@ -25,7 +25,6 @@ import java.util.ArrayList;
 import java.util.BitSet;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
@@ -54,8 +53,8 @@ import org.junit.jupiter.params.provider.EnumSource;
 class QuorumQueueClusterIT {
 
     private static final Duration T = Duration.ofSeconds(60);
-    private static final BasicProperties PERSISTENT = BasicProperties.builder()
-            .deliveryMode(BasicProperties.PERSISTENT).build();
+    private static final BasicProperties PERSISTENT =
+            BasicProperties.builder().deliveryMode(BasicProperties.PERSISTENT).build();
 
     private final List<Connection> opened = new ArrayList<>();
     private final List<String> queues = new ArrayList<>();
@@ -102,7 +101,10 @@ class QuorumQueueClusterIT {
     }
 
     private static Node other(Node... not) {
-        return RabbitCluster.NODES.stream().filter(n -> !List.of(not).contains(n)).findFirst().orElseThrow();
+        return RabbitCluster.NODES.stream()
+                .filter(n -> !List.of(not).contains(n))
+                .findFirst()
+                .orElseThrow();
     }
 
     /** A quorum queue on all three nodes, declared through {@code admin}; deleted after the test. */
@@ -128,7 +130,7 @@ class QuorumQueueClusterIT {
         final AtomicLong succeededAt = new AtomicLong();
         final AtomicInteger succeeded = new AtomicInteger();
         final CountDownLatch first = new CountDownLatch(1);
-        volatile Runnable onStart = () -> { };
+        volatile Runnable onStart = () -> {};
 
         @Override
         public void recoveryStarted(Connection connection, ConnectionLostException cause) {
@@ -148,7 +150,10 @@ class QuorumQueueClusterIT {
         }
     }
 
-    enum Stopped { CONNECTED_NODE, LEADER }
+    enum Stopped {
+        CONNECTED_NODE,
+        LEADER
+    }
 
     @ParameterizedTest
     @EnumSource(Stopped.class)
@@ -185,16 +190,18 @@ class QuorumQueueClusterIT {
                 }
             }
         };
-        Thread nodeStopper = new Thread(() -> {
-            try {
-                Thread.sleep(2_000);
-                RabbitCluster.stopApp(stopped);
-                Thread.sleep(2_000);
-                RabbitCluster.startApp(stopped);
-            } catch (Exception e) {
-                throw new IllegalStateException(e);
-            }
-        }, "node-stopper");
+        Thread nodeStopper = new Thread(
+                () -> {
+                    try {
+                        Thread.sleep(2_000);
+                        RabbitCluster.stopApp(stopped);
+                        Thread.sleep(2_000);
+                        RabbitCluster.startApp(stopped);
+                    } catch (Exception e) {
+                        throw new IllegalStateException(e);
+                    }
+                },
+                "node-stopper");
         long stopAt = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
         long start = System.nanoTime();
         nodeStopper.start();
@@ -205,7 +212,8 @@ class QuorumQueueClusterIT {
                 LockSupport.parkNanos(wait);
             }
             int index = i;
-            CompletableFuture<PublishOutcome> f = ch.publish("", q, false, PERSISTENT, seq(i)).toCompletableFuture();
+            CompletableFuture<PublishOutcome> f =
+                    ch.publish("", q, false, PERSISTENT, seq(i)).toCompletableFuture();
             synchronized (outcomes) {
                 outcomes.add(f);
             }
@@ -280,16 +288,30 @@ class QuorumQueueClusterIT {
             d.ack();
         }));
         boolean none = all.await(T.toSeconds(), TimeUnit.SECONDS);
-        System.out.printf("[QuorumQueueClusterIT] stop of the %s (%s), publisher on %s: %d publishes, %d confirmed,"
+        System.out.printf(
+                "[QuorumQueueClusterIT] stop of the %s (%s), publisher on %s: %d publishes, %d confirmed,"
                         + " %d failed in doubt (written, unconfirmed), %d failed not written, %d nacked; %d accepted"
                         + " but not complete at the loss were confirmed after recovery; longest time without a"
                         + " confirm after the stop %.2f s; recovery %s; %d messages read back%n",
-                which, stopped, publishTo, total, confirmed, inDoubt, notWritten, nacked, heldAcross,
-                longestGap / 1e9, recoveries.succeeded.get() > 0 ? String.format("%.2f s", recoveries.seconds())
-                        : "none (the connection stayed)", read.get());
+                which,
+                stopped,
+                publishTo,
+                total,
+                confirmed,
+                inDoubt,
+                notWritten,
+                nacked,
+                heldAcross,
+                longestGap / 1e9,
+                recoveries.succeeded.get() > 0
+                        ? String.format("%.2f s", recoveries.seconds())
+                        : "none (the connection stayed)",
+                read.get());
         synchronized (inQueue) {
-            assertTrue(none, () -> missing.cardinality() + " confirmed messages not in the queue, e.g. "
-                    + missing.nextSetBit(0));
+            assertTrue(
+                    none,
+                    () -> missing.cardinality() + " confirmed messages not in the queue, e.g. "
+                            + missing.nextSetBit(0));
         }
         assertEquals(total, confirmed + inDoubt + notWritten + nacked, "every publish ended, confirmed or failed");
         assertEquals(0, notWritten, "under WAIT a publish accepted but not written is held, never failed");
@@ -354,10 +376,17 @@ class QuorumQueueClusterIT {
             Node movedTo = RabbitCluster.nodeAt(consumer.address().port());
             RabbitCluster.startApp(stopped);
             assertTrue(done.await(T.toSeconds(), TimeUnit.SECONDS), () -> distinct.get() + " of " + total + " handled");
-            System.out.printf("[QuorumQueueClusterIT] consumer on %s moved to %s in %.2f s: %d messages, all"
+            System.out.printf(
+                    "[QuorumQueueClusterIT] consumer on %s moved to %s in %.2f s: %d messages, all"
                             + " handled; %d handled twice (all redelivered: %s), %d acks of deliveries from the lost"
-                            + " connection refused locally%n", stopped, movedTo, recoveries.seconds(), total,
-                    repeats.get(), repeatsNotFlagged.get() == 0, staleAcks.get());
+                            + " connection refused locally%n",
+                    stopped,
+                    movedTo,
+                    recoveries.seconds(),
+                    total,
+                    repeats.get(),
+                    repeatsNotFlagged.get() == 0,
+                    staleAcks.get());
             assertNotEquals(stopped, movedTo);
             assertEquals(0, repeatsNotFlagged.get(), "a message handled twice carries the redelivered flag");
         } finally {
@@ -404,7 +433,7 @@ class QuorumQueueClusterIT {
         }
         assertTrue(nextTen.await(T.toSeconds(), TimeUnit.SECONDS), () -> "standby got " + gotStandby);
         assertEquals(List.of(0, 1, 2, 3, 4, 5, 6, 7, 8, 9), new ArrayList<>(gotActive), "only the active one");
-        assertEquals(List.of(10, 11, 12, 13, 14, 15, 16, 17, 18, 19), new ArrayList<>(gotStandby),
-                "the standby took over");
+        assertEquals(
+                List.of(10, 11, 12, 13, 14, 15, 16, 17, 18, 19), new ArrayList<>(gotStandby), "the standby took over");
     }
 }

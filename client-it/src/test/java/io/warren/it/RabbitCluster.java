@@ -32,11 +32,12 @@ public final class RabbitCluster {
         }
     }
 
-    public static final List<Node> NODES = List.of(new Node("rabbit2@localhost", 5673),
-            new Node("rabbit3@localhost", 5674), new Node("rabbit4@localhost", 5675));
+    public static final List<Node> NODES = List.of(
+            new Node("rabbit2@localhost", 5673),
+            new Node("rabbit3@localhost", 5674),
+            new Node("rabbit4@localhost", 5675));
 
-    private RabbitCluster() {
-    }
+    private RabbitCluster() {}
 
     /** Fails (AssertionError) unless every node answers AMQP, naming the script that starts the cluster. */
     public static void require() {
@@ -91,7 +92,9 @@ public final class RabbitCluster {
      * not wait seconds for the first attempt).
      */
     public static ConnectionOptions options(String name, List<Node> order) {
-        return new ConnectionOptions().addresses(addresses(order)).connectionName(name)
+        return new ConnectionOptions()
+                .addresses(addresses(order))
+                .connectionName(name)
                 .recovery(new RecoveryOptions().backoff(Duration.ofMillis(100), Duration.ofSeconds(1), 2.0, 0.2));
     }
 

@@ -12,8 +12,7 @@ import java.util.concurrent.TimeUnit;
  */
 public final class Rabbitmqctl {
 
-    private Rabbitmqctl() {
-    }
+    private Rabbitmqctl() {}
 
     /** Runs {@code rabbitmqctl args...} and returns its output; fails when it exits non-zero. */
     public static String run(String... args) throws IOException, InterruptedException {

@@ -53,7 +53,9 @@ class RecoveryIT {
 
     /** Options through the proxy with a quick backoff (tests should not wait seconds for the first attempt). */
     static ConnectionOptions through(FaultProxy proxy, Broker broker, String name) {
-        return ConnectionOptions.fromUri(broker.uri()).address(proxy.host(), proxy.port()).connectionName(name)
+        return ConnectionOptions.fromUri(broker.uri())
+                .address(proxy.host(), proxy.port())
+                .connectionName(name)
                 .recovery(new RecoveryOptions().backoff(Duration.ofMillis(50), Duration.ofSeconds(1), 2.0, 0.5));
     }
 
@@ -104,8 +106,8 @@ class RecoveryIT {
             await(ch.queueBind(q, x, "k"));
             await(ch.confirmSelect());
             BlockingQueue<String> got = new LinkedBlockingQueue<>();
-            ConsumerHandle consumer = await(ch.consume(q, new ConsumeOptions().noAck(true),
-                    d -> got.add(d.body().toString(StandardCharsets.UTF_8))));
+            ConsumerHandle consumer = await(ch.consume(
+                    q, new ConsumeOptions().noAck(true), d -> got.add(d.body().toString(StandardCharsets.UTF_8))));
             String tag = consumer.consumerTag();
             assertEquals(PublishOutcome.CONFIRMED, await(ch.publish(x, "k", false, null, bytes("before"))));
             assertEquals("before", got.poll(30, TimeUnit.SECONDS));
@@ -130,9 +132,11 @@ class RecoveryIT {
     @Test
     void aBrokerSideCloseIsRecovered(Broker broker, BrokerExtension.TestNames names) throws Exception {
         String name = "recovery-320-" + System.nanoTime();
-        Connection c = await(BrokerExtension.client().connect(ConnectionOptions.fromUri(broker.uri())
-                .connectionName(name)
-                .recovery(new RecoveryOptions().backoff(Duration.ofMillis(50), Duration.ofSeconds(1), 2.0, 0.5))));
+        Connection c = await(BrokerExtension.client()
+                .connect(ConnectionOptions.fromUri(broker.uri())
+                        .connectionName(name)
+                        .recovery(new RecoveryOptions()
+                                .backoff(Duration.ofMillis(50), Duration.ofSeconds(1), 2.0, 0.5))));
         names.onCleanup(() -> c.close().toCompletableFuture().get(30, TimeUnit.SECONDS));
         Events events = new Events();
         c.addRecoveryListener(events);
@@ -157,20 +161,20 @@ class RecoveryIT {
             Channel ch = await(c.openChannel());
             String q = await(ch.queueDeclare(QueueSpec.serverNamed())).queue();
             BlockingQueue<Delivery> got = new LinkedBlockingQueue<>();
-            ConsumerHandle consumer = await(ch.consume(q, new ConsumeOptions().prefetch(10),
-                    d -> got.add(d.retain())));
+            ConsumerHandle consumer = await(ch.consume(q, new ConsumeOptions().prefetch(10), d -> got.add(d.retain())));
             await(ch.publish("", q, false, null, bytes("m1")));
             Delivery first = got.poll(30, TimeUnit.SECONDS);
             assertFalse(first.redelivered());
 
             await(ch.confirmSelect());
             proxy.stall(true); // the publish is written, its confirm cannot come back
-            CompletionStage<PublishOutcome> inDoubt = ch.publish("", "nowhere-" + System.nanoTime(), false, null,
-                    bytes("in doubt"));
+            CompletionStage<PublishOutcome> inDoubt =
+                    ch.publish("", "nowhere-" + System.nanoTime(), false, null, bytes("in doubt"));
             Thread.sleep(200);
             proxy.cutAll();
             proxy.stall(false);
-            ExecutionException e = assertThrows(ExecutionException.class,
+            ExecutionException e = assertThrows(
+                    ExecutionException.class,
                     () -> inDoubt.toCompletableFuture().get(30, TimeUnit.SECONDS));
             PublishNotConfirmedException pnc = assertInstanceOf(PublishNotConfirmedException.class, e.getCause());
             assertInstanceOf(ConnectionLostException.class, pnc.getCause(), "retryable: the connection is lost");
@@ -190,8 +194,8 @@ class RecoveryIT {
     }
 
     @Test
-    void rawAcksOfTagsFromBeforeACutFailLocallyAndTheRedeliveriesTagsContinueAboveThem(Broker broker,
-            BrokerExtension.TestNames names) throws Exception {
+    void rawAcksOfTagsFromBeforeACutFailLocallyAndTheRedeliveriesTagsContinueAboveThem(
+            Broker broker, BrokerExtension.TestNames names) throws Exception {
         try (FaultProxy proxy = new FaultProxy(broker.host(), broker.port())) {
             Connection c = await(BrokerExtension.client().connect(through(proxy, broker, "recovery-tags")));
             names.onCleanup(() -> c.close().toCompletableFuture().get(30, TimeUnit.SECONDS));
@@ -221,8 +225,10 @@ class RecoveryIT {
             long before = highestBefore;
             // on the new channel the broker's tags 1..3 are the redeliveries: acking them by the old tags would
             // acknowledge messages the application has not seen again yet
-            assertEquals(before, assertThrows(StaleDeliveryException.class, () -> ch.basicAck(before, true))
-                    .deliveryTag());
+            assertEquals(
+                    before,
+                    assertThrows(StaleDeliveryException.class, () -> ch.basicAck(before, true))
+                            .deliveryTag());
             assertThrows(StaleDeliveryException.class, () -> ch.basicReject(1, true));
 
             long highestAfter = 0;
@@ -286,8 +292,11 @@ class RecoveryIT {
             while (!c.isRecovering() && System.nanoTime() < deadline) {
                 Thread.sleep(10);
             }
-            ExecutionException e = assertThrows(ExecutionException.class, () -> ch.publish("", "q", false, null,
-                    bytes("x")).toCompletableFuture().get(5, TimeUnit.SECONDS));
+            ExecutionException e = assertThrows(
+                    ExecutionException.class,
+                    () -> ch.publish("", "q", false, null, bytes("x"))
+                            .toCompletableFuture()
+                            .get(5, TimeUnit.SECONDS));
             PublishNotConfirmedException pnc = assertInstanceOf(PublishNotConfirmedException.class, e.getCause());
             assertFalse(pnc.mayHaveReachedBroker());
             proxy.refuseNew(false);
@@ -302,13 +311,12 @@ class RecoveryIT {
      * second. What it held from before the cut never reaches the handler: the broker redelivers it.
      */
     @Test
-    void aConsumerPausedAtTheLossKeepsTheRecoveredConnectionFromReading(Broker broker,
-                                                                        BrokerExtension.TestNames names)
+    void aConsumerPausedAtTheLossKeepsTheRecoveredConnectionFromReading(Broker broker, BrokerExtension.TestNames names)
             throws Exception {
         int messages = 20_000;
         String q = names.queue("paused");
-        Connection admin = await(BrokerExtension.client().connect(ConnectionOptions.fromUri(broker.uri())
-                .automaticRecovery(false)));
+        Connection admin = await(BrokerExtension.client()
+                .connect(ConnectionOptions.fromUri(broker.uri()).automaticRecovery(false)));
         names.onCleanup(() -> admin.close().toCompletableFuture().get(30, TimeUnit.SECONDS));
         Channel adminCh = await(admin.openChannel());
         await(adminCh.queueDeclare(QueueSpec.named(q)));
@@ -316,16 +324,16 @@ class RecoveryIT {
         ConsumeIT.publishNumbered(broker, q, messages, 1024);
         try (FaultProxy proxy = new FaultProxy(broker.host(), broker.port())) {
             // a connection that does not read cannot see the cut until a write fails: a 2 s heartbeat writes soon
-            Connection c = await(BrokerExtension.client().connect(through(proxy, broker, "recovery-paused")
-                    .requestedHeartbeat(2)));
+            Connection c = await(BrokerExtension.client()
+                    .connect(through(proxy, broker, "recovery-paused").requestedHeartbeat(2)));
             names.onCleanup(() -> c.close().toCompletableFuture().get(30, TimeUnit.SECONDS));
             Events events = new Events();
             c.addRecoveryListener(events);
             Channel ch = await(c.openChannel());
             AtomicInteger acked = new AtomicInteger();
             AtomicInteger stale = new AtomicInteger();
-            ConsumerHandle consumer = await(ch.consume(q, new ConsumeOptions().prefetch(0).waterMarks(10, 50)
-                    .initialDemand(0), d -> {
+            ConsumerHandle consumer = await(ch.consume(
+                    q, new ConsumeOptions().prefetch(0).waterMarks(10, 50).initialDemand(0), d -> {
                         try {
                             d.ack();
                             acked.incrementAndGet();
@@ -338,20 +346,27 @@ class RecoveryIT {
             proxy.cutAll();
             events.awaitRecovery();
             // the broker sends every message out (the proxy takes whatever the client leaves)...
-            ConsumeIT.awaitTrue(() -> {
-                try {
-                    return ConsumeIT.messageCount(adminCh, q) == 0;
-                } catch (Exception e) {
-                    throw new AssertionError(e);
-                }
-            }, T, "the broker has sent every message to the recovered consumer");
+            ConsumeIT.awaitTrue(
+                    () -> {
+                        try {
+                            return ConsumeIT.messageCount(adminCh, q) == 0;
+                        } catch (Exception e) {
+                            throw new AssertionError(e);
+                        }
+                    },
+                    T,
+                    "the broker has sent every message to the recovered consumer");
             Thread.sleep(1_000); // ...and a connection that reads takes 20 MB from a loopback proxy in far less
             long queued = consumer.queued();
-            assertTrue(queued < 5_000, "the consumer holds " + queued + " deliveries (" + beforeCut + " before the"
-                    + " cut): the recovered connection read for it regardless of its pause");
+            assertTrue(
+                    queued < 5_000,
+                    "the consumer holds " + queued + " deliveries (" + beforeCut + " before the"
+                            + " cut): the recovered connection read for it regardless of its pause");
 
             consumer.resume();
-            ConsumeIT.awaitTrue(() -> acked.get() == messages, T,
+            ConsumeIT.awaitTrue(
+                    () -> acked.get() == messages,
+                    T,
                     "every message acknowledged once through the recovered connection");
             assertEquals(0, stale.get(), "the " + beforeCut + " held before the cut were dropped, not handed over");
         }
@@ -382,18 +397,20 @@ class RecoveryIT {
             await(ch.queueDelete(deleted));
             await(ch.exchangeDelete(x));
             await(ch.queueDeclare(QueueSpec.named(autoDelete).autoDelete(true)));
-            ConsumerHandle consumer = await(ch.consume(autoDelete, d -> { }));
+            ConsumerHandle consumer = await(ch.consume(autoDelete, d -> {}));
             await(consumer.cancel()); // the broker deletes the auto-delete queue with its last consumer
             proxy.cutAll();
             events.awaitRecovery();
             assertTrue(failures.isEmpty(), "nothing deleted was declared again: " + failures);
-            Connection other = await(BrokerExtension.client().connect(ConnectionOptions.fromUri(broker.uri())
-                    .automaticRecovery(false)));
+            Connection other = await(BrokerExtension.client()
+                    .connect(ConnectionOptions.fromUri(broker.uri()).automaticRecovery(false)));
             try {
                 for (String q : List.of(deleted, autoDelete)) {
                     Channel probe = await(other.openChannel());
-                    assertInstanceOf(io.warren.ChannelClosedException.class,
-                            TopologyIT.failure(probe.queueDeclare(QueueSpec.passive(q))), q + " does not exist");
+                    assertInstanceOf(
+                            io.warren.ChannelClosedException.class,
+                            TopologyIT.failure(probe.queueDeclare(QueueSpec.passive(q))),
+                            q + " does not exist");
                 }
             } finally {
                 await(other.close());
@@ -428,8 +445,10 @@ class RecoveryIT {
         try {
             Rabbitmqctl.run("set_permissions", "-p", broker.virtualHost(), user, ".*", ".*", ".*");
             try (FaultProxy proxy = new FaultProxy(broker.host(), broker.port())) {
-                Connection c = await(BrokerExtension.client().connect(through(proxy, broker, "recovery-auth")
-                        .username(user).password("first-password")));
+                Connection c = await(BrokerExtension.client()
+                        .connect(through(proxy, broker, "recovery-auth")
+                                .username(user)
+                                .password("first-password")));
                 Events events = new Events();
                 c.addRecoveryListener(events);
                 Rabbitmqctl.run("change_password", user, "second-password");
@@ -467,8 +486,11 @@ class RecoveryIT {
 
     /** Deletes queue {@code q} after the test, on a connection of its own (the test's may be cut or closed). */
     private static void deleteOnCleanup(BrokerExtension.TestNames names, Broker broker, String q) {
-        names.onCleanup(() -> BrokerExtension.client().connect(broker.uri()).thenCompose(o -> o.openChannel()
-                .thenCompose(x -> x.queueDelete(q)).thenCompose(n -> o.close())).toCompletableFuture()
+        names.onCleanup(() -> BrokerExtension.client()
+                .connect(broker.uri())
+                .thenCompose(
+                        o -> o.openChannel().thenCompose(x -> x.queueDelete(q)).thenCompose(n -> o.close()))
+                .toCompletableFuture()
                 .get(30, TimeUnit.SECONDS));
     }
 }

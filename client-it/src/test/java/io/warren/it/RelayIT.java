@@ -49,8 +49,8 @@ class RelayIT {
     }
 
     @Test
-    void aMessageFromAnotherClientIsForwardedWithTheSameHeaderBytes(Broker broker, Connection connection,
-            TestNames names) throws Exception {
+    void aMessageFromAnotherClientIsForwardedWithTheSameHeaderBytes(
+            Broker broker, Connection connection, TestNames names) throws Exception {
         Channel ch = await(connection.openChannel());
         await(ch.confirmSelect());
         String in = names.queue("in");
@@ -63,11 +63,17 @@ class RelayIT {
         headers.put("bytes", new byte[] {1, 2});
         headers.put("decimal", new BigDecimal("12.345"));
         headers.put("when", new Date(1_700_000_000_000L));
-        AMQP.BasicProperties props = new AMQP.BasicProperties.Builder().contentType("text/plain")
-                .messageId("m-\u00e9").headers(headers).deliveryMode(2).priority(3).build();
+        AMQP.BasicProperties props = new AMQP.BasicProperties.Builder()
+                .contentType("text/plain")
+                .messageId("m-\u00e9")
+                .headers(headers)
+                .deliveryMode(2)
+                .priority(3)
+                .build();
         ConnectionFactory f = new ConnectionFactory();
         f.setUri(broker.uri());
-        try (com.rabbitmq.client.Connection c = f.newConnection(); com.rabbitmq.client.Channel other = c.createChannel()) {
+        try (com.rabbitmq.client.Connection c = f.newConnection();
+                com.rabbitmq.client.Channel other = c.createChannel()) {
             other.confirmSelect();
             other.basicPublish("", in, props, "body".getBytes());
             other.waitForConfirmsOrDie(10_000);
@@ -77,8 +83,8 @@ class RelayIT {
     }
 
     @Test
-    void unsignedValuesAndLongStringsThatAreNotUtf8SurviveTheBrokerAndTheRelay(Connection connection,
-            TestNames names) throws Exception {
+    void unsignedValuesAndLongStringsThatAreNotUtf8SurviveTheBrokerAndTheRelay(Connection connection, TestNames names)
+            throws Exception {
         Channel ch = await(connection.openChannel());
         await(ch.confirmSelect());
         String in = names.queue("in");

@@ -9,8 +9,8 @@ import io.warren.Channel;
 import io.warren.Connection;
 import io.warren.PublishOutcome;
 import io.warren.QueueSpec;
-import io.warren.it.BrokerExtension.TestNames;
 import io.warren.codec.content.BasicProperties;
+import io.warren.it.BrokerExtension.TestNames;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -28,12 +28,17 @@ class ReturnIT {
             throws Exception {
         Channel ch = await(connection.openChannel());
         List<String> returned = new CopyOnWriteArrayList<>();
-        ch.addReturnListener(m -> returned.add(m.replyCode() + " " + m.replyText() + " " + m.exchange() + " "
-                + m.routingKey() + " " + m.properties().messageId() + " " + m.body().toString(StandardCharsets.UTF_8)));
+        ch.addReturnListener(
+                m -> returned.add(m.replyCode() + " " + m.replyText() + " " + m.exchange() + " " + m.routingKey() + " "
+                        + m.properties().messageId() + " " + m.body().toString(StandardCharsets.UTF_8)));
         await(ch.confirmSelect());
         String key = names.queue("nobody-binds-this");
-        PublishOutcome outcome = await(ch.publish("amq.direct", key, true,
-                BasicProperties.builder().messageId("id-1").build(), "lost".getBytes()));
+        PublishOutcome outcome = await(ch.publish(
+                "amq.direct",
+                key,
+                true,
+                BasicProperties.builder().messageId("id-1").build(),
+                "lost".getBytes()));
         assertTrue(outcome.isReturned(), outcome.toString());
         assertEquals(312, outcome.replyCode());
         assertEquals("NO_ROUTE", outcome.replyText());

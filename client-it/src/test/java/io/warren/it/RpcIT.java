@@ -7,8 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.warren.Channel;
-import io.warren.ConsumeOptions;
 import io.warren.Connection;
+import io.warren.ConsumeOptions;
 import io.warren.Delivery;
 import io.warren.QueueSpec;
 import io.warren.RpcTimeoutException;
@@ -53,11 +53,15 @@ class RpcIT {
         names.onCleanup(() -> await(serverConnection.close()));
         Channel serverChannel = await(serverConnection.openChannel());
         await(serverChannel.queueDeclare(QueueSpec.named(queue).autoDelete(true)));
-        return await(RpcServer.start(serverChannel, queue, new ConsumeOptions().prefetch(32).concurrency(8),
+        return await(RpcServer.start(
+                serverChannel,
+                queue,
+                new ConsumeOptions().prefetch(32).concurrency(8),
                 request -> CompletableFuture.completedFuture(RpcServer.Reply.of(
                         BasicProperties.builder().contentType("text/plain").build(),
-                        io.netty.buffer.Unpooled.copiedBuffer(request.body().toString(StandardCharsets.UTF_8)
-                                .toUpperCase(Locale.ROOT), StandardCharsets.UTF_8)))));
+                        io.netty.buffer.Unpooled.copiedBuffer(
+                                request.body().toString(StandardCharsets.UTF_8).toUpperCase(Locale.ROOT),
+                                StandardCharsets.UTF_8)))));
     }
 
     @Test
@@ -73,8 +77,8 @@ class RpcIT {
     }
 
     @Test
-    void manyConcurrentCallsFromManyThreadsEachGetTheirOwnReply(Broker broker, Connection connection,
-                                                                 BrokerExtension.TestNames names) throws Exception {
+    void manyConcurrentCallsFromManyThreadsEachGetTheirOwnReply(
+            Broker broker, Connection connection, BrokerExtension.TestNames names) throws Exception {
         String queue = names.queue("upper");
         upperCaseServer(broker, names, queue);
         RpcClient rpc = await(RpcClient.create(await(connection.openChannel())));
@@ -83,15 +87,21 @@ class RpcIT {
             List<CompletableFuture<String>> calls = new ArrayList<>();
             for (int t = 0; t < 4; t++) {
                 int thread = t;
-                calls.add(CompletableFuture.supplyAsync(() -> {
-                    List<CompletableFuture<String>> mine = new ArrayList<>();
-                    for (int i = 0; i < 250; i++) {
-                        String request = "t" + thread + "-m" + i;
-                        mine.add(rpc.call("", queue, null, bytes(request), Duration.ofSeconds(30))
-                                .thenApply(r -> request + "=" + text(r)).toCompletableFuture());
-                    }
-                    return mine.stream().map(CompletableFuture::join).reduce((a, b) -> a + "," + b).orElse("");
-                }, threads));
+                calls.add(CompletableFuture.supplyAsync(
+                        () -> {
+                            List<CompletableFuture<String>> mine = new ArrayList<>();
+                            for (int i = 0; i < 250; i++) {
+                                String request = "t" + thread + "-m" + i;
+                                mine.add(rpc.call("", queue, null, bytes(request), Duration.ofSeconds(30))
+                                        .thenApply(r -> request + "=" + text(r))
+                                        .toCompletableFuture());
+                            }
+                            return mine.stream()
+                                    .map(CompletableFuture::join)
+                                    .reduce((a, b) -> a + "," + b)
+                                    .orElse("");
+                        },
+                        threads));
             }
             for (CompletableFuture<String> c : calls) {
                 for (String pair : c.get(60, TimeUnit.SECONDS).split(",")) {
@@ -111,11 +121,14 @@ class RpcIT {
         String queue = await(channel.queueDeclare(QueueSpec.serverNamed())).queue(); // exists, nobody serves it
         RpcClient rpc = await(RpcClient.create(await(connection.openChannel())));
         long start = System.nanoTime();
-        ExecutionException e = assertThrows(ExecutionException.class,
+        ExecutionException e = assertThrows(
+                ExecutionException.class,
                 () -> await(rpc.call("", queue, null, bytes("anyone?"), Duration.ofMillis(300))));
         long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
         assertInstanceOf(RpcTimeoutException.class, e.getCause());
-        assertTrue(e.getCause().getMessage().contains("within PT0.3S"), e.getCause().getMessage());
+        assertTrue(
+                e.getCause().getMessage().contains("within PT0.3S"),
+                e.getCause().getMessage());
         // a lower bound only: a 300 ms timeout cannot fire sooner (the wait itself is bounded by await)
         assertTrue(millis >= 250, "timed out after " + millis + " ms");
         assertEquals(0, rpc.pendingCalls());
@@ -124,29 +137,32 @@ class RpcIT {
     @Test
     void aRequestNoQueueTakesFailsAtOnce(Connection connection, BrokerExtension.TestNames names) throws Exception {
         RpcClient rpc = await(RpcClient.create(await(connection.openChannel())));
-        ExecutionException e = assertThrows(ExecutionException.class,
+        ExecutionException e = assertThrows(
+                ExecutionException.class,
                 () -> await(rpc.call("", names.queue("nobody"), null, bytes("lost"), Duration.ofSeconds(20))));
         assertInstanceOf(RequestReturnedException.class, e.getCause());
         assertEquals(312, ((RequestReturnedException) e.getCause()).replyCode());
     }
 
     @Test
-    void aFailingHandlerRejectsTheRequestAndTheCallerTimesOut(Broker broker, Connection connection,
-                                                              BrokerExtension.TestNames names) throws Exception {
+    void aFailingHandlerRejectsTheRequestAndTheCallerTimesOut(
+            Broker broker, Connection connection, BrokerExtension.TestNames names) throws Exception {
         String queue = names.queue("failing");
         Connection serverConnection = await(BrokerExtension.client().connect(broker.uri()));
         names.onCleanup(() -> await(serverConnection.close()));
         Channel serverChannel = await(serverConnection.openChannel());
         await(serverChannel.queueDeclare(QueueSpec.named(queue).autoDelete(true)));
-        await(RpcServer.start(serverChannel, queue, request -> CompletableFuture.failedFuture(
-                new IllegalStateException("cannot price that"))));
+        await(RpcServer.start(
+                serverChannel,
+                queue,
+                request -> CompletableFuture.failedFuture(new IllegalStateException("cannot price that"))));
         RpcClient rpc = await(RpcClient.create(await(connection.openChannel())));
-        ExecutionException e = assertThrows(ExecutionException.class,
+        ExecutionException e = assertThrows(
+                ExecutionException.class,
                 () -> await(rpc.call("", queue, null, bytes("XAUUSD"), Duration.ofMillis(500))));
         assertInstanceOf(RpcTimeoutException.class, e.getCause());
         Channel check = await(connection.openChannel());
-        assertEquals(0, await(check.queueDeclare(QueueSpec.passive(queue))).messageCount(),
-                "rejected without requeue");
+        assertEquals(0, await(check.queueDeclare(QueueSpec.passive(queue))).messageCount(), "rejected without requeue");
     }
 
     @Test
@@ -158,7 +174,8 @@ class RpcIT {
         await(rpc.close());
         ExecutionException e = assertThrows(ExecutionException.class, () -> await(call));
         assertTrue(e.getCause().getMessage().contains("closed"), e.getCause().getMessage());
-        assertThrows(ExecutionException.class, () -> await(rpc.call("", queue, null, bytes("after"),
-                Duration.ofSeconds(1))));
+        assertThrows(
+                ExecutionException.class,
+                () -> await(rpc.call("", queue, null, bytes("after"), Duration.ofSeconds(1))));
     }
 }

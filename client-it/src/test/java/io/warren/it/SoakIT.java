@@ -6,7 +6,6 @@ import io.netty.buffer.Unpooled;
 import io.warren.AmqpClient;
 import io.warren.Channel;
 import io.warren.Connection;
-import io.warren.ConnectionLostException;
 import io.warren.ConnectionOptions;
 import io.warren.ConsumeOptions;
 import io.warren.QueueSpec;
@@ -45,13 +44,33 @@ import org.junit.jupiter.api.extension.ExtendWith;
 @ExtendWith(BrokerExtension.class)
 class SoakIT {
 
-    record Report(long messages, long published, long confirmed, long consumed, long missing, long duplicates,
-                  long staleAcks, long cuts, long recoveries, long peakHeapBytes, long millis) {
+    record Report(
+            long messages,
+            long published,
+            long confirmed,
+            long consumed,
+            long missing,
+            long duplicates,
+            long staleAcks,
+            long cuts,
+            long recoveries,
+            long peakHeapBytes,
+            long millis) {
         @Override
         public String toString() {
-            return String.format("soak: %,d messages in %,d ms: published %,d (with re-publishes), confirmed %,d, consumed"
-                    + " %,d, missing %,d, duplicates %,d, stale acks %,d, cuts %,d, recoveries %,d, peak heap %,d MiB",
-                    messages, millis, published, confirmed, consumed, missing, duplicates, staleAcks, cuts, recoveries,
+            return String.format(
+                    "soak: %,d messages in %,d ms: published %,d (with re-publishes), confirmed %,d, consumed"
+                            + " %,d, missing %,d, duplicates %,d, stale acks %,d, cuts %,d, recoveries %,d, peak heap %,d MiB",
+                    messages,
+                    millis,
+                    published,
+                    confirmed,
+                    consumed,
+                    missing,
+                    duplicates,
+                    staleAcks,
+                    cuts,
+                    recoveries,
                     peakHeapBytes >> 20);
         }
     }
@@ -61,7 +80,11 @@ class SoakIT {
         int messages = Integer.getInteger("warren.soak.messages", 20_000);
         int cutEvery = Integer.getInteger("warren.soak.cutEverySeconds", 2);
         int limitSeconds = Integer.getInteger("warren.soak.limitSeconds", Math.max(180, messages / 250));
-        Report r = run(BrokerExtension.client(), broker, messages, Duration.ofSeconds(cutEvery),
+        Report r = run(
+                BrokerExtension.client(),
+                broker,
+                messages,
+                Duration.ofSeconds(cutEvery),
                 Duration.ofSeconds(limitSeconds));
         System.out.println(r);
         assertEquals(0, r.missing(), r.toString());
@@ -73,8 +96,8 @@ class SoakIT {
         int cutEvery = args.length > 1 ? Integer.parseInt(args[1]) : 3;
         AmqpClient client = AmqpClient.create();
         try {
-            Report r = run(client, BrokerExtension.broker(), messages, Duration.ofSeconds(cutEvery),
-                    Duration.ofHours(2));
+            Report r =
+                    run(client, BrokerExtension.broker(), messages, Duration.ofSeconds(cutEvery), Duration.ofHours(2));
             System.out.println(r);
             System.exit(r.missing() == 0 ? 0 : 1);
         } finally {
@@ -98,10 +121,12 @@ class SoakIT {
         long start = System.nanoTime();
         ScheduledExecutorService timers = Executors.newScheduledThreadPool(1);
         try (FaultProxy proxy = new FaultProxy(broker.host(), broker.port())) {
-            RecoveryOptions recovery = new RecoveryOptions()
-                    .backoff(Duration.ofMillis(100), Duration.ofSeconds(2), 2.0, 0.5);
-            ConnectionOptions options = ConnectionOptions.fromUri(broker.uri()).address(proxy.host(), proxy.port())
-                    .recovery(recovery).requestedHeartbeat(5);
+            RecoveryOptions recovery =
+                    new RecoveryOptions().backoff(Duration.ofMillis(100), Duration.ofSeconds(2), 2.0, 0.5);
+            ConnectionOptions options = ConnectionOptions.fromUri(broker.uri())
+                    .address(proxy.host(), proxy.port())
+                    .recovery(recovery)
+                    .requestedHeartbeat(5);
             RecoveryListener counting = new RecoveryListener() {
                 @Override
                 public void recoverySucceeded(Connection c) {
@@ -109,9 +134,11 @@ class SoakIT {
                 }
             };
             Connection pubConn = client.connect(new ConnectionOptions(options).connectionName("soak-publisher"))
-                    .toCompletableFuture().get(30, TimeUnit.SECONDS);
+                    .toCompletableFuture()
+                    .get(30, TimeUnit.SECONDS);
             Connection conConn = client.connect(new ConnectionOptions(options).connectionName("soak-consumer"))
-                    .toCompletableFuture().get(30, TimeUnit.SECONDS);
+                    .toCompletableFuture()
+                    .get(30, TimeUnit.SECONDS);
             pubConn.addRecoveryListener(counting);
             conConn.addRecoveryListener(counting);
             try {
@@ -120,25 +147,31 @@ class SoakIT {
                 pub.confirmSelect().toCompletableFuture().get(30, TimeUnit.SECONDS);
                 Channel con = conConn.openChannel().toCompletableFuture().get(30, TimeUnit.SECONDS);
                 con.consume(queue, new ConsumeOptions().prefetch(500), d -> {
-                    consumed.incrementAndGet();
-                    int n = d.body().getInt(d.body().readerIndex());
-                    synchronized (seen) {
-                        if (seen.get(n)) {
-                            duplicates.incrementAndGet();
-                        }
-                        seen.set(n);
-                    }
-                    try {
-                        d.ack();
-                    } catch (StaleDeliveryException e) {
-                        staleAcks.incrementAndGet();
-                    }
-                }).toCompletableFuture().get(30, TimeUnit.SECONDS);
+                            consumed.incrementAndGet();
+                            int n = d.body().getInt(d.body().readerIndex());
+                            synchronized (seen) {
+                                if (seen.get(n)) {
+                                    duplicates.incrementAndGet();
+                                }
+                                seen.set(n);
+                            }
+                            try {
+                                d.ack();
+                            } catch (StaleDeliveryException e) {
+                                staleAcks.incrementAndGet();
+                            }
+                        })
+                        .toCompletableFuture()
+                        .get(30, TimeUnit.SECONDS);
 
-                timers.scheduleAtFixedRate(proxy::cutAll, cutEvery.toMillis(), cutEvery.toMillis(),
+                timers.scheduleAtFixedRate(
+                        proxy::cutAll, cutEvery.toMillis(), cutEvery.toMillis(), TimeUnit.MILLISECONDS);
+                timers.scheduleAtFixedRate(
+                        () -> peakHeap.accumulateAndGet(
+                                memory.getHeapMemoryUsage().getUsed(), Math::max),
+                        0,
+                        100,
                         TimeUnit.MILLISECONDS);
-                timers.scheduleAtFixedRate(() -> peakHeap.accumulateAndGet(memory.getHeapMemoryUsage().getUsed(),
-                        Math::max), 0, 100, TimeUnit.MILLISECONDS);
 
                 long deadline = start + limit.toNanos();
                 // a bound on publishes in flight keeps the retries of one cut from piling up behind the next one
@@ -172,7 +205,12 @@ class SoakIT {
                         continue;
                     }
                     published.incrementAndGet();
-                    pub.publish("", queue, false, BasicProperties.EMPTY, Unpooled.buffer(4).writeInt(n))
+                    pub.publish(
+                                    "",
+                                    queue,
+                                    false,
+                                    BasicProperties.EMPTY,
+                                    Unpooled.buffer(4).writeInt(n))
                             .whenComplete((o, e) -> {
                                 inFlight.release();
                                 if (e == null) {
@@ -197,7 +235,8 @@ class SoakIT {
                 timers.shutdownNow();
                 proxy.heal();
                 try {
-                    Channel cleanup = conConn.openChannel().toCompletableFuture().get(60, TimeUnit.SECONDS);
+                    Channel cleanup =
+                            conConn.openChannel().toCompletableFuture().get(60, TimeUnit.SECONDS);
                     cleanup.queueDelete(queue).toCompletableFuture().get(60, TimeUnit.SECONDS);
                 } catch (Exception e) {
                     System.err.println("soak: could not delete " + queue + ": " + e);
@@ -213,8 +252,17 @@ class SoakIT {
             synchronized (confirmed) {
                 confirmedCount = confirmed.cardinality();
             }
-            return new Report(messages, published.get(), confirmedCount, consumed.get(), missing, duplicates.get(),
-                    staleAcks.get(), proxy.cuts(), recoveries.get(), peakHeap.get(),
+            return new Report(
+                    messages,
+                    published.get(),
+                    confirmedCount,
+                    consumed.get(),
+                    missing,
+                    duplicates.get(),
+                    staleAcks.get(),
+                    proxy.cuts(),
+                    recoveries.get(),
+                    peakHeap.get(),
                     TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start));
         } finally {
             timers.shutdownNow();

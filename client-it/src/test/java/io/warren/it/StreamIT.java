@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.netty.buffer.Unpooled;
 import io.warren.Channel;
 import io.warren.Connection;
 import io.warren.ConsumeOptions;
@@ -217,9 +216,10 @@ class StreamIT {
         int total = 1_000;
         String name = "stream-resume-" + System.nanoTime();
         Node node = RabbitCluster.NODES.get(2);
-        Connection consumer = await(BrokerExtension.client().connect(RabbitCluster.options(name,
-                List.of(node)).recovery(new RecoveryOptions().backoff(Duration.ofMillis(100), Duration.ofSeconds(1),
-                2.0, 0.2))));
+        Connection consumer = await(BrokerExtension.client()
+                .connect(RabbitCluster.options(name, List.of(node))
+                        .recovery(new RecoveryOptions()
+                                .backoff(Duration.ofMillis(100), Duration.ofSeconds(1), 2.0, 0.2))));
         ExecutorService worker = Executors.newSingleThreadExecutor();
         try {
             publish(own, 0, total);
@@ -232,7 +232,13 @@ class StreamIT {
             consumer.addRecoveryListener(recoveries);
             CountDownLatch done = new CountDownLatch(1);
             Channel ch = await(consumer.openChannel());
-            await(ch.consume(own, new ConsumeOptions().prefetch(PREFETCH).streamOffset(offsets).executor(worker), d -> {
+            await(ch.consume(
+                    own,
+                    new ConsumeOptions()
+                            .prefetch(PREFETCH)
+                            .streamOffset(offsets)
+                            .executor(worker),
+                    d -> {
                         if (offsets.isRepeat(d)) {
                             repeatsSkipped.incrementAndGet(); // delivered again after the re-consume: done already
                         } else {
@@ -256,8 +262,7 @@ class StreamIT {
             RabbitCluster.closeConnection(name, "StreamIT: the consumer's connection is cut");
             long cutAfter = offsets.lastProcessed();
             cut.countDown();
-            assertTrue(done.await(T.toSeconds(), TimeUnit.SECONDS), () -> "processed up to "
-                    + offsets.lastProcessed());
+            assertTrue(done.await(T.toSeconds(), TimeUnit.SECONDS), () -> "processed up to " + offsets.lastProcessed());
             System.out.println("[StreamIT] consumer cut after offset " + cutAfter + ", re-consumed at the next one: "
                     + processed.size() + " processed, " + repeatsSkipped.get() + " repeats skipped by isRepeat");
             assertEquals(range(0, total - 1), processed, "every offset once, in order");

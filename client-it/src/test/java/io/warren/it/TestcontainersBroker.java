@@ -9,8 +9,7 @@ final class TestcontainersBroker {
 
     private static RabbitMQContainer container;
 
-    private TestcontainersBroker() {
-    }
+    private TestcontainersBroker() {}
 
     /** Returns the container's AMQP URI, or the reason there is none. */
     static synchronized String tryStart() {

@@ -24,7 +24,7 @@ class TlsExampleIT {
     @Test
     void theTlsExampleConnectsWithACaFromPem(Broker broker) throws Exception {
         try (TlsMaterial material = new TlsMaterial();
-             TlsProxy proxy = new TlsProxy(material.serverKey, null, broker.host(), broker.port())) {
+                TlsProxy proxy = new TlsProxy(material.serverKey, null, broker.host(), broker.port())) {
             Path pem = Files.createTempFile("warren-ca", ".pem");
             try {
                 Files.writeString(pem, pem(material.trustServer), StandardCharsets.US_ASCII);
@@ -32,11 +32,15 @@ class TlsExampleIT {
                 String uri = "amqps://" + broker.username() + ":" + broker.password() + "@localhost:" + proxy.port()
                         + "/%2F";
                 Connection c = TlsExample.connect(BrokerExtension.client(), uri, trust, null)
-                        .toCompletableFuture().get(30, TimeUnit.SECONDS);
+                        .toCompletableFuture()
+                        .get(30, TimeUnit.SECONDS);
                 try {
                     Channel ch = c.openChannel().toCompletableFuture().get(30, TimeUnit.SECONDS);
-                    assertTrue(ch.queueDeclare(QueueSpec.serverNamed()).toCompletableFuture()
-                            .get(30, TimeUnit.SECONDS).queue().startsWith("amq.gen-"));
+                    assertTrue(ch.queueDeclare(QueueSpec.serverNamed())
+                            .toCompletableFuture()
+                            .get(30, TimeUnit.SECONDS)
+                            .queue()
+                            .startsWith("amq.gen-"));
                 } finally {
                     c.close().toCompletableFuture().get(30, TimeUnit.SECONDS);
                 }
@@ -50,7 +54,8 @@ class TlsExampleIT {
     private static String pem(TrustManagerFactory trust) throws Exception {
         X509Certificate cert = ((X509TrustManager) trust.getTrustManagers()[0]).getAcceptedIssuers()[0];
         return "-----BEGIN CERTIFICATE-----\n"
-                + Base64.getMimeEncoder(64, "\n".getBytes(StandardCharsets.US_ASCII)).encodeToString(cert.getEncoded())
+                + Base64.getMimeEncoder(64, "\n".getBytes(StandardCharsets.US_ASCII))
+                        .encodeToString(cert.getEncoded())
                 + "\n-----END CERTIFICATE-----\n";
     }
 }

@@ -36,8 +36,8 @@ class TlsIT {
     }
 
     private static ConnectionOptions amqps(Broker broker, String host, int port) {
-        return ConnectionOptions.fromUri("amqps://" + broker.username() + ":" + broker.password() + "@" + host + ":"
-                + port + "/%2F");
+        return ConnectionOptions.fromUri(
+                "amqps://" + broker.username() + ":" + broker.password() + "@" + host + ":" + port + "/%2F");
     }
 
     @Test
@@ -49,7 +49,8 @@ class TlsIT {
             Connection c = await(BrokerExtension.client().connect(options));
             try {
                 Channel ch = await(c.openChannel());
-                assertTrue(await(ch.queueDeclare(QueueSpec.serverNamed())).queue().startsWith("amq.gen-"));
+                assertTrue(
+                        await(ch.queueDeclare(QueueSpec.serverNamed())).queue().startsWith("amq.gen-"));
             } finally {
                 await(c.close());
             }
@@ -62,7 +63,8 @@ class TlsIT {
             // the certificate names localhost, not 127.0.0.1
             ConnectionOptions options = amqps(broker, "127.0.0.1", proxy.port());
             options.tls().trustManagerFactory(material.trustServer);
-            ConnectionClosedException e = assertInstanceOf(ConnectionClosedException.class,
+            ConnectionClosedException e = assertInstanceOf(
+                    ConnectionClosedException.class,
                     failure(BrokerExtension.client().connect(options)));
             assertTrue(e.getMessage().contains("TLS"), e.getMessage());
             options.tls().hostnameVerification(false);
@@ -75,7 +77,8 @@ class TlsIT {
     void anUntrustedCertificateIsRefused(Broker broker) throws Exception {
         try (TlsProxy proxy = new TlsProxy(material.serverKey, null, broker.host(), broker.port())) {
             ConnectionOptions options = amqps(broker, "localhost", proxy.port()); // JDK default trust store
-            ConnectionClosedException e = assertInstanceOf(ConnectionClosedException.class,
+            ConnectionClosedException e = assertInstanceOf(
+                    ConnectionClosedException.class,
                     failure(BrokerExtension.client().connect(options)));
             assertTrue(e.getMessage().contains("TLS"), e.getMessage());
         }
@@ -85,8 +88,8 @@ class TlsIT {
     void aClientCertificateIsPresentedFromTheConfiguredKeyMaterial(Broker broker) throws Exception {
         try (TlsProxy proxy = new TlsProxy(material.serverKey, material.trustClient, broker.host(), broker.port())) {
             ConnectionOptions options = amqps(broker, "localhost", proxy.port());
-            options.tls(new TlsOptions().trustManagerFactory(material.trustServer)
-                    .keyManagerFactory(material.clientKey));
+            options.tls(
+                    new TlsOptions().trustManagerFactory(material.trustServer).keyManagerFactory(material.clientKey));
             Connection c = await(BrokerExtension.client().connect(options));
             await(c.close());
             assertEquals("CN=warren-it-client", proxy.clientSubjects.get(0));
@@ -94,7 +97,8 @@ class TlsIT {
             // not offer EXTERNAL; the refusal comes from the AMQP handshake, after TLS succeeded.
             // (EXTERNAL's start-ok is covered at the handshake level in client-core's HandshakeTest.)
             options.authMechanism(AuthMechanism.EXTERNAL);
-            AuthenticationException e = assertInstanceOf(AuthenticationException.class,
+            AuthenticationException e = assertInstanceOf(
+                    AuthenticationException.class,
                     failure(BrokerExtension.client().connect(options)));
             assertTrue(e.getMessage().contains("EXTERNAL"), e.getMessage());
             assertEquals(2, proxy.clientSubjects.size());

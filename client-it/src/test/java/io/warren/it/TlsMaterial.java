@@ -40,21 +40,66 @@ final class TlsMaterial implements AutoCloseable {
     private Path keyPair(String alias, String dname, String san) throws Exception {
         Path store = dir.resolve(alias + ".p12");
         if (san == null) {
-            keytool("-genkeypair", "-alias", alias, "-keyalg", "RSA", "-keysize", "2048", "-dname", dname,
-                    "-validity", "2", "-storetype", "PKCS12", "-keystore", store.toString(),
-                    "-storepass", PASSWORD, "-keypass", PASSWORD);
+            keytool(
+                    "-genkeypair",
+                    "-alias",
+                    alias,
+                    "-keyalg",
+                    "RSA",
+                    "-keysize",
+                    "2048",
+                    "-dname",
+                    dname,
+                    "-validity",
+                    "2",
+                    "-storetype",
+                    "PKCS12",
+                    "-keystore",
+                    store.toString(),
+                    "-storepass",
+                    PASSWORD,
+                    "-keypass",
+                    PASSWORD);
         } else {
-            keytool("-genkeypair", "-alias", alias, "-keyalg", "RSA", "-keysize", "2048", "-dname", dname,
-                    "-ext", san, "-validity", "2", "-storetype", "PKCS12", "-keystore", store.toString(),
-                    "-storepass", PASSWORD, "-keypass", PASSWORD);
+            keytool(
+                    "-genkeypair",
+                    "-alias",
+                    alias,
+                    "-keyalg",
+                    "RSA",
+                    "-keysize",
+                    "2048",
+                    "-dname",
+                    dname,
+                    "-ext",
+                    san,
+                    "-validity",
+                    "2",
+                    "-storetype",
+                    "PKCS12",
+                    "-keystore",
+                    store.toString(),
+                    "-storepass",
+                    PASSWORD,
+                    "-keypass",
+                    PASSWORD);
         }
         return store;
     }
 
     private Path exportCert(String alias, Path store) throws Exception {
         Path pem = dir.resolve(alias + ".pem");
-        keytool("-exportcert", "-rfc", "-alias", alias, "-keystore", store.toString(), "-storepass", PASSWORD,
-                "-file", pem.toString());
+        keytool(
+                "-exportcert",
+                "-rfc",
+                "-alias",
+                alias,
+                "-keystore",
+                store.toString(),
+                "-storepass",
+                PASSWORD,
+                "-file",
+                pem.toString());
         return pem;
     }
 
@@ -72,7 +117,8 @@ final class TlsMaterial implements AutoCloseable {
         KeyStore ts = KeyStore.getInstance("PKCS12");
         ts.load(null, null);
         try (InputStream in = Files.newInputStream(pem)) {
-            ts.setCertificateEntry("trusted", CertificateFactory.getInstance("X.509").generateCertificate(in));
+            ts.setCertificateEntry(
+                    "trusted", CertificateFactory.getInstance("X.509").generateCertificate(in));
         }
         TrustManagerFactory tmf = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
         tmf.init(ts);

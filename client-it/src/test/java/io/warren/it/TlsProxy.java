@@ -46,7 +46,9 @@ final class TlsProxy implements AutoCloseable {
             builder.trustManager(clientTrust).clientAuth(ClientAuth.REQUIRE);
         }
         SslContext ssl = builder.build();
-        server = new ServerBootstrap().group(group).channel(NioServerSocketChannel.class)
+        server = new ServerBootstrap()
+                .group(group)
+                .channel(NioServerSocketChannel.class)
                 .childOption(ChannelOption.AUTO_READ, false)
                 .childHandler(new ChannelInitializer<SocketChannel>() {
                     @Override
@@ -60,7 +62,9 @@ final class TlsProxy implements AutoCloseable {
                         ch.pipeline().addLast(tls, new Frontend(brokerHost, brokerPort));
                     }
                 })
-                .bind("127.0.0.1", 0).sync().channel();
+                .bind("127.0.0.1", 0)
+                .sync()
+                .channel();
     }
 
     int port() {
@@ -70,7 +74,8 @@ final class TlsProxy implements AutoCloseable {
     private void recordPeer(SslHandler tls) {
         try {
             Certificate[] peer = tls.engine().getSession().getPeerCertificates();
-            clientSubjects.add(((X509Certificate) peer[0]).getSubjectX500Principal().getName());
+            clientSubjects.add(
+                    ((X509Certificate) peer[0]).getSubjectX500Principal().getName());
         } catch (SSLPeerUnverifiedException e) {
             // no client certificate: nothing to record
         }
@@ -89,7 +94,9 @@ final class TlsProxy implements AutoCloseable {
         @Override
         public void channelActive(ChannelHandlerContext ctx) {
             Channel front = ctx.channel();
-            backend = new Bootstrap().group(front.eventLoop()).channel(NioSocketChannel.class)
+            backend = new Bootstrap()
+                    .group(front.eventLoop())
+                    .channel(NioSocketChannel.class)
                     .handler(new ChannelInboundHandlerAdapter() {
                         @Override
                         public void channelRead(ChannelHandlerContext b, Object msg) {
@@ -101,13 +108,15 @@ final class TlsProxy implements AutoCloseable {
                             front.close();
                         }
                     })
-                    .connect(host, port).addListener((ChannelFutureListener) f -> {
+                    .connect(host, port)
+                    .addListener((ChannelFutureListener) f -> {
                         if (f.isSuccess()) {
                             front.config().setAutoRead(true);
                         } else {
                             front.close();
                         }
-                    }).channel();
+                    })
+                    .channel();
         }
 
         @Override

@@ -20,12 +20,12 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
-import java.util.concurrent.CompletionStage;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -42,8 +42,8 @@ class TopologyIT {
     }
 
     static Throwable failure(CompletionStage<?> stage) throws Exception {
-        ExecutionException e = assertThrows(ExecutionException.class,
-                () -> stage.toCompletableFuture().get(30, TimeUnit.SECONDS));
+        ExecutionException e = assertThrows(
+                ExecutionException.class, () -> stage.toCompletableFuture().get(30, TimeUnit.SECONDS));
         return e.getCause();
     }
 
@@ -51,7 +51,8 @@ class TopologyIT {
     void declarePassiveDeclareAndDeleteAQueue(Connection connection, TestNames names) throws Exception {
         Channel ch = await(connection.openChannel());
         String q = names.queue("q");
-        DeclaredQueue ok = await(ch.queueDeclare(QueueSpec.named(q).durable(false).autoDelete(false)));
+        DeclaredQueue ok =
+                await(ch.queueDeclare(QueueSpec.named(q).durable(false).autoDelete(false)));
         assertEquals(q, ok.queue());
         assertEquals(0, ok.messageCount());
         assertEquals(0, ok.consumerCount());
@@ -74,7 +75,9 @@ class TopologyIT {
         Channel ch = await(connection.openChannel());
         DeclaredQueue ok = await(ch.queueDeclare(QueueSpec.serverNamed()));
         assertTrue(ok.queue().startsWith("amq.gen-"), ok.queue());
-        assertEquals(ok.queue(), await(ch.queueDeclare(QueueSpec.passive(ok.queue()))).queue());
+        assertEquals(
+                ok.queue(),
+                await(ch.queueDeclare(QueueSpec.passive(ok.queue()))).queue());
         await(ch.close());
         assertFalse(ch.isOpen());
     }
@@ -85,10 +88,17 @@ class TopologyIT {
         String quorum = names.queue("quorum");
         String stream = names.queue("stream");
         String classic = names.queue("classic");
-        assertEquals(quorum, await(ch.queueDeclare(QueueSpec.named(quorum).quorum())).queue());
-        assertEquals(stream, await(ch.queueDeclare(QueueSpec.named(stream).stream())).queue());
-        assertEquals(classic, await(ch.queueDeclare(QueueSpec.named(classic)
-                .messageTtl(Duration.ofMinutes(5)).maxLength(10).exclusive(true))).queue());
+        assertEquals(
+                quorum, await(ch.queueDeclare(QueueSpec.named(quorum).quorum())).queue());
+        assertEquals(
+                stream, await(ch.queueDeclare(QueueSpec.named(stream).stream())).queue());
+        assertEquals(
+                classic,
+                await(ch.queueDeclare(QueueSpec.named(classic)
+                                .messageTtl(Duration.ofMinutes(5))
+                                .maxLength(10)
+                                .exclusive(true)))
+                        .queue());
         // the same arguments again: idempotent
         await(ch.queueDeclare(QueueSpec.named(quorum).quorum()));
         await(ch.queueDelete(quorum));
@@ -103,7 +113,8 @@ class TopologyIT {
         Channel ch = await(connection.openChannel());
         String q = names.queue("q");
         await(ch.queueDeclare(QueueSpec.named(q).maxLength(10)));
-        CompletionStage<DeclaredQueue> second = ch.queueDeclare(QueueSpec.named(q).maxLength(20));
+        CompletionStage<DeclaredQueue> second =
+                ch.queueDeclare(QueueSpec.named(q).maxLength(20));
         CompletionStage<Long> queuedBehind = ch.queuePurge(q);
         ChannelClosedException e = assertInstanceOf(ChannelClosedException.class, failure(second));
         assertEquals(406, e.replyCode());
@@ -139,8 +150,8 @@ class TopologyIT {
         await(ch.queueBind(q, x, "c", Map.of(), true));
         await(ch.exchangeDelete(x2));
         await(ch.exchangeDelete(x, false, false));
-        ChannelClosedException e = assertInstanceOf(ChannelClosedException.class,
-                failure(ch.exchangeDeclare(ExchangeSpec.passive(x))));
+        ChannelClosedException e =
+                assertInstanceOf(ChannelClosedException.class, failure(ch.exchangeDeclare(ExchangeSpec.passive(x))));
         assertEquals(404, e.replyCode());
         assertEquals(40, e.classId());
         Channel ch2 = await(connection.openChannel());
@@ -170,7 +181,8 @@ class TopologyIT {
                         String q = names.queue("t" + thread + "-" + i);
                         // exclusive: removed with the connection, no cleanup round trip needed
                         mine.add(channels.get(i % channels.size())
-                                .queueDeclare(QueueSpec.named(q).exclusive(true)).toCompletableFuture());
+                                .queueDeclare(QueueSpec.named(q).exclusive(true))
+                                .toCompletableFuture());
                     }
                     List<String> declared = new ArrayList<>();
                     for (CompletableFuture<DeclaredQueue> f : mine) {

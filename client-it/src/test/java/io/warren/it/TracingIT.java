@@ -50,9 +50,13 @@ class TracingIT {
     @BeforeEach
     void sdk() {
         exporter = InMemorySpanExporter.create();
-        tracerProvider = SdkTracerProvider.builder().addSpanProcessor(SimpleSpanProcessor.create(exporter)).build();
-        otel = OpenTelemetrySdk.builder().setTracerProvider(tracerProvider)
-                .setPropagators(ContextPropagators.create(W3CTraceContextPropagator.getInstance())).build();
+        tracerProvider = SdkTracerProvider.builder()
+                .addSpanProcessor(SimpleSpanProcessor.create(exporter))
+                .build();
+        otel = OpenTelemetrySdk.builder()
+                .setTracerProvider(tracerProvider)
+                .setPropagators(ContextPropagators.create(W3CTraceContextPropagator.getInstance()))
+                .build();
         tracing = WarrenTracing.create(otel);
     }
 
@@ -88,16 +92,24 @@ class TracingIT {
         ConsumerHandle consumer = await(channel.consume(queue, tracing.traced(delivery -> {
             headers.set(delivery.properties().headers());
             Span current = Span.current();
-            seen.add(current.getSpanContext().getTraceId() + "/" + delivery.body().toString(StandardCharsets.UTF_8));
+            seen.add(current.getSpanContext().getTraceId() + "/"
+                    + delivery.body().toString(StandardCharsets.UTF_8));
             delivery.ack();
         })));
 
         Span parent = otel.getTracer("test").spanBuilder("checkout").startSpan();
         PublishOutcome outcome;
         try (Scope ignored = parent.makeCurrent()) {
-            outcome = await(tracing.publish(channel, exchange, "orders.eu", false,
-                    BasicProperties.builder().messageId("m-1").correlationId("c-1")
-                            .headers(Map.of("tenant", "acme")).build(),
+            outcome = await(tracing.publish(
+                    channel,
+                    exchange,
+                    "orders.eu",
+                    false,
+                    BasicProperties.builder()
+                            .messageId("m-1")
+                            .correlationId("c-1")
+                            .headers(Map.of("tenant", "acme"))
+                            .build(),
                     "hello".getBytes(StandardCharsets.UTF_8)));
         } finally {
             parent.end();
@@ -118,7 +130,8 @@ class TracingIT {
         for (SpanData s : List.of(publish, process)) {
             assertEquals("rabbitmq", s.getAttributes().get(AttributeKey.stringKey("messaging.system")));
             assertEquals(exchange, s.getAttributes().get(AttributeKey.stringKey("messaging.destination.name")));
-            assertEquals("orders.eu",
+            assertEquals(
+                    "orders.eu",
                     s.getAttributes().get(AttributeKey.stringKey("messaging.rabbitmq.destination.routing_key")));
             assertEquals("m-1", s.getAttributes().get(AttributeKey.stringKey("messaging.message.id")));
             assertEquals("c-1", s.getAttributes().get(AttributeKey.stringKey("messaging.message.conversation_id")));
@@ -152,7 +165,8 @@ class TracingIT {
         assertTrue(!process.getParentSpanContext().isValid(), "a root span");
         assertEquals(StatusCode.ERROR, process.getStatus().getStatusCode());
         assertEquals(1, process.getEvents().size(), "the exception is recorded");
-        assertTrue(Context.current() == Context.root() || !Span.current().getSpanContext().isValid());
+        assertTrue(Context.current() == Context.root()
+                || !Span.current().getSpanContext().isValid());
         await(consumer.cancel());
     }
 }

@@ -12,9 +12,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.vertx.core.Context;
 import io.vertx.core.Future;
 import io.vertx.core.Handler;
-import io.vertx.core.Promise;
-import io.vertx.core.Vertx;
 import io.vertx.core.VerticleBase;
+import io.vertx.core.Vertx;
 import io.vertx.core.streams.WriteStream;
 import io.warren.Channel;
 import io.warren.ChannelClosedException;
@@ -24,10 +23,10 @@ import io.warren.ConsumerCancelledException;
 import io.warren.Delivery;
 import io.warren.PublishOutcome;
 import io.warren.QueueSpec;
+import io.warren.it.BrokerExtension.TestNames;
 import io.warren.vertx.DeliveryStream;
 import io.warren.vertx.VertxAmqp;
 import io.warren.vertx.VertxChannel;
-import io.warren.it.BrokerExtension.TestNames;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -85,7 +84,8 @@ class VertxIT {
 
     private void onContext(Context expected, String what) {
         if (Vertx.currentContext() != expected || !Context.isOnEventLoopThread()) {
-            violations.add(what + " ran on " + Thread.currentThread().getName() + ", context " + Vertx.currentContext());
+            violations.add(
+                    what + " ran on " + Thread.currentThread().getName() + ", context " + Vertx.currentContext());
         }
     }
 
@@ -99,7 +99,8 @@ class VertxIT {
         List<Integer> seen = Collections.synchronizedList(new ArrayList<>());
         CompletableFuture<Void> all = new CompletableFuture<>();
         VertxAmqp amqp = VertxAmqp.create(vertx);
-        deploy(context -> amqp.wrap(connection).openChannel()
+        deploy(context -> amqp.wrap(connection)
+                .openChannel()
                 .compose(ch -> {
                     onContext(context, "openChannel's future");
                     return ch.consume(q, new ConsumeOptions().prefetch(50));
@@ -121,13 +122,16 @@ class VertxIT {
             expected.add(i);
         }
         assertEquals(expected, seen);
-        awaitTrue(() -> {
-            try {
-                return messageCount(setup, q) == 0;
-            } catch (Exception e) {
-                throw new AssertionError(e);
-            }
-        }, Duration.ofSeconds(10), "the acks to count");
+        awaitTrue(
+                () -> {
+                    try {
+                        return messageCount(setup, q) == 0;
+                    } catch (Exception e) {
+                        throw new AssertionError(e);
+                    }
+                },
+                Duration.ofSeconds(10),
+                "the acks to count");
         await(setup.queueDelete(q));
     }
 
@@ -144,7 +148,8 @@ class VertxIT {
         Context[] verticle = new Context[1];
         deploy(context -> {
             verticle[0] = context;
-            return amqp.wrap(connection).openChannel()
+            return amqp.wrap(connection)
+                    .openChannel()
                     .compose(ch -> ch.consume(q, new ConsumeOptions().prefetch(100)))
                     .onSuccess(stream -> {
                         stream.pause();
@@ -175,8 +180,8 @@ class VertxIT {
      * long the pause (shown by the broker's own counts, not by waiting 30 s), and each message arrives once.
      */
     @Test
-    void aPausedStreamWithTheDefaultsHoldsThePrefetchKeepsItsConnectionAndGetsEachMessageOnce(Broker broker,
-            Connection connection, TestNames names) throws Exception {
+    void aPausedStreamWithTheDefaultsHoldsThePrefetchKeepsItsConnectionAndGetsEachMessageOnce(
+            Broker broker, Connection connection, TestNames names) throws Exception {
         String q = names.queue("q");
         Channel setup = await(connection.openChannel());
         await(setup.queueDeclare(q));
@@ -197,7 +202,8 @@ class VertxIT {
         Context[] verticle = new Context[1];
         deploy(context -> {
             verticle[0] = context;
-            return amqp.wrap(connection).openChannel()
+            return amqp.wrap(connection)
+                    .openChannel()
                     .compose(ch -> ch.consume(q))
                     .onSuccess(stream -> {
                         stream.pause();
@@ -217,17 +223,22 @@ class VertxIT {
         DeliveryStream stream = started.get(30, TimeUnit.SECONDS);
         int prefetch = ConsumeOptions.DEFAULT_PREFETCH;
         long[][] counts = new long[1][];
-        awaitTrue(() -> {
-            try {
-                counts[0] = Rabbitmqctl.queueCounts(q);
-                return counts[0][1] >= prefetch;
-            } catch (Exception e) {
-                throw new AssertionError(e);
-            }
-        }, Duration.ofSeconds(30), "the prefetch delivered to the paused stream");
+        awaitTrue(
+                () -> {
+                    try {
+                        counts[0] = Rabbitmqctl.queueCounts(q);
+                        return counts[0][1] >= prefetch;
+                    } catch (Exception e) {
+                        throw new AssertionError(e);
+                    }
+                },
+                Duration.ofSeconds(30),
+                "the prefetch delivered to the paused stream");
         Thread.sleep(1000); // time for the broker to push more, if anything let it
         counts[0] = Rabbitmqctl.queueCounts(q);
-        assertEquals(List.of((long) total - prefetch, (long) prefetch), List.of(counts[0][0], counts[0][1]),
+        assertEquals(
+                List.of((long) total - prefetch, (long) prefetch),
+                List.of(counts[0][0], counts[0][1]),
                 "paused: the broker keeps all but the prefetch (ready, unacknowledged)");
         assertEquals(0, handled.get());
 
@@ -239,13 +250,16 @@ class VertxIT {
         assertEquals(0, again.get(), "nothing redelivered");
         assertEquals(List.of(), recoveries, "the connection was never lost");
         assertTrue(connection.isOpen());
-        awaitTrue(() -> {
-            try {
-                return messageCount(setup, q) == 0;
-            } catch (Exception e) {
-                throw new AssertionError(e);
-            }
-        }, Duration.ofSeconds(10), "the acks to count");
+        awaitTrue(
+                () -> {
+                    try {
+                        return messageCount(setup, q) == 0;
+                    } catch (Exception e) {
+                        throw new AssertionError(e);
+                    }
+                },
+                Duration.ofSeconds(10),
+                "the acks to count");
         await(setup.queueDelete(q));
     }
 
@@ -347,7 +361,8 @@ class VertxIT {
         CompletableFuture<SlowWriteStream> sink = new CompletableFuture<>();
         CompletableFuture<DeliveryStream> streamRef = new CompletableFuture<>();
         CompletableFuture<Void> piped = new CompletableFuture<>();
-        deploy(context -> amqp.wrap(connection).openChannel()
+        deploy(context -> amqp.wrap(connection)
+                .openChannel()
                 .compose(ch -> ch.consume(q, new ConsumeOptions().prefetch(100)))
                 .onSuccess(stream -> {
                     SlowWriteStream ws = new SlowWriteStream(context);
@@ -391,8 +406,8 @@ class VertxIT {
         pipeEndsCleanlyWhenTheApplicationCloses(broker, own, names, true);
     }
 
-    private void pipeEndsCleanlyWhenTheApplicationCloses(Broker broker, Connection connection, TestNames names,
-                                                         boolean wholeConnection) throws Exception {
+    private void pipeEndsCleanlyWhenTheApplicationCloses(
+            Broker broker, Connection connection, TestNames names, boolean wholeConnection) throws Exception {
         String q = names.queue("q");
         Channel setup = await(connection.openChannel());
         await(setup.queueDeclare(QueueSpec.named(q)));
@@ -407,7 +422,8 @@ class VertxIT {
         CompletableFuture<VertxChannel> channel = new CompletableFuture<>();
         CompletableFuture<Void> piped = new CompletableFuture<>();
         List<String> exceptions = Collections.synchronizedList(new ArrayList<>());
-        deploy(context -> amqp.wrap(connection).openChannel()
+        deploy(context -> amqp.wrap(connection)
+                .openChannel()
                 .compose(ch -> {
                     channel.complete(ch);
                     return ch.consume(q, new ConsumeOptions().prefetch(10));
@@ -452,14 +468,14 @@ class VertxIT {
         List<String> events = Collections.synchronizedList(new ArrayList<>());
         CompletableFuture<Void> ended = new CompletableFuture<>();
         CompletableFuture<VertxChannel> channel = new CompletableFuture<>();
-        deploy(context -> amqp.wrap(connection).openChannel()
+        deploy(context -> amqp.wrap(connection)
+                .openChannel()
                 .compose(ch -> ch.queueDeclare(q).map(ok -> ch))
                 .compose(ch -> {
                     channel.complete(ch);
                     return ch.consume(q);
                 })
-                .onSuccess(stream -> stream
-                        .handler(d -> { })
+                .onSuccess(stream -> stream.handler(d -> {})
                         .exceptionHandler(e -> {
                             onContext(context, "exceptionHandler");
                             events.add("exception " + e.getClass().getSimpleName());
@@ -482,7 +498,8 @@ class VertxIT {
         String q = names.queue("q");
         VertxAmqp amqp = VertxAmqp.create(vertx);
         CompletableFuture<String> got = new CompletableFuture<>();
-        deploy(context -> amqp.wrap(connection).openChannel()
+        deploy(context -> amqp.wrap(connection)
+                .openChannel()
                 .compose(ch -> ch.queueDeclare(q)
                         .compose(ok -> ch.confirmSelect())
                         .compose(v -> ch.publish("", q, null, "hello".getBytes()))

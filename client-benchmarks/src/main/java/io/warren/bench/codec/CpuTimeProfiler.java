@@ -10,8 +10,8 @@ import org.openjdk.jmh.infra.BenchmarkParams;
 import org.openjdk.jmh.infra.IterationParams;
 import org.openjdk.jmh.profile.InternalProfiler;
 import org.openjdk.jmh.results.AggregationPolicy;
-import org.openjdk.jmh.results.IterationResultMetaData;
 import org.openjdk.jmh.results.IterationResult;
+import org.openjdk.jmh.results.IterationResultMetaData;
 import org.openjdk.jmh.results.Result;
 import org.openjdk.jmh.results.ScalarResult;
 
@@ -66,8 +66,8 @@ public final class CpuTimeProfiler implements InternalProfiler {
     }
 
     @Override
-    public Collection<? extends Result> afterIteration(BenchmarkParams benchmarkParams, IterationParams iterationParams,
-            IterationResult result) {
+    public Collection<? extends Result> afterIteration(
+            BenchmarkParams benchmarkParams, IterationParams iterationParams, IterationResult result) {
         long cpu = os.getProcessCpuTime() - cpuAtStart;
         long threadsCpu = threadsCpuSinceStart();
         IterationResultMetaData md = result.getMetadata();
@@ -75,7 +75,8 @@ public final class CpuTimeProfiler implements InternalProfiler {
         if (ops == 0) {
             return List.of();
         }
-        return List.of(new ScalarResult("cpu.time.norm", (double) cpu / ops, "ns/op", AggregationPolicy.AVG),
+        return List.of(
+                new ScalarResult("cpu.time.norm", (double) cpu / ops, "ns/op", AggregationPolicy.AVG),
                 new ScalarResult("threads.cpu.time.norm", (double) threadsCpu / ops, "ns/op", AggregationPolicy.AVG));
     }
 }

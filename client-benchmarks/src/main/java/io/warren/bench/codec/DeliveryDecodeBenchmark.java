@@ -72,7 +72,9 @@ import org.openjdk.jmh.infra.Blackhole;
 @OutputTimeUnit(TimeUnit.SECONDS)
 @Warmup(iterations = 3, time = 1)
 @Measurement(iterations = 5, time = 1)
-@Fork(value = 1, jvmArgsAppend = {"-Dio.netty.leakDetection.level=disabled", "-Xmx1g"})
+@Fork(
+        value = 1,
+        jvmArgsAppend = {"-Dio.netty.leakDetection.level=disabled", "-Xmx1g"})
 public class DeliveryDecodeBenchmark {
 
     static final int DELIVERIES_PER_READ = 10;
@@ -134,14 +136,20 @@ public class DeliveryDecodeBenchmark {
     /** The input: {@value #DELIVERIES_PER_READ} deliveries (method, header and one body frame each) back to back. */
     static byte[] deliveries(int bodySize) {
         PooledByteBufAllocator alloc = PooledByteBufAllocator.DEFAULT;
-        BasicProperties props = BasicProperties.builder().contentType("application/octet-stream")
-                .deliveryMode(BasicProperties.PERSISTENT).timestamp(Instant.ofEpochSecond(1_700_000_000L)).build();
-        BasicDeliverEncoder deliver = new BasicDeliverEncoder().consumerTag("amq.ctag-bench-consumer-1")
-                .exchange("bench.exchange").routingKey("bench.routing.key");
+        BasicProperties props = BasicProperties.builder()
+                .contentType("application/octet-stream")
+                .deliveryMode(BasicProperties.PERSISTENT)
+                .timestamp(Instant.ofEpochSecond(1_700_000_000L))
+                .build();
+        BasicDeliverEncoder deliver = new BasicDeliverEncoder()
+                .consumerTag("amq.ctag-bench-consumer-1")
+                .exchange("bench.exchange")
+                .routingKey("bench.routing.key");
         ByteArrayOutputStream stream = new ByteArrayOutputStream();
         for (int i = 0; i < DELIVERIES_PER_READ; i++) {
             deliver.deliveryTag(1_000_000 + i);
-            ByteBuf framed = PublishFraming.frame(alloc, 1, 131072, deliver, props, alloc.buffer(bodySize).writeZero(bodySize));
+            ByteBuf framed = PublishFraming.frame(
+                    alloc, 1, 131072, deliver, props, alloc.buffer(bodySize).writeZero(bodySize));
             stream.writeBytes(ByteBufUtil.getBytes(framed));
             framed.release();
         }

@@ -71,7 +71,9 @@ import org.openjdk.jmh.infra.Blackhole;
 @OutputTimeUnit(TimeUnit.SECONDS)
 @Warmup(iterations = 3, time = 1)
 @Measurement(iterations = 5, time = 1)
-@Fork(value = 1, jvmArgsAppend = {"-Dio.netty.leakDetection.level=disabled", "-Xmx1g"})
+@Fork(
+        value = 1,
+        jvmArgsAppend = {"-Dio.netty.leakDetection.level=disabled", "-Xmx1g"})
 public class PublishEncodeBenchmark {
 
     static final int OPERATIONS = 1000;
@@ -120,7 +122,8 @@ public class PublishEncodeBenchmark {
         warrenBatch = () -> {
             for (int i = 0; i < OPERATIONS; i++) {
                 // the publisher hands the framing a reference to its body (a pooled duplicate)
-                ByteBuf framed = PublishFraming.publish(alloc, 1, FRAME_MAX, publish, properties, body.retainedDuplicate());
+                ByteBuf framed =
+                        PublishFraming.publish(alloc, 1, FRAME_MAX, publish, properties, body.retainedDuplicate());
                 bh.consume(framed.readableBytes());
                 bh.consume(framed.getByte(framed.writerIndex() - 1));
                 framed.release();
@@ -128,7 +131,8 @@ public class PublishEncodeBenchmark {
         };
         warrenCopiedBatch = () -> {
             for (int i = 0; i < OPERATIONS; i++) {
-                ByteBuf framed = PublishFraming.publish(alloc, 1, FRAME_MAX, publish, properties, body.retainedDuplicate());
+                ByteBuf framed =
+                        PublishFraming.publish(alloc, 1, FRAME_MAX, publish, properties, body.retainedDuplicate());
                 out.clear();
                 out.writeBytes(framed);
                 framed.release();
@@ -137,7 +141,14 @@ public class PublishEncodeBenchmark {
         };
         warrenWriteBatch = () -> {
             for (int i = 0; i < OPERATIONS; i++) {
-                PublishFraming.write(channel, alloc, 1, FRAME_MAX, publish, properties, body.retainedDuplicate(),
+                PublishFraming.write(
+                        channel,
+                        alloc,
+                        1,
+                        FRAME_MAX,
+                        publish,
+                        properties,
+                        body.retainedDuplicate(),
                         channel.voidPromise());
             }
             channel.flush();
@@ -215,13 +226,18 @@ public class PublishEncodeBenchmark {
 
     /** The properties every Warren variant publishes with. */
     static BasicProperties ourProperties() {
-        return BasicProperties.builder().contentType("application/octet-stream").deliveryMode(BasicProperties.PERSISTENT)
+        return BasicProperties.builder()
+                .contentType("application/octet-stream")
+                .deliveryMode(BasicProperties.PERSISTENT)
                 .build();
     }
 
     /** The same properties as amqp-client's. */
     static AMQP.BasicProperties theirProperties() {
-        return new AMQP.BasicProperties.Builder().contentType("application/octet-stream").deliveryMode(2).build();
+        return new AMQP.BasicProperties.Builder()
+                .contentType("application/octet-stream")
+                .deliveryMode(2)
+                .build();
     }
 
     /**
@@ -229,7 +245,8 @@ public class PublishEncodeBenchmark {
      * {@value #ROUTING_KEY} on channel 1, as the client's publisher frames a message.
      */
     static void writeHead(ByteBuf out, BasicPublishEncoder encoder, BasicProperties properties, int bodySize) {
-        BasicPublishEncoder method = encoder.exchange(EXCHANGE).routingKey(ROUTING_KEY).mandatory(false);
+        BasicPublishEncoder method =
+                encoder.exchange(EXCHANGE).routingKey(ROUTING_KEY).mandatory(false);
         Frames.writeMethod(out, 1, method);
         Frames.writeContentHeader(out, 1, bodySize, properties);
         Frames.writeHeader(out, FrameType.BODY, 1, bodySize);
@@ -247,7 +264,8 @@ public class PublishEncodeBenchmark {
         AMQImpl.Basic.Publish method = new AMQImpl.Basic.Publish(0, EXCHANGE, ROUTING_KEY, false, false);
         method.toFrame(1).writeTo(out);
         properties.toFrame(1, body.length).writeTo(out);
-        com.rabbitmq.client.impl.Frame.fromBodyFragment(1, ByteBuffer.wrap(body), 0, body.length).writeTo(out);
+        com.rabbitmq.client.impl.Frame.fromBodyFragment(1, ByteBuffer.wrap(body), 0, body.length)
+                .writeTo(out);
     }
 
     @Benchmark

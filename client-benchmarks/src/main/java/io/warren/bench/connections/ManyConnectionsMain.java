@@ -42,7 +42,9 @@ import picocli.CommandLine.Option;
  *     --client warren|amqp-client --connections 2000 --ports 5673,5674,5675 --heartbeat 10 --idle 30
  * </pre>
  */
-@Command(name = "many-connections", mixinStandardHelpOptions = true,
+@Command(
+        name = "many-connections",
+        mixinStandardHelpOptions = true,
         description = "Idle connections from one JVM: memory, threads and CPU per connection.")
 public final class ManyConnectionsMain implements java.util.concurrent.Callable<Integer> {
 
@@ -55,7 +57,10 @@ public final class ManyConnectionsMain implements java.util.concurrent.Callable<
     @Option(names = "--host", defaultValue = "127.0.0.1")
     String host;
 
-    @Option(names = "--ports", split = ",", defaultValue = "5672",
+    @Option(
+            names = "--ports",
+            split = ",",
+            defaultValue = "5672",
             description = "AMQP ports of the nodes; connections spread over them round-robin")
     List<Integer> ports;
 
@@ -74,8 +79,7 @@ public final class ManyConnectionsMain implements java.util.concurrent.Callable<
     @Option(names = "--password", defaultValue = "guest")
     String password;
 
-    private ManyConnectionsMain() {
-    }
+    private ManyConnectionsMain() {}
 
     public static void main(String[] args) {
         System.exit(new CommandLine(new ManyConnectionsMain()).execute(args));
@@ -105,16 +109,36 @@ public final class ManyConnectionsMain implements java.util.concurrent.Callable<
         long idleCpu = cpuNanos() - cpuStart;
         long rss = rssBytes();
         int added = connections - half;
-        System.out.printf(Locale.ROOT, "%s: %d connections (1 channel, 1 idle consumer each) over ports %s, "
+        System.out.printf(
+                Locale.ROOT,
+                "%s: %d connections (1 channel, 1 idle consumer each) over ports %s, "
                         + "heartbeat %d s, connected in %.1f s%n",
-                client, connections, ports, heartbeat, connectSeconds);
-        System.out.printf(Locale.ROOT, "  per connection (the last %d): heap %.1f KiB, direct %.1f KiB, threads %.2f%n",
-                added, (heap - heapHalf) / 1024.0 / added, (direct - directHalf) / 1024.0 / added,
+                client,
+                connections,
+                ports,
+                heartbeat,
+                connectSeconds);
+        System.out.printf(
+                Locale.ROOT,
+                "  per connection (the last %d): heap %.1f KiB, direct %.1f KiB, threads %.2f%n",
+                added,
+                (heap - heapHalf) / 1024.0 / added,
+                (direct - directHalf) / 1024.0 / added,
                 (threads - threadsHalf) / (double) added);
-        System.out.printf(Locale.ROOT, "  process: threads %d, heap %.1f MiB, direct %.1f MiB, RSS %.0f MiB%n",
-                threads, heap / 1048576.0, direct / 1048576.0, rss / 1048576.0);
-        System.out.printf(Locale.ROOT, "  idle CPU over %d s (after %d s to settle): %.3f s = %.1f us/connection/s%n",
-                idleSeconds, settleSeconds, idleCpu / 1e9, idleCpu / 1e3 / connections / idleSeconds);
+        System.out.printf(
+                Locale.ROOT,
+                "  process: threads %d, heap %.1f MiB, direct %.1f MiB, RSS %.0f MiB%n",
+                threads,
+                heap / 1048576.0,
+                direct / 1048576.0,
+                rss / 1048576.0);
+        System.out.printf(
+                Locale.ROOT,
+                "  idle CPU over %d s (after %d s to settle): %.3f s = %.1f us/connection/s%n",
+                idleSeconds,
+                settleSeconds,
+                idleCpu / 1e9,
+                idleCpu / 1e3 / connections / idleSeconds);
         fleet.close(queue);
         return 0;
     }
@@ -145,24 +169,37 @@ public final class ManyConnectionsMain implements java.util.concurrent.Callable<
 
         @Override
         public void open(String queue, int from, int to) throws Exception {
-            ConnectionOptions base = new ConnectionOptions().username(user).password(password)
-                    .requestedHeartbeat(heartbeat).shuffleAddresses(false).connectionTimeout(Duration.ofSeconds(30));
+            ConnectionOptions base = new ConnectionOptions()
+                    .username(user)
+                    .password(password)
+                    .requestedHeartbeat(heartbeat)
+                    .shuffleAddresses(false)
+                    .connectionTimeout(Duration.ofSeconds(30));
             for (int i = from; i < to; i++) {
-                Connection c = amqp.connect(new ConnectionOptions(base).addresses(addressesFor(i))
-                        .connectionName("many-" + i)).toCompletableFuture().get(30, TimeUnit.SECONDS);
+                Connection c = amqp.connect(new ConnectionOptions(base)
+                                .addresses(addressesFor(i))
+                                .connectionName("many-" + i))
+                        .toCompletableFuture()
+                        .get(30, TimeUnit.SECONDS);
                 opened.add(c);
                 Channel ch = c.openChannel().toCompletableFuture().get(30, TimeUnit.SECONDS);
                 if (i == 0) {
-                    ch.queueDeclare(QueueSpec.named(queue)).toCompletableFuture().get(30, TimeUnit.SECONDS);
+                    ch.queueDeclare(QueueSpec.named(queue))
+                            .toCompletableFuture()
+                            .get(30, TimeUnit.SECONDS);
                 }
                 ch.consume(queue, new ConsumeOptions().prefetch(10), d -> d.ack())
-                        .toCompletableFuture().get(30, TimeUnit.SECONDS);
+                        .toCompletableFuture()
+                        .get(30, TimeUnit.SECONDS);
             }
         }
 
         @Override
         public void close(String queue) throws Exception {
-            opened.get(0).openChannel().thenCompose(ch -> ch.queueDelete(queue)).toCompletableFuture()
+            opened.get(0)
+                    .openChannel()
+                    .thenCompose(ch -> ch.queueDelete(queue))
+                    .toCompletableFuture()
                     .get(30, TimeUnit.SECONDS);
             List<CompletableFuture<Void>> closes = new ArrayList<>();
             for (Connection c : opened) {
@@ -188,7 +225,8 @@ public final class ManyConnectionsMain implements java.util.concurrent.Callable<
                 for (Address a : addressesFor(i)) {
                     list.add(new com.rabbitmq.client.Address(a.host(), a.port()));
                 }
-                com.rabbitmq.client.Connection c = factory.newConnection(null, AmqpClientDriver.inOrder(list), "many-" + i);
+                com.rabbitmq.client.Connection c =
+                        factory.newConnection(null, AmqpClientDriver.inOrder(list), "many-" + i);
                 opened.add(c);
                 com.rabbitmq.client.Channel ch = c.createChannel();
                 if (i == 0) {

@@ -5,14 +5,13 @@ import com.rabbitmq.client.ConnectionFactory;
 /** Fills and deletes the broker queues the broker runs drain, with amqp-client (outside the measured window). */
 final class BrokerQueue {
 
-    private BrokerQueue() {
-    }
+    private BrokerQueue() {}
 
     static void fill(String uri, String queue, int messages, int size) throws Exception {
         ConnectionFactory f = new ConnectionFactory();
         f.setUri(uri);
         try (com.rabbitmq.client.Connection c = f.newConnection("consume-bench-fill");
-             com.rabbitmq.client.Channel ch = c.createChannel()) {
+                com.rabbitmq.client.Channel ch = c.createChannel()) {
             ch.queueDeclare(queue, false, false, false, null);
             ch.confirmSelect();
             byte[] body = new byte[size];
@@ -30,7 +29,7 @@ final class BrokerQueue {
         ConnectionFactory f = new ConnectionFactory();
         f.setUri(uri);
         try (com.rabbitmq.client.Connection c = f.newConnection("consume-bench-cleanup");
-             com.rabbitmq.client.Channel ch = c.createChannel()) {
+                com.rabbitmq.client.Channel ch = c.createChannel()) {
             ch.queueDelete(queue);
         }
     }

@@ -52,8 +52,7 @@ public final class ConsumeRateMain {
     static final int PREFETCH = 1000;
     static final int ACK_EVERY = 100;
 
-    private ConsumeRateMain() {
-    }
+    private ConsumeRateMain() {}
 
     /** One consuming client under test. */
     interface Client extends AutoCloseable {
@@ -77,21 +76,42 @@ public final class ConsumeRateMain {
     }
 
     /** What one run measured. */
-    record Result(String client, String source, int size, boolean noAck, int consumers, long messages, double seconds,
-                  long cpuNanos, long allocated, long loopAllocated, long peerCpuNanos) {
+    record Result(
+            String client,
+            String source,
+            int size,
+            boolean noAck,
+            int consumers,
+            long messages,
+            double seconds,
+            long cpuNanos,
+            long allocated,
+            long loopAllocated,
+            long peerCpuNanos) {
 
         double rate() {
             return messages / seconds;
         }
 
         String line() {
-            return String.format(Locale.ROOT, "%-11s %-6s %5d B  %-8s %2d consumer%s  %,11.0f msg/s  CPU %6.2f us/msg"
-                            + "%s  alloc %7.1f B/msg%s", client, source, size, noAck ? "noAck" : "ack/100",
-                    consumers, consumers == 1 ? " " : "s", rate(), cpuNanos / 1e3 / messages,
+            return String.format(
+                    Locale.ROOT,
+                    "%-11s %-6s %5d B  %-8s %2d consumer%s  %,11.0f msg/s  CPU %6.2f us/msg"
+                            + "%s  alloc %7.1f B/msg%s",
+                    client,
+                    source,
+                    size,
+                    noAck ? "noAck" : "ack/100",
+                    consumers,
+                    consumers == 1 ? " " : "s",
+                    rate(),
+                    cpuNanos / 1e3 / messages,
                     peerCpuNanos < 0 ? "" : String.format(Locale.ROOT, " (peer %5.2f)", peerCpuNanos / 1e3 / messages),
                     (double) allocated / messages,
-                    loopAllocated < 0 ? "" : String.format(Locale.ROOT, " (event loop %.1f B/msg)",
-                            (double) loopAllocated / messages));
+                    loopAllocated < 0
+                            ? ""
+                            : String.format(
+                                    Locale.ROOT, " (event loop %.1f B/msg)", (double) loopAllocated / messages));
         }
     }
 
@@ -125,7 +145,10 @@ public final class ConsumeRateMain {
             int messages = args.length > 1 ? Integer.parseInt(args[1]) : 100_000;
             String uri = args.length > 2 ? args[2] : "amqp://guest:guest@127.0.0.1:5672";
             int[] consumerCounts = args.length > 3
-                    ? java.util.Arrays.stream(args[3].split(",")).mapToInt(Integer::parseInt).toArray() : new int[] {1};
+                    ? java.util.Arrays.stream(args[3].split(","))
+                            .mapToInt(Integer::parseInt)
+                            .toArray()
+                    : new int[] {1};
             for (int size : new int[] {16, 1024}) {
                 int n = size >= 1024 ? messages / 2 : messages;
                 for (boolean noAck : new boolean[] {true, false}) {
@@ -202,12 +225,20 @@ public final class ConsumeRateMain {
                 long peerCpu = peer.cpuNanos();
                 long start = System.nanoTime();
                 Thread.sleep(TimeUnit.SECONDS.toMillis(seconds));
-                Result r = new Result(clientName, "peer", size, noAck, consumers, client.received() - count,
-                        (System.nanoTime() - start) / 1e9, JvmMeter.cpuNanos() - cpu,
+                Result r = new Result(
+                        clientName,
+                        "peer",
+                        size,
+                        noAck,
+                        consumers,
+                        client.received() - count,
+                        (System.nanoTime() - start) / 1e9,
+                        JvmMeter.cpuNanos() - cpu,
                         JvmMeter.allocatedBytes() - allocated,
                         clientName.equals("warren") ? JvmMeter.allocatedBytes("warren-io") - loop : -1,
                         peerCpu < 0 ? -1 : peer.cpuNanos() - peerCpu);
-                windows.append(windows.length() == 0 ? "" : " / ").append(String.format(Locale.ROOT, "%,.0f", r.rate()));
+                windows.append(windows.length() == 0 ? "" : " / ")
+                        .append(String.format(Locale.ROOT, "%,.0f", r.rate()));
                 if (best == null || r.rate() > best.rate()) {
                     best = r;
                 }
@@ -235,10 +266,18 @@ public final class ConsumeRateMain {
             long start = System.nanoTime();
             client.consume(queue, noAck);
             waitFor(client, messages);
-            Result r = new Result(clientName, "broker", size, noAck, consumers, messages,
+            Result r = new Result(
+                    clientName,
+                    "broker",
+                    size,
+                    noAck,
+                    consumers,
+                    messages,
                     (System.nanoTime() - start) / 1e9,
-                    JvmMeter.cpuNanos() - cpu, JvmMeter.allocatedBytes() - allocated,
-                    clientName.equals("warren") ? JvmMeter.allocatedBytes("warren-io") - loop : -1, -1);
+                    JvmMeter.cpuNanos() - cpu,
+                    JvmMeter.allocatedBytes() - allocated,
+                    clientName.equals("warren") ? JvmMeter.allocatedBytes("warren-io") - loop : -1,
+                    -1);
             System.out.println(r.line());
             return r;
         } finally {
@@ -281,19 +320,20 @@ public final class ConsumeRateMain {
 
         @Override
         public void consume(String queue, boolean noAck) throws Exception {
-            ConsumeOptions options = noAck ? new ConsumeOptions().noAck(true)
-                    : new ConsumeOptions().prefetch(PREFETCH);
+            ConsumeOptions options = noAck ? new ConsumeOptions().noAck(true) : new ConsumeOptions().prefetch(PREFETCH);
             for (Channel ch : channels) {
                 ch.queueDeclare(QueueSpec.named(queue)).toCompletableFuture().get(30, TimeUnit.SECONDS);
                 LongAdder count = new LongAdder();
                 counts.add(count);
                 long[] n = new long[1]; // the handler runs on one event loop: a plain counter for the ack cadence
                 handles.add(ch.consume(queue, options, d -> {
-                    count.increment();
-                    if (!noAck && ++n[0] % ACK_EVERY == 0) {
-                        d.ack(true);
-                    }
-                }).toCompletableFuture().get(30, TimeUnit.SECONDS));
+                            count.increment();
+                            if (!noAck && ++n[0] % ACK_EVERY == 0) {
+                                d.ack(true);
+                            }
+                        })
+                        .toCompletableFuture()
+                        .get(30, TimeUnit.SECONDS));
             }
         }
 
@@ -351,8 +391,9 @@ public final class ConsumeRateMain {
                     private long n; // amqp-client calls one channel's consumer from one thread at a time
 
                     @Override
-                    public void handleDelivery(String tag, Envelope envelope, AMQP.BasicProperties properties,
-                                               byte[] body) throws java.io.IOException {
+                    public void handleDelivery(
+                            String tag, Envelope envelope, AMQP.BasicProperties properties, byte[] body)
+                            throws java.io.IOException {
                         count.increment();
                         if (!noAck && ++n % ACK_EVERY == 0) {
                             getChannel().basicAck(envelope.getDeliveryTag(), true);

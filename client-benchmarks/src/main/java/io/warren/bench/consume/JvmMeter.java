@@ -11,8 +11,7 @@ final class JvmMeter {
     private static final com.sun.management.OperatingSystemMXBean OS =
             (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
 
-    private JvmMeter() {
-    }
+    private JvmMeter() {}
 
     static long cpuNanos() {
         return OS.getProcessCpuTime();

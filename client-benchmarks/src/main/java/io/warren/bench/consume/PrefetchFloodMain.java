@@ -4,8 +4,8 @@ import io.netty.util.internal.PlatformDependent;
 import io.warren.AmqpClient;
 import io.warren.Channel;
 import io.warren.ClientOptions;
-import io.warren.ConsumeOptions;
 import io.warren.Connection;
+import io.warren.ConsumeOptions;
 import io.warren.ConsumerHandle;
 import io.warren.bench.PeerProcess;
 import java.lang.management.BufferPoolMXBean;
@@ -35,24 +35,27 @@ import java.util.concurrent.atomic.LongAdder;
  */
 public final class PrefetchFloodMain {
 
-    private PrefetchFloodMain() {
-    }
+    private PrefetchFloodMain() {}
 
     public static void main(String[] args) throws Exception {
-        int prefetch = args.length > 0 && !args[0].equals("none") ? Integer.parseInt(args[0]) : args.length > 0 ? -1 : 10;
+        int prefetch =
+                args.length > 0 && !args[0].equals("none") ? Integer.parseInt(args[0]) : args.length > 0 ? -1 : 10;
         long deliveries = args.length > 1 ? Long.parseLong(args[1]) : 300_000;
         int body = args.length > 2 ? Integer.parseInt(args[2]) : 1024;
         long handlerMillis = args.length > 3 ? Long.parseLong(args[3]) : 5;
         int seconds = args.length > 4 ? Integer.parseInt(args[4]) : 20;
         MemoryMXBean memory = ManagementFactory.getMemoryMXBean();
         BufferPoolMXBean nio = ManagementFactory.getPlatformMXBeans(BufferPoolMXBean.class).stream()
-                .filter(b -> b.getName().equals("direct")).findFirst().orElseThrow();
+                .filter(b -> b.getName().equals("direct"))
+                .findFirst()
+                .orElseThrow();
         ExecutorService worker = Executors.newSingleThreadExecutor();
         LongAdder handled = new LongAdder();
         AtomicReference<Object> died = new AtomicReference<>();
         AmqpClient client = AmqpClient.create(new ClientOptions().metricsEnabled(true));
         try (PeerProcess peer = PeerProcess.startFlood(body, deliveries)) {
-            Connection connection = client.connect(peer.uri()).toCompletableFuture().get(30, TimeUnit.SECONDS);
+            Connection connection =
+                    client.connect(peer.uri()).toCompletableFuture().get(30, TimeUnit.SECONDS);
             connection.closeFuture().whenComplete((cause, never) -> died.set(cause));
             Channel ch = connection.openChannel().toCompletableFuture().get(30, TimeUnit.SECONDS);
             ConsumeOptions options = new ConsumeOptions().executor(worker);
@@ -60,14 +63,16 @@ public final class PrefetchFloodMain {
                 options.prefetch(prefetch);
             }
             ConsumerHandle consumer = ch.consume("flood", options, d -> {
-                try {
-                    Thread.sleep(handlerMillis);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
-                d.ack();
-                handled.increment();
-            }).toCompletableFuture().get(30, TimeUnit.SECONDS);
+                        try {
+                            Thread.sleep(handlerMillis);
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                        }
+                        d.ack();
+                        handled.increment();
+                    })
+                    .toCompletableFuture()
+                    .get(30, TimeUnit.SECONDS);
             long start = System.nanoTime();
             long end = start + TimeUnit.SECONDS.toNanos(seconds);
             long maxHeap = 0;
@@ -83,15 +88,28 @@ public final class PrefetchFloodMain {
             }
             double elapsed = (System.nanoTime() - start) / 1e9;
             Object cause = died.get();
-            System.out.printf(Locale.ROOT, "prefetch %s, %,d x %,d B, handler %d ms, -Xmx%d MiB: %.1f s, "
+            System.out.printf(
+                    Locale.ROOT,
+                    "prefetch %s, %,d x %,d B, handler %d ms, -Xmx%d MiB: %.1f s, "
                             + "received %,d, handled %,d, queued at most %,d (now %,d), heap at most %,d MiB, "
                             + "direct at most %,d MiB (Netty) / %,d MiB (NIO), beyond prefetch %,d, connection lost and recovered "
                             + "%d times, %s%n",
-                    prefetch < 0 ? "none" : String.valueOf(prefetch), deliveries, body, handlerMillis,
-                    Runtime.getRuntime().maxMemory() >> 20, elapsed, client.metrics().consumed(), handled.sum(),
-                    maxQueued, consumer.queued(), maxHeap >> 20, maxNettyDirect >> 20, maxNioDirect >> 20,
+                    prefetch < 0 ? "none" : String.valueOf(prefetch),
+                    deliveries,
+                    body,
+                    handlerMillis,
+                    Runtime.getRuntime().maxMemory() >> 20,
+                    elapsed,
+                    client.metrics().consumed(),
+                    handled.sum(),
+                    maxQueued,
+                    consumer.queued(),
+                    maxHeap >> 20,
+                    maxNettyDirect >> 20,
+                    maxNioDirect >> 20,
                     client.metrics().deliveriesBeyondPrefetch(),
-                    client.metrics().recoveries(), cause == null ? "connection open" : "connection closed: " + cause);
+                    client.metrics().recoveries(),
+                    cause == null ? "connection open" : "connection closed: " + cause);
         } finally {
             worker.shutdownNow();
             client.close().toCompletableFuture().get(10, TimeUnit.SECONDS);

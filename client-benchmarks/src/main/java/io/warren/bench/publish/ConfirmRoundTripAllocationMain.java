@@ -35,8 +35,7 @@ public final class ConfirmRoundTripAllocationMain {
     static final int MESSAGES = 50_000;
     static final int BATCH = 500;
 
-    private ConfirmRoundTripAllocationMain() {
-    }
+    private ConfirmRoundTripAllocationMain() {}
 
     public static void main(String[] args) throws Exception {
         String client = args.length > 0 ? args[0] : "warren";
@@ -50,9 +49,16 @@ public final class ConfirmRoundTripAllocationMain {
             long start = System.nanoTime();
             s.run(MESSAGES, body);
             long bytes = JvmMeter.allocatedBytes() - allocated;
-            System.out.printf(Locale.ROOT, "%-11s %6d B bodies: %,d messages published+confirmed+consumed in %.2f s;"
-                            + " allocated %,.1f MiB (%,d B/message); CPU %,.0f us/message%n", client, size, MESSAGES,
-                    (System.nanoTime() - start) / 1e9, bytes / 1048576.0, bytes / MESSAGES,
+            System.out.printf(
+                    Locale.ROOT,
+                    "%-11s %6d B bodies: %,d messages published+confirmed+consumed in %.2f s;"
+                            + " allocated %,.1f MiB (%,d B/message); CPU %,.0f us/message%n",
+                    client,
+                    size,
+                    MESSAGES,
+                    (System.nanoTime() - start) / 1e9,
+                    bytes / 1048576.0,
+                    bytes / MESSAGES,
                     (JvmMeter.cpuNanos() - cpu) / 1e3 / MESSAGES);
         }
     }
@@ -75,18 +81,22 @@ public final class ConfirmRoundTripAllocationMain {
 
         Warren(String uri) throws Exception {
             publisher = client.connect(ConnectionOptions.fromUri(uri).connectionName("roundtrip publisher"))
-                    .toCompletableFuture().get(30, TimeUnit.SECONDS);
+                    .toCompletableFuture()
+                    .get(30, TimeUnit.SECONDS);
             consumer = client.connect(ConnectionOptions.fromUri(uri).connectionName("roundtrip consumer"))
-                    .toCompletableFuture().get(30, TimeUnit.SECONDS);
+                    .toCompletableFuture()
+                    .get(30, TimeUnit.SECONDS);
             pub = publisher.openChannel().toCompletableFuture().get(30, TimeUnit.SECONDS);
             sub = consumer.openChannel().toCompletableFuture().get(30, TimeUnit.SECONDS);
             pub.queueDeclare(queue).toCompletableFuture().get(30, TimeUnit.SECONDS);
             pub.confirmSelect().toCompletableFuture().get(30, TimeUnit.SECONDS);
             handle = sub.consume(queue, new ConsumeOptions().noAck(true), d -> {
-                if (received.incrementAndGet() == target) {
-                    done.countDown();
-                }
-            }).toCompletableFuture().get(30, TimeUnit.SECONDS);
+                        if (received.incrementAndGet() == target) {
+                            done.countDown();
+                        }
+                    })
+                    .toCompletableFuture()
+                    .get(30, TimeUnit.SECONDS);
         }
 
         @Override
@@ -139,8 +149,8 @@ public final class ConfirmRoundTripAllocationMain {
             pub.confirmSelect();
             sub.basicConsume(queue, true, new DefaultConsumer(sub) {
                 @Override
-                public void handleDelivery(String tag, Envelope envelope, AMQP.BasicProperties properties,
-                                           byte[] bytes) {
+                public void handleDelivery(
+                        String tag, Envelope envelope, AMQP.BasicProperties properties, byte[] bytes) {
                     if (received.incrementAndGet() == target) {
                         done.countDown();
                     }

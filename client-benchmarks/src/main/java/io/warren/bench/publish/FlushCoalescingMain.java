@@ -32,8 +32,7 @@ import java.util.concurrent.atomic.LongAdder;
  */
 public final class FlushCoalescingMain {
 
-    private FlushCoalescingMain() {
-    }
+    private FlushCoalescingMain() {}
 
     public static void main(String[] args) throws Exception {
         int seconds = args.length > 0 ? Integer.parseInt(args[0]) : 5;
@@ -48,9 +47,14 @@ public final class FlushCoalescingMain {
                     int threads = Integer.parseInt(t.trim());
                     for (boolean perMessage : new boolean[] {false, true, false, true}) {
                         Result r = run(client, peer.uri(), threads, seconds, perMessage);
-                        System.out.printf(Locale.ROOT, "threads=%d flush=%-11s %,12.0f msg/s %,8.2f us CPU/msg"
-                                        + " %,8.2f write syscalls per 1000 msgs%n", threads,
-                                perMessage ? "per-message" : "coalesced", r.rate, r.cpuMicrosPerMessage,
+                        System.out.printf(
+                                Locale.ROOT,
+                                "threads=%d flush=%-11s %,12.0f msg/s %,8.2f us CPU/msg"
+                                        + " %,8.2f write syscalls per 1000 msgs%n",
+                                threads,
+                                perMessage ? "per-message" : "coalesced",
+                                r.rate,
+                                r.cpuMicrosPerMessage,
                                 r.writeSyscallsPer1000);
                     }
                 }
@@ -60,8 +64,7 @@ public final class FlushCoalescingMain {
         }
     }
 
-    record Result(double rate, double cpuMicrosPerMessage, double writeSyscallsPer1000) {
-    }
+    record Result(double rate, double cpuMicrosPerMessage, double writeSyscallsPer1000) {}
 
     /** Write system calls made by this process so far ({@code syscw} in /proc/self/io), -1 where there is none. */
     static long writeSyscalls() {
@@ -78,10 +81,11 @@ public final class FlushCoalescingMain {
     }
 
     static Result run(AmqpClient client, String uri, int threads, int seconds, boolean perMessage) throws Exception {
-        PublishOptions publishing = new PublishOptions().maxMessagesPerFlush(
-                perMessage ? 1 : PublishOptions.DEFAULT_MAX_MESSAGES_PER_FLUSH);
+        PublishOptions publishing = new PublishOptions()
+                .maxMessagesPerFlush(perMessage ? 1 : PublishOptions.DEFAULT_MAX_MESSAGES_PER_FLUSH);
         Connection connection = client.connect(ConnectionOptions.fromUri(uri).publishOptions(publishing))
-                .toCompletableFuture().get(30, TimeUnit.SECONDS);
+                .toCompletableFuture()
+                .get(30, TimeUnit.SECONDS);
         try {
             Channel ch = connection.openChannel().toCompletableFuture().get(30, TimeUnit.SECONDS);
             LongAdder published = new LongAdder();
@@ -91,24 +95,32 @@ public final class FlushCoalescingMain {
             List<Thread> workers = new ArrayList<>();
             ShortString key = ShortString.of("flush.bench");
             for (int i = 0; i < threads; i++) {
-                Thread w = new Thread(() -> {
-                    try {
-                        start.await();
-                        long end = System.nanoTime() + deadline;
-                        long n = 0;
-                        while ((n & 255) != 0 || System.nanoTime() < end) {
-                            if (!ch.isWritable()) {
-                                ch.whenWritable().toCompletableFuture().join();
+                Thread w = new Thread(
+                        () -> {
+                            try {
+                                start.await();
+                                long end = System.nanoTime() + deadline;
+                                long n = 0;
+                                while ((n & 255) != 0 || System.nanoTime() < end) {
+                                    if (!ch.isWritable()) {
+                                        ch.whenWritable().toCompletableFuture().join();
+                                    }
+                                    ch.publishNoOutcome(
+                                            "",
+                                            key,
+                                            false,
+                                            BasicProperties.EMPTY,
+                                            ByteBufAllocator.DEFAULT
+                                                    .directBuffer(16, 16)
+                                                    .writeZero(16));
+                                    n++;
+                                }
+                                published.add(n);
+                            } catch (Exception e) {
+                                throw new RuntimeException(e);
                             }
-                            ch.publishNoOutcome("", key, false, BasicProperties.EMPTY,
-                                    ByteBufAllocator.DEFAULT.directBuffer(16, 16).writeZero(16));
-                            n++;
-                        }
-                        published.add(n);
-                    } catch (Exception e) {
-                        throw new RuntimeException(e);
-                    }
-                }, "publisher-" + i);
+                        },
+                        "publisher-" + i);
                 w.start();
                 workers.add(w);
             }
@@ -123,8 +135,8 @@ public final class FlushCoalescingMain {
             ch.queueDeclare("flush.bench.sync").toCompletableFuture().get(60, TimeUnit.SECONDS);
             long elapsed = System.nanoTime() - began[0];
             long n = published.sum();
-            return new Result(n * 1e9 / elapsed, (JvmMeter.cpuNanos() - cpu) / 1e3 / n,
-                    (writeSyscalls() - writes) * 1000.0 / n);
+            return new Result(
+                    n * 1e9 / elapsed, (JvmMeter.cpuNanos() - cpu) / 1e3 / n, (writeSyscalls() - writes) * 1000.0 / n);
         } finally {
             connection.close().toCompletableFuture().get(30, TimeUnit.SECONDS);
         }

@@ -31,8 +31,7 @@ final class JvmMeter {
         }
     }
 
-    private JvmMeter() {
-    }
+    private JvmMeter() {}
 
     /** Bytes allocated so far by all live threads (a thread that ended takes its count with it: keep them alive). */
     static long allocatedBytes() {
@@ -109,8 +108,8 @@ final class JvmMeter {
                     GarbageCollectionNotificationInfo info =
                             GarbageCollectionNotificationInfo.from((CompositeData) notification.getUserData());
                     long before = 0;
-                    for (java.util.Map.Entry<String, MemoryUsage> e
-                            : info.getGcInfo().getMemoryUsageBeforeGc().entrySet()) {
+                    for (java.util.Map.Entry<String, MemoryUsage> e :
+                            info.getGcInfo().getMemoryUsageBeforeGc().entrySet()) {
                         if (HEAP_POOLS.contains(e.getKey())) { // the map has the non-heap pools too
                             before += e.getValue().getUsed();
                         }
@@ -121,16 +120,18 @@ final class JvmMeter {
             for (GarbageCollectorMXBean gc : ManagementFactory.getGarbageCollectorMXBeans()) {
                 ((NotificationEmitter) gc).addNotificationListener(onGc, null, null);
             }
-            sampler = new Thread(() -> {
-                while (running) {
-                    record(heapUsed());
-                    try {
-                        Thread.sleep(1);
-                    } catch (InterruptedException e) {
-                        return;
-                    }
-                }
-            }, "peak-heap-sampler");
+            sampler = new Thread(
+                    () -> {
+                        while (running) {
+                            record(heapUsed());
+                            try {
+                                Thread.sleep(1);
+                            } catch (InterruptedException e) {
+                                return;
+                            }
+                        }
+                    },
+                    "peak-heap-sampler");
             sampler.setDaemon(true);
             sampler.start();
         }

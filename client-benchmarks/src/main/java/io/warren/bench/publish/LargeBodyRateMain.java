@@ -42,8 +42,7 @@ import java.util.concurrent.TimeUnit;
  */
 public final class LargeBodyRateMain {
 
-    private LargeBodyRateMain() {
-    }
+    private LargeBodyRateMain() {}
 
     public static void main(String[] args) throws Exception {
         String client = args[0];
@@ -53,8 +52,9 @@ public final class LargeBodyRateMain {
         String uri = args.length > 4 ? args[4] : "amqp://guest:guest@127.0.0.1:5672";
         byte[] body = new byte[size];
         String exchange = "warren-bench.large-rate." + Long.toHexString(System.nanoTime());
-        Runner runner = client.startsWith("warren") ? new WarrenRunner(uri, exchange, threads,
-                client.equals("warren-array")) : new AmqpClientRunner(uri, exchange, threads);
+        Runner runner = client.startsWith("warren")
+                ? new WarrenRunner(uri, exchange, threads, client.equals("warren-array"))
+                : new AmqpClientRunner(uri, exchange, threads);
         try {
             runner.run(body, messages); // warm-up: JIT, pools
             long start;
@@ -69,9 +69,19 @@ public final class LargeBodyRateMain {
                 parts = direct.parts();
             }
             long total = (long) threads * messages;
-            System.out.printf(Locale.ROOT, "%-12s %d threads x %d x %d B: %.2f s, %,.0f msg/s, %,.1f MB/s,"
-                            + " peak direct memory %,.1f MB (%s)%n", client, threads, messages, size, seconds,
-                    total / seconds, total * (double) size / seconds / 1e6, peak / 1e6, parts);
+            System.out.printf(
+                    Locale.ROOT,
+                    "%-12s %d threads x %d x %d B: %.2f s, %,.0f msg/s, %,.1f MB/s,"
+                            + " peak direct memory %,.1f MB (%s)%n",
+                    client,
+                    threads,
+                    messages,
+                    size,
+                    seconds,
+                    total / seconds,
+                    total * (double) size / seconds / 1e6,
+                    peak / 1e6,
+                    parts);
         } finally {
             runner.close();
         }
@@ -85,7 +95,9 @@ public final class LargeBodyRateMain {
     /** The process's direct memory, sampled: Netty's count (its pooled chunks) plus the JDK's direct buffer pool. */
     static final class DirectPeak implements AutoCloseable {
         private final BufferPoolMXBean jdk = ManagementFactory.getPlatformMXBeans(BufferPoolMXBean.class).stream()
-                .filter(b -> b.getName().equals("direct")).findFirst().orElseThrow();
+                .filter(b -> b.getName().equals("direct"))
+                .findFirst()
+                .orElseThrow();
         private final boolean noCleaner = PlatformDependent.useDirectBufferNoCleaner();
         private final Thread sampler;
         private volatile boolean running = true;
@@ -94,24 +106,27 @@ public final class LargeBodyRateMain {
         private volatile long jdkPeak;
 
         DirectPeak() {
-            sampler = new Thread(() -> {
-                while (running) {
-                    // Netty's count holds only what it allocated without a cleaner; what it allocated with one is
-                    // in the JDK's pool too, and counted there
-                    long netty = noCleaner ? Math.max(0, PlatformDependent.usedDirectMemory()) : 0;
-                    long jdkUsed = jdk.getMemoryUsed();
-                    if (netty + jdkUsed > peak) {
-                        peak = netty + jdkUsed;
-                    }
-                    if (netty > nettyPeak) {
-                        nettyPeak = netty;
-                    }
-                    if (jdkUsed > jdkPeak) {
-                        jdkPeak = jdkUsed;
-                    }
-                    java.util.concurrent.locks.LockSupport.parkNanos(100_000);
-                }
-            }, "direct-peak");
+            sampler = new Thread(
+                    () -> {
+                        while (running) {
+                            // Netty's count holds only what it allocated without a cleaner; what it allocated with one
+                            // is
+                            // in the JDK's pool too, and counted there
+                            long netty = noCleaner ? Math.max(0, PlatformDependent.usedDirectMemory()) : 0;
+                            long jdkUsed = jdk.getMemoryUsed();
+                            if (netty + jdkUsed > peak) {
+                                peak = netty + jdkUsed;
+                            }
+                            if (netty > nettyPeak) {
+                                nettyPeak = netty;
+                            }
+                            if (jdkUsed > jdkPeak) {
+                                jdkPeak = jdkUsed;
+                            }
+                            java.util.concurrent.locks.LockSupport.parkNanos(100_000);
+                        }
+                    },
+                    "direct-peak");
             sampler.setDaemon(true);
             sampler.start();
         }
@@ -145,11 +160,15 @@ public final class LargeBodyRateMain {
             this.array = array;
             pool = Executors.newFixedThreadPool(threads);
             connection = client.connect(ConnectionOptions.fromUri(uri).connectionName("large-body rate"))
-                    .toCompletableFuture().get(30, TimeUnit.SECONDS);
+                    .toCompletableFuture()
+                    .get(30, TimeUnit.SECONDS);
             for (int i = 0; i < threads; i++) {
                 channels.add(connection.openChannel().toCompletableFuture().get(30, TimeUnit.SECONDS));
             }
-            channels.get(0).exchangeDeclare(exchange, "fanout").toCompletableFuture().get(30, TimeUnit.SECONDS);
+            channels.get(0)
+                    .exchangeDeclare(exchange, "fanout")
+                    .toCompletableFuture()
+                    .get(30, TimeUnit.SECONDS);
         }
 
         @Override
@@ -164,8 +183,11 @@ public final class LargeBodyRateMain {
                         while (!ch.isWritable()) {
                             ch.whenWritable().toCompletableFuture().get(60, TimeUnit.SECONDS);
                         }
-                        ByteBuf buf = array ? Unpooled.wrappedBuffer(body)
-                                : PooledByteBufAllocator.DEFAULT.directBuffer(body.length).writeBytes(body);
+                        ByteBuf buf = array
+                                ? Unpooled.wrappedBuffer(body)
+                                : PooledByteBufAllocator.DEFAULT
+                                        .directBuffer(body.length)
+                                        .writeBytes(body);
                         if (m == messages - 1) {
                             last = ch.publish(exchange, "", false, null, buf).toCompletableFuture();
                         } else {

@@ -39,8 +39,7 @@ public final class LargeMessageHeapMain {
     static final int MESSAGES = 100;
     static final int SIZE = 1024 * 1024;
 
-    private LargeMessageHeapMain() {
-    }
+    private LargeMessageHeapMain() {}
 
     public static void main(String[] args) throws Exception {
         String client = args.length > 0 ? args[0] : "warren";
@@ -48,8 +47,9 @@ public final class LargeMessageHeapMain {
         byte[] body = new byte[SIZE];
         ByteBuffer direct = ByteBuffer.allocateDirect(SIZE);
         String exchange = "warren-bench.large." + Long.toHexString(System.nanoTime());
-        Runner runner = client.startsWith("warren") ? new WarrenRunner(uri, exchange, client.equals("warren-direct")
-                ? null : body, direct) : new AmqpClientRunner(uri, exchange, body);
+        Runner runner = client.startsWith("warren")
+                ? new WarrenRunner(uri, exchange, client.equals("warren-direct") ? null : body, direct)
+                : new AmqpClientRunner(uri, exchange, body);
         try {
             runner.run(); // warm-up round: JIT, buffer pools
             long baseline = JvmMeter.settledHeap();
@@ -64,10 +64,20 @@ public final class LargeMessageHeapMain {
             }
             double seconds = (System.nanoTime() - start) / 1e9;
             long bytes = JvmMeter.allocatedBytes() - allocated;
-            System.out.printf(Locale.ROOT, "%-13s %d threads x %d x %d KiB: %.2f s, peak heap above idle %,.1f MiB"
-                            + " (idle %,.1f MiB), %d GCs (%d ms), allocated %,.1f MiB (%,d B/message)%n", client, THREADS,
-                    MESSAGES, SIZE / 1024, seconds, (peak - baseline) / 1048576.0, baseline / 1048576.0,
-                    JvmMeter.gcCount() - gcs, JvmMeter.gcMillis() - gcMillis, bytes / 1048576.0,
+            System.out.printf(
+                    Locale.ROOT,
+                    "%-13s %d threads x %d x %d KiB: %.2f s, peak heap above idle %,.1f MiB"
+                            + " (idle %,.1f MiB), %d GCs (%d ms), allocated %,.1f MiB (%,d B/message)%n",
+                    client,
+                    THREADS,
+                    MESSAGES,
+                    SIZE / 1024,
+                    seconds,
+                    (peak - baseline) / 1048576.0,
+                    baseline / 1048576.0,
+                    JvmMeter.gcCount() - gcs,
+                    JvmMeter.gcMillis() - gcMillis,
+                    bytes / 1048576.0,
                     bytes / (THREADS * MESSAGES));
         } finally {
             runner.close();
@@ -93,13 +103,17 @@ public final class LargeMessageHeapMain {
             this.body = body;
             this.direct = direct;
             connection = client.connect(ConnectionOptions.fromUri(uri).connectionName("large-message heap"))
-                    .toCompletableFuture().get(30, TimeUnit.SECONDS);
+                    .toCompletableFuture()
+                    .get(30, TimeUnit.SECONDS);
             for (int i = 0; i < THREADS; i++) {
                 Channel ch = connection.openChannel().toCompletableFuture().get(30, TimeUnit.SECONDS);
                 ch.confirmSelect().toCompletableFuture().get(30, TimeUnit.SECONDS);
                 channels.add(ch);
             }
-            channels.get(0).exchangeDeclare(exchange, "fanout").toCompletableFuture().get(30, TimeUnit.SECONDS);
+            channels.get(0)
+                    .exchangeDeclare(exchange, "fanout")
+                    .toCompletableFuture()
+                    .get(30, TimeUnit.SECONDS);
         }
 
         @Override
@@ -115,8 +129,9 @@ public final class LargeMessageHeapMain {
                             ch.whenWritable().toCompletableFuture().get(60, TimeUnit.SECONDS);
                         }
                         CompletableFuture<PublishOutcome> f = (body != null
-                                ? ch.publish(exchange, "", false, null, body)
-                                : ch.publish(exchange, "", false, null, direct.duplicate())).toCompletableFuture();
+                                        ? ch.publish(exchange, "", false, null, body)
+                                        : ch.publish(exchange, "", false, null, direct.duplicate()))
+                                .toCompletableFuture();
                         outcomes[m] = f;
                     }
                     for (CompletableFuture<?> f : outcomes) {

@@ -24,8 +24,7 @@ import java.util.concurrent.TimeUnit;
  */
 public final class MetricsOverheadMain {
 
-    private MetricsOverheadMain() {
-    }
+    private MetricsOverheadMain() {}
 
     public static void main(String[] args) throws Exception {
         int seconds = args.length > 0 ? Integer.parseInt(args[0]) : 5;
@@ -35,10 +34,13 @@ public final class MetricsOverheadMain {
         byte[] body = new byte[16];
         for (int round = 0; round < rounds; round++) {
             for (boolean metrics : new boolean[] {false, true}) {
-                AmqpClient client = AmqpClient.create(new ClientOptions().metricsEnabled(metrics).ioThreads(1));
-                Connection c = client.connect(ConnectionOptions.fromUri(uri).connectionName("metrics overhead")
-                        .publishOptions(new PublishOptions().maxOutstandingConfirms(1000)))
-                        .toCompletableFuture().get(30, TimeUnit.SECONDS);
+                AmqpClient client = AmqpClient.create(
+                        new ClientOptions().metricsEnabled(metrics).ioThreads(1));
+                Connection c = client.connect(ConnectionOptions.fromUri(uri)
+                                .connectionName("metrics overhead")
+                                .publishOptions(new PublishOptions().maxOutstandingConfirms(1000)))
+                        .toCompletableFuture()
+                        .get(30, TimeUnit.SECONDS);
                 Channel ch = c.openChannel().toCompletableFuture().get(30, TimeUnit.SECONDS);
                 ch.exchangeDeclare(exchange, "fanout").toCompletableFuture().get(30, TimeUnit.SECONDS);
                 ch.confirmSelect().toCompletableFuture().get(30, TimeUnit.SECONDS);
@@ -48,11 +50,18 @@ public final class MetricsOverheadMain {
                 long start = System.nanoTime();
                 long n = publish(ch, exchange, body, seconds);
                 double elapsed = (System.nanoTime() - start) / 1e9;
-                System.out.printf(Locale.ROOT, "round %d metrics=%-5s %,10.0f msg/s %,8.2f us CPU/msg %,8.1f B/msg%s%n",
-                        round, metrics, n / elapsed, (JvmMeter.cpuNanos() - cpu) / 1e3 / n,
+                System.out.printf(
+                        Locale.ROOT,
+                        "round %d metrics=%-5s %,10.0f msg/s %,8.2f us CPU/msg %,8.1f B/msg%s%n",
+                        round,
+                        metrics,
+                        n / elapsed,
+                        (JvmMeter.cpuNanos() - cpu) / 1e3 / n,
                         (double) (JvmMeter.allocatedBytes() - allocated) / n,
-                        metrics ? "  (published=" + client.metrics().published() + ", confirmed="
-                                + client.metrics().confirmed() + ")" : "");
+                        metrics
+                                ? "  (published=" + client.metrics().published() + ", confirmed="
+                                        + client.metrics().confirmed() + ")"
+                                : "");
                 ch.exchangeDelete(exchange).toCompletableFuture().get(30, TimeUnit.SECONDS);
                 c.close().toCompletableFuture().get(30, TimeUnit.SECONDS);
                 client.close().toCompletableFuture().get(30, TimeUnit.SECONDS);

@@ -65,7 +65,9 @@ import org.openjdk.jmh.annotations.Warmup;
 // explicit rather than JMH's defaults (5 + 5 iterations of 10 s): the 10 s iterations BENCHMARKS.md's figures used
 @Warmup(iterations = 3, time = 10)
 @Measurement(iterations = 5, time = 10)
-@Fork(value = 1, jvmArgsAppend = {"-Dio.netty.leakDetection.level=disabled"})
+@Fork(
+        value = 1,
+        jvmArgsAppend = {"-Dio.netty.leakDetection.level=disabled"})
 @OperationsPerInvocation(PublishAllocationBenchmark.BATCH)
 @BenchmarkMode(Mode.Throughput)
 @OutputTimeUnit(TimeUnit.SECONDS)
@@ -92,8 +94,8 @@ public class PublishAllocationBenchmark {
         @Setup(Level.Trial)
         public void start() throws Exception {
             peer = PeerProcess.startSink();
-            java.util.concurrent.ThreadFactory threads = thread.equals("netty") ? new DefaultThreadFactory("app")
-                    : r -> new Thread(r, "app");
+            java.util.concurrent.ThreadFactory threads =
+                    thread.equals("netty") ? new DefaultThreadFactory("app") : r -> new Thread(r, "app");
             app = new DefaultEventExecutor(threads);
         }
 
@@ -177,7 +179,8 @@ public class PublishAllocationBenchmark {
         DefaultEventExecutor releaser;
         final Runnable allocate = () -> {
             for (int i = 0; i < BATCH; i++) {
-                bodies[i] = PooledByteBufAllocator.DEFAULT.directBuffer(SIZE, SIZE).writeBytes(BODY);
+                bodies[i] =
+                        PooledByteBufAllocator.DEFAULT.directBuffer(SIZE, SIZE).writeBytes(BODY);
             }
         };
         final Runnable release = () -> {

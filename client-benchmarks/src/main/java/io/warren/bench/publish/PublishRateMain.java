@@ -38,8 +38,7 @@ public final class PublishRateMain {
     static final int[] SIZES = {16, 1024, 65536};
     static final int IN_FLIGHT = 1000;
 
-    private PublishRateMain() {
-    }
+    private PublishRateMain() {}
 
     interface Publisher extends AutoCloseable {
         void publish() throws Exception;
@@ -49,7 +48,10 @@ public final class PublishRateMain {
         String client = args.length > 0 ? args[0] : "warren";
         int seconds = args.length > 1 ? Integer.parseInt(args[1]) : 8;
         String uri = args.length > 2 ? args[2] : "amqp://guest:guest@127.0.0.1:5672";
-        int[] sizes = args.length > 3 ? java.util.Arrays.stream(args[3].split(",")).mapToInt(Integer::parseInt).toArray()
+        int[] sizes = args.length > 3
+                ? java.util.Arrays.stream(args[3].split(","))
+                        .mapToInt(Integer::parseInt)
+                        .toArray()
                 : SIZES;
         String exchange = "warren-bench.rate." + Long.toHexString(System.nanoTime());
         for (int size : sizes) {
@@ -64,9 +66,14 @@ public final class PublishRateMain {
                     long start = System.nanoTime();
                     long n = run(p, seconds);
                     double elapsed = (System.nanoTime() - start) / 1e9;
-                    System.out.printf(Locale.ROOT,
-                            "%-11s %6d B confirms=%-5s %,10.0f msg/s %,8.2f us CPU/msg (sys %,8.2f)%n", client, size,
-                            confirms, n / elapsed, (JvmMeter.cpuNanos() - cpu) / 1e3 / n,
+                    System.out.printf(
+                            Locale.ROOT,
+                            "%-11s %6d B confirms=%-5s %,10.0f msg/s %,8.2f us CPU/msg (sys %,8.2f)%n",
+                            client,
+                            size,
+                            confirms,
+                            n / elapsed,
+                            (JvmMeter.cpuNanos() - cpu) / 1e3 / n,
                             (JvmMeter.systemCpuNanos() - sys) / 1e3 / n);
                 }
             }
@@ -87,9 +94,11 @@ public final class PublishRateMain {
             throws Exception {
         java.nio.ByteBuffer direct = java.nio.ByteBuffer.allocateDirect(body.length);
         AmqpClient client = AmqpClient.create();
-        Connection c = client.connect(ConnectionOptions.fromUri(uri).connectionName("publish rate")
-                .publishOptions(new PublishOptions().maxOutstandingConfirms(IN_FLIGHT)))
-                .toCompletableFuture().get(30, TimeUnit.SECONDS);
+        Connection c = client.connect(ConnectionOptions.fromUri(uri)
+                        .connectionName("publish rate")
+                        .publishOptions(new PublishOptions().maxOutstandingConfirms(IN_FLIGHT)))
+                .toCompletableFuture()
+                .get(30, TimeUnit.SECONDS);
         Channel ch = c.openChannel().toCompletableFuture().get(30, TimeUnit.SECONDS);
         ch.exchangeDeclare(exchange, "fanout").toCompletableFuture().get(30, TimeUnit.SECONDS);
         if (confirms) {
@@ -101,7 +110,11 @@ public final class PublishRateMain {
                 if (!ch.isWritable()) {
                     ch.whenWritable().toCompletableFuture().join();
                 }
-                ch.publishNoOutcome(exchange, "", false, null,
+                ch.publishNoOutcome(
+                        exchange,
+                        "",
+                        false,
+                        null,
                         directBody ? Unpooled.wrappedBuffer(direct.duplicate()) : Unpooled.wrappedBuffer(body));
             }
 

@@ -210,23 +210,27 @@ public class InboundQueueHandoffBenchmark {
         public void setUp() {
             startThreads();
             consumer = new DefaultEventLoop(new DefaultThreadFactory("consumer", true));
-            queue = new io.vertx.core.internal.concurrent.InboundMessageQueue<>(new EventLoopExecutor(producer),
-                    new EventLoopExecutor(consumer), lowWaterMark(), highWaterMark()) {
-                @Override
-                protected void handleMessage(Integer message) {
-                    consume(message);
-                }
+            queue =
+                    new io.vertx.core.internal.concurrent.InboundMessageQueue<>(
+                            new EventLoopExecutor(producer),
+                            new EventLoopExecutor(consumer),
+                            lowWaterMark(),
+                            highWaterMark()) {
+                        @Override
+                        protected void handleMessage(Integer message) {
+                            consume(message);
+                        }
 
-                @Override
-                protected void handlePause() {
-                    stopProducing();
-                }
+                        @Override
+                        protected void handlePause() {
+                            stopProducing();
+                        }
 
-                @Override
-                protected void handleResume() {
-                    startProducing();
-                }
-            };
+                        @Override
+                        protected void handleResume() {
+                            startProducing();
+                        }
+                    };
         }
 
         @Override

@@ -42,11 +42,14 @@ class CodecBenchmarkParityTest {
         BasicDeliver deliver = new BasicDeliver();
         ContentHeader header = new ContentHeader();
         for (int i = 0; i < DeliveryDecodeBenchmark.DELIVERIES_PER_READ; i++) {
-            AMQImpl.Basic.Deliver theirDeliver = (AMQImpl.Basic.Deliver) AMQImpl.readMethodFrom(
-                    com.rabbitmq.client.impl.Frame.readFrom(theirs, () -> 131072).getInputStream());
-            AMQContentHeader theirHeader = AMQImpl.readContentHeaderFrom(
-                    com.rabbitmq.client.impl.Frame.readFrom(theirs, () -> 131072).getInputStream());
-            byte[] theirBody = com.rabbitmq.client.impl.Frame.readFrom(theirs, () -> 131072).getPayload();
+            AMQImpl.Basic.Deliver theirDeliver = (AMQImpl.Basic.Deliver)
+                    AMQImpl.readMethodFrom(com.rabbitmq.client.impl.Frame.readFrom(theirs, () -> 131072)
+                            .getInputStream());
+            AMQContentHeader theirHeader =
+                    AMQImpl.readContentHeaderFrom(com.rabbitmq.client.impl.Frame.readFrom(theirs, () -> 131072)
+                            .getInputStream());
+            byte[] theirBody = com.rabbitmq.client.impl.Frame.readFrom(theirs, () -> 131072)
+                    .getPayload();
 
             assertEquals(FrameType.METHOD, read(reader, in));
             deliver.wrap(in, reader.payloadIndex());
@@ -88,11 +91,14 @@ class CodecBenchmarkParityTest {
         }
         ByteBuf ours = Unpooled.buffer();
         try {
-            PublishEncodeBenchmark.writePublish(ours, new BasicPublishEncoder(), PublishEncodeBenchmark.ourProperties(),
+            PublishEncodeBenchmark.writePublish(
+                    ours,
+                    new BasicPublishEncoder(),
+                    PublishEncodeBenchmark.ourProperties(),
                     Unpooled.wrappedBuffer(body));
             ByteArrayOutputStream theirs = new ByteArrayOutputStream();
-            PublishEncodeBenchmark.writeTheirs(new DataOutputStream(theirs), PublishEncodeBenchmark.theirProperties(),
-                    body);
+            PublishEncodeBenchmark.writeTheirs(
+                    new DataOutputStream(theirs), PublishEncodeBenchmark.theirProperties(), body);
             assertArrayEquals(theirs.toByteArray(), ByteBufUtil.getBytes(ours));
         } finally {
             ours.release();

@@ -40,8 +40,8 @@ public class AmqpProtocolException extends DecoderException {
      * @param methodId the method id, or -1
      * @param offset the offending byte's offset from the frame's first byte, or -1
      */
-    public AmqpProtocolException(int replyCode, String detail, FrameType frameType, int channel, int classId,
-            int methodId, long offset) {
+    public AmqpProtocolException(
+            int replyCode, String detail, FrameType frameType, int channel, int classId, int methodId, long offset) {
         super(format(replyCode, detail, frameType, channel, classId, methodId, offset));
         this.replyCode = replyCode;
         this.detail = detail;
@@ -107,10 +107,14 @@ public class AmqpProtocolException extends DecoderException {
         return offset;
     }
 
-    private static String format(int replyCode, String detail, FrameType frameType, int channel, int classId,
-            int methodId, long offset) {
+    private static String format(
+            int replyCode, String detail, FrameType frameType, int channel, int classId, int methodId, long offset) {
         StringBuilder sb = new StringBuilder(96)
-                .append(replyCode).append(' ').append(ReplyCode.name(replyCode)).append(": ").append(detail);
+                .append(replyCode)
+                .append(' ')
+                .append(ReplyCode.name(replyCode))
+                .append(": ")
+                .append(detail);
         String sep = " (";
         if (frameType != null) {
             sb.append(sep).append(frameType).append(" frame");

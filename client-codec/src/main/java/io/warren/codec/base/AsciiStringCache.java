@@ -64,8 +64,7 @@ public final class AsciiStringCache {
         }
     }
 
-    private AsciiStringCache() {
-    }
+    private AsciiStringCache() {}
 
     /** The shortstr at {@code index} (its length octet) of {@code buf}; the buffer's indices are not moved. */
     public static AsciiString shortString(ByteBuf buf, int index) {
@@ -107,9 +106,14 @@ public final class AsciiStringCache {
         long last = at != 0 ? rawLast(at, length) : last(buf, index, length);
         int slot = slot(first, last, length);
         Entry entry = ENTRIES[slot];
-        if (entry != null && entry.first == first && entry.last == last && entry.bytes.length == length
-                && (length <= 16 || (at != 0 ? rawMiddleEquals(at, length, entry.bytes)
-                        : middleEquals(buf, index, length, entry.bytes)))) {
+        if (entry != null
+                && entry.first == first
+                && entry.last == last
+                && entry.bytes.length == length
+                && (length <= 16
+                        || (at != 0
+                                ? rawMiddleEquals(at, length, entry.bytes)
+                                : middleEquals(buf, index, length, entry.bytes)))) {
             return entry.string;
         }
         Entry fresh = new Entry(copy(buf, index, length), first, last);
@@ -132,8 +136,8 @@ public final class AsciiStringCache {
     /** What {@code ByteBuf.checkIndex} does, once for a whole string: raw reads must stay inside the buffer. */
     private static void checkBounds(ByteBuf buf, int index, int length) {
         if (MathUtil.isOutOfBounds(index, length, buf.capacity())) {
-            throw new IndexOutOfBoundsException("index: " + index + ", length: " + length + " (expected: range(0, "
-                    + buf.capacity() + "))");
+            throw new IndexOutOfBoundsException(
+                    "index: " + index + ", length: " + length + " (expected: range(0, " + buf.capacity() + "))");
         }
     }
 

@@ -51,8 +51,7 @@ public final class ReplyCode {
     /** The server hit an internal error. */
     public static final int INTERNAL_ERROR = 541;
 
-    private ReplyCode() {
-    }
+    private ReplyCode() {}
 
     /** Whether {@code code} is a hard error: the connection closes. */
     public static boolean isHardError(int code) {
@@ -93,26 +92,46 @@ public final class ReplyCode {
     /** The spec's name of {@code code} with underscores ({@code "NOT_FOUND"}), or {@code "UNKNOWN"}. */
     public static String name(int code) {
         switch (code) {
-            case REPLY_SUCCESS: return "REPLY_SUCCESS";
-            case CONTENT_TOO_LARGE: return "CONTENT_TOO_LARGE";
-            case NO_ROUTE: return "NO_ROUTE";
-            case NO_CONSUMERS: return "NO_CONSUMERS";
-            case ACCESS_REFUSED: return "ACCESS_REFUSED";
-            case NOT_FOUND: return "NOT_FOUND";
-            case RESOURCE_LOCKED: return "RESOURCE_LOCKED";
-            case PRECONDITION_FAILED: return "PRECONDITION_FAILED";
-            case CONNECTION_FORCED: return "CONNECTION_FORCED";
-            case INVALID_PATH: return "INVALID_PATH";
-            case FRAME_ERROR: return "FRAME_ERROR";
-            case SYNTAX_ERROR: return "SYNTAX_ERROR";
-            case COMMAND_INVALID: return "COMMAND_INVALID";
-            case CHANNEL_ERROR: return "CHANNEL_ERROR";
-            case UNEXPECTED_FRAME: return "UNEXPECTED_FRAME";
-            case RESOURCE_ERROR: return "RESOURCE_ERROR";
-            case NOT_ALLOWED: return "NOT_ALLOWED";
-            case NOT_IMPLEMENTED: return "NOT_IMPLEMENTED";
-            case INTERNAL_ERROR: return "INTERNAL_ERROR";
-            default: return "UNKNOWN";
+            case REPLY_SUCCESS:
+                return "REPLY_SUCCESS";
+            case CONTENT_TOO_LARGE:
+                return "CONTENT_TOO_LARGE";
+            case NO_ROUTE:
+                return "NO_ROUTE";
+            case NO_CONSUMERS:
+                return "NO_CONSUMERS";
+            case ACCESS_REFUSED:
+                return "ACCESS_REFUSED";
+            case NOT_FOUND:
+                return "NOT_FOUND";
+            case RESOURCE_LOCKED:
+                return "RESOURCE_LOCKED";
+            case PRECONDITION_FAILED:
+                return "PRECONDITION_FAILED";
+            case CONNECTION_FORCED:
+                return "CONNECTION_FORCED";
+            case INVALID_PATH:
+                return "INVALID_PATH";
+            case FRAME_ERROR:
+                return "FRAME_ERROR";
+            case SYNTAX_ERROR:
+                return "SYNTAX_ERROR";
+            case COMMAND_INVALID:
+                return "COMMAND_INVALID";
+            case CHANNEL_ERROR:
+                return "CHANNEL_ERROR";
+            case UNEXPECTED_FRAME:
+                return "UNEXPECTED_FRAME";
+            case RESOURCE_ERROR:
+                return "RESOURCE_ERROR";
+            case NOT_ALLOWED:
+                return "NOT_ALLOWED";
+            case NOT_IMPLEMENTED:
+                return "NOT_IMPLEMENTED";
+            case INTERNAL_ERROR:
+                return "INTERNAL_ERROR";
+            default:
+                return "UNKNOWN";
         }
     }
 }

@@ -15,8 +15,7 @@ import java.nio.charset.StandardCharsets;
  */
 public final class Utf8 {
 
-    private Utf8() {
-    }
+    private Utf8() {}
 
     /**
      * The number of bytes {@code value} takes in UTF-8.
@@ -59,12 +58,13 @@ public final class Utf8 {
                 bytes += 4; // one supplementary character: two chars, four bytes
                 i++;
             } else {
-                throw new IllegalArgumentException(what + " has an unpaired surrogate at index " + i
-                        + " (malformed UTF-16, no UTF-8 form)");
+                throw new IllegalArgumentException(
+                        what + " has an unpaired surrogate at index " + i + " (malformed UTF-16, no UTF-8 form)");
             }
         }
         if (bytes > Integer.MAX_VALUE) {
-            throw new IllegalArgumentException(what + " is " + bytes + " bytes in UTF-8, more than an AMQP length holds");
+            throw new IllegalArgumentException(
+                    what + " is " + bytes + " bytes in UTF-8, more than an AMQP length holds");
         }
         return (int) bytes;
     }

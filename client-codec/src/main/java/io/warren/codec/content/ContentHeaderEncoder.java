@@ -22,8 +22,7 @@ public final class ContentHeaderEncoder {
     /** Class id, weight and body size. */
     public static final int FIXED_LENGTH = 12;
 
-    private ContentHeaderEncoder() {
-    }
+    private ContentHeaderEncoder() {}
 
     /** The exact payload length for {@code properties}. */
     public static int encodedLength(BasicProperties properties) {
@@ -41,8 +40,8 @@ public final class ContentHeaderEncoder {
      *
      * @throws IllegalArgumentException for a negative body size
      */
-    public static void encode(ByteBuf out, long bodySize, BasicProperties properties, SequenceHeader added,
-                              long value) {
+    public static void encode(
+            ByteBuf out, long bodySize, BasicProperties properties, SequenceHeader added, long value) {
         if (added == null) {
             encode(out, bodySize, properties);
             return;

@@ -33,7 +33,9 @@ public final class SequenceHeader {
      * @throws IllegalArgumentException for an empty, longer or non-ASCII name
      */
     public SequenceHeader(String name) {
-        if (name == null || name.isEmpty() || name.length() > ShortString.MAX_LENGTH
+        if (name == null
+                || name.isEmpty()
+                || name.length() > ShortString.MAX_LENGTH
                 || !name.chars().allMatch(c -> c < 0x80)) {
             throw new IllegalArgumentException("header name must be 1..255 ASCII characters: " + name);
         }
@@ -84,8 +86,10 @@ public final class SequenceHeader {
         byte[] encoded = properties.encodedBytes();
         int table = properties.headersOffset();
         if (table >= 0) {
-            int tableLength = (encoded[table] & 0xFF) << 24 | (encoded[table + 1] & 0xFF) << 16
-                    | (encoded[table + 2] & 0xFF) << 8 | (encoded[table + 3] & 0xFF);
+            int tableLength = (encoded[table] & 0xFF) << 24
+                    | (encoded[table + 1] & 0xFF) << 16
+                    | (encoded[table + 2] & 0xFF) << 8
+                    | (encoded[table + 3] & 0xFF);
             int end = table + 4 + tableLength;
             out.writeBytes(encoded, 0, table);
             out.writeInt(tableLength + entryLength);

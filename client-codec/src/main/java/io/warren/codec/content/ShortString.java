@@ -143,8 +143,8 @@ public final class ShortString implements CharSequence {
             length = Utf8.encodedLength(what, value);
         }
         if (length > MAX_LENGTH) {
-            throw new IllegalArgumentException(what + " is " + length
-                    + " bytes in UTF-8; a short string holds at most 255");
+            throw new IllegalArgumentException(
+                    what + " is " + length + " bytes in UTF-8; a short string holds at most 255");
         }
         return length;
     }
@@ -155,7 +155,8 @@ public final class ShortString implements CharSequence {
      */
     public static CharSequence immutable(CharSequence value) {
         return value instanceof String || value instanceof ShortString || value instanceof AsciiString
-                ? value : value.toString();
+                ? value
+                : value.toString();
     }
 
     /**

@@ -13,8 +13,7 @@ public final class RawMemory {
     /** Whether raw reads are possible: Netty's own direct buffers need {@code sun.misc.Unsafe} for them too. */
     public static final boolean AVAILABLE = PlatformDependent.hasUnsafe();
 
-    private RawMemory() {
-    }
+    private RawMemory() {}
 
     /** The 8 bytes at {@code address} as {@code ByteBuf.getLong} reads them, whatever the platform's order. */
     public static long getLong(long address) {

@@ -22,8 +22,16 @@ public final class MethodInfo {
     private final List<String> argumentNames;
     private final ArgumentType[] argumentTypes;
 
-    MethodInfo(int index, int classId, int methodId, String className, String methodName, boolean synchronous,
-            boolean content, String[] argumentNames, ArgumentType[] argumentTypes) {
+    MethodInfo(
+            int index,
+            int classId,
+            int methodId,
+            String className,
+            String methodName,
+            boolean synchronous,
+            boolean content,
+            String[] argumentNames,
+            ArgumentType[] argumentTypes) {
         this.index = index;
         this.classId = classId;
         this.methodId = methodId;

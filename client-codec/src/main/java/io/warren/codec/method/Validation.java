@@ -13,8 +13,7 @@ import io.warren.codec.table.FieldTable;
  */
 final class Validation {
 
-    private Validation() {
-    }
+    private Validation() {}
 
     /** A fixed-size field of {@code size} bytes (a bit octet counts 1). */
     static int fixed(int p, int size, int end, String name, String type) {
@@ -53,21 +52,24 @@ final class Validation {
         try {
             return FieldTable.validate(buf, p, end);
         } catch (AmqpProtocolException e) {
-            throw AmqpProtocolException.atIndex(e.replyCode(), "argument '" + name + "': " + e.detail(),
-                    (int) e.offset());
+            throw AmqpProtocolException.atIndex(
+                    e.replyCode(), "argument '" + name + "': " + e.detail(), (int) e.offset());
         }
     }
 
     /** Nothing may follow the last argument. */
     static void end(int p, int end) {
         if (p != end) {
-            throw AmqpProtocolException.atIndex(ReplyCode.SYNTAX_ERROR, (end - p)
-                    + " unexpected bytes after the last argument", p);
+            throw AmqpProtocolException.atIndex(
+                    ReplyCode.SYNTAX_ERROR, (end - p) + " unexpected bytes after the last argument", p);
         }
     }
 
     private static AmqpProtocolException truncated(String name, String type, long bytes, int p, int end) {
-        return AmqpProtocolException.atIndex(ReplyCode.SYNTAX_ERROR, "argument '" + name + "' (" + type + ") needs "
-                + bytes + " bytes but only " + Math.max(0, end - p) + " remain in the payload", p);
+        return AmqpProtocolException.atIndex(
+                ReplyCode.SYNTAX_ERROR,
+                "argument '" + name + "' (" + type + ") needs " + bytes + " bytes but only " + Math.max(0, end - p)
+                        + " remain in the payload",
+                p);
     }
 }

@@ -26,8 +26,7 @@ public final class FieldArray {
     private int offset;
 
     /** An empty view: {@link #wrap} it onto a buffer before reading. */
-    public FieldArray() {
-    }
+    public FieldArray() {}
 
     /**
      * Points this view at the array whose 32-bit length is at {@code offset} of {@code buf}.
@@ -98,8 +97,7 @@ public final class FieldArray {
     public static final class Cursor extends FieldCursor {
 
         /** A cursor at no entry, to reuse: {@link FieldArray#cursor(Cursor)} points it at an array's entries. */
-        public Cursor() {
-        }
+        public Cursor() {}
 
         /** Moves to the next value; {@code false} at the end of the array. */
         public boolean next() {

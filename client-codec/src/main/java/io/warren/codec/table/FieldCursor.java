@@ -22,10 +22,10 @@ public abstract class FieldCursor {
     int nextPos;
     /** Index after the container. */
     int end;
+
     FieldType type;
 
-    FieldCursor() {
-    }
+    FieldCursor() {}
 
     /** The current value's type. */
     public FieldType type() {
@@ -49,9 +49,12 @@ public abstract class FieldCursor {
     /** The current {@code f} or {@code d} value. */
     public double doubleValue() {
         switch (current()) {
-            case FLOAT: return buf.getFloat(valuePos);
-            case DOUBLE: return buf.getDouble(valuePos);
-            default: throw wrongType("a floating-point number");
+            case FLOAT:
+                return buf.getFloat(valuePos);
+            case DOUBLE:
+                return buf.getDouble(valuePos);
+            default:
+                throw wrongType("a floating-point number");
         }
     }
 

@@ -30,8 +30,7 @@ public final class FieldTable {
     private int offset;
 
     /** An empty view: {@link #wrap} it onto a buffer before reading. */
-    public FieldTable() {
-    }
+    public FieldTable() {}
 
     /**
      * Points this view at the table whose 32-bit length is at {@code offset} of {@code buf}.
@@ -150,8 +149,7 @@ public final class FieldTable {
         private int keyPos;
 
         /** A cursor at no entry, to reuse: {@link FieldTable#cursor(Cursor)} points it at a table's entries. */
-        public Cursor() {
-        }
+        public Cursor() {}
 
         /** Moves to the next entry; {@code false} at the end of the table. */
         public boolean next() {

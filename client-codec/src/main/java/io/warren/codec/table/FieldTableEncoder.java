@@ -30,8 +30,7 @@ import java.util.Map;
  */
 public final class FieldTableEncoder {
 
-    private FieldTableEncoder() {
-    }
+    private FieldTableEncoder() {}
 
     /**
      * The encoded length of {@code table}, length field included; {@code null} is an empty table (4).
@@ -84,8 +83,10 @@ public final class FieldTableEncoder {
      */
     static int keyLength(Object name) {
         if (!(name instanceof CharSequence)) {
-            throw new IllegalArgumentException(name == null ? "field name is null"
-                    : "field name is a " + name.getClass().getName() + ", not text");
+            throw new IllegalArgumentException(
+                    name == null
+                            ? "field name is null"
+                            : "field name is a " + name.getClass().getName() + ", not text");
         }
         CharSequence key = (CharSequence) name;
         int length = key instanceof AsciiString ? key.length() : Utf8.encodedLength("field name", key);
@@ -208,7 +209,9 @@ public final class FieldTableEncoder {
             out.writeByte('d').writeDouble((Double) value);
         } else if (value instanceof BigDecimal) {
             BigDecimal decimal = decimalParts((BigDecimal) value);
-            out.writeByte('D').writeByte(decimal.scale()).writeInt(decimal.unscaledValue().intValue());
+            out.writeByte('D')
+                    .writeByte(decimal.scale())
+                    .writeInt(decimal.unscaledValue().intValue());
         } else if (value instanceof Instant) {
             out.writeByte('T').writeLong(((Instant) value).getEpochSecond());
         } else if (value instanceof Date) {
@@ -227,9 +230,15 @@ public final class FieldTableEncoder {
         FieldType type = value.type();
         out.writeByte(type.tag());
         switch (type) {
-            case UNSIGNED_8: out.writeByte(value.intValue()); break;
-            case UNSIGNED_16: out.writeShort(value.intValue()); break;
-            default: out.writeInt(value.intValue()); break;
+            case UNSIGNED_8:
+                out.writeByte(value.intValue());
+                break;
+            case UNSIGNED_16:
+                out.writeShort(value.intValue());
+                break;
+            default:
+                out.writeInt(value.intValue());
+                break;
         }
     }
 
@@ -237,8 +246,8 @@ public final class FieldTableEncoder {
     private static BigDecimal decimalParts(BigDecimal value) {
         BigDecimal decimal = value.scale() < 0 ? value.setScale(0) : value;
         if (decimal.scale() > 255) {
-            throw new IllegalArgumentException("decimal " + value + " has scale " + decimal.scale()
-                    + ", AMQP decimals allow 0..255");
+            throw new IllegalArgumentException(
+                    "decimal " + value + " has scale " + decimal.scale() + ", AMQP decimals allow 0..255");
         }
         BigInteger unscaled = decimal.unscaledValue();
         if (unscaled.bitLength() > 31) {

@@ -25,8 +25,7 @@ final class FieldValues {
      */
     static final int MAX_DEPTH = 100;
 
-    private FieldValues() {
-    }
+    private FieldValues() {}
 
     /** The size of the value at {@code pos} (after its tag), which must have been validated. */
     static int valueLength(ByteBuf buf, int pos, FieldType type) {
@@ -37,35 +36,59 @@ final class FieldValues {
     /** The value of type {@code type} at {@code pos} as the Java object {@link FieldType} documents. */
     static Object read(ByteBuf buf, int pos, FieldType type) {
         switch (type) {
-            case BOOLEAN: return buf.getByte(pos) != 0;
-            case SIGNED_8: return buf.getByte(pos);
-            case UNSIGNED_8: return Unsigned.shortShortUint(buf.getUnsignedByte(pos));
-            case SIGNED_16: return buf.getShort(pos);
-            case UNSIGNED_16: return Unsigned.shortUint(buf.getUnsignedShort(pos));
-            case SIGNED_32: return buf.getInt(pos);
-            case UNSIGNED_32: return Unsigned.longUint(buf.getUnsignedInt(pos));
-            case SIGNED_64: return buf.getLong(pos);
-            case FLOAT: return buf.getFloat(pos);
-            case DOUBLE: return buf.getDouble(pos);
-            case DECIMAL: return decimal(buf, pos);
-            case LONG_STRING: return longString(buf, pos + 4, buf.getInt(pos));
-            case BYTE_ARRAY: return bytes(buf, pos + 4, buf.getInt(pos));
-            case ARRAY: return list(buf, pos);
-            case TIMESTAMP: return instant(buf.getLong(pos));
-            case TABLE: return map(buf, pos);
-            case VOID: return null;
-            default: throw new AssertionError(type);
+            case BOOLEAN:
+                return buf.getByte(pos) != 0;
+            case SIGNED_8:
+                return buf.getByte(pos);
+            case UNSIGNED_8:
+                return Unsigned.shortShortUint(buf.getUnsignedByte(pos));
+            case SIGNED_16:
+                return buf.getShort(pos);
+            case UNSIGNED_16:
+                return Unsigned.shortUint(buf.getUnsignedShort(pos));
+            case SIGNED_32:
+                return buf.getInt(pos);
+            case UNSIGNED_32:
+                return Unsigned.longUint(buf.getUnsignedInt(pos));
+            case SIGNED_64:
+                return buf.getLong(pos);
+            case FLOAT:
+                return buf.getFloat(pos);
+            case DOUBLE:
+                return buf.getDouble(pos);
+            case DECIMAL:
+                return decimal(buf, pos);
+            case LONG_STRING:
+                return longString(buf, pos + 4, buf.getInt(pos));
+            case BYTE_ARRAY:
+                return bytes(buf, pos + 4, buf.getInt(pos));
+            case ARRAY:
+                return list(buf, pos);
+            case TIMESTAMP:
+                return instant(buf.getLong(pos));
+            case TABLE:
+                return map(buf, pos);
+            case VOID:
+                return null;
+            default:
+                throw new AssertionError(type);
         }
     }
 
     static long longValue(ByteBuf buf, int pos, FieldType type) {
         switch (type) {
-            case SIGNED_8: return buf.getByte(pos);
-            case UNSIGNED_8: return buf.getUnsignedByte(pos);
-            case SIGNED_16: return buf.getShort(pos);
-            case UNSIGNED_16: return buf.getUnsignedShort(pos);
-            case SIGNED_32: return buf.getInt(pos);
-            case UNSIGNED_32: return buf.getUnsignedInt(pos);
+            case SIGNED_8:
+                return buf.getByte(pos);
+            case UNSIGNED_8:
+                return buf.getUnsignedByte(pos);
+            case SIGNED_16:
+                return buf.getShort(pos);
+            case UNSIGNED_16:
+                return buf.getUnsignedShort(pos);
+            case SIGNED_32:
+                return buf.getInt(pos);
+            case UNSIGNED_32:
+                return buf.getUnsignedInt(pos);
             case SIGNED_64:
             case TIMESTAMP:
                 return buf.getLong(pos);
@@ -95,8 +118,8 @@ final class FieldValues {
      * table (the cursor's {@code longValue()} reads the exact value).
      */
     static Instant instant(long epochSecond) {
-        return Instant.ofEpochSecond(Math.max(Instant.MIN.getEpochSecond(),
-                Math.min(Instant.MAX.getEpochSecond(), epochSecond)));
+        return Instant.ofEpochSecond(
+                Math.max(Instant.MIN.getEpochSecond(), Math.min(Instant.MAX.getEpochSecond(), epochSecond)));
     }
 
     static byte[] bytes(ByteBuf buf, int index, int length) {
@@ -151,8 +174,10 @@ final class FieldValues {
         while (p < tableEnd) {
             int keyLength = buf.getUnsignedByte(p);
             if (p + 1 + keyLength + 1 > tableEnd) {
-                throw syntax("field name of " + keyLength + " bytes runs past the end of its table ("
-                        + (tableEnd - p - 1) + " bytes left)", p);
+                throw syntax(
+                        "field name of " + keyLength + " bytes runs past the end of its table (" + (tableEnd - p - 1)
+                                + " bytes left)",
+                        p);
             }
             p += 1 + keyLength;
             p = validateValue(buf, p, tableEnd, depth);
@@ -185,15 +210,19 @@ final class FieldValues {
         int fixed = type.fixedSize();
         if (fixed >= 0) {
             if (p + fixed > end) {
-                throw syntax("field value of type '" + type.tag() + "' needs " + fixed + " bytes, "
-                        + (end - p) + " left", p);
+                throw syntax(
+                        "field value of type '" + type.tag() + "' needs " + fixed + " bytes, " + (end - p) + " left",
+                        p);
             }
             return p + fixed;
         }
         switch (type) {
-            case TABLE: return validateTable(buf, p, end, depth + 1);
-            case ARRAY: return validateArray(buf, p, end, depth + 1);
-            default: return validateLength(buf, p, end, "field value of type '" + type.tag() + "'");
+            case TABLE:
+                return validateTable(buf, p, end, depth + 1);
+            case ARRAY:
+                return validateArray(buf, p, end, depth + 1);
+            default:
+                return validateLength(buf, p, end, "field value of type '" + type.tag() + "'");
         }
     }
 
@@ -204,8 +233,10 @@ final class FieldValues {
         }
         long length = buf.getUnsignedInt(pos);
         if (length > end - pos - 4) {
-            throw syntax(what + " of " + length + " bytes runs past the end of its container ("
-                    + (end - pos - 4) + " bytes left)", pos);
+            throw syntax(
+                    what + " of " + length + " bytes runs past the end of its container (" + (end - pos - 4)
+                            + " bytes left)",
+                    pos);
         }
         return pos + 4 + (int) length;
     }

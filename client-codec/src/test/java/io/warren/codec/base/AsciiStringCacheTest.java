@@ -73,7 +73,8 @@ class AsciiStringCacheTest {
     void prefixesOfOneAnotherAreDifferentStrings() {
         ByteBuf buf = direct("amq.ctag-0123456789abcdef", 0);
         for (int length = 1; length <= buf.readableBytes(); length++) {
-            assertEquals("amq.ctag-0123456789abcdef".substring(0, length),
+            assertEquals(
+                    "amq.ctag-0123456789abcdef".substring(0, length),
                     AsciiStringCache.get(buf, 0, length).toString());
         }
         buf.release();
@@ -116,16 +117,18 @@ class AsciiStringCacheTest {
     @Test
     void aReleasedSliceIsNotReadWhileItsReadBufferLives() {
         // a frame's payload: a pooled retained slice, released on its own while other frames keep the read alive
-        ByteBuf read = io.netty.buffer.PooledByteBufAllocator.DEFAULT.directBuffer(32).writeByte(14)
+        ByteBuf read = io.netty.buffer.PooledByteBufAllocator.DEFAULT
+                .directBuffer(32)
+                .writeByte(14)
                 .writeBytes("amq.ctag-bench".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
         ByteBuf payload = read.retainedSlice(0, 15);
         assertEquals(new AsciiString("amq.ctag-bench"), AsciiStringCache.shortString(payload, 0));
         payload.release();
         try {
-            assertThrows(io.netty.util.IllegalReferenceCountException.class,
-                    () -> AsciiStringCache.shortString(payload, 0));
-            assertThrows(io.netty.util.IllegalReferenceCountException.class,
-                    () -> AsciiStringCache.get(payload, 1, 14));
+            assertThrows(
+                    io.netty.util.IllegalReferenceCountException.class, () -> AsciiStringCache.shortString(payload, 0));
+            assertThrows(
+                    io.netty.util.IllegalReferenceCountException.class, () -> AsciiStringCache.get(payload, 1, 14));
         } finally {
             read.release();
         }

@@ -12,7 +12,8 @@ class MethodNamesTest {
     @Test
     void everyMethodIsDescribedAsMethodTableDescribesIt() {
         for (MethodInfo info : MethodTable.all()) {
-            assertEquals(MethodTable.describe(info.classId(), info.methodId()),
+            assertEquals(
+                    MethodTable.describe(info.classId(), info.methodId()),
                     MethodNames.describe(info.classId(), info.methodId()));
         }
     }

@@ -21,11 +21,21 @@ import org.junit.jupiter.api.Test;
 class ContentHeaderTest {
 
     private static final BasicProperties ALL = BasicProperties.builder()
-            .contentType("application/json").contentEncoding("gzip")
+            .contentType("application/json")
+            .contentEncoding("gzip")
             .headers(Map.of("x-retries", 3, "x-trace", "abc"))
-            .deliveryMode(2).priority(7).correlationId("corr-1").replyTo("amq.rabbitmq.reply-to")
-            .expiration("60000").messageId("m-42").timestamp(Instant.ofEpochSecond(1_700_000_000L))
-            .type("order.created").userId("guest").appId("warren-test").clusterId("c1").build();
+            .deliveryMode(2)
+            .priority(7)
+            .correlationId("corr-1")
+            .replyTo("amq.rabbitmq.reply-to")
+            .expiration("60000")
+            .messageId("m-42")
+            .timestamp(Instant.ofEpochSecond(1_700_000_000L))
+            .type("order.created")
+            .userId("guest")
+            .appId("warren-test")
+            .clusterId("c1")
+            .build();
 
     private static ByteBuf payload(long bodySize, BasicProperties props) {
         ByteBuf buf = Unpooled.buffer(ContentHeaderEncoder.encodedLength(props));
@@ -36,13 +46,18 @@ class ContentHeaderTest {
     @Test
     void aTimestampBeyondInstantsRangeIsKeptExactAndClampedWhenMaterialised() {
         // class 60, weight 0, body size 1, flags: timestamp only (bit 6), then the 64-bit seconds
-        ByteBuf buf = Unpooled.buffer().writeShort(60).writeShort(0).writeLong(1).writeShort(1 << 6)
+        ByteBuf buf = Unpooled.buffer()
+                .writeShort(60)
+                .writeShort(0)
+                .writeLong(1)
+                .writeShort(1 << 6)
                 .writeLong(Long.MAX_VALUE);
         try {
             ContentHeader.validate(buf, 0, buf.readableBytes(), 1);
             ContentHeader h = new ContentHeader().wrap(buf, 0);
             assertEquals(Long.MAX_VALUE, h.timestamp());
-            assertEquals(Instant.MAX.getEpochSecond(), h.toProperties().timestamp().getEpochSecond());
+            assertEquals(
+                    Instant.MAX.getEpochSecond(), h.toProperties().timestamp().getEpochSecond());
             assertTrue(h.toString().contains("ContentHeader"));
         } finally {
             buf.release();
@@ -135,10 +150,14 @@ class ContentHeaderTest {
 
     @Test
     void repeatedShortStringsComeFromTheCache() {
-        ByteBuf a = payload(1, BasicProperties.builder().contentType("text/plain").build());
-        ByteBuf b = payload(1, BasicProperties.builder().contentType("text/plain").build());
+        ByteBuf a =
+                payload(1, BasicProperties.builder().contentType("text/plain").build());
+        ByteBuf b =
+                payload(1, BasicProperties.builder().contentType("text/plain").build());
         try {
-            assertSame(new ContentHeader().wrap(a, 0).contentType(), new ContentHeader().wrap(b, 0).contentType());
+            assertSame(
+                    new ContentHeader().wrap(a, 0).contentType(),
+                    new ContentHeader().wrap(b, 0).contentType());
         } finally {
             a.release();
             b.release();
@@ -148,13 +167,17 @@ class ContentHeaderTest {
     @Test
     void builderChecksEagerly() {
         String tooLong = "x".repeat(256);
-        assertThrows(IllegalArgumentException.class, () -> BasicProperties.builder().contentType(tooLong));
+        assertThrows(
+                IllegalArgumentException.class, () -> BasicProperties.builder().contentType(tooLong));
         // 128 two-byte characters: 256 bytes in UTF-8
-        assertThrows(IllegalArgumentException.class, () -> BasicProperties.builder().messageId("\u00e9".repeat(128)));
-        assertThrows(IllegalArgumentException.class, () -> BasicProperties.builder().priority(256));
-        assertThrows(IllegalArgumentException.class, () -> BasicProperties.builder().deliveryMode(-1));
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> BasicProperties.builder().headers(Map.of("bad", new Object())));
+        assertThrows(
+                IllegalArgumentException.class, () -> BasicProperties.builder().messageId("\u00e9".repeat(128)));
+        assertThrows(
+                IllegalArgumentException.class, () -> BasicProperties.builder().priority(256));
+        assertThrows(
+                IllegalArgumentException.class, () -> BasicProperties.builder().deliveryMode(-1));
+        IllegalArgumentException e = assertThrows(
+                IllegalArgumentException.class, () -> BasicProperties.builder().headers(Map.of("bad", new Object())));
         assertTrue(e.getMessage().contains("'bad'"), e.getMessage());
     }
 
@@ -181,12 +204,19 @@ class ContentHeaderTest {
         for (List<Object> c : List.<List<Object>>of(
                 List.of("too short", new byte[] {0, 60, 0, 0}, ReplyCode.SYNTAX_ERROR),
                 List.of("bit 1", header(0x0002), ReplyCode.SYNTAX_ERROR),
-                List.of("wrong class", new byte[] {0, 10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, ReplyCode.UNEXPECTED_FRAME),
+                List.of(
+                        "wrong class",
+                        new byte[] {0, 10, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+                        ReplyCode.UNEXPECTED_FRAME),
                 List.of("trailing", append(header(0), (byte) 1), ReplyCode.SYNTAX_ERROR),
-                List.of("truncated timestamp", append(header(ContentHeader.TIMESTAMP), (byte) 1), ReplyCode.SYNTAX_ERROR))) {
+                List.of(
+                        "truncated timestamp",
+                        append(header(ContentHeader.TIMESTAMP), (byte) 1),
+                        ReplyCode.SYNTAX_ERROR))) {
             ByteBuf buf = Unpooled.wrappedBuffer((byte[]) c.get(1));
-            AmqpProtocolException e = assertThrows(AmqpProtocolException.class,
-                    () -> ContentHeader.validate(buf, 0, buf.readableBytes(), 3), (String) c.get(0));
+            AmqpProtocolException e = assertThrows(
+                    AmqpProtocolException.class, () -> ContentHeader.validate(buf, 0, buf.readableBytes(), 3), (String)
+                            c.get(0));
             assertEquals(c.get(2), e.replyCode(), (String) c.get(0));
             assertEquals(3, e.channel());
             buf.release();
@@ -194,7 +224,8 @@ class ContentHeaderTest {
     }
 
     private static byte[] header(int flags) {
-        ByteBuf buf = Unpooled.buffer().writeShort(60).writeShort(0).writeLong(0).writeShort(flags);
+        ByteBuf buf =
+                Unpooled.buffer().writeShort(60).writeShort(0).writeLong(0).writeShort(flags);
         byte[] b = ByteBufUtil.getBytes(buf);
         buf.release();
         return b;

@@ -10,9 +10,9 @@ import java.time.Instant;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
-import org.junit.jupiter.api.Test;
 
 /** The header a publisher adds to encoded properties, checked by decoding the result as a broker would. */
 class SequenceHeaderTest {
@@ -24,14 +24,33 @@ class SequenceHeaderTest {
                 BasicProperties.EMPTY,
                 BasicProperties.builder().deliveryMode(2).build(),
                 BasicProperties.builder().contentType("text/plain").build(),
-                BasicProperties.builder().contentType("application/json").contentEncoding("gzip").priority(3).build(),
+                BasicProperties.builder()
+                        .contentType("application/json")
+                        .contentEncoding("gzip")
+                        .priority(3)
+                        .build(),
                 BasicProperties.builder().headers(Map.of("a", 1)).build(),
-                BasicProperties.builder().contentEncoding("br").headers(Map.of("nested", Map.of("k", "v"), "n", 7L))
-                        .messageId("m").build(),
-                BasicProperties.builder().contentType("application/json").contentEncoding("gzip")
-                        .headers(Map.of("x-retries", 3)).deliveryMode(2).priority(7).correlationId("c")
-                        .replyTo("r").expiration("1000").messageId("id").timestamp(Instant.ofEpochSecond(1_700_000_000L))
-                        .type("t").userId("guest").appId("app").clusterId("cl").build());
+                BasicProperties.builder()
+                        .contentEncoding("br")
+                        .headers(Map.of("nested", Map.of("k", "v"), "n", 7L))
+                        .messageId("m")
+                        .build(),
+                BasicProperties.builder()
+                        .contentType("application/json")
+                        .contentEncoding("gzip")
+                        .headers(Map.of("x-retries", 3))
+                        .deliveryMode(2)
+                        .priority(7)
+                        .correlationId("c")
+                        .replyTo("r")
+                        .expiration("1000")
+                        .messageId("id")
+                        .timestamp(Instant.ofEpochSecond(1_700_000_000L))
+                        .type("t")
+                        .userId("guest")
+                        .appId("app")
+                        .clusterId("cl")
+                        .build());
     }
 
     private static ByteBuf payload(BasicProperties props, long value) {
@@ -55,7 +74,9 @@ class SequenceHeaderTest {
                 expected.putAll(props.headers());
             }
             expected.put("x-seq", 1L << 40);
-            assertEquals(props.toBuilder().headers(expected).build(), h.toProperties(),
+            assertEquals(
+                    props.toBuilder().headers(expected).build(),
+                    h.toProperties(),
                     "the same properties as if the application had set the header");
         } finally {
             buf.release();
@@ -75,7 +96,9 @@ class SequenceHeaderTest {
             ContentHeader h = new ContentHeader().wrap(buf, 0);
             assertEquals(3, h.headers().size());
             assertEquals(7, SEQ.find(h, -1));
-            assertEquals(java.util.List.of("a", "x-seq", "b"), new java.util.ArrayList<>(h.headers().toMap().keySet()));
+            assertEquals(
+                    java.util.List.of("a", "x-seq", "b"),
+                    new java.util.ArrayList<>(h.headers().toMap().keySet()));
         } finally {
             buf.release();
         }
@@ -88,7 +111,10 @@ class SequenceHeaderTest {
         try {
             ContentHeaderEncoder.encode(plain, 0, BasicProperties.EMPTY);
             assertEquals(-1, SEQ.find(new ContentHeader().wrap(plain, 0), -1));
-            ContentHeaderEncoder.encode(text, 0, BasicProperties.builder().headers(Map.of("x-seq", "12")).build());
+            ContentHeaderEncoder.encode(
+                    text,
+                    0,
+                    BasicProperties.builder().headers(Map.of("x-seq", "12")).build());
             assertEquals(-1, SEQ.find(new ContentHeader().wrap(text, 0), -1));
         } finally {
             plain.release();

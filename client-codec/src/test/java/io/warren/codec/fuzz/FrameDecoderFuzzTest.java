@@ -92,11 +92,12 @@ class FrameDecoderFuzzTest {
     @Provide
     Arbitrary<byte[]> frames() {
         Arbitrary<byte[]> one = Combinators.combine(
-                Arbitraries.of(1, 1, 1, 2, 3, 8, 4, 0, 9, 206),
-                Arbitraries.of(0, 1, 2, 65535),
-                methodPayload(),
-                Arbitraries.integers().between(-2, 2),
-                Arbitraries.of(0xCE, 0xCE, 0xCE, 0xCE, 0x00, 0xCF)).as(FrameDecoderFuzzTest::frame);
+                        Arbitraries.of(1, 1, 1, 2, 3, 8, 4, 0, 9, 206),
+                        Arbitraries.of(0, 1, 2, 65535),
+                        methodPayload(),
+                        Arbitraries.integers().between(-2, 2),
+                        Arbitraries.of(0xCE, 0xCE, 0xCE, 0xCE, 0x00, 0xCF))
+                .as(FrameDecoderFuzzTest::frame);
         return one.list().ofMinSize(1).ofMaxSize(8).map(list -> {
             ByteArrayOutputStream out = new ByteArrayOutputStream();
             list.forEach(out::writeBytes);
@@ -115,7 +116,9 @@ class FrameDecoderFuzzTest {
             }
         }
         ids.add(new int[] {60, 0}); // a content header's class id and weight: the same first bytes
-        return Combinators.combine(Arbitraries.of(ids), Arbitraries.bytes().array(byte[].class).ofMaxSize(80))
+        return Combinators.combine(
+                        Arbitraries.of(ids),
+                        Arbitraries.bytes().array(byte[].class).ofMaxSize(80))
                 .as((id, args) -> {
                     byte[] p = new byte[4 + args.length];
                     p[0] = (byte) (id[0] >> 8);
@@ -149,22 +152,26 @@ class FrameDecoderFuzzTest {
      */
     @Provide
     Arbitrary<byte[]> mutations() {
-        Arbitrary<byte[]> window = Arbitraries.integers().between(0, FRAME_STARTS.length - 1).map(first -> {
-            int from = FRAME_STARTS[first];
-            int to = from;
-            for (int i = first + 1; i <= FRAME_STARTS.length; i++) {
-                int end = i == FRAME_STARTS.length ? SESSION.length : FRAME_STARTS[i];
-                if (end - from > 2048 && to > from) {
-                    break;
-                }
-                to = end;
-            }
-            return Arrays.copyOfRange(SESSION, from, to);
-        });
-        Arbitrary<Mutation> m = Combinators.combine(Arbitraries.integers().between(0, 5),
-                Arbitraries.integers().between(0, 1 << 20),
-                Arbitraries.integers().between(1, 64),
-                Arbitraries.bytes()).as(Mutation::new);
+        Arbitrary<byte[]> window = Arbitraries.integers()
+                .between(0, FRAME_STARTS.length - 1)
+                .map(first -> {
+                    int from = FRAME_STARTS[first];
+                    int to = from;
+                    for (int i = first + 1; i <= FRAME_STARTS.length; i++) {
+                        int end = i == FRAME_STARTS.length ? SESSION.length : FRAME_STARTS[i];
+                        if (end - from > 2048 && to > from) {
+                            break;
+                        }
+                        to = end;
+                    }
+                    return Arrays.copyOfRange(SESSION, from, to);
+                });
+        Arbitrary<Mutation> m = Combinators.combine(
+                        Arbitraries.integers().between(0, 5),
+                        Arbitraries.integers().between(0, 1 << 20),
+                        Arbitraries.integers().between(1, 64),
+                        Arbitraries.bytes())
+                .as(Mutation::new);
         return Combinators.combine(window, m.list().ofMinSize(1).ofMaxSize(4)).as((base, list) -> {
             byte[] b = base;
             for (Mutation x : list) {
@@ -182,7 +189,9 @@ class FrameDecoderFuzzTest {
         int at = 0;
         while (at + 7 <= s.length) {
             starts.add(at);
-            int size = ((s[at + 3] & 0xFF) << 24) | ((s[at + 4] & 0xFF) << 16) | ((s[at + 5] & 0xFF) << 8)
+            int size = ((s[at + 3] & 0xFF) << 24)
+                    | ((s[at + 4] & 0xFF) << 16)
+                    | ((s[at + 5] & 0xFF) << 8)
                     | (s[at + 6] & 0xFF);
             at += 8 + size;
         }
@@ -230,8 +239,7 @@ class FrameDecoderFuzzTest {
 
     // ---- the oracle ----------------------------------------------------------------------------------------
 
-    record Outcome(int consumed, int frames, Throwable error) {
-    }
+    record Outcome(int consumed, int frames, Throwable error) {}
 
     /** Feeds {@code input} in chunks of {@code chunk} bytes and checks every invariant of the class comment. */
     static Outcome check(byte[] input, int chunk, int frameMax) {
@@ -273,7 +281,9 @@ class FrameDecoderFuzzTest {
         }
         byte[] prefix = rewritten.toByteArray();
         assertTrue(prefix.length <= input.length);
-        assertArrayEquals(Arrays.copyOf(input, prefix.length), prefix,
+        assertArrayEquals(
+                Arrays.copyOf(input, prefix.length),
+                prefix,
                 "the frames passed on are exactly the input's first bytes");
         return new Outcome(prefix.length, frames, error);
     }

@@ -21,16 +21,16 @@ class EncoderValidationTest {
 
     @Test
     void nullShortStringIsRefused() {
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> new QueueDeclareEncoder().queue(null));
+        IllegalArgumentException e =
+                assertThrows(IllegalArgumentException.class, () -> new QueueDeclareEncoder().queue(null));
         assertEquals("queue must not be null", e.getMessage());
     }
 
     @Test
     void shortStringOver255Utf8BytesIsRefused() {
         new ExchangeDeclareEncoder().exchange("e".repeat(255));
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                () -> new ExchangeDeclareEncoder().exchange("e".repeat(256)));
+        IllegalArgumentException e = assertThrows(
+                IllegalArgumentException.class, () -> new ExchangeDeclareEncoder().exchange("e".repeat(256)));
         assertTrue(e.getMessage().startsWith("exchange is 256 bytes in UTF-8"), e.getMessage());
         // 86 three-byte characters are 258 bytes though only 86 chars
         assertThrows(IllegalArgumentException.class, () -> new BasicPublishEncoder().routingKey("\u2713".repeat(86)));
@@ -48,7 +48,8 @@ class EncoderValidationTest {
 
     @Test
     void unsupportedTableValueIsRefusedInTheSetter() {
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        IllegalArgumentException e = assertThrows(
+                IllegalArgumentException.class,
                 () -> new QueueDeclareEncoder().arguments(Map.of("x-thing", Thread.currentThread())));
         assertTrue(e.getMessage().contains("'x-thing'"), e.getMessage());
     }
@@ -56,14 +57,16 @@ class EncoderValidationTest {
     @Test
     void nullLongStringIsRefused() {
         assertThrows(IllegalArgumentException.class, () -> new ConnectionStartOkEncoder().response((byte[]) null));
-        assertThrows(IllegalArgumentException.class, () -> new ConnectionStartOkEncoder().response((CharSequence) null));
+        assertThrows(
+                IllegalArgumentException.class, () -> new ConnectionStartOkEncoder().response((CharSequence) null));
     }
 
     @Test
     void stringAsciiStringAndShortStringEncodeTheSameBytes() {
         String name = "caf\u00e9.orders";
         byte[] a = encode(new BasicPublishEncoder().exchange(name).routingKey(name));
-        byte[] b = encode(new BasicPublishEncoder().exchange(ShortString.of(name)).routingKey(ShortString.of(name)));
+        byte[] b =
+                encode(new BasicPublishEncoder().exchange(ShortString.of(name)).routingKey(ShortString.of(name)));
         AsciiString raw = new AsciiString(name.getBytes(java.nio.charset.StandardCharsets.UTF_8), false);
         byte[] c = encode(new BasicPublishEncoder().exchange(raw).routingKey(new StringBuilder(name)));
         assertArrayEquals(a, b);
@@ -72,8 +75,8 @@ class EncoderValidationTest {
 
     @Test
     void aNameReadFromAViewIsWrittenBackByteForByte() {
-        ByteBuf frame = Frames.method(UnpooledByteBufAllocator.DEFAULT, 1,
-                new BasicConsumeOkEncoder().consumerTag("amq.ctag-\u00e9"));
+        ByteBuf frame = Frames.method(
+                UnpooledByteBufAllocator.DEFAULT, 1, new BasicConsumeOkEncoder().consumerTag("amq.ctag-\u00e9"));
         try {
             BasicConsumeOk ok = new BasicConsumeOk().wrap(frame, Frames.FRAME_HEADER_SIZE);
             byte[] cancel = encode(new BasicCancelEncoder().consumerTag(ok.consumerTag()));
@@ -95,14 +98,16 @@ class EncoderValidationTest {
 
     @Test
     void resetRestoresDefaults() {
-        QueueDeclareEncoder encoder = new QueueDeclareEncoder().queue("q").durable(true).arguments(Map.of("a", 1));
+        QueueDeclareEncoder encoder =
+                new QueueDeclareEncoder().queue("q").durable(true).arguments(Map.of("a", 1));
         assertArrayEquals(encode(new QueueDeclareEncoder()), encode(encoder.reset()));
         assertTrue(encoder.toString().startsWith("queue.declare(ticket=0, queue=, passive=false"));
     }
 
     @Test
     void channelMustBeUnsigned16Bit() {
-        assertThrows(IllegalArgumentException.class,
+        assertThrows(
+                IllegalArgumentException.class,
                 () -> Frames.method(UnpooledByteBufAllocator.DEFAULT, 65536, new ChannelOpenEncoder()));
     }
 

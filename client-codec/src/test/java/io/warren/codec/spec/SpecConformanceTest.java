@@ -48,7 +48,13 @@ class SpecConformanceTest {
     private static final Map<String, String> DOMAINS = SpecJson.domains(SPEC);
 
     /** One method of the JSON with its arguments resolved to types. */
-    record SpecMethod(String className, int classId, String name, int id, boolean synchronous, boolean content,
+    record SpecMethod(
+            String className,
+            int classId,
+            String name,
+            int id,
+            boolean synchronous,
+            boolean content,
             List<SpecArg> args) {
         String key() {
             return className + "." + name;
@@ -76,12 +82,19 @@ class SpecConformanceTest {
                 for (Object a : (List<Object>) method.get("arguments")) {
                     Map<String, Object> arg = (Map<String, Object>) a;
                     String type = arg.containsKey("type") ? (String) arg.get("type") : DOMAINS.get(arg.get("domain"));
-                    args.add(new SpecArg((String) arg.get("name"), type, arg.containsKey("default-value"),
+                    args.add(new SpecArg(
+                            (String) arg.get("name"),
+                            type,
+                            arg.containsKey("default-value"),
                             arg.get("default-value")));
                 }
-                methods.add(new SpecMethod((String) cls.get("name"), ((Long) cls.get("id")).intValue(),
-                        (String) method.get("name"), ((Long) method.get("id")).intValue(),
-                        Boolean.TRUE.equals(method.get("synchronous")), Boolean.TRUE.equals(method.get("content")),
+                methods.add(new SpecMethod(
+                        (String) cls.get("name"),
+                        ((Long) cls.get("id")).intValue(),
+                        (String) method.get("name"),
+                        ((Long) method.get("id")).intValue(),
+                        Boolean.TRUE.equals(method.get("synchronous")),
+                        Boolean.TRUE.equals(method.get("content")),
                         args));
             }
         }
@@ -105,9 +118,17 @@ class SpecConformanceTest {
 
     @Test
     void rabbitmqExtensionsArePresent() {
-        for (String name : List.of("connection.blocked", "connection.unblocked", "connection.update-secret",
-                "connection.update-secret-ok", "exchange.bind", "exchange.unbind", "basic.nack",
-                "basic.recover-async", "confirm.select", "confirm.select-ok")) {
+        for (String name : List.of(
+                "connection.blocked",
+                "connection.unblocked",
+                "connection.update-secret",
+                "connection.update-secret-ok",
+                "exchange.bind",
+                "exchange.unbind",
+                "basic.nack",
+                "basic.recover-async",
+                "confirm.select",
+                "confirm.select-ok")) {
             assertTrue(MethodTable.all().stream().anyMatch(i -> i.name().equals(name)), name);
         }
     }
@@ -120,12 +141,24 @@ class SpecConformanceTest {
             String name = (String) constant.get("name");
             int value = ((Long) constant.get("value")).intValue();
             switch (name) {
-                case "FRAME-METHOD": assertEquals(value, FrameType.METHOD.id()); break;
-                case "FRAME-HEADER": assertEquals(value, FrameType.HEADER.id()); break;
-                case "FRAME-BODY": assertEquals(value, FrameType.BODY.id()); break;
-                case "FRAME-HEARTBEAT": assertEquals(value, FrameType.HEARTBEAT.id()); break;
-                case "FRAME-MIN-SIZE": assertEquals(value, Frames.FRAME_MIN_SIZE); break;
-                case "FRAME-END": assertEquals(value, Frames.FRAME_END); break;
+                case "FRAME-METHOD":
+                    assertEquals(value, FrameType.METHOD.id());
+                    break;
+                case "FRAME-HEADER":
+                    assertEquals(value, FrameType.HEADER.id());
+                    break;
+                case "FRAME-BODY":
+                    assertEquals(value, FrameType.BODY.id());
+                    break;
+                case "FRAME-HEARTBEAT":
+                    assertEquals(value, FrameType.HEARTBEAT.id());
+                    break;
+                case "FRAME-MIN-SIZE":
+                    assertEquals(value, Frames.FRAME_MIN_SIZE);
+                    break;
+                case "FRAME-END":
+                    assertEquals(value, Frames.FRAME_END);
+                    break;
                 default:
                     String field = name.replace('-', '_');
                     assertEquals(value, ReplyCode.class.getField(field).getInt(null), name);
@@ -159,65 +192,83 @@ class SpecConformanceTest {
 
     @TestFactory
     Stream<DynamicTest> methodTableMatchesTheSpec() {
-        return methods().stream().map(m -> dynamicTest(m.key(), () -> {
-            MethodInfo info = MethodTable.lookup(m.classId(), m.id());
-            assertNotNull(info, m.key());
-            assertEquals(m.key(), info.name());
-            assertEquals(m.className(), info.className());
-            assertEquals(m.name(), info.methodName());
-            assertEquals(m.synchronous(), info.isSynchronous(), "synchronous");
-            assertEquals(m.content(), info.hasContent(), "content");
-            assertEquals(m.args().size(), info.argumentCount());
-            for (int i = 0; i < m.args().size(); i++) {
-                assertEquals(m.args().get(i).name(), info.argumentNames().get(i));
-                assertEquals(m.args().get(i).type(), info.argumentType(i).specName());
-            }
-            String constant = (m.className() + "_" + m.name()).replace('-', '_').toUpperCase();
-            assertEquals(MethodIds.key(m.classId(), m.id()), MethodIds.class.getField(constant).getInt(null));
-            assertEquals(m.classId(), MethodIds.class.getField("CLASS_" + m.className().toUpperCase()).getInt(null));
-            assertEquals(info, MethodTable.class.getField(constant).get(null));
-        }));
+        return methods().stream()
+                .map(m -> dynamicTest(m.key(), () -> {
+                    MethodInfo info = MethodTable.lookup(m.classId(), m.id());
+                    assertNotNull(info, m.key());
+                    assertEquals(m.key(), info.name());
+                    assertEquals(m.className(), info.className());
+                    assertEquals(m.name(), info.methodName());
+                    assertEquals(m.synchronous(), info.isSynchronous(), "synchronous");
+                    assertEquals(m.content(), info.hasContent(), "content");
+                    assertEquals(m.args().size(), info.argumentCount());
+                    for (int i = 0; i < m.args().size(); i++) {
+                        assertEquals(
+                                m.args().get(i).name(), info.argumentNames().get(i));
+                        assertEquals(
+                                m.args().get(i).type(), info.argumentType(i).specName());
+                    }
+                    String constant =
+                            (m.className() + "_" + m.name()).replace('-', '_').toUpperCase();
+                    assertEquals(
+                            MethodIds.key(m.classId(), m.id()),
+                            MethodIds.class.getField(constant).getInt(null));
+                    assertEquals(
+                            m.classId(),
+                            MethodIds.class
+                                    .getField("CLASS_" + m.className().toUpperCase())
+                                    .getInt(null));
+                    assertEquals(info, MethodTable.class.getField(constant).get(null));
+                }));
     }
 
     @TestFactory
     Stream<DynamicTest> viewsAndEncodersAreNamedFromTheSpec() {
-        return methods().stream().map(m -> dynamicTest(m.javaName(), () -> {
-            Class<?> view = Class.forName("io.warren.codec.method." + m.javaName());
-            Class<?> encoder = Class.forName("io.warren.codec.method." + m.javaName() + "Encoder");
-            assertTrue(Modifier.isFinal(view.getModifiers()) && MethodView.class.isAssignableFrom(view));
-            assertTrue(Modifier.isFinal(encoder.getModifiers()) && MethodEncoder.class.isAssignableFrom(encoder));
-            assertEquals(m.classId(), view.getField("CLASS_ID").getInt(null));
-            assertEquals(m.id(), view.getField("METHOD_ID").getInt(null));
-            assertEquals(view, view.getMethod("wrap", ByteBuf.class, int.class).getReturnType());
-            // the view's public accessors are exactly the spec's arguments (plus the xxxAsString twins)
-            Set<String> expected = new HashSet<>(List.of("wrap", "info"));
-            for (SpecArg a : m.args()) {
-                expected.add(a.camelName());
-                if (a.type().endsWith("str")) {
-                    expected.add(a.camelName() + "AsString");
-                }
-            }
-            Set<String> actual = new HashSet<>();
-            for (Method method : view.getDeclaredMethods()) {
-                if (Modifier.isPublic(method.getModifiers()) && !method.isSynthetic() && !method.isBridge()
-                        && !method.getName().equals("toString")) {
-                    actual.add(method.getName());
-                }
-            }
-            assertEquals(expected, actual);
-        }));
+        return methods().stream()
+                .map(m -> dynamicTest(m.javaName(), () -> {
+                    Class<?> view = Class.forName("io.warren.codec.method." + m.javaName());
+                    Class<?> encoder = Class.forName("io.warren.codec.method." + m.javaName() + "Encoder");
+                    assertTrue(Modifier.isFinal(view.getModifiers()) && MethodView.class.isAssignableFrom(view));
+                    assertTrue(
+                            Modifier.isFinal(encoder.getModifiers()) && MethodEncoder.class.isAssignableFrom(encoder));
+                    assertEquals(m.classId(), view.getField("CLASS_ID").getInt(null));
+                    assertEquals(m.id(), view.getField("METHOD_ID").getInt(null));
+                    assertEquals(
+                            view,
+                            view.getMethod("wrap", ByteBuf.class, int.class).getReturnType());
+                    // the view's public accessors are exactly the spec's arguments (plus the xxxAsString twins)
+                    Set<String> expected = new HashSet<>(List.of("wrap", "info"));
+                    for (SpecArg a : m.args()) {
+                        expected.add(a.camelName());
+                        if (a.type().endsWith("str")) {
+                            expected.add(a.camelName() + "AsString");
+                        }
+                    }
+                    Set<String> actual = new HashSet<>();
+                    for (Method method : view.getDeclaredMethods()) {
+                        if (Modifier.isPublic(method.getModifiers())
+                                && !method.isSynthetic()
+                                && !method.isBridge()
+                                && !method.getName().equals("toString")) {
+                            actual.add(method.getName());
+                        }
+                    }
+                    assertEquals(expected, actual);
+                }));
     }
 
     @TestFactory
     Stream<DynamicTest> defaultsEncodeAsTheSpecSays() {
-        return methods().stream().map(m -> dynamicTest(m.key(), () -> {
-            MethodEncoder encoder = MethodTable.lookup(m.classId(), m.id()).newEncoder();
-            List<Object> values = new ArrayList<>();
-            for (SpecArg a : m.args()) {
-                values.add(defaultValue(a));
-            }
-            assertArrayEquals(expectedPayload(m, values), encode(encoder), m.key());
-        }));
+        return methods().stream()
+                .map(m -> dynamicTest(m.key(), () -> {
+                    MethodEncoder encoder =
+                            MethodTable.lookup(m.classId(), m.id()).newEncoder();
+                    List<Object> values = new ArrayList<>();
+                    for (SpecArg a : m.args()) {
+                        values.add(defaultValue(a));
+                    }
+                    assertArrayEquals(expectedPayload(m, values), encode(encoder), m.key());
+                }));
     }
 
     @TestFactory
@@ -276,9 +327,12 @@ class SpecConformanceTest {
                 assertEquals(written, read, what);
                 break;
             case "shortstr":
-                assertArrayEquals(((String) written).getBytes(StandardCharsets.UTF_8), ((AsciiString) read).toByteArray(),
+                assertArrayEquals(
+                        ((String) written).getBytes(StandardCharsets.UTF_8), ((AsciiString) read).toByteArray(), what);
+                assertEquals(
+                        written,
+                        view.getClass().getMethod(a.camelName() + "AsString").invoke(view),
                         what);
-                assertEquals(written, view.getClass().getMethod(a.camelName() + "AsString").invoke(view), what);
                 break;
             case "longstr":
                 assertArrayEquals((byte[]) written, ByteBufUtil.getBytes((ByteBuf) read), what);
@@ -293,7 +347,8 @@ class SpecConformanceTest {
 
     private static Class<?> setterType(String type) {
         switch (type) {
-            case "bit": return boolean.class;
+            case "bit":
+                return boolean.class;
             case "octet":
             case "short":
                 return int.class;
@@ -301,17 +356,22 @@ class SpecConformanceTest {
             case "longlong":
             case "timestamp":
                 return long.class;
-            case "shortstr": return CharSequence.class;
-            case "longstr": return byte[].class;
-            case "table": return Map.class;
-            default: throw new AssertionError(type);
+            case "shortstr":
+                return CharSequence.class;
+            case "longstr":
+                return byte[].class;
+            case "table":
+                return Map.class;
+            default:
+                throw new AssertionError(type);
         }
     }
 
     private static Object defaultValue(SpecArg a) {
         Object d = a.defaultValue();
         switch (a.type()) {
-            case "bit": return Boolean.TRUE.equals(d);
+            case "bit":
+                return Boolean.TRUE.equals(d);
             case "octet":
             case "short":
                 return d == null ? 0 : ((Long) d).intValue();
@@ -319,10 +379,14 @@ class SpecConformanceTest {
             case "longlong":
             case "timestamp":
                 return d == null ? 0L : (Long) d;
-            case "shortstr": return d == null ? "" : (String) d;
-            case "longstr": return d == null ? new byte[0] : ((String) d).getBytes(StandardCharsets.UTF_8);
-            case "table": return Map.of();
-            default: throw new AssertionError(a.type());
+            case "shortstr":
+                return d == null ? "" : (String) d;
+            case "longstr":
+                return d == null ? new byte[0] : ((String) d).getBytes(StandardCharsets.UTF_8);
+            case "table":
+                return Map.of();
+            default:
+                throw new AssertionError(a.type());
         }
     }
 
@@ -330,15 +394,21 @@ class SpecConformanceTest {
     private static Object nonDefaultValue(SpecArg a, int index) {
         Object d = defaultValue(a);
         switch (a.type()) {
-            case "bit": return !(Boolean) d;
-            case "octet": return 0xA5 + index;
-            case "short": return 0xBE00 + index;
-            case "long": return 0xDEADBE00L + index;
+            case "bit":
+                return !(Boolean) d;
+            case "octet":
+                return 0xA5 + index;
+            case "short":
+                return 0xBE00 + index;
+            case "long":
+                return 0xDEADBE00L + index;
             case "longlong":
             case "timestamp":
                 return 0x8123456789ABCD00L + index;
-            case "shortstr": return "x-" + a.name() + "-\u00e9\u2713";
-            case "longstr": return new byte[] {0, 1, (byte) 0xFF, (byte) index, 'L'};
+            case "shortstr":
+                return "x-" + a.name() + "-\u00e9\u2713";
+            case "longstr":
+                return new byte[] {0, 1, (byte) 0xFF, (byte) index, 'L'};
             case "table": {
                 Map<String, Object> table = new LinkedHashMap<>();
                 table.put("text", "caf\u00e9");
@@ -348,7 +418,8 @@ class SpecConformanceTest {
                 table.put("list", List.of(1, "two"));
                 return table;
             }
-            default: throw new AssertionError(a.type());
+            default:
+                throw new AssertionError(a.type());
         }
     }
 
@@ -395,9 +466,15 @@ class SpecConformanceTest {
                 bitCount = 0;
             }
             switch (a.type()) {
-                case "octet": out.write((Integer) v); break;
-                case "short": writeShort(out, (Integer) v); break;
-                case "long": writeInt(out, (int) (long) (Long) v); break;
+                case "octet":
+                    out.write((Integer) v);
+                    break;
+                case "short":
+                    writeShort(out, (Integer) v);
+                    break;
+                case "long":
+                    writeInt(out, (int) (long) (Long) v);
+                    break;
                 case "longlong":
                 case "timestamp":
                     writeInt(out, (int) ((Long) v >>> 32));

@@ -59,13 +59,23 @@ public final class SpecJson {
         skipSpace();
         char c = text.charAt(pos);
         switch (c) {
-            case '{': return object();
-            case '[': return array();
-            case '"': return string();
-            case 't': expect("true"); return Boolean.TRUE;
-            case 'f': expect("false"); return Boolean.FALSE;
-            case 'n': expect("null"); return null;
-            default: return number();
+            case '{':
+                return object();
+            case '[':
+                return array();
+            case '"':
+                return string();
+            case 't':
+                expect("true");
+                return Boolean.TRUE;
+            case 'f':
+                expect("false");
+                return Boolean.FALSE;
+            case 'n':
+                expect("null");
+                return null;
+            default:
+                return number();
         }
     }
 
@@ -130,13 +140,27 @@ public final class SpecJson {
             if (c == '\\') {
                 char e = text.charAt(pos++);
                 switch (e) {
-                    case 'n': sb.append('\n'); break;
-                    case 't': sb.append('\t'); break;
-                    case 'r': sb.append('\r'); break;
-                    case 'b': sb.append('\b'); break;
-                    case 'f': sb.append('\f'); break;
-                    case 'u': sb.append((char) Integer.parseInt(text.substring(pos, pos + 4), 16)); pos += 4; break;
-                    default: sb.append(e);
+                    case 'n':
+                        sb.append('\n');
+                        break;
+                    case 't':
+                        sb.append('\t');
+                        break;
+                    case 'r':
+                        sb.append('\r');
+                        break;
+                    case 'b':
+                        sb.append('\b');
+                        break;
+                    case 'f':
+                        sb.append('\f');
+                        break;
+                    case 'u':
+                        sb.append((char) Integer.parseInt(text.substring(pos, pos + 4), 16));
+                        pos += 4;
+                        break;
+                    default:
+                        sb.append(e);
                 }
             } else {
                 sb.append(c);

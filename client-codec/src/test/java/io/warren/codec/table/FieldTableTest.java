@@ -51,9 +51,19 @@ class FieldTableTest {
         entry(b, "S", 'S').writeInt(4).writeBytes("h\u00e9l".getBytes(java.nio.charset.StandardCharsets.UTF_8));
         entry(b, "S-binary", 'S').writeInt(2).writeByte(0xC3).writeByte(0x28);
         entry(b, "x", 'x').writeInt(3).writeBytes(new byte[] {1, 2, 3});
-        entry(b, "A", 'A').writeInt(2 + 5).writeByte('t').writeByte(0).writeByte('I').writeInt(7);
+        entry(b, "A", 'A')
+                .writeInt(2 + 5)
+                .writeByte('t')
+                .writeByte(0)
+                .writeByte('I')
+                .writeInt(7);
         entry(b, "T", 'T').writeLong(1_700_000_000L);
-        entry(b, "F", 'F').writeInt(1 + 1 + 1 + 1).writeByte(1).writeByte('k').writeByte('b').writeByte(9);
+        entry(b, "F", 'F')
+                .writeInt(1 + 1 + 1 + 1)
+                .writeByte(1)
+                .writeByte('k')
+                .writeByte('b')
+                .writeByte(9);
         entry(b, "V", 'V');
         b.setInt(0, b.writerIndex() - 4);
         return b;
@@ -81,15 +91,36 @@ class FieldTableTest {
             assertEquals(-2.25, map.get("d"));
             assertEquals(new BigDecimal("-123.45"), map.get("D"));
             assertEquals("h\u00e9l", map.get("S"));
-            assertEquals(LongString.of(new byte[] {(byte) 0xC3, 0x28}), map.get("S-binary"), "invalid UTF-8 stays bytes");
+            assertEquals(
+                    LongString.of(new byte[] {(byte) 0xC3, 0x28}), map.get("S-binary"), "invalid UTF-8 stays bytes");
             assertArrayEquals(new byte[] {1, 2, 3}, (byte[]) map.get("x"));
             assertEquals(List.of(false, 7), map.get("A"));
             assertEquals(Instant.ofEpochSecond(1_700_000_000L), map.get("T"));
             assertEquals(Map.of("k", (byte) 9), map.get("F"));
             assertTrue(map.containsKey("V"));
             assertNull(map.get("V"));
-            assertEquals(List.copyOf(map.keySet()), List.of("t", "b", "B", "s", "u", "I", "i", "l", "f", "d", "D", "S",
-                    "S-binary", "x", "A", "T", "F", "V"), "wire order");
+            assertEquals(
+                    List.copyOf(map.keySet()),
+                    List.of(
+                            "t",
+                            "b",
+                            "B",
+                            "s",
+                            "u",
+                            "I",
+                            "i",
+                            "l",
+                            "f",
+                            "d",
+                            "D",
+                            "S",
+                            "S-binary",
+                            "x",
+                            "A",
+                            "T",
+                            "F",
+                            "V"),
+                    "wire order");
         } finally {
             buf.release();
         }
@@ -105,13 +136,27 @@ class FieldTableTest {
             while (c.next()) {
                 n++;
                 switch (c.keyAsString()) {
-                    case "u": assertEquals(65000, c.longValue()); break;
-                    case "i": assertEquals(0xF0000000L, c.longValue()); break;
-                    case "f": assertEquals(1.5, c.doubleValue()); break;
-                    case "S": assertEquals("h\u00e9l", c.stringValue()); break;
-                    case "x": assertEquals(3, c.bytesValue().readableBytes()); break;
-                    case "T": assertEquals(1_700_000_000L, c.longValue()); break;
-                    case "F": assertEquals(9, c.tableValue().find("k").longValue()); break;
+                    case "u":
+                        assertEquals(65000, c.longValue());
+                        break;
+                    case "i":
+                        assertEquals(0xF0000000L, c.longValue());
+                        break;
+                    case "f":
+                        assertEquals(1.5, c.doubleValue());
+                        break;
+                    case "S":
+                        assertEquals("h\u00e9l", c.stringValue());
+                        break;
+                    case "x":
+                        assertEquals(3, c.bytesValue().readableBytes());
+                        break;
+                    case "T":
+                        assertEquals(1_700_000_000L, c.longValue());
+                        break;
+                    case "F":
+                        assertEquals(9, c.tableValue().find("k").longValue());
+                        break;
                     case "A": {
                         FieldArray.Cursor a = c.arrayValue().cursor();
                         assertTrue(a.next());
@@ -220,7 +265,9 @@ class FieldTableTest {
         try {
             ByteBuf expected = Unpooled.buffer().writeInt(0);
             entry(expected, "S", 'S').writeInt(3).writeBytes(notUtf8);
-            entry(expected, "S-utf8", 'S').writeInt(2).writeBytes("ok".getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            entry(expected, "S-utf8", 'S')
+                    .writeInt(2)
+                    .writeBytes("ok".getBytes(java.nio.charset.StandardCharsets.UTF_8));
             entry(expected, "B", 'B').writeByte(255);
             entry(expected, "u", 'u').writeShort(65535);
             entry(expected, "i", 'i').writeInt(-1);
@@ -291,19 +338,25 @@ class FieldTableTest {
 
     @Test
     void unsupportedValuesAreRefusedWithTheirPath() {
-        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        IllegalArgumentException e = assertThrows(
+                IllegalArgumentException.class,
                 () -> FieldTableEncoder.encodedLength(Map.of("outer", Map.of("inner", List.of(1, new Object())))));
-        assertTrue(e.getMessage().contains("at 'outer'.'inner'[1]: a java.lang.Object has no AMQP field type"),
+        assertTrue(
+                e.getMessage().contains("at 'outer'.'inner'[1]: a java.lang.Object has no AMQP field type"),
                 e.getMessage());
         assertThrows(IllegalArgumentException.class, () -> FieldTableEncoder.encodedLength(Map.of("k".repeat(256), 1)));
         Map<String, Object> nullKey = new LinkedHashMap<>();
         nullKey.put(null, 1);
         assertThrows(IllegalArgumentException.class, () -> FieldTableEncoder.encodedLength(nullKey));
-        assertThrows(IllegalArgumentException.class,
+        assertThrows(
+                IllegalArgumentException.class,
                 () -> FieldTableEncoder.encodedLength(Map.of("d", new BigDecimal("1e-300"))));
-        assertThrows(IllegalArgumentException.class,
+        assertThrows(
+                IllegalArgumentException.class,
                 () -> FieldTableEncoder.encodedLength(Map.of("d", new BigDecimal("99999999999"))));
-        assertEquals(4 + 1 + 1 + 1 + 5, FieldTableEncoder.encodedLength(Map.of("d", new BigDecimal("1E+3"))),
+        assertEquals(
+                4 + 1 + 1 + 1 + 5,
+                FieldTableEncoder.encodedLength(Map.of("d", new BigDecimal("1E+3"))),
                 "a negative scale is removed exactly");
     }
 
@@ -320,7 +373,9 @@ class FieldTableTest {
     void sliceForwardsTheEncodedTable() {
         ByteBuf buf = encode(Map.of("a", 1));
         try {
-            assertArrayEquals(ByteBufUtil.getBytes(buf), ByteBufUtil.getBytes(new FieldTable().wrap(buf, 0).slice()));
+            assertArrayEquals(
+                    ByteBufUtil.getBytes(buf),
+                    ByteBufUtil.getBytes(new FieldTable().wrap(buf, 0).slice()));
         } finally {
             buf.release();
         }
@@ -335,8 +390,8 @@ class FieldTableTest {
         for (int cut = 0; cut < bytes.length; cut++) {
             ByteBuf truncated = Unpooled.wrappedBuffer(Arrays.copyOf(bytes, cut));
             int end = cut;
-            AmqpProtocolException e = assertThrows(AmqpProtocolException.class,
-                    () -> FieldTable.validate(truncated, 0, end), "cut at " + cut);
+            AmqpProtocolException e = assertThrows(
+                    AmqpProtocolException.class, () -> FieldTable.validate(truncated, 0, end), "cut at " + cut);
             assertEquals(ReplyCode.SYNTAX_ERROR, e.replyCode());
             truncated.release();
         }

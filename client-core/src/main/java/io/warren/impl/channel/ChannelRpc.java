@@ -50,8 +50,15 @@ public final class ChannelRpc {
         ScheduledFuture<?> timeout;
         boolean sent;
 
-        private Request(int requestKey, int replyKey, int altReplyKey, ByteBuf frame, ReplyHandler<T> handler,
-                        boolean noWait, T noWaitResult, CompletableFuture<T> future) {
+        private Request(
+                int requestKey,
+                int replyKey,
+                int altReplyKey,
+                ByteBuf frame,
+                ReplyHandler<T> handler,
+                boolean noWait,
+                T noWaitResult,
+                CompletableFuture<T> future) {
             this.requestKey = requestKey;
             this.replyKey = replyKey;
             this.altReplyKey = altReplyKey;
@@ -63,8 +70,13 @@ public final class ChannelRpc {
         }
 
         /** A request answered by {@code replyKey} (or {@code altReplyKey}, -1 if none); owns {@code frame}. */
-        public static <T> Request<T> of(int requestKey, int replyKey, int altReplyKey, ByteBuf frame,
-                                        ReplyHandler<T> handler, CompletableFuture<T> future) {
+        public static <T> Request<T> of(
+                int requestKey,
+                int replyKey,
+                int altReplyKey,
+                ByteBuf frame,
+                ReplyHandler<T> handler,
+                CompletableFuture<T> future) {
             return new Request<>(requestKey, replyKey, altReplyKey, frame, handler, false, null, future);
         }
 
@@ -99,8 +111,8 @@ public final class ChannelRpc {
     /** Queues {@code request}; sends it at once when nothing is on the wire. */
     void enqueue(Request<?> request) {
         assert channel.outbound().inEventLoop() : "channel RPC off the event loop";
-        request.timeout = channel.outbound().eventLoop().schedule(() -> timedOut(request), timeoutNanos,
-                TimeUnit.NANOSECONDS);
+        request.timeout =
+                channel.outbound().eventLoop().schedule(() -> timedOut(request), timeoutNanos, TimeUnit.NANOSECONDS);
         queue.add(request);
         if (queue.size() == 1) {
             sendHead();
@@ -188,9 +200,12 @@ public final class ChannelRpc {
             queue.remove(request);
             request.releaseFrame();
         }
-        request.future.completeExceptionally(new RpcTimeoutException("no reply to "
-                + MethodNames.describe(request.requestKey) + " on channel " + channel.number() + " within "
-                + TimeUnit.NANOSECONDS.toMillis(timeoutNanos) + " ms", request.requestKey >>> 16,
-                request.requestKey & 0xFFFF, channel.number()));
+        request.future.completeExceptionally(new RpcTimeoutException(
+                "no reply to "
+                        + MethodNames.describe(request.requestKey) + " on channel " + channel.number() + " within "
+                        + TimeUnit.NANOSECONDS.toMillis(timeoutNanos) + " ms",
+                request.requestKey >>> 16,
+                request.requestKey & 0xFFFF,
+                channel.number()));
     }
 }

@@ -60,7 +60,12 @@ public final class ChannelState implements InboundChannel {
 
     private static final Logger LOG = LoggerFactory.getLogger(ChannelState.class);
 
-    enum State { OPENING, OPEN, CLOSING, CLOSED }
+    enum State {
+        OPENING,
+        OPEN,
+        CLOSING,
+        CLOSED
+    }
 
     private final int number;
     private final ConnectionHandler connection;
@@ -76,10 +81,12 @@ public final class ChannelState implements InboundChannel {
     private MethodHandler[] handlers = new MethodHandler[0];
     /** Per handler: also dispatched while we wait for close-ok after the application's channel.close. */
     private boolean[] throughClose = new boolean[0];
+
     private final List<Consumer<AmqpException>> closeHooks = new ArrayList<>(2);
     private final List<Consumer<AmqpException>> afterCloseHooks = new ArrayList<>(2);
     /** Nothing more is awaited from the broker on this channel; the after-close hooks ran. */
     private boolean closeEnded;
+
     private AmqpException closeCause;
     private CompletableFuture<Void> closeRequest;
     private boolean numberFreed;
@@ -89,8 +96,12 @@ public final class ChannelState implements InboundChannel {
      * @param handle makes the handle the application holds for this channel (or, for recovery, attaches the one it
      *               held to this state); it registers the publishing and consuming handlers here
      */
-    public ChannelState(int number, ConnectionHandler connection, long rpcTimeoutNanos, long maxBodySize,
-                        Function<ChannelState, ChannelHandle> handle) {
+    public ChannelState(
+            int number,
+            ConnectionHandler connection,
+            long rpcTimeoutNanos,
+            long maxBodySize,
+            Function<ChannelState, ChannelHandle> handle) {
         this.number = number;
         this.connection = connection;
         this.outbound = connection.outbound();
@@ -250,13 +261,25 @@ public final class ChannelState implements InboundChannel {
     public ChannelClosedException closedError() {
         AmqpException cause = closeCause;
         if (cause instanceof ChannelClosedException cce) {
-            return new ChannelClosedException("channel " + number + " is closed: " + cause.getMessage(), cause,
-                    cce.replyCode(), cce.replyText(), cce.classId(), cce.methodId(), number, cce.initiatedByBroker());
+            return new ChannelClosedException(
+                    "channel " + number + " is closed: " + cause.getMessage(),
+                    cause,
+                    cce.replyCode(),
+                    cce.replyText(),
+                    cce.classId(),
+                    cce.methodId(),
+                    number,
+                    cce.initiatedByBroker());
         }
-        return new ChannelClosedException("channel " + number + " is closed"
-                + (cause == null ? "" : ": " + cause.getMessage()), cause,
-                cause == null ? 0 : cause.replyCode(), cause == null ? null : cause.replyText(),
-                0, 0, number, false);
+        return new ChannelClosedException(
+                "channel " + number + " is closed" + (cause == null ? "" : ": " + cause.getMessage()),
+                cause,
+                cause == null ? 0 : cause.replyCode(),
+                cause == null ? null : cause.replyText(),
+                0,
+                0,
+                number,
+                false);
     }
 
     // ---- open --------------------------------------------------------------------------------------------
@@ -264,8 +287,13 @@ public final class ChannelState implements InboundChannel {
     public void open(CompletableFuture<io.warren.Channel> result) {
         assert outbound.inEventLoop() : "channel state off the event loop";
         CompletableFuture<Void> opened = new CompletableFuture<>();
-        rpc.enqueue(ChannelRpc.Request.of(MethodIds.CHANNEL_OPEN, MethodIds.CHANNEL_OPEN_OK, -1,
-                Requests.channelOpen(alloc(), number), (frame, f) -> f.complete(null), opened));
+        rpc.enqueue(ChannelRpc.Request.of(
+                MethodIds.CHANNEL_OPEN,
+                MethodIds.CHANNEL_OPEN_OK,
+                -1,
+                Requests.channelOpen(alloc(), number),
+                (frame, f) -> f.complete(null),
+                opened));
         opened.whenComplete((v, e) -> {
             if (e == null) {
                 if (state == State.OPENING) {
@@ -315,8 +343,8 @@ public final class ChannelState implements InboundChannel {
             }
             default -> {
                 frame.release();
-                throw new AmqpProtocolException(ReplyCode.UNEXPECTED_FRAME, "unexpected " + frame.type() + " frame",
-                        null, number, -1, -1, -1);
+                throw new AmqpProtocolException(
+                        ReplyCode.UNEXPECTED_FRAME, "unexpected " + frame.type() + " frame", null, number, -1, -1, -1);
             }
         }
     }
@@ -368,8 +396,14 @@ public final class ChannelState implements InboundChannel {
             return;
         }
         frame.release();
-        throw new AmqpProtocolException(ReplyCode.UNEXPECTED_FRAME, "unexpected " + MethodNames.describe(key)
-                + " (no request waits for it)", null, number, MethodIds.classId(key), MethodIds.methodId(key), -1);
+        throw new AmqpProtocolException(
+                ReplyCode.UNEXPECTED_FRAME,
+                "unexpected " + MethodNames.describe(key) + " (no request waits for it)",
+                null,
+                number,
+                MethodIds.classId(key),
+                MethodIds.methodId(key),
+                -1);
     }
 
     private void onBrokerClose(Frame frame) {
@@ -377,9 +411,15 @@ public final class ChannelState implements InboundChannel {
         frame.release();
         // close-ok first: the number may be reused right after, and writes keep their order.
         outbound.write(Requests.channelCloseOk(alloc(), number));
-        ChannelClosedException cause = new ChannelClosedException("channel " + number + " closed by the broker: "
-                + close.describe(), null, close.replyCode(), close.replyText(), close.classId(), close.methodId(),
-                number, true);
+        ChannelClosedException cause = new ChannelClosedException(
+                "channel " + number + " closed by the broker: " + close.describe(),
+                null,
+                close.replyCode(),
+                close.replyText(),
+                close.classId(),
+                close.methodId(),
+                number,
+                true);
         if (state == State.CLOSING) {
             // Both sides closed at once: ours stands; the number is freed on the close-ok for ours. The broker
             // sends nothing more after its close: the wait ends with its cause.
@@ -397,8 +437,8 @@ public final class ChannelState implements InboundChannel {
     private void onCloseOk(Frame frame) {
         frame.release();
         if (state != State.CLOSING) {
-            throw new AmqpProtocolException(ReplyCode.UNEXPECTED_FRAME, "channel.close-ok without channel.close",
-                    null, number, 20, 41, -1);
+            throw new AmqpProtocolException(
+                    ReplyCode.UNEXPECTED_FRAME, "channel.close-ok without channel.close", null, number, 20, 41, -1);
         }
         state = State.CLOSED;
         cancelCloseTimer();
@@ -443,17 +483,24 @@ public final class ChannelState implements InboundChannel {
             return;
         }
         closeRequest = result;
-        facade.flushAcknowledgements(); // acks made before the close go before it, or the broker would requeue their messages
+        facade.flushAcknowledgements(); // acks made before the close go before it, or the broker would requeue their
+        // messages
         outbound.write(Requests.channelClose(alloc(), number, replyCode, replyText));
         // A broker that never answers must not hang close(): after the RPC timeout the caller is told, but
         // the number stays reserved until close-ok (or the connection's end), so it is never reused early.
-        closeTimer = outbound.eventLoop().schedule(() -> {
-            if (state == State.CLOSING) {
-                LOG.debug("channel {}: no close-ok within the RPC timeout; number kept until it comes", number);
-                endClose(closeCause);
-                completeCloseRequest();
-            }
-        }, rpcTimeoutNanos, TimeUnit.NANOSECONDS);
+        closeTimer = outbound.eventLoop()
+                .schedule(
+                        () -> {
+                            if (state == State.CLOSING) {
+                                LOG.debug(
+                                        "channel {}: no close-ok within the RPC timeout; number kept until it comes",
+                                        number);
+                                endClose(closeCause);
+                                completeCloseRequest();
+                            }
+                        },
+                        rpcTimeoutNanos,
+                        TimeUnit.NANOSECONDS);
         String text = replyCode == ReplyCode.REPLY_SUCCESS && error == null
                 ? "channel " + number + " closed by the application"
                 : "channel " + number + " closed by the client: " + replyCode + " " + replyText;

@@ -40,8 +40,7 @@ public final class ContentAssembler {
         }
 
         /** The message was dropped before it was complete (channel or connection closing, size limit). */
-        default void onAbort(Throwable cause) {
-        }
+        default void onAbort(Throwable cause) {}
     }
 
     private final int channel;
@@ -106,9 +105,11 @@ public final class ContentAssembler {
         long bodySize = payload.getLong(payload.readerIndex() + 4);
         if (bodySize < 0 || bodySize > maxBodySize) {
             frame.release();
-            MessageTooLargeException e = new MessageTooLargeException("inbound message on channel " + channel + " announces a body of "
-                    + Long.toUnsignedString(bodySize) + " bytes, over the limit of " + maxBodySize
-                    + " bytes (ConnectionOptions.maxInboundMessageBodySize)", channel);
+            MessageTooLargeException e = new MessageTooLargeException(
+                    "inbound message on channel " + channel + " announces a body of "
+                            + Long.toUnsignedString(bodySize) + " bytes, over the limit of " + maxBodySize
+                            + " bytes (ConnectionOptions.maxInboundMessageBodySize)",
+                    channel);
             abort(e);
             throw e;
         }

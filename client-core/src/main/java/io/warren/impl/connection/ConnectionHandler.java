@@ -51,12 +51,18 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
      */
     public static final long FRAME_ERROR_CLOSE_GRACE_NANOS = TimeUnit.SECONDS.toNanos(1);
 
-    enum State { HANDSHAKE, OPEN, CLOSING, CLOSED }
+    enum State {
+        HANDSHAKE,
+        OPEN,
+        CLOSING,
+        CLOSED
+    }
 
     private final ConnectionOptions options;
     private final Address address;
     /** Failed from here; completed with the handle at open-ok through {@link #completeConnected}. */
     private final CompletableFuture<?> connected;
+
     private final Runnable completeConnected;
     private final ConnectionEvents facade;
     private final long rpcTimeoutNanos;
@@ -74,6 +80,7 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
     private SecretRefresher secrets;
     /** Reached open-ok, so counted in the open connections until {@link #finish()}. */
     private boolean countedOpen;
+
     private ChannelTable channels;
     private AmqpException closeCause;
     private AmqpException connectFailure;
@@ -84,6 +91,7 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
     private boolean restoring;
     /** {@link #readBatchNanos()}: the clock as read in this read batch, once read. */
     private long readBatchNanos;
+
     private boolean readBatchTimed;
 
     /**
@@ -91,10 +99,12 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
      *                  connection could not be opened (authentication, virtual host, timeout, socket)
      * @param handle    makes (or, for recovery, returns) the handle the application holds for this connection
      */
-    public <H extends ConnectionEvents> ConnectionHandler(ConnectionOptions options, Address address,
-                                                          CompletableFuture<H> connected,
-                                                          Function<ConnectionHandler, H> handle,
-                                                          MetricsCollector metrics) {
+    public <H extends ConnectionEvents> ConnectionHandler(
+            ConnectionOptions options,
+            Address address,
+            CompletableFuture<H> connected,
+            Function<ConnectionHandler, H> handle,
+            MetricsCollector metrics) {
         this.metrics = metrics;
         this.options = options;
         this.address = address;
@@ -189,11 +199,13 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
         } else if (cause instanceof AmqpProtocolException e) {
             protocolError(e);
         } else if (state != State.CLOSED) {
-            String what = cause instanceof javax.net.ssl.SSLException || cause.getCause() instanceof javax.net.ssl.SSLException
-                    ? "TLS failure" : "I/O failure";
+            String what = cause instanceof javax.net.ssl.SSLException
+                            || cause.getCause() instanceof javax.net.ssl.SSLException
+                    ? "TLS failure"
+                    : "I/O failure";
             LOG.debug("connection to {}: {}", address, what, cause);
-            recordCause(new ConnectionClosedException("connection to " + address + " lost: " + what + ": " + cause,
-                    cause));
+            recordCause(
+                    new ConnectionClosedException("connection to " + address + " lost: " + what + ": " + cause, cause));
             ctx.close();
         }
     }
@@ -281,8 +293,14 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
         }
         if (state == State.HANDSHAKE) {
             frame.release();
-            throw new AmqpProtocolException(ReplyCode.UNEXPECTED_FRAME, "frame on channel " + channel
-                    + " before connection.open-ok", frame.type(), channel, -1, -1, -1);
+            throw new AmqpProtocolException(
+                    ReplyCode.UNEXPECTED_FRAME,
+                    "frame on channel " + channel + " before connection.open-ok",
+                    frame.type(),
+                    channel,
+                    -1,
+                    -1,
+                    -1);
         }
         InboundChannel target = state == State.OPEN ? channels.get(channel) : null;
         if (target == null) {
@@ -314,8 +332,14 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
         } else if (key == MethodIds.CONNECTION_UPDATE_SECRET_OK) {
             secrets.onUpdateSecretOk();
         } else {
-            throw new AmqpProtocolException(ReplyCode.UNEXPECTED_FRAME, "unexpected " + MethodNames.describe(key)
-                    + " on an open connection", FrameType.METHOD, 0, MethodIds.classId(key), MethodIds.methodId(key), -1);
+            throw new AmqpProtocolException(
+                    ReplyCode.UNEXPECTED_FRAME,
+                    "unexpected " + MethodNames.describe(key) + " on an open connection",
+                    FrameType.METHOD,
+                    0,
+                    MethodIds.classId(key),
+                    MethodIds.methodId(key),
+                    -1);
         }
     }
 
@@ -340,13 +364,17 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
         countedOpen = true;
         facade.attach(this, address); // a recovery's new connection takes the facade over (no-op otherwise)
         facade.opened(serverProperties);
-        secrets = new SecretRefresher(outbound, ctx.alloc(), ctx.executor(), options.credentialsProvider(), address,
-                rpcTimeoutNanos);
+        secrets = new SecretRefresher(
+                outbound, ctx.alloc(), ctx.executor(), options.credentialsProvider(), address, rpcTimeoutNanos);
         if (options.credentialsProvider() != null) {
             secrets.start(handshake.credentials());
         }
-        LOG.debug("connected to {} (vhost '{}', {} {})", address, options.virtualHost(),
-                serverProperties.get("product"), serverProperties.get("version"));
+        LOG.debug(
+                "connected to {} (vhost '{}', {} {})",
+                address,
+                options.virtualHost(),
+                serverProperties.get("product"),
+                serverProperties.get("version"));
         completeConnected.run();
     }
 
@@ -474,13 +502,20 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
         ctx.channel().closeFuture().addListener(f -> result.complete(null));
         switch (state) {
             case HANDSHAKE -> {
-                failHandshake(new ConnectionClosedException("connection to " + address
-                        + " closed by the application during the handshake", null));
+                failHandshake(new ConnectionClosedException(
+                        "connection to " + address + " closed by the application during the handshake", null));
             }
             case OPEN -> {
-                ConnectionClosedException cause = new ConnectionClosedException("connection to " + address
-                        + " closed by the application" + (replyCode == ReplyCode.REPLY_SUCCESS ? ""
-                        : ": " + replyCode + " " + replyText), null, replyCode, replyText, 0, 0, false);
+                ConnectionClosedException cause = new ConnectionClosedException(
+                        "connection to " + address
+                                + " closed by the application"
+                                + (replyCode == ReplyCode.REPLY_SUCCESS ? "" : ": " + replyCode + " " + replyText),
+                        null,
+                        replyCode,
+                        replyText,
+                        0,
+                        0,
+                        false);
                 startClosing(cause, replyCode, replyText, 0, 0, true);
             }
             default -> {
@@ -495,8 +530,8 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
      * as connection.close is written (the peer learns why; waiting for its answer would only hold the caller),
      * and no later than {@link #FRAME_ERROR_CLOSE_GRACE_NANOS}.
      */
-    private void startClosing(AmqpException cause, int replyCode, String replyText, int classId, int methodId,
-                              boolean closeOkReadable) {
+    private void startClosing(
+            AmqpException cause, int replyCode, String replyText, int classId, int methodId, boolean closeOkReadable) {
         recordCause(cause);
         state = State.CLOSING;
         facade.closing();
@@ -504,18 +539,30 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
         ByteBuf close = Requests.connectionClose(ctx.alloc(), replyCode, replyText, classId, methodId);
         if (closeOkReadable) {
             outbound.write(close);
-            closeTimer = ctx.executor().schedule(() -> {
-                LOG.debug("no connection.close-ok from {} within {}; closing the socket", address,
-                        options.closeTimeout());
-                ctx.close();
-            }, options.closeTimeout().toNanos(), TimeUnit.NANOSECONDS);
+            closeTimer = ctx.executor()
+                    .schedule(
+                            () -> {
+                                LOG.debug(
+                                        "no connection.close-ok from {} within {}; closing the socket",
+                                        address,
+                                        options.closeTimeout());
+                                ctx.close();
+                            },
+                            options.closeTimeout().toNanos(),
+                            TimeUnit.NANOSECONDS);
         } else {
             outbound.write(close, failure -> ctx.close()); // written or not: nothing more to wait for
             outbound.flushNow();
-            closeTimer = ctx.executor().schedule(() -> {
-                LOG.debug("connection.close to {} not written within the grace; closing the socket", address);
-                ctx.close();
-            }, Math.min(options.closeTimeout().toNanos(), FRAME_ERROR_CLOSE_GRACE_NANOS), TimeUnit.NANOSECONDS);
+            closeTimer = ctx.executor()
+                    .schedule(
+                            () -> {
+                                LOG.debug(
+                                        "connection.close to {} not written within the grace; closing the socket",
+                                        address);
+                                ctx.close();
+                            },
+                            Math.min(options.closeTimeout().toNanos(), FRAME_ERROR_CLOSE_GRACE_NANOS),
+                            TimeUnit.NANOSECONDS);
         }
     }
 
@@ -526,8 +573,13 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
             cause = handshakeRefusal(close);
             connectFailure = cause;
         } else {
-            cause = new ConnectionClosedException("connection to " + address + " closed by the broker: "
-                    + close.describe(), null, close.replyCode(), close.replyText(), close.classId(), close.methodId(),
+            cause = new ConnectionClosedException(
+                    "connection to " + address + " closed by the broker: " + close.describe(),
+                    null,
+                    close.replyCode(),
+                    close.replyText(),
+                    close.classId(),
+                    close.methodId(),
                     true);
         }
         recordCause(cause);
@@ -543,13 +595,24 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
 
     private ConnectionClosedException handshakeRefusal(Replies.Close close) {
         if (close.replyCode() == ReplyCode.ACCESS_REFUSED && handshake.stage() == Handshake.Stage.AUTHENTICATING) {
-            return new AuthenticationException("authentication failed for user '" + handshake.username() + "' on "
-                    + address + " with " + options.authMechanism() + ": " + close.describe(), null, close.replyCode(),
-                    close.replyText(), close.classId(), close.methodId());
+            return new AuthenticationException(
+                    "authentication failed for user '" + handshake.username() + "' on " + address + " with "
+                            + options.authMechanism() + ": " + close.describe(),
+                    null,
+                    close.replyCode(),
+                    close.replyText(),
+                    close.classId(),
+                    close.methodId());
         }
-        return new ConnectionClosedException("the broker at " + address + " refused the connection ("
-                + handshake.stage().description + "): " + close.describe(), null, close.replyCode(), close.replyText(),
-                close.classId(), close.methodId(), true);
+        return new ConnectionClosedException(
+                "the broker at " + address + " refused the connection (" + handshake.stage().description + "): "
+                        + close.describe(),
+                null,
+                close.replyCode(),
+                close.replyText(),
+                close.classId(),
+                close.methodId(),
+                true);
     }
 
     /** Malformed or unexpected input: close with its reply code and an exception that names it. */
@@ -558,13 +621,24 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
             return;
         }
         LOG.warn("protocol error on the connection to {}: {}", address, e.getMessage());
-        ConnectionClosedException cause = new ConnectionClosedException("connection to " + address
-                + " closed by the client after a protocol error: " + e.getMessage(), e, e.replyCode(), e.detail(),
-                Math.max(e.classId(), 0), Math.max(e.methodId(), 0), false);
+        ConnectionClosedException cause = new ConnectionClosedException(
+                "connection to " + address + " closed by the client after a protocol error: " + e.getMessage(),
+                e,
+                e.replyCode(),
+                e.detail(),
+                Math.max(e.classId(), 0),
+                Math.max(e.methodId(), 0),
+                false);
         if (state == State.HANDSHAKE) {
-            connectFailure = new ConnectionClosedException("could not connect to " + address + ": protocol error while "
-                    + handshake.stage().description + ": " + e.getMessage(), e, e.replyCode(), e.detail(),
-                    Math.max(e.classId(), 0), Math.max(e.methodId(), 0), false);
+            connectFailure = new ConnectionClosedException(
+                    "could not connect to " + address + ": protocol error while " + handshake.stage().description + ": "
+                            + e.getMessage(),
+                    e,
+                    e.replyCode(),
+                    e.detail(),
+                    Math.max(e.classId(), 0),
+                    Math.max(e.methodId(), 0),
+                    false);
         }
         if (state == State.CLOSING) {
             // a second error while closing: the socket goes now, but the connection.close written for the first
@@ -573,8 +647,13 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
             ctx.close();
             return;
         }
-        startClosing(cause, e.replyCode(), ReplyCode.name(e.replyCode()) + " - " + e.detail(),
-                Math.max(e.classId(), 0), Math.max(e.methodId(), 0), !decoderFailed());
+        startClosing(
+                cause,
+                e.replyCode(),
+                ReplyCode.name(e.replyCode()) + " - " + e.detail(),
+                Math.max(e.classId(), 0),
+                Math.max(e.methodId(), 0),
+                !decoderFailed());
     }
 
     /** Whether the frame decoder met malformed input: it reads nothing more, close-ok included. */
@@ -584,8 +663,10 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
     }
 
     private void missedHeartbeats(long silentMillis) {
-        recordCause(new ConnectionClosedException("missed heartbeats from " + address + ": no frame for "
-                + silentMillis + " ms (two heartbeat intervals of " + facade.heartbeat() + " s)", null));
+        recordCause(new ConnectionClosedException(
+                "missed heartbeats from " + address + ": no frame for " + silentMillis
+                        + " ms (two heartbeat intervals of " + facade.heartbeat() + " s)",
+                null));
         LOG.warn(closeCause.getMessage());
         ctx.close();
     }
@@ -644,20 +725,28 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
         if (closeCause == null) {
             if (wasHandshaking && handshake.stage() == Handshake.Stage.AUTHENTICATING) {
                 // Brokers without authentication_failure_close just drop the socket on bad credentials.
-                connectFailure = new AuthenticationException("the broker at " + address
-                        + " closed the connection during authentication: wrong credentials for user '"
-                        + handshake.username() + "' (" + options.authMechanism() + ")?", null, ReplyCode.ACCESS_REFUSED,
-                        null, 10, 11);
+                connectFailure = new AuthenticationException(
+                        "the broker at " + address
+                                + " closed the connection during authentication: wrong credentials for user '"
+                                + handshake.username() + "' (" + options.authMechanism() + ")?",
+                        null,
+                        ReplyCode.ACCESS_REFUSED,
+                        null,
+                        10,
+                        11);
             }
-            recordCause(new ConnectionClosedException("connection to " + address + " lost"
-                    + (wasHandshaking ? " during the handshake (" + handshake.stage().description + ")" : ""), null));
+            recordCause(new ConnectionClosedException(
+                    "connection to " + address + " lost"
+                            + (wasHandshaking ? " during the handshake (" + handshake.stage().description + ")" : ""),
+                    null));
         }
         state = State.CLOSED;
         heartbeats.stop();
         if (closeTimer != null) {
             closeTimer.cancel(false);
         }
-        ConnectionClosedException cause = closeCause instanceof ConnectionClosedException cce ? cce
+        ConnectionClosedException cause = closeCause instanceof ConnectionClosedException cce
+                ? cce
                 : new ConnectionClosedException(closeCause.getMessage(), closeCause);
         failChannels(cause);
         outbound.discardQueued(cause);
@@ -676,10 +765,13 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
         if (state == State.HANDSHAKE) {
             return new ConnectionClosedException("connection to " + address + " is not open yet", null);
         }
-        return new ConnectionClosedException("connection to " + address + " is closed"
-                + (cause == null ? "" : ": " + cause.getMessage()), cause,
-                cause == null ? 0 : cause.replyCode(), cause == null ? null : cause.replyText(),
-                cause == null ? 0 : cause.classId(), cause == null ? 0 : cause.methodId(),
+        return new ConnectionClosedException(
+                "connection to " + address + " is closed" + (cause == null ? "" : ": " + cause.getMessage()),
+                cause,
+                cause == null ? 0 : cause.replyCode(),
+                cause == null ? null : cause.replyText(),
+                cause == null ? 0 : cause.classId(),
+                cause == null ? 0 : cause.methodId(),
                 cause instanceof ConnectionClosedException c && c.initiatedByBroker());
     }
 }

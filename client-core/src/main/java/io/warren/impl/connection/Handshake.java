@@ -71,8 +71,7 @@ final class Handshake {
     }
 
     /** What the handshake negotiated. */
-    record Tuned(int channelMax, int frameMax, int heartbeat) {
-    }
+    record Tuned(int channelMax, int frameMax, int heartbeat) {}
 
     /** Told by the handshake; implemented by the connection handler. */
     interface Callbacks {
@@ -95,8 +94,11 @@ final class Handshake {
     private Credentials credentials;
     private Map<String, Object> serverProperties = Map.of();
 
-    Handshake(ConnectionOptions options, OutboundPath outbound, io.netty.buffer.ByteBufAllocator alloc,
-              Callbacks callbacks) {
+    Handshake(
+            ConnectionOptions options,
+            OutboundPath outbound,
+            io.netty.buffer.ByteBufAllocator alloc,
+            Callbacks callbacks) {
         this.options = options;
         this.outbound = outbound;
         this.alloc = alloc;
@@ -143,23 +145,39 @@ final class Handshake {
             stage = Stage.DONE;
             callbacks.opened(serverProperties);
         } else {
-            throw new AmqpProtocolException(ReplyCode.UNEXPECTED_FRAME, MethodNames.describe(key)
-                    + " while " + stage.description, null, 0, MethodIds.classId(key), MethodIds.methodId(key), -1);
+            throw new AmqpProtocolException(
+                    ReplyCode.UNEXPECTED_FRAME,
+                    MethodNames.describe(key) + " while " + stage.description,
+                    null,
+                    0,
+                    MethodIds.classId(key),
+                    MethodIds.methodId(key),
+                    -1);
         }
     }
 
     private void onStart(ConnectionStart start) {
         if (start.versionMajor() != 0 || start.versionMinor() != 9) {
-            throw new AmqpProtocolException(ReplyCode.NOT_IMPLEMENTED, "broker speaks AMQP "
-                    + start.versionMajor() + "-" + start.versionMinor() + ", not 0-9", null, 0, 10, 10, -1);
+            throw new AmqpProtocolException(
+                    ReplyCode.NOT_IMPLEMENTED,
+                    "broker speaks AMQP " + start.versionMajor() + "-" + start.versionMinor() + ", not 0-9",
+                    null,
+                    0,
+                    10,
+                    10,
+                    -1);
         }
         serverProperties = start.serverProperties().toMap();
         List<String> offered = Arrays.asList(start.mechanismsAsString().trim().split("\\s+"));
         String wanted = options.authMechanism().saslName();
         if (!offered.contains(wanted)) {
-            throw new AuthenticationException("the broker does not offer SASL mechanism " + wanted
-                    + " (it offers " + offered + ")", null, ReplyCode.ACCESS_REFUSED,
-                    "mechanism " + wanted + " not offered", 10, 11);
+            throw new AuthenticationException(
+                    "the broker does not offer SASL mechanism " + wanted + " (it offers " + offered + ")",
+                    null,
+                    ReplyCode.ACCESS_REFUSED,
+                    "mechanism " + wanted + " not offered",
+                    10,
+                    11);
         }
         CredentialsProvider provider = options.credentialsProvider();
         if (provider == null) {
@@ -189,10 +207,15 @@ final class Handshake {
             return; // timed out or closed meanwhile
         }
         if (error != null || c == null) {
-            Throwable cause = error instanceof CompletionException && error.getCause() != null ? error.getCause()
-                    : error;
-            callbacks.failed(new AuthenticationException("the credentials provider failed: "
-                    + (cause == null ? "it returned null" : cause.toString()), cause, 0, null, 10, 11));
+            Throwable cause =
+                    error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
+            callbacks.failed(new AuthenticationException(
+                    "the credentials provider failed: " + (cause == null ? "it returned null" : cause.toString()),
+                    cause,
+                    0,
+                    null,
+                    10,
+                    11));
             return;
         }
         sendStartOk(c);
@@ -202,13 +225,20 @@ final class Handshake {
         credentials = c;
         String wanted = options.authMechanism().saslName();
         mechanism = SaslMechanism.of(options.authMechanism(), c.username(), c.secret());
-        LOG.debug("connection.start from {} {}; authenticating as '{}' with {}",
-                serverProperties.get("product"), serverProperties.get("version"), c.username(), wanted);
-        outbound.write(Frames.method(alloc, 0, new ConnectionStartOkEncoder()
-                .clientProperties(ClientProperties.of(options))
-                .mechanism(wanted)
-                .response(mechanism.initialResponse())
-                .locale("en_US")));
+        LOG.debug(
+                "connection.start from {} {}; authenticating as '{}' with {}",
+                serverProperties.get("product"),
+                serverProperties.get("version"),
+                c.username(),
+                wanted);
+        outbound.write(Frames.method(
+                alloc,
+                0,
+                new ConnectionStartOkEncoder()
+                        .clientProperties(ClientProperties.of(options))
+                        .mechanism(wanted)
+                        .response(mechanism.initialResponse())
+                        .locale("en_US")));
         stage = Stage.AUTHENTICATING;
     }
 
@@ -218,13 +248,30 @@ final class Handshake {
         int frameMax = (int) Math.min(frameMaxLong, Integer.MAX_VALUE);
         int heartbeat = negotiate(options.requestedHeartbeat(), tune.heartbeat());
         if (frameMax != 0 && frameMax < Frames.FRAME_MIN_SIZE) {
-            throw new AmqpProtocolException(ReplyCode.SYNTAX_ERROR, "broker tuned frame-max " + frameMax
-                    + " below the minimum " + Frames.FRAME_MIN_SIZE, null, 0, 10, 30, -1);
+            throw new AmqpProtocolException(
+                    ReplyCode.SYNTAX_ERROR,
+                    "broker tuned frame-max " + frameMax + " below the minimum " + Frames.FRAME_MIN_SIZE,
+                    null,
+                    0,
+                    10,
+                    30,
+                    -1);
         }
-        LOG.debug("tuned: channel-max {}, frame-max {}, heartbeat {} s (broker offered {}, {}, {})",
-                channelMax, frameMax, heartbeat, tune.channelMax(), tune.frameMax(), tune.heartbeat());
-        outbound.write(Frames.method(alloc, 0, new ConnectionTuneOkEncoder()
-                .channelMax(channelMax).frameMax(frameMax).heartbeat(heartbeat)));
+        LOG.debug(
+                "tuned: channel-max {}, frame-max {}, heartbeat {} s (broker offered {}, {}, {})",
+                channelMax,
+                frameMax,
+                heartbeat,
+                tune.channelMax(),
+                tune.frameMax(),
+                tune.heartbeat());
+        outbound.write(Frames.method(
+                alloc,
+                0,
+                new ConnectionTuneOkEncoder()
+                        .channelMax(channelMax)
+                        .frameMax(frameMax)
+                        .heartbeat(heartbeat)));
         outbound.write(Frames.method(alloc, 0, new ConnectionOpenEncoder().virtualHost(options.virtualHost())));
         stage = Stage.AWAITING_OPEN_OK;
         // after the writes: the heartbeat clock starts at tune, and the handshake's writes do not count
@@ -245,8 +292,7 @@ final class Handshake {
 
         static final String VERSION = version();
 
-        private ClientProperties() {
-        }
+        private ClientProperties() {}
 
         static Map<String, Object> of(ConnectionOptions options) {
             Map<String, Object> capabilities = new LinkedHashMap<>();

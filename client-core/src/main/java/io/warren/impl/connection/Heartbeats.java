@@ -42,6 +42,7 @@ final class Heartbeats {
     private long lastReadNanos;
     /** A frame arrived in the current read batch. */
     private boolean reading;
+
     private boolean paused;
     private ScheduledFuture<?> sendTimer;
     private ScheduledFuture<?> receiveCheck;

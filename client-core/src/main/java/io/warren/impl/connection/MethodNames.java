@@ -6,8 +6,7 @@ import io.warren.codec.method.MethodTable;
 /** Method names for messages: {@code "queue.declare (50/10)"}. */
 public final class MethodNames {
 
-    private MethodNames() {
-    }
+    private MethodNames() {}
 
     public static String describe(int key) {
         return MethodTable.describe(MethodIds.classId(key), MethodIds.methodId(key));

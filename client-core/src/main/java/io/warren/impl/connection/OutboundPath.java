@@ -106,6 +106,7 @@ public final class OutboundPath {
 
     /** Token states: see the class comment. */
     private static final int FREE = 0;
+
     private static final int LOOP = 1;
     private static final int CALLER = 2;
     private static final int HANDED = 3;
@@ -135,6 +136,7 @@ public final class OutboundPath {
      * ({@link PublishOptions#callerWriteGap}, {@link PublishOptions#callerWritesPerBurst}; a test may change the gap).
      */
     private volatile long callerWriteGapNanos;
+
     private final int callerWritesPerBurst;
     private final java.util.concurrent.CopyOnWriteArrayList<Runnable> writabilityListeners =
             new java.util.concurrent.CopyOnWriteArrayList<>();
@@ -149,6 +151,7 @@ public final class OutboundPath {
     private boolean draining;
     /** Whether the body frame written last still needs its end octet, and the listener of its message. */
     private boolean endPending;
+
     private WriteListener pendingEndListener;
 
     /** The connection's reused head and end-octet buffers: the publisher frames heads, this path writes end octets. */
@@ -166,6 +169,7 @@ public final class OutboundPath {
     private WriteListener handedListener;
     /** Messages callers wrote, and how many of them the socket took only in part (token holder; for tests). */
     private long callerWrites;
+
     private long handOvers;
 
     /** With {@link PublishOptions}' defaults for callers' writes. */
@@ -182,10 +186,12 @@ public final class OutboundPath {
         this.loop = ctx.executor();
         this.publishBuffers = new PublishBuffers(loop, ctx.alloc());
         this.socket = ctx.channel() instanceof DirectNioSocketChannel direct && onlyWarrensHandlers(ctx)
-                ? direct.socket() : null;
+                ? direct.socket()
+                : null;
         if (socket != null) {
             // The JDK's own direct buffers, kept for the connection's life and freed by the garbage collector.
-            callerHead = Unpooled.wrappedBuffer(ByteBuffer.allocateDirect(CALLER_HEAD_CAPACITY)).clear();
+            callerHead = Unpooled.wrappedBuffer(ByteBuffer.allocateDirect(CALLER_HEAD_CAPACITY))
+                    .clear();
             callerEnd = ByteBuffer.allocateDirect(1).put(0, (byte) Frames.FRAME_END);
         } else {
             callerHead = null;
@@ -620,8 +626,12 @@ public final class OutboundPath {
     public boolean tryTakeForCaller() {
         // not on the loop: its publishes are written in its pass and flushed together (one syscall per batch); not
         // deep in a burst (callerWritesPerBurst)
-        if (socket == null || owner != FREE || drainScheduled != 0 || !queue.isEmpty()
-                || inBurst(System.nanoTime()) && burstWrites >= callerWritesPerBurst || loop.inEventLoop()
+        if (socket == null
+                || owner != FREE
+                || drainScheduled != 0
+                || !queue.isEmpty()
+                || inBurst(System.nanoTime()) && burstWrites >= callerWritesPerBurst
+                || loop.inEventLoop()
                 || !OWNER.compareAndSet(this, FREE, CALLER)) {
             return false;
         }
@@ -670,7 +680,8 @@ public final class OutboundPath {
         g[0] = head.internalNioBuffer(head.readerIndex(), headLength);
         // internalNioBuffer is the buffer's own, reused view: only for a body no other owner or thread can touch
         // meanwhile (a derived buffer's is its parent's, which another slice's writer may be using)
-        g[1] = body.refCnt() == 1 && body.unwrap() == null ? body.internalNioBuffer(body.readerIndex(), bodyLength)
+        g[1] = body.refCnt() == 1 && body.unwrap() == null
+                ? body.internalNioBuffer(body.readerIndex(), bodyLength)
                 : body.nioBuffer(body.readerIndex(), bodyLength);
         g[2] = callerEnd.clear();
         long written;
@@ -695,12 +706,14 @@ public final class OutboundPath {
         // A partial write: the socket's buffer is full. The loop writes the rest through Netty, which waits for
         // the socket (OP_WRITE); callers stay away until Netty's buffer is empty again.
         if (written < headLength) {
-            handedHead = ctx.alloc().directBuffer(headLength - (int) written)
+            handedHead = ctx.alloc()
+                    .directBuffer(headLength - (int) written)
                     .writeBytes(head, head.readerIndex() + (int) written, headLength - (int) written);
         }
         long bodyWritten = Math.max(0, written - headLength);
         if (bodyWritten < bodyLength) {
-            handedBody = body.refCnt() == 1 ? body.skipBytes((int) bodyWritten)
+            handedBody = body.refCnt() == 1
+                    ? body.skipBytes((int) bodyWritten)
                     : shared(body, body.readerIndex() + (int) bodyWritten, bodyLength - (int) bodyWritten);
         } else {
             body.release();
@@ -770,6 +783,5 @@ public final class OutboundPath {
         }
     }
 
-    private record PendingWrite(ByteBuf frames, WriteListener listener) {
-    }
+    private record PendingWrite(ByteBuf frames, WriteListener listener) {}
 }

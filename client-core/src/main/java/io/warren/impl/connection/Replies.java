@@ -35,8 +35,7 @@ public final class Replies {
         }
     };
 
-    private Replies() {
-    }
+    private Replies() {}
 
     public static Close close(Frame frame) {
         ByteBuf p = frame.payload();

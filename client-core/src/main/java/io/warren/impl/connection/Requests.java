@@ -41,8 +41,7 @@ import java.util.Map;
  */
 public final class Requests {
 
-    private Requests() {
-    }
+    private Requests() {}
 
     static ByteBuf frame(ByteBufAllocator alloc, int channel, MethodEncoder encoder) {
         return Frames.method(alloc, channel, encoder);
@@ -53,7 +52,8 @@ public final class Requests {
     }
 
     public static ByteBuf channelClose(ByteBufAllocator alloc, int channel, int replyCode, String replyText) {
-        return frame(alloc, channel, new ChannelCloseEncoder().replyCode(replyCode).replyText(truncate(replyText)));
+        return frame(
+                alloc, channel, new ChannelCloseEncoder().replyCode(replyCode).replyText(truncate(replyText)));
     }
 
     public static ByteBuf channelCloseOk(ByteBufAllocator alloc, int channel) {
@@ -65,8 +65,14 @@ public final class Requests {
     }
 
     static ByteBuf connectionClose(ByteBufAllocator alloc, int replyCode, String replyText, int classId, int methodId) {
-        return frame(alloc, 0, new ConnectionCloseEncoder().replyCode(replyCode).replyText(truncate(replyText))
-                .classId(classId).methodId(methodId));
+        return frame(
+                alloc,
+                0,
+                new ConnectionCloseEncoder()
+                        .replyCode(replyCode)
+                        .replyText(truncate(replyText))
+                        .classId(classId)
+                        .methodId(methodId));
     }
 
     static ByteBuf connectionCloseOk(ByteBufAllocator alloc) {
@@ -74,57 +80,131 @@ public final class Requests {
     }
 
     public static ByteBuf exchangeDeclare(ByteBufAllocator alloc, int channel, ExchangeSpec d) {
-        return frame(alloc, channel, new ExchangeDeclareEncoder().exchange(d.exchange()).type(d.type())
-                .passive(d.passive()).durable(d.durable()).autoDelete(d.autoDelete()).internal(d.internal())
-                .nowait(d.noWait()).arguments(d.arguments()));
+        return frame(
+                alloc,
+                channel,
+                new ExchangeDeclareEncoder()
+                        .exchange(d.exchange())
+                        .type(d.type())
+                        .passive(d.passive())
+                        .durable(d.durable())
+                        .autoDelete(d.autoDelete())
+                        .internal(d.internal())
+                        .nowait(d.noWait())
+                        .arguments(d.arguments()));
     }
 
-    public static ByteBuf exchangeDelete(ByteBufAllocator alloc, int channel, String exchange, boolean ifUnused,
-                                  boolean noWait) {
-        return frame(alloc, channel, new ExchangeDeleteEncoder().exchange(exchange).ifUnused(ifUnused).nowait(noWait));
+    public static ByteBuf exchangeDelete(
+            ByteBufAllocator alloc, int channel, String exchange, boolean ifUnused, boolean noWait) {
+        return frame(
+                alloc,
+                channel,
+                new ExchangeDeleteEncoder()
+                        .exchange(exchange)
+                        .ifUnused(ifUnused)
+                        .nowait(noWait));
     }
 
-    public static ByteBuf exchangeBind(ByteBufAllocator alloc, int channel, boolean bind, String destination, String source,
-                                String routingKey, Map<String, ?> arguments, boolean noWait) {
+    public static ByteBuf exchangeBind(
+            ByteBufAllocator alloc,
+            int channel,
+            boolean bind,
+            String destination,
+            String source,
+            String routingKey,
+            Map<String, ?> arguments,
+            boolean noWait) {
         MethodEncoder encoder = bind
-                ? new ExchangeBindEncoder().destination(destination).source(source).routingKey(routingKey)
-                        .arguments(arguments).nowait(noWait)
-                : new ExchangeUnbindEncoder().destination(destination).source(source).routingKey(routingKey)
-                        .arguments(arguments).nowait(noWait);
+                ? new ExchangeBindEncoder()
+                        .destination(destination)
+                        .source(source)
+                        .routingKey(routingKey)
+                        .arguments(arguments)
+                        .nowait(noWait)
+                : new ExchangeUnbindEncoder()
+                        .destination(destination)
+                        .source(source)
+                        .routingKey(routingKey)
+                        .arguments(arguments)
+                        .nowait(noWait);
         return frame(alloc, channel, encoder);
     }
 
     public static ByteBuf queueDeclare(ByteBufAllocator alloc, int channel, QueueSpec d) {
-        return frame(alloc, channel, new QueueDeclareEncoder().queue(d.queue()).passive(d.passive())
-                .durable(d.durable()).exclusive(d.exclusive()).autoDelete(d.autoDelete()).nowait(d.noWait())
-                .arguments(d.arguments()));
+        return frame(
+                alloc,
+                channel,
+                new QueueDeclareEncoder()
+                        .queue(d.queue())
+                        .passive(d.passive())
+                        .durable(d.durable())
+                        .exclusive(d.exclusive())
+                        .autoDelete(d.autoDelete())
+                        .nowait(d.noWait())
+                        .arguments(d.arguments()));
     }
 
-    public static ByteBuf queueBind(ByteBufAllocator alloc, int channel, String queue, String exchange, String routingKey,
-                             Map<String, ?> arguments, boolean noWait) {
-        return frame(alloc, channel, new QueueBindEncoder().queue(queue).exchange(exchange).routingKey(routingKey)
-                .arguments(arguments).nowait(noWait));
+    public static ByteBuf queueBind(
+            ByteBufAllocator alloc,
+            int channel,
+            String queue,
+            String exchange,
+            String routingKey,
+            Map<String, ?> arguments,
+            boolean noWait) {
+        return frame(
+                alloc,
+                channel,
+                new QueueBindEncoder()
+                        .queue(queue)
+                        .exchange(exchange)
+                        .routingKey(routingKey)
+                        .arguments(arguments)
+                        .nowait(noWait));
     }
 
-    public static ByteBuf queueUnbind(ByteBufAllocator alloc, int channel, String queue, String exchange, String routingKey,
-                               Map<String, ?> arguments) {
-        return frame(alloc, channel, new QueueUnbindEncoder().queue(queue).exchange(exchange).routingKey(routingKey)
-                .arguments(arguments));
+    public static ByteBuf queueUnbind(
+            ByteBufAllocator alloc,
+            int channel,
+            String queue,
+            String exchange,
+            String routingKey,
+            Map<String, ?> arguments) {
+        return frame(
+                alloc,
+                channel,
+                new QueueUnbindEncoder()
+                        .queue(queue)
+                        .exchange(exchange)
+                        .routingKey(routingKey)
+                        .arguments(arguments));
     }
 
     public static ByteBuf queuePurge(ByteBufAllocator alloc, int channel, String queue, boolean noWait) {
         return frame(alloc, channel, new QueuePurgeEncoder().queue(queue).nowait(noWait));
     }
 
-    public static ByteBuf queueDelete(ByteBufAllocator alloc, int channel, String queue, boolean ifUnused, boolean ifEmpty,
-                               boolean noWait) {
-        return frame(alloc, channel, new QueueDeleteEncoder().queue(queue).ifUnused(ifUnused).ifEmpty(ifEmpty)
-                .nowait(noWait));
+    public static ByteBuf queueDelete(
+            ByteBufAllocator alloc, int channel, String queue, boolean ifUnused, boolean ifEmpty, boolean noWait) {
+        return frame(
+                alloc,
+                channel,
+                new QueueDeleteEncoder()
+                        .queue(queue)
+                        .ifUnused(ifUnused)
+                        .ifEmpty(ifEmpty)
+                        .nowait(noWait));
     }
 
-    public static ByteBuf basicQos(ByteBufAllocator alloc, int channel, long prefetchSize, int prefetchCount, boolean global) {
-        return frame(alloc, channel, new BasicQosEncoder().prefetchSize(prefetchSize).prefetchCount(prefetchCount)
-                .global(global));
+    public static ByteBuf basicQos(
+            ByteBufAllocator alloc, int channel, long prefetchSize, int prefetchCount, boolean global) {
+        return frame(
+                alloc,
+                channel,
+                new BasicQosEncoder()
+                        .prefetchSize(prefetchSize)
+                        .prefetchCount(prefetchCount)
+                        .global(global));
     }
 
     public static ByteBuf basicGet(ByteBufAllocator alloc, int channel, String queue, boolean autoAck) {
@@ -132,17 +212,25 @@ public final class Requests {
     }
 
     static ByteBuf basicAck(ByteBufAllocator alloc, int channel, long deliveryTag, boolean multiple) {
-        return frame(alloc, channel, new BasicAckEncoder().deliveryTag(deliveryTag).multiple(multiple));
+        return frame(
+                alloc, channel, new BasicAckEncoder().deliveryTag(deliveryTag).multiple(multiple));
     }
 
-    static ByteBuf basicNack(ByteBufAllocator alloc, int channel, long deliveryTag, boolean multiple,
-                             boolean requeue) {
-        return frame(alloc, channel, new BasicNackEncoder().deliveryTag(deliveryTag).multiple(multiple)
-                .requeue(requeue));
+    static ByteBuf basicNack(ByteBufAllocator alloc, int channel, long deliveryTag, boolean multiple, boolean requeue) {
+        return frame(
+                alloc,
+                channel,
+                new BasicNackEncoder()
+                        .deliveryTag(deliveryTag)
+                        .multiple(multiple)
+                        .requeue(requeue));
     }
 
     static ByteBuf basicReject(ByteBufAllocator alloc, int channel, long deliveryTag, boolean requeue) {
-        return frame(alloc, channel, new BasicRejectEncoder().deliveryTag(deliveryTag).requeue(requeue));
+        return frame(
+                alloc,
+                channel,
+                new BasicRejectEncoder().deliveryTag(deliveryTag).requeue(requeue));
     }
 
     public static ByteBuf basicRecover(ByteBufAllocator alloc, int channel, boolean requeue) {

@@ -53,11 +53,17 @@ public final class SecretRefresher {
     private Credentials current;
     /** {@code current}'s expiry on the event loop's ticker, so that timers and checks read one clock. */
     private long expiresAtNanos;
+
     private ScheduledFuture<?> timer;
     private AmqpException closed;
 
-    SecretRefresher(OutboundPath outbound, ByteBufAllocator alloc, EventExecutor executor, CredentialsProvider provider,
-                    Address address, long rpcTimeoutNanos) {
+    SecretRefresher(
+            OutboundPath outbound,
+            ByteBufAllocator alloc,
+            EventExecutor executor,
+            CredentialsProvider provider,
+            Address address,
+            long rpcTimeoutNanos) {
         this.outbound = outbound;
         this.alloc = alloc;
         this.executor = executor;
@@ -76,7 +82,8 @@ public final class SecretRefresher {
     private void adopt(Credentials credentials) {
         current = credentials;
         if (credentials.expiresAt() != null) {
-            long remaining = Duration.between(Instant.now(), credentials.expiresAt()).toNanos();
+            long remaining =
+                    Duration.between(Instant.now(), credentials.expiresAt()).toNanos();
             expiresAtNanos = executor.ticker().nanoTime() + remaining;
         }
     }
@@ -101,10 +108,17 @@ public final class SecretRefresher {
         }
         pending.add(result);
         outbound.write(Frames.method(alloc, 0, encoder));
-        ScheduledFuture<?> timeout = executor.schedule(() -> {
-            result.completeExceptionally(new RpcTimeoutException("no connection.update-secret-ok from " + address
-                    + " within " + Duration.ofNanos(rpcTimeoutNanos), 10, 70, 0));
-        }, rpcTimeoutNanos, TimeUnit.NANOSECONDS);
+        ScheduledFuture<?> timeout = executor.schedule(
+                () -> {
+                    result.completeExceptionally(new RpcTimeoutException(
+                            "no connection.update-secret-ok from " + address + " within "
+                                    + Duration.ofNanos(rpcTimeoutNanos),
+                            10,
+                            70,
+                            0));
+                },
+                rpcTimeoutNanos,
+                TimeUnit.NANOSECONDS);
         result.whenComplete((v, e) -> timeout.cancel(false));
     }
 
@@ -174,9 +188,13 @@ public final class SecretRefresher {
             return;
         }
         if (error != null || fresh == null) {
-            Throwable cause = error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
-            LOG.warn("connection to {}: the credentials provider failed to refresh a secret that expires at {}: {}",
-                    address, current.expiresAt(), cause == null ? "it returned null" : cause.toString());
+            Throwable cause =
+                    error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
+            LOG.warn(
+                    "connection to {}: the credentials provider failed to refresh a secret that expires at {}: {}",
+                    address,
+                    current.expiresAt(),
+                    cause == null ? "it returned null" : cause.toString());
             if (currentStillValid()) {
                 scheduleRefresh(0.5);
             }

@@ -18,17 +18,30 @@ import org.slf4j.LoggerFactory;
  * (Warren does not depend on them): a user who puts {@code netty-transport-native-io_uring} or
  * {@code -epoll} on the classpath gets it, others get NIO.
  */
-public record Transport(String name, IoHandlerFactory ioHandlerFactory, Class<? extends Channel> channelClass,
-                        Class<? extends IoHandle> ioHandleClass) {
+public record Transport(
+        String name,
+        IoHandlerFactory ioHandlerFactory,
+        Class<? extends Channel> channelClass,
+        Class<? extends IoHandle> ioHandleClass) {
 
     private static final Logger LOG = LoggerFactory.getLogger(Transport.class);
 
     private static final String[][] NATIVE = {
         // name, availability class, io handler class, socket channel class, the channels' IoHandle class
-        {"io_uring", "io.netty.channel.uring.IoUring", "io.netty.channel.uring.IoUringIoHandler",
-            "io.netty.channel.uring.IoUringSocketChannel", "io.netty.channel.uring.AbstractIoUringChannel$AbstractUringUnsafe"},
-        {"epoll", "io.netty.channel.epoll.Epoll", "io.netty.channel.epoll.EpollIoHandler",
-            "io.netty.channel.epoll.EpollSocketChannel", "io.netty.channel.epoll.AbstractEpollChannel$AbstractEpollUnsafe"},
+        {
+            "io_uring",
+            "io.netty.channel.uring.IoUring",
+            "io.netty.channel.uring.IoUringIoHandler",
+            "io.netty.channel.uring.IoUringSocketChannel",
+            "io.netty.channel.uring.AbstractIoUringChannel$AbstractUringUnsafe"
+        },
+        {
+            "epoll",
+            "io.netty.channel.epoll.Epoll",
+            "io.netty.channel.epoll.EpollIoHandler",
+            "io.netty.channel.epoll.EpollSocketChannel",
+            "io.netty.channel.epoll.AbstractEpollChannel$AbstractEpollUnsafe"
+        },
     };
 
     /** What Netty's NIO channels register with an IoEventLoop (see AbstractNioChannel#isCompatible). */
@@ -72,8 +85,8 @@ public record Transport(String name, IoHandlerFactory ioHandlerFactory, Class<? 
             }
             Class<? extends IoHandle> nio = handle(NIO_HANDLE);
             if (nio != null && !io.isCompatible(nio)) {
-                throw new IllegalArgumentException("the event loop group " + group.getClass().getName()
-                        + " accepts none of the io_uring, epoll or NIO socket channels");
+                throw new IllegalArgumentException("the event loop group "
+                        + group.getClass().getName() + " accepts none of the io_uring, epoll or NIO socket channels");
             }
         }
         return DirectNioSocketChannel.class;
@@ -89,9 +102,10 @@ public record Transport(String name, IoHandlerFactory ioHandlerFactory, Class<? 
                 if (!(Boolean) isAvailable.invoke(null)) {
                     continue;
                 }
-                IoHandlerFactory factory = (IoHandlerFactory) Class.forName(n[2], true, cl)
-                        .getMethod("newFactory").invoke(null);
-                Class<? extends Channel> channelClass = Class.forName(n[3], true, cl).asSubclass(Channel.class);
+                IoHandlerFactory factory = (IoHandlerFactory)
+                        Class.forName(n[2], true, cl).getMethod("newFactory").invoke(null);
+                Class<? extends Channel> channelClass =
+                        Class.forName(n[3], true, cl).asSubclass(Channel.class);
                 found.add(new Transport(n[0], factory, channelClass, handle(n[4])));
             } catch (ClassNotFoundException | LinkageError e) {
                 // not on the classpath: fine

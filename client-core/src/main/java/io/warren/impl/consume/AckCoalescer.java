@@ -72,6 +72,7 @@ final class AckCoalescer {
     private long next = 1;
     /** ACKED entries in the ring. */
     private int acked;
+
     private long[] stragglers = new long[0];
     private long[] stragglerTimes = new long[0];
     private int stragglerCount;

@@ -49,6 +49,7 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
 
     /** The operation codes for {@link #settle(long, boolean, boolean, int)}. */
     public static final int ACK = AckCoalescer.ACK;
+
     public static final int NACK = AckCoalescer.NACK;
     public static final int REJECT = AckCoalescer.REJECT;
 
@@ -120,8 +121,11 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
      */
     void lostDeliveryDropped(MessageDelivery d) {
         metrics.staleDeliveryDropped();
-        LOG.debug("channel {}: delivery {} is from before the channel was lost; dropped (the broker delivers it"
-                + " again)", number, d.deliveryTag());
+        LOG.debug(
+                "channel {}: delivery {} is from before the channel was lost; dropped (the broker delivers it"
+                        + " again)",
+                number,
+                d.deliveryTag());
     }
 
     /** What the application's delivery tags add to the broker's on this channel state. Any thread. */
@@ -153,8 +157,8 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
      * (bad input fails the stage before anything is written), the rest runs on the event loop. Completes on
      * consume-ok, with the consumer registered before any of its deliveries can arrive.
      */
-    public CompletionStage<ConsumerHandle> consume(String queue, ConsumeOptions options, DeliveryHandler handler,
-                                                  AsyncDeliveryHandler asyncHandler) {
+    public CompletionStage<ConsumerHandle> consume(
+            String queue, ConsumeOptions options, DeliveryHandler handler, AsyncDeliveryHandler asyncHandler) {
         if (queue == null || options == null || (handler == null && asyncHandler == null)) {
             return CompletableFuture.failedFuture(
                     new IllegalArgumentException("queue, options and handler must not be null"));
@@ -169,8 +173,8 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
         ByteBuf qos = null;
         ByteBuf consume;
         try {
-            consume = ConsumeFrames.basicConsume(state.alloc(), number, queue, o.consumerTag(), o.noAck(),
-                    o.exclusive(), o.arguments());
+            consume = ConsumeFrames.basicConsume(
+                    state.alloc(), number, queue, o.consumerTag(), o.noAck(), o.exclusive(), o.arguments());
             if (o.prefetch() >= 0) {
                 qos = ConsumeFrames.basicQos(state.alloc(), number, o.prefetch());
             }
@@ -179,8 +183,12 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
         }
         CompletableFuture<ConsumerHandle> result = new CompletableFuture<>();
         ByteBuf qosFrame = qos;
-        state.outbound().execute(new LoopTask(() -> start(queue, o, handler, asyncHandler, qosFrame, consume, result),
-                result, consume, qosFrame));
+        state.outbound()
+                .execute(new LoopTask(
+                        () -> start(queue, o, handler, asyncHandler, qosFrame, consume, result),
+                        result,
+                        consume,
+                        qosFrame));
         return result;
     }
 
@@ -195,17 +203,31 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
         return options.prefetch(ConsumeOptions.DEFAULT_PREFETCH);
     }
 
-    private void start(String queue, ConsumeOptions options, DeliveryHandler handler,
-                       AsyncDeliveryHandler asyncHandler, ByteBuf qos, ByteBuf consume,
-                       CompletableFuture<ConsumerHandle> result) {
+    private void start(
+            String queue,
+            ConsumeOptions options,
+            DeliveryHandler handler,
+            AsyncDeliveryHandler asyncHandler,
+            ByteBuf qos,
+            ByteBuf consume,
+            CompletableFuture<ConsumerHandle> result) {
         ConsumerImpl consumer = new ConsumerImpl(this, queue, options, handler, asyncHandler);
         if (qos != null) {
             // the RPC queue is FIFO: consume goes out once qos-ok is in; a refused qos closes the channel,
             // which fails the consume too
-            state.call(ChannelRpc.Request.of(MethodIds.BASIC_QOS, MethodIds.BASIC_QOS_OK, -1, qos,
-                    (reply, f) -> f.complete(null), new CompletableFuture<Void>()));
+            state.call(ChannelRpc.Request.of(
+                    MethodIds.BASIC_QOS,
+                    MethodIds.BASIC_QOS_OK,
+                    -1,
+                    qos,
+                    (reply, f) -> f.complete(null),
+                    new CompletableFuture<Void>()));
         }
-        state.call(ChannelRpc.Request.of(MethodIds.BASIC_CONSUME, MethodIds.BASIC_CONSUME_OK, -1, consume,
+        state.call(ChannelRpc.Request.of(
+                MethodIds.BASIC_CONSUME,
+                MethodIds.BASIC_CONSUME_OK,
+                -1,
+                consume,
                 (reply, f) -> {
                     ByteBuf p = reply.payload();
                     String tag = new BasicConsumeOk().wrap(p, p.readerIndex()).consumerTagAsString();
@@ -217,7 +239,8 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
                         topology.consumerStarted(queue); // an auto-delete queue goes with its last consumer
                     }
                     f.complete(consumer);
-                }, result));
+                },
+                result));
     }
 
     /** A consumer starts (consume-ok) or moves here (recovery). */
@@ -268,8 +291,11 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
         tags.delivered(deliveryTag); // the broker's tags only grow on a channel
         ConsumerImpl consumer = consumers.find(p, at + 5, tagLength);
         if (consumer == null) {
-            LOG.warn("channel {}: basic.deliver {} for consumer '{}', which is not (or no longer) here; dropped",
-                    number, deliveryTag, p.toString(at + 5, tagLength, java.nio.charset.StandardCharsets.UTF_8));
+            LOG.warn(
+                    "channel {}: basic.deliver {} for consumer '{}', which is not (or no longer) here; dropped",
+                    number,
+                    deliveryTag,
+                    p.toString(at + 5, tagLength, java.nio.charset.StandardCharsets.UTF_8));
             settlements.deliveredUnrouted(deliveryTag);
             state.beginContent(frame, DROP);
             return;
@@ -320,9 +346,13 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
         if (c != null) {
             remove(c);
             LOG.debug("channel {}: the broker cancelled consumer '{}' on queue '{}'", number, tag, c.queue());
-            c.end(new ConsumerCancelledException("consumer '" + tag + "' on queue '" + c.queue() + "' (channel "
-                    + number + ") was cancelled by the broker: the queue was deleted, or its leader moved"
-                    + " (x-cancel-on-ha-failover)", tag, c.queue(), number));
+            c.end(new ConsumerCancelledException(
+                    "consumer '" + tag + "' on queue '" + c.queue() + "' (channel "
+                            + number + ") was cancelled by the broker: the queue was deleted, or its leader moved"
+                            + " (x-cancel-on-ha-failover)",
+                    tag,
+                    c.queue(),
+                    number));
         }
     }
 
@@ -355,8 +385,8 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
      *
      * @param unpausedOnly only the consumers that do not hold reading paused (the others stay for a later call)
      */
-    public CompletionStage<Void> recoverFrom(ChannelConsumers old, java.util.function.UnaryOperator<String> queueNames,
-                                             boolean unpausedOnly) {
+    public CompletionStage<Void> recoverFrom(
+            ChannelConsumers old, java.util.function.UnaryOperator<String> queueNames, boolean unpausedOnly) {
         assert loop.inEventLoop() : "channel consumers off the event loop";
         return old.lost.moveTo(this, queueNames, unpausedOnly);
     }
@@ -402,8 +432,8 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
             throw settlements.closedTag(deliveryTag);
         }
         long brokerTag = tags.toBroker(deliveryTag, multiple);
-        settlements.settle(brokerTag, kind | (multiple ? AckCoalescer.MULTIPLE : 0)
-                | (requeue ? AckCoalescer.REQUEUE : 0));
+        settlements.settle(
+                brokerTag, kind | (multiple ? AckCoalescer.MULTIPLE : 0) | (requeue ? AckCoalescer.REQUEUE : 0));
     }
 
     /** The refusal of a tag (the application's) that belongs to a channel lost with its connection. */

@@ -35,13 +35,25 @@ final class ConsumeFrames {
     private static final int REJECT_METHOD = 90;
     private static final int NACK_METHOD = 120;
 
-    private ConsumeFrames() {
-    }
+    private ConsumeFrames() {}
 
-    static ByteBuf basicConsume(ByteBufAllocator alloc, int channel, String queue, String consumerTag, boolean noAck,
-                                boolean exclusive, Map<String, ?> arguments) {
-        return Frames.method(alloc, channel, new BasicConsumeEncoder().queue(queue).consumerTag(consumerTag)
-                .noAck(noAck).exclusive(exclusive).arguments(arguments));
+    static ByteBuf basicConsume(
+            ByteBufAllocator alloc,
+            int channel,
+            String queue,
+            String consumerTag,
+            boolean noAck,
+            boolean exclusive,
+            Map<String, ?> arguments) {
+        return Frames.method(
+                alloc,
+                channel,
+                new BasicConsumeEncoder()
+                        .queue(queue)
+                        .consumerTag(consumerTag)
+                        .noAck(noAck)
+                        .exclusive(exclusive)
+                        .arguments(arguments));
     }
 
     static ByteBuf basicCancel(ByteBufAllocator alloc, int channel, String consumerTag) {
@@ -53,8 +65,13 @@ final class ConsumeFrames {
     }
 
     static ByteBuf basicQos(ByteBufAllocator alloc, int channel, int prefetchCount) {
-        return Frames.method(alloc, channel, new BasicQosEncoder().prefetchSize(0).prefetchCount(prefetchCount)
-                .global(false));
+        return Frames.method(
+                alloc,
+                channel,
+                new BasicQosEncoder()
+                        .prefetchSize(0)
+                        .prefetchCount(prefetchCount)
+                        .global(false));
     }
 
     static void writeAck(ByteBuf out, int channel, long deliveryTag, boolean multiple) {

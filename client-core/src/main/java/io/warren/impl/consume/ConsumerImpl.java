@@ -62,10 +62,12 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
      * it (none asked, or noAck): the queue never holds more from a broker that keeps to it.
      */
     private final int prefetch;
+
     private final DeliveryQueue queue;
     private final Dispatch dispatch;
     /** The same object as {@link #dispatch} when deliveries are counted in flight, else null. */
     private final SlotDispatch slots;
+
     private final CompletableFuture<AmqpException> endFuture = new CompletableFuture<>();
     /** The client's: a client without metrics has the NOOP one, and then no clock is read around the handler. */
     private final MetricsCollector metrics;
@@ -78,6 +80,7 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
      * was paused, and so that recovery carries the pause over to the new connection ({@link #rebind}).
      */
     private ConnectionHandler readingPausedOn;
+
     private static final AtomicLongFieldUpdater<ConsumerImpl> STALE_QUEUED =
             AtomicLongFieldUpdater.newUpdater(ConsumerImpl.class, "staleQueued");
 
@@ -95,8 +98,12 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
     private volatile String consumerTag = "";
     private volatile boolean ended;
 
-    ConsumerImpl(ChannelConsumers channel, String queueName, ConsumeOptions options, DeliveryHandler handler,
-                 AsyncDeliveryHandler asyncHandler) {
+    ConsumerImpl(
+            ChannelConsumers channel,
+            String queueName,
+            ConsumeOptions options,
+            DeliveryHandler handler,
+            AsyncDeliveryHandler asyncHandler) {
         EventExecutor loop = channel.state().outbound().eventLoop();
         assert loop.inEventLoop() : "consumer created off the event loop";
         this.channel = channel;
@@ -109,8 +116,8 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
         this.prefetch = noAck ? 0 : Math.max(0, options.prefetch());
         this.queue = new DeliveryQueue(loop, executor, options.lowWaterMark(), options.highWaterMark());
         if (asyncHandler != null || options.concurrency() > 1) {
-            this.slots = new SlotDispatch(this, queue, asyncHandler, executor, options.concurrency(),
-                    options.initialDemand());
+            this.slots = new SlotDispatch(
+                    this, queue, asyncHandler, executor, options.concurrency(), options.initialDemand());
             this.dispatch = slots;
         } else {
             this.slots = null;
@@ -190,10 +197,16 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
         channel.metrics().deliveredBeyondPrefetch();
         if (!beyondPrefetchLogged) {
             beyondPrefetchLogged = true;
-            LOG.warn("consumer '{}' on channel {} (queue '{}'): the broker sent more than the prefetch of {} it "
-                    + "accepted ({} deliveries wait for the handler); reading from the connection pauses when {} wait. "
-                    + "Logged once for this consumer and channel; the metric deliveriesBeyondPrefetch counts each",
-                    consumerTag, channel.number(), queueName, prefetch, queue.pending(), options.highWaterMark());
+            LOG.warn(
+                    "consumer '{}' on channel {} (queue '{}'): the broker sent more than the prefetch of {} it "
+                            + "accepted ({} deliveries wait for the handler); reading from the connection pauses when {} wait. "
+                            + "Logged once for this consumer and channel; the metric deliveriesBeyondPrefetch counts each",
+                    consumerTag,
+                    channel.number(),
+                    queueName,
+                    prefetch,
+                    queue.pending(),
+                    options.highWaterMark());
         }
     }
 
@@ -226,8 +239,8 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
      * The delivery object for a message that just arrived (takes the three buffers): its dispatch's, which may
      * reuse a released one.
      */
-    DeliveryImpl newDelivery(ChannelConsumers on, ByteBuf method, ByteBuf header, ByteBuf body, long deliveryTag,
-                             boolean redelivered) {
+    DeliveryImpl newDelivery(
+            ChannelConsumers on, ByteBuf method, ByteBuf header, ByteBuf body, long deliveryTag, boolean redelivered) {
         assert channel.state().outbound().inEventLoop() : "consumer state off the event loop";
         return dispatch.newDelivery(on, method, header, body, deliveryTag, redelivered);
     }
@@ -291,14 +304,24 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
         try {
             d.release();
         } catch (IllegalReferenceCountException e) {
-            LOG.warn("consumer '{}' on channel {}: delivery {} was released by the application, which only borrows "
-                    + "it (retain() it first to keep it)", consumerTag, channel.number(), d.deliveryTag());
+            LOG.warn(
+                    "consumer '{}' on channel {}: delivery {} was released by the application, which only borrows "
+                            + "it (retain() it first to keep it)",
+                    consumerTag,
+                    channel.number(),
+                    d.deliveryTag());
         }
     }
 
     void handlerFailed(DeliveryImpl d, Throwable t) {
-        LOG.warn("consumer '{}' on channel {} (queue '{}'): the handler failed on delivery {}{}", consumerTag,
-                channel.number(), queueName, d.deliveryTag(), noAck ? "" : "; it stays unacknowledged", t);
+        LOG.warn(
+                "consumer '{}' on channel {} (queue '{}'): the handler failed on delivery {}{}",
+                consumerTag,
+                channel.number(),
+                queueName,
+                d.deliveryTag(),
+                noAck ? "" : "; it stays unacknowledged",
+                t);
     }
 
     /** The channel number, for logs. Any thread. */
@@ -385,18 +408,27 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
                 result.completeExceptionally(e);
             }
         });
-        state.outbound().execute(new LoopTask(() -> {
-            if (ended) {
-                frame.release();
-                rpc.complete(null);
-                return;
-            }
-            state.call(ChannelRpc.Request.of(MethodIds.BASIC_CANCEL, MethodIds.BASIC_CANCEL_OK, -1, frame,
-                    (reply, f) -> {
-                        end(cause);
-                        f.complete(null);
-                    }, rpc));
-        }, rpc, frame));
+        state.outbound()
+                .execute(new LoopTask(
+                        () -> {
+                            if (ended) {
+                                frame.release();
+                                rpc.complete(null);
+                                return;
+                            }
+                            state.call(ChannelRpc.Request.of(
+                                    MethodIds.BASIC_CANCEL,
+                                    MethodIds.BASIC_CANCEL_OK,
+                                    -1,
+                                    frame,
+                                    (reply, f) -> {
+                                        end(cause);
+                                        f.complete(null);
+                                    },
+                                    rpc));
+                        },
+                        rpc,
+                        frame));
         return result;
     }
 
@@ -449,13 +481,22 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
             if (failure instanceof RejectedExecutionException) {
                 // The queue has closed itself: every later delivery would be rejected with requeue and come
                 // straight back, for ever. Cancel, so that the broker gives the messages to other consumers.
-                LOG.warn("consumer '{}' on channel {}: its executor refused a drain (shut down?); the consumer is "
-                        + "cancelled", consumerTag, channel.number(), failure);
-                cancel(new AmqpException("consumer '" + consumerTag + "' on queue '" + queueName + "' (channel "
-                        + channel.number() + ") was cancelled: its executor refused to run its deliveries", failure));
+                LOG.warn(
+                        "consumer '{}' on channel {}: its executor refused a drain (shut down?); the consumer is "
+                                + "cancelled",
+                        consumerTag,
+                        channel.number(),
+                        failure);
+                cancel(new AmqpException(
+                        "consumer '" + consumerTag + "' on queue '" + queueName + "' (channel " + channel.number()
+                                + ") was cancelled: its executor refused to run its deliveries",
+                        failure));
                 return;
             }
-            LOG.warn("consumer '{}' on channel {}: delivery queue callback failed", consumerTag, channel.number(),
+            LOG.warn(
+                    "consumer '{}' on channel {}: delivery queue callback failed",
+                    consumerTag,
+                    channel.number(),
                     failure);
         }
     }

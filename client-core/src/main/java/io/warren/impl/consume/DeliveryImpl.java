@@ -16,8 +16,14 @@ final class DeliveryImpl extends MessageDelivery implements Runnable {
     private final ConsumerImpl consumer;
 
     /** Takes ownership of the three buffers. */
-    DeliveryImpl(ConsumerImpl consumer, ChannelConsumers channel, ByteBuf method, ByteBuf header, ByteBuf body,
-                 long deliveryTag, boolean redelivered) {
+    DeliveryImpl(
+            ConsumerImpl consumer,
+            ChannelConsumers channel,
+            ByteBuf method,
+            ByteBuf header,
+            ByteBuf body,
+            long deliveryTag,
+            boolean redelivered) {
         super(channel, method, header, body, deliveryTag, redelivered, !consumer.noAck());
         this.consumer = consumer;
     }
@@ -34,8 +40,13 @@ final class DeliveryImpl extends MessageDelivery implements Runnable {
     }
 
     /** This released object becomes the next delivery of the same consumer ({@link MessageDelivery#reinit}). */
-    void reuse(ChannelConsumers channel, ByteBuf method, ByteBuf header, ByteBuf body, long deliveryTag,
-               boolean redelivered) {
+    void reuse(
+            ChannelConsumers channel,
+            ByteBuf method,
+            ByteBuf header,
+            ByteBuf body,
+            long deliveryTag,
+            boolean redelivered) {
         reinit(channel, method, header, body, deliveryTag, redelivered);
     }
 

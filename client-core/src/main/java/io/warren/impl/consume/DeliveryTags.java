@@ -101,9 +101,13 @@ final class DeliveryTags {
     StaleDeliveryException staleTag(long deliveryTag) {
         // on the recovered channel it would settle another message, or make the broker close the channel (406);
         // the broker requeued the message with the lost channel
-        return new StaleDeliveryException("delivery tag " + deliveryTag + " on channel " + number + " is from "
-                + "before its connection was lost" + (stale ? "" : " and recovered (this channel's tags are above "
-                + offset + " now)") + ": it is stale and nothing is sent; the broker redelivers the message "
-                + "(flagged redelivered)", deliveryTag, number);
+        return new StaleDeliveryException(
+                "delivery tag " + deliveryTag + " on channel " + number + " is from "
+                        + "before its connection was lost"
+                        + (stale ? "" : " and recovered (this channel's tags are above " + offset + " now)")
+                        + ": it is stale and nothing is sent; the broker redelivers the message "
+                        + "(flagged redelivered)",
+                deliveryTag,
+                number);
     }
 }

@@ -15,8 +15,8 @@ interface Dispatch {
      * The delivery object for a message that just arrived; takes the three buffers (the delivery releases them).
      * Event loop.
      */
-    DeliveryImpl newDelivery(ChannelConsumers on, ByteBuf method, ByteBuf header, ByteBuf body, long deliveryTag,
-                             boolean redelivered);
+    DeliveryImpl newDelivery(
+            ChannelConsumers on, ByteBuf method, ByteBuf header, ByteBuf body, long deliveryTag, boolean redelivered);
 
     /** The consumer's queue hands a delivery over. Consumer context, one at a time (the queue's drain). */
     void onDelivery(DeliveryImpl d);

@@ -13,11 +13,10 @@ import java.util.concurrent.CompletableFuture;
  */
 public final class GetRequest {
 
-    private GetRequest() {
-    }
+    private GetRequest() {}
 
-    public static void onReply(ChannelConsumers consumers, Frame reply, CompletableFuture<GetResponse> future,
-                               boolean autoAck) {
+    public static void onReply(
+            ChannelConsumers consumers, Frame reply, CompletableFuture<GetResponse> future, boolean autoAck) {
         var p = reply.payload();
         if (p.getInt(p.readerIndex()) == MethodIds.BASIC_GET_EMPTY) {
             future.complete(null);

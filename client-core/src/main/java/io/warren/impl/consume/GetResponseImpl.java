@@ -20,8 +20,13 @@ final class GetResponseImpl extends MessageDelivery implements GetResponse {
 
     private final long messageCount;
 
-    private GetResponseImpl(ChannelConsumers channel, AssembledContent content, long deliveryTag, boolean redelivered,
-                            boolean autoAck, long messageCount) {
+    private GetResponseImpl(
+            ChannelConsumers channel,
+            AssembledContent content,
+            long deliveryTag,
+            boolean redelivered,
+            boolean autoAck,
+            long messageCount) {
         super(channel, content.method(), content.header(), content.body(), deliveryTag, redelivered, !autoAck);
         this.messageCount = messageCount;
     }

@@ -33,7 +33,8 @@ final class LoopTask implements OutboundPath.DiscardableTask {
                 frame.release();
             }
         }
-        future.completeExceptionally(new ConnectionClosedException("the connection's event loop is shut down "
-                + "(was the client or its event loop group closed?)", cause));
+        future.completeExceptionally(new ConnectionClosedException(
+                "the connection's event loop is shut down " + "(was the client or its event loop group closed?)",
+                cause));
     }
 }

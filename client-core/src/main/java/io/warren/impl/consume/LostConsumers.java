@@ -42,7 +42,8 @@ final class LostConsumers {
         ConsumerImpl[] moving = lost;
         lost = new ConsumerImpl[0];
         if (unpausedOnly) {
-            ConsumerImpl[] paused = Arrays.stream(moving).filter(ConsumerImpl::holdsReadingPaused)
+            ConsumerImpl[] paused = Arrays.stream(moving)
+                    .filter(ConsumerImpl::holdsReadingPaused)
                     .toArray(ConsumerImpl[]::new);
             moving = Arrays.stream(moving).filter(c -> !c.holdsReadingPaused()).toArray(ConsumerImpl[]::new);
             lost = paused;
@@ -57,18 +58,25 @@ final class LostConsumers {
             CompletableFuture<ConsumerHandle> done = new CompletableFuture<>();
             all[i] = done.handle((h, e) -> {
                 if (e != null) {
-                    LOG.warn("channel {}: consumer '{}' on queue '{}' could not be recovered: {}", number,
-                            c.consumerTag(), queue, e.toString());
-                    c.end(e instanceof AmqpException a ? a : new AmqpException("consumer '" + c.consumerTag()
-                            + "' could not be recovered: " + e, e));
+                    LOG.warn(
+                            "channel {}: consumer '{}' on queue '{}' could not be recovered: {}",
+                            number,
+                            c.consumerTag(),
+                            queue,
+                            e.toString());
+                    c.end(
+                            e instanceof AmqpException a
+                                    ? a
+                                    : new AmqpException(
+                                            "consumer '" + c.consumerTag() + "' could not be recovered: " + e, e));
                 }
                 return null;
             });
             ByteBuf consume;
             ByteBuf qos = null;
             try {
-                consume = ConsumeFrames.basicConsume(state.alloc(), number, queue, c.consumerTag(), o.noAck(),
-                        o.exclusive(), o.arguments());
+                consume = ConsumeFrames.basicConsume(
+                        state.alloc(), number, queue, c.consumerTag(), o.noAck(), o.exclusive(), o.arguments());
                 if (o.prefetch() >= 0) {
                     qos = ConsumeFrames.basicQos(state.alloc(), number, o.prefetch());
                 }
@@ -77,16 +85,26 @@ final class LostConsumers {
                 continue;
             }
             if (qos != null) {
-                state.call(ChannelRpc.Request.of(MethodIds.BASIC_QOS, MethodIds.BASIC_QOS_OK, -1, qos,
-                        (reply, f) -> f.complete(null), new CompletableFuture<Void>()));
+                state.call(ChannelRpc.Request.of(
+                        MethodIds.BASIC_QOS,
+                        MethodIds.BASIC_QOS_OK,
+                        -1,
+                        qos,
+                        (reply, f) -> f.complete(null),
+                        new CompletableFuture<Void>()));
             }
-            state.call(ChannelRpc.Request.of(MethodIds.BASIC_CONSUME, MethodIds.BASIC_CONSUME_OK, -1, consume,
+            state.call(ChannelRpc.Request.of(
+                    MethodIds.BASIC_CONSUME,
+                    MethodIds.BASIC_CONSUME_OK,
+                    -1,
+                    consume,
                     (reply, f) -> {
                         // registered before any of its deliveries can arrive: the broker sends consume-ok first
                         c.rebind(target, queue);
                         target.add(c);
                         f.complete(c);
-                    }, done));
+                    },
+                    done));
         }
         return CompletableFuture.allOf(all).thenApply(v -> null);
     }

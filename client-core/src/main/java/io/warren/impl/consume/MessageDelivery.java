@@ -58,8 +58,14 @@ public abstract class MessageDelivery extends Settlement implements Delivery {
     private BasicProperties properties;
 
     /** Takes ownership of the three buffers. */
-    protected MessageDelivery(ChannelConsumers channel, ByteBuf method, ByteBuf header, ByteBuf body, long deliveryTag,
-                              boolean redelivered, boolean needsAck) {
+    protected MessageDelivery(
+            ChannelConsumers channel,
+            ByteBuf method,
+            ByteBuf header,
+            ByteBuf body,
+            long deliveryTag,
+            boolean redelivered,
+            boolean needsAck) {
         this.channel = channel;
         this.method = method;
         this.header = header;
@@ -74,8 +80,13 @@ public abstract class MessageDelivery extends Settlement implements Delivery {
      * Makes this released object the next delivery (takes ownership of the three buffers). Event loop, and only
      * when {@link #reusable()} and its tag is settled on the channel.
      */
-    protected final void reinit(ChannelConsumers channel, ByteBuf method, ByteBuf header, ByteBuf body,
-                                long deliveryTag, boolean redelivered) {
+    protected final void reinit(
+            ChannelConsumers channel,
+            ByteBuf method,
+            ByteBuf header,
+            ByteBuf body,
+            long deliveryTag,
+            boolean redelivered) {
         this.channel = channel;
         this.method = method;
         this.header = header;

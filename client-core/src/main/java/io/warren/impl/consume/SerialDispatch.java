@@ -41,8 +41,8 @@ final class SerialDispatch implements Dispatch {
      * its channel; at once with noAck), else a new one.
      */
     @Override
-    public DeliveryImpl newDelivery(ChannelConsumers on, ByteBuf method, ByteBuf header, ByteBuf body,
-                                    long deliveryTag, boolean redelivered) {
+    public DeliveryImpl newDelivery(
+            ChannelConsumers on, ByteBuf method, ByteBuf header, ByteBuf body, long deliveryTag, boolean redelivered) {
         if (released != null) {
             DeliveryImpl d = released.peekFirst();
             if (d != null && d.reusable() && (consumer.noAck() || on.isSettled(d.settleTag()))) {

@@ -4,8 +4,8 @@ import io.netty.buffer.ByteBuf;
 import io.netty.util.concurrent.EventExecutor;
 import io.warren.ChannelClosedException;
 import io.warren.impl.channel.ChannelState;
-import io.warren.impl.metrics.MetricsCollector;
 import io.warren.impl.connection.OutboundPath;
+import io.warren.impl.metrics.MetricsCollector;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 import org.jctools.queues.MessagePassingQueue;
 import org.jctools.queues.MpscUnboundedArrayQueue;
@@ -195,10 +195,18 @@ final class SettlementPath {
      */
     ChannelClosedException closedTag(long deliveryTag) {
         ChannelClosedException closed = state.closedError(); // reads the cause written before our closed flag
-        return new ChannelClosedException("delivery tag " + deliveryTag + " cannot be settled: "
-                + closed.getMessage() + "; nothing is sent (the broker requeued the channel's unsettled deliveries "
-                + "with its close)", closed.getCause(), closed.replyCode(), closed.replyText(), closed.classId(),
-                closed.methodId(), number, closed.initiatedByBroker());
+        return new ChannelClosedException(
+                "delivery tag " + deliveryTag + " cannot be settled: "
+                        + closed.getMessage()
+                        + "; nothing is sent (the broker requeued the channel's unsettled deliveries "
+                        + "with its close)",
+                closed.getCause(),
+                closed.replyCode(),
+                closed.replyText(),
+                closed.classId(),
+                closed.methodId(),
+                number,
+                closed.initiatedByBroker());
     }
 
     private void offer(Settlement s) {
@@ -214,8 +222,11 @@ final class SettlementPath {
             return; // the broker requeued it with the channel's close
         }
         if (!acks.settle(tag, op)) {
-            LOG.warn("channel {}: delivery tag {} is already settled; the second settlement is dropped (the broker"
-                    + " would close the channel with 406 PRECONDITION_FAILED)", number, tag);
+            LOG.warn(
+                    "channel {}: delivery tag {} is already settled; the second settlement is dropped (the broker"
+                            + " would close the channel with 406 PRECONDITION_FAILED)",
+                    number,
+                    tag);
         } else {
             countSettlement(op);
         }
@@ -251,8 +262,11 @@ final class SettlementPath {
             }
             int op = s.settleOp;
             if (!acks.settle(s.settleTag(), op)) {
-                LOG.warn("channel {}: delivery tag {} is already settled; the second settlement is dropped (the "
-                        + "broker would close the channel with 406 PRECONDITION_FAILED)", number, s.settleTag());
+                LOG.warn(
+                        "channel {}: delivery tag {} is already settled; the second settlement is dropped (the "
+                                + "broker would close the channel with 406 PRECONDITION_FAILED)",
+                        number,
+                        s.settleTag());
             } else {
                 countSettlement(op);
             }

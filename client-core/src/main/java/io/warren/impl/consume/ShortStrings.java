@@ -27,6 +27,5 @@ final class ShortStrings {
         return s;
     }
 
-    private record Entry(AsciiString raw, String string) {
-    }
+    private record Entry(AsciiString raw, String string) {}
 }

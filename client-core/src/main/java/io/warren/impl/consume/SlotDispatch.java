@@ -36,6 +36,7 @@ final class SlotDispatch implements Dispatch {
     private final InboundMessageQueue<DeliveryImpl> queue;
     /** Null: a synchronous handler run in parallel on the executor. */
     private final AsyncDeliveryHandler asyncHandler;
+
     private final Executor executor;
     private final int concurrency;
     private final ConcurrentLinkedQueue<DeliveryImpl> heldForDemand = new ConcurrentLinkedQueue<>();
@@ -46,8 +47,13 @@ final class SlotDispatch implements Dispatch {
     private volatile long completed;
 
     /** Event loop, as the consumer is made. */
-    SlotDispatch(ConsumerImpl consumer, InboundMessageQueue<DeliveryImpl> queue, AsyncDeliveryHandler asyncHandler,
-                 Executor executor, int concurrency, long initialDemand) {
+    SlotDispatch(
+            ConsumerImpl consumer,
+            InboundMessageQueue<DeliveryImpl> queue,
+            AsyncDeliveryHandler asyncHandler,
+            Executor executor,
+            int concurrency,
+            long initialDemand) {
         this.consumer = consumer;
         this.queue = queue;
         this.asyncHandler = asyncHandler;
@@ -60,8 +66,8 @@ final class SlotDispatch implements Dispatch {
     }
 
     @Override
-    public DeliveryImpl newDelivery(ChannelConsumers on, ByteBuf method, ByteBuf header, ByteBuf body,
-                                    long deliveryTag, boolean redelivered) {
+    public DeliveryImpl newDelivery(
+            ChannelConsumers on, ByteBuf method, ByteBuf header, ByteBuf body, long deliveryTag, boolean redelivered) {
         return new DeliveryImpl(consumer, on, method, header, body, deliveryTag, redelivered);
     }
 
@@ -140,8 +146,12 @@ final class SlotDispatch implements Dispatch {
         try {
             executor.execute(d);
         } catch (RejectedExecutionException e) {
-            LOG.warn("consumer '{}' on channel {}: its executor refused delivery {}; dropped", consumer.consumerTag(),
-                    consumer.channelNumber(), d.deliveryTag(), e);
+            LOG.warn(
+                    "consumer '{}' on channel {}: its executor refused delivery {}; dropped",
+                    consumer.consumerTag(),
+                    consumer.channelNumber(),
+                    d.deliveryTag(),
+                    e);
             consumer.dispose(d);
             completed();
         }

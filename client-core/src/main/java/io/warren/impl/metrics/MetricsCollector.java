@@ -16,72 +16,52 @@ import io.warren.ConsumerHandle;
 public interface MetricsCollector {
 
     /** Counts nothing. */
-    MetricsCollector NOOP = new MetricsCollector() {
-    };
+    MetricsCollector NOOP = new MetricsCollector() {};
 
-    default void connectionOpened() {
-    }
+    default void connectionOpened() {}
 
-    default void connectionClosed() {
-    }
+    default void connectionClosed() {}
 
-    default void channelOpened() {
-    }
+    default void channelOpened() {}
 
-    default void channelClosed() {
-    }
+    default void channelClosed() {}
 
     /** A message's frames were written (basic.publish). */
-    default void messagePublished() {
-    }
+    default void messagePublished() {}
 
     /** A publish was refused or failed before it was written. */
-    default void publishFailed() {
-    }
+    default void publishFailed() {}
 
     /** A publish was written in confirm mode: one more outstanding confirm. */
-    default void awaitingConfirm() {
-    }
+    default void awaitingConfirm() {}
 
-    default void publishesConfirmed(int count) {
-    }
+    default void publishesConfirmed(int count) {}
 
-    default void publishesNacked(int count) {
-    }
+    default void publishesNacked(int count) {}
 
     /** Outstanding confirms failed by a channel or connection close. */
-    default void publishesUnconfirmed(int count) {
-    }
+    default void publishesUnconfirmed(int count) {}
 
-    default void messageReturned() {
-    }
+    default void messageReturned() {}
 
     /** A message reached a consumer or basic.get. */
-    default void messageConsumed() {
-    }
+    default void messageConsumed() {}
 
     /** A delivery arrived while its manual-ack consumer's queue held its prefetch's worth already. */
-    default void deliveredBeyondPrefetch() {
-    }
+    default void deliveredBeyondPrefetch() {}
 
-    default void messageAcknowledged() {
-    }
+    default void messageAcknowledged() {}
 
-    default void messageRejected() {
-    }
+    default void messageRejected() {}
 
-    default void readBytes(long bytes) {
-    }
+    default void readBytes(long bytes) {}
 
-    default void wroteBytes(long bytes) {
-    }
+    default void wroteBytes(long bytes) {}
 
     /** A consumer started (consume-ok); it ends when its {@link ConsumerHandle#endFuture()} completes. */
-    default void consumerStarted(ConsumerHandle consumer) {
-    }
+    default void consumerStarted(ConsumerHandle consumer) {}
 
-    default void recovered() {
-    }
+    default void recovered() {}
 
     /**
      * True when confirm latencies are recorded: the publisher reads the clock per confirm-mode publish only then.
@@ -92,8 +72,7 @@ public interface MetricsCollector {
     }
 
     /** A publish was confirmed (basic.ack) {@code nanos} after its frames were written. Event loop. */
-    default void confirmLatency(long nanos) {
-    }
+    default void confirmLatency(long nanos) {}
 
     /** True when handler durations are recorded: the consumer reads the clock around its handler only then. */
     default boolean timesHandlers() {
@@ -101,12 +80,10 @@ public interface MetricsCollector {
     }
 
     /** A delivery handler took {@code nanos} (an asynchronous one: until its stage completed). Consumer's thread. */
-    default void handlerTime(long nanos) {
-    }
+    default void handlerTime(long nanos) {}
 
     /** A manual-ack delivery from a lost channel was dropped before its handler (the broker redelivers it). */
-    default void staleDeliveryDropped() {
-    }
+    default void staleDeliveryDropped() {}
 
     /** True for a collector that counts: the byte counter is put in the pipeline only then. */
     default boolean counts() {

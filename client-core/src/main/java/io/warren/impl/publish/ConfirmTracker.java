@@ -45,8 +45,7 @@ final class ConfirmTracker {
     private static final byte MANDATORY = 1;
     private static final byte RETURNED = 2;
 
-    private record ReturnInfo(int replyCode, String replyText) {
-    }
+    private record ReturnInfo(int replyCode, String replyText) {}
 
     private final int channel;
     private final int maxSpan;
@@ -57,6 +56,7 @@ final class ConfirmTracker {
     private byte[] flags;
     /** When each outstanding publish was written (System.nanoTime), for confirm latencies; null until timed. */
     private long[] sentAt;
+
     private int mask;
     private long next = 1;
     private long lowest = 1;
@@ -126,8 +126,11 @@ final class ConfirmTracker {
         if (sequence > 0 && isUnreturnedMandatory(sequence)) {
             markReturned(sequence, new ReturnInfo(replyCode, replyText));
         } else {
-            LOG.debug("channel {}: basic.return of a message whose sequence number ({}) names no outstanding mandatory"
-                    + " publish: not tracked here, left to the return listeners", channel, sequence);
+            LOG.debug(
+                    "channel {}: basic.return of a message whose sequence number ({}) names no outstanding mandatory"
+                            + " publish: not tracked here, left to the return listeners",
+                    channel,
+                    sequence);
         }
     }
 
@@ -154,8 +157,13 @@ final class ConfirmTracker {
             attributeReturns(tag);
         }
         if (tag >= next || (tag < lowest && !(multiple && tag == 0))) {
-            LOG.debug("channel {}: basic.{} for unknown sequence number {} (outstanding {}..{}); ignored", channel,
-                    ack ? "ack" : "nack", tag, lowest, next - 1);
+            LOG.debug(
+                    "channel {}: basic.{} for unknown sequence number {} (outstanding {}..{}); ignored",
+                    channel,
+                    ack ? "ack" : "nack",
+                    tag,
+                    lowest,
+                    next - 1);
             return;
         }
         // one clock read per basic.ack, however many publishes it confirms
@@ -198,9 +206,11 @@ final class ConfirmTracker {
         @SuppressWarnings("unchecked")
         CompletableFuture<PublishOutcome> future = (CompletableFuture<PublishOutcome>) slot;
         if (!ack) {
-            future.completeExceptionally(new PublishNackedException("the broker nacked publish " + seq
-                    + " on channel " + channel + (r == null ? "" : " (returned: " + r.replyCode + " " + r.replyText + ")"),
-                    channel, seq));
+            future.completeExceptionally(new PublishNackedException(
+                    "the broker nacked publish " + seq + " on channel " + channel
+                            + (r == null ? "" : " (returned: " + r.replyCode + " " + r.replyText + ")"),
+                    channel,
+                    seq));
         } else if (r != null) {
             future.complete(PublishOutcome.returned(r.replyCode, r.replyText));
         } else {
@@ -227,12 +237,20 @@ final class ConfirmTracker {
                 // broker acks a routed range and the unroutable newest one in the same flush, the range first):
                 // the returns wait for the ack that covers a mandatory publish.
                 pendingReturns.addFirst(r);
-                LOG.debug("channel {}: basic.ack {} covers no outstanding mandatory publish; {} return(s) wait for"
-                        + " the next ack", channel, tag, pendingReturns.size());
+                LOG.debug(
+                        "channel {}: basic.ack {} covers no outstanding mandatory publish; {} return(s) wait for"
+                                + " the next ack",
+                        channel,
+                        tag,
+                        pendingReturns.size());
                 return;
             }
-            LOG.debug("channel {}: {} returns before one ack (tag {}); matched to publish {} by publish order",
-                    channel, pendingReturns.size() + 1, tag, seq);
+            LOG.debug(
+                    "channel {}: {} returns before one ack (tag {}); matched to publish {} by publish order",
+                    channel,
+                    pendingReturns.size() + 1,
+                    tag,
+                    seq);
             markReturned(seq, r);
         }
     }
@@ -278,9 +296,13 @@ final class ConfirmTracker {
             if (slot != null) {
                 outstanding--;
                 if (slot != NO_OUTCOME) {
-                    ((CompletableFuture<?>) slot).completeExceptionally(new PublishNotConfirmedException("publish "
-                            + seq + " on channel " + channel + " was not confirmed: " + cause.getMessage(), cause,
-                            channel, true));
+                    ((CompletableFuture<?>) slot)
+                            .completeExceptionally(new PublishNotConfirmedException(
+                                    "publish " + seq + " on channel " + channel + " was not confirmed: "
+                                            + cause.getMessage(),
+                                    cause,
+                                    channel,
+                                    true));
                 }
             }
         }

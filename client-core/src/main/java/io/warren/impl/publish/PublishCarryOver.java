@@ -20,6 +20,12 @@ public interface PublishCarryOver {
      * @param future its outcome, {@code null} for {@code publishNoOutcome}
      * @param bytes  what it counted against the connection's bound
      */
-    boolean carry(CharSequence exchange, CharSequence routingKey, boolean mandatory, BasicProperties properties,
-                  ByteBuf body, CompletableFuture<PublishOutcome> future, long bytes);
+    boolean carry(
+            CharSequence exchange,
+            CharSequence routingKey,
+            boolean mandatory,
+            BasicProperties properties,
+            ByteBuf body,
+            CompletableFuture<PublishOutcome> future,
+            long bytes);
 }

@@ -49,6 +49,7 @@ public final class PublishFlow implements BlockedListener {
      */
     private static final AtomicLongFieldUpdater<PublishFlow> QUEUED =
             AtomicLongFieldUpdater.newUpdater(PublishFlow.class, "queuedBytes");
+
     private static final AtomicLongFieldUpdater<PublishFlow> HELD =
             AtomicLongFieldUpdater.newUpdater(PublishFlow.class, "heldBytes");
 
@@ -79,13 +80,16 @@ public final class PublishFlow implements BlockedListener {
     private final ArrayList<Publisher> publishers = new ArrayList<>();
     /** {@link #changed} tells publishers from a different one each time, in a copy it reuses. */
     private Publisher[] toTell = new Publisher[4];
+
     private int firstToTell;
     /** Publishers are being told of a change; another came meanwhile: they are told again after this round. */
     private boolean telling;
+
     private boolean changedWhileTelling;
     private final int flushThreshold;
     /** {@link PublishOptions#maxMessagesPerFlush()}: 1 flushes after every publish. */
     private final int maxMessagesPerFlush;
+
     private long unflushedBytes;
     private int unflushedMessages;
     /** True while a publisher writes the buffers of one message: nothing else may be written then. */
@@ -104,7 +108,8 @@ public final class PublishFlow implements BlockedListener {
     public static void attach(ConnectionHandler handler, Connection connection) {
         assert handler.outbound().inEventLoop() : "publish flow attached off the event loop";
         ChannelHandlerContext ctx = handler.context();
-        PublishFlow flow = new PublishFlow(ctx, handler.outbound(), connection, handler.options().publishOptions());
+        PublishFlow flow = new PublishFlow(
+                ctx, handler.outbound(), connection, handler.options().publishOptions());
         handler.outbound().addWritabilityListener(flow::onWritabilityChanged);
         ctx.channel().attr(FLOW).set(flow);
     }
@@ -114,8 +119,8 @@ public final class PublishFlow implements BlockedListener {
         return handler.context().channel().attr(FLOW).get();
     }
 
-    private PublishFlow(ChannelHandlerContext ctx, OutboundPath outbound, Connection connection,
-                        PublishOptions options) {
+    private PublishFlow(
+            ChannelHandlerContext ctx, OutboundPath outbound, Connection connection, PublishOptions options) {
         this.ctx = ctx;
         this.outbound = outbound;
         this.options = new PublishOptions(options);

@@ -59,15 +59,14 @@ final class PublishFrames {
         }
     };
 
-    private PublishFrames() {
-    }
+    private PublishFrames() {}
 
     /**
      * The bytes the message takes on the wire (method, content header and body frames), from the UTF-8 lengths of
      * exchange and routing key that {@link ShortString#checkedLength} gave.
      */
-    static long wireLength(int exchangeLength, int routingKeyLength, BasicProperties properties, long bodyLength,
-                           int frameMax) {
+    static long wireLength(
+            int exchangeLength, int routingKeyLength, BasicProperties properties, long bodyLength, int frameMax) {
         // basic.publish: class, method, ticket (6), two shortstr with their length octets, bits (1)
         long method = 7 + 1 + exchangeLength + 1 + routingKeyLength;
         long header = ContentHeaderEncoder.encodedLength(properties);
@@ -97,9 +96,18 @@ final class PublishFrames {
      * @param added a header to add to the message's headers, set to {@code value}; null for none
      * @throws IllegalArgumentException for an argument the caller's checks let through (the body is released)
      */
-    static void frame(PublishBuffers buffers, int channel, int frameMax, CharSequence exchange,
-                      CharSequence routingKey, boolean mandatory, BasicProperties properties, SequenceHeader added,
-                      long value, ByteBuf body, MessageBuffers out) {
+    static void frame(
+            PublishBuffers buffers,
+            int channel,
+            int frameMax,
+            CharSequence exchange,
+            CharSequence routingKey,
+            boolean mandatory,
+            BasicProperties properties,
+            SequenceHeader added,
+            long value,
+            ByteBuf body,
+            MessageBuffers out) {
         BasicPublishEncoder method = ENCODER.get();
         ByteBuf head = null;
         try {
@@ -113,13 +121,15 @@ final class PublishFrames {
             if (frameMax != 0 && bodyLength > frameMax - Frames.FRAME_OVERHEAD) {
                 ByteBuf whole = body;
                 body = null; // PublishFraming takes it: it releases our reference whether it returns or throws
-                out.head = PublishFraming.publish(buffers.alloc(), channel, frameMax, method, properties, added, value,
-                        whole);
+                out.head = PublishFraming.publish(
+                        buffers.alloc(), channel, frameMax, method, properties, added, value, whole);
                 out.body = null;
                 return;
             }
-            int headLength = method.encodedLength() + headerPayload
-                    + 2 * Frames.FRAME_OVERHEAD + (bodyLength == 0 ? 0 : Frames.FRAME_HEADER_SIZE);
+            int headLength = method.encodedLength()
+                    + headerPayload
+                    + 2 * Frames.FRAME_OVERHEAD
+                    + (bodyLength == 0 ? 0 : Frames.FRAME_HEADER_SIZE);
             // one byte free before the frames: the previous publish's end octet, when this head follows it
             // (OutboundPath.writeContent)
             head = buffers.head(headLength + 1);
@@ -158,13 +168,21 @@ final class PublishFrames {
      * ({@link OutboundPath#writeDirect}). Writes nothing and returns false when it does not fit {@code head}'s
      * capacity. The caller checked the arguments ({@link #checkHeaderFits} and the names' lengths).
      */
-    static boolean frameHead(ByteBuf head, int channel, CharSequence exchange, CharSequence routingKey,
-                             boolean mandatory, BasicProperties properties, int bodyLength) {
+    static boolean frameHead(
+            ByteBuf head,
+            int channel,
+            CharSequence exchange,
+            CharSequence routingKey,
+            boolean mandatory,
+            BasicProperties properties,
+            int bodyLength) {
         BasicPublishEncoder method = ENCODER.get();
         try {
             method.exchange(exchange).routingKey(routingKey).mandatory(mandatory);
-            int headLength = method.encodedLength() + ContentHeaderEncoder.encodedLength(properties)
-                    + 2 * Frames.FRAME_OVERHEAD + Frames.FRAME_HEADER_SIZE;
+            int headLength = method.encodedLength()
+                    + ContentHeaderEncoder.encodedLength(properties)
+                    + 2 * Frames.FRAME_OVERHEAD
+                    + Frames.FRAME_HEADER_SIZE;
             if (headLength > head.maxWritableBytes()) {
                 return false;
             }

@@ -30,8 +30,15 @@ final class PublishTask implements OutboundPath.DiscardableTask {
     long bytes;
     CompletableFuture<PublishOutcome> future;
 
-    void set(Publisher publisher, CharSequence exchange, CharSequence routingKey, boolean mandatory,
-             BasicProperties properties, ByteBuf body, long bytes, CompletableFuture<PublishOutcome> future) {
+    void set(
+            Publisher publisher,
+            CharSequence exchange,
+            CharSequence routingKey,
+            boolean mandatory,
+            BasicProperties properties,
+            ByteBuf body,
+            long bytes,
+            CompletableFuture<PublishOutcome> future) {
         this.publisher = publisher;
         this.exchange = exchange;
         this.routingKey = routingKey;

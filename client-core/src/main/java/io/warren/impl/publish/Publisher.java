@@ -77,6 +77,7 @@ public final class Publisher {
     private final Channel channel;
     /** Takes the publishes this publisher could not write when its channel was lost with recovery to follow. */
     private final PublishCarryOver carryOver;
+
     private final int number;
     private final OutboundPath outbound;
     private final PublishFlow flow;
@@ -88,6 +89,7 @@ public final class Publisher {
     private final CopyOnWriteArrayList<WritabilityListener> writabilityListeners = new CopyOnWriteArrayList<>();
     /** The names this channel publishes to, encoded once when they repeat. */
     private final RepeatedName exchangeName = new RepeatedName();
+
     private final RepeatedName routingKeyName = new RepeatedName();
     /** Written by the event loop when it changes: publishes are held, or the confirm window is full. */
     private volatile boolean windowFull;
@@ -135,8 +137,12 @@ public final class Publisher {
     // ---- any thread --------------------------------------------------------------------------------------
 
     /** See {@link io.warren.Channel#publish(CharSequence, CharSequence, boolean, BasicProperties, ByteBuf)}. */
-    public CompletableFuture<PublishOutcome> publish(CharSequence exchange, CharSequence routingKey, boolean mandatory,
-                                                     BasicProperties properties, ByteBuf body) {
+    public CompletableFuture<PublishOutcome> publish(
+            CharSequence exchange,
+            CharSequence routingKey,
+            boolean mandatory,
+            BasicProperties properties,
+            ByteBuf body) {
         CompletableFuture<PublishOutcome> future = new CompletableFuture<>();
         RuntimeException refused = submit(exchange, routingKey, mandatory, properties, body, future);
         if (refused != null) {
@@ -147,8 +153,12 @@ public final class Publisher {
     }
 
     /** See {@link io.warren.Channel#publishNoOutcome}. */
-    public void publishNoOutcome(CharSequence exchange, CharSequence routingKey, boolean mandatory,
-                                 BasicProperties properties, ByteBuf body) {
+    public void publishNoOutcome(
+            CharSequence exchange,
+            CharSequence routingKey,
+            boolean mandatory,
+            BasicProperties properties,
+            ByteBuf body) {
         RuntimeException refused = submit(exchange, routingKey, mandatory, properties, body, null);
         if (refused != null) {
             metrics.publishFailed();
@@ -157,8 +167,13 @@ public final class Publisher {
     }
 
     /** Frames, counts and queues a publish; returns why it was refused (body released), or null. */
-    private RuntimeException submit(CharSequence exchange, CharSequence routingKey, boolean mandatory,
-                                    BasicProperties properties, ByteBuf body, CompletableFuture<PublishOutcome> future) {
+    private RuntimeException submit(
+            CharSequence exchange,
+            CharSequence routingKey,
+            boolean mandatory,
+            BasicProperties properties,
+            ByteBuf body,
+            CompletableFuture<PublishOutcome> future) {
         if (body == null) {
             return new IllegalArgumentException("body must not be null");
         }
@@ -169,9 +184,11 @@ public final class Publisher {
         }
         if (flow.isBlocked() && options.blockedPolicy() == PublishOptions.BlockedPolicy.FAIL) {
             body.release();
-            return new ConnectionBlockedException("channel " + number + ": the broker blocked the connection ("
-                    + flow.blockedReason() + "); publish refused (PublishOptions.blockedPolicy FAIL)",
-                    flow.blockedReason(), number);
+            return new ConnectionBlockedException(
+                    "channel " + number + ": the broker blocked the connection (" + flow.blockedReason()
+                            + "); publish refused (PublishOptions.blockedPolicy FAIL)",
+                    flow.blockedReason(),
+                    number);
         }
         BasicProperties props = properties == null ? BasicProperties.EMPTY : properties;
         long bytes;
@@ -186,22 +203,30 @@ public final class Publisher {
             routingKey = ShortString.immutable(routingKey);
             frameMax = state.connection().facade().frameMax();
             // room kept for the sequence header a mandatory publish may get in confirm mode (the mode is the loop's)
-            PublishFrames.checkHeaderFits(number, ContentHeaderEncoder.encodedLength(props, mandatory
-                    && options.correlateReturns() ? SEQUENCE_HEADER : null), frameMax);
+            PublishFrames.checkHeaderFits(
+                    number,
+                    ContentHeaderEncoder.encodedLength(
+                            props, mandatory && options.correlateReturns() ? SEQUENCE_HEADER : null),
+                    frameMax);
             bytes = PublishFrames.wireLength(exchangeLength, routingKeyLength, props, body.readableBytes(), frameMax)
                     + TASK_OVERHEAD;
         } catch (RuntimeException e) {
             body.release();
             return e;
         }
-        if (direct && body.isReadable() && (frameMax == 0 || body.readableBytes() <= frameMax - Frames.FRAME_OVERHEAD)
-                && body.nioBufferCount() == 1 && outbound.tryTakeForCaller()) {
+        if (direct
+                && body.isReadable()
+                && (frameMax == 0 || body.readableBytes() <= frameMax - Frames.FRAME_OVERHEAD)
+                && body.nioBufferCount() == 1
+                && outbound.tryTakeForCaller()) {
             // The connection is idle: written on this thread, no hand-over. Looked at again under the token: the loop
             // clears `direct` before it writes anything that this publish must not pass (confirm.select, a held
             // publish, the channel's close), and it cannot write while this thread holds the token.
             ByteBuf head = outbound.callerHead();
-            if (!(direct && !flow.holdsWhileBlocked() && PublishFrames.frameHead(head, number, exchange, routingKey,
-                    mandatory, props, body.readableBytes()))) {
+            if (!(direct
+                    && !flow.holdsWhileBlocked()
+                    && PublishFrames.frameHead(
+                            head, number, exchange, routingKey, mandatory, props, body.readableBytes()))) {
                 outbound.releaseCaller();
             } else if (writeDirect(head, body, future)) {
                 return null;
@@ -211,9 +236,11 @@ public final class Publisher {
         }
         if (!flow.tryReserve(bytes)) {
             body.release();
-            return new BackPressureException("channel " + number + ": publish of " + bytes + " bytes refused: the"
-                    + " connection holds " + flow.pendingBytes() + " bytes not yet written (PublishOptions"
-                    + ".maxPendingBytes " + options.maxPendingBytes() + "); wait for Channel.whenWritable()", number);
+            return new BackPressureException(
+                    "channel " + number + ": publish of " + bytes + " bytes refused: the"
+                            + " connection holds " + flow.pendingBytes() + " bytes not yet written (PublishOptions"
+                            + ".maxPendingBytes " + options.maxPendingBytes() + "); wait for Channel.whenWritable()",
+                    number);
         }
         PublishTask task = flow.acquireTask();
         task.set(this, exchange, routingKey, mandatory, props, body, bytes, future);
@@ -231,7 +258,9 @@ public final class Publisher {
         try {
             whole = outbound.writeDirect(head, body);
         } catch (java.io.IOException | RuntimeException e) {
-            LOG.debug("channel {}: the socket refused a publish ({}); it goes through the event loop", number,
+            LOG.debug(
+                    "channel {}: the socket refused a publish ({}); it goes through the event loop",
+                    number,
                     e.toString());
             return false;
         }
@@ -288,8 +317,13 @@ public final class Publisher {
         CompletableFuture<Void> selected = new CompletableFuture<>();
         ChannelRpc.Request<Void> request = noWait
                 ? ChannelRpc.Request.noWait(MethodIds.CONFIRM_SELECT, frame, null, selected)
-                : ChannelRpc.Request.of(MethodIds.CONFIRM_SELECT, MethodIds.CONFIRM_SELECT_OK, -1, frame,
-                        (reply, f) -> f.complete(null), selected);
+                : ChannelRpc.Request.of(
+                        MethodIds.CONFIRM_SELECT,
+                        MethodIds.CONFIRM_SELECT_OK,
+                        -1,
+                        frame,
+                        (reply, f) -> f.complete(null),
+                        selected);
         outbound.execute(() -> {
             boolean entering = confirms == null;
             if (entering) {
@@ -338,9 +372,12 @@ public final class Publisher {
         task.releaseBody();
         task.clear(); // not pooled: only the event loop returns tasks to the pool
         if (future != null) {
-            future.completeExceptionally(new PublishNotConfirmedException("channel " + number
-                    + ": the client's event loop refused the publish (shut down); the message was not published",
-                    cause, number, false));
+            future.completeExceptionally(new PublishNotConfirmedException(
+                    "channel " + number
+                            + ": the client's event loop refused the publish (shut down); the message was not published",
+                    cause,
+                    number,
+                    false));
         }
     }
 
@@ -364,7 +401,9 @@ public final class Publisher {
      */
     private boolean heldForTheSocket(PublishTask task) {
         ByteBuf body = task.body;
-        return body != null && !body.isDirect() && body.readableBytes() >= flow.largeHeapBody()
+        return body != null
+                && !body.isDirect()
+                && body.readableBytes() >= flow.largeHeapBody()
                 && !flow.isSocketWritable();
     }
 
@@ -374,8 +413,12 @@ public final class Publisher {
             return;
         }
         PublishTask task;
-        while ((task = held.peek()) != null && !closed && selecting == 0 && !flow.holdsWhileBlocked()
-                && (confirms == null || !confirms.isFull()) && !heldForTheSocket(task)) {
+        while ((task = held.peek()) != null
+                && !closed
+                && selecting == 0
+                && !flow.holdsWhileBlocked()
+                && (confirms == null || !confirms.isFull())
+                && !heldForTheSocket(task)) {
             held.poll();
             long bytes = task.bytes;
             send(task);
@@ -397,8 +440,18 @@ public final class Publisher {
         SequenceHeader stamp = confirms != null && mandatory && options.correlateReturns() ? SEQUENCE_HEADER : null;
         long sequence = confirms == null ? 0 : confirms.nextSequenceNumber();
         try {
-            PublishFrames.frame(flow.buffers(), number, state.connection().facade().frameMax(), task.exchange,
-                    task.routingKey, mandatory, task.properties, stamp, sequence, message, m);
+            PublishFrames.frame(
+                    flow.buffers(),
+                    number,
+                    state.connection().facade().frameMax(),
+                    task.exchange,
+                    task.routingKey,
+                    mandatory,
+                    task.properties,
+                    stamp,
+                    sequence,
+                    message,
+                    m);
         } catch (RuntimeException e) {
             // not expected: the caller's thread checked the arguments; the framing released the body
             LOG.warn("channel {}: publish could not be framed", number, e);
@@ -440,8 +493,8 @@ public final class Publisher {
         if (cause == null) {
             future.complete(PublishOutcome.SENT);
         } else {
-            future.completeExceptionally(new PublishNotConfirmedException("publish on channel " + number
-                    + " could not be written: " + cause, cause, number, true));
+            future.completeExceptionally(new PublishNotConfirmedException(
+                    "publish on channel " + number + " could not be written: " + cause, cause, number, true));
         }
     }
 
@@ -475,7 +528,9 @@ public final class Publisher {
             frame.release();
         }
         if (confirms == null) {
-            LOG.warn("channel {}: basic.ack {} from the broker but the channel is not in confirm mode; ignored", number,
+            LOG.warn(
+                    "channel {}: basic.ack {} from the broker but the channel is not in confirm mode; ignored",
+                    number,
                     tag);
             return;
         }
@@ -499,7 +554,9 @@ public final class Publisher {
             frame.release();
         }
         if (confirms == null) {
-            LOG.warn("channel {}: basic.nack {} from the broker but the channel is not in confirm mode; ignored", number,
+            LOG.warn(
+                    "channel {}: basic.nack {} from the broker but the channel is not in confirm mode; ignored",
+                    number,
                     tag);
             return;
         }
@@ -520,8 +577,8 @@ public final class Publisher {
                 metrics.messageReturned();
                 if (confirms != null) {
                     if (options.correlateReturns()) {
-                        confirms.returnedStamped(message.replyCode(), message.replyText(),
-                                SEQUENCE_HEADER.find(message.header(), -1));
+                        confirms.returnedStamped(
+                                message.replyCode(), message.replyText(), SEQUENCE_HEADER.find(message.header(), -1));
                     } else {
                         confirms.returned(message.replyCode(), message.replyText());
                     }
@@ -652,8 +709,8 @@ public final class Publisher {
     private void endNotWritten(PublishTask task) {
         // the recovery decides: it takes them while it recovers under WAIT, after a connection loss or after the
         // channel alone was lost (RabbitMQ's consumer acknowledgement timeout)
-        if (carryOver.carry(task.exchange, task.routingKey, task.mandatory, task.properties, task.body,
-                task.future, task.bytes)) {
+        if (carryOver.carry(
+                task.exchange, task.routingKey, task.mandatory, task.properties, task.body, task.future, task.bytes)) {
             task.body = null; // recovery owns it now
             flow.releaseTask(task);
             return;
@@ -680,8 +737,12 @@ public final class Publisher {
         if (confirms == null && selecting == 0) {
             return closedError(cause);
         }
-        return new PublishNotConfirmedException("channel " + number + " is closed; the message was not published"
-                + (cause == null ? "" : ": " + cause.getMessage()), cause, number, false);
+        return new PublishNotConfirmedException(
+                "channel " + number + " is closed; the message was not published"
+                        + (cause == null ? "" : ": " + cause.getMessage()),
+                cause,
+                number,
+                false);
     }
 
     /**
@@ -690,12 +751,25 @@ public final class Publisher {
      */
     private ChannelClosedException closedError(Throwable cause) {
         if (cause instanceof ChannelClosedException c && c.channelNumber() == number) {
-            return new ChannelClosedException("channel " + number + " is closed: " + c.getMessage(), c,
-                    c.replyCode(), c.replyText(), c.classId(), c.methodId(), number, c.initiatedByBroker());
+            return new ChannelClosedException(
+                    "channel " + number + " is closed: " + c.getMessage(),
+                    c,
+                    c.replyCode(),
+                    c.replyText(),
+                    c.classId(),
+                    c.methodId(),
+                    number,
+                    c.initiatedByBroker());
         }
         AmqpException a = cause instanceof AmqpException e ? e : null;
-        return new ChannelClosedException("channel " + number + " is closed" + (cause == null ? ""
-                : ": " + cause.getMessage()), cause, a == null ? 0 : a.replyCode(), a == null ? null : a.replyText(),
-                0, 0, number, false);
+        return new ChannelClosedException(
+                "channel " + number + " is closed" + (cause == null ? "" : ": " + cause.getMessage()),
+                cause,
+                a == null ? 0 : a.replyCode(),
+                a == null ? null : a.replyText(),
+                0,
+                0,
+                number,
+                false);
     }
 }

@@ -27,6 +27,7 @@ final class CrossThreadHandoffQueue<M> extends HandoffQueue<M> {
 
     /** Smallest and largest ring: a mark of 2048 or more (or none) gets 4096 slots, 16 KiB of references. */
     private static final int MIN_RING = 32;
+
     private static final int MAX_RING = 4096;
 
     // any thread (volatile): producer increments, the owning consumer decrements

@@ -144,8 +144,8 @@ public abstract sealed class HandoffQueue<M> permits SameThreadHandoffQueue, Cro
             throw new IllegalArgumentException("lowWaterMark must be at least 1: " + lowWaterMark);
         }
         if (highWaterMark < lowWaterMark) {
-            throw new IllegalArgumentException("highWaterMark (" + highWaterMark
-                    + ") must not be below lowWaterMark (" + lowWaterMark + ")");
+            throw new IllegalArgumentException(
+                    "highWaterMark (" + highWaterMark + ") must not be below lowWaterMark (" + lowWaterMark + ")");
         }
     }
 

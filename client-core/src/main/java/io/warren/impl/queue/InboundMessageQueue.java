@@ -86,6 +86,7 @@ public abstract class InboundMessageQueue<M> {
      * (a fetch, a close, or the drain itself on its re-check) owns the queue and must drain it.
      */
     private volatile int suspended;
+
     private volatile boolean closed;
 
     /**
@@ -98,7 +99,8 @@ public abstract class InboundMessageQueue<M> {
      * @param highWaterMark pause the producer when the pending count reaches this (at least
      *     {@code lowWaterMark})
      */
-    protected InboundMessageQueue(Executor producerLoop, Executor consumerContext, int lowWaterMark, int highWaterMark) {
+    protected InboundMessageQueue(
+            Executor producerLoop, Executor consumerContext, int lowWaterMark, int highWaterMark) {
         this(producerLoop, consumerContext, lowWaterMark, highWaterMark, sameEventLoop(producerLoop, consumerContext));
     }
 
@@ -109,8 +111,8 @@ public abstract class InboundMessageQueue<M> {
      * @param sameThread {@code true} only if every task given to {@code consumerContext} runs on the
      *     producer loop's thread, so a drain may run in {@link #write}'s stack
      */
-    protected InboundMessageQueue(Executor producerLoop, Executor consumerContext, int lowWaterMark, int highWaterMark,
-            boolean sameThread) {
+    protected InboundMessageQueue(
+            Executor producerLoop, Executor consumerContext, int lowWaterMark, int highWaterMark, boolean sameThread) {
         if (producerLoop == null || consumerContext == null) {
             throw new NullPointerException("producerLoop and consumerContext are required");
         }
@@ -130,8 +132,10 @@ public abstract class InboundMessageQueue<M> {
         if (producerLoop == consumerContext) {
             return true;
         }
-        return producerLoop instanceof EventExecutor p && consumerContext instanceof EventExecutor c
-                && p.inEventLoop() && c.inEventLoop();
+        return producerLoop instanceof EventExecutor p
+                && consumerContext instanceof EventExecutor c
+                && p.inEventLoop()
+                && c.inEventLoop();
     }
 
     // ---------------------------------------------------------------- hooks
@@ -143,12 +147,10 @@ public abstract class InboundMessageQueue<M> {
     protected abstract void handleMessage(M message);
 
     /** Producer loop. The pending count reached the high-water mark: stop producing. */
-    protected void handlePause() {
-    }
+    protected void handlePause() {}
 
     /** Producer loop. The pending count fell below the low-water mark after a pause: produce again. */
-    protected void handleResume() {
-    }
+    protected void handleResume() {}
 
     /**
      * Consumer context for queued messages, producer loop for messages written after {@link #close()}

@@ -20,7 +20,12 @@ public final class Backoff {
     private final DoubleSupplier random;
 
     public Backoff(long initialNanos, long maxNanos, double multiplier, double jitter) {
-        this(initialNanos, maxNanos, multiplier, jitter, () -> ThreadLocalRandom.current().nextDouble());
+        this(
+                initialNanos,
+                maxNanos,
+                multiplier,
+                jitter,
+                () -> ThreadLocalRandom.current().nextDouble());
     }
 
     /** With a source of random numbers in [0, 1), for tests. */

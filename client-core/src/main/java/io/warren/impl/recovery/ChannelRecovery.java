@@ -57,12 +57,17 @@ public final class ChannelRecovery implements PublishCarryOver {
 
     private static final Logger LOG = LoggerFactory.getLogger(ChannelRecovery.class);
 
-    private record Qos(int prefetchSize, int prefetchCount, boolean global) {
-    }
+    private record Qos(int prefetchSize, int prefetchCount, boolean global) {}
 
-    private record Held(CharSequence exchange, CharSequence routingKey, boolean mandatory, BasicProperties properties,
-                        ByteBuf body, CompletableFuture<PublishOutcome> future, long bytes, long deadlineNanos) {
-    }
+    private record Held(
+            CharSequence exchange,
+            CharSequence routingKey,
+            boolean mandatory,
+            BasicProperties properties,
+            ByteBuf body,
+            CompletableFuture<PublishOutcome> future,
+            long bytes,
+            long deadlineNanos) {}
 
     private final RecoverableChannel channel;
 
@@ -71,6 +76,7 @@ public final class ChannelRecovery implements PublishCarryOver {
     private final CopyOnWriteArrayList<WritabilityListener> writabilityListeners = new CopyOnWriteArrayList<>();
     /** Recorded when the broker accepted them; restored in this order: qos, tx.select, confirm.select. */
     private volatile Qos qos;
+
     private volatile boolean txMode;
     private volatile boolean confirmMode;
     private volatile boolean recovering;
@@ -88,6 +94,7 @@ public final class ChannelRecovery implements PublishCarryOver {
     private final ArrayDeque<Held> held = new ArrayDeque<>();
     /** The bytes of both queues. */
     private long heldBytes;
+
     private AmqpException lossCause;
     private CompletableFuture<Void> recovered;
     /** Recovery's event loop: its clock dates the held publishes, its timer expires them. */
@@ -197,17 +204,22 @@ public final class ChannelRecovery implements PublishCarryOver {
             long now = loop.ticker().nanoTime();
             expire(carried, now, expired);
             expire(held, now, expired);
-            Held next = carried.isEmpty() ? held.peek()
-                    : held.isEmpty() || carried.peek().deadlineNanos - held.peek().deadlineNanos <= 0 ? carried.peek()
-                    : held.peek();
+            Held next = carried.isEmpty()
+                    ? held.peek()
+                    : held.isEmpty() || carried.peek().deadlineNanos - held.peek().deadlineNanos <= 0
+                            ? carried.peek()
+                            : held.peek();
             if (next != null) {
                 armWaitTimer(next.deadlineNanos - now);
             }
             cause = lossCause;
         }
         if (!expired.isEmpty()) {
-            LOG.debug("channel {}: {} publishes held during recovery failed: the channel was not back within the "
-                    + "publish wait timeout of each", channel.channelNumber(), expired.size());
+            LOG.debug(
+                    "channel {}: {} publishes held during recovery failed: the channel was not back within the "
+                            + "publish wait timeout of each",
+                    channel.channelNumber(),
+                    expired.size());
         }
         for (Held h : expired) {
             fail(h, cause, "was not back within RecoveryOptions.publishWaitTimeout of the publish");
@@ -238,8 +250,13 @@ public final class ChannelRecovery implements PublishCarryOver {
      *
      * @param outcome false for {@code publishNoOutcome}: then a refusal is thrown instead
      */
-    public CompletionStage<PublishOutcome> hold(CharSequence exchange, CharSequence routingKey, boolean mandatory,
-                                                BasicProperties properties, ByteBuf body, boolean outcome) {
+    public CompletionStage<PublishOutcome> hold(
+            CharSequence exchange,
+            CharSequence routingKey,
+            boolean mandatory,
+            BasicProperties properties,
+            ByteBuf body,
+            boolean outcome) {
         if (!recovering) {
             return null;
         }
@@ -254,12 +271,21 @@ public final class ChannelRecovery implements PublishCarryOver {
             if (options.publishDuringRecovery() == RecoveryOptions.PublishDuringRecovery.FAIL_FAST) {
                 refused = notWritten(lossCause, "is being recovered (RecoveryOptions.publishDuringRecovery FAIL_FAST)");
             } else if (heldBytes > 0 && heldBytes + bytes > channel.maxPendingBytes()) {
-                refused = new BackPressureException("channel " + channel.channelNumber() + " is being recovered and "
-                        + "already holds " + heldBytes + " bytes of publishes (PublishOptions.maxPendingBytes "
-                        + channel.maxPendingBytes() + "); wait for Channel.whenWritable()", channel.channelNumber());
+                refused = new BackPressureException(
+                        "channel " + channel.channelNumber() + " is being recovered and "
+                                + "already holds " + heldBytes + " bytes of publishes (PublishOptions.maxPendingBytes "
+                                + channel.maxPendingBytes() + "); wait for Channel.whenWritable()",
+                        channel.channelNumber());
             } else {
                 long wait = options.publishWaitTimeout().toNanos();
-                held.add(new Held(exchange, routingKey, mandatory, properties, body, outcome ? future : null, bytes,
+                held.add(new Held(
+                        exchange,
+                        routingKey,
+                        mandatory,
+                        properties,
+                        body,
+                        outcome ? future : null,
+                        bytes,
                         loop.ticker().nanoTime() + wait));
                 heldBytes += bytes;
                 armWaitTimer(wait);
@@ -284,18 +310,31 @@ public final class ChannelRecovery implements PublishCarryOver {
      * @param bytes what it counted against the connection's bound; it counts the same against the hold's
      */
     @Override
-    public boolean carry(CharSequence exchange, CharSequence routingKey, boolean mandatory,
-                         BasicProperties properties, ByteBuf body, CompletableFuture<PublishOutcome> future,
-                         long bytes) {
+    public boolean carry(
+            CharSequence exchange,
+            CharSequence routingKey,
+            boolean mandatory,
+            BasicProperties properties,
+            ByteBuf body,
+            CompletableFuture<PublishOutcome> future,
+            long bytes) {
         synchronized (this) {
-            if (!recovering || channel.recoveryOptions().publishDuringRecovery()
-                    != RecoveryOptions.PublishDuringRecovery.WAIT) {
+            if (!recovering
+                    || channel.recoveryOptions().publishDuringRecovery()
+                            != RecoveryOptions.PublishDuringRecovery.WAIT) {
                 return false;
             }
             // no bound check: it was within PublishOptions.maxPendingBytes when accepted, and the hold refuses
             // publishes made during recovery while these fill it
             long wait = channel.recoveryOptions().publishWaitTimeout().toNanos();
-            carried.add(new Held(exchange, routingKey, mandatory, properties, body, future, bytes,
+            carried.add(new Held(
+                    exchange,
+                    routingKey,
+                    mandatory,
+                    properties,
+                    body,
+                    future,
+                    bytes,
                     loop.ticker().nanoTime() + wait));
             heldBytes += bytes;
             armWaitTimer(wait);
@@ -337,7 +376,8 @@ public final class ChannelRecovery implements PublishCarryOver {
         assert channel.state().outbound().inEventLoop() : "channel recovery off the event loop";
         List<CompletableFuture<Void>> all = new ArrayList<>();
         for (ChannelConsumers old : lostConsumers) {
-            all.add(channel.consumers().recoverFrom(old, queueNames, unpausedOnly)
+            all.add(channel.consumers()
+                    .recoverFrom(old, queueNames, unpausedOnly)
                     .toCompletableFuture());
         }
         return CompletableFuture.allOf(all.toArray(CompletableFuture[]::new));
@@ -373,12 +413,15 @@ public final class ChannelRecovery implements PublishCarryOver {
             try {
                 channel.publisher().publishNoOutcome(h.exchange, h.routingKey, h.mandatory, h.properties, h.body);
             } catch (RuntimeException e) {
-                LOG.debug("channel {}: a publish held during recovery was refused: {}", channel.channelNumber(),
+                LOG.debug(
+                        "channel {}: a publish held during recovery was refused: {}",
+                        channel.channelNumber(),
                         e.toString());
             }
             return;
         }
-        channel.publisher().publish(h.exchange, h.routingKey, h.mandatory, h.properties, h.body)
+        channel.publisher()
+                .publish(h.exchange, h.routingKey, h.mandatory, h.properties, h.body)
                 .whenComplete((outcome, e) -> {
                     if (e == null) {
                         h.future.complete(outcome);
@@ -432,8 +475,11 @@ public final class ChannelRecovery implements PublishCarryOver {
     }
 
     private PublishNotConfirmedException notWritten(AmqpException cause, String why) {
-        return new PublishNotConfirmedException("channel " + channel.channelNumber() + " " + why
-                + "; the message was not published" + (cause == null ? "" : ": " + cause.getMessage()), cause,
-                channel.channelNumber(), false);
+        return new PublishNotConfirmedException(
+                "channel " + channel.channelNumber() + " " + why + "; the message was not published"
+                        + (cause == null ? "" : ": " + cause.getMessage()),
+                cause,
+                channel.channelNumber(),
+                false);
     }
 }

@@ -55,7 +55,12 @@ public final class ConnectionRecovery {
         CompletionStage<? extends RecoverableConnection> reconnect(ConnectionOptions options, EventLoop loop);
     }
 
-    enum Phase { RUNNING, CONNECTING, RESTORING, CLOSED }
+    enum Phase {
+        RUNNING,
+        CONNECTING,
+        RESTORING,
+        CLOSED
+    }
 
     private final RecoverableConnection connection;
     private final ConnectionOptions options;
@@ -79,15 +84,18 @@ public final class ConnectionRecovery {
     private final TreeMap<Integer, RecoverableChannel> lost = new TreeMap<>();
     private final List<Runnable> afterRecovery = new ArrayList<>();
 
-    public ConnectionRecovery(RecoverableConnection connection, ConnectionOptions options, Reconnector reconnector,
-                              EventLoop loop) {
+    public ConnectionRecovery(
+            RecoverableConnection connection, ConnectionOptions options, Reconnector reconnector, EventLoop loop) {
         this.connection = connection;
         this.options = options;
         this.recovery = options.recovery();
         this.reconnector = reconnector;
         this.loop = loop;
-        this.backoff = new Backoff(recovery.initialDelay().toNanos(), recovery.maxDelay().toNanos(),
-                recovery.multiplier(), recovery.jitter());
+        this.backoff = new Backoff(
+                recovery.initialDelay().toNanos(),
+                recovery.maxDelay().toNanos(),
+                recovery.multiplier(),
+                recovery.jitter());
     }
 
     public RecoveryOptions options() {
@@ -132,8 +140,8 @@ public final class ConnectionRecovery {
         if (cause instanceof ConnectionLostException c) {
             return c;
         }
-        return new ConnectionLostException("connection to " + connection.address() + " lost; recovering: "
-                + cause.getMessage(), cause);
+        return new ConnectionLostException(
+                "connection to " + connection.address() + " lost; recovering: " + cause.getMessage(), cause);
     }
 
     /** A channel lost with the connection, to be re-opened. */
@@ -156,8 +164,11 @@ public final class ConnectionRecovery {
 
     static boolean isConsumerTimeout(ChannelClosedException close) {
         String text = close.replyText();
-        return close.initiatedByBroker() && close.replyCode() == ReplyCode.PRECONDITION_FAILED && text != null
-                && text.contains("acknowledgement") && text.contains("timed out");
+        return close.initiatedByBroker()
+                && close.replyCode() == ReplyCode.PRECONDITION_FAILED
+                && text != null
+                && text.contains("acknowledgement")
+                && text.contains("timed out");
     }
 
     /**
@@ -218,11 +229,19 @@ public final class ConnectionRecovery {
     /** The channel was re-opened (or not) but could not be restored on a live connection: it ends for good. */
     private void channelNotRecovered(RecoverableChannel channel, Throwable failure) {
         Throwable why = failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null
-                ? failure.getCause() : failure;
-        LOG.warn("channel {} on {} could not be recovered: {}", channel.channelNumber(), connection.address(),
+                ? failure.getCause()
+                : failure;
+        LOG.warn(
+                "channel {} on {} could not be recovered: {}",
+                channel.channelNumber(),
+                connection.address(),
                 describe(why));
-        channel.abandon(why instanceof AmqpException a ? a : new AmqpException("channel " + channel.channelNumber()
-                + " could not be recovered: " + describe(why), why));
+        channel.abandon(
+                why instanceof AmqpException a
+                        ? a
+                        : new AmqpException(
+                                "channel " + channel.channelNumber() + " could not be recovered: " + describe(why),
+                                why));
         if (channel.state().isUsable()) {
             channel.close(); // opened, but a mode was refused: not left half restored
         }
@@ -240,13 +259,17 @@ public final class ConnectionRecovery {
     }
 
     private ConnectionClosedException closedMeanwhile(RecoverableChannel channel) {
-        return new ConnectionClosedException("connection to " + connection.address() + " closed before channel "
-                + channel.channelNumber() + " was recovered", null);
+        return new ConnectionClosedException(
+                "connection to " + connection.address() + " closed before channel " + channel.channelNumber()
+                        + " was recovered",
+                null);
     }
 
     /** Whether the connection was lost while {@code channel} was being restored on {@code handler}. */
     private boolean channelTakenOver(RecoverableChannel channel, ConnectionHandler handler) {
-        return connection.handler() != handler || !handler.isOpen() || phase != Phase.RUNNING
+        return connection.handler() != handler
+                || !handler.isOpen()
+                || phase != Phase.RUNNING
                 || lost.get(channel.channelNumber()) == channel;
     }
 
@@ -277,8 +300,8 @@ public final class ConnectionRecovery {
                 lostAtNanos = System.nanoTime();
                 attempts = 0;
             }
-            default -> LOG.info("connection to {} lost again while restoring: {}", connection.address(),
-                    cause.getMessage());
+            default ->
+                LOG.info("connection to {} lost again while restoring: {}", connection.address(), cause.getMessage());
         }
         generation++;
         lossCause = lossCause(cause);
@@ -300,18 +323,27 @@ public final class ConnectionRecovery {
     private void scheduleAttempt() {
         attempts++;
         if (recovery.maxAttempts() > 0 && attempts > recovery.maxAttempts()) {
-            giveUp(new ConnectionClosedException("connection to " + connection.address() + " not recovered after "
-                    + recovery.maxAttempts() + " attempts (RecoveryOptions.maxAttempts); last failure: "
-                    + describe(lastFailure), lastFailure), true);
+            giveUp(
+                    new ConnectionClosedException(
+                            "connection to " + connection.address() + " not recovered after "
+                                    + recovery.maxAttempts() + " attempts (RecoveryOptions.maxAttempts); last failure: "
+                                    + describe(lastFailure),
+                            lastFailure),
+                    true);
             return;
         }
         long delay = backoff.delayNanos(attempts);
         if (recovery.maxDuration() != null) {
             long left = lostAtNanos + recovery.maxDuration().toNanos() - System.nanoTime();
             if (left <= 0) {
-                giveUp(new ConnectionClosedException("connection to " + connection.address() + " not recovered within "
-                        + recovery.maxDuration() + " (RecoveryOptions.maxDuration) after " + (attempts - 1)
-                        + " attempts; last failure: " + describe(lastFailure), lastFailure), true);
+                giveUp(
+                        new ConnectionClosedException(
+                                "connection to " + connection.address() + " not recovered within "
+                                        + recovery.maxDuration() + " (RecoveryOptions.maxDuration) after "
+                                        + (attempts - 1)
+                                        + " attempts; last failure: " + describe(lastFailure),
+                                lastFailure),
+                        true);
                 return;
             }
             delay = Math.min(delay, left);
@@ -327,29 +359,36 @@ public final class ConnectionRecovery {
             return;
         }
         LOG.debug("recovery of the connection to {}: attempt {}", connection.address(), attempts);
-        reconnector.reconnect(options, loop).whenComplete((c, error) -> loop.execute(() -> {
-            if (gen != generation || phase != Phase.CONNECTING) {
-                if (error == null) {
-                    c.handler().closeQuietly(); // closed meanwhile: this connection is not wanted
-                }
-                return;
-            }
-            if (error != null) {
-                attemptFailed(error);
-            } else {
-                restore(gen, c.handler());
-            }
-        }));
+        reconnector
+                .reconnect(options, loop)
+                .whenComplete((c, error) -> loop.execute(() -> {
+                    if (gen != generation || phase != Phase.CONNECTING) {
+                        if (error == null) {
+                            c.handler().closeQuietly(); // closed meanwhile: this connection is not wanted
+                        }
+                        return;
+                    }
+                    if (error != null) {
+                        attemptFailed(error);
+                    } else {
+                        restore(gen, c.handler());
+                    }
+                }));
     }
 
     private void attemptFailed(Throwable failure) {
         // the connector's stage is a dependent one: its failure comes wrapped
         Throwable error = failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null
-                ? failure.getCause() : failure;
+                ? failure.getCause()
+                : failure;
         lastFailure = error;
         boolean fatal = isFatal(error);
-        LOG.info("recovery of the connection to {}: attempt {} failed{}: {}", connection.address(), attempts,
-                fatal ? " (not retried)" : "", describe(error));
+        LOG.info(
+                "recovery of the connection to {}: attempt {} failed{}: {}",
+                connection.address(),
+                attempts,
+                fatal ? " (not retried)" : "",
+                describe(error));
         if (fatal) {
             giveUp(error instanceof AmqpException a ? a : new ConnectionClosedException(describe(error), error), true);
             return;
@@ -367,7 +406,8 @@ public final class ConnectionRecovery {
         if (error instanceof AuthenticationException) {
             return true;
         }
-        return error instanceof ConnectionClosedException c && c.initiatedByBroker()
+        return error instanceof ConnectionClosedException c
+                && c.initiatedByBroker()
                 && (c.replyCode() == ReplyCode.ACCESS_REFUSED || c.replyCode() == ReplyCode.NOT_ALLOWED);
     }
 
@@ -377,19 +417,26 @@ public final class ConnectionRecovery {
         assert loop.inEventLoop() : "connection recovery off the event loop";
         phase = Phase.RESTORING;
         handler.restoring(true);
-        LOG.debug("recovery of the connection to {}: connected; restoring {} channels and {}", connection.address(),
-                lost.size(), topology);
+        LOG.debug(
+                "recovery of the connection to {}: connected; restoring {} channels and {}",
+                connection.address(),
+                lost.size(),
+                topology);
         List<RecoverableChannel> channels = new ArrayList<>(lost.values());
         List<CompletableFuture<?>> reopened = new ArrayList<>();
         for (RecoverableChannel ch : channels) {
             CompletableFuture<Channel> f = new CompletableFuture<>();
             ch.reopen(handler, f);
-            reopened.add(f.thenCompose(c -> ch.recovery().restoreModes()).toCompletableFuture()
+            reopened.add(f.thenCompose(c -> ch.recovery().restoreModes())
+                    .toCompletableFuture()
                     .exceptionally(e -> channelFailed(gen, ch, e)));
         }
         CompletableFuture.allOf(reopened.toArray(CompletableFuture[]::new))
-                .thenCompose(v -> step(gen, () -> recovery.topologyRecovery()
-                        ? new TopologyRestore(this, handler).run() : CompletableFuture.completedFuture(null)))
+                .thenCompose(v -> step(
+                        gen,
+                        () -> recovery.topologyRecovery()
+                                ? new TopologyRestore(this, handler).run()
+                                : CompletableFuture.completedFuture(null)))
                 // consumers holding reading paused last: their deliveries start only when nothing of the
                 // restore is left to read but their own consume-oks, and reading stops with the restore
                 .thenCompose(v -> step(gen, () -> restoreConsumers(gen, channels, true)))
@@ -403,7 +450,8 @@ public final class ConnectionRecovery {
                     }
                     if (e != null) {
                         // the new connection failed under us: its close starts the next attempt
-                        LOG.debug("recovery of the connection to {} interrupted: {}", connection.address(), describe(e));
+                        LOG.debug(
+                                "recovery of the connection to {} interrupted: {}", connection.address(), describe(e));
                         return;
                     }
                     succeeded(channels);
@@ -419,12 +467,15 @@ public final class ConnectionRecovery {
 
     private Void channelFailed(int gen, RecoverableChannel ch, Throwable e) {
         assert loop.inEventLoop() : "connection recovery off the event loop";
-        if (gen == generation && phase == Phase.RESTORING && connection.handler().isOpen()) {
+        if (gen == generation
+                && phase == Phase.RESTORING
+                && connection.handler().isOpen()) {
             // the connection is fine but this channel could not be restored (its number is over the new
             // channel-max, a mode was refused): it is closed for good, the others go on
             LOG.warn("recovery: channel {} could not be restored: {}", ch.channelNumber(), describe(e));
             lost.remove(ch.channelNumber(), ch);
-            AmqpException cause = e instanceof AmqpException a ? a
+            AmqpException cause = e instanceof AmqpException a
+                    ? a
                     : new AmqpException("channel " + ch.channelNumber() + " could not be recovered: " + describe(e), e);
             ch.abandon(cause);
         }
@@ -437,7 +488,9 @@ public final class ConnectionRecovery {
             if (lost.get(ch.channelNumber()) != ch || !ch.state().isUsable()) {
                 continue;
             }
-            all.add(ch.recovery().restoreConsumers(topology::currentName, unpausedOnly).toCompletableFuture()
+            all.add(ch.recovery()
+                    .restoreConsumers(topology::currentName, unpausedOnly)
+                    .toCompletableFuture()
                     .exceptionally(e -> {
                         topologyFailed("consumers of channel " + ch.channelNumber(), e);
                         return null;
@@ -459,7 +512,11 @@ public final class ConnectionRecovery {
             }
         }
         connection.recovered();
-        LOG.info("connection to {} recovered after {} ms ({} attempt{})", connection.address(), millis, tries,
+        LOG.info(
+                "connection to {} recovered after {} ms ({} attempt{})",
+                connection.address(),
+                millis,
+                tries,
                 tries == 1 ? "" : "s");
         for (RecoveryListener l : listeners) {
             try {
@@ -484,7 +541,10 @@ public final class ConnectionRecovery {
     }
 
     void topologyFailed(String entity, Throwable e) {
-        LOG.warn("recovery of the connection to {}: {} could not be restored: {}", connection.address(), entity,
+        LOG.warn(
+                "recovery of the connection to {}: {} could not be restored: {}",
+                connection.address(),
+                entity,
                 describe(e));
         for (RecoveryListener l : listeners) {
             try {
@@ -527,8 +587,10 @@ public final class ConnectionRecovery {
         if (tell) {
             LOG.warn("connection to {}: recovery gave up: {}", connection.address(), cause.getMessage());
             tell(cause, false);
-            connection.gaveUp(cause instanceof ConnectionClosedException c ? c
-                    : new ConnectionClosedException(cause.getMessage(), cause));
+            connection.gaveUp(
+                    cause instanceof ConnectionClosedException c
+                            ? c
+                            : new ConnectionClosedException(cause.getMessage(), cause));
         }
         List<Runnable> waiting = new ArrayList<>(afterRecovery);
         afterRecovery.clear();
@@ -571,12 +633,13 @@ public final class ConnectionRecovery {
             }
             CompletionStage<Void> done = CompletableFuture.completedFuture(null);
             for (TopologyRecorder.Exchange x : t.exchanges()) {
-                done = done.thenCompose(v -> each("exchange '" + x.name() + "'",
-                        ch -> ch.exchangeDeclare(x.toDeclare())));
+                done = done.thenCompose(
+                        v -> each("exchange '" + x.name() + "'", ch -> ch.exchangeDeclare(x.toDeclare())));
             }
             for (TopologyRecorder.Queue q : t.queues()) {
-                done = done.thenCompose(v -> each("queue '" + q.name() + "'", ch -> ch.queueDeclare(q.toDeclare())
-                        .thenAccept((DeclaredQueue ok) -> {
+                done = done.thenCompose(v -> each(
+                        "queue '" + q.name() + "'",
+                        ch -> ch.queueDeclare(q.toDeclare()).thenAccept((DeclaredQueue ok) -> {
                             if (q.serverNamed() && !ok.queue().equals(q.name())) {
                                 LOG.debug("recovery: server-named queue {} is now {}", q.name(), ok.queue());
                                 t.renameQueue(q.name(), ok.queue());
@@ -589,9 +652,11 @@ public final class ConnectionRecovery {
                 for (TopologyRecorder.Binding x : t.bindings()) {
                     String what = (x.toExchange() ? "exchange" : "queue") + " binding " + x.source() + " -> "
                             + x.destination() + " (" + x.routingKey() + ")";
-                    b = b.thenCompose(w -> each(what, ch -> x.toExchange()
-                            ? ch.exchangeBind(x.destination(), x.source(), x.routingKey(), x.arguments(), false)
-                            : ch.queueBind(x.destination(), x.source(), x.routingKey(), x.arguments(), false)));
+                    b = b.thenCompose(w -> each(
+                            what,
+                            ch -> x.toExchange()
+                                    ? ch.exchangeBind(x.destination(), x.source(), x.routingKey(), x.arguments(), false)
+                                    : ch.queueBind(x.destination(), x.source(), x.routingKey(), x.arguments(), false)));
                 }
                 return b;
             });

@@ -36,21 +36,37 @@ import java.util.Map;
 public final class TopologyRecorder implements QueueConsumerCounts {
 
     /** A recorded exchange.declare. */
-    public record Exchange(String name, String type, boolean durable, boolean autoDelete, boolean internal,
-                           Map<String, Object> arguments) {
+    public record Exchange(
+            String name,
+            String type,
+            boolean durable,
+            boolean autoDelete,
+            boolean internal,
+            Map<String, Object> arguments) {
         public ExchangeSpec toDeclare() {
-            return ExchangeSpec.of(name, type).durable(durable).autoDelete(autoDelete).internal(internal)
+            return ExchangeSpec.of(name, type)
+                    .durable(durable)
+                    .autoDelete(autoDelete)
+                    .internal(internal)
                     .arguments(arguments);
         }
     }
 
     /** A recorded queue.declare; {@code serverNamed} when the broker chose {@code name}. */
-    public record Queue(String name, boolean serverNamed, boolean durable, boolean exclusive, boolean autoDelete,
-                        Map<String, Object> arguments) {
+    public record Queue(
+            String name,
+            boolean serverNamed,
+            boolean durable,
+            boolean exclusive,
+            boolean autoDelete,
+            Map<String, Object> arguments) {
         /** The declare that makes it again: a server-named queue is asked for with an empty name. */
         public QueueSpec toDeclare() {
-            return QueueSpec.named(serverNamed ? "" : name).durable(durable).exclusive(exclusive)
-                    .autoDelete(autoDelete).arguments(arguments);
+            return QueueSpec.named(serverNamed ? "" : name)
+                    .durable(durable)
+                    .exclusive(exclusive)
+                    .autoDelete(autoDelete)
+                    .arguments(arguments);
         }
 
         Queue renamed(String newName) {
@@ -59,8 +75,8 @@ public final class TopologyRecorder implements QueueConsumerCounts {
     }
 
     /** A recorded queue.bind ({@code toExchange} false) or exchange.bind ({@code toExchange} true). */
-    public record Binding(boolean toExchange, String destination, String source, String routingKey,
-                          Map<String, Object> arguments) {
+    public record Binding(
+            boolean toExchange, String destination, String source, String routingKey, Map<String, Object> arguments) {
         Binding withDestination(String d) {
             return new Binding(toExchange, d, source, routingKey, arguments);
         }
@@ -79,8 +95,9 @@ public final class TopologyRecorder implements QueueConsumerCounts {
         if (d.passive() || isPredeclared(d.exchange())) {
             return;
         }
-        exchanges.put(d.exchange(), new Exchange(d.exchange(), d.type(), d.durable(), d.autoDelete(), d.internal(),
-                copy(d.arguments())));
+        exchanges.put(
+                d.exchange(),
+                new Exchange(d.exchange(), d.type(), d.durable(), d.autoDelete(), d.internal(), copy(d.arguments())));
     }
 
     public synchronized void exchangeDeleted(String name) {
@@ -93,8 +110,15 @@ public final class TopologyRecorder implements QueueConsumerCounts {
         if (d.passive()) {
             return;
         }
-        queues.put(actualName, new Queue(actualName, d.queue().isEmpty(), d.durable(), d.exclusive(), d.autoDelete(),
-                copy(d.arguments())));
+        queues.put(
+                actualName,
+                new Queue(
+                        actualName,
+                        d.queue().isEmpty(),
+                        d.durable(),
+                        d.exclusive(),
+                        d.autoDelete(),
+                        copy(d.arguments())));
     }
 
     public synchronized void queueDeleted(String name) {
@@ -109,13 +133,13 @@ public final class TopologyRecorder implements QueueConsumerCounts {
         gone.forEach(this::removeBinding);
     }
 
-    public synchronized void bound(boolean toExchange, String destination, String source, String routingKey,
-                                   Map<String, ?> arguments) {
+    public synchronized void bound(
+            boolean toExchange, String destination, String source, String routingKey, Map<String, ?> arguments) {
         bindings.add(new Binding(toExchange, destination, source, routingKey, copy(arguments)));
     }
 
-    public synchronized void unbound(boolean toExchange, String destination, String source, String routingKey,
-                                     Map<String, ?> arguments) {
+    public synchronized void unbound(
+            boolean toExchange, String destination, String source, String routingKey, Map<String, ?> arguments) {
         removeBinding(new Binding(toExchange, destination, source, routingKey, copy(arguments)));
     }
 

@@ -30,12 +30,18 @@ class ContentAssemblerTest {
 
     private static Frame methodFrame() {
         ByteBuf buf = ALLOC.buffer();
-        new BasicDeliverEncoder().consumerTag("ctag").deliveryTag(7).exchange("x").routingKey("k").encode(buf);
+        new BasicDeliverEncoder()
+                .consumerTag("ctag")
+                .deliveryTag(7)
+                .exchange("x")
+                .routingKey("k")
+                .encode(buf);
         return Frame.newInstance(FrameType.METHOD, 1, buf);
     }
 
     private static Frame headerFrame(long bodySize) {
-        ByteBuf whole = Frames.contentHeader(ALLOC, 1, bodySize, BasicProperties.builder().type("t").build());
+        ByteBuf whole = Frames.contentHeader(
+                ALLOC, 1, bodySize, BasicProperties.builder().type("t").build());
         ByteBuf payload = whole.retainedSlice(Frames.FRAME_HEADER_SIZE, whole.readableBytes() - Frames.FRAME_OVERHEAD);
         whole.release();
         return Frame.newInstance(FrameType.HEADER, 1, payload);
@@ -107,8 +113,8 @@ class ContentAssemblerTest {
                 aborted.add(cause);
             }
         });
-        MessageTooLargeException e = assertThrows(MessageTooLargeException.class,
-                () -> assembler.onHeader(headerFrame(Long.MAX_VALUE)));
+        MessageTooLargeException e =
+                assertThrows(MessageTooLargeException.class, () -> assembler.onHeader(headerFrame(Long.MAX_VALUE)));
         assertEquals(3, e.channelNumber());
         assertEquals(311, e.replyCode());
         assertTrue(e.getMessage().contains("over the limit of 10"), e.getMessage());
@@ -119,16 +125,22 @@ class ContentAssemblerTest {
     @Test
     void framesOutOfOrderAreProtocolErrorsAndReleased() {
         ContentAssembler assembler = new ContentAssembler(1, 1024, ALLOC);
-        assertEquals(505, assertThrows(AmqpProtocolException.class, () -> assembler.onBody(bodyFrame("x")))
-                .replyCode());
-        assertEquals(505, assertThrows(AmqpProtocolException.class, () -> assembler.onHeader(headerFrame(1)))
-                .replyCode());
+        assertEquals(
+                505,
+                assertThrows(AmqpProtocolException.class, () -> assembler.onBody(bodyFrame("x")))
+                        .replyCode());
+        assertEquals(
+                505,
+                assertThrows(AmqpProtocolException.class, () -> assembler.onHeader(headerFrame(1)))
+                        .replyCode());
         assembler.begin(methodFrame(), c -> {
             throw new AssertionError();
         });
         assembler.onHeader(headerFrame(2));
-        assertEquals(505, assertThrows(AmqpProtocolException.class, () -> assembler.onBody(bodyFrame("xyz")))
-                .replyCode());
+        assertEquals(
+                505,
+                assertThrows(AmqpProtocolException.class, () -> assembler.onBody(bodyFrame("xyz")))
+                        .replyCode());
         assertFalse(assembler.isActive());
     }
 

@@ -32,8 +32,8 @@ class LoopAssertionTest {
                 }
             });
             // handlerAdded ran on the loop; this waits for it and publishes path[0] to this thread
-            channel.eventLoop().submit(() -> { }).sync();
-            Heartbeats heartbeats = new Heartbeats(path[0], UnpooledByteBufAllocator.DEFAULT, silence -> { });
+            channel.eventLoop().submit(() -> {}).sync();
+            Heartbeats heartbeats = new Heartbeats(path[0], UnpooledByteBufAllocator.DEFAULT, silence -> {});
 
             AssertionError error = assertThrows(AssertionError.class, () -> heartbeats.start(0));
             assertTrue(error.getMessage().contains("off the event loop"), error.getMessage());

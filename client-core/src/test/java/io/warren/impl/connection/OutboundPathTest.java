@@ -111,7 +111,9 @@ class OutboundPathTest {
         for (int t = 0; t < threads; t++) {
             seenByWriter.add(new ArrayList<>());
         }
-        ServerBootstrap server = new ServerBootstrap().group(group).channel(LocalServerChannel.class)
+        ServerBootstrap server = new ServerBootstrap()
+                .group(group)
+                .channel(LocalServerChannel.class)
                 .childHandler(new ChannelInboundHandlerAdapter() {
                     @Override
                     public void channelRead(ChannelHandlerContext ctx, Object msg) {
@@ -130,30 +132,37 @@ class OutboundPathTest {
         io.netty.channel.Channel serverChannel = server.bind(address).sync().channel();
         Recorder recorder = new Recorder();
         Holder holder = new Holder();
-        io.netty.channel.Channel client = new Bootstrap().group(group).channel(LocalChannel.class)
+        io.netty.channel.Channel client = new Bootstrap()
+                .group(group)
+                .channel(LocalChannel.class)
                 .handler(new io.netty.channel.ChannelInitializer<LocalChannel>() {
                     @Override
                     protected void initChannel(LocalChannel c) {
                         c.pipeline().addLast(recorder, holder);
                     }
-                }).connect(address).sync().channel();
+                })
+                .connect(address)
+                .sync()
+                .channel();
         try {
             OutboundPath path = holder.path;
             CyclicBarrier start = new CyclicBarrier(threads);
             List<CompletableFuture<Void>> writers = new ArrayList<>();
             for (int t = 0; t < threads; t++) {
                 int writer = t;
-                writers.add(CompletableFuture.runAsync(() -> {
-                    try {
-                        start.await();
-                    } catch (Exception e) {
-                        throw new IllegalStateException(e);
-                    }
-                    for (int i = 0; i < perThread; i++) {
-                        // 8 bytes written as one item: must arrive whole and in this thread's order
-                        path.write(Unpooled.buffer(8).writeInt(writer).writeInt(i));
-                    }
-                }, java.util.concurrent.Executors.newSingleThreadExecutor()));
+                writers.add(CompletableFuture.runAsync(
+                        () -> {
+                            try {
+                                start.await();
+                            } catch (Exception e) {
+                                throw new IllegalStateException(e);
+                            }
+                            for (int i = 0; i < perThread; i++) {
+                                // 8 bytes written as one item: must arrive whole and in this thread's order
+                                path.write(Unpooled.buffer(8).writeInt(writer).writeInt(i));
+                            }
+                        },
+                        java.util.concurrent.Executors.newSingleThreadExecutor()));
             }
             for (CompletableFuture<Void> w : writers) {
                 w.get(30, TimeUnit.SECONDS);
@@ -180,9 +189,19 @@ class OutboundPathTest {
         DefaultEventLoopGroup group = new DefaultEventLoopGroup(1);
         Holder holder = new Holder();
         LocalAddress address = new LocalAddress("outbound-path-gone-" + System.nanoTime());
-        io.netty.channel.Channel server = new ServerBootstrap().group(group).channel(LocalServerChannel.class)
-                .childHandler(new ChannelInboundHandlerAdapter()).bind(address).sync().channel();
-        new Bootstrap().group(group).channel(LocalChannel.class).handler(holder).connect(address).sync();
+        io.netty.channel.Channel server = new ServerBootstrap()
+                .group(group)
+                .channel(LocalServerChannel.class)
+                .childHandler(new ChannelInboundHandlerAdapter())
+                .bind(address)
+                .sync()
+                .channel();
+        new Bootstrap()
+                .group(group)
+                .channel(LocalChannel.class)
+                .handler(holder)
+                .connect(address)
+                .sync();
         server.close().sync();
         group.shutdownGracefully(0, 0, TimeUnit.SECONDS).sync();
         ByteBuf buf = Unpooled.directBuffer(4).writeInt(1);
@@ -237,7 +256,9 @@ class OutboundPathTest {
         MultiThreadIoEventLoopGroup peerGroup = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
         MultiThreadIoEventLoopGroup group = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
         try {
-            io.netty.channel.Channel server = new ServerBootstrap().group(peerGroup).channel(NioServerSocketChannel.class)
+            io.netty.channel.Channel server = new ServerBootstrap()
+                    .group(peerGroup)
+                    .channel(NioServerSocketChannel.class)
                     .childHandler(new ChannelInboundHandlerAdapter() {
                         boolean answered;
 
@@ -249,7 +270,10 @@ class OutboundPathTest {
                                 ctx.writeAndFlush(Unpooled.buffer(1).writeByte(1));
                             }
                         }
-                    }).bind("127.0.0.1", 0).sync().channel();
+                    })
+                    .bind("127.0.0.1", 0)
+                    .sync()
+                    .channel();
             Holder holder = new Holder();
             ChannelOutboundHandlerAdapter holdUntilNextOffered = new ChannelOutboundHandlerAdapter() {
                 @Override
@@ -261,7 +285,9 @@ class OutboundPathTest {
                     ctx.write(msg, promise);
                 }
             };
-            io.netty.channel.Channel client = new Bootstrap().group(group).channel(NioSocketChannel.class)
+            io.netty.channel.Channel client = new Bootstrap()
+                    .group(group)
+                    .channel(NioSocketChannel.class)
                     .handler(new io.netty.channel.ChannelInitializer<NioSocketChannel>() {
                         @Override
                         protected void initChannel(NioSocketChannel c) {
@@ -274,7 +300,10 @@ class OutboundPathTest {
                                 }
                             });
                         }
-                    }).connect(server.localAddress()).sync().channel();
+                    })
+                    .connect(server.localAddress())
+                    .sync()
+                    .channel();
             OutboundPath path = holder.path;
             CompletableFuture<Void> writer = CompletableFuture.runAsync(() -> {
                 for (int i = 0; i < cap && read.getCount() > 0; i++) {
@@ -284,8 +313,10 @@ class OutboundPathTest {
             });
             writer.get(60, TimeUnit.SECONDS);
             assertTrue(read.await(30, TimeUnit.SECONDS), "the peer's byte was read at all");
-            assertTrue(writtenWhenRead.get() < cap, "read while the writer kept the queue full, after "
-                    + writtenWhenRead.get() + " of " + cap + " writes");
+            assertTrue(
+                    writtenWhenRead.get() < cap,
+                    "read while the writer kept the queue full, after " + writtenWhenRead.get() + " of " + cap
+                            + " writes");
             client.close().sync();
             server.close().sync();
         } finally {
@@ -300,7 +331,8 @@ class OutboundPathTest {
      * An outbound path on an embedded channel whose transport records every write; the frames a test writes come
      * from {@link #alloc}, which counts what is not released.
      */
-    private record Wire(Recorder transport, EmbeddedChannel channel, OutboundPath path, UnpooledByteBufAllocator alloc) {
+    private record Wire(
+            Recorder transport, EmbeddedChannel channel, OutboundPath path, UnpooledByteBufAllocator alloc) {
         /** {@code after}: handlers behind the path's own, which see its inbound events. */
         static Wire open(io.netty.channel.ChannelHandler... after) {
             Recorder transport = new Recorder();
@@ -348,18 +380,18 @@ class OutboundPathTest {
         for (int i = 0; i < 3; i++) {
             path.writeContent(wire.head(0x0A0B0C00 + i), wire.frames(0x50 + i), written::add);
         }
-        assertEquals(6, wire.transport().writes.size(),
-                "head and body per message; each end octet went into the next head");
+        assertEquals(
+                6, wire.transport().writes.size(), "head and body per message; each end octet went into the next head");
         assertTrue(written.isEmpty(), "nothing flushed yet");
 
         path.endReadBatch();
         assertEquals(7, wire.transport().writes.size(), "the flush writes the last end octet first");
         assertEquals(1, wire.transport().flushes);
-        org.junit.jupiter.api.Assertions.assertArrayEquals(bytes(
-                0x0A, 0x0B, 0x0C, 0x00, 0x50,
-                0xCE, 0x0A, 0x0B, 0x0C, 0x01, 0x51,
-                0xCE, 0x0A, 0x0B, 0x0C, 0x02, 0x52,
-                0xCE), wire.transport().stream());
+        org.junit.jupiter.api.Assertions.assertArrayEquals(
+                bytes(
+                        0x0A, 0x0B, 0x0C, 0x00, 0x50, 0xCE, 0x0A, 0x0B, 0x0C, 0x01, 0x51, 0xCE, 0x0A, 0x0B, 0x0C, 0x02,
+                        0x52, 0xCE),
+                wire.transport().stream());
         assertEquals(3, written.size(), "each message is reported once, when its end octet is written");
         written.forEach(org.junit.jupiter.api.Assertions::assertNull);
         wire.close();
@@ -375,10 +407,10 @@ class OutboundPathTest {
         path.writeContent(wire.head(0x01020304), wire.frames(0x77), null);
         path.write(wire.frames(0x08, 0x00, 0x00));
         path.endReadBatch();
-        org.junit.jupiter.api.Assertions.assertArrayEquals(bytes(0x01, 0x02, 0x03, 0x04, 0x77, 0xCE, 0x08, 0x00, 0x00),
-                wire.transport().stream());
-        assertEquals(4, wire.transport().writes.size(),
-                "an end octet before a frame that is not a head is written alone");
+        org.junit.jupiter.api.Assertions.assertArrayEquals(
+                bytes(0x01, 0x02, 0x03, 0x04, 0x77, 0xCE, 0x08, 0x00, 0x00), wire.transport().stream());
+        assertEquals(
+                4, wire.transport().writes.size(), "an end octet before a frame that is not a head is written alone");
 
         // a head without the free byte cannot carry it either
         wire.transport().writes.clear();
@@ -386,8 +418,8 @@ class OutboundPathTest {
         path.writeContent(wire.head(0x01020304), wire.frames(0x77), null);
         path.writeContent(wire.frames(0x05), wire.frames(0x78), null);
         path.endReadBatch();
-        org.junit.jupiter.api.Assertions.assertArrayEquals(bytes(0x01, 0x02, 0x03, 0x04, 0x77, 0xCE, 0x05, 0x78, 0xCE),
-                wire.transport().stream());
+        org.junit.jupiter.api.Assertions.assertArrayEquals(
+                bytes(0x01, 0x02, 0x03, 0x04, 0x77, 0xCE, 0x05, 0x78, 0xCE), wire.transport().stream());
         wire.close();
     }
 
@@ -418,10 +450,9 @@ class OutboundPathTest {
         path.write(wire.frames(0x08, 0x00));
         path.endReadBatch();
         assertTrue(published[0], "the end octet's write turned the channel unwritable");
-        org.junit.jupiter.api.Assertions.assertArrayEquals(bytes(
-                0x0A, 0x0A, 0x0A, 0x0A, 0x61, 0xCE,
-                0x0B, 0x0B, 0x0B, 0x0B, 0x62, 0xCE,
-                0x08, 0x00), wire.transport().stream());
+        org.junit.jupiter.api.Assertions.assertArrayEquals(
+                bytes(0x0A, 0x0A, 0x0A, 0x0A, 0x61, 0xCE, 0x0B, 0x0B, 0x0B, 0x0B, 0x62, 0xCE, 0x08, 0x00),
+                wire.transport().stream());
         wire.close();
     }
 
@@ -442,8 +473,8 @@ class OutboundPathTest {
         assertEquals(0, wire.keptEndOctets());
         path.discardQueued(new IllegalStateException("closed"));
         assertEquals(1, written.size());
-        org.junit.jupiter.api.Assertions.assertInstanceOf(java.nio.channels.ClosedChannelException.class,
-                written.get(0), "the message was not written whole");
+        org.junit.jupiter.api.Assertions.assertInstanceOf(
+                java.nio.channels.ClosedChannelException.class, written.get(0), "the message was not written whole");
         assertEquals(1, wire.keptEndOctets(), "its end octet, written to the closed channel, was released");
         wire.close();
     }

@@ -113,7 +113,8 @@ class PublishBuffersTest {
             inFlight.add(buffers.head(20));
         }
         inFlight.forEach(ByteBuf::release);
-        assertTrue(buffers.keptCapacity() >= 40 && buffers.keptCapacity() <= 80,
+        assertTrue(
+                buffers.keptCapacity() >= 40 && buffers.keptCapacity() <= 80,
                 "room for the 40 heads kept, not for 4096: " + buffers.keptCapacity());
         Set<ByteBuf> again = Collections.newSetFromMap(new IdentityHashMap<>());
         for (int i = 0; i < 40; i++) {

@@ -11,13 +11,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.UnpooledByteBufAllocator;
+import io.netty.channel.embedded.EmbeddedChannel;
 import io.warren.codec.Frame;
 import io.warren.codec.FrameDecoder;
 import io.warren.codec.method.BasicAck;
 import io.warren.codec.method.BasicNack;
 import io.warren.codec.method.BasicReject;
 import io.warren.codec.method.MethodIds;
-import io.netty.channel.embedded.EmbeddedChannel;
 import java.util.ArrayList;
 import java.util.BitSet;
 import java.util.List;
@@ -284,7 +284,9 @@ class AckCoalescerTest {
             }
             written.addAll(framesOf(c));
             apply(written, brokerUnacked, settledByApp);
-            assertTrue(brokerUnacked.isEmpty(), "round " + round + ": left unacknowledged at the broker: " + brokerUnacked);
+            assertTrue(
+                    brokerUnacked.isEmpty(),
+                    "round " + round + ": left unacknowledged at the broker: " + brokerUnacked);
         }
     }
 

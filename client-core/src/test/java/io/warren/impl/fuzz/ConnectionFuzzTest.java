@@ -16,10 +16,10 @@ import io.warren.Connection;
 import io.warren.ConnectionClosedException;
 import io.warren.ConnectionOptions;
 import io.warren.QueueSpec;
-import io.warren.codec.base.AmqpProtocolException;
 import io.warren.codec.Frame;
 import io.warren.codec.FrameDecoder;
 import io.warren.codec.Frames;
+import io.warren.codec.base.AmqpProtocolException;
 import io.warren.codec.base.FrameType;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.method.ChannelOpenOkEncoder;
@@ -88,7 +88,12 @@ class ConnectionFuzzTest {
         byte[] bytes() {
             ByteBuf buf = switch (kind) {
                 case 0, 1, 2 -> Frames.method(ALLOC, channel, encoder(METHODS.get(method % METHODS.size())));
-                case 3 -> Frames.contentHeader(ALLOC, channel, size, BasicProperties.builder().deliveryMode(2).build());
+                case 3 ->
+                    Frames.contentHeader(
+                            ALLOC,
+                            channel,
+                            size,
+                            BasicProperties.builder().deliveryMode(2).build());
                 case 4 -> Frames.body(ALLOC, channel, Unpooled.wrappedBuffer(new byte[size]));
                 default -> Frames.heartbeat(ALLOC);
             };
@@ -113,26 +118,33 @@ class ConnectionFuzzTest {
         return e;
     }
 
-    record Mutation(int kind, int at, byte value) {
-    }
+    record Mutation(int kind, int at, byte value) {}
 
     @Provide
     Arbitrary<List<Step>> steps() {
-        Arbitrary<Step> step = Combinators.combine(Arbitraries.integers().between(0, 5),
-                Arbitraries.of(0, 1, 1, 1, 2, 3), Arbitraries.integers().between(0, METHODS.size() - 1),
-                Arbitraries.integers().between(0, 40)).as(Step::new);
+        Arbitrary<Step> step = Combinators.combine(
+                        Arbitraries.integers().between(0, 5),
+                        Arbitraries.of(0, 1, 1, 1, 2, 3),
+                        Arbitraries.integers().between(0, METHODS.size() - 1),
+                        Arbitraries.integers().between(0, 40))
+                .as(Step::new);
         return step.list().ofMinSize(1).ofMaxSize(16);
     }
 
     @Provide
     Arbitrary<List<Mutation>> mutations() {
-        return Combinators.combine(Arbitraries.integers().between(0, 2), Arbitraries.integers().between(0, 1 << 16),
-                Arbitraries.bytes()).as(Mutation::new).list().ofMaxSize(3);
+        return Combinators.combine(
+                        Arbitraries.integers().between(0, 2),
+                        Arbitraries.integers().between(0, 1 << 16),
+                        Arbitraries.bytes())
+                .as(Mutation::new)
+                .list()
+                .ofMaxSize(3);
     }
 
     @Property
-    void anyBrokerInputEndsInFramesOrAProtocolClose(@ForAll("steps") List<Step> steps,
-                                                    @ForAll("mutations") List<Mutation> mutations) {
+    void anyBrokerInputEndsInFramesOrAProtocolClose(
+            @ForAll("steps") List<Step> steps, @ForAll("mutations") List<Mutation> mutations) {
         ByteArrayOutputStream feed = new ByteArrayOutputStream();
         steps.forEach(s -> feed.writeBytes(s.bytes()));
         byte[] input = mutate(feed.toByteArray(), mutations);
@@ -153,15 +165,18 @@ class ConnectionFuzzTest {
             h.drainOutbound();
             h.client.checkException(); // nothing may escape the handler
 
-            CompletableFuture<ConnectionClosedException> closed = h.connection.closeFuture().toCompletableFuture();
+            CompletableFuture<ConnectionClosedException> closed =
+                    h.connection.closeFuture().toCompletableFuture();
             if (closed.isDone()) {
                 ConnectionClosedException cause = closed.join();
                 if (cause.getCause() instanceof AmqpProtocolException ape) {
                     assertTrue(CLOSE_CODES.contains(ape.replyCode()), () -> "reply code " + ape.replyCode());
                     assertEquals(ape.replyCode(), h.closeCodeWritten, "connection.close carries the error's code");
                 } else {
-                    assertTrue(cause.initiatedByBroker(), () -> "closed for another reason than the broker's close "
-                            + "or a protocol error: " + cause);
+                    assertTrue(
+                            cause.initiatedByBroker(),
+                            () -> "closed for another reason than the broker's close " + "or a protocol error: "
+                                    + cause);
                 }
             }
             h.client.finishAndReleaseAll();
@@ -216,15 +231,25 @@ class ConnectionFuzzTest {
         private boolean headerSkipped;
 
         Harness() {
-            ConnectionHandler handler = ConnectionImpl.newHandler(new ConnectionOptions().automaticRecovery(false),
-                    new Address("fuzz.test", 5672), connected, null, MetricsCollector.NOOP);
+            ConnectionHandler handler = ConnectionImpl.newHandler(
+                    new ConnectionOptions().automaticRecovery(false),
+                    new Address("fuzz.test", 5672),
+                    connected,
+                    null,
+                    MetricsCollector.NOOP);
             client = new EmbeddedChannel(new FrameDecoder(), handler);
             FrameDecoder server = new FrameDecoder();
             server.setFrameMax(0);
             fromClient = new EmbeddedChannel(server);
-            send(0, new ConnectionStartEncoder().versionMajor(0).versionMinor(9)
-                    .serverProperties(Map.of("product", "fuzz", "capabilities", Map.of("publisher_confirms", true)))
-                    .mechanisms("PLAIN").locales("en_US"));
+            send(
+                    0,
+                    new ConnectionStartEncoder()
+                            .versionMajor(0)
+                            .versionMinor(9)
+                            .serverProperties(
+                                    Map.of("product", "fuzz", "capabilities", Map.of("publisher_confirms", true)))
+                            .mechanisms("PLAIN")
+                            .locales("en_US"));
             send(0, new ConnectionTuneEncoder().channelMax(16).frameMax(4096).heartbeat(0));
             send(0, new ConnectionOpenOkEncoder());
             drainOutbound();
@@ -259,9 +284,11 @@ class ConnectionFuzzTest {
             while ((f = fromClient.readInbound()) != null) {
                 try {
                     ByteBuf p = f.payload();
-                    if (f.type() == FrameType.METHOD && f.channel() == 0
+                    if (f.type() == FrameType.METHOD
+                            && f.channel() == 0
                             && p.getInt(p.readerIndex()) == MethodIds.CONNECTION_CLOSE) {
-                        closeCodeWritten = new ConnectionClose().wrap(p, p.readerIndex()).replyCode();
+                        closeCodeWritten =
+                                new ConnectionClose().wrap(p, p.readerIndex()).replyCode();
                     }
                 } finally {
                     f.release();

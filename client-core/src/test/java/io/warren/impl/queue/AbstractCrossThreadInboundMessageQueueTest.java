@@ -35,7 +35,7 @@ abstract class AbstractCrossThreadInboundMessageQueueTest extends AbstractInboun
         resumeSignalQueued.countDown();
 
         awaitTrue(() -> pending(q) == 13, "13 pending");
-        onProducer(() -> { });
+        onProducer(() -> {});
         assertEquals(1, q.pauses.get());
         assertEquals(0, q.resumes.get(), "13 pending, over the high-water mark: the producer stays paused");
 

@@ -1,7 +1,6 @@
 package io.warren.impl.queue;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
@@ -183,7 +182,7 @@ abstract class AbstractInboundMessageQueueTest {
         q.pause();
         writeInts(q, 0, 20);
         awaitTrue(q::isSuspended, "the drain to stop for demand");
-        onProducer(() -> { }); // every producer callback has run
+        onProducer(() -> {}); // every producer callback has run
         assertEquals(1, q.pauses.get());
         assertEquals(List.of(7), q.pausedAfterWriting, "the 8th write reaches the high-water mark");
         assertEquals(0, q.resumes.get());
@@ -198,7 +197,7 @@ abstract class AbstractInboundMessageQueueTest {
 
         q.fetch(12); // 8 pending: not below 4
         awaitTrue(() -> q.received.size() == 12 && q.isSuspended(), "12 deliveries");
-        onProducer(() -> { }); // a resume signal, if any, was handed over before the drain stopped
+        onProducer(() -> {}); // a resume signal, if any, was handed over before the drain stopped
         assertEquals(0, q.resumes.get());
 
         q.fetch(5); // 3 pending: below 4
@@ -208,7 +207,7 @@ abstract class AbstractInboundMessageQueueTest {
         q.resume();
         awaitTrue(() -> q.received.size() == 20, "20 deliveries");
         awaitIdle(q);
-        onProducer(() -> { });
+        onProducer(() -> {});
         assertEquals(1, q.pauses.get());
         assertEquals(1, q.resumes.get());
         assertEquals(HandoffQueue.STATE_WRITABLE, call(() -> q.handoff().writabilityState()));
@@ -256,7 +255,7 @@ abstract class AbstractInboundMessageQueueTest {
         awaitTrue(() -> q.received.size() == 5 && q.isSuspended(), "5 deliveries, then a stop");
         assertEquals(ints(0, 5), q.receivedCopy());
         assertEquals(5, pending(q));
-        q.onMessage = m -> { };
+        q.onMessage = m -> {};
         q.resume();
         awaitTrue(() -> q.received.size() == 10, "10 deliveries");
         assertEquals(ints(0, 10), q.receivedCopy());
@@ -432,13 +431,14 @@ abstract class AbstractInboundMessageQueueTest {
         final List<Integer> disposed = Collections.synchronizedList(new ArrayList<>());
         /** Disposed on the producer loop when it is not the consumer's thread. */
         final List<Integer> disposedInProducer = Collections.synchronizedList(new ArrayList<>());
+
         final List<Throwable> failures = Collections.synchronizedList(new ArrayList<>());
         final List<String> violations = Collections.synchronizedList(new ArrayList<>());
         final AtomicInteger pauses = new AtomicInteger();
         final AtomicInteger resumes = new AtomicInteger();
         final List<Integer> pausedAfterWriting = Collections.synchronizedList(new ArrayList<>());
         private final AtomicBoolean delivering = new AtomicBoolean();
-        volatile Consumer<Integer> onMessage = m -> { };
+        volatile Consumer<Integer> onMessage = m -> {};
         volatile int expectedFailures;
 
         // producer loop only

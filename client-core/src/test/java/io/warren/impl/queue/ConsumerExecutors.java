@@ -12,8 +12,7 @@ final class ConsumerExecutors {
 
     private static final Method NEW_VIRTUAL_THREAD_PER_TASK_EXECUTOR = findVirtualThreadFactory();
 
-    private ConsumerExecutors() {
-    }
+    private ConsumerExecutors() {}
 
     private static Method findVirtualThreadFactory() {
         try {

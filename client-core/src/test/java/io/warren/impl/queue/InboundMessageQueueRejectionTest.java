@@ -88,7 +88,8 @@ class InboundMessageQueueRejectionTest {
         Executor rejecting = task -> {
             throw new RejectedExecutionException("consumer is gone");
         };
-        Recording queue = producer.submit(() -> new Recording(producer, rejecting)).get();
+        Recording queue =
+                producer.submit(() -> new Recording(producer, rejecting)).get();
         List<ByteBuf> buffers = write(queue, 5);
         assertTrue(queue.isClosed());
         assertEquals(5, queue.disposed.get());

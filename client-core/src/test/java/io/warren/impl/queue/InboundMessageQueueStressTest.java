@@ -76,11 +76,14 @@ class InboundMessageQueueStressTest {
         static Consumer create(ConsumerKind kind, EventLoop producer) {
             switch (kind) {
                 case SAME_EVENT_LOOP:
-                    return new Consumer(producer, producer::inEventLoop, () -> { });
+                    return new Consumer(producer, producer::inEventLoop, () -> {});
                 case OTHER_EVENT_LOOP: {
                     DefaultEventLoop loop = new DefaultEventLoop(new DefaultThreadFactory("consumer-loop", true));
-                    return new Consumer(loop, loop::inEventLoop,
-                            () -> loop.shutdownGracefully(0, 0, TimeUnit.SECONDS).syncUninterruptibly());
+                    return new Consumer(
+                            loop,
+                            loop::inEventLoop,
+                            () -> loop.shutdownGracefully(0, 0, TimeUnit.SECONDS)
+                                    .syncUninterruptibly());
                 }
                 case WORKER_POOL:
                     return marking(ConsumerExecutors.workerPool(3));
@@ -118,8 +121,10 @@ class InboundMessageQueueStressTest {
 
         EventLoop producerLoop = new DefaultEventLoop(new DefaultThreadFactory("producer", true));
         try (Consumer consumer = Consumer.create(kind, producerLoop)) {
-            StressQueue queue = producerLoop.submit(() -> new StressQueue(producerLoop, consumer, low, high,
-                    random.split(), maxBatch, MESSAGES, false)).get();
+            StressQueue queue = producerLoop
+                    .submit(() -> new StressQueue(
+                            producerLoop, consumer, low, high, random.split(), maxBatch, MESSAGES, false))
+                    .get();
             CyclicBarrier start = new CyclicBarrier(3);
             producerLoop.execute(() -> {
                 awaitBarrier(start);
@@ -138,9 +143,12 @@ class InboundMessageQueueStressTest {
             assertEquals(List.of(), new ArrayList<>(queue.violations), run);
             assertEquals(MESSAGES, queue.expected, run);
             assertEquals(MESSAGES, queue.deliveredCount.get(), run);
-            long[] producerView = producerLoop.submit(() -> new long[] {queue.pauses, queue.resumes, queue.maxPending}).get();
+            long[] producerView = producerLoop
+                    .submit(() -> new long[] {queue.pauses, queue.resumes, queue.maxPending})
+                    .get();
             assertEquals(producerView[0], producerView[1], "every pause has its resume: " + run);
-            assertTrue(producerView[2] <= high + maxBatch - 1,
+            assertTrue(
+                    producerView[2] <= high + maxBatch - 1,
                     "backlog " + producerView[2] + " over high-water mark + batch: " + run);
         } finally {
             producerLoop.shutdownGracefully(0, 0, TimeUnit.SECONDS).syncUninterruptibly();
@@ -159,8 +167,10 @@ class InboundMessageQueueStressTest {
 
         EventLoop producerLoop = new DefaultEventLoop(new DefaultThreadFactory("producer", true));
         try (Consumer consumer = Consumer.create(kind, producerLoop)) {
-            StressQueue queue = producerLoop.submit(() -> new StressQueue(producerLoop, consumer, low, high,
-                    random.split(), maxBatch, BUFFERS, true)).get();
+            StressQueue queue = producerLoop
+                    .submit(() ->
+                            new StressQueue(producerLoop, consumer, low, high, random.split(), maxBatch, BUFFERS, true))
+                    .get();
             CyclicBarrier start = new CyclicBarrier(3);
             producerLoop.execute(() -> {
                 awaitBarrier(start);
@@ -183,7 +193,9 @@ class InboundMessageQueueStressTest {
             for (ByteBuf buffer : queue.buffers) {
                 assertEquals(0, buffer.refCnt(), "every buffer released exactly once: " + run);
             }
-            long[] producerView = producerLoop.submit(() -> new long[] {queue.pauses, queue.resumes}).get();
+            long[] producerView = producerLoop
+                    .submit(() -> new long[] {queue.pauses, queue.resumes})
+                    .get();
             assertEquals(producerView[0], producerView[1], "every pause has its resume, across close: " + run);
         } finally {
             producerLoop.shutdownGracefully(0, 0, TimeUnit.SECONDS).syncUninterruptibly();
@@ -203,16 +215,18 @@ class InboundMessageQueueStressTest {
         try (Consumer consumer = Consumer.create(kind, producerLoop)) {
             AtomicInteger delivered = new AtomicInteger();
             Queue<String> violations = new ConcurrentLinkedQueue<>();
-            InboundMessageQueue<Integer> queue = producerLoop.submit(() -> new InboundMessageQueue<Integer>(
-                    producerLoop, consumer.executor, 1, Integer.MAX_VALUE) {
-                @Override
-                protected void handleMessage(Integer message) {
-                    if (message != delivered.get()) {
-                        violations.add("expected " + delivered.get() + " but got " + message);
-                    }
-                    delivered.incrementAndGet();
-                }
-            }).get();
+            InboundMessageQueue<Integer> queue = producerLoop
+                    .submit(() ->
+                            new InboundMessageQueue<Integer>(producerLoop, consumer.executor, 1, Integer.MAX_VALUE) {
+                                @Override
+                                protected void handleMessage(Integer message) {
+                                    if (message != delivered.get()) {
+                                        violations.add("expected " + delivered.get() + " but got " + message);
+                                    }
+                                    delivered.incrementAndGet();
+                                }
+                            })
+                    .get();
             queue.pause();
             CyclicBarrier start = new CyclicBarrier(2);
             producerLoop.execute(() -> {
@@ -227,8 +241,8 @@ class InboundMessageQueueStressTest {
                 long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
                 for (int spins = 0; delivered.get() <= i; spins++) {
                     if (System.nanoTime() > deadline) {
-                        fail("lost wake-up: fetch(1) number " + (i + 1) + " delivered nothing; " + kind
-                                + " pending=" + queue.pending());
+                        fail("lost wake-up: fetch(1) number " + (i + 1) + " delivered nothing; " + kind + " pending="
+                                + queue.pending());
                     }
                     if (spins < 100) {
                         Thread.onSpinWait();
@@ -246,15 +260,20 @@ class InboundMessageQueueStressTest {
 
     private static long seed() {
         String fixed = System.getProperty("warren.stress.seed");
-        return fixed != null ? Long.parseLong(fixed) : ThreadLocalRandom.current().nextLong();
+        return fixed != null
+                ? Long.parseLong(fixed)
+                : ThreadLocalRandom.current().nextLong();
     }
 
     private static void awaitProducerWritable(EventLoop producerLoop, StressQueue queue, String run) throws Exception {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(TIMEOUT_SECONDS);
         // Everything is consumed, so the last drain round commits (the last handler returns before the
         // count drops) and a pending writable-again signal must reach the producer.
-        while (!producerLoop.submit(() -> queue.pending() == 0 && !queue.producerPaused
-                && queue.handoff().writabilityState() == HandoffQueue.STATE_WRITABLE).get()) {
+        while (!producerLoop
+                .submit(() -> queue.pending() == 0
+                        && !queue.producerPaused
+                        && queue.handoff().writabilityState() == HandoffQueue.STATE_WRITABLE)
+                .get()) {
             if (System.nanoTime() > deadline) {
                 fail("the producer was never resumed: " + queue.describe() + " " + run);
             }
@@ -349,8 +368,15 @@ class InboundMessageQueueStressTest {
         // consumer context only: plain fields, kept coherent across consumer threads by the queue itself
         int expected;
 
-        StressQueue(EventLoop producerLoop, Consumer consumer, int low, int high, SplittableRandom random,
-                int maxBatch, int total, boolean useBuffers) {
+        StressQueue(
+                EventLoop producerLoop,
+                Consumer consumer,
+                int low,
+                int high,
+                SplittableRandom random,
+                int maxBatch,
+                int total,
+                boolean useBuffers) {
             super(producerLoop, consumer.executor, low, high);
             this.producerLoop = producerLoop;
             this.onConsumerThread = consumer.onThread;
@@ -370,7 +396,8 @@ class InboundMessageQueueStressTest {
             for (int i = 0; i < batch && next < total; i++) {
                 Object message;
                 if (useBuffers) {
-                    ByteBuf buffer = PooledByteBufAllocator.DEFAULT.directBuffer(4).writeInt(next);
+                    ByteBuf buffer =
+                            PooledByteBufAllocator.DEFAULT.directBuffer(4).writeInt(next);
                     synchronized (buffers) {
                         buffers.add(buffer);
                     }

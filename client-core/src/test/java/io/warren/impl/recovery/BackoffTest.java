@@ -43,15 +43,17 @@ class BackoffTest {
     }
 
     @Property(tries = 300)
-    void delayStaysWithinItsBand(@ForAll @IntRange(min = 1, max = 200) int attempt,
-                                 @ForAll @DoubleRange(min = 1.0, max = 10.0) double multiplier,
-                                 @ForAll @DoubleRange(min = 0.0, max = 1.0) double jitter) {
+    void delayStaysWithinItsBand(
+            @ForAll @IntRange(min = 1, max = 200) int attempt,
+            @ForAll @DoubleRange(min = 1.0, max = 10.0) double multiplier,
+            @ForAll @DoubleRange(min = 0.0, max = 1.0) double jitter) {
         Backoff b = new Backoff(10 * MS, 30_000 * MS, multiplier, jitter);
         long base = b.baseNanos(attempt);
         long d = b.delayNanos(attempt);
         assertTrue(base <= 30_000 * MS && base >= 10 * MS, "base " + base);
-        assertTrue(d <= base && d >= (long) (base * (1 - jitter)) - 1, d + " outside [" + base * (1 - jitter) + ", "
-                + base + "]");
+        assertTrue(
+                d <= base && d >= (long) (base * (1 - jitter)) - 1,
+                d + " outside [" + base * (1 - jitter) + ", " + base + "]");
         assertTrue(b.baseNanos(attempt + 1) >= base, "never shrinks");
     }
 }

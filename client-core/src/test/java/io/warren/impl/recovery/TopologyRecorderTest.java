@@ -23,7 +23,9 @@ class TopologyRecorderTest {
         r.queueDeclared(QueueSpec.named("q1").arguments(args), "q1");
         args.put("x-max-length", 99); // the application's map changes after the declare
         r.bound(false, "q1", "x1", "a.#", null);
-        assertEquals(List.of("x1"), r.exchanges().stream().map(TopologyRecorder.Exchange::name).toList());
+        assertEquals(
+                List.of("x1"),
+                r.exchanges().stream().map(TopologyRecorder.Exchange::name).toList());
         assertEquals(10, r.queues().get(0).arguments().get("x-max-length"));
         assertTrue(r.exchanges().get(0).durable());
         assertEquals(List.of(new Binding(false, "q1", "x1", "a.#", Map.of())), r.bindings());
@@ -57,7 +59,9 @@ class TopologyRecorderTest {
         r.bound(false, "q", "amq.topic", "k", Map.of());
         r.bound(false, "other", "amq.topic", "k", Map.of());
         r.queueDeleted("q");
-        assertEquals(List.of("other"), r.queues().stream().map(TopologyRecorder.Queue::name).toList());
+        assertEquals(
+                List.of("other"),
+                r.queues().stream().map(TopologyRecorder.Queue::name).toList());
         assertEquals(1, r.bindings().size());
         assertEquals("other", r.bindings().get(0).destination());
     }
@@ -97,7 +101,9 @@ class TopologyRecorderTest {
         assertEquals(2, r.queues().size());
         r.consumerEnded("ad");
         r.consumerEnded("kept");
-        assertEquals(List.of("kept"), r.queues().stream().map(TopologyRecorder.Queue::name).toList());
+        assertEquals(
+                List.of("kept"),
+                r.queues().stream().map(TopologyRecorder.Queue::name).toList());
     }
 
     @Test

@@ -101,37 +101,46 @@ class ApiBaselineTest {
             fail("no API baseline " + baseline.toAbsolutePath() + ": create it with -D" + ACCEPT + "=true");
         }
         List<String> expected = Files.readAllLines(baseline, StandardCharsets.UTF_8).stream()
-                .filter(l -> !l.startsWith("#") && !l.isBlank()).collect(Collectors.toList());
+                .filter(l -> !l.startsWith("#") && !l.isBlank())
+                .collect(Collectors.toList());
         if (!expected.equals(actual)) {
             Set<String> removed = new LinkedHashSet<>(expected);
             removed.removeAll(actual);
             Set<String> added = new LinkedHashSet<>(actual);
             added.removeAll(expected);
-            StringBuilder message = new StringBuilder("The public API of ").append(module.descriptor().name())
-                    .append(" differs from its baseline ").append(baseline).append('\n');
+            StringBuilder message = new StringBuilder("The public API of ")
+                    .append(module.descriptor().name())
+                    .append(" differs from its baseline ")
+                    .append(baseline)
+                    .append('\n');
             removed.forEach(l -> message.append("- ").append(l.strip()).append('\n'));
             added.forEach(l -> message.append("+ ").append(l.strip()).append('\n'));
             if (removed.isEmpty() && added.isEmpty()) {
                 message.append("(the same lines in another order)\n");
             }
-            message.append("If the change is intended, accept it: run this test with -D").append(ACCEPT)
+            message.append("If the change is intended, accept it: run this test with -D")
+                    .append(ACCEPT)
                     .append("=true (for example ./mvnw -o verify -pl client-codec,client-core,client-it -am")
                     .append(" -Dtest=ApiBaselineTest -Dsurefire.failIfNoSpecifiedTests=false -DskipITs -D")
-                    .append(ACCEPT).append("=true) and commit the rewritten baseline with the change.");
+                    .append(ACCEPT)
+                    .append("=true) and commit the rewritten baseline with the change.");
             fail(message.toString());
         }
     }
 
     /** The module the class was loaded from: a jar, or the exploded classes directory of the reactor build. */
     private static ModuleReference module(Class<?> anchor) throws URISyntaxException {
-        Path location = Path.of(anchor.getProtectionDomain().getCodeSource().getLocation().toURI());
+        Path location = Path.of(
+                anchor.getProtectionDomain().getCodeSource().getLocation().toURI());
         Set<ModuleReference> found = ModuleFinder.of(location).findAll();
         assertEquals(1, found.size(), "one module at " + location);
         return found.iterator().next();
     }
 
     private static Set<String> exportedPackages(ModuleDescriptor descriptor) {
-        return descriptor.exports().stream().filter(e -> !e.isQualified()).map(ModuleDescriptor.Exports::source)
+        return descriptor.exports().stream()
+                .filter(e -> !e.isQualified())
+                .map(ModuleDescriptor.Exports::source)
                 .collect(Collectors.toCollection(TreeSet::new));
     }
 
@@ -156,11 +165,14 @@ class ApiBaselineTest {
     private static List<Class<?>> apiTypes(ModuleReference module) throws IOException {
         Set<String> packages = exportedPackages(module.descriptor());
         List<String> names;
-        try (ModuleReader reader = module.open(); Stream<String> resources = reader.list()) {
-            names = resources.filter(r -> r.endsWith(".class") && !r.endsWith("module-info.class"))
+        try (ModuleReader reader = module.open();
+                Stream<String> resources = reader.list()) {
+            names = resources
+                    .filter(r -> r.endsWith(".class") && !r.endsWith("module-info.class"))
                     .map(r -> r.substring(0, r.length() - ".class".length()).replace('/', '.'))
                     .filter(n -> packages.contains(n.substring(0, n.lastIndexOf('.'))))
-                    .sorted().collect(Collectors.toList());
+                    .sorted()
+                    .collect(Collectors.toList());
         }
         List<Class<?>> types = new ArrayList<>();
         for (String name : names) {
@@ -190,8 +202,12 @@ class ApiBaselineTest {
         if (type.isSealed()) {
             b.append("sealed ");
         }
-        b.append(type.isAnnotation() ? "@interface" : type.isInterface() ? "interface" : type.isEnum() ? "enum"
-                : type.isRecord() ? "record" : "class");
+        b.append(
+                type.isAnnotation()
+                        ? "@interface"
+                        : type.isInterface()
+                                ? "interface"
+                                : type.isEnum() ? "enum" : type.isRecord() ? "record" : "class");
         b.append(' ').append(type.getName()).append(typeParameters(type.getTypeParameters()));
         Type superclass = type.getGenericSuperclass();
         if (superclass != null) {
@@ -199,12 +215,14 @@ class ApiBaselineTest {
         }
         Type[] interfaces = type.getGenericInterfaces();
         if (interfaces.length > 0) {
-            b.append(type.isInterface() ? " extends " : " implements ").append(Arrays.stream(interfaces)
-                    .map(Type::getTypeName).collect(Collectors.joining(", ")));
+            b.append(type.isInterface() ? " extends " : " implements ")
+                    .append(Arrays.stream(interfaces).map(Type::getTypeName).collect(Collectors.joining(", ")));
         }
         if (type.isSealed()) {
-            b.append(" permits ").append(Arrays.stream(type.getPermittedSubclasses()).map(Class::getName)
-                    .collect(Collectors.joining(", ")));
+            b.append(" permits ")
+                    .append(Arrays.stream(type.getPermittedSubclasses())
+                            .map(Class::getName)
+                            .collect(Collectors.joining(", ")));
         }
         return b.toString();
     }
@@ -213,11 +231,15 @@ class ApiBaselineTest {
         if (variables.length == 0) {
             return "";
         }
-        return Arrays.stream(variables).map(v -> {
-            List<String> bounds = Arrays.stream(v.getBounds()).map(Type::getTypeName)
-                    .filter(n -> !n.equals("java.lang.Object")).collect(Collectors.toList());
-            return bounds.isEmpty() ? v.getName() : v.getName() + " extends " + String.join(" & ", bounds);
-        }).collect(Collectors.joining(",", "<", ">"));
+        return Arrays.stream(variables)
+                .map(v -> {
+                    List<String> bounds = Arrays.stream(v.getBounds())
+                            .map(Type::getTypeName)
+                            .filter(n -> !n.equals("java.lang.Object"))
+                            .collect(Collectors.toList());
+                    return bounds.isEmpty() ? v.getName() : v.getName() + " extends " + String.join(" & ", bounds);
+                })
+                .collect(Collectors.joining(",", "<", ">"));
     }
 
     /**

@@ -22,12 +22,17 @@ class ConnectAndDeclareExampleIT {
         String exchange = names.exchange("orders");
         String queue = names.queue("orders.eu");
         DeclaredQueue ok = ConnectAndDeclareExample.declare(BrokerExtension.client(), broker.uri(), exchange, queue)
-                .toCompletableFuture().get(30, TimeUnit.SECONDS);
+                .toCompletableFuture()
+                .get(30, TimeUnit.SECONDS);
         assertEquals(queue, ok.queue());
         assertEquals(0, ok.messageCount());
         Channel ch = connection.openChannel().toCompletableFuture().get(30, TimeUnit.SECONDS);
-        assertEquals(queue, ch.queueDeclare(QueueSpec.passive(queue)).toCompletableFuture()
-                .get(30, TimeUnit.SECONDS).queue());
+        assertEquals(
+                queue,
+                ch.queueDeclare(QueueSpec.passive(queue))
+                        .toCompletableFuture()
+                        .get(30, TimeUnit.SECONDS)
+                        .queue());
         ch.queueUnbind(queue, exchange, "eu.#").toCompletableFuture().get(30, TimeUnit.SECONDS);
         ch.queueDelete(queue).toCompletableFuture().get(30, TimeUnit.SECONDS);
         ch.exchangeDelete(exchange).toCompletableFuture().get(30, TimeUnit.SECONDS);

@@ -17,27 +17,28 @@ public final class ConsumeExample {
     public static void main(String[] args) throws InterruptedException {
         String uri = args.length > 0 ? args[0] : "amqp://guest:guest@localhost:5672/%2F";
         AmqpClient client = AmqpClient.create();
-        client.connect(uri).thenCompose(connection -> connection.openChannel())
+        client.connect(uri)
+                .thenCompose(connection -> connection.openChannel())
                 .thenCompose(channel -> consumeOrders(channel, "orders", order -> System.out.println("got " + order)))
-                .toCompletableFuture().join();
+                .toCompletableFuture()
+                .join();
         Thread.sleep(10_000); // consume for a while; closing the client ends the consumer
         client.close().toCompletableFuture().join();
     }
 
     /** Consumes {@code queue}, passing each message's text to {@code orders}, then acknowledging it. */
-    public static CompletionStage<ConsumerHandle> consumeOrders(Channel channel, String queue, Consumer<String> orders) {
+    public static CompletionStage<ConsumerHandle> consumeOrders(
+            Channel channel, String queue, Consumer<String> orders) {
         // [consume]
-        ConsumeOptions options = new ConsumeOptions()
-                .prefetch(100);                // at most 100 unacknowledged deliveries in flight
+        ConsumeOptions options = new ConsumeOptions().prefetch(100); // at most 100 unacknowledged deliveries in flight
         return channel.consume(queue, options, delivery -> {
             // runs on the connection's event loop (ConsumeOptions.executor for a worker pool or virtual threads)
             String order = delivery.body().toString(StandardCharsets.UTF_8);
             orders.accept(order);
-            delivery.ack();                    // any thread, any time; acks are coalesced
+            delivery.ack(); // any thread, any time; acks are coalesced
         });
         // [/consume]
     }
 
-    private ConsumeExample() {
-    }
+    private ConsumeExample() {}
 }

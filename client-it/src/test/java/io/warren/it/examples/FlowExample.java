@@ -20,9 +20,11 @@ public final class FlowExample {
     public static void main(String[] args) {
         String uri = args.length > 0 ? args[0] : "amqp://guest:guest@localhost:5672/%2F";
         AmqpClient client = AmqpClient.create();
-        client.connect(uri).thenCompose(connection -> connection.openChannel())
+        client.connect(uri)
+                .thenCompose(connection -> connection.openChannel())
                 .thenCompose(channel -> consumeOrders(channel, "orders", order -> System.out.println("got " + order)))
-                .toCompletableFuture().join(); // until the queue is deleted or the channel closed
+                .toCompletableFuture()
+                .join(); // until the queue is deleted or the channel closed
         client.close().toCompletableFuture().join();
     }
 
@@ -33,32 +35,32 @@ public final class FlowExample {
     public static CompletableFuture<Void> consumeOrders(Channel channel, String queue, Consumer<String> orders) {
         CompletableFuture<Void> done = new CompletableFuture<>();
         // [flow]
-        DeliveryPublisher publisher = DeliveryPublisher.of(channel, queue,
-                new ConsumeOptions().prefetch(50)); // the broker holds all but 50
+        DeliveryPublisher publisher =
+                DeliveryPublisher.of(channel, queue, new ConsumeOptions().prefetch(50)); // the broker holds all but 50
         publisher.subscribe(new Flow.Subscriber<Delivery>() {
             private Flow.Subscription subscription;
 
             @Override
             public void onSubscribe(Flow.Subscription s) {
                 subscription = s;
-                s.request(50);                                // demand: nothing arrives without it
+                s.request(50); // demand: nothing arrives without it
             }
 
             @Override
             public void onNext(Delivery delivery) {
                 // borrowed: read it here (or retain() it); Warren releases it when onNext returns
                 orders.accept(delivery.body().toString(StandardCharsets.UTF_8));
-                delivery.ack();                               // manual acknowledgement: the subscriber settles
+                delivery.ack(); // manual acknowledgement: the subscriber settles
                 subscription.request(1);
             }
 
             @Override
-            public void onError(Throwable failure) {          // the channel or connection failed
+            public void onError(Throwable failure) { // the channel or connection failed
                 done.completeExceptionally(failure);
             }
 
             @Override
-            public void onComplete() {                        // queue deleted, or an orderly close
+            public void onComplete() { // queue deleted, or an orderly close
                 done.complete(null);
             }
         });
@@ -66,6 +68,5 @@ public final class FlowExample {
         return done;
     }
 
-    private FlowExample() {
-    }
+    private FlowExample() {}
 }

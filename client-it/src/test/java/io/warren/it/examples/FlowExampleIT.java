@@ -25,7 +25,8 @@ class FlowExampleIT {
         Channel publisher = connection.openChannel().toCompletableFuture().get(30, TimeUnit.SECONDS);
         publisher.queueDeclare(QueueSpec.named(queue)).toCompletableFuture().get(30, TimeUnit.SECONDS);
         int confirmed = PublishWithConfirmsExample.publishOrders(publisher, queue, 300)
-                .toCompletableFuture().get(60, TimeUnit.SECONDS);
+                .toCompletableFuture()
+                .get(60, TimeUnit.SECONDS);
         assertEquals(300, confirmed);
 
         Channel consumerChannel = connection.openChannel().toCompletableFuture().get(30, TimeUnit.SECONDS);

@@ -23,22 +23,26 @@ public final class GettingStartedExample {
     public static void main(String[] args) throws Exception {
         String uri = args.length > 0 ? args[0] : "amqp://guest:guest@localhost:5672/%2F";
         int count = 10;
-        AmqpClient client = AmqpClient.create();   // owns the event loops: close it last
+        AmqpClient client = AmqpClient.create(); // owns the event loops: close it last
         try {
             // every call returns a CompletionStage; this main thread may wait on them, a handler never does
             Connection connection = client.connect(uri).toCompletableFuture().get(10, TimeUnit.SECONDS);
             Channel channel = connection.openChannel().toCompletableFuture().get(10, TimeUnit.SECONDS);
-            String queue = channel.queueDeclare(QueueSpec.serverNamed())   // exclusive, deleted with us
-                    .toCompletableFuture().get(10, TimeUnit.SECONDS).queue();
+            String queue = channel.queueDeclare(QueueSpec.serverNamed()) // exclusive, deleted with us
+                    .toCompletableFuture()
+                    .get(10, TimeUnit.SECONDS)
+                    .queue();
 
             // consume with manual acknowledgement: at most 50 unacknowledged deliveries in flight
             CountDownLatch received = new CountDownLatch(count);
             channel.consume(queue, new ConsumeOptions().prefetch(50), delivery -> {
-                // the delivery and its body are lent to this handler: copy what you keep
-                System.out.println("received " + delivery.body().toString(StandardCharsets.UTF_8));
-                delivery.ack();
-                received.countDown();
-            }).toCompletableFuture().get(10, TimeUnit.SECONDS);
+                        // the delivery and its body are lent to this handler: copy what you keep
+                        System.out.println("received " + delivery.body().toString(StandardCharsets.UTF_8));
+                        delivery.ack();
+                        received.countDown();
+                    })
+                    .toCompletableFuture()
+                    .get(10, TimeUnit.SECONDS);
 
             // publish with confirms: each publish's stage completes when the broker has taken the message
             channel.confirmSelect().toCompletableFuture().get(10, TimeUnit.SECONDS);

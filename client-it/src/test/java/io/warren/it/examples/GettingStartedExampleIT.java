@@ -28,7 +28,8 @@ class GettingStartedExampleIT {
         }
         List<String> lines = printed.toString(StandardCharsets.UTF_8).lines().toList();
         assertTrue(lines.contains("10 messages confirmed by the broker"), lines.toString());
-        List<String> received = lines.stream().filter(l -> l.startsWith("received ")).toList();
+        List<String> received =
+                lines.stream().filter(l -> l.startsWith("received ")).toList();
         assertEquals(10, received.size(), lines.toString());
         assertEquals("received hello 0", received.get(0));
         assertEquals("received hello 9", received.get(9));

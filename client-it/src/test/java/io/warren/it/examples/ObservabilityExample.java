@@ -37,8 +37,8 @@ public final class ObservabilityExample {
     }
 
     /** Publishes in a span and consumes with the handler inside the producer's trace. */
-    public static CompletionStage<PublishOutcome> traced(OpenTelemetry openTelemetry, Channel channel, String queue,
-                                                         Consumer<String> orders) {
+    public static CompletionStage<PublishOutcome> traced(
+            OpenTelemetry openTelemetry, Channel channel, String queue, Consumer<String> orders) {
         // [tracing]
         WarrenTracing tracing = WarrenTracing.create(openTelemetry);
         CompletionStage<ConsumerHandle> consumer = channel.consume(queue, tracing.traced(delivery -> {
@@ -46,25 +46,28 @@ public final class ObservabilityExample {
             orders.accept(delivery.body().toString(StandardCharsets.UTF_8));
             delivery.ack();
         }));
-        return consumer.thenCompose(c -> tracing.publish(channel, "", queue, false, null,
-                "order 1".getBytes(StandardCharsets.UTF_8)));   // "amq.default publish", traceparent in the headers
+        return consumer.thenCompose(c -> tracing.publish(
+                channel,
+                "",
+                queue,
+                false,
+                null,
+                "order 1".getBytes(StandardCharsets.UTF_8))); // "amq.default publish", traceparent in the headers
         // [/tracing]
     }
 
     /** Options whose credentials come from a token endpoint, refreshed on the live connection before they expire. */
     public static ConnectionOptions tokenCredentials(String uri, String user, TokenEndpoint endpoint) {
         // [credentials]
-        TokenSource tokens = () -> endpoint.fetchToken()               // your HTTP client, non-blocking
+        TokenSource tokens = () -> endpoint.fetchToken() // your HTTP client, non-blocking
                 .thenApply(t -> Credentials.of(user, t.accessToken(), t.expiresAt()));
-        return ConnectionOptions.fromUri(uri)
-                .credentialsProvider(RefreshingCredentialsProvider.create(tokens));
+        return ConnectionOptions.fromUri(uri).credentialsProvider(RefreshingCredentialsProvider.create(tokens));
         // asked at every connect (recovery too); connection.update-secret before each token expires
         // [/credentials]
     }
 
     /** What an OAuth 2 client-credentials call returns, for the example. */
-    public record Token(String accessToken, Instant expiresAt) {
-    }
+    public record Token(String accessToken, Instant expiresAt) {}
 
     /** The application's token endpoint client, for the example. */
     @FunctionalInterface
@@ -72,6 +75,5 @@ public final class ObservabilityExample {
         CompletableFuture<Token> fetchToken();
     }
 
-    private ObservabilityExample() {
-    }
+    private ObservabilityExample() {}
 }

@@ -35,8 +35,15 @@ class ObservabilityExampleIT {
         try {
             Connection c = client.connect(broker.uri()).toCompletableFuture().get(30, TimeUnit.SECONDS);
             Channel ch = c.openChannel().toCompletableFuture().get(30, TimeUnit.SECONDS);
-            ch.publish("", "nowhere", false, null, new byte[1]).toCompletableFuture().get(30, TimeUnit.SECONDS);
-            assertEquals(1, registry.get("rabbitmq.published").tag("service", "orders").functionCounter().count());
+            ch.publish("", "nowhere", false, null, new byte[1])
+                    .toCompletableFuture()
+                    .get(30, TimeUnit.SECONDS);
+            assertEquals(
+                    1,
+                    registry.get("rabbitmq.published")
+                            .tag("service", "orders")
+                            .functionCounter()
+                            .count());
         } finally {
             client.close().toCompletableFuture().get(30, TimeUnit.SECONDS);
         }
@@ -46,22 +53,31 @@ class ObservabilityExampleIT {
     void tracingSpansTheBroker(Connection connection) throws Exception {
         InMemorySpanExporter exporter = InMemorySpanExporter.create();
         try (SdkTracerProvider provider = SdkTracerProvider.builder()
-                .addSpanProcessor(SimpleSpanProcessor.create(exporter)).build()) {
-            OpenTelemetrySdk otel = OpenTelemetrySdk.builder().setTracerProvider(provider)
-                    .setPropagators(ContextPropagators.create(W3CTraceContextPropagator.getInstance())).build();
+                .addSpanProcessor(SimpleSpanProcessor.create(exporter))
+                .build()) {
+            OpenTelemetrySdk otel = OpenTelemetrySdk.builder()
+                    .setTracerProvider(provider)
+                    .setPropagators(ContextPropagators.create(W3CTraceContextPropagator.getInstance()))
+                    .build();
             Channel ch = connection.openChannel().toCompletableFuture().get(30, TimeUnit.SECONDS);
-            String queue = ch.queueDeclare(QueueSpec.serverNamed()).toCompletableFuture().get(30, TimeUnit.SECONDS)
+            String queue = ch.queueDeclare(QueueSpec.serverNamed())
+                    .toCompletableFuture()
+                    .get(30, TimeUnit.SECONDS)
                     .queue();
             BlockingQueue<String> orders = new ArrayBlockingQueue<>(1);
-            ObservabilityExample.traced(otel, ch, queue, orders::add).toCompletableFuture().get(30, TimeUnit.SECONDS);
+            ObservabilityExample.traced(otel, ch, queue, orders::add)
+                    .toCompletableFuture()
+                    .get(30, TimeUnit.SECONDS);
             assertEquals("order 1", orders.poll(30, TimeUnit.SECONDS));
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
             while (exporter.getFinishedSpanItems().size() < 2 && System.nanoTime() < deadline) {
                 Thread.sleep(10);
             }
             assertEquals(2, exporter.getFinishedSpanItems().size());
-            assertEquals(exporter.getFinishedSpanItems().get(0).getTraceId(),
-                    exporter.getFinishedSpanItems().get(1).getTraceId(), "one trace across the broker");
+            assertEquals(
+                    exporter.getFinishedSpanItems().get(0).getTraceId(),
+                    exporter.getFinishedSpanItems().get(1).getTraceId(),
+                    "one trace across the broker");
         }
     }
 
@@ -70,8 +86,10 @@ class ObservabilityExampleIT {
         // the test broker's users take their password as the "token"
         ObservabilityExample.TokenEndpoint endpoint = () -> CompletableFuture.completedFuture(
                 new ObservabilityExample.Token(broker.password(), Instant.now().plusSeconds(3600)));
-        Connection c = BrokerExtension.client().connect(ObservabilityExample.tokenCredentials(broker.uri(),
-                broker.username(), endpoint)).toCompletableFuture().get(30, TimeUnit.SECONDS);
+        Connection c = BrokerExtension.client()
+                .connect(ObservabilityExample.tokenCredentials(broker.uri(), broker.username(), endpoint))
+                .toCompletableFuture()
+                .get(30, TimeUnit.SECONDS);
         assertTrue(c.isOpen());
         c.close().toCompletableFuture().get(30, TimeUnit.SECONDS);
     }

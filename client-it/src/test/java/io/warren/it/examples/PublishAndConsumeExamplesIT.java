@@ -28,10 +28,12 @@ class PublishAndConsumeExamplesIT {
         Channel consumerChannel = connection.openChannel().toCompletableFuture().get(30, TimeUnit.SECONDS);
         List<String> received = new CopyOnWriteArrayList<>();
         ConsumerHandle consumer = ConsumeExample.consumeOrders(consumerChannel, queue, received::add)
-                .toCompletableFuture().get(30, TimeUnit.SECONDS);
+                .toCompletableFuture()
+                .get(30, TimeUnit.SECONDS);
 
         int confirmed = PublishWithConfirmsExample.publishOrders(publisher, queue, 500)
-                .toCompletableFuture().get(60, TimeUnit.SECONDS);
+                .toCompletableFuture()
+                .get(60, TimeUnit.SECONDS);
         assertEquals(500, confirmed);
 
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
@@ -42,8 +44,14 @@ class PublishAndConsumeExamplesIT {
         assertEquals("order 0", received.get(0));
         assertEquals("order 499", received.get(499));
         consumer.cancel().toCompletableFuture().get(30, TimeUnit.SECONDS);
-        assertEquals(0, publisher.queueDeclare(QueueSpec.passive(queue)).toCompletableFuture()
-                .get(30, TimeUnit.SECONDS).messageCount(), "every delivery acked");
+        assertEquals(
+                0,
+                publisher
+                        .queueDeclare(QueueSpec.passive(queue))
+                        .toCompletableFuture()
+                        .get(30, TimeUnit.SECONDS)
+                        .messageCount(),
+                "every delivery acked");
         publisher.queueDelete(queue).toCompletableFuture().get(30, TimeUnit.SECONDS);
     }
 

@@ -21,13 +21,16 @@ public final class PublishWithConfirmsExample {
         String uri = args.length > 0 ? args[0] : "amqp://guest:guest@localhost:5672/%2F";
         AmqpClient client = AmqpClient.create();
         client.connect(uri)
-                .thenCompose(connection -> connection.openChannel()
-                        .thenCompose(channel -> channel.queueDeclare(QueueSpec.named("orders").durable(true))
+                .thenCompose(connection -> connection
+                        .openChannel()
+                        .thenCompose(channel -> channel.queueDeclare(
+                                        QueueSpec.named("orders").durable(true))
                                 .thenCompose(ok -> publishOrders(channel, "orders", 1000)))
                         .whenComplete((n, error) -> connection.close()))
                 .thenAccept(n -> System.out.println(n + " orders confirmed"))
                 .whenComplete((v, error) -> client.close())
-                .toCompletableFuture().join();
+                .toCompletableFuture()
+                .join();
     }
 
     /** Publishes {@code count} orders to {@code queue} and completes with the number the broker confirmed. */
@@ -45,11 +48,12 @@ public final class PublishWithConfirmsExample {
             }
             // completes when the broker acked every one; a nack fails it with PublishNackedException
             return CompletableFuture.allOf(outcomes.toArray(CompletableFuture[]::new))
-                    .thenApply(all -> (int) outcomes.stream().filter(f -> f.join().isConfirmed()).count());
+                    .thenApply(all -> (int) outcomes.stream()
+                            .filter(f -> f.join().isConfirmed())
+                            .count());
         });
         // [/publish-with-confirms]
     }
 
-    private PublishWithConfirmsExample() {
-    }
+    private PublishWithConfirmsExample() {}
 }

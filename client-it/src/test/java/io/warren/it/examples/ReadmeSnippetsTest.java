@@ -27,8 +27,8 @@ class ReadmeSnippetsTest {
 
     private static final Path EXAMPLES = Path.of("src/test/java/io/warren/it/examples");
     private static final Path README = Path.of("../README.md");
-    private static final Pattern SNIPPET = Pattern.compile(
-            "<!-- snippet: (\\w+) ([\\w-]+) -->\\R```java\\R(.*?)\\R```", Pattern.DOTALL);
+    private static final Pattern SNIPPET =
+            Pattern.compile("<!-- snippet: (\\w+) ([\\w-]+) -->\\R```java\\R(.*?)\\R```", Pattern.DOTALL);
     private static final Pattern REGION = Pattern.compile("^\\s*// \\[([\\w-]+)]\\s*$");
 
     @Test
@@ -41,9 +41,12 @@ class ReadmeSnippetsTest {
             String file = m.group(1) + ".java";
             Map<String, String> regions = regions(EXAMPLES.resolve(file));
             String region = regions.get(m.group(2));
-            assertTrue(region != null, "README quotes region '" + m.group(2) + "' of " + file + ", which has only "
-                    + regions.keySet());
-            assertEquals(region, m.group(3).replace("\r\n", "\n"),
+            assertTrue(
+                    region != null,
+                    "README quotes region '" + m.group(2) + "' of " + file + ", which has only " + regions.keySet());
+            assertEquals(
+                    region,
+                    m.group(3).replace("\r\n", "\n"),
                     "README snippet " + m.group(1) + " " + m.group(2) + " differs from the example");
         }
         assertTrue(count >= 8, "README has only " + count + " example snippets");
@@ -54,7 +57,9 @@ class ReadmeSnippetsTest {
         String readme = Files.readString(README, StandardCharsets.UTF_8);
         List<String> missing = new ArrayList<>();
         try (Stream<Path> files = Files.list(EXAMPLES)) {
-            for (Path f : files.filter(p -> p.toString().endsWith("Example.java")).sorted().toList()) {
+            for (Path f : files.filter(p -> p.toString().endsWith("Example.java"))
+                    .sorted()
+                    .toList()) {
                 String name = f.getFileName().toString().replace(".java", "");
                 for (String region : regions(f).keySet()) {
                     if (!readme.contains("<!-- snippet: " + name + " " + region + " -->")) {
@@ -83,8 +88,16 @@ class ReadmeSnippetsTest {
 
     @Test
     void regionsAreFoundAndDedented() {
-        Map<String, String> r = regions(List.of("class X {", "    void f() {", "        // [a]", "        int x = 1;",
-                "          int y = 2;", "", "        // [/a]", "    }", "}"));
+        Map<String, String> r = regions(List.of(
+                "class X {",
+                "    void f() {",
+                "        // [a]",
+                "        int x = 1;",
+                "          int y = 2;",
+                "",
+                "        // [/a]",
+                "    }",
+                "}"));
         assertEquals(Map.of("a", "int x = 1;\n  int y = 2;\n"), r);
         assertFalse(regions(List.of("// [b]", "x")).containsKey("b"), "an unclosed region is not a region");
     }
@@ -117,8 +130,11 @@ class ReadmeSnippetsTest {
     }
 
     private static String dedent(List<String> lines) {
-        int indent = lines.stream().filter(l -> !l.isBlank())
-                .mapToInt(l -> l.length() - l.stripLeading().length()).min().orElse(0);
+        int indent = lines.stream()
+                .filter(l -> !l.isBlank())
+                .mapToInt(l -> l.length() - l.stripLeading().length())
+                .min()
+                .orElse(0);
         List<String> out = new ArrayList<>();
         for (String l : lines) {
             out.add(l.isBlank() ? "" : l.substring(indent));

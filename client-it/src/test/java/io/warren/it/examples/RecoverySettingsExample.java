@@ -18,8 +18,11 @@ public final class RecoverySettingsExample {
     public static void main(String[] args) {
         String uri = args.length > 0 ? args[0] : "amqp://guest:guest@localhost:5672/%2F";
         AmqpClient client = AmqpClient.create();
-        connect(client, uri).thenCompose(Connection::close).whenComplete((v, e) -> client.close())
-                .toCompletableFuture().join();
+        connect(client, uri)
+                .thenCompose(Connection::close)
+                .whenComplete((v, e) -> client.close())
+                .toCompletableFuture()
+                .join();
     }
 
     /** Connects with explicit recovery settings and a listener. */
@@ -27,11 +30,13 @@ public final class RecoverySettingsExample {
         // [recovery]
         ConnectionOptions options = ConnectionOptions.fromUri(uri)
                 .connectionName("orders-service")
-                .recovery(new RecoveryOptions()                                  // on by default
-                        .backoff(Duration.ofMillis(500), Duration.ofSeconds(30), 2.0, 0.2) // exponential, jitter
-                        .maxDuration(Duration.ofMinutes(10))                     // then give up and close
-                        .topologyRecovery(true)                 // exchanges, queues, bindings, consumers
-                        .publishDuringRecovery(RecoveryOptions.PublishDuringRecovery.WAIT));
+                .recovery(
+                        new RecoveryOptions() // on by default
+                                .backoff(
+                                        Duration.ofMillis(500), Duration.ofSeconds(30), 2.0, 0.2) // exponential, jitter
+                                .maxDuration(Duration.ofMinutes(10)) // then give up and close
+                                .topologyRecovery(true) // exchanges, queues, bindings, consumers
+                                .publishDuringRecovery(RecoveryOptions.PublishDuringRecovery.WAIT));
         return client.connect(options).thenApply(connection -> {
             connection.addRecoveryListener(new RecoveryListener() {
                 @Override
@@ -49,6 +54,5 @@ public final class RecoverySettingsExample {
         // [/recovery]
     }
 
-    private RecoverySettingsExample() {
-    }
+    private RecoverySettingsExample() {}
 }

@@ -22,8 +22,11 @@ class RpcAndRecoveryExamplesIT {
         Channel serverChannel = connection.openChannel().toCompletableFuture().get(30, TimeUnit.SECONDS);
         RpcExample.serve(serverChannel, queue).toCompletableFuture().get(30, TimeUnit.SECONDS);
         Channel clientChannel = connection.openChannel().toCompletableFuture().get(30, TimeUnit.SECONDS);
-        assertEquals("HELLO, WARREN", RpcExample.call(clientChannel, queue, "hello, Warren")
-                .toCompletableFuture().get(30, TimeUnit.SECONDS));
+        assertEquals(
+                "HELLO, WARREN",
+                RpcExample.call(clientChannel, queue, "hello, Warren")
+                        .toCompletableFuture()
+                        .get(30, TimeUnit.SECONDS));
     }
 
     @Test
@@ -34,7 +37,8 @@ class RpcAndRecoveryExamplesIT {
     @Test
     void theRecoverySettingsConnect(Broker broker) throws Exception {
         Connection c = RecoverySettingsExample.connect(BrokerExtension.client(), broker.uri())
-                .toCompletableFuture().get(30, TimeUnit.SECONDS);
+                .toCompletableFuture()
+                .get(30, TimeUnit.SECONDS);
         try {
             assertTrue(c.isOpen());
             assertEquals("orders-service", c.name());

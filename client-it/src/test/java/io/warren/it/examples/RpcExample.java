@@ -22,13 +22,16 @@ public final class RpcExample {
     public static void main(String[] args) {
         String uri = args.length > 0 ? args[0] : "amqp://guest:guest@localhost:5672/%2F";
         AmqpClient client = AmqpClient.create();
-        String reply = client.connect(uri).thenCompose(connection -> connection.openChannel()
+        String reply = client.connect(uri)
+                .thenCompose(connection -> connection
+                        .openChannel()
                         .thenCompose(serverChannel -> serve(serverChannel, "upper-case"))
                         .thenCompose(server -> connection.openChannel())
                         .thenCompose(clientChannel -> call(clientChannel, "upper-case", "hello"))
                         .whenComplete((r, error) -> connection.close()))
                 .whenComplete((r, error) -> client.close())
-                .toCompletableFuture().join();
+                .toCompletableFuture()
+                .join();
         System.out.println(reply);
     }
 
@@ -36,9 +39,8 @@ public final class RpcExample {
     public static CompletionStage<RpcServer> serve(Channel channel, String queue) {
         // [rpc-server]
         return channel.queueDeclare(QueueSpec.named(queue).autoDelete(true))
-                .thenCompose(ok -> RpcServer.start(channel, queue,
-                        new ConsumeOptions().prefetch(20).concurrency(4),
-                        request -> {
+                .thenCompose(ok -> RpcServer.start(
+                        channel, queue, new ConsumeOptions().prefetch(20).concurrency(4), request -> {
                             String text = request.body().toString(StandardCharsets.UTF_8);
                             byte[] answer = text.toUpperCase(Locale.ROOT).getBytes(StandardCharsets.UTF_8);
                             return CompletableFuture.completedFuture(RpcServer.Reply.of(answer));
@@ -49,19 +51,18 @@ public final class RpcExample {
     /** Calls the server on {@code queue} with {@code text}; completes with its answer. */
     public static CompletionStage<String> call(Channel channel, String queue, String text) {
         // [rpc-client]
-        return RpcClient.create(channel)      // consumes amq.rabbitmq.reply-to first, as the broker requires
-                .thenCompose(rpc -> rpc.call("", queue, null,
-                        Unpooled.copiedBuffer(text, StandardCharsets.UTF_8), Duration.ofSeconds(5)))
+        return RpcClient.create(channel) // consumes amq.rabbitmq.reply-to first, as the broker requires
+                .thenCompose(rpc -> rpc.call(
+                        "", queue, null, Unpooled.copiedBuffer(text, StandardCharsets.UTF_8), Duration.ofSeconds(5)))
                 .thenApply(reply -> {
                     try {
                         return reply.body().toString(StandardCharsets.UTF_8);
                     } finally {
-                        reply.release();       // the reply is the caller's
+                        reply.release(); // the reply is the caller's
                     }
                 });
         // [/rpc-client]
     }
 
-    private RpcExample() {
-    }
+    private RpcExample() {}
 }

@@ -24,8 +24,11 @@ public final class TlsExample {
         String uri = args.length > 0 ? args[0] : "amqps://guest:guest@localhost:5671/%2F";
         Path ca = Path.of(args.length > 1 ? args[1] : "ca_certificate.pem");
         AmqpClient client = AmqpClient.create();
-        connect(client, uri, trustedCa(ca), null).thenCompose(Connection::close)
-                .whenComplete((v, e) -> client.close()).toCompletableFuture().join();
+        connect(client, uri, trustedCa(ca), null)
+                .thenCompose(Connection::close)
+                .whenComplete((v, e) -> client.close())
+                .toCompletableFuture()
+                .join();
     }
 
     /** Trust for the certificates signed by the CA in {@code pem}. */
@@ -34,7 +37,8 @@ public final class TlsExample {
         KeyStore trusted = KeyStore.getInstance(KeyStore.getDefaultType());
         trusted.load(null, null);
         try (InputStream in = Files.newInputStream(pem)) {
-            trusted.setCertificateEntry("rabbitmq-ca", CertificateFactory.getInstance("X.509").generateCertificate(in));
+            trusted.setCertificateEntry(
+                    "rabbitmq-ca", CertificateFactory.getInstance("X.509").generateCertificate(in));
         }
         TrustManagerFactory trust = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
         trust.init(trusted);
@@ -43,17 +47,16 @@ public final class TlsExample {
     }
 
     /** Connects over TLS; {@code clientKey} (null for none) is the client certificate for mutual TLS. */
-    public static CompletionStage<Connection> connect(AmqpClient client, String uri, TrustManagerFactory trust,
-                                                      KeyManagerFactory clientKey) {
+    public static CompletionStage<Connection> connect(
+            AmqpClient client, String uri, TrustManagerFactory trust, KeyManagerFactory clientKey) {
         // [tls-connect]
-        ConnectionOptions options = ConnectionOptions.fromUri(uri)       // amqps://user:pass@host:5671/vhost
+        ConnectionOptions options = ConnectionOptions.fromUri(uri) // amqps://user:pass@host:5671/vhost
                 .tls(new TlsOptions()
-                        .trustManagerFactory(trust)                      // null: the JDK's default trust store
-                        .keyManagerFactory(clientKey));                  // a client certificate, if any
+                        .trustManagerFactory(trust) // null: the JDK's default trust store
+                        .keyManagerFactory(clientKey)); // a client certificate, if any
         return client.connect(options);
         // [/tls-connect]
     }
 
-    private TlsExample() {
-    }
+    private TlsExample() {}
 }

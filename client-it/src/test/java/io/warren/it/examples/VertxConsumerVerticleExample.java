@@ -21,14 +21,13 @@ public final class VertxConsumerVerticleExample {
         Vertx vertx = Vertx.vertx();
         AmqpClient client = client(vertx);
         vertx.eventBus().<String>consumer("orders", m -> System.out.println("order: " + m.body()));
-        vertx.deployVerticle(new OrdersVerticle(client, uri, "orders"))
-                .onFailure(Throwable::printStackTrace);
+        vertx.deployVerticle(new OrdersVerticle(client, uri, "orders")).onFailure(Throwable::printStackTrace);
     }
 
     /** A Warren client on {@code vertx}'s event loops (no threads of its own). */
     public static AmqpClient client(Vertx vertx) {
         // [vertx-client]
-        AmqpClient client = VertxAmqp.client(vertx);   // runs on Vert.x's event loops, no threads of its own
+        AmqpClient client = VertxAmqp.client(vertx); // runs on Vert.x's event loops, no threads of its own
         // [/vertx-client]
         return client;
     }
@@ -49,7 +48,8 @@ public final class VertxConsumerVerticleExample {
 
         @Override
         public Future<?> start() {
-            return VertxAmqp.create(vertx).connect(client, uri)     // futures complete on this verticle's context
+            return VertxAmqp.create(vertx)
+                    .connect(client, uri) // futures complete on this verticle's context
                     .compose(opened -> {
                         connection = opened;
                         return opened.openChannel();
@@ -69,6 +69,5 @@ public final class VertxConsumerVerticleExample {
     }
     // [/vertx-verticle]
 
-    private VertxConsumerVerticleExample() {
-    }
+    private VertxConsumerVerticleExample() {}
 }

@@ -34,11 +34,13 @@ class VertxConsumerVerticleExampleIT {
             AmqpClient client = VertxAmqp.client(vertx, new ClientOptions().metricsEnabled(true));
             BlockingQueue<String> bus = new ArrayBlockingQueue<>(10);
             vertx.eventBus().<String>consumer("orders", m -> bus.add(m.body()));
-            String id = vertx.deployVerticle(new VertxConsumerVerticleExample.OrdersVerticle(client, broker.uri(), queue))
+            String id = vertx.deployVerticle(
+                            new VertxConsumerVerticleExample.OrdersVerticle(client, broker.uri(), queue))
                     .await(30, TimeUnit.SECONDS);
             for (int i = 0; i < 3; i++) {
                 channel.publish("", queue, false, null, ("order " + i).getBytes(StandardCharsets.UTF_8))
-                        .toCompletableFuture().get(30, TimeUnit.SECONDS);
+                        .toCompletableFuture()
+                        .get(30, TimeUnit.SECONDS);
             }
             for (int i = 0; i < 3; i++) {
                 assertEquals("order " + i, bus.poll(30, TimeUnit.SECONDS));
@@ -51,8 +53,12 @@ class VertxConsumerVerticleExampleIT {
                 Thread.sleep(10);
             }
             assertEquals(0, client.metrics().connections(), "stop() closed the connection start() opened");
-            assertEquals(0, channel.queueDeclare(QueueSpec.passive(queue)).toCompletableFuture()
-                    .get(30, TimeUnit.SECONDS).consumerCount());
+            assertEquals(
+                    0,
+                    channel.queueDeclare(QueueSpec.passive(queue))
+                            .toCompletableFuture()
+                            .get(30, TimeUnit.SECONDS)
+                            .consumerCount());
             channel.queueDelete(queue).toCompletableFuture().get(30, TimeUnit.SECONDS);
             client.close().toCompletableFuture().get(30, TimeUnit.SECONDS);
         } finally {

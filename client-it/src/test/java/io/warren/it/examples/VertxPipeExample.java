@@ -52,20 +52,25 @@ public final class VertxPipeExample {
 
         @Override
         public Future<?> start() {
-            return VertxAmqp.create(vertx).connect(client, uri)
+            return VertxAmqp.create(vertx)
+                    .connect(client, uri)
                     .compose(opened -> {
                         connection = opened;
                         return opened.openChannel();
                     })
                     .compose(channel -> channel.consume(queue, new ConsumeOptions().prefetch(200)))
-                    .compose(orders -> vertx.fileSystem().open(file, new OpenOptions().setAppend(true))
-                            .onSuccess(out -> orders.pipeTo(new AckingLineWriter(vertx, out, 50)).onComplete(piped)));
+                    .compose(orders -> vertx.fileSystem()
+                            .open(file, new OpenOptions().setAppend(true))
+                            .onSuccess(out -> orders.pipeTo(new AckingLineWriter(vertx, out, 50))
+                                    .onComplete(piped)));
         }
 
         @Override
         public Future<?> stop() {
             // an orderly close: the stream ends, the pipe flushes and closes the file, and succeeds
-            return connection == null ? Future.succeededFuture() : connection.close().compose(closed -> piped.future());
+            return connection == null
+                    ? Future.succeededFuture()
+                    : connection.close().compose(closed -> piped.future());
         }
 
         public Future<Void> piped() {
@@ -96,7 +101,7 @@ public final class VertxPipeExample {
 
         @Override
         public Future<Void> write(Delivery delivery) {
-            batch.add(delivery.retain());      // its body is read after this call returns: keep it until then
+            batch.add(delivery.retain()); // its body is read after this call returns: keep it until then
             if (batch.size() >= batchSize) {
                 return flush();
             }
@@ -122,15 +127,15 @@ public final class VertxPipeExample {
             Buffer lines = Buffer.buffer();
             for (Delivery d : written) {
                 lines.appendBytes(d.bodyBytes()).appendString("\n");
-                d.release();                   // copied into the buffer: the bytes are no longer needed
+                d.release(); // copied into the buffer: the bytes are no longer needed
             }
             return out.write(lines).andThen(result -> {
                 try {
                     for (Delivery d : written) {
                         if (result.succeeded()) {
-                            d.ack();           // settling needs only the tag: fine after the release
+                            d.ack(); // settling needs only the tag: fine after the release
                         } else {
-                            d.nack(true);      // requeue: the broker delivers it again
+                            d.nack(true); // requeue: the broker delivers it again
                         }
                     }
                 } catch (ChannelClosedException | StaleDeliveryException gone) {
@@ -141,7 +146,7 @@ public final class VertxPipeExample {
 
         @Override
         public Future<Void> end() {
-            return flush().eventually(out::end);   // the file is closed even when the last write failed
+            return flush().eventually(out::end); // the file is closed even when the last write failed
         }
 
         @Override
@@ -169,6 +174,5 @@ public final class VertxPipeExample {
     }
     // [/vertx-writer]
 
-    private VertxPipeExample() {
-    }
+    private VertxPipeExample() {}
 }

@@ -31,9 +31,8 @@ import org.junit.jupiter.api.io.TempDir;
 class VertxPipeExampleIT {
 
     @Test
-    void everyOrderBecomesALineAndIsAckedAndTheUndeployEndsThePipeCleanly(Broker broker, Connection connection,
-                                                                         TestNames names, @TempDir Path dir)
-            throws Exception {
+    void everyOrderBecomesALineAndIsAckedAndTheUndeployEndsThePipeCleanly(
+            Broker broker, Connection connection, TestNames names, @TempDir Path dir) throws Exception {
         String queue = names.queue("orders");
         Path file = dir.resolve("orders.txt");
         Channel channel = connection.openChannel().toCompletableFuture().get(30, TimeUnit.SECONDS);
@@ -44,20 +43,26 @@ class VertxPipeExampleIT {
             expected.add("order " + i);
         }
         for (String order : expected) {
-            channel.publishNoOutcome("", queue, false, null, Unpooled.wrappedBuffer(order.getBytes(StandardCharsets.UTF_8)));
+            channel.publishNoOutcome(
+                    "", queue, false, null, Unpooled.wrappedBuffer(order.getBytes(StandardCharsets.UTF_8)));
         }
         Vertx vertx = Vertx.vertx();
         try {
             AmqpClient client = VertxAmqp.client(vertx, new ClientOptions().metricsEnabled(true));
-            VertxPipeExample.OrdersToFileVerticle verticle = new VertxPipeExample.OrdersToFileVerticle(client,
-                    broker.uri(), queue, file.toString());
+            VertxPipeExample.OrdersToFileVerticle verticle =
+                    new VertxPipeExample.OrdersToFileVerticle(client, broker.uri(), queue, file.toString());
             String id = vertx.deployVerticle(verticle).await(30, TimeUnit.SECONDS);
             awaitAcked(channel, queue, client, expected.size());
             vertx.undeploy(id).await(30, TimeUnit.SECONDS);
             verticle.piped().await(30, TimeUnit.SECONDS); // throws if the pipe ended with a failure
             assertEquals(expected, Files.readAllLines(file, StandardCharsets.UTF_8));
-            assertEquals(0, channel.queueDeclare(QueueSpec.passive(queue)).toCompletableFuture()
-                    .get(30, TimeUnit.SECONDS).messageCount(), "every line was acked");
+            assertEquals(
+                    0,
+                    channel.queueDeclare(QueueSpec.passive(queue))
+                            .toCompletableFuture()
+                            .get(30, TimeUnit.SECONDS)
+                            .messageCount(),
+                    "every line was acked");
             client.close().toCompletableFuture().get(30, TimeUnit.SECONDS);
         } finally {
             vertx.close().await(30, TimeUnit.SECONDS);
@@ -71,7 +76,10 @@ class VertxPipeExampleIT {
         while (client.metrics().acknowledged() < count) {
             if (System.nanoTime() > deadline) {
                 throw new AssertionError("acked " + client.metrics().acknowledged() + " of " + count + "; queue has "
-                        + channel.queueDeclare(QueueSpec.passive(queue)).toCompletableFuture().get().messageCount());
+                        + channel.queueDeclare(QueueSpec.passive(queue))
+                                .toCompletableFuture()
+                                .get()
+                                .messageCount());
             }
             Thread.sleep(20);
         }

@@ -59,7 +59,9 @@ public final class FaultProxy implements AutoCloseable {
     public FaultProxy(String targetHost, int targetPort) throws InterruptedException {
         this.targetHost = targetHost;
         this.targetPort = targetPort;
-        this.server = new ServerBootstrap().group(group).channel(NioServerSocketChannel.class)
+        this.server = new ServerBootstrap()
+                .group(group)
+                .channel(NioServerSocketChannel.class)
                 // the client side reads only once the broker side is connected
                 .childOption(ChannelOption.AUTO_READ, false)
                 .childOption(ChannelOption.TCP_NODELAY, true)
@@ -75,7 +77,9 @@ public final class FaultProxy implements AutoCloseable {
                         ch.pipeline().addLast(new Pair(ch).front);
                     }
                 })
-                .bind("127.0.0.1", 0).sync().channel();
+                .bind("127.0.0.1", 0)
+                .sync()
+                .channel();
     }
 
     /** The port the client connects to (on 127.0.0.1). */
@@ -167,17 +171,21 @@ public final class FaultProxy implements AutoCloseable {
 
         void connectBroker() {
             pairs.add(this);
-            broker = new Bootstrap().group(client.eventLoop()).channel(NioSocketChannel.class)
+            broker = new Bootstrap()
+                    .group(client.eventLoop())
+                    .channel(NioSocketChannel.class)
                     .option(ChannelOption.AUTO_READ, false)
                     .option(ChannelOption.TCP_NODELAY, true)
                     .handler(new Relay(false))
-                    .connect(targetHost, targetPort).addListener((ChannelFutureListener) f -> {
+                    .connect(targetHost, targetPort)
+                    .addListener((ChannelFutureListener) f -> {
                         if (f.isSuccess()) {
                             setReading(!stalled);
                         } else {
                             cut();
                         }
-                    }).channel();
+                    })
+                    .channel();
         }
 
         void setReading(boolean on) {
@@ -247,13 +255,17 @@ public final class FaultProxy implements AutoCloseable {
                 } else {
                     // same delay for every chunk: deadlines increase with time, so the order is kept
                     ByteBuf buf = (ByteBuf) msg;
-                    ctx.executor().schedule(() -> {
-                        if (peer.isActive()) {
-                            peer.writeAndFlush(buf);
-                        } else {
-                            buf.release();
-                        }
-                    }, delay, TimeUnit.NANOSECONDS);
+                    ctx.executor()
+                            .schedule(
+                                    () -> {
+                                        if (peer.isActive()) {
+                                            peer.writeAndFlush(buf);
+                                        } else {
+                                            buf.release();
+                                        }
+                                    },
+                                    delay,
+                                    TimeUnit.NANOSECONDS);
                 }
             }
 

@@ -2,8 +2,8 @@ package io.warren.it.fault;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.warren.Channel;
 import io.warren.Connection;
@@ -22,7 +22,9 @@ import org.junit.jupiter.api.extension.ExtendWith;
 class FaultProxyIT {
 
     static ConnectionOptions through(FaultProxy proxy, Broker broker) {
-        return ConnectionOptions.fromUri(broker.uri()).address(proxy.host(), proxy.port()).automaticRecovery(false);
+        return ConnectionOptions.fromUri(broker.uri())
+                .address(proxy.host(), proxy.port())
+                .automaticRecovery(false);
     }
 
     static <T> T await(java.util.concurrent.CompletionStage<T> stage) throws Exception {
@@ -46,14 +48,15 @@ class FaultProxyIT {
     @Test
     void aStallIsFoundByTheHeartbeatWithinTwoIntervals(Broker broker) throws Exception {
         try (FaultProxy proxy = new FaultProxy(broker.host(), broker.port())) {
-            Connection c = await(BrokerExtension.client().connect(through(proxy, broker).requestedHeartbeat(1)
-                    ));
+            Connection c = await(
+                    BrokerExtension.client().connect(through(proxy, broker).requestedHeartbeat(1)));
             assertEquals(1, c.heartbeat(), "negotiated heartbeat interval (s)");
             proxy.stall(true);
             // The wait only keeps a broken build from hanging: how fast the stall is found is measured by
             // benchmarks, not asserted here. What is asserted is the cause: the heartbeat check closed the
             // connection after two 1 s intervals of silence (not the socket, not the broker, not a timeout).
-            ConnectionClosedException reason = c.closeFuture().toCompletableFuture().get(30, TimeUnit.SECONDS);
+            ConnectionClosedException reason =
+                    c.closeFuture().toCompletableFuture().get(30, TimeUnit.SECONDS);
             assertFalse(reason.initiatedByBroker(), reason.toString());
             assertTrue(reason.getMessage().contains("missed heartbeats"), reason.getMessage());
             assertTrue(reason.getMessage().contains("two heartbeat intervals of 1 s"), reason.getMessage());
@@ -75,9 +78,12 @@ class FaultProxyIT {
             proxy.delay(Duration.ZERO);
             await(c.close());
             proxy.refuseNew(true);
-            assertThrows(ExecutionException.class, () -> BrokerExtension.client()
-                    .connect(through(proxy, broker).connectionTimeout(Duration.ofSeconds(5)))
-                    .toCompletableFuture().get(30, TimeUnit.SECONDS));
+            assertThrows(
+                    ExecutionException.class,
+                    () -> BrokerExtension.client()
+                            .connect(through(proxy, broker).connectionTimeout(Duration.ofSeconds(5)))
+                            .toCompletableFuture()
+                            .get(30, TimeUnit.SECONDS));
         }
     }
 }

@@ -42,7 +42,7 @@ class ProvisionScriptTest {
         script.toFile().setExecutable(true);
         bin = Files.createDirectories(tree.resolve("bin"));
         for (String tool : TOOLS) {
-            stub(tool, "exec " + which(tool) + " \"$@\"");   // a script, not a link: @TempDir warns on links out
+            stub(tool, "exec " + which(tool) + " \"$@\""); // a script, not a link: @TempDir warns on links out
         }
     }
 
@@ -62,7 +62,9 @@ class ProvisionScriptTest {
     @Test
     void goalsThatRunNoTestNeedOnlyTheJdkAndMaven() throws Exception {
         stub("id", "echo 1000");
-        for (List<String> args : List.of(List.of("-B", "-DskipTests", "package"), List.of("compile"),
+        for (List<String> args : List.of(
+                List.of("-B", "-DskipTests", "package"),
+                List.of("compile"),
                 List.of("verify", "-Dmaven.test.skip=true"))) {
             Result r = provision(closedPortUri(), args.toArray(String[]::new));
             assertEquals(1, r.exit, r.err);
@@ -109,7 +111,7 @@ class ProvisionScriptTest {
 
     @Test
     void withoutRootOrAptGetNothingIsInstalled() throws Exception {
-        stub("id", "echo 0");   // root, but no apt-get: not a Debian-family machine
+        stub("id", "echo 0"); // root, but no apt-get: not a Debian-family machine
         Result r = provision(closedPortUri(), "verify");
         assertEquals(1, r.exit, r.err);
         assertFalse(r.err.contains("would run"), r.err);
@@ -120,7 +122,7 @@ class ProvisionScriptTest {
     void theTestClusterIsStartedWhenItsScriptIsInTheTree() throws Exception {
         Path cluster = tree.resolve("scripts/rabbitmq-cluster.sh");
         Files.createDirectories(cluster.getParent());
-        Files.writeString(cluster, "#!/usr/bin/env bash\n[ \"$1\" = start ]\n");   // status: not up
+        Files.writeString(cluster, "#!/usr/bin/env bash\n[ \"$1\" = start ]\n"); // status: not up
         stub("id", "echo 1000");
         equip();
         try (ServerSocket broker = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
@@ -195,12 +197,14 @@ class ProvisionScriptTest {
         Path cluster = clusterScriptThatIsNotUp();
         stub("id", "echo 0");
         stub("apt-get", "exit 0");
-        equip();   // no rabbitmq-server on PATH
+        equip(); // no rabbitmq-server on PATH
         try (ServerSocket broker = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             Result r = provision("amqp://127.0.0.1:" + broker.getLocalPort(), "verify");
             assertEquals(0, r.exit, r.err);
             assertTrue(r.err.contains("apt-get install -y -qq rabbitmq-server\n"), r.err);
-            assertTrue(r.err.indexOf("apt-get install") < r.err.indexOf("would run: bash " + cluster.toRealPath() + " start"),
+            assertTrue(
+                    r.err.indexOf("apt-get install")
+                            < r.err.indexOf("would run: bash " + cluster.toRealPath() + " start"),
                     r.err);
         }
     }
