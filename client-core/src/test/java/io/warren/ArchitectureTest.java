@@ -11,12 +11,12 @@ import com.tngtech.archunit.core.domain.JavaCodeUnit;
 import com.tngtech.archunit.core.domain.JavaField;
 import com.tngtech.archunit.core.domain.JavaModifier;
 import com.tngtech.archunit.core.importer.ClassFileImporter;
-import com.tngtech.archunit.core.importer.ImportOption;
 import com.tngtech.archunit.lang.ArchCondition;
 import com.tngtech.archunit.lang.ConditionEvents;
 import com.tngtech.archunit.lang.SimpleConditionEvent;
 import com.tngtech.archunit.library.dependencies.SliceAssignment;
 import com.tngtech.archunit.library.dependencies.SliceIdentifier;
+import io.warren.testing.MainClassesOnly;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -41,9 +41,8 @@ import org.junit.jupiter.api.Test;
  */
 class ArchitectureTest {
 
-    private static final JavaClasses CORE = new ClassFileImporter()
-            .withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
-            .importPackages("io.warren");
+    private static final JavaClasses CORE =
+            new ClassFileImporter().withImportOption(new MainClassesOnly()).importPackages("io.warren");
 
     /** The packages module-info exports, read from it so that the rules follow it. */
     private static final Set<String> EXPORTED = exportedPackages();
@@ -183,9 +182,8 @@ class ArchitectureTest {
 
     @Test
     void noPublicApiTypeSharesItsSimpleNameWithACodecType() {
-        JavaClasses codec = new ClassFileImporter()
-                .withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
-                .importPackages("io.warren.codec");
+        JavaClasses codec =
+                new ClassFileImporter().withImportOption(new MainClassesOnly()).importPackages("io.warren.codec");
         Set<String> codecNames = codec.stream()
                 .filter(c -> c.getModifiers().contains(JavaModifier.PUBLIC) && c.isTopLevelClass())
                 .map(JavaClass::getSimpleName)

@@ -4,7 +4,7 @@ import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
 
 import com.tngtech.archunit.core.domain.JavaClasses;
 import com.tngtech.archunit.core.importer.ClassFileImporter;
-import com.tngtech.archunit.core.importer.ImportOption;
+import io.warren.testing.MainClassesOnly;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -13,9 +13,8 @@ import org.junit.jupiter.api.Test;
  */
 class BenchmarkImportsTest {
 
-    private static final JavaClasses BENCH = new ClassFileImporter()
-            .withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
-            .importPackages("io.warren.bench");
+    private static final JavaClasses BENCH =
+            new ClassFileImporter().withImportOption(new MainClassesOnly()).importPackages("io.warren.bench");
 
     @Test
     void benchmarksUseNoInternalClass() {

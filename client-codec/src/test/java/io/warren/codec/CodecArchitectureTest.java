@@ -7,12 +7,12 @@ import static com.tngtech.archunit.library.Architectures.layeredArchitecture;
 import static com.tngtech.archunit.library.dependencies.SlicesRuleDefinition.slices;
 
 import com.tngtech.archunit.core.domain.JavaClass;
-import com.tngtech.archunit.core.importer.ImportOption;
 import com.tngtech.archunit.junit.AnalyzeClasses;
 import com.tngtech.archunit.junit.ArchTest;
 import com.tngtech.archunit.lang.ArchRule;
 import com.tngtech.archunit.library.dependencies.SliceAssignment;
 import com.tngtech.archunit.library.dependencies.SliceIdentifier;
+import io.warren.testing.MainClassesOnly;
 
 /**
  * The codec's packages are layers, each depending only on those below it:
@@ -28,7 +28,7 @@ import com.tngtech.archunit.library.dependencies.SliceIdentifier;
  *
  * <p>So no two packages import each other, and the codec knows nothing of the rest of Warren.
  */
-@AnalyzeClasses(packages = "io.warren.codec", importOptions = ImportOption.DoNotIncludeTests.class)
+@AnalyzeClasses(packages = "io.warren.codec", importOptions = MainClassesOnly.class)
 class CodecArchitectureTest {
 
     /** Each package of the codec is a slice of its own, the root package {@code io.warren.codec} included. */
