@@ -192,6 +192,12 @@ final class ConfirmTracker {
         slots[i] = null;
         flags[i] = 0;
         outstanding--;
+        // counted before the future completes: whoever its completion wakes sees the metrics include it
+        if (ack) {
+            metrics.publishesConfirmed(1);
+        } else {
+            metrics.publishesNacked(1);
+        }
         if (now != 0 && sentAt[i] != 0) {
             metrics.confirmLatency(now - sentAt[i]);
             sentAt[i] = 0;

@@ -534,9 +534,7 @@ public final class Publisher {
                     tag);
             return;
         }
-        int outstanding = confirms.outstanding();
-        confirms.ack(tag, multiple);
-        metrics.publishesConfirmed(outstanding - confirms.outstanding());
+        confirms.ack(tag, multiple); // counts each publish before completing its future
         releaseHeld();
         updateWritability();
     }
@@ -560,9 +558,7 @@ public final class Publisher {
                     tag);
             return;
         }
-        int outstanding = confirms.outstanding();
-        confirms.nack(tag, multiple);
-        metrics.publishesNacked(outstanding - confirms.outstanding());
+        confirms.nack(tag, multiple); // counts each publish before completing its future
         releaseHeld();
         updateWritability();
     }

@@ -69,4 +69,31 @@ class ConfirmTrackerTest {
             assertEquals(metrics.nanos.get(i - 1) - 1, (long) metrics.nanos.get(i));
         }
     }
+
+    @Test
+    void eachPublishIsCountedBeforeItsFutureCompletes() {
+        int[] counted = new int[2]; // confirmed, nacked
+        MetricsCollector metrics = new MetricsCollector() {
+            @Override
+            public void publishesConfirmed(int count) {
+                counted[0] += count;
+            }
+
+            @Override
+            public void publishesNacked(int count) {
+                counted[1] += count;
+            }
+        };
+        ConfirmTracker tracker = new ConfirmTracker(1, 100, metrics);
+        List<String> seen = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            CompletableFuture<PublishOutcome> f = new CompletableFuture<>();
+            // what a caller woken by the future reads: the metrics must already include its publish
+            f.whenComplete((o, e) -> seen.add(counted[0] + "/" + counted[1]));
+            tracker.add(f, false, 0);
+        }
+        tracker.ack(2, true);
+        tracker.nack(3, false);
+        assertEquals(List.of("1/0", "2/0", "2/1"), seen);
+    }
 }
