@@ -47,15 +47,18 @@ import org.openjdk.jmh.runner.IterationType;
  * {@code -prof gc} or perf figures, so read allocation from PublishAllocationBenchmark instead.
  *
  * <p>The caller is JMH's worker, a plain {@code java.lang.Thread}, as in most applications (Netty's pooled allocator
- * keeps no thread cache for it: Warren's body buffer objects are allocated, not recycled). Run (about 4 minutes):
+ * keeps no thread cache for it: Warren's body buffer objects are allocated, not recycled); {@link NettyThreadExecutor}
+ * makes it a Netty thread instead. Run (about 4 minutes):
  *
  * <pre>
  * java -jar client-benchmarks/target/benchmarks.jar RoundTripLatencyBenchmark \
  *     -prof io.warren.bench.latency.ReceiptLatencyProfiler -f 2 -wi 3 -i 5 -w 2s -r 5s
  * </pre>
  *
- * Read the {@code :receipt:p0.50} and {@code :receipt:p0.999} rows (us). {@code -p idleMicros=20} publishes inside
- * Warren's caller-write gap (50 us), where the event loop writes the message instead of the caller.
+ * Read the {@code :receipt:p0.50} and {@code :receipt:p0.999} rows (us). {@code -p idleMicros=N} sets the idle time
+ * (a park: the OS's timer slack, 50 us on Linux, comes on top). Both clients write each message to the socket on the
+ * caller's thread here: amqp-client always, Warren because the connection is idle for longer than its caller-write
+ * gap.
  */
 @Warmup(iterations = 3, time = 2)
 @Measurement(iterations = 5, time = 5)
@@ -115,7 +118,8 @@ public class RoundTripLatencyBenchmark {
 
     @TearDown(Level.Trial)
     public void stop() throws Exception {
-        System.out.println(summary(client, bodySize, trial));
+        // on a line of its own: JMH has printed the last iteration's label and prints its score after this
+        System.out.println(System.lineSeparator() + "fork's " + summary(client, bodySize, trial));
         roundTrip.close();
     }
 

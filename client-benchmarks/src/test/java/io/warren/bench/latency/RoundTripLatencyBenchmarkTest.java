@@ -5,9 +5,11 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.netty.util.concurrent.FastThreadLocalThread;
 import java.util.Collection;
 import java.util.HashSet;
 import java.util.Set;
+import java.util.concurrent.TimeUnit;
 import org.HdrHistogram.Histogram;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -52,6 +54,17 @@ class RoundTripLatencyBenchmarkTest {
             assertEquals(MESSAGES, ReceiptLatencyProfiler.samples(latencies).count());
         } finally {
             benchmark.stop();
+        }
+    }
+
+    @Test
+    void theNettyThreadExecutorRunsJmhWorkersOnNettyThreads() throws Exception {
+        NettyThreadExecutor executor = new NettyThreadExecutor(1, "round-trip-test");
+        try {
+            assertTrue(executor.submit(() -> Thread.currentThread() instanceof FastThreadLocalThread)
+                    .get(10, TimeUnit.SECONDS));
+        } finally {
+            executor.shutdown();
         }
     }
 
