@@ -7,7 +7,7 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * JMH's worker threads as Netty {@code FastThreadLocalThread}s, the caller of a Netty or Vert.x application: there
- * Netty's pooled allocator has a thread cache and recycles buffer objects, so Warren's body costs no garbage. JMH
+ * Netty's pooled allocator has a thread cache and recycles buffer objects, Warren's body buffers among them. JMH
  * makes its executor from this class when the forked JVM is started with
  * {@code -jvmArgsAppend "-Djmh.executor=CUSTOM -Djmh.executor.class=io.warren.bench.latency.NettyThreadExecutor"}.
  */

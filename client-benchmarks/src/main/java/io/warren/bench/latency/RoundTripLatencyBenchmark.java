@@ -42,13 +42,14 @@ import org.openjdk.jmh.runner.IterationType;
  *
  * <p><b>Where the peer runs.</b> In this JVM, on its own event loop thread ({@code warren-peer-*}), not in a
  * {@code PeerProcess}: the receipt histogram and the receipt count are read in process (the peer's public API), and
- * the stamp and the peer's clock are the same {@code System.nanoTime()}. The peer allocates nothing per message
- * (pooled buffers, a recorder of fixed size), so it adds no garbage to the client's JVM; its CPU does count in JMH's
- * {@code -prof gc} or perf figures, so read allocation from PublishAllocationBenchmark instead.
+ * the stamp and the peer's clock are the same {@code System.nanoTime()}. The peer makes no garbage per message
+ * (pooled buffers; its recorder only grows to the largest latency seen), so it adds no GC to the client's JVM; but
+ * JVM-wide profilers count its threads too ({@code -prof gc} counts every thread), so read allocation from
+ * PublishAllocationBenchmark, whose peer runs in a JVM of its own.
  *
  * <p>The caller is JMH's worker, a plain {@code java.lang.Thread}, as in most applications (Netty's pooled allocator
  * keeps no thread cache for it: Warren's body buffer objects are allocated, not recycled); {@link NettyThreadExecutor}
- * makes it a Netty thread instead. Run (about 4 minutes):
+ * makes it a Netty thread instead. Run (about 5 minutes):
  *
  * <pre>
  * java -jar client-benchmarks/target/benchmarks.jar RoundTripLatencyBenchmark \
