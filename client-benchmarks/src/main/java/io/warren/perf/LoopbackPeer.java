@@ -174,6 +174,15 @@ public final class LoopbackPeer implements AutoCloseable {
         return new RunResult.PeerStats(counters.publishes.sum(), counters.confirms.sum(), counters.deliveries.sum());
     }
 
+    /**
+     * Publishes read whole (through their last body frame) since the peer started, without allocating: a caller
+     * waiting for one message's receipt polls it. A socket read's publishes are counted once its frames are
+     * handled, so their receipt latencies are recorded by then.
+     */
+    public long publishesRead() {
+        return counters.publishes.sum();
+    }
+
     /** Number of client connections open now. */
     public long connections() {
         return counters.connections.sum();
