@@ -280,6 +280,40 @@ class RecoveryTest {
     }
 
     @Test
+    void aConsumerWhoseRecoveryIsCutBeforeConsumeOkIsRecoveredByTheNextRecovery() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            List<String> seen = new ArrayList<>();
+            var c = ch.consume(
+                    "q",
+                    new ConsumeOptions().consumerTag("c").prefetch(10),
+                    d -> seen.add(new String(d.bodyBytes(), StandardCharsets.UTF_8)));
+            assertEquals(List.of("1 basic.qos 10", "1 basic.consume q c"), new Answers(brokers.first, "1").all());
+            ConsumerHandle h = done(c);
+
+            FakeBroker second = brokers.cutAndReconnect();
+            RecoveringBrokers.reopen(second, 1);
+            second.expectAndRelease(1, MethodIds.BASIC_QOS);
+            second.send(1, new BasicQosOkEncoder());
+            second.expectAndRelease(1, MethodIds.BASIC_CONSUME); // not answered: the connection goes first
+            brokers.cut();
+            assertTrue(h.isActive(), "a consumer lost again while it was being recovered waits for the next recovery");
+            assertFalse(h.endFuture().toCompletableFuture().isDone());
+
+            FakeBroker third = brokers.cutAndReconnectAfterLoss();
+            assertEquals(
+                    List.of("1 channel.open", "1 basic.qos 10", "1 basic.consume q c"), new Answers(third, "3").all());
+            assertFalse(brokers.connection.isRecovering());
+            assertTrue(ch.isOpen());
+            assertTrue(h.isActive());
+            assertSame(ch, h.channel());
+            deliver(third, "c", 1, "after");
+            assertEquals(List.of("after"), seen, "the consumer is consuming again");
+            third.expectNothing();
+        }
+    }
+
+    @Test
     void consumeOptionsChangedAfterTheCallChangeNothingAlreadyRunning() {
         try (RecoveringBrokers brokers = new RecoveringBrokers()) {
             Channel ch = brokers.first.openChannel(brokers.connection, 1);

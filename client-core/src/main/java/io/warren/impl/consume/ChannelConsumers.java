@@ -391,6 +391,15 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
         return old.lost.moveTo(this, queueNames, unpausedOnly);
     }
 
+    /**
+     * A consumer being recovered onto this channel state, whose basic.consume failed because this state was lost
+     * too: it waits here for the next recovery, as the consumers this state had.
+     */
+    void keepLost(ConsumerImpl consumer) {
+        assert loop.inEventLoop() : "channel consumers off the event loop";
+        lost.keep(consumer);
+    }
+
     /** Recovery will not happen: the consumers lost with the connection end with {@code cause}. */
     public void endLost(AmqpException cause) {
         assert loop.inEventLoop() : "channel consumers off the event loop";

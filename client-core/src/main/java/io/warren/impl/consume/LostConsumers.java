@@ -2,6 +2,8 @@ package io.warren.impl.consume;
 
 import io.netty.buffer.ByteBuf;
 import io.warren.AmqpException;
+import io.warren.ChannelLostException;
+import io.warren.ConnectionLostException;
 import io.warren.ConsumeOptions;
 import io.warren.ConsumerHandle;
 import io.warren.codec.method.MethodIds;
@@ -26,15 +28,25 @@ final class LostConsumers {
 
     private ConsumerImpl[] lost = new ConsumerImpl[0];
 
-    /** The channel was lost: these consumers wait for recovery. */
-    void keep(ConsumerImpl[] consumers) {
-        lost = consumers;
+    /**
+     * The channel was lost: these consumers wait for recovery. Added to those already waiting: a consumer whose
+     * basic.consume this channel's loss failed may have come first ({@link #moveTo}).
+     */
+    void keep(ConsumerImpl... consumers) {
+        if (lost.length == 0) {
+            lost = consumers;
+            return;
+        }
+        ConsumerImpl[] more = Arrays.copyOf(lost, lost.length + consumers.length);
+        System.arraycopy(consumers, 0, more, lost.length, consumers.length);
+        lost = more;
     }
 
     /**
      * Starts the lost consumers again on {@code target}: basic.qos first when they had a prefetch, then
-     * basic.consume on their queue's current name. A consumer the broker refuses ends with the refusal. Completes
-     * when every basic.consume is answered.
+     * basic.consume on their queue's current name. A consumer the broker refuses ends with the refusal; one whose
+     * basic.consume is failed by the loss of {@code target} (before consume-ok) waits with {@code target}'s own
+     * consumers for the next recovery. Completes when every basic.consume is answered.
      *
      * @param unpausedOnly only the consumers that do not hold reading paused (the others stay for a later call)
      */
@@ -57,7 +69,11 @@ final class LostConsumers {
             ConsumeOptions o = c.options();
             CompletableFuture<ConsumerHandle> done = new CompletableFuture<>();
             all[i] = done.handle((h, e) -> {
-                if (e != null) {
+                if (e instanceof ConnectionLostException || e instanceof ChannelLostException) {
+                    // the new channel went before consume-ok: the broker has no such consumer, and the next
+                    // recovery moves it on with the channel's other lost consumers
+                    target.keepLost(c);
+                } else if (e != null) {
                     LOG.warn(
                             "channel {}: consumer '{}' on queue '{}' could not be recovered: {}",
                             number,
