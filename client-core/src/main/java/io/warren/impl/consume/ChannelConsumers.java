@@ -16,7 +16,6 @@ import io.warren.codec.method.BasicCancel;
 import io.warren.codec.method.BasicConsumeOk;
 import io.warren.codec.method.MethodIds;
 import io.warren.impl.channel.AssembledContent;
-import io.warren.impl.channel.ChannelRpc;
 import io.warren.impl.channel.ChannelState;
 import io.warren.impl.channel.ContentAssembler;
 import io.warren.impl.metrics.MetricsCollector;
@@ -170,25 +169,16 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
         // the consumer keeps its own copy (recovery consumes with it again): a later change by the caller changes
         // nothing already running
         ConsumeOptions o = withDefaultPrefetch(new ConsumeOptions(options));
-        ByteBuf qos = null;
-        ByteBuf consume;
+        ConsumeRequest request;
         try {
-            consume = ConsumeFrames.basicConsume(
-                    state.alloc(), number, queue, o.consumerTag(), o.noAck(), o.exclusive(), o.arguments());
-            if (o.prefetch() >= 0) {
-                qos = ConsumeFrames.basicQos(state.alloc(), number, o.prefetch());
-            }
+            request = ConsumeRequest.build(state.alloc(), number, queue, o.consumerTag(), o);
         } catch (RuntimeException e) {
             return CompletableFuture.failedFuture(e);
         }
         CompletableFuture<ConsumerHandle> result = new CompletableFuture<>();
-        ByteBuf qosFrame = qos;
         state.outbound()
                 .execute(new LoopTask(
-                        () -> start(queue, o, handler, asyncHandler, qosFrame, consume, result),
-                        result,
-                        consume,
-                        qosFrame));
+                        () -> start(queue, o, handler, asyncHandler, request, result), result, request::release));
         return result;
     }
 
@@ -208,26 +198,18 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
             ConsumeOptions options,
             DeliveryHandler handler,
             AsyncDeliveryHandler asyncHandler,
-            ByteBuf qos,
-            ByteBuf consume,
+            ConsumeRequest request,
             CompletableFuture<ConsumerHandle> result) {
-        ConsumerImpl consumer = new ConsumerImpl(this, queue, options, handler, asyncHandler);
-        if (qos != null) {
-            // the RPC queue is FIFO: consume goes out once qos-ok is in; a refused qos closes the channel,
-            // which fails the consume too
-            state.call(ChannelRpc.Request.of(
-                    MethodIds.BASIC_QOS,
-                    MethodIds.BASIC_QOS_OK,
-                    -1,
-                    qos,
-                    (reply, f) -> f.complete(null),
-                    new CompletableFuture<Void>()));
+        ConsumerImpl consumer;
+        try {
+            consumer = new ConsumerImpl(this, queue, options, handler, asyncHandler);
+        } catch (RuntimeException e) {
+            request.release();
+            result.completeExceptionally(e);
+            return;
         }
-        state.call(ChannelRpc.Request.of(
-                MethodIds.BASIC_CONSUME,
-                MethodIds.BASIC_CONSUME_OK,
-                -1,
-                consume,
+        request.call(
+                state,
                 (reply, f) -> {
                     ByteBuf p = reply.payload();
                     String tag = new BasicConsumeOk().wrap(p, p.readerIndex()).consumerTagAsString();
@@ -240,7 +222,7 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
                     }
                     f.complete(consumer);
                 },
-                result));
+                result);
     }
 
     /** A consumer starts (consume-ok) or moves here (recovery). */

@@ -1,13 +1,9 @@
 package io.warren.impl.consume;
 
-import io.netty.buffer.ByteBuf;
 import io.warren.AmqpException;
 import io.warren.ChannelLostException;
 import io.warren.ConnectionLostException;
-import io.warren.ConsumeOptions;
 import io.warren.ConsumerHandle;
-import io.warren.codec.method.MethodIds;
-import io.warren.impl.channel.ChannelRpc;
 import io.warren.impl.channel.ChannelState;
 import java.util.Arrays;
 import java.util.concurrent.CompletableFuture;
@@ -43,8 +39,8 @@ final class LostConsumers {
     }
 
     /**
-     * Starts the lost consumers again on {@code target}: basic.qos first when they had a prefetch, then
-     * basic.consume on their queue's current name. A consumer the broker refuses ends with the refusal; one whose
+     * Starts the lost consumers again on {@code target} ({@link ConsumeRequest}: basic.qos first when they had a
+     * prefetch, then basic.consume) on their queue's current name. A consumer the broker refuses ends with the refusal; one whose
      * basic.consume is failed by the loss of {@code target} (before consume-ok) waits with {@code target}'s own
      * consumers for the next recovery. Completes when every basic.consume is answered.
      *
@@ -66,7 +62,6 @@ final class LostConsumers {
         for (int i = 0; i < moving.length; i++) {
             ConsumerImpl c = moving[i];
             String queue = queueNames.apply(c.queue());
-            ConsumeOptions o = c.options();
             CompletableFuture<ConsumerHandle> done = new CompletableFuture<>();
             all[i] = done.handle((h, e) -> {
                 if (e instanceof ConnectionLostException || e instanceof ChannelLostException) {
@@ -88,39 +83,22 @@ final class LostConsumers {
                 }
                 return null;
             });
-            ByteBuf consume;
-            ByteBuf qos = null;
+            ConsumeRequest request;
             try {
-                consume = ConsumeFrames.basicConsume(
-                        state.alloc(), number, queue, c.consumerTag(), o.noAck(), o.exclusive(), o.arguments());
-                if (o.prefetch() >= 0) {
-                    qos = ConsumeFrames.basicQos(state.alloc(), number, o.prefetch());
-                }
+                request = ConsumeRequest.build(state.alloc(), number, queue, c.consumerTag(), c.options());
             } catch (RuntimeException e) {
                 done.completeExceptionally(e);
                 continue;
             }
-            if (qos != null) {
-                state.call(ChannelRpc.Request.of(
-                        MethodIds.BASIC_QOS,
-                        MethodIds.BASIC_QOS_OK,
-                        -1,
-                        qos,
-                        (reply, f) -> f.complete(null),
-                        new CompletableFuture<Void>()));
-            }
-            state.call(ChannelRpc.Request.of(
-                    MethodIds.BASIC_CONSUME,
-                    MethodIds.BASIC_CONSUME_OK,
-                    -1,
-                    consume,
+            request.call(
+                    state,
                     (reply, f) -> {
                         // registered before any of its deliveries can arrive: the broker sends consume-ok first
                         c.rebind(target, queue);
                         target.add(c);
                         f.complete(c);
                     },
-                    done));
+                    done);
         }
         return CompletableFuture.allOf(all).thenApply(v -> null);
     }
