@@ -77,7 +77,7 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
         this.number = state.number();
         this.loop = state.outbound().eventLoop();
         this.metrics = state.connection().metrics();
-        this.settlements = new SettlementPath(state, metrics);
+        this.settlements = new SettlementPath(state, metrics, consumers);
         this.tags = new DeliveryTags(number, tagOffset);
         state.register(MethodIds.CLASS_BASIC, MethodIds.methodId(MethodIds.BASIC_DELIVER), this::onDeliver);
         state.register(MethodIds.CLASS_BASIC, MethodIds.methodId(MethodIds.BASIC_CANCEL), this::onBrokerCancel);
@@ -229,7 +229,7 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
     void add(ConsumerImpl consumer) {
         assert loop.inEventLoop() : "channel consumers off the event loop";
         consumers.add(consumer);
-        settlements.consumersChanged(consumers.all());
+        settlements.consumersChanged();
     }
 
     /**
@@ -246,7 +246,7 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
 
     private void remove(ConsumerImpl consumer) {
         if (consumers.remove(consumer)) {
-            settlements.consumersChanged(consumers.all());
+            settlements.consumersChanged();
         }
     }
 
