@@ -162,13 +162,14 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
             return CompletableFuture.failedFuture(
                     new IllegalArgumentException("queue, options and handler must not be null"));
         }
-        if (handler != null && options.concurrency() > 1 && options.executor() == null) {
-            return CompletableFuture.failedFuture(new IllegalArgumentException("a DeliveryHandler with concurrency "
-                    + options.concurrency() + " needs an executor: the event loop runs one delivery at a time"));
-        }
         // the consumer keeps its own copy (recovery consumes with it again): a later change by the caller changes
-        // nothing already running
+        // nothing already running. Checked on the copy, what is used: a caller changing its options meanwhile
+        // cannot slip a combination past the check
         ConsumeOptions o = withDefaultPrefetch(new ConsumeOptions(options));
+        if (handler != null && o.concurrency() > 1 && o.executor() == null) {
+            return CompletableFuture.failedFuture(new IllegalArgumentException("a DeliveryHandler with concurrency "
+                    + o.concurrency() + " needs an executor: the event loop runs one delivery at a time"));
+        }
         ConsumeRequest request;
         try {
             request = ConsumeRequest.build(state.alloc(), number, queue, o.consumerTag(), o);
