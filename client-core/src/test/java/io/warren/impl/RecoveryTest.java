@@ -15,7 +15,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.netty.buffer.ByteBuf;
 import io.warren.Channel;
-import io.warren.Connection;
 import io.warren.ConnectionLostException;
 import io.warren.ConsumeOptions;
 import io.warren.ConsumerHandle;
@@ -24,7 +23,6 @@ import io.warren.ExchangeSpec;
 import io.warren.PublishNotConfirmedException;
 import io.warren.PublishOutcome;
 import io.warren.QueueSpec;
-import io.warren.RecoveryListener;
 import io.warren.StaleDeliveryException;
 import io.warren.codec.Frame;
 import io.warren.codec.base.FrameType;
@@ -174,18 +172,7 @@ class RecoveryTest {
     @Test
     void aCutConnectionIsReopenedAndEverythingRestoredInOrderUnderTheSameObjects() {
         try (RecoveringBrokers brokers = new RecoveringBrokers()) {
-            List<String> events = new ArrayList<>();
-            brokers.connection.addRecoveryListener(new RecoveryListener() {
-                @Override
-                public void recoveryStarted(Connection connection, ConnectionLostException cause) {
-                    events.add("started");
-                }
-
-                @Override
-                public void recoverySucceeded(Connection connection) {
-                    events.add("succeeded");
-                }
-            });
+            RecordingRecoveryListener recovery = RecordingRecoveryListener.on(brokers.connection);
             Answers first = new Answers(brokers.first, "1");
             Channel ch = brokers.first.openChannel(brokers.connection, 1);
             CompletionStage<Void> qos = ch.basicQos(0, 5, false);
@@ -237,7 +224,8 @@ class RecoveryTest {
             ConsumerHandle h2 = done(c2);
 
             FakeBroker second = brokers.cutAndReconnect();
-            assertEquals(List.of("started"), events);
+            assertEquals(List.of("recovery started"), recovery.events());
+            assertInstanceOf(ConnectionLostException.class, recovery.cause(0));
             assertTrue(brokers.connection.isRecovering());
             List<String> restore = new Answers(second, "2").all();
             assertEquals(
@@ -265,7 +253,7 @@ class RecoveryTest {
             assertFalse(brokers.connection.isRecovering());
             assertTrue(brokers.connection.isOpen());
             assertTrue(ch.isOpen());
-            assertEquals(List.of("started", "succeeded"), events);
+            assertEquals(List.of("recovery started", "recovery succeeded"), recovery.events());
             assertEquals(2, brokers.connections());
 
             // the same handles, now on the new names, and their deliveries arrive
