@@ -270,6 +270,7 @@ class RecoveryTest {
     @Test
     void aConsumerWhoseRecoveryIsCutBeforeConsumeOkIsRecoveredByTheNextRecovery() {
         try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            RecordingRecoveryListener recovery = RecordingRecoveryListener.on(brokers.connection);
             Channel ch = brokers.first.openChannel(brokers.connection, 1);
             List<String> seen = new ArrayList<>();
             var c = ch.consume(
@@ -285,6 +286,10 @@ class RecoveryTest {
             second.send(1, new BasicQosOkEncoder());
             second.expectAndRelease(1, MethodIds.BASIC_CONSUME); // not answered: the connection goes first
             brokers.cut();
+            assertEquals(
+                    List.of("recovery started"),
+                    recovery.events(),
+                    "a restore cut before its consume-ok did not succeed: the loss failed the consume");
             assertTrue(h.isActive(), "a consumer lost again while it was being recovered waits for the next recovery");
             assertFalse(h.endFuture().toCompletableFuture().isDone());
 
@@ -297,6 +302,10 @@ class RecoveryTest {
             assertSame(ch, h.channel());
             deliver(third, "c", 1, "after");
             assertEquals(List.of("after"), seen, "the consumer is consuming again");
+            assertEquals(
+                    List.of("recovery started", "recovery succeeded"),
+                    recovery.events(),
+                    "one recovery, over two connections: the one lost while restoring did not succeed");
             third.expectNothing();
         }
     }
