@@ -165,6 +165,22 @@ class ArchitectureTest {
                 .check(CORE);
     }
 
+    @Test
+    void theAdaptersUseNoImplementationButImplAdapterWhichUsesThePublicApiOnly() {
+        DescribedPredicate<JavaClass> publicApiOrImplAdapter = DescribedPredicate.describe(
+                "are not io.warren.impl.. but io.warren.impl.adapter",
+                (JavaClass c) -> !c.getPackageName().startsWith("io.warren.impl")
+                        || c.getPackageName().equals("io.warren.impl.adapter"));
+        classes()
+                .that(DescribedPredicate.describe(
+                        "are in an adapter package or io.warren.impl.adapter",
+                        (JavaClass c) -> isAdapter(c.getPackageName())
+                                || c.getPackageName().equals("io.warren.impl.adapter")))
+                .should()
+                .onlyDependOnClassesThat(publicApiOrImplAdapter)
+                .check(CORE);
+    }
+
     // ---- (c) the exported packages expose no implementation type ---------------------------------------------------
 
     @Test

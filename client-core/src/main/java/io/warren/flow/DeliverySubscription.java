@@ -2,14 +2,11 @@ package io.warren.flow;
 
 import io.warren.AmqpException;
 import io.warren.Channel;
-import io.warren.ChannelClosedException;
-import io.warren.ConnectionClosedException;
 import io.warren.ConsumeOptions;
 import io.warren.ConsumerCancelledException;
 import io.warren.ConsumerHandle;
 import io.warren.Delivery;
-import io.warren.StaleDeliveryException;
-import io.warren.codec.base.ReplyCode;
+import io.warren.impl.adapter.ConsumerEnds;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.Flow;
@@ -144,13 +141,8 @@ final class DeliverySubscription implements Flow.Subscription {
 
     /** A delivery that will not be emitted: back to the queue (manual acknowledgement). */
     private void giveBack(Delivery delivery) {
-        if (!noAck) {
-            try {
-                delivery.reject(true);
-            } catch (IllegalStateException | StaleDeliveryException | ChannelClosedException alreadySettledOrClosed) {
-                // settled before, or from before a recovery (the broker requeued it with the lost channel): nothing
-                // to give back
-            }
+        if (!noAck) { // noAck: nothing to give back, and no exception to pay for saying so
+            ConsumerEnds.giveBack(delivery);
         }
     }
 
@@ -200,18 +192,13 @@ final class DeliverySubscription implements Flow.Subscription {
 
     /** The consumer ended (event loop): completion for a broker cancel or an orderly close, else an error. */
     private void consumerEnded(AmqpException cause) {
-        if (cause == null || cause instanceof ConsumerCancelledException || isOrderlyClose(cause)) {
+        if (cause == null
+                || cause instanceof ConsumerCancelledException
+                || ConsumerEnds.closedByTheApplication(cause)) {
             signalTerminal(COMPLETE);
         } else {
             signalTerminal(cause);
         }
-    }
-
-    /** The application closed the channel or connection with reply code 200. */
-    private static boolean isOrderlyClose(AmqpException cause) {
-        boolean byUs = cause instanceof ChannelClosedException c && !c.initiatedByBroker()
-                || cause instanceof ConnectionClosedException c2 && !c2.initiatedByBroker();
-        return byUs && cause.replyCode() == ReplyCode.REPLY_SUCCESS && cause.getCause() == null;
     }
 
     // ---- Flow.Subscription (any thread) ----------------------------------------------------------------------

@@ -5,13 +5,9 @@ import io.vertx.core.Future;
 import io.vertx.core.Handler;
 import io.vertx.core.streams.ReadStream;
 import io.warren.AmqpException;
-import io.warren.ChannelClosedException;
-import io.warren.ConnectionClosedException;
-import io.warren.ConnectionLostException;
 import io.warren.ConsumerHandle;
 import io.warren.Delivery;
-import io.warren.StaleDeliveryException;
-import io.warren.codec.base.ReplyCode;
+import io.warren.impl.adapter.ConsumerEnds;
 
 /**
  * A consumer as a Vert.x {@link ReadStream}: deliveries, the stream's end and its failures arrive on the context
@@ -81,12 +77,7 @@ public final class DeliveryStream implements ReadStream<Delivery> {
         Handler<Delivery> h = handler;
         if (h == null || ended) {
             // the handler was removed while this one was on its way: give it back rather than lose it
-            try {
-                delivery.reject(true);
-            } catch (IllegalStateException | StaleDeliveryException | ChannelClosedException noAckStaleOrClosed) {
-                // noAck: the broker has forgotten it already; stale or closed: the broker requeued it with the
-                // lost channel or the close
-            }
+            ConsumerEnds.giveBack(delivery);
             return;
         }
         try {
@@ -106,26 +97,14 @@ public final class DeliveryStream implements ReadStream<Delivery> {
         }
         ended = true;
         Handler<Throwable> eh = exceptionHandler;
-        if (cause != null && !closedByTheApplication(cause) && eh != null) {
+        // the application's own close ends the stream in order: a pipeTo ends its write stream and succeeds
+        if (cause != null && !ConsumerEnds.closedByTheApplication(cause) && eh != null) {
             eh.handle(cause);
         }
         Handler<Void> done = endHandler;
         if (done != null) {
             done.handle(null);
         }
-    }
-
-    /**
-     * The application closed the channel or the connection in the ordinary way (reply code 200, from this side):
-     * the stream is over, not broken, so a {@code pipeTo} ends its write stream and succeeds.
-     */
-    static boolean closedByTheApplication(AmqpException cause) {
-        boolean fromHere = cause instanceof ChannelClosedException channel
-                ? !channel.initiatedByBroker()
-                : cause instanceof ConnectionClosedException connection
-                        && !(connection instanceof ConnectionLostException)
-                        && !connection.initiatedByBroker();
-        return fromHere && cause.replyCode() == ReplyCode.REPLY_SUCCESS;
     }
 
     private void applyDemand() {

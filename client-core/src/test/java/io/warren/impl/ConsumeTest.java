@@ -34,6 +34,7 @@ import io.warren.codec.method.BasicQosOkEncoder;
 import io.warren.codec.method.MethodIds;
 import io.warren.codec.method.TxCommitOkEncoder;
 import io.warren.impl.metrics.CountingMetrics;
+import io.warren.testing.LeakRecorder;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -731,6 +732,24 @@ class ConsumeTest {
                     Map.of("x-priority", 5, "x-stream-offset", "first"),
                     new ConsumeOptions().priority(5).streamOffset("first").arguments());
         }
+    }
+
+    @Test
+    void aBasicConsumeThatCannotBeBuiltReleasesTheBasicQosBuiltBeforeIt() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            // basic.qos is built first (it goes first); the argument is refused when basic.consume is built
+            CompletionStage<ConsumerHandle> stage =
+                    ch.consume("q", new ConsumeOptions().prefetch(10).argument("bad", new Object()), d -> {});
+            IllegalArgumentException refused =
+                    assertInstanceOf(IllegalArgumentException.class, ChannelTest.failure(stage));
+            assertTrue(refused.getMessage().contains("bad"), refused::getMessage);
+            broker.expectNothing();
+        }
+        assertEquals(
+                List.of(),
+                LeakRecorder.take("ConsumeFrames.basicQos"),
+                "the basic.qos frame built before the refusal is released");
     }
 
     @Test

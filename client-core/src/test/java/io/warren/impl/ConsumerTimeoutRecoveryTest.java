@@ -12,7 +12,6 @@ import io.warren.ChannelLostException;
 import io.warren.ConsumeOptions;
 import io.warren.ConsumerHandle;
 import io.warren.Delivery;
-import io.warren.RecoveryListener;
 import io.warren.StaleDeliveryException;
 import io.warren.codec.base.ReplyCode;
 import io.warren.codec.content.BasicProperties;
@@ -71,19 +70,7 @@ class ConsumerTimeoutRecoveryTest {
     void theAckTimeoutsChannelCloseIsRecoveredOnTheSameConnectionWithTheSameConsumer() {
         try (RecoveringBrokers brokers = new RecoveringBrokers()) {
             FakeBroker broker = brokers.first;
-            List<String> events = new ArrayList<>();
-            brokers.connection.addRecoveryListener(new RecoveryListener() {
-                @Override
-                public void channelRecoveryStarted(Channel channel, ChannelLostException cause) {
-                    events.add("started " + channel.channelNumber() + " " + cause.replyCode() + " "
-                            + cause.replyText().startsWith("PRECONDITION_FAILED - delivery acknowledgement"));
-                }
-
-                @Override
-                public void channelRecoverySucceeded(Channel channel) {
-                    events.add("succeeded " + channel.channelNumber());
-                }
-            });
+            RecordingRecoveryListener recovery = RecordingRecoveryListener.on(brokers.connection);
             Channel ch = broker.openChannel(brokers.connection, 1);
             List<Delivery> kept = new ArrayList<>();
             CompletionStage<ConsumerHandle> stage =
@@ -107,7 +94,10 @@ class ConsumerTimeoutRecoveryTest {
                 RecoveringBrokers.reopen(broker, 1);
                 answerConsume(broker);
                 brokers.runAllTasks();
-                assertEquals(List.of("started 1 406 true", "succeeded 1"), events);
+                assertEquals(List.of("channel 1 started 406", "channel 1 succeeded"), recovery.events());
+                assertTrue(((ChannelLostException) recovery.cause(0))
+                        .replyText()
+                        .startsWith("PRECONDITION_FAILED - delivery acknowledgement"));
                 assertTrue(ch.isOpen());
                 assertFalse(ch.closeFuture().toCompletableFuture().isDone());
                 assertTrue(c.isActive());
@@ -135,13 +125,7 @@ class ConsumerTimeoutRecoveryTest {
     void anotherPreconditionFailedStillEndsTheChannelAndItsConsumers() {
         try (RecoveringBrokers brokers = new RecoveringBrokers()) {
             FakeBroker broker = brokers.first;
-            List<String> events = new ArrayList<>();
-            brokers.connection.addRecoveryListener(new RecoveryListener() {
-                @Override
-                public void channelRecoveryStarted(Channel channel, ChannelLostException cause) {
-                    events.add("started");
-                }
-            });
+            RecordingRecoveryListener recovery = RecordingRecoveryListener.on(brokers.connection);
             Channel ch = broker.openChannel(brokers.connection, 1);
             CompletionStage<ConsumerHandle> stage =
                     ch.consume("q", new ConsumeOptions().consumerTag("c"), Delivery::ack);
@@ -152,7 +136,7 @@ class ConsumerTimeoutRecoveryTest {
             broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
             brokers.runAllTasks();
             broker.expectNothing();
-            assertEquals(List.of(), events);
+            assertEquals(List.of(), recovery.events());
             assertFalse(ch.isOpen());
             ChannelClosedException closed = assertInstanceOf(
                     ChannelClosedException.class,
@@ -167,23 +151,7 @@ class ConsumerTimeoutRecoveryTest {
     void aChannelWhoseRestoreIsRefusedEndsForGoodAndTheListenerIsToldWhy() {
         try (RecoveringBrokers brokers = new RecoveringBrokers()) {
             FakeBroker broker = brokers.first;
-            List<String> events = new ArrayList<>();
-            brokers.connection.addRecoveryListener(new RecoveryListener() {
-                @Override
-                public void channelRecoveryStarted(Channel channel, ChannelLostException cause) {
-                    events.add("started");
-                }
-
-                @Override
-                public void channelRecoverySucceeded(Channel channel) {
-                    events.add("succeeded");
-                }
-
-                @Override
-                public void channelRecoveryFailed(Channel channel, Throwable cause) {
-                    events.add("failed " + ((ChannelClosedException) cause).replyCode());
-                }
-            });
+            RecordingRecoveryListener recovery = RecordingRecoveryListener.on(brokers.connection);
             Channel ch = broker.openChannel(brokers.connection, 1);
             CompletionStage<Void> qos = ch.basicQos(10);
             broker.expectAndRelease(1, MethodIds.BASIC_QOS);
@@ -203,7 +171,8 @@ class ConsumerTimeoutRecoveryTest {
             broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
             brokers.runAllTasks();
             broker.expectNothing();
-            assertEquals(List.of("started", "failed 403"), events);
+            assertEquals(List.of("channel 1 started 406", "channel 1 failed 403"), recovery.events());
+            assertInstanceOf(ChannelClosedException.class, recovery.cause(1));
             assertFalse(ch.isOpen());
             assertEquals(
                     ReplyCode.ACCESS_REFUSED,
@@ -220,23 +189,7 @@ class ConsumerTimeoutRecoveryTest {
     void aConnectionLostWhileTheChannelIsReopenedTakesTheChannelOver() {
         try (RecoveringBrokers brokers = new RecoveringBrokers()) {
             FakeBroker broker = brokers.first;
-            List<String> events = new ArrayList<>();
-            brokers.connection.addRecoveryListener(new RecoveryListener() {
-                @Override
-                public void channelRecoveryStarted(Channel channel, ChannelLostException cause) {
-                    events.add("channel started");
-                }
-
-                @Override
-                public void channelRecoveryFailed(Channel channel, Throwable cause) {
-                    events.add("channel failed");
-                }
-
-                @Override
-                public void recoverySucceeded(io.warren.Connection connection) {
-                    events.add("connection recovered");
-                }
-            });
+            RecordingRecoveryListener recovery = RecordingRecoveryListener.on(brokers.connection);
             Channel ch = broker.openChannel(brokers.connection, 1);
             List<Long> seen = new ArrayList<>();
             CompletionStage<ConsumerHandle> stage = ch.consume("q", new ConsumeOptions().consumerTag("c"), d -> {
@@ -254,7 +207,7 @@ class ConsumerTimeoutRecoveryTest {
             answerConsume(second);
             brokers.runAllTasks();
             second.expectNothing();
-            assertEquals(List.of("channel started", "connection recovered"), events);
+            assertEquals(List.of("channel 1 started 406", "recovery started", "recovery succeeded"), recovery.events());
             assertTrue(ch.isOpen());
             assertTrue(c.isActive());
             deliver(second, 1, true);

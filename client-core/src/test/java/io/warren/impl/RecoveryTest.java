@@ -15,7 +15,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.netty.buffer.ByteBuf;
 import io.warren.Channel;
-import io.warren.Connection;
 import io.warren.ConnectionLostException;
 import io.warren.ConsumeOptions;
 import io.warren.ConsumerHandle;
@@ -24,7 +23,6 @@ import io.warren.ExchangeSpec;
 import io.warren.PublishNotConfirmedException;
 import io.warren.PublishOutcome;
 import io.warren.QueueSpec;
-import io.warren.RecoveryListener;
 import io.warren.StaleDeliveryException;
 import io.warren.codec.Frame;
 import io.warren.codec.base.FrameType;
@@ -174,18 +172,7 @@ class RecoveryTest {
     @Test
     void aCutConnectionIsReopenedAndEverythingRestoredInOrderUnderTheSameObjects() {
         try (RecoveringBrokers brokers = new RecoveringBrokers()) {
-            List<String> events = new ArrayList<>();
-            brokers.connection.addRecoveryListener(new RecoveryListener() {
-                @Override
-                public void recoveryStarted(Connection connection, ConnectionLostException cause) {
-                    events.add("started");
-                }
-
-                @Override
-                public void recoverySucceeded(Connection connection) {
-                    events.add("succeeded");
-                }
-            });
+            RecordingRecoveryListener recovery = RecordingRecoveryListener.on(brokers.connection);
             Answers first = new Answers(brokers.first, "1");
             Channel ch = brokers.first.openChannel(brokers.connection, 1);
             CompletionStage<Void> qos = ch.basicQos(0, 5, false);
@@ -237,7 +224,8 @@ class RecoveryTest {
             ConsumerHandle h2 = done(c2);
 
             FakeBroker second = brokers.cutAndReconnect();
-            assertEquals(List.of("started"), events);
+            assertEquals(List.of("recovery started"), recovery.events());
+            assertInstanceOf(ConnectionLostException.class, recovery.cause(0));
             assertTrue(brokers.connection.isRecovering());
             List<String> restore = new Answers(second, "2").all();
             assertEquals(
@@ -265,7 +253,7 @@ class RecoveryTest {
             assertFalse(brokers.connection.isRecovering());
             assertTrue(brokers.connection.isOpen());
             assertTrue(ch.isOpen());
-            assertEquals(List.of("started", "succeeded"), events);
+            assertEquals(List.of("recovery started", "recovery succeeded"), recovery.events());
             assertEquals(2, brokers.connections());
 
             // the same handles, now on the new names, and their deliveries arrive
@@ -276,6 +264,49 @@ class RecoveryTest {
             deliver(second, "c2", 2, "two");
             assertEquals(List.of("c1 1", "c2 2"), seen);
             assertTrue(h2.isActive());
+        }
+    }
+
+    @Test
+    void aConsumerWhoseRecoveryIsCutBeforeConsumeOkIsRecoveredByTheNextRecovery() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            RecordingRecoveryListener recovery = RecordingRecoveryListener.on(brokers.connection);
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            List<String> seen = new ArrayList<>();
+            var c = ch.consume(
+                    "q",
+                    new ConsumeOptions().consumerTag("c").prefetch(10),
+                    d -> seen.add(new String(d.bodyBytes(), StandardCharsets.UTF_8)));
+            assertEquals(List.of("1 basic.qos 10", "1 basic.consume q c"), new Answers(brokers.first, "1").all());
+            ConsumerHandle h = done(c);
+
+            FakeBroker second = brokers.cutAndReconnect();
+            RecoveringBrokers.reopen(second, 1);
+            second.expectAndRelease(1, MethodIds.BASIC_QOS);
+            second.send(1, new BasicQosOkEncoder());
+            second.expectAndRelease(1, MethodIds.BASIC_CONSUME); // not answered: the connection goes first
+            brokers.cut();
+            assertEquals(
+                    List.of("recovery started"),
+                    recovery.events(),
+                    "a restore cut before its consume-ok did not succeed: the loss failed the consume");
+            assertTrue(h.isActive(), "a consumer lost again while it was being recovered waits for the next recovery");
+            assertFalse(h.endFuture().toCompletableFuture().isDone());
+
+            FakeBroker third = brokers.cutAndReconnectAfterLoss();
+            assertEquals(
+                    List.of("1 channel.open", "1 basic.qos 10", "1 basic.consume q c"), new Answers(third, "3").all());
+            assertFalse(brokers.connection.isRecovering());
+            assertTrue(ch.isOpen());
+            assertTrue(h.isActive());
+            assertSame(ch, h.channel());
+            deliver(third, "c", 1, "after");
+            assertEquals(List.of("after"), seen, "the consumer is consuming again");
+            assertEquals(
+                    List.of("recovery started", "recovery succeeded"),
+                    recovery.events(),
+                    "one recovery, over two connections: the one lost while restoring did not succeed");
+            third.expectNothing();
         }
     }
 

@@ -23,12 +23,15 @@ import java.util.Arrays;
  * ring indexed by {@code tag & mask} covers the window {@code [base, next)}: {@link #PENDING} (waits for
  * the application), {@link #ACKED} (acked, frame not written yet) or settled (0; also noAck deliveries, which
  * need nothing). The ring grows to {@value #MAX_CAPACITY} tags; beyond that the lowest waiting tags are moved
- * to a sorted side list ("stragglers": deliveries held for a very long time), and while any exists no ack is
- * sent with {@code multiple=true}, since it would cover them.
+ * to a sorted side list ("stragglers": deliveries held for a very long time). While any exists, the acks
+ * coalesced here go out one by one, since a {@code multiple=true} one would cover them; a multiple ack the
+ * application makes over stragglers names the highest it covers (everything else below {@code base} is settled).
  *
  * <h2>Nacks and rejects</h2>
- * They are appended at once (in call order with everything else). A multiple nack first writes the acks not
- * yet written, so that it cannot cover them, then names the highest waiting tag up to the one asked for.
+ * They are appended at once, so ahead of acks recorded earlier and not yet appended (those wait for
+ * {@link #takeFrames()}): a single nack or reject names one tag, so the order between it and other tags' acks does
+ * not matter. A multiple nack first appends the acks not yet appended, so that it cannot cover them, then names
+ * the highest waiting tag up to the one asked for.
  *
  * <h2>Delivery times</h2>
  * Each waiting tag keeps the time it was delivered (the event loop's clock, read once per read batch), so that

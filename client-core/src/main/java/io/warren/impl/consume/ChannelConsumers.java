@@ -16,7 +16,6 @@ import io.warren.codec.method.BasicCancel;
 import io.warren.codec.method.BasicConsumeOk;
 import io.warren.codec.method.MethodIds;
 import io.warren.impl.channel.AssembledContent;
-import io.warren.impl.channel.ChannelRpc;
 import io.warren.impl.channel.ChannelState;
 import io.warren.impl.channel.ContentAssembler;
 import io.warren.impl.metrics.MetricsCollector;
@@ -78,7 +77,7 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
         this.number = state.number();
         this.loop = state.outbound().eventLoop();
         this.metrics = state.connection().metrics();
-        this.settlements = new SettlementPath(state, metrics);
+        this.settlements = new SettlementPath(state, metrics, consumers);
         this.tags = new DeliveryTags(number, tagOffset);
         state.register(MethodIds.CLASS_BASIC, MethodIds.methodId(MethodIds.BASIC_DELIVER), this::onDeliver);
         state.register(MethodIds.CLASS_BASIC, MethodIds.methodId(MethodIds.BASIC_CANCEL), this::onBrokerCancel);
@@ -163,32 +162,24 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
             return CompletableFuture.failedFuture(
                     new IllegalArgumentException("queue, options and handler must not be null"));
         }
-        if (handler != null && options.concurrency() > 1 && options.executor() == null) {
-            return CompletableFuture.failedFuture(new IllegalArgumentException("a DeliveryHandler with concurrency "
-                    + options.concurrency() + " needs an executor: the event loop runs one delivery at a time"));
-        }
         // the consumer keeps its own copy (recovery consumes with it again): a later change by the caller changes
-        // nothing already running
+        // nothing already running. Checked on the copy, what is used: a caller changing its options meanwhile
+        // cannot slip a combination past the check
         ConsumeOptions o = withDefaultPrefetch(new ConsumeOptions(options));
-        ByteBuf qos = null;
-        ByteBuf consume;
+        if (handler != null && o.concurrency() > 1 && o.executor() == null) {
+            return CompletableFuture.failedFuture(new IllegalArgumentException("a DeliveryHandler with concurrency "
+                    + o.concurrency() + " needs an executor: the event loop runs one delivery at a time"));
+        }
+        ConsumeRequest request;
         try {
-            consume = ConsumeFrames.basicConsume(
-                    state.alloc(), number, queue, o.consumerTag(), o.noAck(), o.exclusive(), o.arguments());
-            if (o.prefetch() >= 0) {
-                qos = ConsumeFrames.basicQos(state.alloc(), number, o.prefetch());
-            }
+            request = ConsumeRequest.build(state.alloc(), number, queue, o.consumerTag(), o);
         } catch (RuntimeException e) {
             return CompletableFuture.failedFuture(e);
         }
         CompletableFuture<ConsumerHandle> result = new CompletableFuture<>();
-        ByteBuf qosFrame = qos;
         state.outbound()
                 .execute(new LoopTask(
-                        () -> start(queue, o, handler, asyncHandler, qosFrame, consume, result),
-                        result,
-                        consume,
-                        qosFrame));
+                        () -> start(queue, o, handler, asyncHandler, request, result), result, request::release));
         return result;
     }
 
@@ -208,26 +199,18 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
             ConsumeOptions options,
             DeliveryHandler handler,
             AsyncDeliveryHandler asyncHandler,
-            ByteBuf qos,
-            ByteBuf consume,
+            ConsumeRequest request,
             CompletableFuture<ConsumerHandle> result) {
-        ConsumerImpl consumer = new ConsumerImpl(this, queue, options, handler, asyncHandler);
-        if (qos != null) {
-            // the RPC queue is FIFO: consume goes out once qos-ok is in; a refused qos closes the channel,
-            // which fails the consume too
-            state.call(ChannelRpc.Request.of(
-                    MethodIds.BASIC_QOS,
-                    MethodIds.BASIC_QOS_OK,
-                    -1,
-                    qos,
-                    (reply, f) -> f.complete(null),
-                    new CompletableFuture<Void>()));
+        ConsumerImpl consumer;
+        try {
+            consumer = new ConsumerImpl(this, queue, options, handler, asyncHandler);
+        } catch (RuntimeException e) {
+            request.release();
+            result.completeExceptionally(e);
+            return;
         }
-        state.call(ChannelRpc.Request.of(
-                MethodIds.BASIC_CONSUME,
-                MethodIds.BASIC_CONSUME_OK,
-                -1,
-                consume,
+        request.call(
+                state,
                 (reply, f) -> {
                     ByteBuf p = reply.payload();
                     String tag = new BasicConsumeOk().wrap(p, p.readerIndex()).consumerTagAsString();
@@ -240,14 +223,14 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
                     }
                     f.complete(consumer);
                 },
-                result));
+                result);
     }
 
     /** A consumer starts (consume-ok) or moves here (recovery). */
     void add(ConsumerImpl consumer) {
         assert loop.inEventLoop() : "channel consumers off the event loop";
         consumers.add(consumer);
-        settlements.consumersChanged(consumers.all());
+        settlements.consumersChanged();
     }
 
     /**
@@ -264,7 +247,7 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
 
     private void remove(ConsumerImpl consumer) {
         if (consumers.remove(consumer)) {
-            settlements.consumersChanged(consumers.all());
+            settlements.consumersChanged();
         }
     }
 
@@ -389,6 +372,15 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
             ChannelConsumers old, java.util.function.UnaryOperator<String> queueNames, boolean unpausedOnly) {
         assert loop.inEventLoop() : "channel consumers off the event loop";
         return old.lost.moveTo(this, queueNames, unpausedOnly);
+    }
+
+    /**
+     * A consumer being recovered onto this channel state, whose basic.consume failed because this state was lost
+     * too: it waits here for the next recovery, as the consumers this state had.
+     */
+    void keepLost(ConsumerImpl consumer) {
+        assert loop.inEventLoop() : "channel consumers off the event loop";
+        lost.keep(consumer);
     }
 
     /** Recovery will not happen: the consumers lost with the connection end with {@code cause}. */

@@ -428,7 +428,7 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
                                     rpc));
                         },
                         rpc,
-                        frame));
+                        frame::release));
         return result;
     }
 

@@ -7,7 +7,9 @@ import io.netty.buffer.ByteBuf;
  * {@link SerialDispatch} (a {@link io.warren.DeliveryHandler}, one at a time) or {@link SlotDispatch} (counted
  * in flight: an {@link io.warren.AsyncDeliveryHandler}, or concurrency above 1). The two keep the application's
  * demand in different places and end a delivery differently, so they are two classes rather than flags tested on
- * every delivery; a consumer has one for its life, so the call site stays monomorphic in practice.
+ * every delivery. A consumer keeps its dispatch for life, but the call sites in {@link ConsumerImpl} are shared by
+ * every consumer in the JVM: they see one class, or both when the application has both kinds of consumer, and the
+ * JIT inlines either case (monomorphic or bimorphic).
  */
 interface Dispatch {
 

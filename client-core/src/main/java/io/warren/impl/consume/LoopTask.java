@@ -1,6 +1,5 @@
 package io.warren.impl.consume;
 
-import io.netty.buffer.ByteBuf;
 import io.warren.ConnectionClosedException;
 import io.warren.impl.connection.OutboundPath;
 import java.util.concurrent.CompletableFuture;
@@ -12,13 +11,13 @@ import java.util.concurrent.CompletableFuture;
 final class LoopTask implements OutboundPath.DiscardableTask {
     private final Runnable onLoop;
     private final CompletableFuture<?> future;
-    private final ByteBuf[] frames;
+    private final Runnable releaseFrames;
 
-    /** {@code frames} may hold nulls. */
-    LoopTask(Runnable onLoop, CompletableFuture<?> future, ByteBuf... frames) {
+    /** {@code releaseFrames} releases the frames {@code onLoop} would have sent. */
+    LoopTask(Runnable onLoop, CompletableFuture<?> future, Runnable releaseFrames) {
         this.onLoop = onLoop;
         this.future = future;
-        this.frames = frames;
+        this.releaseFrames = releaseFrames;
     }
 
     @Override
@@ -28,11 +27,7 @@ final class LoopTask implements OutboundPath.DiscardableTask {
 
     @Override
     public void discard(Throwable cause) {
-        for (ByteBuf frame : frames) {
-            if (frame != null) {
-                frame.release();
-            }
-        }
+        releaseFrames.run();
         future.completeExceptionally(new ConnectionClosedException(
                 "the connection's event loop is shut down " + "(was the client or its event loop group closed?)",
                 cause));

@@ -1,11 +1,9 @@
 package io.warren.impl.consume;
 
-import io.netty.buffer.ByteBuf;
 import io.warren.AmqpException;
-import io.warren.ConsumeOptions;
+import io.warren.ChannelLostException;
+import io.warren.ConnectionLostException;
 import io.warren.ConsumerHandle;
-import io.warren.codec.method.MethodIds;
-import io.warren.impl.channel.ChannelRpc;
 import io.warren.impl.channel.ChannelState;
 import java.util.Arrays;
 import java.util.concurrent.CompletableFuture;
@@ -26,15 +24,25 @@ final class LostConsumers {
 
     private ConsumerImpl[] lost = new ConsumerImpl[0];
 
-    /** The channel was lost: these consumers wait for recovery. */
-    void keep(ConsumerImpl[] consumers) {
-        lost = consumers;
+    /**
+     * The channel was lost: these consumers wait for recovery. Added to those already waiting: a consumer whose
+     * basic.consume this channel's loss failed may have come first ({@link #moveTo}).
+     */
+    void keep(ConsumerImpl... consumers) {
+        if (lost.length == 0) {
+            lost = consumers;
+            return;
+        }
+        ConsumerImpl[] more = Arrays.copyOf(lost, lost.length + consumers.length);
+        System.arraycopy(consumers, 0, more, lost.length, consumers.length);
+        lost = more;
     }
 
     /**
-     * Starts the lost consumers again on {@code target}: basic.qos first when they had a prefetch, then
-     * basic.consume on their queue's current name. A consumer the broker refuses ends with the refusal. Completes
-     * when every basic.consume is answered.
+     * Starts the lost consumers again on {@code target} ({@link ConsumeRequest}: basic.qos first when they had a
+     * prefetch, then basic.consume) on their queue's current name. A consumer the broker refuses ends with the refusal; one whose
+     * basic.consume is failed by the loss of {@code target} (before consume-ok) waits with {@code target}'s own
+     * consumers for the next recovery. Completes when every basic.consume is answered.
      *
      * @param unpausedOnly only the consumers that do not hold reading paused (the others stay for a later call)
      */
@@ -54,10 +62,13 @@ final class LostConsumers {
         for (int i = 0; i < moving.length; i++) {
             ConsumerImpl c = moving[i];
             String queue = queueNames.apply(c.queue());
-            ConsumeOptions o = c.options();
             CompletableFuture<ConsumerHandle> done = new CompletableFuture<>();
             all[i] = done.handle((h, e) -> {
-                if (e != null) {
+                if (e instanceof ConnectionLostException || e instanceof ChannelLostException) {
+                    // the new channel went before consume-ok: the broker has no such consumer, and the next
+                    // recovery moves it on with the channel's other lost consumers
+                    target.keepLost(c);
+                } else if (e != null) {
                     LOG.warn(
                             "channel {}: consumer '{}' on queue '{}' could not be recovered: {}",
                             number,
@@ -72,39 +83,22 @@ final class LostConsumers {
                 }
                 return null;
             });
-            ByteBuf consume;
-            ByteBuf qos = null;
+            ConsumeRequest request;
             try {
-                consume = ConsumeFrames.basicConsume(
-                        state.alloc(), number, queue, c.consumerTag(), o.noAck(), o.exclusive(), o.arguments());
-                if (o.prefetch() >= 0) {
-                    qos = ConsumeFrames.basicQos(state.alloc(), number, o.prefetch());
-                }
+                request = ConsumeRequest.build(state.alloc(), number, queue, c.consumerTag(), c.options());
             } catch (RuntimeException e) {
                 done.completeExceptionally(e);
                 continue;
             }
-            if (qos != null) {
-                state.call(ChannelRpc.Request.of(
-                        MethodIds.BASIC_QOS,
-                        MethodIds.BASIC_QOS_OK,
-                        -1,
-                        qos,
-                        (reply, f) -> f.complete(null),
-                        new CompletableFuture<Void>()));
-            }
-            state.call(ChannelRpc.Request.of(
-                    MethodIds.BASIC_CONSUME,
-                    MethodIds.BASIC_CONSUME_OK,
-                    -1,
-                    consume,
+            request.call(
+                    state,
                     (reply, f) -> {
                         // registered before any of its deliveries can arrive: the broker sends consume-ok first
                         c.rebind(target, queue);
                         target.add(c);
                         f.complete(c);
                     },
-                    done));
+                    done);
         }
         return CompletableFuture.allOf(all).thenApply(v -> null);
     }

@@ -48,6 +48,9 @@ final class SettlementPath {
     private final EventExecutor loop;
     private final AckCoalescer acks;
     private final MetricsCollector metrics;
+    /** The channel's consumers (its {@link ChannelConsumers}' table), for the held-acks limit. */
+    private final ConsumerTable consumers;
+
     private final Runnable flushTask = this::flushTask;
     private final Runnable drainTask = this::drainSettlements;
 
@@ -59,8 +62,6 @@ final class SettlementPath {
     private int channelPrefetch;
     /** Whether that basic.qos was global: a window all the channel's consumers share. */
     private boolean channelPrefetchGlobal;
-    /** The channel's consumers as last told ({@link #consumersChanged}), for the held-acks limit. */
-    private ConsumerImpl[] consumers = new ConsumerImpl[0];
 
     // any thread (MPSC queue, volatile)
     private final MessagePassingQueue<Settlement> settlements = new MpscUnboundedArrayQueue<>(64);
@@ -73,12 +74,13 @@ final class SettlementPath {
      */
     private volatile long oldestUnackedSince = AckCoalescer.NONE;
 
-    SettlementPath(ChannelState state, MetricsCollector metrics) {
+    SettlementPath(ChannelState state, MetricsCollector metrics, ConsumerTable consumers) {
         this.state = state;
         this.number = state.number();
         this.loop = state.outbound().eventLoop();
         this.acks = new AckCoalescer(number, state.alloc());
         this.metrics = metrics;
+        this.consumers = consumers;
     }
 
     /** Whether the channel has closed: settlements are refused, or dropped when already on their way. Any thread. */
@@ -125,10 +127,9 @@ final class SettlementPath {
 
     // ---- the held-acks limit (event loop) ----------------------------------------------------------------
 
-    /** The channel's consumers changed. */
-    void consumersChanged(ConsumerImpl[] now) {
+    /** A consumer came to or left the channel's {@link ConsumerTable}. */
+    void consumersChanged() {
         assert loop.inEventLoop() : "settlement path off the event loop";
-        consumers = now;
         updateAcksHeldLimit();
     }
 
@@ -148,7 +149,7 @@ final class SettlementPath {
     private void updateAcksHeldLimit() {
         int limit = Integer.MAX_VALUE;
         boolean manualAcks = false;
-        for (ConsumerImpl c : consumers) {
+        for (ConsumerImpl c : consumers.all()) {
             if (c.noAck()) {
                 continue;
             }

@@ -445,7 +445,9 @@ public final class ConnectionRecovery {
                     assert loop.inEventLoop() : "connection recovery off the event loop";
                     // consumers still over their high-water mark stop the reading now, not while restoring
                     handler.restoring(false);
-                    if (gen != generation || phase != Phase.RESTORING) {
+                    // not open: lost while restoring, and the loss itself failed the last steps (a consumer's
+                    // basic.consume); the handler's close, which runs after its channels', starts the next attempt
+                    if (gen != generation || phase != Phase.RESTORING || !handler.isOpen()) {
                         return;
                     }
                     if (e != null) {
