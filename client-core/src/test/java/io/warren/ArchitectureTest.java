@@ -204,7 +204,8 @@ class ArchitectureTest {
                 .filter(c -> c.getModifiers().contains(JavaModifier.PUBLIC) && c.isTopLevelClass())
                 .map(JavaClass::getSimpleName)
                 .collect(Collectors.toSet());
-        // top-level types: a nested one is named through its outer type (ConsumeOptions.Builder)
+        // top-level types: a nested one is named through its outer type (PublishOutcome.Status,
+        // BasicProperties.Builder)
         classes()
                 .that(DescribedPredicate.describe(
                         "are public top-level types of an exported package",

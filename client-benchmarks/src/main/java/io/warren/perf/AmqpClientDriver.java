@@ -259,7 +259,7 @@ public final class AmqpClientDriver implements ClientDriver {
     private final class Consumer extends DefaultConsumer {
         String queue;
         // consumer work pool: amqp-client calls one channel's consumer from one thread at a time
-        private long taken;
+        private final ConsumerCount count = new ConsumerCount(options);
         private volatile boolean cancelled;
 
         Consumer(Channel channel) {
@@ -269,21 +269,15 @@ public final class AmqpClientDriver implements ClientDriver {
         @Override
         public void handleDelivery(String tag, Envelope envelope, AMQP.BasicProperties props, byte[] body)
                 throws IOException {
-            long limit = options.consumerMessages();
-            if (cancelled || (limit > 0 && taken >= limit)) {
+            int what = count.take(cancelled);
+            if (!ConsumerCount.taken(what)) {
                 return; // prefetched after the last one wanted: not counted
             }
-            taken++;
             metrics.received(MessageBody.publishNanos(body));
-            if (!options.autoAck()) {
-                int every = options.multiAckEvery();
-                if (every <= 0) {
-                    getChannel().basicAck(envelope.getDeliveryTag(), false);
-                } else if (taken % every == 0 || taken == limit) {
-                    getChannel().basicAck(envelope.getDeliveryTag(), true);
-                }
+            if (ConsumerCount.acks(what)) {
+                getChannel().basicAck(envelope.getDeliveryTag(), ConsumerCount.multiple(what));
             }
-            if (limit > 0 && taken == limit) {
+            if (ConsumerCount.done(what)) {
                 metrics.consumerDone();
                 cancel();
             }

@@ -20,7 +20,8 @@ import java.util.Map;
  * element and an inline script draws SVG charts from it: the settings and, with several clients, the headline
  * ({@link Summary#headline}) and the comparison table at the top; throughput, backlog, latency, process CPU and
  * heap over time; latency percentile distributions (latency axes on a log scale in one unit each); a summary
- * table per run. A
+ * table per run. Runs against different targets (the broker; the loopback peer's sink, then its source, when no
+ * broker answered) measure different things: each target gets its own headline, comparison, table and charts. A
  * Content-Security-Policy forbids every load from anywhere, so a page that renders proves it is
  * self-contained.
  *
@@ -36,17 +37,45 @@ final class HtmlReport {
 
     /** The page for {@code runs} (each one {@link RunResult#toJson()}). */
     static String render(List<Map<String, Object>> runs) {
-        List<String> clients = new ArrayList<>(new LinkedHashSet<>(
-                runs.stream().map(r -> String.valueOf(r.get("client"))).toList()));
         Map<String, Object> data = new LinkedHashMap<>();
         data.put("generated", ZonedDateTime.now().format(DateTimeFormatter.RFC_1123_DATE_TIME));
-        data.put("clients", clients);
-        data.put("comparison", clients.size() > 1 ? Summary.comparison(runs, clients) : null);
-        data.put("headline", Summary.headline(runs, clients));
+        data.put("clients", clients(runs));
+        data.put("targets", byTarget(runs));
         data.put("runs", runs);
         // JSON has "<" only inside strings, where its escape means the same: no "</script>" in the data ends the
         // element
         return PAGE.replace("@DATA@", Json.compact(data).replace("<", "\\u003c"));
+    }
+
+    /**
+     * The runs grouped by target, in the order the targets first appear: per target its clients, their comparison
+     * (with several), the headline, and the indexes of its runs in {@code runs}.
+     */
+    static List<Map<String, Object>> byTarget(List<Map<String, Object>> runs) {
+        Map<String, List<Integer>> indexes = new LinkedHashMap<>();
+        for (int i = 0; i < runs.size(); i++) {
+            indexes.computeIfAbsent(String.valueOf(runs.get(i).get("target")), t -> new ArrayList<>())
+                    .add(i);
+        }
+        List<Map<String, Object>> groups = new ArrayList<>();
+        indexes.forEach((target, at) -> {
+            List<Map<String, Object>> targetRuns = at.stream().map(runs::get).toList();
+            List<String> clients = clients(targetRuns);
+            Map<String, Object> group = new LinkedHashMap<>();
+            group.put("target", target);
+            group.put("clients", clients);
+            group.put("comparison", clients.size() > 1 ? Summary.comparison(targetRuns, clients) : null);
+            group.put("headline", Summary.headline(targetRuns, clients));
+            group.put("runs", at);
+            groups.add(group);
+        });
+        return groups;
+    }
+
+    /** The clients of {@code runs}, in the order they first ran. */
+    private static List<String> clients(List<Map<String, Object>> runs) {
+        return new ArrayList<>(new LinkedHashSet<>(
+                runs.stream().map(r -> String.valueOf(r.get("client"))).toList()));
     }
 
     /** {@code report.html} with {@code report.css} and {@code report.js} put in, {@code @DATA@} still to fill. */

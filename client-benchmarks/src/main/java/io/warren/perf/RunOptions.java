@@ -133,34 +133,20 @@ public record RunOptions(
 
     /** The same run with other numbers of producers and consumers (one side of it against the loopback peer). */
     public RunOptions withProducersAndConsumers(int newProducers, int newConsumers) {
-        return new RunOptions(
-                uris,
-                newProducers,
-                newConsumers,
-                size,
-                producerMessages,
-                consumerMessages,
-                rate,
-                confirm,
-                qos,
-                multiAckEvery,
-                autoAck,
-                queue,
-                persistent,
-                mandatory,
-                routingKey,
-                exchange,
-                exchangeType,
-                queueArgs,
-                autoDelete);
+        return copy(uris, newProducers, newConsumers);
     }
 
     /** The same run against another address (the loopback peer's). */
     public RunOptions withUri(String newUri) {
+        return copy(List.of(newUri), producers, consumers);
+    }
+
+    /** The one place every field is copied: a new field is added here once. */
+    private RunOptions copy(List<String> newUris, int newProducers, int newConsumers) {
         return new RunOptions(
-                List.of(newUri),
-                producers,
-                consumers,
+                newUris,
+                newProducers,
+                newConsumers,
                 size,
                 producerMessages,
                 consumerMessages,

@@ -264,16 +264,17 @@ final class Summary {
 
     /**
      * One sentence per figure the reader decides on ({@link #HEADLINE}), each client after the first against the
-     * first: who did better, by what factor, each median with its runs' range, and whether the ranges overlap (then
-     * the runs do not separate the clients). Throughput is named only for unpaced runs: at a fixed rate both
-     * clients send the same. Empty with fewer than two clients.
+     * first: who did better, by what factor, each median with its runs' range, and, with at least two runs of each
+     * client, whether the ranges overlap (then the runs do not separate the clients). Throughput is named only for
+     * unpaced runs: at a fixed rate both clients send the same (and receive it); runs without producers have
+     * nothing to pace, so their received rate is named. Empty with fewer than two clients.
      */
     static List<String> headline(List<Map<String, Object>> runs, List<String> clients) {
         List<String> lines = new ArrayList<>();
         if (clients.size() < 2) {
             return lines;
         }
-        boolean paced = runs.stream().allMatch(r -> r.get("rate") instanceof Number);
+        boolean paced = runs.stream().allMatch(Summary::pacesPublishing);
         String first = clients.get(0);
         for (String key : HEADLINE) {
             if (paced && key.endsWith("_rate")) {
@@ -306,6 +307,8 @@ final class Summary {
                         .append(row.formatSpread(a))
                         .append(": ");
                 boolean overlap = Collections.min(a) <= Collections.max(b) && Collections.min(b) <= Collections.max(a);
+                // one run has no range: with it, overlapping or not says nothing about the spread of runs
+                boolean ranges = a.size() >= 2 && b.size() >= 2;
                 if (row.isZero(ma) || row.isZero(mb) || ma == mb) {
                     line.append(ma == mb ? "the same" : "no ratio (one is 0)");
                 } else {
@@ -317,14 +320,26 @@ final class Summary {
                             .append(row.better() > 0 ? "higher" : "lower")
                             .append(String.format(Locale.ROOT, " by %.2fx", factor));
                 }
-                line.append(
-                        overlap
-                                ? " (the runs' ranges overlap: not a clear difference)"
-                                : " (the runs' ranges do not overlap)");
+                if (ranges) {
+                    line.append(
+                            overlap
+                                    ? " (the runs' ranges overlap: not a clear difference)"
+                                    : " (the runs' ranges do not overlap)");
+                } else {
+                    line.append(" (one run of a client: no ranges to compare)");
+                }
                 lines.add(line.toString());
             }
         }
         return lines;
+    }
+
+    /**
+     * Whether {@code run} (its JSON) had a fixed rate that paced publishes: a rate, and producers (a run that does
+     * not say how many is taken to have some).
+     */
+    private static boolean pacesPublishing(Map<String, Object> run) {
+        return run.get("rate") instanceof Number && !(run.get("producers") instanceof Number p && p.intValue() == 0);
     }
 
     /** Every value of {@code key} in {@code client}'s runs. */

@@ -418,7 +418,7 @@ public final class WarrenDriver implements ClientDriver {
         final Channel channel;
         String queue;
         // consumer context (the event loop) only
-        private long taken;
+        private final ConsumerCount count = new ConsumerCount(options);
         // any thread
         private volatile boolean cancelRequested;
         // guarded by this (taken once or twice per consumer, never per delivery)
@@ -431,21 +431,15 @@ public final class WarrenDriver implements ClientDriver {
 
         @Override
         public void handle(Delivery delivery) {
-            long limit = options.consumerMessages();
-            if (cancelRequested || (limit > 0 && taken >= limit)) {
+            int what = count.take(cancelRequested);
+            if (!ConsumerCount.taken(what)) {
                 return; // prefetched after the last one wanted: not counted, not acknowledged
             }
-            taken++;
             metrics.received(MessageBody.publishNanos(delivery.body()));
-            if (!options.autoAck()) {
-                int every = options.multiAckEvery();
-                if (every <= 0) {
-                    delivery.ack();
-                } else if (taken % every == 0 || taken == limit) {
-                    delivery.ack(true);
-                }
+            if (ConsumerCount.acks(what)) {
+                delivery.ack(ConsumerCount.multiple(what));
             }
-            if (limit > 0 && taken == limit) {
+            if (ConsumerCount.done(what)) {
                 metrics.consumerDone();
                 cancel();
             }

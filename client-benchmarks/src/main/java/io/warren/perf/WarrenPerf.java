@@ -333,6 +333,18 @@ public final class WarrenPerf implements Callable<Integer> {
         if (warmup < 0) {
             throw usage("--warmup must be 0 or more");
         }
+        // said now, not when the raw client's run starts (after the other clients' runs)
+        if (clients.contains(Clients.RAW) && (options.rate() > 0 || options.mandatory())) {
+            List<String> fixes = new ArrayList<>();
+            if (options.rate() > 0) {
+                fixes.add("give -r -1"
+                        + (rate == null ? " (--compare paces at " + COMPARE_RATE + " msg/s by default)" : ""));
+            }
+            if (options.mandatory()) {
+                fixes.add("leave out --flag mandatory");
+            }
+            throw usage("the raw client does not pace or take returns: " + String.join(" and ", fixes));
+        }
         return new Plan(id, clients, options, timeLimit, warmup, peerMode, runsPerClient(), json, report);
     }
 

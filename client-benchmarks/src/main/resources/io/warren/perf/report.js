@@ -158,7 +158,7 @@
     return data.runs.map(function (run, i) {
       var idx = run.timeline_fields.indexOf(field);
       var st = runStyle(run, data);
-      return { label: runLabel(run, data), color: st.color, dash: st.dash, run: i,
+      return { label: runLabel(run, data), color: st.color, dash: st.dash, run: data.index[i],
         points: run.timeline.map(function (p) { return [p[0], p[idx]]; }) };
     });
   }
@@ -170,14 +170,14 @@
   function percentileSeries(data, key) {
     return data.runs.map(function (run, i) {
       var st = runStyle(run, data);
-      return { label: runLabel(run, data), color: st.color, dash: st.dash, run: i,
+      return { label: runLabel(run, data), color: st.color, dash: st.dash, run: data.index[i],
         points: (run[key] || []).map(function (p) { return [nines(p[0]), p[1]]; }) };
     });
   }
 
   function renderSummary(data) {
     var div = document.getElementById('summary');
-    div.appendChild(el('h2', {}, 'Runs'));
+    div.appendChild(el('h2', {}, 'Runs' + data.heading));
     var cols = [
       ['client', 'client', null], ['duration_s', 'time (s)', 1], ['sent', 'sent', 0], ['confirmed', 'confirmed', 0],
       ['received', 'received', 0], ['sent_rate', 'sent msg/s', 0], ['confirmed_rate', 'confirmed msg/s', 0],
@@ -191,10 +191,12 @@
       ['peak_heap_bytes', 'peak heap (MiB)', -1], ['live_heap_peak_bytes', 'live heap after GC (MiB)', -1],
       ['peak_direct_bytes', 'peak direct (MiB)', -1]];
     // one row per figure, one column per run
-    var table = el('table', { id: 'runs' });
+    var table = el('table', { id: 'runs' + data.suffix });
     var head = el('tr');
     head.appendChild(el('th', {}, 'figure'));
-    data.runs.forEach(function (run, i) { head.appendChild(el('th', { 'data-run': i }, runLabel(run, data))); });
+    data.runs.forEach(function (run, i) {
+      head.appendChild(el('th', { 'data-run': data.index[i] }, runLabel(run, data)));
+    });
     table.appendChild(head);
     cols.slice(1).forEach(function (c) {
       var tr = el('tr', { 'data-key': c[0] });
@@ -202,7 +204,8 @@
       data.runs.forEach(function (run, i) {
         var v = run[c[0]];
         var text = c[2] < 0 ? (v === null ? '-' : fmt(v / 1048576, 1)) : fmt(v, c[2]);
-        tr.appendChild(el('td', { 'data-run': i, 'data-key': c[0], 'data-value': v === null ? '' : String(v) }, text));
+        tr.appendChild(el('td', { 'data-run': data.index[i], 'data-key': c[0],
+          'data-value': v === null ? '' : String(v) }, text));
       });
       table.appendChild(tr);
     });
@@ -215,15 +218,15 @@
       if (run.peer) { bits.push('peer read ' + fmt(run.peer.publish_rate, 0) + ' publishes/s, wrote '
         + fmt(run.peer.delivery_rate, 0) + ' deliveries/s'); }
       if (run.failure) { bits.push('FAILED: ' + run.failure); }
-      div.appendChild(el('p', { 'class': 'meta', 'data-run-meta': i }, bits.join('; ')));
+      div.appendChild(el('p', { 'class': 'meta', 'data-run-meta': data.index[i] }, bits.join('; ')));
     });
   }
 
   function renderComparison(data) {
     if (!data.comparison) { return; }
     var div = document.getElementById('comparison');
-    div.appendChild(el('h2', {}, 'Comparison'));
-    var table = el('table', { id: 'comparison-table' });
+    div.appendChild(el('h2', {}, 'Comparison' + data.heading));
+    var table = el('table', { id: 'comparison-table' + data.suffix });
     data.comparison.forEach(function (row, r) {
       var tr = el('tr');
       row.forEach(function (cell) { tr.appendChild(el(r === 0 ? 'th' : 'td', {}, cell)); });
@@ -242,10 +245,10 @@
       first.confirm !== null ? 'confirms, ' + first.confirm + ' outstanding' : 'no confirms',
       'to ' + first.target,
       data.clients.map(function (c) { return perClient[c] + ' run(s) of ' + c; }).join(', ') + ', alternating'];
-    div.appendChild(el('p', { id: 'settings' }, 'Settings: ' + bits.join('; ') + '.'));
+    div.appendChild(el('p', { id: 'settings' + data.suffix }, 'Settings' + data.heading + ': ' + bits.join('; ') + '.'));
     if (data.headline && data.headline.length > 0) {
-      div.appendChild(el('h2', {}, 'Headline (medians over runs, min-max in brackets)'));
-      var ul = el('ul', { id: 'headline-list' });
+      div.appendChild(el('h2', {}, 'Headline' + data.heading + ' (medians over runs, min-max in brackets)'));
+      var ul = el('ul', { id: 'headline-list' + data.suffix });
       data.headline.forEach(function (line) { ul.appendChild(el('li', {}, line)); });
       div.appendChild(ul);
     }
@@ -256,13 +259,34 @@
     });
   }
 
+  // One target's runs (the broker, or one loopback peer): compared, tabled and charted apart from another
+  // target's, whose runs measure another side of the client (publishing to a sink, consuming from a source).
+  function targetView(data, group, k, several) {
+    return { generated: data.generated, target: group.target, clients: group.clients,
+      comparison: group.comparison, headline: group.headline, index: group.runs,
+      runs: group.runs.map(function (i) { return data.runs[i]; }),
+      suffix: k === 0 ? '' : '-' + (k + 1), heading: several ? ', to ' + group.target : '' };
+  }
+
   function render(data) {
     document.getElementById('meta').textContent = data.runs.length + ' run(s) of ' + data.clients.join(', ')
       + '; generated ' + data.generated;
-    renderHeadline(data);
-    renderComparison(data);
-    renderSummary(data);
+    var several = data.targets.length > 1;
+    data.targets.forEach(function (group, k) {
+      var view = targetView(data, group, k, several);
+      renderHeadline(view);
+      renderComparison(view);
+      renderSummary(view);
+      renderCharts(view);
+    });
+  }
+
+  function renderCharts(data) {
     var charts = document.getElementById('charts');
+    if (data.heading) {
+      charts = charts.appendChild(el('div', { 'data-target': data.target }));
+      charts.appendChild(el('h2', {}, 'Charts' + data.heading));
+    }
     charts.appendChild(el('h2', {}, 'Throughput over time'));
     addChart(charts, { id: 'sent-rate', title: 'Sent (msg/s)', xLabel: 'time (s)', yLabel: 'msg/s', xmin: 0,
       series: timelineSeries(data, 'sent_rate') });

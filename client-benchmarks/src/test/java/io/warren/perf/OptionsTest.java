@@ -283,6 +283,22 @@ class OptionsTest {
         assertRefused("--warmup must be 0 or more", "--warmup", "-1");
     }
 
+    /** The raw client refused pacing only when its run started, after the other clients' runs: now at once. */
+    @Test
+    void theRawClientWithARateOrMandatoryIsAUsageError() {
+        assertRefused(
+                "the raw client does not pace or take returns: give -r -1 (--compare paces at "
+                        + WarrenPerf.COMPARE_RATE + " msg/s by default)",
+                "--compare",
+                "warren,raw");
+        assertRefused("give -r -1 and leave out --flag mandatory", "--client", "raw", "-r", "100", "-f", "mandatory");
+        assertRefused("leave out --flag mandatory", "--client", "raw", "-f", "mandatory");
+        assertEquals(
+                List.of("warren", "raw"),
+                WarrenPerf.plan("--compare", "warren,raw", "-r", "-1").clients(),
+                "unpaced, raw compares");
+    }
+
     private static void assertRefused(String expected, String... args) {
         ParameterException e = assertThrows(ParameterException.class, () -> WarrenPerf.plan(args));
         assertTrue(e.getMessage().contains(expected), "'" + e.getMessage() + "' should say " + expected);

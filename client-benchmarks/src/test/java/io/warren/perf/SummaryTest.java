@@ -90,4 +90,40 @@ class SummaryTest {
                 "unthrottled, throughput is a result");
         assertTrue(Summary.headline(runs, List.of("warren")).isEmpty(), "one client: nothing to compare");
     }
+
+    /** A paced run without producers paces nothing: what it received is a result, named like any other. */
+    @Test
+    void aPacedRunWithoutProducersKeepsItsReceivedRate() {
+        List<Map<String, Object>> runs = new java.util.ArrayList<>();
+        for (String client : List.of("amqp-client", "warren")) {
+            for (double received : client.equals("warren") ? new double[] {300, 310} : new double[] {100, 110}) {
+                Map<String, Object> r = run(client, 0, 10.0);
+                r.put("rate", 10_000.0);
+                r.put("producers", 0);
+                r.put("received_rate", received);
+                runs.add(r);
+            }
+        }
+        String text = String.join("\n", Summary.headline(runs, List.of("amqp-client", "warren")));
+        assertTrue(
+                text.contains("received msg/s: warren 305 (300-310) vs amqp-client 105 (100-110): warren higher by"),
+                text);
+
+        runs.forEach(r -> r.put("producers", 1));
+        text = String.join("\n", Summary.headline(runs, List.of("amqp-client", "warren")));
+        assertFalse(text.contains("received msg/s"), "paced producers: both receive what was sent\n" + text);
+    }
+
+    /** One run of a client has no range: the headline says nothing of ranges overlapping or not. */
+    @Test
+    void withOneRunOfAClientTheHeadlineSaysNothingOfRanges() {
+        List<Map<String, Object>> runs = List.of(run("amqp-client", 100, 20.0), run("warren", 300, 10.0));
+        List<String> headline = Summary.headline(runs, List.of("amqp-client", "warren"));
+        String text = String.join("\n", headline);
+        assertTrue(
+                headline.contains("sent msg/s: warren 300 vs amqp-client 100: warren higher by 3.00x"
+                        + " (one run of a client: no ranges to compare)"),
+                text);
+        assertFalse(text.contains("overlap"), text);
+    }
 }

@@ -123,6 +123,9 @@ class ConnectClusterIT {
                 + "; once it is back " + back);
         assertEquals(Map.of(RabbitCluster.NODES.get(1).name(), 30), withoutZeros(after), "piled onto the second");
         assertEquals(after, back, "a recovered connection stays where it is when the node comes back");
+        // the broker's own view, now that the first node serves again: none of the 30 on it, none lost
+        Await.awaitQuery(() -> back.equals(brokerSplit("cluster-pile-")), T, "the broker to list the 30 as " + back);
+        assertEquals(back, brokerSplit("cluster-pile-"), "the broker holds the connections where the client says");
     }
 
     @Test
@@ -143,6 +146,29 @@ class ConnectClusterIT {
         // each of the others gets each moving connection with probability 1/2: all on one is 2^-(n-1) at worst 2^-9
         movedTo.forEach((node, n) ->
                 assertTrue(node.equals(stopped.name()) || n > 0, () -> "reconnects not spread: " + movedTo));
+    }
+
+    /**
+     * How many connections whose name starts with {@code namePrefix} each node holds, as the broker lists them
+     * (by the port each was accepted on), by node name, every node listed.
+     */
+    private static Map<String, Integer> brokerSplit(String namePrefix) throws Exception {
+        Map<String, Integer> split = new TreeMap<>();
+        RabbitCluster.NODES.forEach(n -> split.put(n.name(), 0));
+        String out = RabbitCluster.ctl(
+                RabbitCluster.NODES.get(1),
+                "-q",
+                "list_connections",
+                "port",
+                "client_properties",
+                "--no-table-headers");
+        for (String line : out.split("\n")) {
+            if (line.contains(namePrefix)) {
+                int port = Integer.parseInt(line.split("\t")[0].trim());
+                split.merge(RabbitCluster.nodeAt(port).name(), 1, Integer::sum);
+            }
+        }
+        return split;
     }
 
     private static Map<String, Integer> withoutZeros(Map<String, Integer> split) {

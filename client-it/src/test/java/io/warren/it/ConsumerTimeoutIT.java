@@ -1,7 +1,6 @@
 package io.warren.it;
 
-import static io.warren.it.ConsumeIT.awaitTrue;
-import static io.warren.it.ConsumeIT.messageCount;
+import static io.warren.it.Await.awaitTrue;
 import static io.warren.it.TopologyIT.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -146,7 +145,10 @@ class ConsumerTimeoutIT {
             }
             consumer.resume();
             awaitTrue(() -> handled.size() == 4, Duration.ofSeconds(30), "the broker's redeliveries");
-            Thread.sleep(200); // a copy from the closed channel would come right behind
+            // nothing left that could still reach the handler: the client's queue is empty, and the broker has
+            // nothing ready or unacknowledged (the acks on the recovered channel counted)
+            awaitTrue(() -> consumer.queued() == 0, Duration.ofSeconds(30), "the consumer's queue to empty");
+            Await.queueCounts(q, 0, 0, Duration.ofSeconds(10));
             List<String> sorted = new ArrayList<>(handled);
             Collections.sort(sorted);
             assertEquals(
@@ -159,16 +161,6 @@ class ConsumerTimeoutIT {
                     registry.get("rabbitmq.stale_deliveries_dropped")
                             .functionCounter()
                             .count());
-            awaitTrue(
-                    () -> {
-                        try {
-                            return messageCount(ch, q) == 0;
-                        } catch (Exception e) {
-                            throw new AssertionError(e);
-                        }
-                    },
-                    Duration.ofSeconds(10),
-                    "the acks on the recovered channel to count");
             assertEquals(0, metrics.oldestUnacknowledgedMillis());
             assertEquals(List.of(), connectionLosses, "the connection was never lost");
             assertEquals(0, metrics.recoveries());

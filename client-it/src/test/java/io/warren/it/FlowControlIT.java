@@ -1,6 +1,6 @@
 package io.warren.it;
 
-import static io.warren.it.ConsumeIT.awaitTrue;
+import static io.warren.it.Await.awaitTrue;
 import static io.warren.it.ConsumeIT.messageCount;
 import static io.warren.it.ConsumeIT.numberOf;
 import static io.warren.it.ConsumeIT.publishNumbered;

@@ -13,7 +13,6 @@ import io.warren.Channel;
 import io.warren.ChannelClosedException;
 import io.warren.Connection;
 import io.warren.ConnectionClosedException;
-import io.warren.ConnectionOptions;
 import io.warren.ConsumeOptions;
 import io.warren.Delivery;
 import io.warren.QueueSpec;
@@ -40,6 +39,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
  */
 @ExtendWith(BrokerExtension.class)
 class FlowIT {
+
+    private static final Duration T = Duration.ofSeconds(30);
 
     /** Records every signal; {@link #deliveries} hold the body's number and the delivery (to settle later). */
     static final class Recorder implements Flow.Subscriber<Delivery> {
@@ -82,11 +83,11 @@ class FlowIT {
         }
 
         void awaitCount(int n) throws Exception {
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-            while (numbers.size() < n && System.nanoTime() < deadline && !end.isDone()) {
-                Thread.sleep(10);
+            try {
+                Await.awaitTrue(() -> numbers.size() >= n || end.isDone(), T, n + " deliveries");
+            } finally {
+                assertEquals(n, numbers.size(), "deliveries (end: " + end.getNow(null) + ")");
             }
-            assertEquals(n, numbers.size(), "deliveries (end: " + end.getNow(null) + ")");
         }
 
         Throwable awaitEnd() throws Exception {
@@ -139,12 +140,10 @@ class FlowIT {
 
         r.subscription().request(3);
         r.awaitCount(3);
-        // the broker sent up to the prefetch (acked: it may send more): all of it waits for demand, in the client
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        // the broker sent the prefetch, 20, and one more for each of the 3 acked: 23 sent, 20 of them waiting for
+        // demand in the client
+        Await.queueCounts(q, 27, 20, T);
         long[] counts = Rabbitmqctl.queueCounts(q);
-        while (counts[0] + counts[1] > 47 && System.nanoTime() < deadline) {
-            counts = Rabbitmqctl.queueCounts(q);
-        }
         assertEquals(3, r.numbers.size(), "no onNext beyond request(3) though the broker sent " + counts[1]);
         assertTrue(counts[1] <= 20, "unacked " + counts[1] + " within the prefetch");
         assertTrue(counts[0] >= 50 - 3 - 20, "ready " + counts[0] + ": the broker holds the backlog");
@@ -152,15 +151,33 @@ class FlowIT {
         r.awaitCount(50);
     }
 
+    /** Without a prefetch of its own, a subscription gets the channel's basic.qos, as Channel.consume does. */
+    @Test
+    void withoutAPrefetchTheChannelsBasicQosHolds(Connection c, Broker broker, BrokerExtension.TestNames names)
+            throws Exception {
+        Channel ch = await(c.openChannel());
+        String q = declare(ch, names.queue("qos"));
+        publishNumbered(broker, q, 20, 16);
+        await(ch.basicQos(7));
+        Recorder r = new Recorder(false);
+        DeliveryPublisher.of(ch, q).subscribe(r);
+
+        r.subscription().request(1);
+        r.awaitCount(1);
+        // 7 unacknowledged (the one emitted and 6 waiting for demand), 13 left in the broker
+        Await.queueCounts(q, 13, 7, T);
+        r.subscription().request(19);
+        for (int i = 0; i < 20; i++) {
+            r.deliveries.take().ack();
+        }
+        r.awaitCount(20);
+        Await.queueCounts(q, 0, 0, T);
+    }
+
     @Test
     void demandOutlivesARecovery(Broker broker, BrokerExtension.TestNames names) throws Exception {
         String name = "flow-recovery-" + System.nanoTime();
-        Connection c = await(BrokerExtension.client()
-                .connect(ConnectionOptions.fromUri(broker.uri())
-                        .connectionName(name)
-                        .recovery(new RecoveryOptions()
-                                .backoff(Duration.ofMillis(50), Duration.ofSeconds(1), 2.0, 0.5))));
-        names.onCleanup(() -> c.close().toCompletableFuture().get(30, TimeUnit.SECONDS));
+        Connection c = Connections.connect(Connections.quick(broker, name), names);
         RecoveryIT.Events events = new RecoveryIT.Events();
         c.addRecoveryListener(events);
         Channel ch = await(c.openChannel());
@@ -185,12 +202,7 @@ class FlowIT {
     void deliveriesWaitingWhenTheConnectionWasLostAreNotEmittedAndKeepNoDemand(
             Broker broker, BrokerExtension.TestNames names) throws Exception {
         String name = "flow-stale-" + System.nanoTime();
-        Connection c = await(BrokerExtension.client()
-                .connect(ConnectionOptions.fromUri(broker.uri())
-                        .connectionName(name)
-                        .recovery(new RecoveryOptions()
-                                .backoff(Duration.ofMillis(50), Duration.ofSeconds(1), 2.0, 0.5))));
-        names.onCleanup(() -> c.close().toCompletableFuture().get(30, TimeUnit.SECONDS));
+        Connection c = Connections.connect(Connections.quick(broker, name), names);
         RecoveryIT.Events events = new RecoveryIT.Events();
         c.addRecoveryListener(events);
         Channel ch = await(c.openChannel());
@@ -200,10 +212,8 @@ class FlowIT {
         DeliveryPublisher.of(ch, q, new ConsumeOptions().prefetch(10)).subscribe(r);
         r.subscription().request(2);
         r.awaitCount(2);
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (Rabbitmqctl.queueCounts(q)[0] != 0 && System.nanoTime() < deadline) {
-            Thread.sleep(10);
-        }
+        // the other 8 wait in the client, without demand: nothing ready, the 2 emitted acked
+        Await.queueCounts(q, 0, 8, T);
         assertEquals(0, Rabbitmqctl.queueCounts(q)[0], "the other 8 wait in the client, without demand");
 
         Rabbitmqctl.closeConnection(name, "closed by FlowIT");
@@ -231,18 +241,12 @@ class FlowIT {
         assertEquals(1, await(ch.queueDeclare(QueueSpec.passive(q))).consumerCount());
 
         r.subscription().cancel();
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (await(ch.queueDeclare(QueueSpec.passive(q))).consumerCount() != 0 && System.nanoTime() < deadline) {
-            Thread.sleep(10);
-        }
-        assertEquals(0, await(ch.queueDeclare(QueueSpec.passive(q))).consumerCount(), "basic.cancel sent");
+        Await.awaitQuery(() -> consumerCount(ch, q) == 0, T, "basic.cancel");
+        assertEquals(0, consumerCount(ch, q), "basic.cancel sent");
         // the two emitted are still the subscriber's to settle; the rest went back to the queue
         r.deliveries.take().ack();
         r.deliveries.take().ack();
-        deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (await(ch.queueDeclare(QueueSpec.passive(q))).messageCount() != 8 && System.nanoTime() < deadline) {
-            Thread.sleep(10);
-        }
+        Await.queueCounts(q, 8, 0, T);
         assertEquals(8, await(ch.queueDeclare(QueueSpec.passive(q))).messageCount());
         assertTrue(ch.isOpen());
         assertEquals(2, r.numbers.size());
@@ -277,11 +281,8 @@ class FlowIT {
     @Test
     void aLostConnectionWithoutRecoveryFails(Broker broker, BrokerExtension.TestNames names) throws Exception {
         String name = "flow-lost-" + System.nanoTime();
-        Connection c = await(BrokerExtension.client()
-                .connect(ConnectionOptions.fromUri(broker.uri())
-                        .connectionName(name)
-                        .recovery(new RecoveryOptions().enabled(false))));
-        names.onCleanup(() -> c.close().toCompletableFuture().get(30, TimeUnit.SECONDS));
+        Connection c = Connections.connect(
+                Connections.quick(broker, name).recovery(new RecoveryOptions().enabled(false)), names);
         Channel ch = await(c.openChannel());
         String q = declare(ch, names.queue("lost"));
         Recorder r = new Recorder(true);
@@ -370,10 +371,11 @@ class FlowIT {
     }
 
     private static void awaitConsumer(Channel ch, String q) throws Exception {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (await(ch.queueDeclare(QueueSpec.passive(q))).consumerCount() != 1 && System.nanoTime() < deadline) {
-            Thread.sleep(10);
-        }
-        assertEquals(1, await(ch.queueDeclare(QueueSpec.passive(q))).consumerCount());
+        Await.awaitQuery(() -> consumerCount(ch, q) == 1, T, "the consumer");
+        assertEquals(1, consumerCount(ch, q));
+    }
+
+    private static long consumerCount(Channel ch, String q) throws Exception {
+        return await(ch.queueDeclare(QueueSpec.passive(q))).consumerCount();
     }
 }

@@ -25,6 +25,7 @@ import java.util.ArrayList;
 import java.util.BitSet;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
@@ -116,6 +117,20 @@ class QuorumQueueClusterIT {
         return declare.queue();
     }
 
+    /** Waits (up to 30 s) until a live node reports a leader of {@code queue} other than {@code not}. */
+    private static Node leaderOtherThan(String queue, Node not) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        Node leader = RabbitCluster.leaderOf(queue);
+        while (leader.equals(not)) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("no leader of " + queue + " other than " + not + " within 30 s");
+            }
+            Thread.sleep(100);
+            leader = RabbitCluster.leaderOf(queue);
+        }
+        return leader;
+    }
+
     private static String name(String what) {
         return "warren-it.cluster." + what + "." + Long.toHexString(System.nanoTime());
     }
@@ -190,21 +205,27 @@ class QuorumQueueClusterIT {
                 }
             }
         };
-        Thread nodeStopper = new Thread(
+        // the scenario's clock, not synchronisation: the stop 2 s in, the start 2 s after the stop; the future
+        // gives the leader a live node reported while the node was stopped, or the stopper's failure
+        ExecutorService stopperThread = Executors.newSingleThreadExecutor(r -> new Thread(r, "node-stopper"));
+        long stopAt = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
+        long start = System.nanoTime();
+        CompletableFuture<Node> nodeStopper = CompletableFuture.supplyAsync(
                 () -> {
                     try {
                         Thread.sleep(2_000);
                         RabbitCluster.stopApp(stopped);
-                        Thread.sleep(2_000);
+                        long startAt = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
+                        Node leaderWhileStopped = leaderOtherThan(q, stopped);
+                        Thread.sleep(Math.max(0, TimeUnit.NANOSECONDS.toMillis(startAt - System.nanoTime())));
                         RabbitCluster.startApp(stopped);
+                        return leaderWhileStopped;
                     } catch (Exception e) {
-                        throw new IllegalStateException(e);
+                        throw new CompletionException(e);
                     }
                 },
-                "node-stopper");
-        long stopAt = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
-        long start = System.nanoTime();
-        nodeStopper.start();
+                stopperThread);
+        stopperThread.shutdown();
         for (int i = 0; i < total; i++) {
             long due = start + TimeUnit.MILLISECONDS.toNanos(i);
             long wait = due - System.nanoTime();
@@ -219,7 +240,7 @@ class QuorumQueueClusterIT {
             }
             f.thenRun(() -> confirmedAt.set(index, System.nanoTime()));
         }
-        nodeStopper.join(T.toMillis());
+        Node leaderWhileStopped = nodeStopper.get(T.toSeconds(), TimeUnit.SECONDS); // throws what the stopper threw
 
         int confirmed = 0;
         int inDoubt = 0;
@@ -289,12 +310,13 @@ class QuorumQueueClusterIT {
         }));
         boolean none = all.await(T.toSeconds(), TimeUnit.SECONDS);
         System.out.printf(
-                "[QuorumQueueClusterIT] stop of the %s (%s), publisher on %s: %d publishes, %d confirmed,"
+                "[QuorumQueueClusterIT] stop of the %s (%s), leader then %s, publisher on %s: %d publishes, %d confirmed,"
                         + " %d failed in doubt (written, unconfirmed), %d failed not written, %d nacked; %d accepted"
                         + " but not complete at the loss were confirmed after recovery; longest time without a"
                         + " confirm after the stop %.2f s; recovery %s; %d messages read back%n",
                 which,
                 stopped,
+                leaderWhileStopped,
                 publishTo,
                 total,
                 confirmed,
@@ -315,6 +337,9 @@ class QuorumQueueClusterIT {
         }
         assertEquals(total, confirmed + inDoubt + notWritten + nacked, "every publish ended, confirmed or failed");
         assertEquals(0, notWritten, "under WAIT a publish accepted but not written is held, never failed");
+        if (which == Stopped.LEADER) {
+            assertNotEquals(leader, leaderWhileStopped, "another node became the queue's leader");
+        }
         if (which == Stopped.CONNECTED_NODE) {
             assertTrue(recoveries.succeeded.get() > 0, "the publisher's connection recovered");
             assertNotEquals(stopped.port(), publisher.address().port(), "the publisher moved to another node");

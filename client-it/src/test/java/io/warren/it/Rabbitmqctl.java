@@ -16,8 +16,14 @@ public final class Rabbitmqctl {
 
     /** Runs {@code rabbitmqctl args...} and returns its output; fails when it exits non-zero. */
     public static String run(String... args) throws IOException, InterruptedException {
+        return run(List.of(), args);
+    }
+
+    /** Runs {@code rabbitmqctl first... args...} ({@code first}: {@code -n NODE}, or none). */
+    static String run(List<String> first, String... args) throws IOException, InterruptedException {
         List<String> command = new ArrayList<>();
         command.add("rabbitmqctl");
+        command.addAll(first);
         command.addAll(List.of(args));
         Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
@@ -29,8 +35,14 @@ public final class Rabbitmqctl {
 
     /** The broker's pids of the open connections whose client properties mention {@code connectionName}. */
     public static List<String> connectionPids(String connectionName) throws IOException, InterruptedException {
+        return connectionPids(List.of(), connectionName);
+    }
+
+    /** {@link #connectionPids(String)} asked with {@code nodeArgs} first ({@code -n NODE}, or none). */
+    static List<String> connectionPids(List<String> nodeArgs, String connectionName)
+            throws IOException, InterruptedException {
         List<String> pids = new ArrayList<>();
-        String out = run("-q", "list_connections", "pid", "client_properties");
+        String out = run(nodeArgs, "-q", "list_connections", "pid", "client_properties", "--no-table-headers");
         for (String line : out.split("\n")) {
             if (line.contains(connectionName)) {
                 pids.add(line.split("\t")[0].trim());
@@ -44,18 +56,27 @@ public final class Rabbitmqctl {
      * to 30 s for the broker to list it (it does once it is fully open).
      */
     public static void closeConnection(String connectionName, String reason) throws Exception {
+        closeConnection(List.of(), connectionName, reason);
+    }
+
+    /**
+     * {@link #closeConnection(String, String)} with {@code nodeArgs} first in each command ({@code -n NODE}, or
+     * none): a cluster node lists and closes the connections of the whole cluster.
+     */
+    static void closeConnection(List<String> nodeArgs, String connectionName, String reason) throws Exception {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (System.nanoTime() < deadline) {
-            List<String> pids = connectionPids(connectionName);
+            List<String> pids = connectionPids(nodeArgs, connectionName);
             if (!pids.isEmpty()) {
                 for (String pid : pids) {
-                    run("close_connection", pid, reason);
+                    run(nodeArgs, "close_connection", pid, reason);
                 }
                 return;
             }
             Thread.sleep(250);
         }
-        throw new AssertionError("rabbitmqctl does not list a connection named " + connectionName);
+        throw new AssertionError(
+                "rabbitmqctl " + String.join(" ", nodeArgs) + " does not list a connection named " + connectionName);
     }
 
     /**

@@ -53,10 +53,7 @@ class RecoveryIT {
 
     /** Options through the proxy with a quick backoff (tests should not wait seconds for the first attempt). */
     static ConnectionOptions through(FaultProxy proxy, Broker broker, String name) {
-        return ConnectionOptions.fromUri(broker.uri())
-                .address(proxy.host(), proxy.port())
-                .connectionName(name)
-                .recovery(new RecoveryOptions().backoff(Duration.ofMillis(50), Duration.ofSeconds(1), 2.0, 0.5));
+        return Connections.quick(broker, name).address(proxy.host(), proxy.port());
     }
 
     /** Counts recovery events; {@link #succeeded} is awaited by the tests. */
@@ -132,12 +129,7 @@ class RecoveryIT {
     @Test
     void aBrokerSideCloseIsRecovered(Broker broker, BrokerExtension.TestNames names) throws Exception {
         String name = "recovery-320-" + System.nanoTime();
-        Connection c = await(BrokerExtension.client()
-                .connect(ConnectionOptions.fromUri(broker.uri())
-                        .connectionName(name)
-                        .recovery(new RecoveryOptions()
-                                .backoff(Duration.ofMillis(50), Duration.ofSeconds(1), 2.0, 0.5))));
-        names.onCleanup(() -> c.close().toCompletableFuture().get(30, TimeUnit.SECONDS));
+        Connection c = Connections.connect(Connections.quick(broker, name), names);
         Events events = new Events();
         c.addRecoveryListener(events);
         Channel ch = await(c.openChannel());
@@ -341,12 +333,12 @@ class RecoveryIT {
                             stale.incrementAndGet(); // came before the cut: should have been dropped
                         }
                     }));
-            ConsumeIT.awaitTrue(() -> consumer.queued() >= 50, T, "the consumer reached its high-water mark");
+            Await.awaitTrue(() -> consumer.queued() >= 50, T, "the consumer reached its high-water mark");
             long beforeCut = consumer.queued();
             proxy.cutAll();
             events.awaitRecovery();
             // the broker sends every message out (the proxy takes whatever the client leaves)...
-            ConsumeIT.awaitTrue(
+            Await.awaitTrue(
                     () -> {
                         try {
                             return ConsumeIT.messageCount(adminCh, q) == 0;
@@ -364,7 +356,7 @@ class RecoveryIT {
                             + " cut): the recovered connection read for it regardless of its pause");
 
             consumer.resume();
-            ConsumeIT.awaitTrue(
+            Await.awaitTrue(
                     () -> acked.get() == messages,
                     T,
                     "every message acknowledged once through the recovered connection");

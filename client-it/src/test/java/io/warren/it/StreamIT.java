@@ -104,22 +104,37 @@ class StreamIT {
         await(ch.close());
     }
 
-    private static long offsetOf(Delivery d) {
-        Object o = d.properties().headers().get("x-stream-offset");
+    /**
+     * What a handler saw of one delivery: its {@code x-stream-offset} header and body. Handlers only record;
+     * the test thread asserts ({@link #offsetOf}), since an assertion failing in a handler would be lost.
+     */
+    private record Got(Object offsetHeader, String body) {
+        static Got of(Delivery d) {
+            return new Got(
+                    d.properties().headers().get("x-stream-offset"), d.body().toString(StandardCharsets.UTF_8));
+        }
+
+        /** "offset body", the header checked to be a number. */
+        @Override
+        public String toString() {
+            return offsetOf(this) + " " + body;
+        }
+    }
+
+    private static long offsetOf(Got g) {
+        Object o = g.offsetHeader();
         assertTrue(o instanceof Number, () -> "x-stream-offset header: " + o);
         return ((Number) o).longValue();
     }
 
-    /** Offsets delivered to one consumer, each checked against its body (mN at offset N). */
+    /** Offsets delivered to one consumer, each checked against its body (mN at offset N) on the test thread. */
     private static final class Received {
-        final BlockingQueue<Long> offsets = new LinkedBlockingQueue<>();
+        final BlockingQueue<Got> deliveries = new LinkedBlockingQueue<>();
         ConsumerHandle handle;
         Channel channel;
 
         void take(Delivery d) {
-            long offset = offsetOf(d);
-            assertEquals("m" + offset, d.body().toString(StandardCharsets.UTF_8), "the message at its offset");
-            offsets.add(offset);
+            deliveries.add(Got.of(d));
             d.ack();
         }
 
@@ -127,9 +142,11 @@ class StreamIT {
         List<Long> until(long last) throws Exception {
             List<Long> got = new ArrayList<>();
             while (got.isEmpty() || got.get(got.size() - 1) < last) {
-                Long o = offsets.poll(T.toSeconds(), TimeUnit.SECONDS);
-                assertTrue(o != null, () -> "offset " + last + " not reached; got " + got);
-                got.add(o);
+                Got g = deliveries.poll(T.toSeconds(), TimeUnit.SECONDS);
+                assertTrue(g != null, () -> "offset " + last + " not reached; got " + got);
+                long offset = offsetOf(g);
+                assertEquals("m" + offset, g.body(), "the message at its offset");
+                got.add(offset);
             }
             return got;
         }
@@ -193,14 +210,21 @@ class StreamIT {
         try {
             publish(own, 0, 10);
             Channel ch = await(connection.openChannel());
-            BlockingQueue<String> got = new LinkedBlockingQueue<>();
+            BlockingQueue<Got> got = new LinkedBlockingQueue<>();
             await(ch.consume(own, new ConsumeOptions().streamOffset("next").prefetch(PREFETCH), d -> {
-                got.add(offsetOf(d) + " " + d.body().toString(StandardCharsets.UTF_8));
+                got.add(Got.of(d));
                 d.ack();
             }));
             publish(own, 10, 11);
-            assertEquals("10 m10", got.poll(T.toSeconds(), TimeUnit.SECONDS));
-            assertNull(got.poll(500, TimeUnit.MILLISECONDS), "nothing stored before the consumer started");
+            assertEquals("10 m10", String.valueOf(got.poll(T.toSeconds(), TimeUnit.SECONDS)));
+            // one consumer's deliveries come in order: anything else would show ahead of m10 or between it and
+            // m11 (no waiting for something not to happen)
+            publish(own, 11, 12);
+            assertEquals(
+                    "11 m11",
+                    String.valueOf(got.poll(T.toSeconds(), TimeUnit.SECONDS)),
+                    "nothing stored before the consumer started");
+            assertNull(got.poll(), "nothing else delivered");
             await(ch.close());
         } finally {
             Channel ch = await(connection.openChannel());

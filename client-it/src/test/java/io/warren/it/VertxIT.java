@@ -1,6 +1,6 @@
 package io.warren.it;
 
-import static io.warren.it.ConsumeIT.awaitTrue;
+import static io.warren.it.Await.awaitTrue;
 import static io.warren.it.ConsumeIT.messageCount;
 import static io.warren.it.ConsumeIT.numberOf;
 import static io.warren.it.ConsumeIT.publishNumbered;
@@ -122,16 +122,8 @@ class VertxIT {
             expected.add(i);
         }
         assertEquals(expected, seen);
-        awaitTrue(
-                () -> {
-                    try {
-                        return messageCount(setup, q) == 0;
-                    } catch (Exception e) {
-                        throw new AssertionError(e);
-                    }
-                },
-                Duration.ofSeconds(10),
-                "the acks to count");
+        // the acks counted: nothing ready, nothing unacknowledged
+        Await.queueCounts(q, 0, 0, Duration.ofSeconds(10));
         await(setup.queueDelete(q));
     }
 
@@ -164,9 +156,9 @@ class VertxIT {
         });
         DeliveryStream stream = started.get(30, TimeUnit.SECONDS);
         awaitTrue(() -> seen.get() == 10, Duration.ofSeconds(30), "10 fetched deliveries");
-        Thread.sleep(300);
-        assertEquals(10, seen.get(), "paused: exactly the fetched ones");
+        // every delivery has reached the client: the 10 fetched handled, the other 90 held by the pause
         awaitTrue(() -> stream.consumer().queued() == 90, Duration.ofSeconds(30), "the rest queued in the client");
+        assertEquals(10, seen.get(), "paused: exactly the fetched ones");
         verticle[0].runOnContext(v -> stream.resume());
         awaitTrue(() -> seen.get() == 100, Duration.ofSeconds(30), "all after resume");
         await(setup.queueDelete(q));
@@ -234,7 +226,11 @@ class VertxIT {
                 },
                 Duration.ofSeconds(30),
                 "the prefetch delivered to the paused stream");
-        Thread.sleep(1000); // time for the broker to push more, if anything let it
+        // the whole prefetch has reached the paused stream: past this the broker sends more only if let
+        awaitTrue(
+                () -> stream.consumer().queued() == prefetch,
+                Duration.ofSeconds(30),
+                "the prefetch held by the paused stream");
         counts[0] = Rabbitmqctl.queueCounts(q);
         assertEquals(
                 List.of((long) total - prefetch, (long) prefetch),
@@ -244,22 +240,14 @@ class VertxIT {
 
         verticle[0].runOnContext(v -> stream.resume());
         awaitTrue(() -> handled.get() >= total, Duration.ofSeconds(60), "every message after resume");
-        Thread.sleep(200); // a duplicate would come right behind
+        // every ack counted and nothing left in the queue: a duplicate would have been delivered, and handled,
+        // before its ack could count
+        Await.queueCounts(q, 0, 0, Duration.ofSeconds(10));
         assertEquals(total, handled.get(), "each message once");
         assertEquals(total, seen.cardinality());
         assertEquals(0, again.get(), "nothing redelivered");
         assertEquals(List.of(), recoveries, "the connection was never lost");
         assertTrue(connection.isOpen());
-        awaitTrue(
-                () -> {
-                    try {
-                        return messageCount(setup, q) == 0;
-                    } catch (Exception e) {
-                        throw new AssertionError(e);
-                    }
-                },
-                Duration.ofSeconds(10),
-                "the acks to count");
         await(setup.queueDelete(q));
     }
 
@@ -403,6 +391,8 @@ class VertxIT {
     @Test
     void closingTheConnectionEndsThePipeCleanly(Broker broker, TestNames names) throws Exception {
         Connection own = await(BrokerExtension.client().connect(broker.uri()));
+        // closed by the test; closed here too when the test fails first (closing a closed one completes at once)
+        names.onCleanup(() -> own.close().toCompletableFuture().get(30, TimeUnit.SECONDS));
         pipeEndsCleanlyWhenTheApplicationCloses(broker, own, names, true);
     }
 

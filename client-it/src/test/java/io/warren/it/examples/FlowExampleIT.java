@@ -5,12 +5,15 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import io.warren.Channel;
 import io.warren.Connection;
 import io.warren.QueueSpec;
+import io.warren.it.Await;
 import io.warren.it.BrokerExtension;
 import io.warren.it.BrokerExtension.TestNames;
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
@@ -32,13 +35,13 @@ class FlowExampleIT {
         Channel consumerChannel = connection.openChannel().toCompletableFuture().get(30, TimeUnit.SECONDS);
         List<String> received = new CopyOnWriteArrayList<>();
         CompletableFuture<Void> done = FlowExample.consumeOrders(consumerChannel, queue, received::add);
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (received.size() < 300 && System.nanoTime() < deadline) {
-            Thread.sleep(10);
-        }
+        Await.awaitTrue(() -> received.size() >= 300, Duration.ofSeconds(30), "300 orders");
         assertEquals(300, received.size());
         assertEquals("order 0", received.get(0));
         assertEquals("order 299", received.get(299));
+        List<String> expected =
+                IntStream.range(0, 300).mapToObj(i -> "order " + i).toList();
+        assertEquals(expected, received, "every order once, in order");
 
         publisher.queueDelete(queue).toCompletableFuture().get(30, TimeUnit.SECONDS);
         done.get(30, TimeUnit.SECONDS); // the broker's basic.cancel completes the stream
