@@ -1,6 +1,7 @@
 package io.warren.impl.publish;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.util.ReferenceCountUtil;
 import io.warren.AmqpException;
 import io.warren.BackPressureException;
 import io.warren.Channel;
@@ -177,6 +178,10 @@ public final class Publisher {
         if (body == null) {
             return new IllegalArgumentException("body must not be null");
         }
+        if (body.refCnt() == 0) {
+            // not released again (that would throw); refused before its bytes are read by anyone
+            return new IllegalArgumentException("channel " + number + ": body was already released (refCnt 0)");
+        }
         if (!channel.isOpen()) {
             body.release();
             // refused, not "unconfirmed": nothing was attempted, whatever the confirm mode
@@ -228,8 +233,17 @@ public final class Publisher {
                     && PublishFrames.frameHead(
                             head, number, exchange, routingKey, mandatory, props, body.readableBytes()))) {
                 outbound.releaseCaller();
-            } else if (writeDirect(head, body, future)) {
-                return null;
+            } else {
+                try {
+                    if (writeDirect(head, body, future)) {
+                        return null;
+                    }
+                } catch (RuntimeException e) {
+                    // not the socket: the body itself could not be written (the token is given back). Not a lost
+                    // connection's case, so not the loop's way: this publish fails rather than queue a broken body.
+                    ReferenceCountUtil.safeRelease(body);
+                    return e;
+                }
             }
             // else the socket refused it (the connection is going): the event loop's way decides its fate (failed,
             // or carried over by recovery) as for any publish that meets a lost connection
@@ -251,13 +265,14 @@ public final class Publisher {
     /**
      * Writes a framed publish on the caller's thread under the outbound path's token (held on entry, given back or
      * handed to the loop on return). Outside confirm mode only ({@code direct}). False when the socket refused it:
-     * nothing written, {@code body} still the caller's.
+     * nothing written, {@code body} still the caller's. A RuntimeException (the body, not the socket, failed) is
+     * thrown on, also with nothing written, the token given back and {@code body} the caller's.
      */
     private boolean writeDirect(ByteBuf head, ByteBuf body, CompletableFuture<PublishOutcome> future) {
         boolean whole;
         try {
             whole = outbound.writeDirect(head, body);
-        } catch (java.io.IOException | RuntimeException e) {
+        } catch (java.io.IOException e) {
             LOG.debug(
                     "channel {}: the socket refused a publish ({}); it goes through the event loop",
                     number,

@@ -1,0 +1,165 @@
+package io.warren.impl;
+
+import static io.warren.impl.PublishFixture.failure;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.util.IllegalReferenceCountException;
+import io.warren.AmqpClient;
+import io.warren.Channel;
+import io.warren.ClientOptions;
+import io.warren.Connection;
+import io.warren.ConnectionOptions;
+import io.warren.PublishOptions;
+import io.warren.PublishOutcome;
+import io.warren.RecoveryOptions;
+import io.warren.codec.content.BasicProperties;
+import io.warren.impl.connection.OutboundPath;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Publishes their callers write to the socket under the outbound path's writer token, over a real loopback socket
+ * ({@link LoopbackPeer}): what a caller must not write, and who owns a message the socket refused or took in part.
+ */
+class CallerWriteTest {
+
+    private static final BasicProperties PROPS = BasicProperties.EMPTY;
+
+    private final AmqpClient client =
+            AmqpClient.create(new ClientOptions().ioThreads(1).preferNativeTransport(false));
+    private LoopbackPeer peer;
+    private Connection connection;
+    private OutboundPath outbound;
+
+    @AfterEach
+    void close() throws Exception {
+        try {
+            if (connection != null) {
+                connection.close().toCompletableFuture().handle((v, e) -> null).get(10, TimeUnit.SECONDS);
+            }
+        } finally {
+            client.close().toCompletableFuture().get(10, TimeUnit.SECONDS);
+            if (peer != null) {
+                peer.close();
+                assertEquals(java.util.List.of(), peer.errors);
+            }
+        }
+    }
+
+    /** Connects to a new peer (recovery off) and opens a channel; callers may write whenever the path is idle. */
+    private Channel open(PublishOptions publishOptions, int peerReceiveBuffer) throws Exception {
+        peer = new LoopbackPeer(peerReceiveBuffer);
+        connection = client.connect(new ConnectionOptions()
+                        .address("127.0.0.1", peer.port())
+                        .recovery(new RecoveryOptions().enabled(false))
+                        .publishOptions(publishOptions))
+                .toCompletableFuture()
+                .get(10, TimeUnit.SECONDS);
+        outbound = ((ConnectionImpl) connection).handler().outbound();
+        outbound.callerWriteGap(0);
+        return connection.openChannel().toCompletableFuture().get(10, TimeUnit.SECONDS);
+    }
+
+    private Channel open() throws Exception {
+        return open(new PublishOptions(), 64 * 1024);
+    }
+
+    private long callerWrites() {
+        return outbound.callerWriteCounts()[0];
+    }
+
+    private long handOvers() {
+        return outbound.callerWriteCounts()[1];
+    }
+
+    private static ByteBuf text(String s) {
+        return Unpooled.copiedBuffer(s, StandardCharsets.UTF_8);
+    }
+
+    /** Publishes {@code s} and waits until the peer has read it. */
+    private void publishAndRead(Channel ch, String s) throws Exception {
+        assertSame(
+                PublishOutcome.SENT,
+                ch.publish("", "q", false, PROPS, text(s)).toCompletableFuture().get(10, TimeUnit.SECONDS));
+        assertEquals(s, new String(peer.nextBody(), StandardCharsets.UTF_8));
+    }
+
+    /**
+     * A body the application already released is refused before anything is written or queued: taken for a caller's
+     * write it used to throw under the writer token, which was never given back, and the connection wrote nothing
+     * ever again.
+     */
+    @Test
+    void aReleasedBodyIsRefusedAndTheConnectionStillWrites() throws Exception {
+        Channel ch = open();
+        publishAndRead(ch, "before");
+        ByteBuf released = text("gone");
+        released.release();
+        Throwable refused = failure(ch.publish("", "q", false, PROPS, released));
+        assertInstanceOf(IllegalArgumentException.class, refused);
+        ByteBuf releasedToo = text("gone too");
+        releasedToo.release();
+        assertThrows(IllegalArgumentException.class, () -> ch.publishNoOutcome("", "q", false, PROPS, releasedToo));
+        long before = callerWrites();
+        publishAndRead(ch, "after");
+        assertEquals(before + 1, callerWrites(), "the next publish was written by its caller: the token is free");
+        assertTrue(peer.bodies.isEmpty(), "nothing of the released bodies reached the peer");
+    }
+
+    /** The path gives the token back whatever its write throws: a body's views are taken under its try. */
+    @Test
+    void aWriteThatThrowsGivesTheTokenBack() throws Exception {
+        Channel ch = open();
+        publishAndRead(ch, "before");
+        assertTrue(outbound.tryTakeForCaller());
+        ByteBuf head = outbound.callerHead().writeBytes(new byte[] {1, 0, 1, 0, 0, 0, 0});
+        ByteBuf released = text("gone");
+        released.release();
+        assertThrows(IllegalReferenceCountException.class, () -> outbound.writeDirect(head, released));
+        assertTrue(outbound.tryTakeForCaller(), "the token was given back");
+        outbound.releaseCaller();
+        publishAndRead(ch, "after");
+    }
+
+    /**
+     * A body that fails in an unexpected way while its caller writes it (not the socket refusing it) fails that
+     * publish, released once, instead of being queued for the event loop; the connection goes on writing.
+     */
+    @Test
+    void aBodyThatThrowsWhileItsCallerWritesItFailsThatPublish() throws Exception {
+        Channel ch = open();
+        publishAndRead(ch, "before");
+        BrokenBody broken = new BrokenBody(text("broken"));
+        Throwable failed = failure(ch.publish("", "q", false, PROPS, broken));
+        assertInstanceOf(IllegalStateException.class, failed);
+        assertEquals(0, broken.refCnt(), "released once");
+        long before = callerWrites();
+        publishAndRead(ch, "after");
+        assertEquals(before + 1, callerWrites(), "the next publish was written by its caller: the token is free");
+    }
+
+    /** A body whose NIO views throw: the JDK socket cannot take it (its heap copy for the loop would work). */
+    private static final class BrokenBody extends io.netty.buffer.WrappedByteBuf {
+        BrokenBody(ByteBuf buf) {
+            super(buf);
+        }
+
+        @Override
+        public java.nio.ByteBuffer nioBuffer(int index, int length) {
+            throw new IllegalStateException("no NIO view of this body");
+        }
+
+        @Override
+        public java.nio.ByteBuffer internalNioBuffer(int index, int length) {
+            throw new IllegalStateException("no NIO view of this body");
+        }
+    }
+}
