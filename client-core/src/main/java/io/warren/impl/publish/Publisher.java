@@ -639,10 +639,11 @@ public final class Publisher {
         assert outbound.inEventLoop() : "publisher state off the event loop";
         if (confirms != null) {
             int outstanding = confirms.outstanding();
-            confirms.failAll(cause);
+            // counted before any future fails: whoever its completion wakes sees the metrics include it
             if (outstanding > 0) {
                 metrics.publishesUnconfirmed(outstanding);
             }
+            confirms.failAll(cause);
         }
     }
 
