@@ -146,6 +146,16 @@ class CallerWriteTest {
         assertEquals(before + 1, callerWrites(), "the next publish was written by its caller: the token is free");
     }
 
+    /** callerWritesPerBurst 0: the event loop writes every publish, an idle connection's too. */
+    @Test
+    void noCallerWritesWhenABurstMayHaveNone() throws Exception {
+        Channel ch = open(new PublishOptions().callerWritesPerBurst(0), 64 * 1024);
+        for (int i = 0; i < 5; i++) {
+            publishAndRead(ch, "m" + i); // one at a time: the path is idle at each
+        }
+        assertEquals(0, callerWrites(), "callers wrote none");
+    }
+
     /** A body whose NIO views throw: the JDK socket cannot take it (its heap copy for the loop would work). */
     private static final class BrokenBody extends io.netty.buffer.WrappedByteBuf {
         BrokenBody(ByteBuf buf) {

@@ -185,7 +185,10 @@ public final class OutboundPath {
         this.lastWriteNanos = System.nanoTime() - callerWriteGapNanos;
         this.loop = ctx.executor();
         this.publishBuffers = new PublishBuffers(loop, ctx.alloc());
-        this.socket = ctx.channel() instanceof DirectNioSocketChannel direct && onlyWarrensHandlers(ctx)
+        // callerWritesPerBurst 0: the event loop writes every publish, so callers never write, even to an idle path
+        this.socket = callerWritesPerBurst > 0
+                        && ctx.channel() instanceof DirectNioSocketChannel direct
+                        && onlyWarrensHandlers(ctx)
                 ? direct.socket()
                 : null;
         if (socket != null) {
