@@ -1,26 +1,36 @@
 package io.warren.impl;
 
 import static io.warren.impl.PublishFixture.failure;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelOption;
 import io.netty.util.IllegalReferenceCountException;
 import io.warren.AmqpClient;
 import io.warren.Channel;
+import io.warren.ChannelClosedException;
 import io.warren.ClientOptions;
 import io.warren.Connection;
 import io.warren.ConnectionOptions;
+import io.warren.PublishNotConfirmedException;
 import io.warren.PublishOptions;
 import io.warren.PublishOutcome;
 import io.warren.RecoveryOptions;
 import io.warren.codec.content.BasicProperties;
+import io.warren.impl.PublishFixture.TrackedBody;
+import io.warren.impl.connection.CallerSockets;
 import io.warren.impl.connection.OutboundPath;
 import java.nio.charset.StandardCharsets;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -154,6 +164,72 @@ class CallerWriteTest {
             publishAndRead(ch, "m" + i); // one at a time: the path is idle at each
         }
         assertEquals(0, callerWrites(), "callers wrote none");
+    }
+
+    /**
+     * A socket that refuses a caller's write (IOException: here its output was shut down under the connection) sends
+     * the publish the event loop's way, which meets the lost connection: the future fails, the body is released once.
+     */
+    @Test
+    void aPublishTheSocketRefusesIsOwnedAsForALostConnection() throws Exception {
+        Channel ch = open();
+        publishAndRead(ch, "before");
+        CallerSockets.socket(outbound).shutdownOutput();
+        assertTrue(outbound.tryTakeForCaller(), "idle: the next publish is offered to the socket by its caller");
+        outbound.releaseCaller();
+        TrackedBody body = new TrackedBody("refused".getBytes(StandardCharsets.UTF_8));
+        CompletableFuture<PublishOutcome> f =
+                ch.publish("", "q", false, PROPS, body).toCompletableFuture();
+        ExecutionException failed = assertThrows(ExecutionException.class, () -> f.get(10, TimeUnit.SECONDS));
+        assertTrue(
+                failed.getCause() instanceof PublishNotConfirmedException
+                        || failed.getCause() instanceof ChannelClosedException,
+                () -> "failed as not written: " + failed.getCause());
+        body.assertReleasedOnce();
+    }
+
+    /**
+     * A caller's write the socket takes only in part is handed to the event loop with the token: its future completes
+     * (SENT) only when the rest is written, and fails when the connection is lost first; the body is released either
+     * way.
+     */
+    @Test
+    void aPublishHandedOverInPartCompletesWhenWrittenWholeOrFailsWithTheConnection() throws Exception {
+        Channel ch = open(new PublishOptions(), 8192);
+        outbound.channel().config().setOption(ChannelOption.SO_SNDBUF, 4096);
+        publishAndRead(ch, "before");
+        byte[] content = filled(100_000); // one frame, far more than both sockets' buffers hold
+
+        peer.stall();
+        long handed = handOvers();
+        ByteBuf body = ByteBufAllocator.DEFAULT.directBuffer(content.length).writeBytes(content);
+        CompletableFuture<PublishOutcome> written =
+                ch.publish("", "q", false, PROPS, body).toCompletableFuture();
+        assertEquals(handed + 1, handOvers(), "taken in part by the socket, the rest handed over");
+        assertFalse(written.isDone(), "not SENT before the rest is written");
+        peer.resume();
+        assertSame(PublishOutcome.SENT, written.get(10, TimeUnit.SECONDS));
+        assertArrayEquals(content, peer.nextBody());
+        assertEquals(0, body.refCnt(), "released once written");
+
+        peer.stall();
+        ByteBuf lostBody = ByteBufAllocator.DEFAULT.directBuffer(content.length).writeBytes(content);
+        CompletableFuture<PublishOutcome> lost =
+                ch.publish("", "q", false, PROPS, lostBody).toCompletableFuture();
+        assertEquals(handed + 2, handOvers(), "handed over again");
+        assertFalse(lost.isDone());
+        peer.reset();
+        ExecutionException failed = assertThrows(ExecutionException.class, () -> lost.get(10, TimeUnit.SECONDS));
+        assertInstanceOf(PublishNotConfirmedException.class, failed.getCause());
+        assertEquals(0, lostBody.refCnt(), "released with the failed write");
+    }
+
+    private static byte[] filled(int size) {
+        byte[] b = new byte[size];
+        for (int i = 0; i < size; i++) {
+            b[i] = (byte) (i * 31 + i / 251);
+        }
+        return b;
     }
 
     /** A body whose NIO views throw: the JDK socket cannot take it (its heap copy for the loop would work). */
