@@ -90,6 +90,14 @@ class CallerWriteTest {
         return outbound.callerWriteCounts()[1];
     }
 
+    /**
+     * Waits for one pass of the event loop: Netty completes a write's future before it takes the write's bytes off its
+     * outbound buffer, in the same task, and a caller may write only once that buffer is empty.
+     */
+    private void loopPass() throws Exception {
+        outbound.eventLoop().submit(() -> {}).get(10, TimeUnit.SECONDS);
+    }
+
     private static ByteBuf text(String s) {
         return Unpooled.copiedBuffer(s, StandardCharsets.UTF_8);
     }
@@ -212,6 +220,7 @@ class CallerWriteTest {
         assertArrayEquals(content, peer.nextBody());
         assertEquals(0, body.refCnt(), "released once written");
 
+        loopPass();
         peer.stall();
         ByteBuf lostBody = ByteBufAllocator.DEFAULT.directBuffer(content.length).writeBytes(content);
         CompletableFuture<PublishOutcome> lost =
@@ -222,6 +231,44 @@ class CallerWriteTest {
         ExecutionException failed = assertThrows(ExecutionException.class, () -> lost.get(10, TimeUnit.SECONDS));
         assertInstanceOf(PublishNotConfirmedException.class, failed.getCause());
         assertEquals(0, lostBody.refCnt(), "released with the failed write");
+    }
+
+    /**
+     * A large heap body is written by the event loop: written by its caller, the JDK would copy it into a direct
+     * buffer it keeps for that thread. A small heap body and a large direct one are written by their callers.
+     */
+    @Test
+    void onlyDirectOrSmallHeapBodiesAreWrittenByTheirCallers() throws Exception {
+        Channel ch = open();
+        publishAndRead(ch, "before");
+        byte[] large = filled(100_000);
+
+        long before = callerWrites();
+        assertSame(
+                PublishOutcome.SENT,
+                ch.publish("", "q", false, PROPS, Unpooled.wrappedBuffer(large))
+                        .toCompletableFuture()
+                        .get(10, TimeUnit.SECONDS));
+        assertArrayEquals(large, peer.nextBody());
+        assertEquals(before, callerWrites(), "a 100 kB heap body: written by the event loop");
+
+        byte[] small = filled(64 * 1024); // Publisher.MAX_CALLER_HEAP_BODY
+        loopPass();
+        assertSame(
+                PublishOutcome.SENT,
+                ch.publish("", "q", false, PROPS, Unpooled.wrappedBuffer(small))
+                        .toCompletableFuture()
+                        .get(10, TimeUnit.SECONDS));
+        assertArrayEquals(small, peer.nextBody());
+        assertEquals(before + 1, callerWrites(), "a 64 KiB heap body: written by its caller");
+
+        loopPass();
+        ByteBuf direct = ByteBufAllocator.DEFAULT.directBuffer(large.length).writeBytes(large);
+        assertSame(
+                PublishOutcome.SENT,
+                ch.publish("", "q", false, PROPS, direct).toCompletableFuture().get(10, TimeUnit.SECONDS));
+        assertArrayEquals(large, peer.nextBody());
+        assertEquals(before + 2, callerWrites(), "a 100 kB direct body: written by its caller");
     }
 
     private static byte[] filled(int size) {

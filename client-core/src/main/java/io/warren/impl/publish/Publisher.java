@@ -65,6 +65,14 @@ public final class Publisher {
      */
     static final int TASK_OVERHEAD = 512;
 
+    /**
+     * The largest heap body its caller writes to the socket; a larger one goes the event loop's way. The JDK copies a
+     * heap buffer into a temporary direct buffer to write it, and keeps that buffer cached per thread, sized to the
+     * largest write the thread made (sun.nio.ch.Util): 16 publishing threads x 1 MiB would keep 16 MiB of direct
+     * memory for good. 64 KiB bounds that per thread; the loop copies a large heap body into Netty's pooled memory.
+     */
+    static final int MAX_CALLER_HEAP_BODY = 64 * 1024;
+
     private static final CompletionStage<Void> WRITABLE = CompletableFuture.completedStage(null);
 
     /**
@@ -223,6 +231,7 @@ public final class Publisher {
                 && body.isReadable()
                 && (frameMax == 0 || body.readableBytes() <= frameMax - Frames.FRAME_OVERHEAD)
                 && body.nioBufferCount() == 1
+                && (body.isDirect() || body.readableBytes() <= MAX_CALLER_HEAP_BODY)
                 && outbound.tryTakeForCaller()) {
             // The connection is idle: written on this thread, no hand-over. Looked at again under the token: the loop
             // clears `direct` before it writes anything that this publish must not pass (confirm.select, a held
