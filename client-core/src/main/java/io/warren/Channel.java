@@ -227,7 +227,8 @@ public interface Channel {
      *
      * <p>The stage completes on the event loop: without confirm mode with {@link PublishOutcome#SENT} once the
      * frames are written to the socket; in confirm mode see {@link #confirmSelect()}. It fails with
-     * {@link IllegalArgumentException} (an exchange or routing key over 255 bytes), {@link BackPressureException}
+     * {@link IllegalArgumentException} (an exchange or routing key over 255 bytes, a body already released),
+     * {@link BackPressureException}
      * (over {@link PublishOptions#maxPendingBytes()}), {@link ConnectionBlockedException} (blocked, policy
      * FAIL), {@link ChannelClosedException} (the channel is closed, or closed before the publish was written
      * without confirms), or {@link PublishNotConfirmedException} (confirm mode: the channel closed before the

@@ -16,8 +16,6 @@ import io.netty.buffer.CompositeByteBuf;
 import io.netty.buffer.PooledByteBufAllocator;
 import io.netty.buffer.Unpooled;
 import io.netty.buffer.UnpooledByteBufAllocator;
-import io.netty.channel.ChannelHandlerContext;
-import io.netty.channel.ChannelOutboundHandlerAdapter;
 import io.netty.channel.ChannelPromise;
 import io.netty.channel.embedded.EmbeddedChannel;
 import io.warren.codec.base.FrameType;
@@ -29,6 +27,7 @@ import io.warren.codec.method.BasicAckEncoder;
 import io.warren.codec.method.BasicDeliverEncoder;
 import io.warren.codec.method.BasicPublish;
 import io.warren.codec.method.BasicPublishEncoder;
+import io.warren.testing.CoalescingHandler;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -353,7 +352,7 @@ class PublishFramingTest {
                     POOLED, 3, 4096, publish(), PROPS, POOLED.buffer().writeBytes(content));
             byte[] expected = ByteBufUtil.getBytes(framed);
             framed.release();
-            EmbeddedChannel channel = new EmbeddedChannel(new Coalescer());
+            EmbeddedChannel channel = new EmbeddedChannel(new CoalescingHandler());
             PublishFraming.write(
                     channel,
                     POOLED,
@@ -366,38 +365,6 @@ class PublishFramingTest {
             channel.flush();
             assertArrayEquals(expected, written(channel), "body of " + size);
             assertFalse(channel.finish());
-        }
-    }
-
-    /** Appends each write of a flush into the previous buffer when it fits, as SslHandler's queue does. */
-    private static final class Coalescer extends ChannelOutboundHandlerAdapter {
-        private final List<ByteBuf> pending = new ArrayList<>();
-
-        @Override
-        public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
-            pending.add((ByteBuf) msg);
-            promise.trySuccess();
-        }
-
-        @Override
-        public void flush(ChannelHandlerContext ctx) {
-            ByteBuf cumulation = null;
-            for (ByteBuf b : pending) {
-                if (cumulation != null && cumulation.maxWritableBytes() >= b.readableBytes()) {
-                    cumulation.writeBytes(b);
-                    b.release();
-                } else {
-                    if (cumulation != null) {
-                        ctx.write(cumulation);
-                    }
-                    cumulation = b;
-                }
-            }
-            pending.clear();
-            if (cumulation != null) {
-                ctx.write(cumulation);
-            }
-            ctx.flush();
         }
     }
 

@@ -215,7 +215,6 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
         return publisher;
     }
 
-    /** The event-loop state behind this channel, for the publish and consume extensions. */
     /** The consuming side on the current connection. */
     @Override
     public ChannelConsumers consumers() {
@@ -802,10 +801,7 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
 
     // ---- plumbing ----------------------------------------------------------------------------------------
 
-    /**
-     * Sends a synchronous request whose reply carries nothing the caller needs. Public so that the publish
-     * and consume extensions send their own requests the same way (basic.consume, basic.cancel, ...).
-     */
+    /** Sends a synchronous request whose reply carries nothing the caller needs (exchange.declare, queue.bind, ...). */
     private CompletionStage<Void> voidRpc(int requestKey, int replyKey, boolean noWait, Supplier<ByteBuf> encode) {
         return rpc(requestKey, replyKey, noWait, null, encode, (frame, f) -> f.complete(null));
     }

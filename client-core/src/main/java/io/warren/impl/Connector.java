@@ -169,9 +169,7 @@ public final class Connector {
             if (!f.isSuccess()) {
                 // the connection never opened: not a "closed" connection (the cause is the socket's failure)
                 connected.completeExceptionally(new ConnectionFailedException(
-                        "could not connect to " + address + ": " + f.cause().getMessage(),
-                        List.of(address),
-                        f.cause()));
+                        "could not connect to " + address + ": " + describe(f.cause()), List.of(address), f.cause()));
             }
         });
         connected.whenComplete((connection, error) -> {
@@ -235,5 +233,11 @@ public final class Connector {
         // HTTPS rules: the certificate must name the host we connect to (or serverName).
         builder.endpointIdentificationAlgorithm(tls.hostnameVerification() ? "HTTPS" : null);
         return builder.build();
+    }
+
+    /** The cause's message, or its class when it has none (an exception without a message would read "null"). */
+    private static String describe(Throwable cause) {
+        String message = cause.getMessage();
+        return message == null ? cause.toString() : message;
     }
 }

@@ -121,6 +121,33 @@ class ConfirmTest {
         }
     }
 
+    /** What a caller woken by its failed future reads: the metrics already count its publish as unconfirmed. */
+    @Test
+    void eachUnconfirmedPublishIsCountedBeforeItsFutureFails() {
+        int[] unconfirmed = new int[1];
+        io.warren.impl.metrics.MetricsCollector metrics = new io.warren.impl.metrics.MetricsCollector() {
+            @Override
+            public void publishesUnconfirmed(int count) {
+                unconfirmed[0] += count;
+            }
+        };
+        try (FakeBroker broker = new FakeBroker(new ConnectionOptions(), null, metrics)) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            confirmMode(broker, ch);
+            List<CompletionStage<PublishOutcome>> f = publish(ch, 3, false);
+            read(broker, 3);
+            ack(broker, 1, 1, false);
+            List<Integer> seen = new ArrayList<>();
+            f.get(1).whenComplete((o, e) -> seen.add(unconfirmed[0]));
+            f.get(2).whenComplete((o, e) -> seen.add(unconfirmed[0]));
+            broker.sendChannelClose(1, 406, "PRECONDITION_FAILED - x", 60, 40);
+            broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
+            assertEquals(2, seen.size());
+            assertTrue(seen.get(0) >= 1 && seen.get(1) >= 2, () -> "counts seen by the callbacks: " + seen);
+            assertEquals(2, unconfirmed[0]);
+        }
+    }
+
     /**
      * RabbitMQ confirms what it read before channel.close before it answers close-ok: an application close keeps
      * matching acks and nacks until close-ok, then fails only what is left.

@@ -38,6 +38,7 @@ import io.warren.impl.PublishFixture.Published;
 import io.warren.impl.PublishFixture.TrackedBody;
 import io.warren.impl.connection.OutboundPath;
 import io.warren.impl.publish.PublishFlow;
+import io.warren.testing.CoalescingHandler;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -204,7 +205,7 @@ class PublishTest {
     void aCoalescingHandlerCannotCorruptTheFrames() {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
-            broker.client.pipeline().addFirst(new Coalescer());
+            broker.client.pipeline().addFirst(new CoalescingHandler());
             ByteBuf roomy = ByteBufAllocator.DEFAULT.buffer(64).writeByte('a'); // spare capacity after its byte
             ByteBuf shared = Unpooled.buffer(64).writeBytes("bb".getBytes());
             ch.publish("", "q", false, PROPS, roomy);
@@ -215,38 +216,6 @@ class PublishTest {
             assertEquals("c", expectPublish(broker, 1).text());
             assertEquals(0, shared.getByte(2), "nothing appended into the caller's memory past its bytes");
             shared.release();
-        }
-    }
-
-    /** Coalesces the writes of one flush: each is appended into the previous buffer when it fits (SslHandler's way). */
-    static final class Coalescer extends io.netty.channel.ChannelOutboundHandlerAdapter {
-        private final List<ByteBuf> pending = new ArrayList<>();
-
-        @Override
-        public void write(io.netty.channel.ChannelHandlerContext ctx, Object msg, io.netty.channel.ChannelPromise p) {
-            pending.add((ByteBuf) msg);
-            p.trySuccess();
-        }
-
-        @Override
-        public void flush(io.netty.channel.ChannelHandlerContext ctx) {
-            ByteBuf cumulation = null;
-            for (ByteBuf b : pending) {
-                if (cumulation != null && cumulation.maxWritableBytes() >= b.readableBytes()) {
-                    cumulation.writeBytes(b);
-                    b.release();
-                } else {
-                    if (cumulation != null) {
-                        ctx.write(cumulation);
-                    }
-                    cumulation = b;
-                }
-            }
-            pending.clear();
-            if (cumulation != null) {
-                ctx.write(cumulation);
-            }
-            ctx.flush();
         }
     }
 

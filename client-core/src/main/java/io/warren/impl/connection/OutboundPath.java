@@ -185,7 +185,10 @@ public final class OutboundPath {
         this.lastWriteNanos = System.nanoTime() - callerWriteGapNanos;
         this.loop = ctx.executor();
         this.publishBuffers = new PublishBuffers(loop, ctx.alloc());
-        this.socket = ctx.channel() instanceof DirectNioSocketChannel direct && onlyWarrensHandlers(ctx)
+        // callerWritesPerBurst 0: the event loop writes every publish, so callers never write, even to an idle path
+        this.socket = callerWritesPerBurst > 0
+                        && ctx.channel() instanceof DirectNioSocketChannel direct
+                        && onlyWarrensHandlers(ctx)
                 ? direct.socket()
                 : null;
         if (socket != null) {
@@ -672,20 +675,23 @@ public final class OutboundPath {
      *
      * @throws IOException when the socket refused it (closed, reset): nothing was written, the token is given back
      *                     and {@code body} stays the caller's
+     * @throws RuntimeException when {@code body} cannot be written (released, no NIO view): the same, nothing
+     *                     written, token given back, {@code body} the caller's
      */
     public boolean writeDirect(ByteBuf head, ByteBuf body) throws IOException {
         int headLength = head.readableBytes();
         int bodyLength = body.readableBytes();
         ByteBuffer[] g = gather;
-        g[0] = head.internalNioBuffer(head.readerIndex(), headLength);
-        // internalNioBuffer is the buffer's own, reused view: only for a body no other owner or thread can touch
-        // meanwhile (a derived buffer's is its parent's, which another slice's writer may be using)
-        g[1] = body.refCnt() == 1 && body.unwrap() == null
-                ? body.internalNioBuffer(body.readerIndex(), bodyLength)
-                : body.nioBuffer(body.readerIndex(), bodyLength);
-        g[2] = callerEnd.clear();
         long written;
         try {
+            // the views inside the try: a body that throws here (released, say) must not keep the token
+            g[0] = head.internalNioBuffer(head.readerIndex(), headLength);
+            // internalNioBuffer is the buffer's own, reused view: only for a body no other owner or thread can touch
+            // meanwhile (a derived buffer's is its parent's, which another slice's writer may be using)
+            g[1] = body.refCnt() == 1 && body.unwrap() == null
+                    ? body.internalNioBuffer(body.readerIndex(), bodyLength)
+                    : body.nioBuffer(body.readerIndex(), bodyLength);
+            g[2] = callerEnd.clear();
             written = socket.write(g, 0, 3);
         } catch (IOException | RuntimeException e) {
             g[0] = g[1] = g[2] = null;
@@ -699,8 +705,8 @@ public final class OutboundPath {
         lastWriteNanos = now;
         callerWrites++;
         if (written == headLength + bodyLength + 1) {
+            releaseCaller(); // first: nothing after the write may keep the token
             body.release();
-            releaseCaller();
             return true;
         }
         // A partial write: the socket's buffer is full. The loop writes the rest through Netty, which waits for

@@ -1,6 +1,7 @@
 package io.warren.impl.publish;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.util.ReferenceCountUtil;
 import io.warren.AmqpException;
 import io.warren.BackPressureException;
 import io.warren.Channel;
@@ -63,6 +64,14 @@ public final class Publisher {
      * small publishes than a chunk of the outbound queue (see PublishFlow), and a flood of empty messages is bounded.
      */
     static final int TASK_OVERHEAD = 512;
+
+    /**
+     * The largest heap body its caller writes to the socket; a larger one goes the event loop's way. The JDK copies a
+     * heap buffer into a temporary direct buffer to write it, and keeps that buffer cached per thread, sized to the
+     * largest write the thread made (sun.nio.ch.Util): 16 publishing threads x 1 MiB would keep 16 MiB of direct
+     * memory for good. 64 KiB bounds that per thread; the loop copies a large heap body into Netty's pooled memory.
+     */
+    static final int MAX_CALLER_HEAP_BODY = 64 * 1024;
 
     private static final CompletionStage<Void> WRITABLE = CompletableFuture.completedStage(null);
 
@@ -177,6 +186,10 @@ public final class Publisher {
         if (body == null) {
             return new IllegalArgumentException("body must not be null");
         }
+        if (body.refCnt() == 0) {
+            // not released again (that would throw); refused before its bytes are read by anyone
+            return new IllegalArgumentException("channel " + number + ": body was already released (refCnt 0)");
+        }
         if (!channel.isOpen()) {
             body.release();
             // refused, not "unconfirmed": nothing was attempted, whatever the confirm mode
@@ -218,6 +231,7 @@ public final class Publisher {
                 && body.isReadable()
                 && (frameMax == 0 || body.readableBytes() <= frameMax - Frames.FRAME_OVERHEAD)
                 && body.nioBufferCount() == 1
+                && (body.isDirect() || body.readableBytes() <= MAX_CALLER_HEAP_BODY)
                 && outbound.tryTakeForCaller()) {
             // The connection is idle: written on this thread, no hand-over. Looked at again under the token: the loop
             // clears `direct` before it writes anything that this publish must not pass (confirm.select, a held
@@ -228,8 +242,17 @@ public final class Publisher {
                     && PublishFrames.frameHead(
                             head, number, exchange, routingKey, mandatory, props, body.readableBytes()))) {
                 outbound.releaseCaller();
-            } else if (writeDirect(head, body, future)) {
-                return null;
+            } else {
+                try {
+                    if (writeDirect(head, body, future)) {
+                        return null;
+                    }
+                } catch (RuntimeException e) {
+                    // not the socket: the body itself could not be written (the token is given back). Not a lost
+                    // connection's case, so not the loop's way: this publish fails rather than queue a broken body.
+                    ReferenceCountUtil.safeRelease(body);
+                    return e;
+                }
             }
             // else the socket refused it (the connection is going): the event loop's way decides its fate (failed,
             // or carried over by recovery) as for any publish that meets a lost connection
@@ -251,13 +274,14 @@ public final class Publisher {
     /**
      * Writes a framed publish on the caller's thread under the outbound path's token (held on entry, given back or
      * handed to the loop on return). Outside confirm mode only ({@code direct}). False when the socket refused it:
-     * nothing written, {@code body} still the caller's.
+     * nothing written, {@code body} still the caller's. A RuntimeException (the body, not the socket, failed) is
+     * thrown on, also with nothing written, the token given back and {@code body} the caller's.
      */
     private boolean writeDirect(ByteBuf head, ByteBuf body, CompletableFuture<PublishOutcome> future) {
         boolean whole;
         try {
             whole = outbound.writeDirect(head, body);
-        } catch (java.io.IOException | RuntimeException e) {
+        } catch (java.io.IOException e) {
             LOG.debug(
                     "channel {}: the socket refused a publish ({}); it goes through the event loop",
                     number,
@@ -624,10 +648,11 @@ public final class Publisher {
         assert outbound.inEventLoop() : "publisher state off the event loop";
         if (confirms != null) {
             int outstanding = confirms.outstanding();
-            confirms.failAll(cause);
+            // counted before any future fails: whoever its completion wakes sees the metrics include it
             if (outstanding > 0) {
                 metrics.publishesUnconfirmed(outstanding);
             }
+            confirms.failAll(cause);
         }
     }
 
