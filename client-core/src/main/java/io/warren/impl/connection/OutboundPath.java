@@ -575,6 +575,25 @@ public final class OutboundPath {
         return !deferring && takeToken();
     }
 
+    /**
+     * Takes the token for a write the loop makes at once (true), as its own writes do: the loop numbers a publish in
+     * confirm mode only holding it, so that numbering order is wire order. False when a caller holds it or the loop's
+     * queued writes go first: see {@link #deferBehindCaller}. Event loop.
+     */
+    public boolean takeForLoop() {
+        assert loop.inEventLoop() : "the loop's token taken off the event loop";
+        return takeOnLoop();
+    }
+
+    /**
+     * Runs {@code task} on the event loop behind what is queued, holding the token (a drain runs it), for a task
+     * {@link #takeForLoop} refused. Event loop.
+     */
+    public void deferBehindCaller(Runnable task) {
+        assert loop.inEventLoop() : "deferred off the event loop";
+        defer(task);
+    }
+
     /** Takes the token for the loop unless a caller holds it; writes a handed rest first. Event loop. */
     private boolean takeToken() {
         int o = owner;

@@ -11,7 +11,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The unconfirmed publishes of one channel in confirm mode, keyed by sequence number. Event loop only.
+ * The unconfirmed publishes of one channel in confirm mode, keyed by sequence number. Event loop only, but for the
+ * hand-off of the publishes written on their callers' threads (below).
  *
  * <p>A ring of slots indexed by {@code sequenceNumber & mask}: no boxed key, no entry object, nothing
  * allocated per publish. The window is the span {@code [lowest, next)}: RabbitMQ confirms nearly in order,
@@ -34,6 +35,14 @@ import org.slf4j.LoggerFactory;
  *   publishes (late confirms from a quorum or durable queue) starts with their ack, which this takes for the
  *   returned one.</li>
  * </ol>
+ *
+ * <h2>Publishes written by their callers</h2>
+ * A publish written on its caller's thread under the outbound path's writer token is numbered there: numbering
+ * happens only under the token (the loop's own publishes too), so numbering order is wire order. The caller takes
+ * {@link #callerSequence()} and records its publish ({@link #recordCaller}) in a small ring of its own BEFORE it
+ * writes: the ack can only follow the write, so the loop, which takes the records into the tracker first thing in
+ * every method here, always knows the publish an ack names. The token makes the callers one producer; the loop is
+ * the one consumer. A record taken after {@link #failAll} fails at once: the channel is gone.
  */
 final class ConfirmTracker {
 
@@ -44,6 +53,9 @@ final class ConfirmTracker {
 
     private static final byte MANDATORY = 1;
     private static final byte RETURNED = 2;
+
+    /** Caller-written publishes in the hand-off at most; one more takes the queued way (the loop empties it often). */
+    static final int HANDOFF_CAPACITY = 128;
 
     private record ReturnInfo(int replyCode, String replyText) {}
 
@@ -63,6 +75,25 @@ final class ConfirmTracker {
     private int outstanding;
     private final ArrayDeque<ReturnInfo> pendingReturns = new ArrayDeque<>(2);
     private LongObjectHashMap<ReturnInfo> returned;
+    /** Why {@link #failAll} ran: a record taken after it fails at once. */
+    private Throwable failedBy;
+
+    // token holder (a caller under the outbound path's writer token): the hand-off, slot sequence & handoffMask
+    private final Object[] handoffSlots;
+    private final byte[] handoffFlags;
+    private final long[] handoffSentAt;
+    private final int handoffMask;
+
+    // any thread (volatile)
+    /**
+     * The next sequence number to give; written only by the token holder (a caller, or the loop when it numbers),
+     * after the record it publishes to the loop.
+     */
+    private volatile long numbered = 1;
+    /** {@code lowest} and {@code next} as the loop last left them: the window and the hand-off's room, for callers. */
+    private volatile long lowestForCallers = 1;
+
+    private volatile long takenForCallers = 1;
 
     ConfirmTracker(int channel, int maxSpan, MetricsCollector metrics) {
         this.channel = channel;
@@ -72,40 +103,125 @@ final class ConfirmTracker {
         this.slots = new Object[capacity];
         this.flags = new byte[capacity];
         this.mask = capacity - 1;
+        int handoff = Math.min(HANDOFF_CAPACITY, capacity);
+        this.handoffSlots = new Object[handoff];
+        this.handoffFlags = new byte[handoff];
+        this.handoffSentAt = new long[handoff];
+        this.handoffMask = handoff - 1;
+    }
+
+    // ---- token holder ------------------------------------------------------------------------------------
+
+    /**
+     * The sequence number a publish its caller writes gets, or 0 when it must take the queued way: the confirm
+     * window is full (as {@link #isFull}, from the loop's last settled state: never too generous) or the hand-off is.
+     * Token holder.
+     */
+    long callerSequence() {
+        long seq = numbered;
+        return seq - lowestForCallers < maxSpan && seq - takenForCallers < handoffSlots.length ? seq : 0;
+    }
+
+    /** Whether the window is full as callers see it (the loop's last settled state). Any thread. */
+    boolean windowFullForCallers() {
+        return numbered - lowestForCallers >= maxSpan;
+    }
+
+    /**
+     * Records the publish numbered {@code sequence} ({@link #callerSequence()}), before it is written: from here its
+     * number is spent. {@code future} may be null (no outcome); {@code sentAtNanos} as for {@link #add}. Token holder.
+     */
+    void recordCaller(long sequence, CompletableFuture<PublishOutcome> future, boolean mandatory, long sentAtNanos) {
+        int i = (int) sequence & handoffMask;
+        handoffSlots[i] = future == null ? NO_OUTCOME : future;
+        handoffFlags[i] = mandatory ? MANDATORY : 0;
+        handoffSentAt[i] = sentAtNanos;
+        numbered = sequence + 1; // publishes the record to the loop
+    }
+
+    // ---- event loop --------------------------------------------------------------------------------------
+
+    /**
+     * Takes the callers' records into the tracker, in sequence order; after {@link #failAll} they fail at once.
+     * Every other method starts here: an ack or return may name a caller's publish.
+     */
+    void takeCallers() {
+        long end = numbered;
+        if (next == end) {
+            return;
+        }
+        while (next < end) {
+            int i = (int) next & handoffMask;
+            Object slot = handoffSlots[i];
+            byte f = handoffFlags[i];
+            long t = handoffSentAt[i];
+            handoffSlots[i] = null;
+            if (failedBy != null) {
+                failLate(next++, slot);
+            } else {
+                append(slot, f, t);
+            }
+        }
+        if (failedBy != null) {
+            lowest = next;
+            lowestForCallers = lowest;
+        }
+        takenForCallers = next;
+    }
+
+    /** A caller's record taken after {@link #failAll}: it fails as those did, counted as they were. */
+    private void failLate(long seq, Object slot) {
+        metrics.publishesUnconfirmed(1);
+        if (slot != NO_OUTCOME) {
+            ((CompletableFuture<?>) slot).completeExceptionally(notConfirmed(seq, failedBy));
+        }
     }
 
     /** True when the span of outstanding sequence numbers has reached the bound: hold further publishes. */
     boolean isFull() {
+        takeCallers();
         return next - lowest >= maxSpan;
     }
 
     /** The span of sequence numbers from the oldest unconfirmed to the newest: what the window bounds. */
     long span() {
+        takeCallers();
         return next - lowest;
     }
 
     /** Number of publishes without their confirm yet. */
     int outstanding() {
+        takeCallers();
         return outstanding;
     }
 
-    /** The sequence number the next publish gets. */
+    /** The sequence number the next publish gets; the loop numbers only under the writer token. */
     long nextSequenceNumber() {
+        takeCallers();
         return next;
     }
 
     /**
      * Records the next publish; {@code future} may be null (no outcome); {@code sentAtNanos} is when it was written
-     * (System.nanoTime), or 0 when confirm latencies are not recorded. Returns its sequence number.
+     * (System.nanoTime), or 0 when confirm latencies are not recorded. Returns its sequence number. The loop's own
+     * publish, numbered under the outbound path's writer token (no caller numbers meanwhile).
      */
     long add(CompletableFuture<PublishOutcome> future, boolean mandatory, long sentAtNanos) {
+        takeCallers();
+        long seq = append(future == null ? NO_OUTCOME : future, mandatory ? MANDATORY : 0, sentAtNanos);
+        numbered = next;
+        takenForCallers = next;
+        return seq;
+    }
+
+    private long append(Object slot, byte flag, long sentAtNanos) {
         if (next - lowest >= slots.length) {
             grow();
         }
         long seq = next++;
         int i = (int) seq & mask;
-        slots[i] = future == null ? NO_OUTCOME : future;
-        flags[i] = mandatory ? MANDATORY : 0;
+        slots[i] = slot;
+        flags[i] = flag;
         if (sentAtNanos != 0 || sentAt != null) {
             if (sentAt == null) {
                 sentAt = new long[slots.length]; // the first timed publish: timing was switched on
@@ -123,6 +239,7 @@ final class ConfirmTracker {
      * listeners only, and is never matched by order to a stamped publish that was routed.
      */
     void returnedStamped(int replyCode, String replyText, long sequence) {
+        takeCallers();
         if (sequence > 0 && isUnreturnedMandatory(sequence)) {
             markReturned(sequence, new ReturnInfo(replyCode, replyText));
         } else {
@@ -153,6 +270,7 @@ final class ConfirmTracker {
     }
 
     private void settle(long tag, boolean multiple, boolean ack) {
+        takeCallers(); // the publish the ack names may be a caller's, recorded before it was written
         if (!pendingReturns.isEmpty()) {
             attributeReturns(tag);
         }
@@ -180,6 +298,7 @@ final class ConfirmTracker {
             settleOne(tag, ack, now);
         }
         skipSettled();
+        lowestForCallers = lowest;
     }
 
     private void settleOne(long seq, boolean ack, long now) {
@@ -292,6 +411,8 @@ final class ConfirmTracker {
      * {@link PublishNotConfirmedException} (its message was written, so the broker may have it).
      */
     void failAll(Throwable cause) {
+        // Not takeCallers(): the publisher counted what is outstanding; records taken later fail and count one by one
+        failedBy = cause;
         pendingReturns.clear();
         while (lowest < next) {
             long seq = lowest++;
@@ -302,19 +423,22 @@ final class ConfirmTracker {
             if (slot != null) {
                 outstanding--;
                 if (slot != NO_OUTCOME) {
-                    ((CompletableFuture<?>) slot)
-                            .completeExceptionally(new PublishNotConfirmedException(
-                                    "publish " + seq + " on channel " + channel + " was not confirmed: "
-                                            + cause.getMessage(),
-                                    cause,
-                                    channel,
-                                    true));
+                    ((CompletableFuture<?>) slot).completeExceptionally(notConfirmed(seq, cause));
                 }
             }
         }
+        lowestForCallers = lowest;
         if (returned != null) {
             returned.clear();
         }
+    }
+
+    private PublishNotConfirmedException notConfirmed(long seq, Throwable cause) {
+        return new PublishNotConfirmedException(
+                "publish " + seq + " on channel " + channel + " was not confirmed: " + cause.getMessage(),
+                cause,
+                channel,
+                true);
     }
 
     private void grow() {

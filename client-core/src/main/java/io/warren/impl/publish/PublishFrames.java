@@ -167,6 +167,8 @@ final class PublishFrames {
      * frame, body frame header) into {@code head}, for a caller that writes the message itself
      * ({@link OutboundPath#writeDirect}). Writes nothing and returns false when it does not fit {@code head}'s
      * capacity. The caller checked the arguments ({@link #checkHeaderFits} and the names' lengths).
+     *
+     * @param added a header to add to the message's headers, set to {@code value}; null for none
      */
     static boolean frameHead(
             ByteBuf head,
@@ -175,19 +177,21 @@ final class PublishFrames {
             CharSequence routingKey,
             boolean mandatory,
             BasicProperties properties,
+            SequenceHeader added,
+            long value,
             int bodyLength) {
         BasicPublishEncoder method = ENCODER.get();
         try {
             method.exchange(exchange).routingKey(routingKey).mandatory(mandatory);
             int headLength = method.encodedLength()
-                    + ContentHeaderEncoder.encodedLength(properties)
+                    + ContentHeaderEncoder.encodedLength(properties, added)
                     + 2 * Frames.FRAME_OVERHEAD
                     + Frames.FRAME_HEADER_SIZE;
             if (headLength > head.maxWritableBytes()) {
                 return false;
             }
             Frames.writeMethod(head, channel, method);
-            Frames.writeContentHeader(head, channel, bodyLength, properties);
+            Frames.writeContentHeader(head, channel, bodyLength, properties, added, value);
             Frames.writeHeader(head, FrameType.BODY, channel, bodyLength);
             return true;
         } finally {

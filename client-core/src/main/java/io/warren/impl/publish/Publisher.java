@@ -45,8 +45,10 @@ import org.slf4j.LoggerFactory;
  * <p>An idle connection's publish is written by its caller under the {@link OutboundPath}'s writer token: no hop to
  * the event loop. Otherwise a pooled {@link PublishTask} goes through the path's queue and {@link #onTask} writes it
  * on the loop, or holds it (in order) while the confirm window is full, confirm.select is in flight or the broker
- * blocks us. In confirm mode a publish gets its sequence number when it is written, so confirm order is wire order;
- * {@link #confirmSelect} holds what reaches the loop after it until select-ok, which keeps the numbering exact.
+ * blocks us. In confirm mode a publish gets its sequence number when it is written, by whoever holds the token (a
+ * caller, or the loop, which queues its publish behind a caller's token instead of numbering it), so confirm order is
+ * wire order; a caller records its publish for the {@link ConfirmTracker} before it writes it. {@link #confirmSelect}
+ * holds what reaches the loop after it until select-ok, which keeps the numbering exact.
  *
  * <p>On close nothing more is written. Held publishes go to the channel's {@link PublishCarryOver recovery} when the
  * connection was lost with recovery to follow, else fail as not written ({@link ChannelClosedException}, or
@@ -103,11 +105,15 @@ public final class Publisher {
     /** Written by the event loop when it changes: publishes are held, or the confirm window is full. */
     private volatile boolean windowFull;
     /**
-     * Written by the event loop: a publish may be written on its caller's thread (see {@link OutboundPath}): not in
-     * confirm mode (sequence numbers and the window are the loop's), no select in flight, nothing held, not closed.
-     * Cleared before the loop writes whatever such a publish must not pass.
+     * Written by the event loop: a publish may be written on its caller's thread (see {@link OutboundPath}): no select
+     * in flight, nothing held, not closed. Cleared before the loop writes whatever such a publish must not pass.
      */
     private volatile boolean direct = true;
+    /**
+     * The confirm tracker, for callers: set at select-ok before {@code direct} is set again, so a caller that reads
+     * {@code direct} true under the token, then this, sees the mode that holds until it gives the token back.
+     */
+    private volatile ConfirmTracker callerConfirms;
 
     // event loop only
     private final ArrayDeque<PublishTask> held = new ArrayDeque<>();
@@ -123,6 +129,12 @@ public final class Publisher {
     private boolean lastWritable = true;
     /** The confirm window filled up and has not drained to half yet: reads unwritable (hysteresis). */
     private boolean windowClosed;
+    /** A retry of the held publishes is queued behind a caller's token ({@link #tokenToNumber}). */
+    private boolean retryQueued;
+
+    private final Runnable retryHeld = this::retryHeld;
+    /** Takes callers' records on the loop: a caller that saw {@code direct} cleared after its record asks for it. */
+    private final Runnable takeCallers = this::takeCallers;
 
     /** Created with its channel, on the event loop: registers basic.ack, basic.nack and basic.return. */
     public Publisher(ChannelState state, Channel channel, PublishCarryOver carryOver) {
@@ -237,11 +249,27 @@ public final class Publisher {
             // clears `direct` before it writes anything that this publish must not pass (confirm.select, a held
             // publish, the channel's close), and it cannot write while this thread holds the token.
             ByteBuf head = outbound.callerHead();
-            if (!(direct
-                    && !flow.holdsWhileBlocked()
+            boolean mayWrite = direct && !flow.holdsWhileBlocked();
+            ConfirmTracker c = mayWrite ? callerConfirms : null; // after `direct`: see callerConfirms
+            long sequence = c == null ? 0 : c.callerSequence();
+            SequenceHeader stamp = c != null && mandatory && options.correlateReturns() ? SEQUENCE_HEADER : null;
+            if (!(mayWrite
+                    && (c == null || sequence > 0)
                     && PublishFrames.frameHead(
-                            head, number, exchange, routingKey, mandatory, props, body.readableBytes()))) {
+                            head,
+                            number,
+                            exchange,
+                            routingKey,
+                            mandatory,
+                            props,
+                            stamp,
+                            sequence,
+                            body.readableBytes()))) {
+                // the window is full (held on the loop, in order), or a head too large for the caller's buffer
                 outbound.releaseCaller();
+            } else if (c != null) {
+                writeConfirmed(c, sequence, head, body, mandatory, future);
+                return null;
             } else {
                 try {
                     if (writeDirect(head, body, future)) {
@@ -299,9 +327,44 @@ public final class Publisher {
         return true;
     }
 
+    /**
+     * Writes a framed publish in confirm mode on the caller's thread under the token (held on entry, given back or
+     * handed to the loop on return). Its number is spent before the write: recorded for the tracker first, so that
+     * the ack always finds it. A socket that refuses it (nothing written) is a connection going: it is closed, as
+     * Netty closes one whose write fails, and the publish fails unconfirmed with the channel's others.
+     */
+    private void writeConfirmed(
+            ConfirmTracker c,
+            long sequence,
+            ByteBuf head,
+            ByteBuf body,
+            boolean mandatory,
+            CompletableFuture<PublishOutcome> future) {
+        // counted before the record: the loop may settle it from then on
+        metrics.messagePublished();
+        metrics.awaitingConfirm();
+        c.recordCaller(sequence, future, mandatory, metrics.timesConfirms() ? System.nanoTime() : 0);
+        try {
+            if (!outbound.writeDirect(head, body)) {
+                outbound.handOver(null);
+            }
+        } catch (java.io.IOException | RuntimeException e) {
+            LOG.debug("channel {}: the socket refused publish {} ({}); closing the connection", number, sequence, e);
+            ReferenceCountUtil.safeRelease(body);
+            outbound.channel().close();
+        }
+        if (!direct) {
+            // The loop cleared `direct` (a close, say) and may have taken the records before this one: it takes
+            // this one too. Record, then read `direct`; the loop writes `direct`, then takes: one of the two sees
+            // the other (volatile accesses are totally ordered).
+            outbound.execute(takeCallers);
+        }
+    }
+
     /** True when a publish now would be written at once; see {@link io.warren.Channel#isWritable()}. */
     public boolean isWritable() {
-        return !windowFull && channel.isOpen() && flow.isWritable();
+        ConfirmTracker c = callerConfirms;
+        return !windowFull && (c == null || !c.windowFullForCallers()) && channel.isOpen() && flow.isWritable();
     }
 
     /** Completes (on the event loop) when {@link #isWritable()}; at once when it is already. */
@@ -383,6 +446,12 @@ public final class Publisher {
             updateWritability();
             return;
         }
+        if (confirms != null && !outbound.takeForLoop()) {
+            // a caller holds the writer token (or the loop's writes queue behind one): numbered when its turn in the
+            // queue comes, under the token, so that numbering order stays wire order; still counted as queued
+            outbound.deferBehindCaller(task);
+            return;
+        }
         send(task);
         flow.dequeued(bytes);
         updateWritability();
@@ -442,12 +511,41 @@ public final class Publisher {
                 && selecting == 0
                 && !flow.holdsWhileBlocked()
                 && (confirms == null || !confirms.isFull())
-                && !heldForTheSocket(task)) {
+                && !heldForTheSocket(task)
+                && tokenToNumber()) {
             held.poll();
             long bytes = task.bytes;
             send(task);
             flow.unhold(bytes);
         }
+    }
+
+    /**
+     * In confirm mode the loop numbers a publish only under the writer token (a caller numbers meanwhile otherwise):
+     * takes it, the publish being written next; false when a caller holds it, and a retry is queued behind it.
+     */
+    private boolean tokenToNumber() {
+        if (confirms == null || outbound.takeForLoop()) {
+            return true;
+        }
+        if (!retryQueued) {
+            retryQueued = true;
+            outbound.deferBehindCaller(retryHeld);
+        }
+        return false;
+    }
+
+    private void retryHeld() {
+        retryQueued = false;
+        onFlowChanged();
+    }
+
+    private void takeCallers() {
+        assert outbound.inEventLoop() : "publisher state off the event loop";
+        if (confirms != null) {
+            confirms.takeCallers();
+        }
+        updateWritability();
     }
 
     /** Frames and writes a publish (one event-loop step: nothing comes between its buffers); pools its task. */
@@ -528,6 +626,7 @@ public final class Publisher {
             selecting--;
             if (error == null && confirms == null && !closed) {
                 confirms = new ConfirmTracker(number, options.maxOutstandingConfirms(), metrics);
+                callerConfirms = confirms; // before updateWritability sets `direct` again
             }
             releaseHeld();
             updateWritability();
@@ -657,6 +756,7 @@ public final class Publisher {
     }
 
     private void addWaiter(CompletableFuture<Void> f) {
+        updateWritability(); // callers may have filled the window since the loop last looked
         if (closed) {
             f.completeExceptionally(closedError(closeCause));
             return;
@@ -673,7 +773,7 @@ public final class Publisher {
 
     /** Refreshes {@code windowFull}; tells listeners of a change and completes waiters when writable. */
     private void updateWritability() {
-        boolean mayWriteDirect = confirms == null && selecting == 0 && held.isEmpty() && !closed;
+        boolean mayWriteDirect = selecting == 0 && held.isEmpty() && !closed;
         if (mayWriteDirect != direct) {
             direct = mayWriteDirect;
         }

@@ -1,6 +1,8 @@
 package io.warren.impl.publish;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.warren.PublishOutcome;
@@ -95,5 +97,45 @@ class ConfirmTrackerTest {
         tracker.ack(2, true);
         tracker.nack(3, false);
         assertEquals(List.of("1/0", "2/0", "2/1"), seen);
+    }
+    /**
+     * Callers' records and the loop's own publishes share one numbering: an ack names either, the window counts both,
+     * and a record taken after failAll (a caller that wrote while the channel was lost) fails and is counted alone.
+     */
+    @Test
+    void callersRecordsJoinTheLoopsNumberingAndFailLateAfterFailAll() {
+        int[] unconfirmed = new int[1];
+        MetricsCollector metrics = new MetricsCollector() {
+            @Override
+            public void publishesUnconfirmed(int count) {
+                unconfirmed[0] += count;
+            }
+        };
+        ConfirmTracker tracker = new ConfirmTracker(1, 4, metrics);
+        List<CompletableFuture<PublishOutcome>> f = new ArrayList<>();
+        for (int i = 0; i < 5; i++) {
+            f.add(new CompletableFuture<>());
+        }
+        assertEquals(1, tracker.callerSequence());
+        tracker.recordCaller(1, f.get(0), true, 0);
+        assertEquals(2, tracker.nextSequenceNumber(), "the loop numbers after the caller's record");
+        assertEquals(2, tracker.add(f.get(1), false, 0));
+        tracker.recordCaller(tracker.callerSequence(), f.get(2), false, 0);
+        tracker.recordCaller(tracker.callerSequence(), null, false, 0);
+        assertEquals(0, tracker.callerSequence(), "the window of 4 is full: the next one is queued and held");
+        assertTrue(tracker.windowFullForCallers());
+        tracker.ack(3, true); // names the callers' third before the loop has taken it
+        assertSame(PublishOutcome.CONFIRMED, f.get(0).join());
+        assertSame(PublishOutcome.CONFIRMED, f.get(1).join());
+        assertSame(PublishOutcome.CONFIRMED, f.get(2).join());
+        assertEquals(1, tracker.outstanding());
+        assertEquals(5, tracker.callerSequence(), "room again");
+        tracker.failAll(new IllegalStateException("lost"));
+        tracker.recordCaller(5, f.get(4), false, 0); // a caller that held the token across the loss
+        assertFalse(f.get(4).isDone());
+        tracker.takeCallers();
+        assertTrue(f.get(4).isCompletedExceptionally());
+        assertEquals(1, unconfirmed[0], "counted alone: failAll's caller counted the others");
+        assertEquals(0, tracker.outstanding());
     }
 }
