@@ -248,6 +248,10 @@ class ConfirmCallerWriteTest {
             workers.forEach(Thread::start);
             start.await(10, TimeUnit.SECONDS);
             assertTrue(rig.peer.await(() -> rig.peer.confirmPublishes.get() >= 300), rig.peer::state);
+            // the cut comes after the first ack has reached a future (under load the peer's acks may lag its reads)
+            assertTrue(
+                    rig.peer.await(() -> all.stream().anyMatch(f -> f.isDone() && !f.isCompletedExceptionally())),
+                    rig.peer::state);
             rig.peer.cut();
             for (Thread w : workers) {
                 w.join(30_000);
