@@ -77,10 +77,18 @@ import org.jctools.queues.MpscUnboundedArrayQueue;
  */
 public final class OutboundPath {
 
-    /** Told, on the event loop, that a write finished: {@code cause} is {@code null} on success. */
+    /**
+     * Told, on the event loop, that a write finished: {@code cause} is {@code null} on success. It listens to the
+     * write's Netty promise itself, so a write with a listener allocates no adapter.
+     */
     @FunctionalInterface
-    public interface WriteListener {
+    public interface WriteListener extends ChannelFutureListener {
         void written(Throwable cause);
+
+        @Override
+        default void operationComplete(ChannelFuture future) {
+            written(future.cause());
+        }
     }
 
     /**
@@ -533,7 +541,7 @@ public final class OutboundPath {
             ctx.write(frames, ctx.voidPromise());
         } else {
             ChannelPromise promise = ctx.newPromise();
-            promise.addListener((ChannelFutureListener) (ChannelFuture f) -> listener.written(f.cause()));
+            promise.addListener(listener);
             ctx.write(frames, promise);
         }
         flushPending = true;

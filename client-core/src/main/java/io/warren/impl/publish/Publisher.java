@@ -164,7 +164,7 @@ public final class Publisher {
             boolean mandatory,
             BasicProperties properties,
             ByteBuf body) {
-        CompletableFuture<PublishOutcome> future = new CompletableFuture<>();
+        CompletableFuture<PublishOutcome> future = new PublishFuture(number);
         RuntimeException refused = submit(exchange, routingKey, mandatory, properties, body, future);
         if (refused != null) {
             metrics.publishFailed();
@@ -596,7 +596,8 @@ public final class Publisher {
             confirms.add(future, mandatory, metrics.timesConfirms() ? System.nanoTime() : 0);
             metrics.awaitingConfirm();
         } else if (future != null) {
-            whenWritten = cause -> written(future, cause);
+            // a publish's own future listens to its write: no listener allocated (a carried-over one's is plain)
+            whenWritten = future instanceof PublishFuture own ? own : cause -> written(future, cause);
         }
         flow.beginMessage();
         try {
@@ -612,12 +613,7 @@ public final class Publisher {
     }
 
     private void written(CompletableFuture<PublishOutcome> future, Throwable cause) {
-        if (cause == null) {
-            future.complete(PublishOutcome.SENT);
-        } else {
-            future.completeExceptionally(new PublishNotConfirmedException(
-                    "publish on channel " + number + " could not be written: " + cause, cause, number, true));
-        }
+        PublishFuture.completeWritten(future, number, cause);
     }
 
     private void onSelected(boolean entering, Throwable error, CompletableFuture<Void> result) {
