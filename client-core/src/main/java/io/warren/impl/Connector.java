@@ -2,14 +2,11 @@ package io.warren.impl;
 
 import io.netty.bootstrap.Bootstrap;
 import io.netty.channel.ChannelFuture;
-import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
-import io.netty.channel.ChannelPipeline;
 import io.netty.channel.EventLoop;
 import io.netty.channel.EventLoopGroup;
 import io.netty.handler.ssl.SslContext;
 import io.netty.handler.ssl.SslContextBuilder;
-import io.netty.handler.ssl.SslHandler;
 import io.netty.util.concurrent.ScheduledFuture;
 import io.warren.Address;
 import io.warren.AmqpException;
@@ -20,8 +17,6 @@ import io.warren.ConnectionFailedException;
 import io.warren.ConnectionOptions;
 import io.warren.ConnectionTimeoutException;
 import io.warren.TlsOptions;
-import io.warren.codec.FrameDecoder;
-import io.warren.impl.connection.ByteCounter;
 import io.warren.impl.connection.ConnectionHandler;
 import io.warren.impl.connection.DirectNioSocketChannel;
 import io.warren.impl.metrics.MetricsCollector;
@@ -128,25 +123,15 @@ public final class Connector {
                 // 135 B -> 30 B per publish with the pooled one). The pooled allocator recycles them.
                 .option(ChannelOption.ALLOCATOR, io.netty.buffer.PooledByteBufAllocator.DEFAULT)
                 .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.min(timeoutMillis, Integer.MAX_VALUE))
-                .handler(new ChannelInitializer<>() {
-                    @Override
-                    protected void initChannel(io.netty.channel.Channel ch) {
-                        ChannelPipeline p = ch.pipeline();
-                        if (ssl != null) {
-                            String host = options.tls().serverName() != null
-                                    ? options.tls().serverName()
-                                    : address.host();
-                            SslHandler sslHandler = ssl.newHandler(ch.alloc(), host, address.port());
-                            sslHandler.setHandshakeTimeoutMillis(timeoutMillis);
-                            p.addLast("tls", sslHandler);
-                        }
-                        if (metrics.counts()) {
-                            p.addLast("bytes", new ByteCounter(metrics));
-                        }
-                        p.addLast("frames", new FrameDecoder());
-                        p.addLast("amqp", handler);
-                    }
-                });
+                .handler(new PipelineInstaller(
+                        ssl,
+                        ssl == null || options.tls().serverName() == null
+                                ? address.host()
+                                : options.tls().serverName(),
+                        address.port(),
+                        timeoutMillis,
+                        metrics,
+                        handler));
         ChannelFuture connect = bootstrap.connect(address.host(), address.port());
         ScheduledFuture<?> timer = connect.channel()
                 .eventLoop()
