@@ -7,6 +7,8 @@ import io.warren.impl.Connector;
 import io.warren.impl.connection.Transport;
 import io.warren.impl.metrics.CountingMetrics;
 import io.warren.impl.metrics.MetricsCollector;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -127,8 +129,12 @@ public final class AmqpClient {
      * application's group is left running). Completes when done.
      */
     public CompletionStage<Void> close() {
-        CompletableFuture<?>[] closes =
-                connections.stream().map(c -> c.close().toCompletableFuture()).toArray(CompletableFuture[]::new);
+        // a loop, not a stream: a stream pipeline's classes and lambdas cost a fresh JVM's first close
+        List<CompletableFuture<Void>> pending = new ArrayList<>(connections.size());
+        for (Connection c : connections) {
+            pending.add(c.close().toCompletableFuture());
+        }
+        CompletableFuture<?>[] closes = pending.toArray(new CompletableFuture<?>[0]);
         return CompletableFuture.allOf(closes).handle((v, e) -> null).thenCompose(v -> {
             if (!ownsGroup) {
                 return CompletableFuture.completedFuture(null);

@@ -19,13 +19,16 @@ import java.util.concurrent.TimeUnit;
  * {@code -verbose:class | grep -c '^\['}. On a loaded machine compare the processes' CPU time (user + sys) rather
  * than their wall time.
  *
- * <p>What the first connect costs beyond amqp-client's (JDK 17, Netty 4.2): loading Netty (about 475 classes);
- * Netty's JFR allocator events, registered with JFR when the first allocator is created (skipped with
- * {@code -Dio.netty.jfr.enabled=false}, the application's choice: it is a JVM-wide Netty setting; both of
- * Netty's pooling allocators register them, and every channel's config creates the default one). Warren's NIO
- * channel has its own id, so Netty's channel id (network interfaces enumerated for the MAC address) is not
- * initialised. Class data sharing ({@code -XX:ArchiveClassesAtExit} once, then {@code -XX:SharedArchiveFile})
- * takes most of the class loading away for both clients. Timed side by side in whole processes:
+ * <p>What the first connect costs beyond amqp-client's (JDK 17, Netty 4.2), measured and explained in
+ * BENCHMARKS.md ("First connect in a fresh JVM"): mostly Netty's own start-up (its classes, {@code
+ * PlatformDependent}, the JIT compiling them), two allocators (the channel config's default and Warren's pooled
+ * one) and Netty's JFR listener ({@code -Dio.netty.jfr.enabled=false}, the application's choice: a JVM-wide Netty
+ * setting). Warren's own part avoids what a fresh JVM pays dearly for: no annotation for Netty to read on the
+ * connection's handlers, no lambda capturing primitives on the connect path, its own channel id (Netty's reads
+ * every network interface). Class data sharing ({@code -XX:ArchiveClassesAtExit} once, then {@code
+ * -XX:SharedArchiveFile}) takes most of the class loading away for both clients. The wall time of Warren's
+ * process includes up to a second after {@code main} returns: Netty's global executor thread, started to report
+ * the event loops' termination, is not a daemon. Timed side by side in whole processes:
  *
  * <pre>
  *   hyperfine -N -w 1 -r 10 "java -cp ... io.warren.perf.FirstConnectMain warren URI -q" \

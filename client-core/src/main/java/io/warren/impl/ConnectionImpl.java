@@ -241,32 +241,47 @@ public final class ConnectionImpl implements ConnectionEvents, RecoverableConnec
             return result;
         }
         closeRequested = true;
-        HandOver.run(
-                handler.outbound(),
-                () -> {
-                    ConnectionRecovery r = recovery;
-                    ConnectionClosedException cause = new ConnectionClosedException(
-                            "connection to " + address
-                                    + " closed by the application"
-                                    + (replyCode == ReplyCode.REPLY_SUCCESS ? "" : ": " + replyCode + " " + replyText),
-                            null,
-                            replyCode,
-                            replyText,
-                            0,
-                            0,
-                            false);
-                    if (r != null && r.closeWhileRecovering(cause)) {
-                        // no connection to close: recovery was between attempts
-                        open = false;
-                        closeFuture.complete(cause);
-                        result.complete(null);
-                        return;
-                    }
-                    handler.close(replyCode, replyText, result);
-                },
-                null,
-                result);
+        HandOver.run(handler.outbound(), new CloseOnLoop(replyCode, replyText, result), null, result);
         return result;
+    }
+
+    /**
+     * The application's close, on the event loop. A class rather than a lambda: a lambda capturing an int and two
+     * references makes a fresh JVM generate a class and method handle forms for it at the first close.
+     */
+    private final class CloseOnLoop implements Runnable {
+        private final int replyCode;
+        private final String replyText;
+        private final CompletableFuture<Void> result;
+
+        CloseOnLoop(int replyCode, String replyText, CompletableFuture<Void> result) {
+            this.replyCode = replyCode;
+            this.replyText = replyText;
+            this.result = result;
+        }
+
+        @Override
+        public void run() {
+            ConnectionRecovery r = recovery;
+            ConnectionClosedException cause = new ConnectionClosedException(
+                    "connection to " + address
+                            + " closed by the application"
+                            + (replyCode == ReplyCode.REPLY_SUCCESS ? "" : ": " + replyCode + " " + replyText),
+                    null,
+                    replyCode,
+                    replyText,
+                    0,
+                    0,
+                    false);
+            if (r != null && r.closeWhileRecovering(cause)) {
+                // no connection to close: recovery was between attempts
+                open = false;
+                closeFuture.complete(cause);
+                result.complete(null);
+                return;
+            }
+            handler.close(replyCode, replyText, result);
+        }
     }
 
     @Override

@@ -2,14 +2,12 @@ package io.warren.impl;
 
 import io.netty.bootstrap.Bootstrap;
 import io.netty.channel.ChannelFuture;
-import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelOption;
-import io.netty.channel.ChannelPipeline;
 import io.netty.channel.EventLoop;
 import io.netty.channel.EventLoopGroup;
 import io.netty.handler.ssl.SslContext;
 import io.netty.handler.ssl.SslContextBuilder;
-import io.netty.handler.ssl.SslHandler;
 import io.netty.util.concurrent.ScheduledFuture;
 import io.warren.Address;
 import io.warren.AmqpException;
@@ -20,8 +18,6 @@ import io.warren.ConnectionFailedException;
 import io.warren.ConnectionOptions;
 import io.warren.ConnectionTimeoutException;
 import io.warren.TlsOptions;
-import io.warren.codec.FrameDecoder;
-import io.warren.impl.connection.ByteCounter;
 import io.warren.impl.connection.ConnectionHandler;
 import io.warren.impl.connection.DirectNioSocketChannel;
 import io.warren.impl.metrics.MetricsCollector;
@@ -32,6 +28,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BiConsumer;
 import javax.net.ssl.SSLException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -42,6 +39,10 @@ import org.slf4j.LoggerFactory;
  * (bad credentials, unknown virtual host) is not retried on the next address: the next would refuse too.
  *
  * <p>The pipeline: {@code [SslHandler] -> FrameDecoder -> ConnectionHandler}.
+ *
+ * <p>The callbacks of an attempt are a class ({@link Attempt}), not lambdas: in a fresh JVM each lambda is a class
+ * generated at its first use, with method handle forms generated for its captured types, which a first connect
+ * pays for (a class loaded from the jar costs a fraction of that).
  */
 public final class Connector {
 
@@ -95,31 +96,64 @@ public final class Connector {
         if (options.shuffleAddresses()) {
             Collections.shuffle(addresses);
         }
-        attempt(options, ssl, addresses, 0, new ArrayList<>(), result, recovering, loops);
+        attempt(new Dial(options, ssl, addresses, result, recovering, loops), 0);
         return result;
     }
 
-    private void attempt(
-            ConnectionOptions options,
-            SslContext ssl,
-            List<Address> addresses,
-            int index,
-            List<Throwable> failures,
-            CompletableFuture<Connection> result,
-            ConnectionImpl recovering,
-            EventLoopGroup loops) {
-        Address address = addresses.get(index);
+    /** One connect: the addresses, tried in turn, and what the attempts learnt. */
+    private static final class Dial {
+        final ConnectionOptions options;
+        /** Null without TLS. */
+        final SslContext ssl;
+
+        final List<Address> addresses;
+        final CompletableFuture<Connection> result;
+        /** The connection recovery opens this one for; null for a new connection. */
+        final ConnectionImpl recovering;
+
+        final EventLoopGroup loops;
+        /** Why each address failed, in order (completions of the attempts, one at a time). */
+        final List<Throwable> failures = new ArrayList<>();
+
+        Dial(
+                ConnectionOptions options,
+                SslContext ssl,
+                List<Address> addresses,
+                CompletableFuture<Connection> result,
+                ConnectionImpl recovering,
+                EventLoopGroup loops) {
+            this.options = options;
+            this.ssl = ssl;
+            this.addresses = addresses;
+            this.result = result;
+            this.recovering = recovering;
+            this.loops = loops;
+        }
+    }
+
+    /** Warren's own NIO channel, made here, not by Netty's reflection (see {@link #attempt}). */
+    private static final io.netty.channel.ChannelFactory<io.netty.channel.Channel> DIRECT_NIO =
+            new io.netty.channel.ChannelFactory<>() {
+                @Override
+                public io.netty.channel.Channel newChannel() {
+                    return new DirectNioSocketChannel();
+                }
+            };
+
+    private void attempt(Dial dial, int index) {
+        ConnectionOptions options = dial.options;
+        SslContext ssl = dial.ssl;
+        Address address = dial.addresses.get(index);
         CompletableFuture<ConnectionImpl> connected = new CompletableFuture<>();
-        ConnectionHandler handler = ConnectionImpl.newHandler(options, address, connected, recovering, metrics);
+        ConnectionHandler handler = ConnectionImpl.newHandler(options, address, connected, dial.recovering, metrics);
         long timeoutMillis = options.connectionTimeout().toMillis();
         Bootstrap bootstrap = new Bootstrap()
-                .group(loops)
+                .group(dial.loops)
                 // Warren's own NIO channel is made here, not by Netty's reflection: io.warren.impl is not exported
                 // to Netty's module on the module path
                 .channelFactory(
                         channelClass == DirectNioSocketChannel.class
-                                ? (io.netty.channel.ChannelFactory<io.netty.channel.Channel>)
-                                        DirectNioSocketChannel::new
+                                ? DIRECT_NIO
                                 : new io.netty.channel.ReflectiveChannelFactory<>(channelClass))
                 .option(ChannelOption.TCP_NODELAY, true)
                 .option(ChannelOption.SO_KEEPALIVE, true)
@@ -128,69 +162,114 @@ public final class Connector {
                 // 135 B -> 30 B per publish with the pooled one). The pooled allocator recycles them.
                 .option(ChannelOption.ALLOCATOR, io.netty.buffer.PooledByteBufAllocator.DEFAULT)
                 .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.min(timeoutMillis, Integer.MAX_VALUE))
-                .handler(new ChannelInitializer<>() {
-                    @Override
-                    protected void initChannel(io.netty.channel.Channel ch) {
-                        ChannelPipeline p = ch.pipeline();
-                        if (ssl != null) {
-                            String host = options.tls().serverName() != null
-                                    ? options.tls().serverName()
-                                    : address.host();
-                            SslHandler sslHandler = ssl.newHandler(ch.alloc(), host, address.port());
-                            sslHandler.setHandshakeTimeoutMillis(timeoutMillis);
-                            p.addLast("tls", sslHandler);
-                        }
-                        if (metrics.counts()) {
-                            p.addLast("bytes", new ByteCounter(metrics));
-                        }
-                        p.addLast("frames", new FrameDecoder());
-                        p.addLast("amqp", handler);
-                    }
-                });
-        ChannelFuture connect = bootstrap.connect(address.host(), address.port());
-        ScheduledFuture<?> timer = connect.channel()
-                .eventLoop()
-                .schedule(
-                        () -> {
-                            if (!connected.isDone()) {
-                                String stage = connect.isSuccess() ? handler.stageDescription() : "TCP connect";
-                                ConnectionTimeoutException timeout =
-                                        new ConnectionTimeoutException("could not connect to " + address + " within "
-                                                + timeoutMillis + " ms (connection_timeout); stage reached: " + stage);
-                                handler.connectTimedOut(
-                                        timeout); // an attempt that had already failed keeps its own failure
-                                connected.completeExceptionally(timeout);
-                                connect.channel().close();
-                            }
-                        },
+                .handler(new PipelineInstaller(
+                        ssl,
+                        ssl == null || options.tls().serverName() == null
+                                ? address.host()
+                                : options.tls().serverName(),
+                        address.port(),
                         timeoutMillis,
-                        TimeUnit.MILLISECONDS);
-        connect.addListener(f -> {
+                        metrics,
+                        handler));
+        ChannelFuture connect = bootstrap.connect(address.host(), address.port());
+        new Attempt(dial, index, connected, handler, connect, timeoutMillis).watch();
+    }
+
+    /**
+     * One address's attempt, watched: its timeout (TCP connect, TLS and AMQP handshake together), its socket's
+     * failure, and its outcome, which completes the connect or moves on to the next address.
+     */
+    private final class Attempt implements Runnable, ChannelFutureListener, BiConsumer<ConnectionImpl, Throwable> {
+        private final Dial dial;
+        private final int index;
+        private final Address address;
+        private final CompletableFuture<ConnectionImpl> connected;
+        private final ConnectionHandler handler;
+        private final ChannelFuture connect;
+        private final long timeoutMillis;
+        /** Set in {@link #watch()} before the outcome can be seen. */
+        private ScheduledFuture<?> timer;
+
+        Attempt(
+                Dial dial,
+                int index,
+                CompletableFuture<ConnectionImpl> connected,
+                ConnectionHandler handler,
+                ChannelFuture connect,
+                long timeoutMillis) {
+            this.dial = dial;
+            this.index = index;
+            this.address = dial.addresses.get(index);
+            this.connected = connected;
+            this.handler = handler;
+            this.connect = connect;
+            this.timeoutMillis = timeoutMillis;
+        }
+
+        void watch() {
+            timer = connect.channel().eventLoop().schedule(this, timeoutMillis, TimeUnit.MILLISECONDS);
+            connect.addListener(this);
+            connected.whenComplete(this);
+        }
+
+        /** The timeout, on the channel's event loop. */
+        @Override
+        public void run() {
+            if (!connected.isDone()) {
+                String stage = connect.isSuccess() ? handler.stageDescription() : "TCP connect";
+                ConnectionTimeoutException timeout = new ConnectionTimeoutException("could not connect to " + address
+                        + " within " + timeoutMillis + " ms (connection_timeout); stage reached: " + stage);
+                handler.connectTimedOut(timeout); // an attempt that had already failed keeps its own failure
+                connected.completeExceptionally(timeout);
+                connect.channel().close();
+            }
+        }
+
+        /** The socket's connect. */
+        @Override
+        public void operationComplete(ChannelFuture f) {
             if (!f.isSuccess()) {
                 // the connection never opened: not a "closed" connection (the cause is the socket's failure)
                 connected.completeExceptionally(new ConnectionFailedException(
                         "could not connect to " + address + ": " + describe(f.cause()), List.of(address), f.cause()));
             }
-        });
-        connected.whenComplete((connection, error) -> {
+        }
+
+        /** The attempt's outcome: the connection open at connection.open-ok, or why not. */
+        @Override
+        public void accept(ConnectionImpl connection, Throwable error) {
             timer.cancel(false);
+            ConnectionOptions options = dial.options;
             if (error == null) {
-                if (recovering == null && options.recovery().enabled()) {
+                if (dial.recovering == null && options.recovery().enabled()) {
                     connection.enableRecovery(new ConnectionRecovery(
-                            connection, options, (o, onLoop) -> reconnect(o, connection, onLoop), handler.eventLoop()));
+                            connection, options, new Reconnect(connection), handler.eventLoop()));
                 }
-                result.complete(connection);
+                dial.result.complete(connection);
                 return;
             }
-            failures.add(error);
-            boolean refusedByBroker = refusedByBroker(error);
-            if (!refusedByBroker && index + 1 < addresses.size()) {
+            dial.failures.add(error);
+            if (!refusedByBroker(error) && index + 1 < dial.addresses.size()) {
                 LOG.debug("connecting to {} failed, trying the next address: {}", address, error.getMessage());
-                attempt(options, ssl, addresses, index + 1, failures, result, recovering, loops);
+                attempt(dial, index + 1);
                 return;
             }
-            result.completeExceptionally(failure(addresses, failures));
-        });
+            dial.result.completeExceptionally(failure(dial.addresses, dial.failures));
+        }
+    }
+
+    /** Automatic recovery's way to a new connection for {@code connection}. */
+    private final class Reconnect implements ConnectionRecovery.Reconnector {
+        private final ConnectionImpl connection;
+
+        Reconnect(ConnectionImpl connection) {
+            this.connection = connection;
+        }
+
+        @Override
+        public CompletionStage<ConnectionImpl> reconnect(ConnectionOptions options, EventLoop loop) {
+            return Connector.this.reconnect(options, connection, loop);
+        }
     }
 
     /** The broker itself refused (credentials, virtual host): the next address would refuse too. */

@@ -20,15 +20,10 @@ public final class Backoff {
     private final DoubleSupplier random;
 
     public Backoff(long initialNanos, long maxNanos, double multiplier, double jitter) {
-        this(
-                initialNanos,
-                maxNanos,
-                multiplier,
-                jitter,
-                () -> ThreadLocalRandom.current().nextDouble());
+        this(initialNanos, maxNanos, multiplier, jitter, null);
     }
 
-    /** With a source of random numbers in [0, 1), for tests. */
+    /** With a source of random numbers in [0, 1), for tests; null: {@link ThreadLocalRandom}. */
     public Backoff(long initialNanos, long maxNanos, double multiplier, double jitter, DoubleSupplier random) {
         if (initialNanos < 0 || maxNanos < initialNanos) {
             throw new IllegalArgumentException("backoff needs 0 <= initial <= max: " + initialNanos + ", " + maxNanos);
@@ -62,7 +57,8 @@ public final class Backoff {
         if (jitter == 0.0 || base == 0) {
             return base;
         }
-        double r = random.getAsDouble();
+        // no default supplier: a lambda here would be generated at every fresh JVM's first connect
+        double r = random == null ? ThreadLocalRandom.current().nextDouble() : random.getAsDouble();
         return (long) (base * (1.0 - jitter * r));
     }
 
