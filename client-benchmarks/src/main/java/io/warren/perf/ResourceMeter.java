@@ -2,8 +2,6 @@ package io.warren.perf;
 
 import com.sun.management.GarbageCollectionNotificationInfo;
 import com.sun.management.GcInfo;
-import io.netty.util.internal.PlatformDependent;
-import java.lang.management.BufferPoolMXBean;
 import java.lang.management.GarbageCollectorMXBean;
 import java.lang.management.ManagementFactory;
 import java.lang.management.MemoryPoolMXBean;
@@ -47,8 +45,8 @@ import javax.management.openmbean.CompositeData;
  *       first 15 characters of the Java name), over the interval. A thread that ended during the interval is
  *       not in it (the client's event loops, producers and consumers live as long as the run). Null where
  *       there is no {@code /proc} (not Linux).</li>
- *   <li><b>Peak direct memory</b>: sampled every 100 ms: NIO direct buffers
- *       ({@link BufferPoolMXBean} "direct") plus Netty's own direct-memory counter. It includes the
+ *   <li><b>Peak direct memory</b>: sampled every 100 ms ({@link DirectMemory#used()}): NIO direct buffers
+ *       ({@code BufferPoolMXBean} "direct") plus what Netty allocated without a cleaner. It includes the
  *       in-process peer's buffers.</li>
  * </ul>
  * The thread this meter is created on calls {@link #start()} and {@link #stop()}; {@link #sampleDirect()}
@@ -67,7 +65,6 @@ final class ResourceMeter {
     private final List<MemoryPoolMXBean> heapPools = new ArrayList<>();
     private final Set<String> heapPoolNames = new HashSet<>();
     private final List<GarbageCollectorMXBean> collectors = ManagementFactory.getGarbageCollectorMXBeans();
-    private final BufferPoolMXBean directPool;
     private final NotificationListener gcListener = this::onGc;
 
     // start/stop thread only
@@ -90,13 +87,6 @@ final class ResourceMeter {
                 heapPoolNames.add(pool.getName());
             }
         }
-        BufferPoolMXBean direct = null;
-        for (BufferPoolMXBean pool : ManagementFactory.getPlatformMXBeans(BufferPoolMXBean.class)) {
-            if (pool.getName().equals("direct")) {
-                direct = pool;
-            }
-        }
-        directPool = direct;
         if (threads.isThreadCpuTimeSupported()) {
             threads.setThreadCpuTimeEnabled(true);
         }
@@ -181,7 +171,7 @@ final class ResourceMeter {
                 allocBytes,
                 peakHeap,
                 live < 0 ? null : live,
-                directPool == null && PlatformDependent.usedDirectMemory() < 0 ? null : peakDirect,
+                DirectMemory.measured() ? peakDirect : null,
                 gcCount() - gcCountAtStart,
                 gcMillis() - gcMillisAtStart,
                 peerCpu,
@@ -234,9 +224,8 @@ final class ResourceMeter {
         return false;
     }
 
-    private long directUsed() {
-        long used = directPool == null ? 0 : Math.max(0, directPool.getMemoryUsed());
-        return used + Math.max(0, PlatformDependent.usedDirectMemory());
+    private static long directUsed() {
+        return DirectMemory.used();
     }
 
     private long gcCount() {

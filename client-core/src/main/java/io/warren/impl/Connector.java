@@ -18,6 +18,7 @@ import io.warren.ConnectionFailedException;
 import io.warren.ConnectionOptions;
 import io.warren.ConnectionTimeoutException;
 import io.warren.TlsOptions;
+import io.warren.impl.connection.ConnectionAllocator;
 import io.warren.impl.connection.ConnectionHandler;
 import io.warren.impl.connection.DirectNioSocketChannel;
 import io.warren.impl.metrics.MetricsCollector;
@@ -160,7 +161,7 @@ public final class Connector {
                 // Netty 4.2's default adaptive allocator hands out slices that are not recycled: with it,
                 // FrameDecoder's retainedSlice cost ~100 B per frame (measured on the loopback peer's sink:
                 // 135 B -> 30 B per publish with the pooled one). The pooled allocator recycles them.
-                .option(ChannelOption.ALLOCATOR, io.netty.buffer.PooledByteBufAllocator.DEFAULT)
+                .option(ChannelOption.ALLOCATOR, ConnectionAllocator.INSTANCE)
                 .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.min(timeoutMillis, Integer.MAX_VALUE))
                 .handler(new PipelineInstaller(
                         ssl,

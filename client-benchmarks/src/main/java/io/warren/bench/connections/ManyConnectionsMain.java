@@ -2,7 +2,6 @@ package io.warren.bench.connections;
 
 import com.rabbitmq.client.ConnectionFactory;
 import com.rabbitmq.client.DefaultConsumer;
-import io.netty.util.internal.PlatformDependent;
 import io.warren.Address;
 import io.warren.AmqpClient;
 import io.warren.Channel;
@@ -12,8 +11,8 @@ import io.warren.ConnectionOptions;
 import io.warren.ConsumeOptions;
 import io.warren.QueueSpec;
 import io.warren.perf.AmqpClientDriver;
+import io.warren.perf.DirectMemory;
 import java.io.IOException;
-import java.lang.management.BufferPoolMXBean;
 import java.lang.management.ManagementFactory;
 import java.lang.management.MemoryUsage;
 import java.nio.file.Files;
@@ -259,15 +258,9 @@ public final class ManyConnectionsMain implements java.util.concurrent.Callable<
         return ManagementFactory.getThreadMXBean().getThreadCount();
     }
 
+    /** Counted once: Netty's chunks are in the JDK's pool and in Netty's own count ({@link DirectMemory}). */
     private static long direct() {
-        long jdk = 0;
-        for (BufferPoolMXBean pool : ManagementFactory.getPlatformMXBeans(BufferPoolMXBean.class)) {
-            if (pool.getName().equals("direct")) {
-                jdk = pool.getMemoryUsed();
-            }
-        }
-        long netty = PlatformDependent.usedDirectMemory();
-        return jdk + Math.max(0, netty);
+        return DirectMemory.used();
     }
 
     private static long cpuNanos() {

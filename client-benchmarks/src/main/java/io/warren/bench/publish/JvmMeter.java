@@ -1,10 +1,10 @@
 package io.warren.bench.publish;
 
 import com.sun.management.GarbageCollectionNotificationInfo;
+import io.warren.perf.PeakSampler;
 import java.lang.management.GarbageCollectorMXBean;
 import java.lang.management.ManagementFactory;
 import java.lang.management.MemoryUsage;
-import java.util.concurrent.atomic.AtomicLong;
 import javax.management.NotificationEmitter;
 import javax.management.NotificationListener;
 import javax.management.openmbean.CompositeData;
@@ -95,12 +95,10 @@ final class JvmMeter {
         return heapUsed();
     }
 
-    /** Tracks the peak heap while running. */
+    /** Tracks the peak heap while running: sampled every millisecond, and each collection's before-GC usage. */
     static final class PeakHeap implements AutoCloseable {
-        private final AtomicLong peak = new AtomicLong();
-        private final Thread sampler;
+        private final PeakSampler sampler = new PeakSampler("peak-heap-sampler", 1_000_000, JvmMeter::heapUsed);
         private final NotificationListener onGc;
-        private volatile boolean running = true;
 
         PeakHeap() {
             onGc = (notification, handback) -> {
@@ -114,40 +112,21 @@ final class JvmMeter {
                             before += e.getValue().getUsed();
                         }
                     }
-                    record(before);
+                    sampler.record(0, before);
                 }
             };
             for (GarbageCollectorMXBean gc : ManagementFactory.getGarbageCollectorMXBeans()) {
                 ((NotificationEmitter) gc).addNotificationListener(onGc, null, null);
             }
-            sampler = new Thread(
-                    () -> {
-                        while (running) {
-                            record(heapUsed());
-                            try {
-                                Thread.sleep(1);
-                            } catch (InterruptedException e) {
-                                return;
-                            }
-                        }
-                    },
-                    "peak-heap-sampler");
-            sampler.setDaemon(true);
-            sampler.start();
-        }
-
-        private void record(long used) {
-            peak.accumulateAndGet(used, Math::max);
         }
 
         long peak() {
-            return peak.get();
+            return sampler.peak(0);
         }
 
         @Override
         public void close() throws Exception {
-            running = false;
-            sampler.join();
+            sampler.close();
             for (GarbageCollectorMXBean gc : ManagementFactory.getGarbageCollectorMXBeans()) {
                 ((NotificationEmitter) gc).removeNotificationListener(onGc);
             }

@@ -1,25 +1,9 @@
 package io.warren.bench.publish;
 
-import com.rabbitmq.client.ConnectionFactory;
-import io.netty.buffer.ByteBuf;
-import io.netty.buffer.PooledByteBufAllocator;
-import io.netty.buffer.Unpooled;
-import io.netty.util.internal.PlatformDependent;
-import io.warren.AmqpClient;
-import io.warren.Channel;
-import io.warren.Connection;
-import io.warren.ConnectionOptions;
-import java.lang.management.BufferPoolMXBean;
-import java.lang.management.ManagementFactory;
-import java.util.ArrayList;
-import java.util.List;
+import io.warren.bench.publish.OneConnectionPublishers.Body;
+import io.warren.perf.DirectMemory;
+import io.warren.perf.PeakSampler;
 import java.util.Locale;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CyclicBarrier;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
-import java.util.concurrent.TimeUnit;
 
 /**
  * Large bodies into the real broker from plain application threads, without confirms: {@code threads} threads
@@ -29,8 +13,8 @@ import java.util.concurrent.TimeUnit;
  * message, as an application holding a {@code byte[]} does ({@code warren-array}: they publish the {@code byte[]}
  * itself, which Warren wraps); amqp-client's publish the {@code byte[]}. A run is
  * done when every message is written to the socket (Warren: the last publish's outcome; amqp-client: the call
- * returned). Prints msg/s and the peak direct memory of the process (the JDK's direct buffer pool, which holds
- * Netty's pooled chunks and the socket's temporary buffers, plus Netty's own count of what it allocated without a
+ * returned). Prints msg/s and the peak direct memory of the process ({@link DirectMemory}: the JDK's direct buffer
+ * pool, which holds Netty's pooled chunks and the socket's temporary buffers, plus what Netty allocated without a
  * cleaner, if it does), sampled every 100 us.
  * One warm-up run, then one measured run; one client per JVM, so alternate clients run by run.
  *
@@ -52,21 +36,36 @@ public final class LargeBodyRateMain {
         String uri = args.length > 4 ? args[4] : "amqp://guest:guest@127.0.0.1:5672";
         byte[] body = new byte[size];
         String exchange = "warren-bench.large-rate." + Long.toHexString(System.nanoTime());
-        Runner runner = client.startsWith("warren")
-                ? new WarrenRunner(uri, exchange, threads, client.equals("warren-array"))
-                : new AmqpClientRunner(uri, exchange, threads);
+        OneConnectionPublishers runner = client.startsWith("warren")
+                ? OneConnectionPublishers.warren(
+                        uri,
+                        "large-body rate",
+                        exchange,
+                        threads,
+                        false,
+                        body,
+                        client.equals("warren-array") ? Body.ARRAY : Body.POOLED_COPY)
+                : OneConnectionPublishers.amqpClient(
+                        uri, "large-body rate (amqp-client)", exchange, threads, false, body);
         try {
-            runner.run(body, messages); // warm-up: JIT, pools
+            runner.run(messages); // warm-up: JIT, pools
             long start;
             double seconds;
             long peak;
             String parts;
-            try (DirectPeak direct = new DirectPeak()) {
+            // the total, and its two parts: what Netty allocated without a cleaner, the JDK's pool
+            try (PeakSampler direct = new PeakSampler(
+                    "direct-peak",
+                    100_000,
+                    DirectMemory::used,
+                    DirectMemory::nettyNoCleanerUsed,
+                    DirectMemory::jdkUsed)) {
                 start = System.nanoTime();
-                runner.run(body, messages);
+                runner.run(messages);
                 seconds = (System.nanoTime() - start) / 1e9;
-                peak = direct.peak();
-                parts = direct.parts();
+                peak = direct.peak(0);
+                parts = String.format(
+                        Locale.ROOT, "Netty %,.1f MB + JDK %,.1f MB", direct.peak(1) / 1e6, direct.peak(2) / 1e6);
             }
             long total = (long) threads * messages;
             System.out.printf(
@@ -84,175 +83,6 @@ public final class LargeBodyRateMain {
                     parts);
         } finally {
             runner.close();
-        }
-    }
-
-    interface Runner extends AutoCloseable {
-        /** Every thread publishes {@code messages} copies of {@code body}; returns when all are written. */
-        void run(byte[] body, int messages) throws Exception;
-    }
-
-    /** The process's direct memory, sampled: Netty's count (its pooled chunks) plus the JDK's direct buffer pool. */
-    static final class DirectPeak implements AutoCloseable {
-        private final BufferPoolMXBean jdk = ManagementFactory.getPlatformMXBeans(BufferPoolMXBean.class).stream()
-                .filter(b -> b.getName().equals("direct"))
-                .findFirst()
-                .orElseThrow();
-        private final boolean noCleaner = PlatformDependent.useDirectBufferNoCleaner();
-        private final Thread sampler;
-        private volatile boolean running = true;
-        private volatile long peak;
-        private volatile long nettyPeak;
-        private volatile long jdkPeak;
-
-        DirectPeak() {
-            sampler = new Thread(
-                    () -> {
-                        while (running) {
-                            // Netty's count holds only what it allocated without a cleaner; what it allocated with one
-                            // is
-                            // in the JDK's pool too, and counted there
-                            long netty = noCleaner ? Math.max(0, PlatformDependent.usedDirectMemory()) : 0;
-                            long jdkUsed = jdk.getMemoryUsed();
-                            if (netty + jdkUsed > peak) {
-                                peak = netty + jdkUsed;
-                            }
-                            if (netty > nettyPeak) {
-                                nettyPeak = netty;
-                            }
-                            if (jdkUsed > jdkPeak) {
-                                jdkPeak = jdkUsed;
-                            }
-                            java.util.concurrent.locks.LockSupport.parkNanos(100_000);
-                        }
-                    },
-                    "direct-peak");
-            sampler.setDaemon(true);
-            sampler.start();
-        }
-
-        long peak() {
-            return peak;
-        }
-
-        /** The peaks of the two parts: Netty's count and the JDK's pool. */
-        String parts() {
-            return String.format(Locale.ROOT, "Netty %,.1f MB + JDK %,.1f MB", nettyPeak / 1e6, jdkPeak / 1e6);
-        }
-
-        @Override
-        public void close() throws InterruptedException {
-            running = false;
-            sampler.join();
-        }
-    }
-
-    static final class WarrenRunner implements Runner {
-        final AmqpClient client = AmqpClient.create();
-        final Connection connection;
-        final List<Channel> channels = new ArrayList<>();
-        final ExecutorService pool;
-        final String exchange;
-        final boolean array;
-
-        WarrenRunner(String uri, String exchange, int threads, boolean array) throws Exception {
-            this.exchange = exchange;
-            this.array = array;
-            pool = Executors.newFixedThreadPool(threads);
-            connection = client.connect(ConnectionOptions.fromUri(uri).connectionName("large-body rate"))
-                    .toCompletableFuture()
-                    .get(30, TimeUnit.SECONDS);
-            for (int i = 0; i < threads; i++) {
-                channels.add(connection.openChannel().toCompletableFuture().get(30, TimeUnit.SECONDS));
-            }
-            channels.get(0)
-                    .exchangeDeclare(exchange, "fanout")
-                    .toCompletableFuture()
-                    .get(30, TimeUnit.SECONDS);
-        }
-
-        @Override
-        public void run(byte[] body, int messages) throws Exception {
-            CyclicBarrier start = new CyclicBarrier(channels.size());
-            List<Future<?>> done = new ArrayList<>();
-            for (Channel ch : channels) {
-                done.add(pool.submit(() -> {
-                    start.await();
-                    CompletableFuture<?> last = null;
-                    for (int m = 0; m < messages; m++) {
-                        while (!ch.isWritable()) {
-                            ch.whenWritable().toCompletableFuture().get(60, TimeUnit.SECONDS);
-                        }
-                        ByteBuf buf = array
-                                ? Unpooled.wrappedBuffer(body)
-                                : PooledByteBufAllocator.DEFAULT
-                                        .directBuffer(body.length)
-                                        .writeBytes(body);
-                        if (m == messages - 1) {
-                            last = ch.publish(exchange, "", false, null, buf).toCompletableFuture();
-                        } else {
-                            ch.publishNoOutcome(exchange, "", false, null, buf);
-                        }
-                    }
-                    last.get(120, TimeUnit.SECONDS); // a channel's publishes are written in order
-                    return null;
-                }));
-            }
-            for (Future<?> f : done) {
-                f.get(300, TimeUnit.SECONDS);
-            }
-        }
-
-        @Override
-        public void close() throws Exception {
-            pool.shutdownNow();
-            channels.get(0).exchangeDelete(exchange).toCompletableFuture().get(30, TimeUnit.SECONDS);
-            connection.close().toCompletableFuture().get(30, TimeUnit.SECONDS);
-            client.close().toCompletableFuture().get(30, TimeUnit.SECONDS);
-        }
-    }
-
-    static final class AmqpClientRunner implements Runner {
-        final com.rabbitmq.client.Connection connection;
-        final List<com.rabbitmq.client.Channel> channels = new ArrayList<>();
-        final ExecutorService pool;
-        final String exchange;
-
-        AmqpClientRunner(String uri, String exchange, int threads) throws Exception {
-            this.exchange = exchange;
-            pool = Executors.newFixedThreadPool(threads);
-            ConnectionFactory f = new ConnectionFactory();
-            f.setUri(uri);
-            connection = f.newConnection("large-body rate (amqp-client)");
-            for (int i = 0; i < threads; i++) {
-                channels.add(connection.createChannel());
-            }
-            channels.get(0).exchangeDeclare(exchange, "fanout");
-        }
-
-        @Override
-        public void run(byte[] body, int messages) throws Exception {
-            CyclicBarrier start = new CyclicBarrier(channels.size());
-            List<Future<?>> done = new ArrayList<>();
-            for (com.rabbitmq.client.Channel ch : channels) {
-                done.add(pool.submit(() -> {
-                    start.await();
-                    for (int m = 0; m < messages; m++) {
-                        ch.basicPublish(exchange, "", null, body);
-                    }
-                    return null;
-                }));
-            }
-            for (Future<?> f : done) {
-                f.get(300, TimeUnit.SECONDS);
-            }
-        }
-
-        @Override
-        public void close() throws Exception {
-            pool.shutdownNow();
-            channels.get(0).exchangeDelete(exchange);
-            connection.close();
         }
     }
 }

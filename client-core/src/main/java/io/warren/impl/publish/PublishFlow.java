@@ -232,9 +232,10 @@ public final class PublishFlow implements BlockedListener {
 
     /**
      * Whether Netty's outbound buffer is below its high-water mark. While it is not, a publish of a large heap body
-     * reaching the event loop is held by its channel instead of written ({@link Publisher}): written to Netty it is a
-     * copy in direct memory (Netty's NIO transport copies a heap buffer at the write), so what the socket has not
-     * taken stays bounded by the mark plus one message, not by the number of publishing threads.
+     * reaching the event loop is held by its channel instead of written ({@link Publisher}): so what the socket has
+     * not taken stays bounded by the mark plus one message, not by the number of publishing threads. Where the
+     * transport copies a heap buffer into direct memory at the write (TLS, the native transports; Warren's NIO
+     * channel passes it to the JDK as it is, see {@code ConnectionAllocator}) that bounds the copies too.
      */
     boolean isSocketWritable() {
         return ctx.channel().isWritable();

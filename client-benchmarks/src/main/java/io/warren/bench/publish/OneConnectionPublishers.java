@@ -1,0 +1,221 @@
+package io.warren.bench.publish;
+
+import com.rabbitmq.client.ConnectionFactory;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.PooledByteBufAllocator;
+import io.netty.buffer.Unpooled;
+import io.warren.AmqpClient;
+import io.warren.Channel;
+import io.warren.Connection;
+import io.warren.ConnectionOptions;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The large-message scenarios' publishers: {@code threads} application threads publishing on ONE connection (a
+ * channel each) to a fanout exchange without bindings that they declare (the broker reads and routes every byte and
+ * stores nothing), all starting together. Warren's or amqp-client's; one per JVM run.
+ */
+abstract class OneConnectionPublishers implements AutoCloseable {
+
+    /** What each of Warren's publishes carries. */
+    enum Body {
+        /** The caller's {@code byte[]}, which Warren wraps. */
+        ARRAY,
+        /** A copy of it in a pooled direct buffer per message, as an application with its own pool makes. */
+        POOLED_COPY,
+        /** A direct {@code ByteBuffer} (a duplicate per message): nothing copied at all. */
+        DIRECT
+    }
+
+    final ExecutorService pool;
+    final String exchange;
+    final byte[] body;
+    final boolean confirms;
+
+    private OneConnectionPublishers(int threads, String exchange, byte[] body, boolean confirms) {
+        this.pool = Executors.newFixedThreadPool(threads);
+        this.exchange = exchange;
+        this.body = body;
+        this.confirms = confirms;
+    }
+
+    /**
+     * Warren: a thread waits while its channel is not writable before each publish. With confirms (a channel in
+     * confirm mode each) a run ends when every publish is confirmed, without when the last one is written (a
+     * channel's publishes are written in order).
+     */
+    static OneConnectionPublishers warren(
+            String uri, String connectionName, String exchange, int threads, boolean confirms, byte[] body, Body kind)
+            throws Exception {
+        return new Warren(uri, connectionName, exchange, threads, confirms, body, kind);
+    }
+
+    /** amqp-client publishing the {@code byte[]}: a run ends when every call returned (and, with confirms, all are). */
+    static OneConnectionPublishers amqpClient(
+            String uri, String connectionName, String exchange, int threads, boolean confirms, byte[] body)
+            throws Exception {
+        return new AmqpClientPublishers(uri, connectionName, exchange, threads, confirms, body);
+    }
+
+    /** Every thread publishes {@code messages} bodies; returns when the run is done (see the factories). */
+    final void run(int messages) throws Exception {
+        int threads = threads();
+        CyclicBarrier start = new CyclicBarrier(threads);
+        List<Future<?>> done = new ArrayList<>();
+        for (int t = 0; t < threads; t++) {
+            Callable<Void> publisher = publisher(t, messages);
+            done.add(pool.submit(() -> {
+                start.await();
+                return publisher.call();
+            }));
+        }
+        for (Future<?> f : done) {
+            f.get(300, TimeUnit.SECONDS);
+        }
+    }
+
+    abstract int threads();
+
+    /** Thread {@code t}'s {@code messages} publishes. */
+    abstract Callable<Void> publisher(int t, int messages);
+
+    private static final class Warren extends OneConnectionPublishers {
+        private final AmqpClient client = AmqpClient.create();
+        private final Connection connection;
+        private final List<Channel> channels = new ArrayList<>();
+        private final Body kind;
+        private final ByteBuffer direct;
+
+        Warren(
+                String uri,
+                String connectionName,
+                String exchange,
+                int threads,
+                boolean confirms,
+                byte[] body,
+                Body kind)
+                throws Exception {
+            super(threads, exchange, body, confirms);
+            this.kind = kind;
+            this.direct =
+                    kind == Body.DIRECT ? ByteBuffer.allocateDirect(body.length).put(0, body) : null;
+            connection = client.connect(ConnectionOptions.fromUri(uri).connectionName(connectionName))
+                    .toCompletableFuture()
+                    .get(30, TimeUnit.SECONDS);
+            for (int i = 0; i < threads; i++) {
+                Channel ch = connection.openChannel().toCompletableFuture().get(30, TimeUnit.SECONDS);
+                if (confirms) {
+                    ch.confirmSelect().toCompletableFuture().get(30, TimeUnit.SECONDS);
+                }
+                channels.add(ch);
+            }
+            channels.get(0)
+                    .exchangeDeclare(exchange, "fanout")
+                    .toCompletableFuture()
+                    .get(30, TimeUnit.SECONDS);
+        }
+
+        @Override
+        int threads() {
+            return channels.size();
+        }
+
+        /** The body of one publish; Warren owns it from the publish on. */
+        private ByteBuf nextBody() {
+            return switch (kind) {
+                case ARRAY -> Unpooled.wrappedBuffer(body);
+                case POOLED_COPY ->
+                    PooledByteBufAllocator.DEFAULT.directBuffer(body.length).writeBytes(body);
+                case DIRECT -> Unpooled.wrappedBuffer(direct.duplicate());
+            };
+        }
+
+        @Override
+        Callable<Void> publisher(int t, int messages) {
+            Channel ch = channels.get(t);
+            return () -> {
+                List<CompletableFuture<?>> awaited = new ArrayList<>();
+                for (int m = 0; m < messages; m++) {
+                    while (!ch.isWritable()) {
+                        ch.whenWritable().toCompletableFuture().get(60, TimeUnit.SECONDS);
+                    }
+                    if (confirms || m == messages - 1) {
+                        awaited.add(ch.publish(exchange, "", false, null, nextBody())
+                                .toCompletableFuture());
+                    } else {
+                        ch.publishNoOutcome(exchange, "", false, null, nextBody());
+                    }
+                }
+                for (CompletableFuture<?> f : awaited) {
+                    f.get(120, TimeUnit.SECONDS);
+                }
+                return null;
+            };
+        }
+
+        @Override
+        public void close() throws Exception {
+            pool.shutdownNow();
+            channels.get(0).exchangeDelete(exchange).toCompletableFuture().get(30, TimeUnit.SECONDS);
+            connection.close().toCompletableFuture().get(30, TimeUnit.SECONDS);
+            client.close().toCompletableFuture().get(30, TimeUnit.SECONDS);
+        }
+    }
+
+    private static final class AmqpClientPublishers extends OneConnectionPublishers {
+        private final com.rabbitmq.client.Connection connection;
+        private final List<com.rabbitmq.client.Channel> channels = new ArrayList<>();
+
+        AmqpClientPublishers(
+                String uri, String connectionName, String exchange, int threads, boolean confirms, byte[] body)
+                throws Exception {
+            super(threads, exchange, body, confirms);
+            ConnectionFactory f = new ConnectionFactory();
+            f.setUri(uri);
+            connection = f.newConnection(connectionName);
+            for (int i = 0; i < threads; i++) {
+                com.rabbitmq.client.Channel ch = connection.createChannel();
+                if (confirms) {
+                    ch.confirmSelect();
+                }
+                channels.add(ch);
+            }
+            channels.get(0).exchangeDeclare(exchange, "fanout");
+        }
+
+        @Override
+        int threads() {
+            return channels.size();
+        }
+
+        @Override
+        Callable<Void> publisher(int t, int messages) {
+            com.rabbitmq.client.Channel ch = channels.get(t);
+            return () -> {
+                for (int m = 0; m < messages; m++) {
+                    ch.basicPublish(exchange, "", null, body);
+                }
+                if (confirms) {
+                    ch.waitForConfirmsOrDie(120_000);
+                }
+                return null;
+            };
+        }
+
+        @Override
+        public void close() throws Exception {
+            pool.shutdownNow();
+            channels.get(0).exchangeDelete(exchange);
+            connection.close();
+        }
+    }
+}

@@ -1,0 +1,143 @@
+package io.warren.impl.connection;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.netty.bootstrap.Bootstrap;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.PooledByteBufAllocator;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.nio.NioIoHandler;
+import java.net.InetSocketAddress;
+import java.net.StandardSocketOptions;
+import java.nio.ByteBuffer;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.util.Random;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** Over a real socket: what Warren's NIO channel does with the buffers its allocator gives and the heap it is given. */
+class ConnectionAllocatorTest {
+
+    private MultiThreadIoEventLoopGroup group;
+    private ServerSocketChannel server;
+
+    @BeforeEach
+    void start() throws Exception {
+        group = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
+        // small socket buffers: the socket takes a large body only as the peer reads it
+        server = ServerSocketChannel.open()
+                .setOption(StandardSocketOptions.SO_RCVBUF, 4096)
+                .bind(new InetSocketAddress("127.0.0.1", 0));
+    }
+
+    @AfterEach
+    void stop() throws Exception {
+        server.close();
+        group.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
+    }
+
+    /** A connected channel configured as the connector configures it. */
+    private Channel connect() throws Exception {
+        ChannelFuture f = new Bootstrap()
+                .group(group)
+                .channelFactory(DirectNioSocketChannel::new)
+                .option(ChannelOption.ALLOCATOR, ConnectionAllocator.INSTANCE)
+                .option(ChannelOption.SO_SNDBUF, 4096)
+                .handler(new ChannelInboundHandlerAdapter())
+                .connect(server.getLocalAddress());
+        return f.sync().channel();
+    }
+
+    @Test
+    void aHeapBodyIsWrittenAsItIsWithoutAPooledDirectCopy() throws Exception {
+        Channel ch = connect();
+        try (SocketChannel peer = server.accept()) {
+            byte[] bytes = new byte[1 << 20]; // a large body: eight frames' worth at RabbitMQ's frame-max
+            new Random(7).nextBytes(bytes);
+            // as the publisher writes a body: a slice of the caller's wrapped array
+            ByteBuf wrapped = Unpooled.wrappedBuffer(bytes);
+            ByteBuf body = wrapped.retainedSlice(0, bytes.length);
+            wrapped.release();
+            CompletableFuture<Object> inBuffer = new CompletableFuture<>();
+            CompletableFuture<Throwable> written = new CompletableFuture<>();
+            ch.eventLoop().execute(() -> {
+                ch.writeAndFlush(body).addListener(w -> written.complete(w.cause()));
+                // what Netty keeps until the socket has taken it all: the body itself, not a copy in the pool
+                inBuffer.complete(ch.unsafe().outboundBuffer().current());
+            });
+            assertSame(body, inBuffer.get(10, TimeUnit.SECONDS));
+            ByteBuffer received = ByteBuffer.allocate(bytes.length);
+            while (received.hasRemaining()) {
+                if (peer.read(received) < 0) {
+                    break;
+                }
+            }
+            assertEquals(null, written.get(10, TimeUnit.SECONDS));
+            assertArrayEquals(bytes, received.array(), "the bytes arrive intact");
+            assertEquals(0, body.refCnt(), "released once written");
+        } finally {
+            ch.close().sync();
+        }
+    }
+
+    @Test
+    void readsAndTheLoopsOwnBuffersComeFromWarrensPoolOfSmallChunks() throws Exception {
+        Channel ch = connect();
+        try (SocketChannel peer = server.accept()) {
+            CompletableFuture<ByteBuf> onLoop = new CompletableFuture<>();
+            ch.eventLoop().execute(() -> onLoop.complete(ch.alloc().buffer(64)));
+            ByteBuf loopBuffer = onLoop.get(10, TimeUnit.SECONDS);
+            ByteBuf read = ch.alloc().ioBuffer(64);
+            try {
+                assertTrue(loopBuffer.isDirect());
+                PooledByteBufAllocator pool = assertInstanceOf(PooledByteBufAllocator.class, loopBuffer.alloc());
+                assertTrue(read.isDirect());
+                assertSame(pool, read.alloc());
+                // Warren's own pool, not the application's default one, in chunks of 1 MiB instead of 4 MiB
+                assertNotSame(PooledByteBufAllocator.DEFAULT, pool);
+                assertEquals(1 << 20, pool.metric().chunkSize());
+                assertSame(pool.metric(), ConnectionAllocator.INSTANCE.metric());
+            } finally {
+                loopBuffer.release();
+                read.release();
+            }
+        } finally {
+            ch.close().sync();
+        }
+    }
+
+    @Test
+    void aFrameEncodedOnAnApplicationThreadIsOnTheHeapAndStillReachesThePeer() throws Exception {
+        Channel ch = connect();
+        try (SocketChannel peer = server.accept()) {
+            // an application thread (this one) encoding an RPC: no arena, no chunk bound to it
+            ByteBuf frame = ch.alloc().buffer(8, 8).writeLong(0x0102030405060708L);
+            assertFalse(frame.isDirect());
+            assertFalse(frame.alloc() instanceof PooledByteBufAllocator);
+            ch.writeAndFlush(frame).sync();
+            ByteBuffer received = ByteBuffer.allocate(8);
+            while (received.hasRemaining() && peer.read(received) >= 0) {
+                // until all 8 bytes are in
+            }
+            assertEquals(0x0102030405060708L, received.getLong(0));
+            assertEquals(0, frame.refCnt());
+        } finally {
+            ch.close().sync();
+        }
+    }
+}
