@@ -739,8 +739,10 @@ public final class OutboundPath {
         // A partial write: the socket's buffer is full. The loop writes the rest through Netty, which waits for
         // the socket (OP_WRITE); callers stay away until Netty's buffer is empty again.
         if (written < headLength) {
+            // buffer(), not directBuffer(): on a publishing thread the connection's allocator answers with a heap
+            // buffer (NIO writes it as is), so a rare partial write does not tie that thread to a pool arena
             handedHead = ctx.alloc()
-                    .directBuffer(headLength - (int) written)
+                    .buffer(headLength - (int) written)
                     .writeBytes(head, head.readerIndex() + (int) written, headLength - (int) written);
         }
         long bodyWritten = Math.max(0, written - headLength);

@@ -487,10 +487,11 @@ public final class Publisher {
 
     /**
      * Whether {@code task} waits for the socket: a large body on the heap while Netty's outbound buffer is above its
-     * high-water mark. Netty's NIO transport copies a heap buffer into direct memory when it is written to the
-     * pipeline, so written now, every publishing thread's body would be copied before the socket takes any; held, it
-     * is copied when the socket has room. A direct body is not copied (holding it saves nothing), nor is a small one
-     * worth a stop: they are written as before.
+     * high-water mark. Under TLS and on the native transports Netty copies a heap buffer into direct memory when it
+     * is written to the pipeline, so written now, every publishing thread's body would be copied before the socket
+     * takes any; held, it is copied when the socket has room. (On NIO the connection's allocator lets heap buffers
+     * through and the JDK copies them per socket write; holding them there keeps Netty's buffer as short.) A direct
+     * body is not copied (holding it saves nothing), nor is a small one worth a stop: they are written as before.
      */
     private boolean heldForTheSocket(PublishTask task) {
         ByteBuf body = task.body;
