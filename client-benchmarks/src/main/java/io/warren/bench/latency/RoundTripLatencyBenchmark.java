@@ -25,8 +25,8 @@ import org.openjdk.jmh.runner.IterationType;
  * amqp-client: from the publish call to the peer's receipt of the message's body frame, with the caller idle
  * between messages as in a paced service. No confirms.
  *
- * <p>Each invocation publishes ONE message and waits (spins up to 100 us, then parks in 10 us slices) until the peer
- * has read it; before the next, the caller parks for {@code idleMicros} (JMH's per-invocation setup, not timed), so
+ * <p>Each invocation publishes ONE message and waits (parked, in 10 us slices: a spinning caller would keep the
+ * peer's thread, woken on the caller's core, off the CPU) until the peer has read it; before the next, the caller parks for {@code idleMicros} (JMH's per-invocation setup, not timed), so
  * the client's threads go idle between messages as they do in a service publishing now and then. One message is in
  * flight at a time: nothing queues.
  *
@@ -35,7 +35,7 @@ import org.openjdk.jmh.runner.IterationType;
  * subtracts it from its own {@code System.nanoTime()} when it handles the body frame (the message is complete: each
  * body fits in one frame), recording into its HdrHistogram {@code Recorder}. That is exactly publish call to
  * receipt. JMH's SampleTime (the primary score, kept as the caller's view) times the whole invocation on the caller
- * thread: it adds the time the caller takes to notice the receipt and, past the spin, to wake from a park, which
+ * thread: it adds the time the caller takes to notice the receipt and to wake from its park, which
  * says more about the waiting than about the client. The peer's histogram of each iteration goes to JMH as the
  * secondary result {@code receipt} through {@link ReceiptLatencyProfiler}, so JMH pools the percentiles of every
  * measurement iteration of every fork into its table; each fork also prints its trial's p50/p99/p99.9/max.
