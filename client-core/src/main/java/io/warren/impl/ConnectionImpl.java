@@ -263,16 +263,7 @@ public final class ConnectionImpl implements ConnectionEvents, RecoverableConnec
         @Override
         public void run() {
             ConnectionRecovery r = recovery;
-            ConnectionClosedException cause = new ConnectionClosedException(
-                    "connection to " + address
-                            + " closed by the application"
-                            + (replyCode == ReplyCode.REPLY_SUCCESS ? "" : ": " + replyCode + " " + replyText),
-                    null,
-                    replyCode,
-                    replyText,
-                    0,
-                    0,
-                    false);
+            ConnectionClosedException cause = ConnectionHandler.closedByApplication(address, replyCode, replyText);
             if (r != null && r.closeWhileRecovering(cause)) {
                 // no connection to close: recovery was between attempts
                 open = false;

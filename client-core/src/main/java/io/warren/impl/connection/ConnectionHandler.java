@@ -526,16 +526,7 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
                         "connection to " + address + " closed by the application during the handshake", null));
             }
             case OPEN -> {
-                ConnectionClosedException cause = new ConnectionClosedException(
-                        "connection to " + address
-                                + " closed by the application"
-                                + (replyCode == ReplyCode.REPLY_SUCCESS ? "" : ": " + replyCode + " " + replyText),
-                        null,
-                        replyCode,
-                        replyText,
-                        0,
-                        0,
-                        false);
+                ConnectionClosedException cause = closedByApplication(address, replyCode, replyText);
                 startClosing(cause, replyCode, replyText, 0, 0, true);
             }
             default -> {
@@ -793,5 +784,19 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
                 cause == null ? 0 : cause.classId(),
                 cause == null ? 0 : cause.methodId(),
                 cause instanceof ConnectionClosedException c && c.initiatedByBroker());
+    }
+
+    /** Why a connection the application closed (with {@code replyCode} and {@code replyText}) is closed. */
+    public static ConnectionClosedException closedByApplication(Address address, int replyCode, String replyText) {
+        return new ConnectionClosedException(
+                "connection to " + address
+                        + " closed by the application"
+                        + (replyCode == ReplyCode.REPLY_SUCCESS ? "" : ": " + replyCode + " " + replyText),
+                null,
+                replyCode,
+                replyText,
+                0,
+                0,
+                false);
     }
 }
