@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.ByteBufUtil;
-import io.netty.buffer.Unpooled;
 import io.warren.AmqpClient;
 import io.warren.Channel;
 import io.warren.ClientOptions;
@@ -14,35 +13,12 @@ import io.warren.Connection;
 import io.warren.ConnectionOptions;
 import io.warren.ConsumeOptions;
 import io.warren.PublishOutcome;
-import io.warren.codec.Frames;
-import io.warren.codec.ProtocolHeader;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.content.ContentHeader;
-import io.warren.codec.method.BasicAck;
 import io.warren.codec.method.BasicAckEncoder;
-import io.warren.codec.method.BasicConsume;
-import io.warren.codec.method.BasicConsumeOkEncoder;
-import io.warren.codec.method.BasicDeliverEncoder;
-import io.warren.codec.method.BasicQosOkEncoder;
-import io.warren.codec.method.ChannelCloseOkEncoder;
-import io.warren.codec.method.ChannelOpenOkEncoder;
-import io.warren.codec.method.ConfirmSelectOkEncoder;
-import io.warren.codec.method.ConnectionCloseOkEncoder;
-import io.warren.codec.method.ConnectionOpenOkEncoder;
-import io.warren.codec.method.ConnectionStartEncoder;
-import io.warren.codec.method.ConnectionTuneEncoder;
-import io.warren.codec.method.MethodEncoder;
-import io.warren.codec.method.MethodIds;
 import io.warren.impl.connection.OutboundPath;
 import io.warren.impl.publish.Publisher;
-import java.io.BufferedInputStream;
-import java.io.DataInputStream;
 import java.io.IOException;
-import java.io.OutputStream;
-import java.net.InetSocketAddress;
-import java.net.ServerSocket;
-import java.net.Socket;
-import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -73,13 +49,8 @@ class CallerThreadWriteTest {
     @Test
     void callerAndEventLoopWritesInterleaveOnlyBetweenWholeMessages() throws Exception {
         AmqpClient client = AmqpClient.create(new ClientOptions().ioThreads(1));
-        try (ServerSocket server = new ServerSocket()) {
-            server.setReceiveBufferSize(8192);
-            server.bind(new InetSocketAddress("127.0.0.1", 0));
-            Peer peer = new Peer(server);
-            Thread peerThread = new Thread(peer, "peer");
-            peerThread.start();
-            Connection connection = client.connect(new ConnectionOptions().address("127.0.0.1", server.getLocalPort()))
+        try (Peer peer = new Peer()) {
+            Connection connection = client.connect(new ConnectionOptions().address("127.0.0.1", peer.port()))
                     .toCompletableFuture()
                     .get(10, TimeUnit.SECONDS);
             // a small socket send buffer: callers' writes are often taken only in part and handed to the loop
@@ -152,7 +123,7 @@ class CallerThreadWriteTest {
             assertTrue(counts[1] > 0, "some callers' writes were taken in part and handed over");
             assertTrue(peer.acksRead.get() > 0, "the event loop wrote acks meanwhile");
             connection.close().toCompletableFuture().get(10, TimeUnit.SECONDS);
-            peerThread.join(10_000);
+            peer.awaitEnd(10_000);
             assertEquals(List.of(), peer.errors);
         } finally {
             client.close().toCompletableFuture().get(10, TimeUnit.SECONDS);
@@ -191,168 +162,34 @@ class CallerThreadWriteTest {
         }
     }
 
-    /** Per channel: what the next frame must be. */
-    private static final class ChannelStream {
-        long bodyExpected = -1; // -1: a method; 0..: after a publish's header, body bytes still expected
-        boolean headerExpected;
-        long wireSequence; // confirm mode: publishes read so far
-        long stamped;
-        final ByteBuf body = Unpooled.wrappedBuffer(new byte[64 * 1024]).clear();
-    }
-
-    /** A broker that answers what the client needs and checks every frame it reads; one thread. */
-    private static final class Peer implements Runnable {
-        final ServerSocket server;
-        final List<String> errors = new java.util.concurrent.CopyOnWriteArrayList<>();
+    /** A peer that checks each thread's messages on its channel, and the sequence numbers in confirm mode. */
+    private static final class Peer extends SocketPeer {
         final Count publishes = new Count();
-        final AtomicLong acksRead = new AtomicLong();
-        private final Map<Integer, ChannelStream> streams = new HashMap<>();
+        // the peer's thread only
         private final Map<Integer, Integer> nextSeq = new HashMap<>();
-        private final BasicAck ackView = new BasicAck();
-        private OutputStream out;
-        private String consumerTag;
-        private long delivered;
-        private long acked;
-        private boolean confirmMode;
+        private long wireSequence; // the confirm channel's publishes read so far
 
-        Peer(ServerSocket server) {
-            this.server = server;
+        Peer() throws IOException {
+            super(8192, true, "peer");
+            deliveries(100, Long.MAX_VALUE);
+            start();
         }
 
         @Override
-        public void run() {
-            try (Socket s = server.accept()) {
-                out = s.getOutputStream();
-                DataInputStream in = new DataInputStream(new BufferedInputStream(s.getInputStream(), 4096));
-                byte[] header = new byte[ProtocolHeader.LENGTH];
-                in.readFully(header);
-                send(
-                        0,
-                        new ConnectionStartEncoder()
-                                .versionMajor(0)
-                                .versionMinor(9)
-                                .serverProperties(
-                                        Map.of("product", "peer", "capabilities", Map.of("publisher_confirms", true)))
-                                .mechanisms("PLAIN")
-                                .locales("en_US"));
-                long frames = 0;
-                while (true) {
-                    int type = in.read();
-                    if (type < 0) {
-                        return;
-                    }
-                    int channel = in.readUnsignedShort();
-                    int size = in.readInt();
-                    byte[] payload = new byte[size];
-                    in.readFully(payload);
-                    int end = in.readUnsignedByte();
-                    if (end != Frames.FRAME_END) {
-                        errors.add("frame " + frames + " (type " + type + ", channel " + channel + ", size " + size
-                                + ") ends with " + end);
-                        return;
-                    }
-                    frames++;
-                    if (frames % 300 == 0) {
-                        Thread.sleep(20); // a slow reader: the client's socket fills and callers write in part
-                    }
-                    if (!frame(type, channel, Unpooled.wrappedBuffer(payload))) {
-                        return;
-                    }
+        protected void contentHeader(int channel, Stream st, ContentHeader h) {
+            if (channel == CONFIRM_CHANNEL && st.confirmSelected) {
+                wireSequence++;
+                long stamped = Publisher.SEQUENCE_HEADER.find(h, -1);
+                if (stamped != wireSequence) {
+                    errors.add("channel " + channel + ": publish " + wireSequence + " on the wire carries "
+                            + "sequence number " + stamped);
                 }
-            } catch (IOException | InterruptedException | RuntimeException e) {
-                errors.add("peer: " + e);
             }
-        }
-
-        /** False when the connection is done. */
-        private final java.util.ArrayDeque<String> recent = new java.util.ArrayDeque<>();
-
-        private boolean frame(int type, int channel, ByteBuf p) throws IOException {
-            recent.add(type + "/" + channel + "/" + p.readableBytes()
-                    + (type == 3 && p.readableBytes() >= 8 ? "(" + p.getInt(0) + ":" + p.getInt(4) + ")" : ""));
-            if (recent.size() > 12) {
-                recent.poll();
-            }
-            ChannelStream st = streams.computeIfAbsent(channel, c -> new ChannelStream());
-            if (st.headerExpected) {
-                if (type != 2) {
-                    errors.add("channel " + channel + ": frame type " + type + " where a publish's header belongs");
-                    return false;
-                }
-                st.headerExpected = false;
-                ContentHeader h = new ContentHeader().wrap(p, 0);
-                st.bodyExpected = h.bodySize();
-                if (channel == CONFIRM_CHANNEL && confirmMode) {
-                    st.wireSequence++;
-                    st.stamped = Publisher.SEQUENCE_HEADER.find(h, -1);
-                    if (st.stamped != st.wireSequence) {
-                        errors.add("channel " + channel + ": publish " + st.wireSequence + " on the wire carries "
-                                + "sequence number " + st.stamped);
-                    }
-                }
-                return bodyDone(channel, st);
-            }
-            if (st.bodyExpected >= 0) {
-                if (type != 3) {
-                    errors.add("channel " + channel + ": frame type " + type + " inside a publish's body; recent "
-                            + recent);
-                    return false;
-                }
-                st.bodyExpected -= p.readableBytes();
-                st.body.writeBytes(p);
-                return bodyDone(channel, st);
-            }
-            if (type != 1) {
-                errors.add("channel " + channel + ": frame type " + type + " where a method belongs");
-                return false;
-            }
-            int key = p.getInt(0);
-            if (key == MethodIds.CONNECTION_START_OK) {
-                send(
-                        0,
-                        new ConnectionTuneEncoder()
-                                .channelMax(2047)
-                                .frameMax(131072)
-                                .heartbeat(0));
-            } else if (key == MethodIds.CONNECTION_OPEN) {
-                send(0, new ConnectionOpenOkEncoder());
-            } else if (key == MethodIds.CHANNEL_OPEN) {
-                send(channel, new ChannelOpenOkEncoder());
-            } else if (key == MethodIds.BASIC_QOS) {
-                send(channel, new BasicQosOkEncoder());
-            } else if (key == MethodIds.BASIC_CONSUME) {
-                consumerTag = "ctag-" + new BasicConsume().wrap(p, 0).consumerTagAsString();
-                send(channel, new BasicConsumeOkEncoder().consumerTag(consumerTag));
-                deliverMore(channel);
-            } else if (key == MethodIds.CONFIRM_SELECT) {
-                confirmMode = true;
-                send(channel, new ConfirmSelectOkEncoder());
-            } else if (key == MethodIds.BASIC_ACK) {
-                acksRead.incrementAndGet();
-                ackView.wrap(p, 0);
-                acked = ackView.deliveryTag();
-                deliverMore(channel);
-            } else if (key == MethodIds.BASIC_PUBLISH) {
-                st.headerExpected = true;
-            } else if (key == MethodIds.CHANNEL_CLOSE) {
-                send(channel, new ChannelCloseOkEncoder());
-            } else if (key == MethodIds.CONNECTION_CLOSE) {
-                send(0, new ConnectionCloseOkEncoder());
-                return false;
-            }
-            return true;
         }
 
         /** A publish's body is complete: check it, and in confirm mode ack it. */
-        private boolean bodyDone(int channel, ChannelStream st) throws IOException {
-            if (st.bodyExpected > 0) {
-                return true;
-            }
-            if (st.bodyExpected < 0) {
-                errors.add("channel " + channel + ": body frames longer than the header said");
-                return false;
-            }
-            st.bodyExpected = -1;
+        @Override
+        protected boolean publish(int channel, Stream st) throws IOException {
             ByteBuf b = st.body;
             int thread = b.readInt();
             int seq = b.readInt();
@@ -369,41 +206,11 @@ class CallerThreadWriteTest {
                     break;
                 }
             }
-            b.clear();
             publishes.increment();
-            if (channel == CONFIRM_CHANNEL && confirmMode) {
-                send(channel, new BasicAckEncoder().deliveryTag(st.wireSequence).multiple(false));
+            if (channel == CONFIRM_CHANNEL && st.confirmSelected) {
+                send(channel, new BasicAckEncoder().deliveryTag(wireSequence).multiple(false));
             }
             return errors.isEmpty();
-        }
-
-        /** Keeps up to 100 deliveries unacked on the consumer's channel: the event loop acks as they come. */
-        private void deliverMore(int channel) throws IOException {
-            while (consumerTag != null && delivered - acked < 100) {
-                delivered++;
-                send(
-                        channel,
-                        new BasicDeliverEncoder()
-                                .consumerTag(consumerTag)
-                                .deliveryTag(delivered)
-                                .exchange("x")
-                                .routingKey("rk"));
-                byte[] body = ByteBuffer.allocate(8).putLong(delivered).array();
-                write(Frames.contentHeader(ByteBufAllocator.DEFAULT, channel, body.length, BasicProperties.EMPTY));
-                write(Frames.body(ByteBufAllocator.DEFAULT, channel, Unpooled.wrappedBuffer(body)));
-            }
-        }
-
-        private void send(int channel, MethodEncoder encoder) throws IOException {
-            write(Frames.method(ByteBufAllocator.DEFAULT, channel, encoder));
-        }
-
-        private void write(ByteBuf frame) throws IOException {
-            try {
-                out.write(ByteBufUtil.getBytes(frame));
-            } finally {
-                frame.release();
-            }
         }
     }
 }

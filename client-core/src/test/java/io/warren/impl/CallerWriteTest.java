@@ -227,7 +227,7 @@ class CallerWriteTest {
                 ch.publish("", "q", false, PROPS, lostBody).toCompletableFuture();
         assertEquals(handed + 2, handOvers(), "handed over again");
         assertFalse(lost.isDone());
-        peer.reset();
+        peer.cut();
         ExecutionException failed = assertThrows(ExecutionException.class, () -> lost.get(10, TimeUnit.SECONDS));
         assertInstanceOf(PublishNotConfirmedException.class, failed.getCause());
         assertEquals(0, lostBody.refCnt(), "released with the failed write");

@@ -21,34 +21,14 @@ import io.warren.PublishNotConfirmedException;
 import io.warren.PublishOptions;
 import io.warren.PublishOutcome;
 import io.warren.codec.Frames;
-import io.warren.codec.ProtocolHeader;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.content.ContentHeader;
 import io.warren.codec.method.BasicAckEncoder;
-import io.warren.codec.method.BasicConsume;
-import io.warren.codec.method.BasicConsumeOkEncoder;
-import io.warren.codec.method.BasicDeliverEncoder;
 import io.warren.codec.method.BasicNackEncoder;
-import io.warren.codec.method.BasicQosOkEncoder;
 import io.warren.codec.method.BasicReturnEncoder;
-import io.warren.codec.method.ChannelCloseOkEncoder;
-import io.warren.codec.method.ChannelOpenOkEncoder;
-import io.warren.codec.method.ConfirmSelectOkEncoder;
-import io.warren.codec.method.ConnectionCloseOkEncoder;
-import io.warren.codec.method.ConnectionOpenOkEncoder;
-import io.warren.codec.method.ConnectionStartEncoder;
-import io.warren.codec.method.ConnectionTuneEncoder;
-import io.warren.codec.method.MethodEncoder;
-import io.warren.codec.method.MethodIds;
 import io.warren.impl.connection.OutboundPath;
 import io.warren.impl.publish.Publisher;
-import java.io.BufferedInputStream;
-import java.io.DataInputStream;
 import java.io.IOException;
-import java.io.OutputStream;
-import java.net.InetSocketAddress;
-import java.net.ServerSocket;
-import java.net.Socket;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -275,9 +255,7 @@ class ConfirmCallerWriteTest {
     /** A client connected to a {@link Peer}: channel 1 for a consumer, channel 2 in confirm mode. */
     private static final class Rig implements AutoCloseable {
         final AmqpClient client = AmqpClient.create(new ClientOptions().ioThreads(1));
-        final ServerSocket server = new ServerSocket();
         final Peer peer;
-        final Thread peerThread;
         final Connection connection;
         final OutboundPath outbound;
         final Channel consumerChannel;
@@ -288,15 +266,9 @@ class ConfirmCallerWriteTest {
         }
 
         Rig(PublishOptions publishOptions, boolean smallBuffers, boolean recovery) throws Exception {
-            if (smallBuffers) {
-                server.setReceiveBufferSize(8192);
-            }
-            server.bind(new InetSocketAddress("127.0.0.1", 0));
-            peer = new Peer(server, smallBuffers);
-            peerThread = new Thread(peer, "peer");
-            peerThread.start();
+            peer = new Peer(smallBuffers);
             connection = client.connect(new ConnectionOptions()
-                            .address("127.0.0.1", server.getLocalPort())
+                            .address("127.0.0.1", peer.port())
                             .automaticRecovery(recovery)
                             .publishOptions(publishOptions))
                     .toCompletableFuture()
@@ -319,10 +291,10 @@ class ConfirmCallerWriteTest {
                 if (connection.isOpen()) {
                     connection.close().toCompletableFuture().get(10, TimeUnit.SECONDS);
                 }
-                peerThread.join(10_000);
+                peer.awaitEnd(10_000);
                 peer.assertClean();
             } finally {
-                server.close();
+                peer.close();
                 client.close().toCompletableFuture().get(10, TimeUnit.SECONDS);
             }
         }
@@ -381,87 +353,38 @@ class ConfirmCallerWriteTest {
         return b;
     }
 
-    /** Per channel: what the next frame must be. */
-    private static final class ChannelStream {
-        long bodyExpected = -1; // -1: a method; 0..: after a publish's header, body bytes still expected
-        boolean headerExpected;
-        boolean mandatory;
-        long stamped;
-        byte[] header;
-        final ByteBuf body = Unpooled.wrappedBuffer(new byte[64 * 1024]).clear();
-    }
-
-    /** A broker that answers what the client needs, checks every frame it reads and confirms; one thread. */
-    private static final class Peer implements Runnable {
-        final ServerSocket server;
-        final boolean slow;
-        final List<String> errors = new CopyOnWriteArrayList<>();
+    /** A peer that checks the confirm channel's publishes and answers them as their bodies say; one thread. */
+    private static final class Peer extends SocketPeer {
         final AtomicLong confirmPublishes = new AtomicLong();
         final AtomicLong loopPublishes = new AtomicLong();
-        final AtomicLong acksRead = new AtomicLong();
         volatile boolean holdAcks;
-        private final Map<Integer, ChannelStream> streams = new HashMap<>();
+        // the peer's thread only
         private final Map<Integer, Integer> nextSeq = new HashMap<>();
-        private volatile Socket socket;
-        private volatile boolean cut;
-        private OutputStream out;
-        private String consumerTag;
-        private long delivered;
-        private long acked;
+        // under the peer's monitor (the test's thread acks too)
         /** Publishes read but not yet acked: acked with one multiple ack when the input runs dry. */
         private long ackedUpTo;
 
-        Peer(ServerSocket server, boolean slow) {
-            this.server = server;
-            this.slow = slow;
+        Peer(boolean smallBuffers) throws IOException {
+            super(smallBuffers ? 8192 : 0, smallBuffers, "peer");
+            deliveries(50, 600);
+            start();
         }
 
         @Override
-        public void run() {
-            try (Socket s = server.accept()) {
-                socket = s;
-                out = s.getOutputStream();
-                DataInputStream in = new DataInputStream(new BufferedInputStream(s.getInputStream(), 4096));
-                in.readFully(new byte[ProtocolHeader.LENGTH]);
-                send(
-                        0,
-                        new ConnectionStartEncoder()
-                                .versionMajor(0)
-                                .versionMinor(9)
-                                .serverProperties(
-                                        Map.of("product", "peer", "capabilities", Map.of("publisher_confirms", true)))
-                                .mechanisms("PLAIN")
-                                .locales("en_US"));
-                long frames = 0;
-                while (true) {
-                    if (in.available() == 0) {
-                        flushAcks();
-                    }
-                    int type = in.read();
-                    if (type < 0) {
-                        return;
-                    }
-                    int channel = in.readUnsignedShort();
-                    int size = in.readInt();
-                    byte[] payload = new byte[size];
-                    in.readFully(payload);
-                    int end = in.readUnsignedByte();
-                    if (end != Frames.FRAME_END) {
-                        errors.add("frame " + frames + " (type " + type + ", channel " + channel + ", size " + size
-                                + ") ends with " + end);
-                        return;
-                    }
-                    frames++;
-                    if (slow && frames % 300 == 0) {
-                        Thread.sleep(20); // a slow reader: the client's socket fills and callers write in part
-                    }
-                    if (!frame(type, channel, payload)) {
-                        return;
-                    }
-                }
-            } catch (IOException | InterruptedException | RuntimeException e) {
-                if (!cut) {
-                    errors.add("peer: " + e);
+        protected void beforeFrame(boolean inputDry) throws IOException {
+            if (inputDry) {
+                flushAcks();
+            }
+        }
+
+        @Override
+        protected void contentHeader(int channel, Stream st, ContentHeader h) {
+            if (channel == CONFIRM_CHANNEL) {
+                long wire = confirmPublishes.get() + 1;
+                long stamped = Publisher.SEQUENCE_HEADER.find(h, -1);
+                if (st.mandatory ? stamped != wire : stamped != -1) {
+                    errors.add("publish " + wire + " on the wire (mandatory " + st.mandatory + ") carries "
+                            + "sequence number " + stamped);
                 }
             }
         }
@@ -493,95 +416,9 @@ class ConfirmCallerWriteTest {
             }
         }
 
-        /** From the test's thread: the connection is lost. */
-        void cut() throws IOException {
-            cut = true;
-            socket.setSoLinger(true, 0);
-            socket.close();
-        }
-
-        private boolean frame(int type, int channel, byte[] payload) throws IOException {
-            ByteBuf p = Unpooled.wrappedBuffer(payload);
-            ChannelStream st = streams.computeIfAbsent(channel, c -> new ChannelStream());
-            if (st.headerExpected) {
-                if (type != 2) {
-                    errors.add("channel " + channel + ": frame type " + type + " where a publish's header belongs");
-                    return false;
-                }
-                st.headerExpected = false;
-                st.header = payload;
-                ContentHeader h = new ContentHeader().wrap(p, 0);
-                st.bodyExpected = h.bodySize();
-                if (channel == CONFIRM_CHANNEL) {
-                    long wire = confirmPublishes.get() + 1;
-                    st.stamped = Publisher.SEQUENCE_HEADER.find(h, -1);
-                    if (st.mandatory ? st.stamped != wire : st.stamped != -1) {
-                        errors.add("publish " + wire + " on the wire (mandatory " + st.mandatory + ") carries "
-                                + "sequence number " + st.stamped);
-                    }
-                }
-                return bodyDone(channel, st);
-            }
-            if (st.bodyExpected >= 0) {
-                if (type != 3) {
-                    errors.add("channel " + channel + ": frame type " + type + " inside a publish's body");
-                    return false;
-                }
-                st.bodyExpected -= payload.length;
-                st.body.writeBytes(p);
-                return bodyDone(channel, st);
-            }
-            if (type != 1) {
-                errors.add("channel " + channel + ": frame type " + type + " where a method belongs");
-                return false;
-            }
-            int key = p.getInt(0);
-            if (key == MethodIds.CONNECTION_START_OK) {
-                send(
-                        0,
-                        new ConnectionTuneEncoder()
-                                .channelMax(2047)
-                                .frameMax(131072)
-                                .heartbeat(0));
-            } else if (key == MethodIds.CONNECTION_OPEN) {
-                send(0, new ConnectionOpenOkEncoder());
-            } else if (key == MethodIds.CHANNEL_OPEN) {
-                send(channel, new ChannelOpenOkEncoder());
-            } else if (key == MethodIds.BASIC_QOS) {
-                send(channel, new BasicQosOkEncoder());
-            } else if (key == MethodIds.BASIC_CONSUME) {
-                consumerTag = "ctag-" + new BasicConsume().wrap(p, 0).consumerTagAsString();
-                send(channel, new BasicConsumeOkEncoder().consumerTag(consumerTag));
-                deliverMore(channel);
-            } else if (key == MethodIds.CONFIRM_SELECT) {
-                send(channel, new ConfirmSelectOkEncoder());
-            } else if (key == MethodIds.BASIC_ACK) {
-                acksRead.incrementAndGet();
-                acked = new io.warren.codec.method.BasicAck().wrap(p, 0).deliveryTag();
-                deliverMore(channel);
-            } else if (key == MethodIds.BASIC_PUBLISH) {
-                st.headerExpected = true;
-                st.mandatory =
-                        new io.warren.codec.method.BasicPublish().wrap(p, 0).mandatory();
-            } else if (key == MethodIds.CHANNEL_CLOSE) {
-                send(channel, new ChannelCloseOkEncoder());
-            } else if (key == MethodIds.CONNECTION_CLOSE) {
-                send(0, new ConnectionCloseOkEncoder());
-                return false;
-            }
-            return true;
-        }
-
         /** A publish's body is complete: check it, and answer as the body says (acks wait for a dry input). */
-        private boolean bodyDone(int channel, ChannelStream st) throws IOException {
-            if (st.bodyExpected > 0) {
-                return true;
-            }
-            if (st.bodyExpected < 0) {
-                errors.add("channel " + channel + ": body frames longer than the header said");
-                return false;
-            }
-            st.bodyExpected = -1;
+        @Override
+        protected boolean publish(int channel, Stream st) throws IOException {
             ByteBuf b = st.body;
             byte[] whole = ByteBufUtil.getBytes(b);
             int thread = b.readInt();
@@ -598,7 +435,6 @@ class ConfirmCallerWriteTest {
                     break;
                 }
             }
-            b.clear();
             if (thread == LOOP) {
                 loopPublishes.incrementAndGet();
             }
@@ -647,23 +483,6 @@ class ConfirmCallerWriteTest {
             }
         }
 
-        /** Keeps up to 50 deliveries unacked on the consumer's channel, 600 in all: the loop publishes and acks. */
-        private void deliverMore(int channel) throws IOException {
-            while (consumerTag != null && delivered - acked < 50 && delivered < 600) {
-                delivered++;
-                send(
-                        channel,
-                        new BasicDeliverEncoder()
-                                .consumerTag(consumerTag)
-                                .deliveryTag(delivered)
-                                .exchange("x")
-                                .routingKey("rk"));
-                byte[] body = ByteBuffer.allocate(8).putLong(delivered).array();
-                write(Frames.contentHeader(ByteBufAllocator.DEFAULT, channel, body.length, BasicProperties.EMPTY));
-                write(Frames.body(ByteBufAllocator.DEFAULT, channel, Unpooled.wrappedBuffer(body)));
-            }
-        }
-
         private static byte[] rawFrame(int type, int channel, byte[] payload) {
             return ByteBuffer.allocate(payload.length + 8)
                     .put((byte) type)
@@ -672,18 +491,6 @@ class ConfirmCallerWriteTest {
                     .put(payload)
                     .put((byte) Frames.FRAME_END)
                     .array();
-        }
-
-        private void send(int channel, MethodEncoder encoder) throws IOException {
-            write(Frames.method(ByteBufAllocator.DEFAULT, channel, encoder));
-        }
-
-        private synchronized void write(ByteBuf frame) throws IOException {
-            try {
-                out.write(ByteBufUtil.getBytes(frame));
-            } finally {
-                frame.release();
-            }
         }
     }
 }
