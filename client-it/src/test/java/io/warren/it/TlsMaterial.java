@@ -7,7 +7,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.KeyStore;
 import java.security.cert.CertificateFactory;
+import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import javax.net.ssl.KeyManagerFactory;
@@ -37,53 +39,26 @@ final class TlsMaterial implements AutoCloseable {
         trustClient = trust(exportCert("client", client));
     }
 
+    /** The client's key pair needs no subject alternative name, the server's names {@code localhost}. */
     private Path keyPair(String alias, String dname, String san) throws Exception {
         Path store = dir.resolve(alias + ".p12");
-        if (san == null) {
-            keytool(
-                    "-genkeypair",
-                    "-alias",
-                    alias,
-                    "-keyalg",
-                    "RSA",
-                    "-keysize",
-                    "2048",
-                    "-dname",
-                    dname,
-                    "-validity",
-                    "2",
-                    "-storetype",
-                    "PKCS12",
-                    "-keystore",
-                    store.toString(),
-                    "-storepass",
-                    PASSWORD,
-                    "-keypass",
-                    PASSWORD);
-        } else {
-            keytool(
-                    "-genkeypair",
-                    "-alias",
-                    alias,
-                    "-keyalg",
-                    "RSA",
-                    "-keysize",
-                    "2048",
-                    "-dname",
-                    dname,
-                    "-ext",
-                    san,
-                    "-validity",
-                    "2",
-                    "-storetype",
-                    "PKCS12",
-                    "-keystore",
-                    store.toString(),
-                    "-storepass",
-                    PASSWORD,
-                    "-keypass",
-                    PASSWORD);
+        List<String> args = new ArrayList<>(
+                List.of("-genkeypair", "-alias", alias, "-keyalg", "RSA", "-keysize", "2048", "-dname", dname));
+        if (san != null) {
+            args.addAll(List.of("-ext", san));
         }
+        args.addAll(List.of(
+                "-validity",
+                "2",
+                "-storetype",
+                "PKCS12",
+                "-keystore",
+                store.toString(),
+                "-storepass",
+                PASSWORD,
+                "-keypass",
+                PASSWORD));
+        keytool(args.toArray(String[]::new));
         return store;
     }
 

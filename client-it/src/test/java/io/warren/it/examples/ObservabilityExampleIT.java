@@ -14,8 +14,10 @@ import io.warren.AmqpClient;
 import io.warren.Channel;
 import io.warren.Connection;
 import io.warren.QueueSpec;
+import io.warren.it.Await;
 import io.warren.it.Broker;
 import io.warren.it.BrokerExtension;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
@@ -69,10 +71,10 @@ class ObservabilityExampleIT {
                     .toCompletableFuture()
                     .get(30, TimeUnit.SECONDS);
             assertEquals("order 1", orders.poll(30, TimeUnit.SECONDS));
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-            while (exporter.getFinishedSpanItems().size() < 2 && System.nanoTime() < deadline) {
-                Thread.sleep(10);
-            }
+            Await.awaitTrue(
+                    () -> exporter.getFinishedSpanItems().size() >= 2,
+                    Duration.ofSeconds(30),
+                    "the publish and the consume span");
             assertEquals(2, exporter.getFinishedSpanItems().size());
             assertEquals(
                     exporter.getFinishedSpanItems().get(0).getTraceId(),

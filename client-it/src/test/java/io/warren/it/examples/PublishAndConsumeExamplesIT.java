@@ -7,9 +7,11 @@ import io.warren.Channel;
 import io.warren.Connection;
 import io.warren.ConsumerHandle;
 import io.warren.QueueSpec;
+import io.warren.it.Await;
 import io.warren.it.Broker;
 import io.warren.it.BrokerExtension;
 import io.warren.it.BrokerExtension.TestNames;
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
@@ -36,10 +38,7 @@ class PublishAndConsumeExamplesIT {
                 .get(60, TimeUnit.SECONDS);
         assertEquals(500, confirmed);
 
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (received.size() < 500 && System.nanoTime() < deadline) {
-            Thread.sleep(10);
-        }
+        Await.awaitTrue(() -> received.size() >= 500, Duration.ofSeconds(30), "500 orders received");
         assertEquals(500, received.size());
         assertEquals("order 0", received.get(0));
         assertEquals("order 499", received.get(499));

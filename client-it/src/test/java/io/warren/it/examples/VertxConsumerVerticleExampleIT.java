@@ -8,11 +8,13 @@ import io.warren.Channel;
 import io.warren.ClientOptions;
 import io.warren.Connection;
 import io.warren.QueueSpec;
+import io.warren.it.Await;
 import io.warren.it.Broker;
 import io.warren.it.BrokerExtension;
 import io.warren.it.BrokerExtension.TestNames;
 import io.warren.vertx.VertxAmqp;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.TimeUnit;
@@ -48,10 +50,7 @@ class VertxConsumerVerticleExampleIT {
             assertEquals(1, client.metrics().connections());
             vertx.undeploy(id).await(30, TimeUnit.SECONDS);
             // the close completes with the socket's close; the count follows on the event loop
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-            while (client.metrics().connections() != 0 && System.nanoTime() < deadline) {
-                Thread.sleep(10);
-            }
+            Await.awaitTrue(() -> client.metrics().connections() == 0, Duration.ofSeconds(30), "no open connection");
             assertEquals(0, client.metrics().connections(), "stop() closed the connection start() opened");
             assertEquals(
                     0,
