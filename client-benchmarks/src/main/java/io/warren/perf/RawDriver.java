@@ -14,7 +14,8 @@ import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.util.concurrent.DefaultThreadFactory;
-import io.warren.AmqpUri;
+import io.warren.Address;
+import io.warren.ConnectionOptions;
 import io.warren.codec.Frame;
 import io.warren.codec.FrameDecoder;
 import io.warren.codec.Frames;
@@ -42,10 +43,6 @@ import io.warren.codec.method.MethodIds;
 import io.warren.codec.method.QueueBindEncoder;
 import io.warren.codec.method.QueueDeclareEncoder;
 import io.warren.codec.method.QueueDeclareOk;
-import java.net.URI;
-import java.net.URISyntaxException;
-import java.net.URLDecoder;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -91,21 +88,19 @@ public final class RawDriver implements ClientDriver {
             throw new IllegalArgumentException("the raw reference client does not pace or take returns: "
                     + "leave out --rate and --flag mandatory");
         }
-        List<URI> uris = new ArrayList<>();
+        List<ConnectionOptions> uris = new ArrayList<>();
         for (String text : options.uris()) {
-            try {
-                uris.add(new URI(text));
-            } catch (URISyntaxException e) {
-                // its message quotes the whole URI, password included: neither it nor the cause goes on
-                throw new IllegalArgumentException("the raw client cannot use the URI " + AmqpUri.redact(text));
-            }
+            // Warren's parser: the same user, password and virtual host as the Warren driver sends, decoded once;
+            // its errors name no password
+            uris.add(ConnectionOptions.fromUri(text));
         }
         group = new MultiThreadIoEventLoopGroup(
                 Math.max(1, Runtime.getRuntime().availableProcessors() / 2),
                 new DefaultThreadFactory("warren-perf-raw", true),
                 NioIoHandler.newFactory());
         for (int i = 0; i < options.producers() + options.consumers(); i++) {
-            URI uri = uris.get(i % uris.size()); // spread over --uris as the others are; no failover here
+            ConnectionOptions uri = uris.get(i % uris.size()); // spread over --uris as the others are; no failover here
+            Address address = uri.addresses().get(0);
             Connection c = new Connection(i < options.producers());
             io.netty.channel.ChannelFuture connected = new Bootstrap()
                     .group(group)
@@ -119,12 +114,17 @@ public final class RawDriver implements ClientDriver {
                             ch.pipeline().addLast("frames", c.frames).addLast("raw", c);
                         }
                     })
-                    .connect(uri.getHost(), uri.getPort() < 0 ? 5672 : uri.getPort())
+                    .connect(address.host(), address.port())
                     .sync();
             c.channel = connected.channel();
             connections.add(c);
             c.open(uri).get(RPC_TIMEOUT_SECONDS, TimeUnit.SECONDS);
         }
+    }
+
+    /** The PLAIN response (RFC 4616: NUL, user, NUL, password) for {@code uri}'s user, as the Warren driver logs in. */
+    static String plainResponse(ConnectionOptions uri) {
+        return "\0" + uri.username() + "\0" + uri.password();
     }
 
     @Override
@@ -243,16 +243,10 @@ public final class RawDriver implements ClientDriver {
             this.producer = producer;
         }
 
-        CompletableFuture<Reply> open(URI uri) {
+        CompletableFuture<Reply> open(ConnectionOptions uri) {
             CompletableFuture<Reply> opened = expect(MethodIds.CHANNEL_OPEN_OK);
-            this.vhost = uri.getPath() == null || uri.getPath().length() <= 1
-                    ? "/"
-                    : URLDecoder.decode(uri.getPath().substring(1), StandardCharsets.UTF_8);
-            String[] user = uri.getUserInfo() == null
-                    ? new String[] {"guest", "guest"}
-                    : uri.getUserInfo().split(":", 2);
-            this.credentials = "\0" + URLDecoder.decode(user[0], StandardCharsets.UTF_8) + "\0"
-                    + (user.length > 1 ? URLDecoder.decode(user[1], StandardCharsets.UTF_8) : "");
+            this.vhost = uri.virtualHost();
+            this.credentials = plainResponse(uri);
             channel.writeAndFlush(ProtocolHeader.encode(channel.alloc()));
             return opened;
         }

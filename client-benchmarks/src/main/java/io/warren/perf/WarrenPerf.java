@@ -482,7 +482,8 @@ public final class WarrenPerf implements Callable<Integer> {
                 loopback = LoopbackPeer.start(leg.peer(), options.size(), 0);
                 options = options.withUri(loopback.uri());
                 target = "peer:" + leg.peer().name().toLowerCase();
-                out.println("loopback peer (" + target + ") listening on " + loopback.uri());
+                // its URI as every other one printed: without the password, even the peer's own
+                out.println("loopback peer (" + target + ") listening on " + RunResult.redact(loopback.uri()));
             }
             PerfRun perfRun = new PerfRun(
                     options, leg.timeSeconds(), plan.warmupSeconds(), target, plan.id(), out, stop, loopback);

@@ -1,6 +1,7 @@
 package io.warren.perf;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -58,6 +59,8 @@ class PeerRunTest {
         assertEquals(0, run.exit(), run.out() + run.err());
         assertTrue(run.out().contains("== amqp-client run 1"), run.out());
         assertTrue(run.out().contains("stopped by counts"), run.out());
+        assertTrue(run.out().contains("listening on amqp://guest@127.0.0.1:"), run.out());
+        assertFalse(run.out().contains("guest:guest"), "no password in the output, the peer's own included");
 
         Map<String, Object> r = asObject(Json.parse(Files.readString(json)));
         assertHasEveryField(r);
