@@ -80,15 +80,13 @@ class ConsumeTest {
     }
 
     private static void deliver(FakeBroker broker, String tag, long deliveryTag, byte[]... body) {
-        broker.send(
+        broker.sendDeliver(
                 1,
-                new BasicDeliverEncoder()
-                        .consumerTag(tag)
-                        .deliveryTag(deliveryTag)
-                        .exchange("x")
-                        .routingKey("rk"));
-        broker.sendContent(
-                1, BasicProperties.builder().messageId("m-" + deliveryTag).build(), body);
+                tag,
+                deliveryTag,
+                false,
+                BasicProperties.builder().messageId("m-" + deliveryTag).build(),
+                body);
     }
 
     /** Every frame the client wrote, as text (settlements) or method names. */

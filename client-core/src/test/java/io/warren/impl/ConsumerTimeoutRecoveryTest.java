@@ -16,7 +16,6 @@ import io.warren.StaleDeliveryException;
 import io.warren.codec.base.ReplyCode;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.method.BasicConsumeOkEncoder;
-import io.warren.codec.method.BasicDeliverEncoder;
 import io.warren.codec.method.BasicQosOkEncoder;
 import io.warren.codec.method.MethodIds;
 import io.warren.impl.consume.ConsumerImpl;
@@ -43,15 +42,7 @@ class ConsumerTimeoutRecoveryTest {
             + "more";
 
     private static void deliver(FakeBroker broker, long tag, boolean redelivered) {
-        broker.send(
-                1,
-                new BasicDeliverEncoder()
-                        .consumerTag("c")
-                        .deliveryTag(tag)
-                        .redelivered(redelivered)
-                        .exchange("x")
-                        .routingKey("rk"));
-        broker.sendContent(1, BasicProperties.EMPTY, BODY);
+        broker.sendDeliver(1, "c", tag, redelivered, BasicProperties.EMPTY, BODY);
     }
 
     /** basic.qos with the default prefetch, then basic.consume of "c", answered. */

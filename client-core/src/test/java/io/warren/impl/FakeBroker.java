@@ -17,6 +17,7 @@ import io.warren.codec.Frames;
 import io.warren.codec.ProtocolHeader;
 import io.warren.codec.base.FrameType;
 import io.warren.codec.content.BasicProperties;
+import io.warren.codec.method.BasicDeliverEncoder;
 import io.warren.codec.method.ChannelCloseEncoder;
 import io.warren.codec.method.ChannelCloseOkEncoder;
 import io.warren.codec.method.ChannelOpenOkEncoder;
@@ -141,6 +142,25 @@ final class FakeBroker implements AutoCloseable {
         for (byte[] part : bodyParts) {
             client.writeInbound(Frames.body(ALLOC, channel, Unpooled.wrappedBuffer(part)));
         }
+    }
+
+    /** basic.deliver on exchange "x" with routing key "rk", then its content header and body frames. */
+    void sendDeliver(
+            int channel,
+            String consumerTag,
+            long deliveryTag,
+            boolean redelivered,
+            BasicProperties props,
+            byte[]... bodyParts) {
+        send(
+                channel,
+                new BasicDeliverEncoder()
+                        .consumerTag(consumerTag)
+                        .deliveryTag(deliveryTag)
+                        .redelivered(redelivered)
+                        .exchange("x")
+                        .routingKey("rk"));
+        sendContent(channel, props, bodyParts);
     }
 
     void sendStart(String mechanisms) {

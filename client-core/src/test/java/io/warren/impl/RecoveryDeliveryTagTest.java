@@ -14,7 +14,6 @@ import io.warren.StaleDeliveryException;
 import io.warren.codec.Frame;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.method.BasicConsumeOkEncoder;
-import io.warren.codec.method.BasicDeliverEncoder;
 import io.warren.codec.method.BasicGetOkEncoder;
 import io.warren.codec.method.BasicQosOkEncoder;
 import io.warren.codec.method.MethodIds;
@@ -73,14 +72,7 @@ class RecoveryDeliveryTagTest {
     }
 
     private static void deliver(FakeBroker broker, long brokerTag) {
-        broker.send(
-                1,
-                new BasicDeliverEncoder()
-                        .consumerTag("c")
-                        .deliveryTag(brokerTag)
-                        .exchange("x")
-                        .routingKey("rk"));
-        broker.sendContent(1, BasicProperties.EMPTY, BODY);
+        broker.sendDeliver(1, "c", brokerTag, false, BasicProperties.EMPTY, BODY);
     }
 
     private static List<Long> tags(List<Delivery> deliveries) {
@@ -248,15 +240,7 @@ class RecoveryDeliveryTagTest {
             FakeBroker second = recover(brokers);
             // the broker requeued both with the lost channel and delivers them again on the new one
             for (long tag = 1; tag <= 2; tag++) {
-                second.send(
-                        1,
-                        new BasicDeliverEncoder()
-                                .consumerTag("c")
-                                .deliveryTag(tag)
-                                .redelivered(true)
-                                .exchange("x")
-                                .routingKey("rk"));
-                second.sendContent(1, BasicProperties.EMPTY, BODY);
+                second.sendDeliver(1, "c", tag, true, BasicProperties.EMPTY, BODY);
             }
             c.resume();
             brokers.runAllTasks();
@@ -289,28 +273,13 @@ class RecoveryDeliveryTagTest {
             FakeBroker second = recover(brokers);
             // paused, the two of the lost channel still wait; the broker keeps to the prefetch on the new one
             for (long tag = 1; tag <= 2; tag++) {
-                second.send(
-                        1,
-                        new BasicDeliverEncoder()
-                                .consumerTag("c")
-                                .deliveryTag(tag)
-                                .redelivered(true)
-                                .exchange("x")
-                                .routingKey("rk"));
-                second.sendContent(1, BasicProperties.EMPTY, BODY);
+                second.sendDeliver(1, "c", tag, true, BasicProperties.EMPTY, BODY);
             }
             assertEquals(0, metrics.deliveriesBeyondPrefetch(), "the broker sent no more than the prefetch");
             c.resume();
             brokers.runAllTasks();
             assertEquals(List.of(3L, 4L), seen);
-            second.send(
-                    1,
-                    new BasicDeliverEncoder()
-                            .consumerTag("c")
-                            .deliveryTag(3)
-                            .exchange("x")
-                            .routingKey("rk"));
-            second.sendContent(1, BasicProperties.EMPTY, BODY);
+            second.sendDeliver(1, "c", 3, false, BasicProperties.EMPTY, BODY);
             brokers.runAllTasks();
             assertEquals(0, metrics.deliveriesBeyondPrefetch());
         }
@@ -333,15 +302,7 @@ class RecoveryDeliveryTagTest {
             deliver(brokers.first, 2);
 
             FakeBroker second = recover(brokers);
-            second.send(
-                    1,
-                    new BasicDeliverEncoder()
-                            .consumerTag("c")
-                            .deliveryTag(1)
-                            .redelivered(true)
-                            .exchange("x")
-                            .routingKey("rk"));
-            second.sendContent(1, BasicProperties.EMPTY, BODY);
+            second.sendDeliver(1, "c", 1, true, BasicProperties.EMPTY, BODY);
             c.resume();
             brokers.runAllTasks();
             assertEquals(List.of("3 redelivered"), seen);

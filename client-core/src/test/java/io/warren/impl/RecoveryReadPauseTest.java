@@ -11,7 +11,6 @@ import io.warren.codec.Frame;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.method.BasicConsume;
 import io.warren.codec.method.BasicConsumeOkEncoder;
-import io.warren.codec.method.BasicDeliverEncoder;
 import io.warren.codec.method.MethodIds;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -27,14 +26,7 @@ class RecoveryReadPauseTest {
     private static final byte[] BODY = "m".getBytes(StandardCharsets.UTF_8);
 
     private static void deliver(FakeBroker broker, String tag, long deliveryTag) {
-        broker.send(
-                1,
-                new BasicDeliverEncoder()
-                        .consumerTag(tag)
-                        .deliveryTag(deliveryTag)
-                        .exchange("x")
-                        .routingKey("rk"));
-        broker.sendContent(1, BasicProperties.builder().build(), BODY);
+        broker.sendDeliver(1, tag, deliveryTag, false, BasicProperties.builder().build(), BODY);
     }
 
     private static ConsumerHandle consume(

@@ -30,7 +30,6 @@ import io.warren.codec.content.BasicProperties;
 import io.warren.codec.method.BasicAck;
 import io.warren.codec.method.BasicConsume;
 import io.warren.codec.method.BasicConsumeOkEncoder;
-import io.warren.codec.method.BasicDeliverEncoder;
 import io.warren.codec.method.BasicQos;
 import io.warren.codec.method.BasicQosOkEncoder;
 import io.warren.codec.method.ChannelCloseOkEncoder;
@@ -159,14 +158,7 @@ class RecoveryTest {
     }
 
     private static void deliver(FakeBroker broker, String tag, long deliveryTag, String body) {
-        broker.send(
-                1,
-                new BasicDeliverEncoder()
-                        .consumerTag(tag)
-                        .deliveryTag(deliveryTag)
-                        .exchange("x")
-                        .routingKey("rk"));
-        broker.sendContent(1, PROPS, body.getBytes(StandardCharsets.UTF_8));
+        broker.sendDeliver(1, tag, deliveryTag, false, PROPS, body.getBytes(StandardCharsets.UTF_8));
     }
 
     @Test

@@ -39,17 +39,6 @@ final class DeliveryImpl extends MessageDelivery implements Runnable {
         return tag + 1 + method.getUnsignedByte(tag) + 9;
     }
 
-    /** This released object becomes the next delivery of the same consumer ({@link MessageDelivery#reinit}). */
-    void reuse(
-            ChannelConsumers channel,
-            ByteBuf method,
-            ByteBuf header,
-            ByteBuf body,
-            long deliveryTag,
-            boolean redelivered) {
-        reinit(channel, method, header, body, deliveryTag, redelivered);
-    }
-
     /** Runs the handler on the consumer's executor (parallel deliveries). */
     @Override
     public void run() {

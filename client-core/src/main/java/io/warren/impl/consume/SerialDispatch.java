@@ -48,7 +48,7 @@ final class SerialDispatch implements Dispatch {
             if (d != null && d.reusable() && (consumer.noAck() || on.isSettled(d.settleTag()))) {
                 released.pollFirst();
                 if (d.channel == on) { // after a recovery the kept ones belong to a channel that is gone
-                    d.reuse(on, method, header, body, deliveryTag, redelivered);
+                    d.reinit(on, method, header, body, deliveryTag, redelivered);
                     return d;
                 }
             }
