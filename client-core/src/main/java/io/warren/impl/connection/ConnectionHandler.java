@@ -584,14 +584,7 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
             cause = handshakeRefusal(close);
             connectFailure = cause;
         } else {
-            cause = new ConnectionClosedException(
-                    "connection to " + address + " closed by the broker: " + close.describe(),
-                    null,
-                    close.replyCode(),
-                    close.replyText(),
-                    close.classId(),
-                    close.methodId(),
-                    true);
+            cause = closedByBroker("connection to " + address + " closed by the broker: ", close);
         }
         recordCause(cause);
         if (state == State.OPEN || state == State.HANDSHAKE) {
@@ -615,9 +608,15 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
                     close.classId(),
                     close.methodId());
         }
+        return closedByBroker(
+                "the broker at " + address + " refused the connection (" + handshake.stage().description + "): ",
+                close);
+    }
+
+    /** The exception for the broker's connection.close: {@code message} followed by the close's description. */
+    private static ConnectionClosedException closedByBroker(String message, Replies.Close close) {
         return new ConnectionClosedException(
-                "the broker at " + address + " refused the connection (" + handshake.stage().description + "): "
-                        + close.describe(),
+                message + close.describe(),
                 null,
                 close.replyCode(),
                 close.replyText(),

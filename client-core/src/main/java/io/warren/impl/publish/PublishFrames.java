@@ -126,10 +126,7 @@ final class PublishFrames {
                 out.body = null;
                 return;
             }
-            int headLength = method.encodedLength()
-                    + headerPayload
-                    + 2 * Frames.FRAME_OVERHEAD
-                    + (bodyLength == 0 ? 0 : Frames.FRAME_HEADER_SIZE);
+            int headLength = headLength(method, headerPayload, bodyLength);
             // one byte free before the frames: the previous publish's end octet, when this head follows it
             // (OutboundPath.writeContent)
             head = buffers.head(headLength + 1);
@@ -183,10 +180,7 @@ final class PublishFrames {
         BasicPublishEncoder method = ENCODER.get();
         try {
             method.exchange(exchange).routingKey(routingKey).mandatory(mandatory);
-            int headLength = method.encodedLength()
-                    + ContentHeaderEncoder.encodedLength(properties, added)
-                    + 2 * Frames.FRAME_OVERHEAD
-                    + Frames.FRAME_HEADER_SIZE;
+            int headLength = headLength(method, ContentHeaderEncoder.encodedLength(properties, added), bodyLength);
             if (headLength > head.maxWritableBytes()) {
                 return false;
             }
@@ -197,6 +191,17 @@ final class PublishFrames {
         } finally {
             method.reset(); // drop the caller's strings
         }
+    }
+
+    /**
+     * The bytes of a single-frame publish's head: method frame, content-header frame of {@code headerPayload} bytes
+     * and, for a body, the body frame's header (its end octet is the outbound path's).
+     */
+    private static int headLength(BasicPublishEncoder method, int headerPayload, int bodyLength) {
+        return method.encodedLength()
+                + headerPayload
+                + 2 * Frames.FRAME_OVERHEAD
+                + (bodyLength == 0 ? 0 : Frames.FRAME_HEADER_SIZE);
     }
 
     /**

@@ -164,7 +164,7 @@ public final class Publisher {
             boolean mandatory,
             BasicProperties properties,
             ByteBuf body) {
-        CompletableFuture<PublishOutcome> future = new PublishFuture(number);
+        PublishFuture future = new PublishFuture(number);
         RuntimeException refused = submit(exchange, routingKey, mandatory, properties, body, future);
         if (refused != null) {
             metrics.publishFailed();
@@ -194,7 +194,7 @@ public final class Publisher {
             boolean mandatory,
             BasicProperties properties,
             ByteBuf body,
-            CompletableFuture<PublishOutcome> future) {
+            PublishFuture future) {
         if (body == null) {
             return new IllegalArgumentException("body must not be null");
         }
@@ -305,7 +305,7 @@ public final class Publisher {
      * nothing written, {@code body} still the caller's. A RuntimeException (the body, not the socket, failed) is
      * thrown on, also with nothing written, the token given back and {@code body} the caller's.
      */
-    private boolean writeDirect(ByteBuf head, ByteBuf body, CompletableFuture<PublishOutcome> future) {
+    private boolean writeDirect(ByteBuf head, ByteBuf body, PublishFuture future) {
         boolean whole;
         try {
             whole = outbound.writeDirect(head, body);
@@ -322,7 +322,7 @@ public final class Publisher {
                 future.complete(PublishOutcome.SENT);
             }
         } else {
-            outbound.handOver(future == null ? null : cause -> written(future, cause));
+            outbound.handOver(future); // the future listens to its write itself: no listener allocated
         }
         return true;
     }
