@@ -438,6 +438,21 @@ public final class OutboundPath {
      * again for items offered by threads that saw the flag still set.
      */
     private void discardRejected(Throwable cause) {
+        // A caller's rest handed over for the loop to write (HANDED): nobody will write it now. Only the loop leaves
+        // HANDED, and it refused, so this takes the rest (the CAS keeps a second discarding thread away).
+        if (owner == HANDED && OWNER.compareAndSet(this, HANDED, LOOP)) {
+            ByteBuf head = handedHead;
+            ByteBuf body = handedBody;
+            WriteListener listener = handedListener;
+            handedHead = null;
+            handedBody = null;
+            handedListener = null;
+            ReferenceCountUtil.safeRelease(head);
+            ReferenceCountUtil.safeRelease(body);
+            if (listener != null) {
+                listener.written(cause);
+            }
+        }
         do {
             Object item;
             while ((item = queue.poll()) != null) {

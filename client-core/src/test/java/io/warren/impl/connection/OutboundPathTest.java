@@ -222,6 +222,60 @@ class OutboundPathTest {
         assertEquals(1, discarded.size());
     }
 
+    /**
+     * A caller's message the socket took in part is handed to the loop; a loop that refuses the drain (shut down)
+     * must not strand the rest: it is released and its listener told.
+     */
+    @Test
+    void aCallersRestHandedToALoopThatRefusesIsReleasedAndItsListenerTold() throws Exception {
+        MultiThreadIoEventLoopGroup group = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
+        // the path's executor (ctx.executor()) is a group of its own, so it can be shut down under an open socket
+        io.netty.util.concurrent.DefaultEventExecutorGroup pathLoop =
+                new io.netty.util.concurrent.DefaultEventExecutorGroup(1);
+        java.net.ServerSocket server = new java.net.ServerSocket();
+        server.setReceiveBufferSize(4096);
+        server.bind(new java.net.InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), 0));
+        Holder holder = new Holder();
+        io.netty.channel.Channel ch = new Bootstrap()
+                .group(group)
+                .channel(DirectNioSocketChannel.class)
+                .option(io.netty.channel.ChannelOption.SO_SNDBUF, 4096)
+                .handler(new io.netty.channel.ChannelInitializer<io.netty.channel.Channel>() {
+                    @Override
+                    protected void initChannel(io.netty.channel.Channel c) {
+                        c.pipeline().addLast(pathLoop, holder);
+                    }
+                })
+                .connect(server.getLocalSocketAddress())
+                .sync()
+                .channel();
+        java.net.Socket accepted = server.accept(); // never reads: the socket fills up
+        ByteBuf body = Unpooled.directBuffer(4 << 20).writeZero(4 << 20);
+        try {
+            for (int i = 0; i < 1000 && holder.path == null; i++) {
+                Thread.sleep(1); // handlerAdded runs on the path's executor
+            }
+            OutboundPath path = holder.path;
+            path.callerWriteGap(0);
+            pathLoop.shutdownGracefully(0, 0, TimeUnit.SECONDS).sync();
+            assertTrue(path.tryTakeForCaller(), "idle, writable, open: the caller takes the token");
+            ByteBuf head = path.callerHead().writeBytes(new byte[] {1, 0, 1, 0, 0, 0, 4});
+            assertEquals(false, path.writeDirect(head, body), "4 MiB into a socket nobody reads: taken in part");
+            List<Throwable> told = new ArrayList<>();
+            path.handOver(told::add);
+            assertEquals(1, told.size(), "the listener hears the refusal");
+            assertEquals(0, body.refCnt(), "the rest is released, not stranded");
+        } finally {
+            if (body.refCnt() > 0) {
+                body.release(body.refCnt());
+            }
+            ch.close().sync();
+            accepted.close();
+            server.close();
+            group.shutdownGracefully(0, 0, TimeUnit.SECONDS).sync();
+        }
+    }
+
     @Test
     void aWriteToAClosedChannelReleasesTheBufferAndTellsTheListener() {
         Holder holder = new Holder();
