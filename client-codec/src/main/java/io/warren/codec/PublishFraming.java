@@ -232,8 +232,7 @@ public final class PublishFraming {
         if (bodyLength == 0) {
             return 0;
         }
-        long maxChunk = frameMax == 0 ? Integer.MAX_VALUE : frameMax - Frames.FRAME_OVERHEAD;
-        return (int) (1 + (bodyLength - 1) / maxChunk);
+        return (int) (1 + (bodyLength - 1) / maxChunk(frameMax));
     }
 
     /** The largest body frame payload: frame-max counts the header and end byte. */
