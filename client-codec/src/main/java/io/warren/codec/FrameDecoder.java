@@ -278,10 +278,7 @@ public class FrameDecoder extends ChannelInboundHandlerAdapter {
             index += frame.payload().readableBytes() + Frames.FRAME_OVERHEAD;
             in.readerIndex(index);
             firedChannelRead = true;
-            ctx.fireChannelRead(frame);
-            if (failed) {
-                return; // only when a handler down the pipeline re-entered this one with bad input
-            }
+            ctx.fireChannelRead(frame); // a read that re-enters meanwhile is deferred, so none fails this one
             if (ctx.isRemoved()) {
                 passOnRest(ctx, in);
                 return;
@@ -316,9 +313,6 @@ public class FrameDecoder extends ChannelInboundHandlerAdapter {
                     cum.release();
                     firedChannelRead = true;
                     ctx.fireChannelRead(frame);
-                    if (failed) {
-                        return false; // a handler down the pipeline re-entered this one with bad input
-                    }
                     if (ctx.isRemoved()) {
                         passOnRest(ctx, in);
                         return false;
