@@ -46,13 +46,13 @@ public class FrameDecoder extends ChannelInboundHandlerAdapter {
     private boolean failed;
     /** The bytes of a frame split across reads, from its first byte; null when the last read ended on a frame. */
     private ByteBuf cumulation;
-    /** Whether a ByteBuf was read since the last read-complete, and whether it yielded a frame. */
+    /** Whether a ByteBuf was read since the last read-complete. */
     private boolean selfFiredChannelRead;
-
+    /** Whether a read since the last read-complete yielded a frame. */
     private boolean firedChannelRead;
-    /** Whether a read is being decoded, and the bytes of reads that re-entered meanwhile (null when none). */
+    /** Whether a read is being decoded: a read that re-enters meanwhile is deferred. */
     private boolean decoding;
-
+    /** The bytes of reads that re-entered while a read was decoded; null when none. */
     private ByteBuf deferred;
     /** Whether the channel went inactive: a partial frame is then dropped, not kept. */
     private boolean inactive;
@@ -278,10 +278,7 @@ public class FrameDecoder extends ChannelInboundHandlerAdapter {
             index += frame.payload().readableBytes() + Frames.FRAME_OVERHEAD;
             in.readerIndex(index);
             firedChannelRead = true;
-            ctx.fireChannelRead(frame);
-            if (failed) {
-                return; // only when a handler down the pipeline re-entered this one with bad input
-            }
+            ctx.fireChannelRead(frame); // a read that re-enters meanwhile is deferred, so none fails this one
             if (ctx.isRemoved()) {
                 passOnRest(ctx, in);
                 return;
@@ -316,9 +313,6 @@ public class FrameDecoder extends ChannelInboundHandlerAdapter {
                     cum.release();
                     firedChannelRead = true;
                     ctx.fireChannelRead(frame);
-                    if (failed) {
-                        return false; // a handler down the pipeline re-entered this one with bad input
-                    }
                     if (ctx.isRemoved()) {
                         passOnRest(ctx, in);
                         return false;

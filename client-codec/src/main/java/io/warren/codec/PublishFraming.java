@@ -161,8 +161,9 @@ public final class PublishFraming {
      * The allocation-free variant for a publisher on the channel's event loop: the same frames, written
      * to {@code out} as consecutive messages (the head frames, each body slice, the 8- and 1-byte pieces
      * between them, all slices, recycled with a pooled allocator) instead of one composite, so no
-     * {@code CompositeByteBuf} and no component objects are created; the transport gathers the messages into one vectored write. It must run on the channel's
-     * event loop, so that no other write can land between the pieces.
+     * {@code CompositeByteBuf} and no component objects are created; the transport gathers the messages
+     * into one vectored write. It must run on the channel's event loop, so that no other write can land
+     * between the pieces.
      *
      * <p>Ownership as for {@link #frame}: the caller's reference to {@code body} passes to this method,
      * which releases it exactly once whether it returns or throws; every buffer written passes to the
@@ -231,8 +232,7 @@ public final class PublishFraming {
         if (bodyLength == 0) {
             return 0;
         }
-        long maxChunk = frameMax == 0 ? Integer.MAX_VALUE : frameMax - Frames.FRAME_OVERHEAD;
-        return (int) (1 + (bodyLength - 1) / maxChunk);
+        return (int) (1 + (bodyLength - 1) / maxChunk(frameMax));
     }
 
     /** The largest body frame payload: frame-max counts the header and end byte. */

@@ -527,6 +527,67 @@ class FrameDecoderTest {
     }
 
     @Test
+    void malformedBytesInAReEnteringReadFailTheDecoderAndTheirCopyIsReleased() {
+        List<Decoded> seen = new ArrayList<>();
+        boolean[] reentered = {false};
+        EmbeddedChannel channel = new EmbeddedChannel(new FrameDecoder(), new ChannelInboundHandlerAdapter() {
+            @Override
+            public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                Frame frame = (Frame) msg;
+                seen.add(Decoded.of(frame));
+                frame.release();
+                if (!reentered[0]) {
+                    reentered[0] = true;
+                    // a heartbeat whose end byte is 0x00, then the start of another frame
+                    ctx.pipeline().fireChannelRead(Unpooled.wrappedBuffer(new byte[] {8, 0, 0, 0, 0, 0, 0, 0, 8, 0}));
+                }
+            }
+        });
+        // an allocator of its own, so that the decoder's copy of the re-entering read can be counted
+        io.netty.buffer.UnpooledByteBufAllocator alloc = new io.netty.buffer.UnpooledByteBufAllocator(false);
+        channel.config().setAllocator(alloc);
+        ByteBuf twoHeartbeats = Unpooled.wrappedBuffer(Frames.heartbeat(ALLOC), Frames.heartbeat(ALLOC));
+        AmqpProtocolException e = assertThrows(AmqpProtocolException.class, () -> channel.writeInbound(twoHeartbeats));
+        assertEquals(ReplyCode.FRAME_ERROR, e.replyCode(), e.getMessage());
+        assertTrue(e.getMessage().contains("frame-end byte is 0x00, expected 0xCE"), e.getMessage());
+        assertEquals(2, seen.size(), "the whole first read is passed on before the re-entering one is decoded");
+        assertTrue(((FrameDecoder) channel.pipeline().first()).isFailed());
+        assertEquals(0, alloc.metric().usedHeapMemory(), "the copy of the re-entering read is released");
+        assertFalse(channel.finish());
+    }
+
+    @Test
+    void aReadThatReEnteredBeforeTheReadBeingDecodedTurnsOutMalformedIsReleasedUndecoded() {
+        List<Decoded> seen = new ArrayList<>();
+        boolean[] reentered = {false};
+        EmbeddedChannel channel = new EmbeddedChannel(new FrameDecoder(), new ChannelInboundHandlerAdapter() {
+            @Override
+            public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                Frame frame = (Frame) msg;
+                seen.add(Decoded.of(frame));
+                frame.release();
+                if (!reentered[0]) {
+                    reentered[0] = true;
+                    // a good heartbeat: it waits for the rest of the read, whose next frame is malformed
+                    ctx.pipeline().fireChannelRead(Frames.heartbeat(ALLOC));
+                }
+            }
+        });
+        // an allocator of its own, so that the decoder's copy of the re-entering read can be counted
+        io.netty.buffer.UnpooledByteBufAllocator alloc = new io.netty.buffer.UnpooledByteBufAllocator(false);
+        channel.config().setAllocator(alloc);
+        ByteBuf goodThenBad = Unpooled.wrappedBuffer(
+                Frames.heartbeat(ALLOC), Unpooled.wrappedBuffer(new byte[] {8, 0, 0, 0, 0, 0, 0, 0}));
+        AmqpProtocolException e = assertThrows(AmqpProtocolException.class, () -> channel.writeInbound(goodThenBad));
+        assertEquals(ReplyCode.FRAME_ERROR, e.replyCode(), e.getMessage());
+        assertTrue(e.getMessage().contains("frame-end byte is 0x00, expected 0xCE"), e.getMessage());
+        assertEquals(1, seen.size(), "only the frame before the bad one is passed on; the re-entered read is not");
+        assertTrue(((FrameDecoder) channel.pipeline().first()).isFailed());
+        assertEquals(0, alloc.metric().usedHeapMemory(), "the copy of the re-entered read is released");
+        assertFalse(channel.finish());
+    }
+
+    @Test
     void aPartialFrameAtCloseIsReleased() {
         byte[] stream = sampleStream();
         EmbeddedChannel channel = new EmbeddedChannel(new FrameDecoder());
