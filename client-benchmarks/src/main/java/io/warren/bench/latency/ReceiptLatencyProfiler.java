@@ -1,6 +1,8 @@
 package io.warren.bench.latency;
 
+import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.atomic.AtomicReference;
 import org.HdrHistogram.Histogram;
 import org.HdrHistogram.HistogramIterationValue;
@@ -14,28 +16,37 @@ import org.openjdk.jmh.results.SampleTimeResult;
 import org.openjdk.jmh.util.SampleBuffer;
 
 /**
- * Puts the loopback peer's receipt latencies of each iteration into JMH's results, as the secondary result
- * {@code receipt}: JMH then pools every measurement iteration of every fork and prints {@code receipt} (the mean)
- * and {@code receipt:p0.50} ... {@code receipt:p0.999} ... {@code receipt:p1.00} beside the primary score, one row
- * per client and body size. Enable it with {@code -prof io.warren.bench.latency.ReceiptLatencyProfiler}.
+ * Puts the loopback peers' receipt latencies of each iteration into JMH's results, one secondary result per client,
+ * {@code receipt.warren} and {@code receipt.amqp-client}: JMH then pools every measurement iteration of every fork
+ * and prints {@code receipt.warren} (the mean) and {@code receipt.warren:p0.50} ... {@code receipt.warren:p0.999}
+ * ... {@code receipt.warren:p1.00} beside the primary score, for each body size. Enable it with
+ * {@code -prof io.warren.bench.latency.ReceiptLatencyProfiler}.
  *
- * <p>{@link RoundTripLatencyBenchmark} hands over each iteration's histogram at the iteration's end; JMH calls
+ * <p>{@link RoundTripLatencyBenchmark} hands over each iteration's histograms at the iteration's end; JMH calls
  * {@link #afterIteration} after that, on its own thread. Other benchmarks hand over nothing and get no result.
  */
 public final class ReceiptLatencyProfiler implements InternalProfiler {
 
-    /** The label of the secondary result. */
+    /** The secondary results' labels: this, a dot, and the client's name. */
     static final String LABEL = "receipt";
 
-    private static final AtomicReference<Histogram> LAST_ITERATION = new AtomicReference<>();
+    private static final AtomicReference<Map<String, Histogram>> LAST_ITERATION = new AtomicReference<>();
 
-    /** Called by the benchmark at an iteration's end with that iteration's latencies in ns (kept, not copied). */
-    static void iterationEnded(Histogram latencies) {
+    /** The label of {@code client}'s secondary result. */
+    static String label(String client) {
+        return LABEL + "." + client;
+    }
+
+    /**
+     * Called by the benchmark at an iteration's end with that iteration's latencies in ns by client, in the order
+     * they are to be reported (kept, not copied).
+     */
+    static void iterationEnded(Map<String, Histogram> latencies) {
         LAST_ITERATION.set(latencies);
     }
 
-    /** The histogram the benchmark handed over last, or null; taken, so each is reported once. */
-    static Histogram takeLastIteration() {
+    /** The histograms the benchmark handed over last, or null; taken, so each is reported once. */
+    static Map<String, Histogram> takeLastIteration() {
         return LAST_ITERATION.getAndSet(null);
     }
 
@@ -52,12 +63,18 @@ public final class ReceiptLatencyProfiler implements InternalProfiler {
     @Override
     public List<? extends Result> afterIteration(
             BenchmarkParams benchmarkParams, IterationParams iterationParams, IterationResult result) {
-        Histogram latencies = takeLastIteration();
-        if (latencies == null || latencies.getTotalCount() == 0) {
+        Map<String, Histogram> latencies = takeLastIteration();
+        if (latencies == null) {
             return List.of();
         }
-        return List.of(
-                new SampleTimeResult(ResultRole.SECONDARY, LABEL, samples(latencies), benchmarkParams.getTimeUnit()));
+        List<Result> results = new ArrayList<>();
+        latencies.forEach((client, histogram) -> {
+            if (histogram.getTotalCount() > 0) {
+                results.add(new SampleTimeResult(
+                        ResultRole.SECONDARY, label(client), samples(histogram), benchmarkParams.getTimeUnit()));
+            }
+        });
+        return results;
     }
 
     /** The histogram's values (ns) as JMH's sample buffer, which keeps about three significant digits as well. */
