@@ -1,9 +1,9 @@
 package io.warren;
 
 import io.netty.channel.EventLoopGroup;
-import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.util.concurrent.DefaultThreadFactory;
 import io.warren.impl.Connector;
+import io.warren.impl.connection.ClientLoopGroup;
 import io.warren.impl.connection.Transport;
 import io.warren.impl.metrics.CountingMetrics;
 import io.warren.impl.metrics.MetricsCollector;
@@ -59,7 +59,9 @@ public final class AmqpClient {
             this.transport = channelClass.getSimpleName();
         } else {
             Transport t = Transport.best(options.preferNativeTransport());
-            this.group = new MultiThreadIoEventLoopGroup(
+            // not Netty's MultiThreadIoEventLoopGroup: its loops' termination would start Netty's global executor
+            // thread, not a daemon, and keep a JVM that closed this client alive a second longer (ClientLoopGroup)
+            this.group = new ClientLoopGroup(
                     options.ioThreads(), new DefaultThreadFactory("warren-io", true), t.ioHandlerFactory());
             this.ownsGroup = true;
             this.connector = new Connector(group, t.channelClass(), metricsCollector);
@@ -126,7 +128,8 @@ public final class AmqpClient {
 
     /**
      * Closes every connection of this client, then shuts down the client's own event loops (an
-     * application's group is left running). Completes when done.
+     * application's group is left running). Completes when done: with the client's own loops, on the last of their
+     * threads as it ends, and no thread of the client's is left behind (a program may exit at once).
      */
     public CompletionStage<Void> close() {
         // a loop, not a stream: a stream pipeline's classes and lambdas cost a fresh JVM's first close
