@@ -39,7 +39,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * loop thread to end.
  *
  * <p>Thread-safe. A loop never started is started by its shutdown, to terminate (Netty's rule), so its termination
- * still comes from its thread; a loop whose thread could not be started fails its termination future at once.
+ * still comes from its thread; a loop whose thread could not be started fails its termination future at its shutdown.
  */
 public final class ClientLoopGroup extends AbstractEventLoopGroup implements IoEventLoopGroup {
 
