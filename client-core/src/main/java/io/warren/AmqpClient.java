@@ -1,9 +1,11 @@
 package io.warren;
 
 import io.netty.channel.EventLoopGroup;
-import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.util.concurrent.DefaultThreadFactory;
+import io.netty.util.concurrent.Future;
+import io.netty.util.concurrent.GenericFutureListener;
 import io.warren.impl.Connector;
+import io.warren.impl.connection.ClientLoopGroup;
 import io.warren.impl.connection.Transport;
 import io.warren.impl.metrics.CountingMetrics;
 import io.warren.impl.metrics.MetricsCollector;
@@ -14,6 +16,9 @@ import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BiConsumer;
+import java.util.function.Function;
 
 /**
  * The entry point: connects to RabbitMQ. One client holds the event loops its connections run on, its
@@ -59,7 +64,9 @@ public final class AmqpClient {
             this.transport = channelClass.getSimpleName();
         } else {
             Transport t = Transport.best(options.preferNativeTransport());
-            this.group = new MultiThreadIoEventLoopGroup(
+            // not Netty's MultiThreadIoEventLoopGroup: its loops' termination would start Netty's global executor
+            // thread, not a daemon, and keep a JVM that closed this client alive a second longer (ClientLoopGroup)
+            this.group = new ClientLoopGroup(
                     options.ioThreads(), new DefaultThreadFactory("warren-io", true), t.ioHandlerFactory());
             this.ownsGroup = true;
             this.connector = new Connector(group, t.channelClass(), metricsCollector);
@@ -85,7 +92,16 @@ public final class AmqpClient {
      */
     public CompletionStage<Connection> connect(ConnectionOptions options) {
         ConnectionOptions copy = new ConnectionOptions(Objects.requireNonNull(options, "options"));
-        return connector.connect(copy).thenApply(c -> {
+        return connector.connect(copy).thenApply(new Track());
+    }
+
+    // The connect and close callbacks are named classes, not lambdas: each lambda is a class a fresh JVM generates at
+    // its first use, and a program's first connect and close pay for them.
+
+    /** Keeps an opened connection until it closes, for {@link #close()}. */
+    private final class Track implements Function<Connection, Connection> {
+        @Override
+        public Connection apply(Connection c) {
             connections.add(c);
             if (metrics.enabled()) {
                 c.addRecoveryListener(new RecoveryListener() {
@@ -95,9 +111,22 @@ public final class AmqpClient {
                     }
                 });
             }
-            c.closeFuture().thenRun(() -> connections.remove(c));
+            c.closeFuture().thenRun(new Forget(c));
             return c;
-        });
+        }
+    }
+
+    private final class Forget implements Runnable {
+        private final Connection connection;
+
+        Forget(Connection connection) {
+            this.connection = connection;
+        }
+
+        @Override
+        public void run() {
+            connections.remove(connection);
+        }
     }
 
     /** Opens a connection from an AMQP URI ({@link AmqpUri}); a malformed URI fails the stage. */
@@ -126,7 +155,8 @@ public final class AmqpClient {
 
     /**
      * Closes every connection of this client, then shuts down the client's own event loops (an
-     * application's group is left running). Completes when done.
+     * application's group is left running). Completes when done: with the client's own loops, on the last of their
+     * threads as it ends, and no thread of the client's is left behind (a program may exit at once).
      */
     public CompletionStage<Void> close() {
         // a loop, not a stream: a stream pipeline's classes and lambdas cost a fresh JVM's first close
@@ -135,14 +165,39 @@ public final class AmqpClient {
             pending.add(c.close().toCompletableFuture());
         }
         CompletableFuture<?>[] closes = pending.toArray(new CompletableFuture<?>[0]);
-        return CompletableFuture.allOf(closes).handle((v, e) -> null).thenCompose(v -> {
+        CompletableFuture<Void> done = new CompletableFuture<>();
+        CompletableFuture.allOf(closes).whenComplete(new ShutDown(done));
+        return done;
+    }
+
+    /**
+     * Once every connection has closed (or failed to: the client closes all the same), shuts the client's own loops
+     * down and completes {@code done} when they have terminated; with the application's group, at once.
+     */
+    private final class ShutDown implements BiConsumer<Object, Throwable>, GenericFutureListener<Future<Object>> {
+        private final CompletableFuture<Void> done;
+
+        ShutDown(CompletableFuture<Void> done) {
+            this.done = done;
+        }
+
+        @Override
+        public void accept(Object closed, Throwable failure) {
             if (!ownsGroup) {
-                return CompletableFuture.completedFuture(null);
+                done.complete(null);
+                return;
             }
-            CompletableFuture<Void> done = new CompletableFuture<>();
-            group.shutdownGracefully(0, 2, java.util.concurrent.TimeUnit.SECONDS)
-                    .addListener(f -> done.complete(null));
-            return done;
-        });
+            try {
+                group.shutdownGracefully(0, 2, TimeUnit.SECONDS).addListener(this);
+            } catch (RuntimeException e) {
+                done.completeExceptionally(e);
+            }
+        }
+
+        /** The client's loops have terminated. */
+        @Override
+        public void operationComplete(Future<Object> terminated) {
+            done.complete(null);
+        }
     }
 }

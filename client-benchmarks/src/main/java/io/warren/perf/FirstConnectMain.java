@@ -24,11 +24,11 @@ import java.util.concurrent.TimeUnit;
  * PlatformDependent}, the JIT compiling them), two allocators (the channel config's default and Warren's pooled
  * one) and Netty's JFR listener ({@code -Dio.netty.jfr.enabled=false}, the application's choice: a JVM-wide Netty
  * setting). Warren's own part avoids what a fresh JVM pays dearly for: no annotation for Netty to read on the
- * connection's handlers, no lambda capturing primitives on the connect path, its own channel id (Netty's reads
- * every network interface). Class data sharing ({@code -XX:ArchiveClassesAtExit} once, then {@code
- * -XX:SharedArchiveFile}) takes most of the class loading away for both clients. The wall time of Warren's
- * process includes up to a second after {@code main} returns: Netty's global executor thread, started to report
- * the event loops' termination, is not a daemon. Timed side by side in whole processes:
+ * connection's handlers, no lambda or regular expression on the connect and close paths, its own channel id
+ * (Netty's reads every network interface), and event loops whose termination starts no other thread (Netty's
+ * group's would start its global executor's, which kept the JVM a second after {@code main}). Class data sharing ({@code -XX:ArchiveClassesAtExit} once, then {@code
+ * -XX:SharedArchiveFile}) takes most of the class loading away for both clients. Timed side by side in whole
+ * processes:
  *
  * <pre>
  *   hyperfine -N -w 1 -r 10 "java -cp ... io.warren.perf.FirstConnectMain warren URI -q" \

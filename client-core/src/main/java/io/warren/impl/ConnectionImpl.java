@@ -23,6 +23,7 @@ import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.Function;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -74,12 +75,28 @@ public final class ConnectionImpl implements ConnectionEvents, RecoverableConnec
             CompletableFuture<ConnectionImpl> connected,
             ConnectionImpl recovering,
             MetricsCollector metrics) {
-        return new ConnectionHandler(
-                options,
-                address,
-                connected,
-                h -> recovering == null ? new ConnectionImpl(h, options, address) : recovering,
-                metrics);
+        return new ConnectionHandler(options, address, connected, new Handle(options, address, recovering), metrics);
+    }
+
+    /**
+     * Makes the handle of a new connection, or returns the one a recovery reconnects. A class rather than a lambda:
+     * a fresh JVM would generate a class and method handle forms for it at the first connect.
+     */
+    private static final class Handle implements Function<ConnectionHandler, ConnectionImpl> {
+        private final ConnectionOptions options;
+        private final Address address;
+        private final ConnectionImpl recovering;
+
+        Handle(ConnectionOptions options, Address address, ConnectionImpl recovering) {
+            this.options = options;
+            this.address = address;
+            this.recovering = recovering;
+        }
+
+        @Override
+        public ConnectionImpl apply(ConnectionHandler h) {
+            return recovering == null ? new ConnectionImpl(h, options, address) : recovering;
+        }
     }
 
     /** The event-loop state behind this connection, for extensions. */

@@ -2,6 +2,8 @@ package io.warren.impl.connection;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.util.ReferenceCountUtil;
@@ -26,6 +28,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 import java.util.function.IntFunction;
+import java.util.function.LongConsumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -157,7 +160,7 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
     public void handlerAdded(ChannelHandlerContext ctx) {
         this.ctx = ctx;
         this.outbound = new OutboundPath(ctx, options.publishOptions());
-        this.heartbeats = new Heartbeats(outbound, ctx.alloc(), this::missedHeartbeats);
+        this.heartbeats = new Heartbeats(outbound, ctx.alloc(), new MissedHeartbeats());
         this.handshake = new Handshake(options, outbound, ctx.alloc(), this);
         facade.outboundReady(this);
     }
@@ -519,7 +522,7 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
      */
     public void close(int replyCode, String replyText, CompletableFuture<Void> result) {
         assert outbound.inEventLoop() : "connection state off the event loop";
-        ctx.channel().closeFuture().addListener(f -> result.complete(null));
+        ctx.channel().closeFuture().addListener(new CompleteOnClose(result));
         switch (state) {
             case HANDSHAKE -> {
                 failHandshake(new ConnectionClosedException(
@@ -551,29 +554,54 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
         if (closeOkReadable) {
             outbound.write(close);
             closeTimer = ctx.executor()
-                    .schedule(
-                            () -> {
-                                LOG.debug(
-                                        "no connection.close-ok from {} within {}; closing the socket",
-                                        address,
-                                        options.closeTimeout());
-                                ctx.close();
-                            },
-                            options.closeTimeout().toNanos(),
-                            TimeUnit.NANOSECONDS);
+                    .schedule(new CloseTimeout(false), options.closeTimeout().toNanos(), TimeUnit.NANOSECONDS);
         } else {
             outbound.write(close, failure -> ctx.close()); // written or not: nothing more to wait for
             outbound.flushNow();
             closeTimer = ctx.executor()
                     .schedule(
-                            () -> {
-                                LOG.debug(
-                                        "connection.close to {} not written within the grace; closing the socket",
-                                        address);
-                                ctx.close();
-                            },
+                            new CloseTimeout(true),
                             Math.min(options.closeTimeout().toNanos(), FRAME_ERROR_CLOSE_GRACE_NANOS),
                             TimeUnit.NANOSECONDS);
+        }
+    }
+
+    // The close path's callbacks are named classes, not lambdas: each lambda is a class a fresh JVM generates at its
+    // first use, and a program's first close pays for it.
+
+    /** Completes an application's close once the socket is closed. */
+    private static final class CompleteOnClose implements ChannelFutureListener {
+        private final CompletableFuture<Void> result;
+
+        CompleteOnClose(CompletableFuture<Void> result) {
+            this.result = result;
+        }
+
+        @Override
+        public void operationComplete(ChannelFuture closed) {
+            result.complete(null);
+        }
+    }
+
+    /** No close-ok in time (or, after a frame error, connection.close not written within the grace). */
+    private final class CloseTimeout implements Runnable {
+        private final boolean frameError;
+
+        CloseTimeout(boolean frameError) {
+            this.frameError = frameError;
+        }
+
+        @Override
+        public void run() {
+            if (frameError) {
+                LOG.debug("connection.close to {} not written within the grace; closing the socket", address);
+            } else {
+                LOG.debug(
+                        "no connection.close-ok from {} within {}; closing the socket",
+                        address,
+                        options.closeTimeout());
+            }
+            ctx.close();
         }
     }
 
@@ -672,13 +700,17 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
         return decoder != null && decoder.isFailed();
     }
 
-    private void missedHeartbeats(long silentMillis) {
-        recordCause(new ConnectionClosedException(
-                "missed heartbeats from " + address + ": no frame for " + silentMillis
-                        + " ms (two heartbeat intervals of " + facade.heartbeat() + " s)",
-                null));
-        LOG.warn(closeCause.getMessage());
-        ctx.close();
+    /** The broker missed two heartbeat intervals: told the milliseconds of silence, on the event loop. */
+    private final class MissedHeartbeats implements LongConsumer {
+        @Override
+        public void accept(long silentMillis) {
+            recordCause(new ConnectionClosedException(
+                    "missed heartbeats from " + address + ": no frame for " + silentMillis
+                            + " ms (two heartbeat intervals of " + facade.heartbeat() + " s)",
+                    null));
+            LOG.warn(closeCause.getMessage());
+            ctx.close();
+        }
     }
 
     /**

@@ -46,6 +46,9 @@ final class Heartbeats {
     private boolean paused;
     private ScheduledFuture<?> sendTimer;
     private ScheduledFuture<?> receiveCheck;
+    // named classes, not method references: each method reference is a class a fresh JVM generates at its first use
+    private final Runnable sendTask = new SendIfIdle();
+    private final Runnable checkTask = new CheckReceived();
 
     /** @param onSilence told the milliseconds of silence when the broker missed two intervals */
     Heartbeats(OutboundPath outbound, ByteBufAllocator alloc, LongConsumer onSilence) {
@@ -67,8 +70,8 @@ final class Heartbeats {
         reading = false;
         outbound.takeWrittenMark(); // what the handshake wrote does not postpone the first heartbeat
         long half = intervalNanos / 2;
-        sendTimer = loop.scheduleAtFixedRate(this::sendIfIdle, half, half, TimeUnit.NANOSECONDS);
-        receiveCheck = loop.schedule(this::checkReceived, 2 * intervalNanos, TimeUnit.NANOSECONDS);
+        sendTimer = loop.scheduleAtFixedRate(sendTask, half, half, TimeUnit.NANOSECONDS);
+        receiveCheck = loop.schedule(checkTask, 2 * intervalNanos, TimeUnit.NANOSECONDS);
     }
 
     /**
@@ -123,7 +126,7 @@ final class Heartbeats {
             onSilence.accept(TimeUnit.NANOSECONDS.toMillis(silent));
             return;
         }
-        receiveCheck = loop.schedule(this::checkReceived, limit - silent, TimeUnit.NANOSECONDS);
+        receiveCheck = loop.schedule(checkTask, limit - silent, TimeUnit.NANOSECONDS);
     }
 
     private void sendIfIdle() {
@@ -134,6 +137,20 @@ final class Heartbeats {
                 }
             });
             outbound.takeWrittenMark(); // our own heartbeat is not activity
+        }
+    }
+
+    private final class SendIfIdle implements Runnable {
+        @Override
+        public void run() {
+            sendIfIdle();
+        }
+    }
+
+    private final class CheckReceived implements Runnable {
+        @Override
+        public void run() {
+            checkReceived();
         }
     }
 }

@@ -1,7 +1,9 @@
 package io.warren.impl.connection;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.Unpooled;
+import io.netty.buffer.UnpooledUnsafeDirectByteBuf;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandler;
@@ -13,6 +15,7 @@ import io.netty.util.ReferenceCountUtil;
 import io.netty.util.concurrent.EventExecutor;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.GenericFutureListener;
+import io.netty.util.internal.PlatformDependent;
 import io.warren.PublishOptions;
 import io.warren.codec.FrameDecoder;
 import io.warren.codec.Frames;
@@ -124,9 +127,10 @@ public final class OutboundPath {
 
     private final ChannelHandlerContext ctx;
     private final EventExecutor loop;
-    private final Runnable drainTask = this::drain;
-    private final Runnable flushTask = this::flushTask;
-    private final GenericFutureListener<Future<Object>> continuationCancelled = this::continuationCancelled;
+    // named classes, not method references: each method reference is a class a fresh JVM generates at its first use
+    private final Runnable drainTask = new DrainTask();
+    private final Runnable flushTask = new FlushTask();
+    private final GenericFutureListener<Future<Object>> continuationCancelled = new ContinuationCancelled();
 
     // any thread (volatile / MPSC)
     private final MessagePassingQueue<Object> queue = new MpscUnboundedArrayQueue<>(256);
@@ -201,12 +205,27 @@ public final class OutboundPath {
                 : null;
         if (socket != null) {
             // The JDK's own direct buffers, kept for the connection's life and freed by the garbage collector.
-            callerHead = Unpooled.wrappedBuffer(ByteBuffer.allocateDirect(CALLER_HEAD_CAPACITY))
-                    .clear();
+            callerHead = PlatformDependent.hasUnsafe()
+                    ? new CallerHead(ctx.alloc())
+                    : Unpooled.wrappedBuffer(ByteBuffer.allocateDirect(CALLER_HEAD_CAPACITY))
+                            .clear();
             callerEnd = ByteBuffer.allocateDirect(1).put(0, (byte) Frames.FRAME_END);
         } else {
             callerHead = null;
             callerEnd = null;
+        }
+    }
+
+    /**
+     * The caller's head buffer: what {@code Unpooled.wrappedBuffer} makes of a direct {@code ByteBuffer} with
+     * {@code Unsafe} (the same buffer class, accessors and {@code nioBuffer}s: a subclass adds nothing), made here
+     * because {@code Unpooled}'s first use loads some 25 buffer classes (its methods name them), which a fresh JVM's
+     * first connect paid for. Never released: the JDK frees its memory with the connection.
+     */
+    private static final class CallerHead extends UnpooledUnsafeDirectByteBuf {
+        CallerHead(ByteBufAllocator alloc) {
+            super(alloc, ByteBuffer.allocateDirect(CALLER_HEAD_CAPACITY), CALLER_HEAD_CAPACITY);
+            clear(); // a wrapped buffer starts readable to its end
         }
     }
 
@@ -533,10 +552,20 @@ public final class OutboundPath {
         }
     }
 
+    private final class DrainTask implements Runnable {
+        @Override
+        public void run() {
+            drain();
+        }
+    }
+
     /** A shutting-down loop cancels its scheduled tasks: the queue is then released as for a refused drain. */
-    private void continuationCancelled(Future<?> continuation) {
-        if (continuation.isCancelled()) {
-            discardRejected(new RejectedExecutionException("the event loop shut down with writes queued"));
+    private final class ContinuationCancelled implements GenericFutureListener<Future<Object>> {
+        @Override
+        public void operationComplete(Future<Object> continuation) {
+            if (continuation.isCancelled()) {
+                discardRejected(new RejectedExecutionException("the event loop shut down with writes queued"));
+            }
         }
     }
 
@@ -562,9 +591,12 @@ public final class OutboundPath {
         flushPending = true;
     }
 
-    private void flushTask() {
-        flushTaskScheduled = false;
-        flushIfPending();
+    private final class FlushTask implements Runnable {
+        @Override
+        public void run() {
+            flushTaskScheduled = false;
+            flushIfPending();
+        }
     }
 
     private void flushIfPending() {

@@ -110,8 +110,25 @@ public final class PublishFlow implements BlockedListener {
         ChannelHandlerContext ctx = handler.context();
         PublishFlow flow = new PublishFlow(
                 ctx, handler.outbound(), connection, handler.options().publishOptions());
-        handler.outbound().addWritabilityListener(flow::onWritabilityChanged);
+        handler.outbound().addWritabilityListener(new WritabilityListener(flow));
         ctx.channel().attr(FLOW).set(flow);
+    }
+
+    /**
+     * Tells a flow of its outbound path's writability changes. A class, not a method reference: a fresh JVM generates
+     * a class for each method reference at its first use, here the first connect.
+     */
+    private static final class WritabilityListener implements Runnable {
+        private final PublishFlow flow;
+
+        WritabilityListener(PublishFlow flow) {
+            this.flow = flow;
+        }
+
+        @Override
+        public void run() {
+            flow.onWritabilityChanged();
+        }
     }
 
     /** The flow {@link #attach} made for the connection {@code handler} runs. */

@@ -1,0 +1,93 @@
+package io.warren.impl.connection;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.netty.channel.IoEventLoop;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.util.concurrent.DefaultThreadFactory;
+import io.netty.util.concurrent.EventExecutor;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+
+/** The client's own event loops: handed out in turn, and their termination told without Netty's global executor. */
+class ClientLoopGroupTest {
+
+    private static ClientLoopGroup group(int threads) {
+        return new ClientLoopGroup(
+                threads, new DefaultThreadFactory("loop-group-test", true), NioIoHandler.newFactory());
+    }
+
+    @Test
+    void nextHandsOutEachLoopInTurnAndEachLoopsParentIsTheGroup() throws Exception {
+        ClientLoopGroup group = group(3);
+        try {
+            List<EventExecutor> loops = new ArrayList<>();
+            group.iterator().forEachRemaining(loops::add);
+            assertEquals(3, loops.size());
+            for (int i = 0; i < 6; i++) {
+                IoEventLoop loop = group.next();
+                assertSame(loops.get(i % 3), loop);
+                assertSame(group, loop.parent());
+            }
+            assertNotSame(loops.get(0), loops.get(1));
+        } finally {
+            group.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
+        }
+    }
+
+    @Test
+    void zeroThreadsIsNettysDefault() throws Exception {
+        ClientLoopGroup group = group(0);
+        try {
+            List<EventExecutor> loops = new ArrayList<>();
+            group.iterator().forEachRemaining(loops::add);
+            assertEquals(ClientLoopGroup.defaultThreads(), loops.size());
+        } finally {
+            group.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
+        }
+    }
+
+    /**
+     * Terminated means every loop terminated, started or not; the group's listeners run on the loop thread that
+     * ended last (no other thread: Netty's group would have told them on its global executor's thread).
+     */
+    @Test
+    void theTerminationCompletesOnALoopThreadOnceEveryLoopHasTerminated() throws Exception {
+        ClientLoopGroup group = group(2);
+        // one loop started (it ran a task), the other never used: its shutdown starts it to terminate
+        IoEventLoop started = group.next();
+        Thread first = started.submit(Thread::currentThread).get(10, TimeUnit.SECONDS);
+        // what Netty's name resolver group adds at a loop's first connect: told on the loop's own thread
+        CompletableFuture<Thread> loopToldOn = new CompletableFuture<>();
+        started.terminationFuture().addListener(f -> loopToldOn.complete(Thread.currentThread()));
+        CompletableFuture<String> toldOn = new CompletableFuture<>();
+        CompletableFuture<Boolean> allTerminatedWhenTold = new CompletableFuture<>();
+        group.terminationFuture().addListener(f -> {
+            allTerminatedWhenTold.complete(group.isTerminated());
+            toldOn.complete(Thread.currentThread().getName());
+        });
+        assertFalse(group.isShuttingDown());
+        group.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
+        assertTrue(group.isTerminated() && group.isShutdown() && group.isShuttingDown());
+        assertTrue(group.awaitTermination(0, TimeUnit.SECONDS));
+        for (EventExecutor loop : group) {
+            assertTrue(loop.isTerminated());
+        }
+        assertTrue(allTerminatedWhenTold.get(10, TimeUnit.SECONDS));
+        assertTrue(toldOn.get().startsWith("loop-group-test"), toldOn.get());
+        assertSame(first, loopToldOn.get(10, TimeUnit.SECONDS));
+        first.join(10_000); // its thread ends right after the loop: nothing keeps it
+        assertFalse(first.isAlive());
+        // a listener added afterwards is told too (on this thread, or on the loop thread still telling the first)
+        CompletableFuture<Boolean> late = new CompletableFuture<>();
+        group.terminationFuture().addListener(f -> late.complete(f.isSuccess()));
+        assertTrue(late.get(10, TimeUnit.SECONDS));
+    }
+}
