@@ -17,10 +17,11 @@ import io.netty.util.concurrent.FastThreadLocalThread;
  *   <li>{@link #isDirectBufferPooled()} says false, so that Netty's NIO channel passes a heap buffer (a body the
  *       application published as a {@code byte[]}) to the socket as it is. Told the pool is there, the channel copies
  *       each heap buffer into a new pooled direct buffer at {@code write()} and keeps the copy until the socket takes
- *       it: a 1 MiB body was 1 MiB of the pool per message in flight. Passed on (Netty's thread-local direct buffer is
- *       off by default, so it allocates nothing), the JDK copies at each socket write into the writing thread's
- *       temporary direct buffer, which it keeps and reuses: the event loop holds at most one gathering write, as a
- *       blocking client writing a {@code byte[]} does. The native transports copy through this allocator either way.
+ *       it: a 1 MiB body was 1 MiB of the pool per message in flight. Passed on, {@link DirectNioSocketChannel}
+ *       copies it as the socket takes it, 512 KiB at a time at most, into a staging buffer from this pool, each byte once (a
+ *       publishing thread that writes a body itself hands its heap buffer to the JDK, which copies it into that
+ *       thread's temporary direct buffer, as a blocking client writing a {@code byte[]} does). The native transports
+ *       copy through this allocator either way.
  *   <li>{@link #buffer} on a thread that is not one of Netty's ({@link FastThreadLocalThread}: event loops) returns an
  *       unpooled heap buffer. Those are the rare frames an application thread encodes (an RPC such as
  *       exchange.declare): from the pool, the thread's first one would bind it to an arena and a chunk of its own.

@@ -71,7 +71,8 @@ public final class Publisher {
      * The largest heap body its caller writes to the socket; a larger one goes the event loop's way. The JDK copies a
      * heap buffer into a temporary direct buffer to write it, and keeps that buffer cached per thread, sized to the
      * largest write the thread made (sun.nio.ch.Util): 16 publishing threads x 1 MiB would keep 16 MiB of direct
-     * memory for good. 64 KiB bounds that per thread; the loop copies a large heap body into Netty's pooled memory.
+     * memory for good. 64 KiB bounds that per thread; the loop writes a large heap body through its channel's 512 KiB
+     * staging buffer (DirectNioSocketChannel), each byte copied once.
      */
     static final int MAX_CALLER_HEAP_BODY = 64 * 1024;
 
@@ -490,7 +491,8 @@ public final class Publisher {
      * high-water mark. Under TLS and on the native transports Netty copies a heap buffer into direct memory when it
      * is written to the pipeline, so written now, every publishing thread's body would be copied before the socket
      * takes any; held, it is copied when the socket has room. (On NIO the connection's allocator lets heap buffers
-     * through and the JDK copies them per socket write; holding them there keeps Netty's buffer as short.) A direct
+     * through and copies them into its staging buffer as the socket takes them; holding them there keeps Netty's buffer
+     * as short.) A direct
      * body is not copied (holding it saves nothing), nor is a small one worth a stop: they are written as before.
      */
     private boolean heldForTheSocket(PublishTask task) {

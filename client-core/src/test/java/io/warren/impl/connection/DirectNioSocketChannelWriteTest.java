@@ -1,0 +1,216 @@
+package io.warren.impl.connection;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.netty.bootstrap.Bootstrap;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.CompositeByteBuf;
+import io.netty.buffer.PoolArenaMetric;
+import io.netty.buffer.PooledByteBufAllocatorMetric;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.nio.NioIoHandler;
+import java.io.ByteArrayOutputStream;
+import java.net.InetSocketAddress;
+import java.net.StandardSocketOptions;
+import java.nio.ByteBuffer;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Over a real socket with small buffers, so that the socket takes every large write in parts: how Warren's NIO channel
+ * writes heap buffers (through its staging buffer, each heap byte copied once) and direct ones (as they are), in order.
+ */
+class DirectNioSocketChannelWriteTest {
+
+    private MultiThreadIoEventLoopGroup group;
+    private ServerSocketChannel server;
+
+    @BeforeEach
+    void start() throws Exception {
+        group = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
+        server = ServerSocketChannel.open()
+                .setOption(StandardSocketOptions.SO_RCVBUF, 4096)
+                .bind(new InetSocketAddress("127.0.0.1", 0));
+    }
+
+    @AfterEach
+    void stop() throws Exception {
+        server.close();
+        group.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
+    }
+
+    private DirectNioSocketChannel connect() throws Exception {
+        return (DirectNioSocketChannel) new Bootstrap()
+                .group(group)
+                .channelFactory(DirectNioSocketChannel::new)
+                .option(ChannelOption.ALLOCATOR, ConnectionAllocator.INSTANCE)
+                .option(ChannelOption.SO_SNDBUF, 4096)
+                .handler(new ChannelInboundHandlerAdapter())
+                .connect(server.getLocalAddress())
+                .sync()
+                .channel();
+    }
+
+    /** Reads {@code length} bytes, a small read at a time (the peer is slow: the writer meets a full socket). */
+    private static byte[] readAll(SocketChannel peer, int length) throws Exception {
+        ByteBuffer received = ByteBuffer.allocate(length);
+        ByteBuffer chunk = ByteBuffer.allocate(3000);
+        while (received.hasRemaining()) {
+            chunk.clear().limit(Math.min(chunk.capacity(), received.remaining()));
+            if (peer.read(chunk) < 0) {
+                break;
+            }
+            received.put(chunk.flip());
+        }
+        return received.array();
+    }
+
+    private static long activeDirectAllocations() {
+        PooledByteBufAllocatorMetric metric = (PooledByteBufAllocatorMetric) ConnectionAllocator.INSTANCE.metric();
+        long active = 0;
+        for (PoolArenaMetric arena : metric.directArenas()) {
+            active += arena.numActiveAllocations();
+        }
+        return active;
+    }
+
+    /** A direct buffer from the connection's pool holding {@code bytes}; the caller (or the channel) releases it. */
+    private static ByteBuf direct(Channel ch, byte[] bytes, int from, int length) throws Exception {
+        CompletableFuture<ByteBuf> made = new CompletableFuture<>();
+        // on the loop: the connection's allocator answers with its pooled direct buffers there
+        ch.eventLoop()
+                .execute(() -> made.complete(ch.alloc().directBuffer(length).writeBytes(bytes, from, length)));
+        ByteBuf b = made.get(10, TimeUnit.SECONDS);
+        assertTrue(b.isDirect());
+        return b;
+    }
+
+    @Test
+    void aLargeHeapBodyTakenByTheSocketInPartsIsCopiedOnceIntoTheStagingBuffer() throws Exception {
+        DirectNioSocketChannel ch = connect();
+        try (SocketChannel peer = server.accept()) {
+            byte[] bytes = new byte[8 << 20];
+            new Random(11).nextBytes(bytes);
+            ByteBuf body = Unpooled.wrappedBuffer(bytes);
+            CompletableFuture<Throwable> written = new CompletableFuture<>();
+            ch.writeAndFlush(body).addListener(w -> written.complete(w.cause()));
+            assertArrayEquals(bytes, readAll(peer, bytes.length), "the bytes arrive intact");
+            assertNull(written.get(10, TimeUnit.SECONDS));
+            // Handed to the socket, the 8 MiB would be copied by the JDK into a temporary direct buffer of that size,
+            // which its thread keeps, and copied again, all that is left of it, at every partial write (and at the
+            // write after one, which the full socket answers with 0): here it goes through the staging buffer.
+            CompletableFuture<Long> staged = new CompletableFuture<>();
+            ch.eventLoop().execute(() -> staged.complete(ch.stagedBytes()));
+            assertEquals(bytes.length, staged.get(10, TimeUnit.SECONDS), "every heap byte copied exactly once");
+            assertEquals(0, body.refCnt(), "released once written");
+        } finally {
+            ch.close().sync();
+        }
+    }
+
+    @Test
+    void theStagingBufferFitsInAChunkOfTheConnectionsPool() {
+        // a larger one would be allocated outside the pool (Netty's "huge" allocations), and freed, at every burst
+        assertTrue(DirectNioSocketChannel.STAGING_CAPACITY <= ConnectionAllocator.CHUNK_SIZE / 2);
+    }
+
+    @Test
+    void heapAndDirectBuffersMixedAsPublishesFrameThemArriveInOrderAndAreReleasedOnce() throws Exception {
+        DirectNioSocketChannel ch = connect();
+        try (SocketChannel peer = server.accept()) {
+            Random random = new Random(5);
+            ByteArrayOutputStream expected = new ByteArrayOutputStream();
+            List<ByteBuf> messages = new ArrayList<>();
+            List<Integer> completed = new ArrayList<>();
+            for (int m = 0; m < 24; m++) {
+                // as PublishFraming frames a multi-frame publish: a small direct head, then body slices (heap, or
+                // direct) with the 8-byte direct pieces between them; or a single direct or heap buffer
+                byte[] bytes = new byte[1 + random.nextInt(300_000)];
+                random.nextBytes(bytes);
+                expected.write(bytes);
+                ByteBuf message;
+                switch (m % 4) {
+                    case 0, 1 -> {
+                        boolean heapBody = m % 4 == 0;
+                        CompositeByteBuf composite = Unpooled.compositeBuffer(64);
+                        int at = 0;
+                        int head = Math.min(bytes.length, 81);
+                        composite.addComponent(true, direct(ch, bytes, 0, head));
+                        at += head;
+                        while (at < bytes.length) {
+                            int slice = Math.min(bytes.length - at, 131_064);
+                            composite.addComponent(
+                                    true,
+                                    heapBody ? Unpooled.wrappedBuffer(bytes, at, slice) : direct(ch, bytes, at, slice));
+                            at += slice;
+                            int piece = Math.min(bytes.length - at, 8);
+                            if (piece > 0) {
+                                composite.addComponent(true, direct(ch, bytes, at, piece));
+                                at += piece;
+                            }
+                        }
+                        message = composite;
+                    }
+                    case 2 -> message = direct(ch, bytes, 0, bytes.length);
+                    default -> message = Unpooled.wrappedBuffer(bytes);
+                }
+                messages.add(message);
+            }
+            CompletableFuture<Void> queued = new CompletableFuture<>();
+            ch.eventLoop().execute(() -> {
+                for (int i = 0; i < messages.size(); i++) {
+                    int index = i;
+                    ch.write(messages.get(i)).addListener(w -> {
+                        assertTrue(ch.eventLoop().inEventLoop());
+                        completed.add(w.cause() == null ? index : -1 - index);
+                    });
+                }
+                ch.flush();
+                queued.complete(null);
+            });
+            queued.get(10, TimeUnit.SECONDS);
+            byte[] all = expected.toByteArray();
+            assertArrayEquals(all, readAll(peer, all.length), "confirm: every byte in write order");
+            CompletableFuture<List<Integer>> done = new CompletableFuture<>();
+            ch.eventLoop().execute(() -> done.complete(new ArrayList<>(completed)));
+            List<Integer> order = done.get(10, TimeUnit.SECONDS);
+            for (int i = 0; i < messages.size(); i++) {
+                assertEquals(i, order.get(i), "each write completes in order, successfully");
+                assertEquals(0, messages.get(i).refCnt(), "message " + i + " released once");
+            }
+        } finally {
+            ch.close().sync();
+        }
+    }
+
+    @Test
+    void whatIsStagedWhenTheConnectionClosesIsReleasedWithTheUnwrittenBuffers() throws Exception {
+        DirectNioSocketChannel ch = connect();
+        try (SocketChannel peer = server.accept()) {
+            ByteBuf body = Unpooled.wrappedBuffer(new byte[4 << 20]);
+            long active = activeDirectAllocations();
+            CompletableFuture<Throwable> written = new CompletableFuture<>();
+            ch.writeAndFlush(body).addListener(w -> written.complete(w.cause()));
+            readAll(peer, 100_000); // part of it, so that a part is staged and the rest waits
+            ch.close().sync();
+            assertTrue(written.get(10, TimeUnit.SECONDS) != null, "the write fails with the connection");
+            assertEquals(0, body.refCnt());
+            assertEquals(active, activeDirectAllocations(), "the staging buffer went back to the pool");
+        }
+    }
+}
