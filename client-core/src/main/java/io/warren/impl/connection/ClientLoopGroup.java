@@ -103,11 +103,30 @@ public final class ClientLoopGroup extends AbstractEventLoopGroup implements IoE
         return readOnly.iterator();
     }
 
-    /** Shuts every loop down; the returned future ({@link #terminationFuture()}) completes when all have ended. */
+    /**
+     * Shuts every loop down; the returned future ({@link #terminationFuture()}) completes when all have ended. A loop
+     * whose thread cannot start to terminate throws what Netty rethrows (an {@link Error}: a thread the JVM could not
+     * create); the others are shut down all the same, and the first failure is thrown after.
+     */
     @Override
     public Future<?> shutdownGracefully(long quietPeriod, long timeout, TimeUnit unit) {
+        Throwable failure = null;
         for (IoEventLoop loop : loops) {
-            loop.shutdownGracefully(quietPeriod, timeout, unit);
+            try {
+                loop.shutdownGracefully(quietPeriod, timeout, unit);
+            } catch (RuntimeException | Error e) {
+                if (failure == null) {
+                    failure = e;
+                } else {
+                    failure.addSuppressed(e);
+                }
+            }
+        }
+        if (failure instanceof RuntimeException e) {
+            throw e;
+        }
+        if (failure != null) {
+            throw (Error) failure;
         }
         return terminated;
     }
@@ -208,8 +227,12 @@ public final class ClientLoopGroup extends AbstractEventLoopGroup implements IoE
 
         @Override
         public Future<?> shutdownGracefully(long quietPeriod, long timeout, TimeUnit unit) {
-            super.shutdownGracefully(quietPeriod, timeout, unit);
-            tellIfTerminated();
+            try {
+                super.shutdownGracefully(quietPeriod, timeout, unit);
+            } finally {
+                // also when Netty, having failed its future for a thread that could not start, rethrows an Error
+                tellIfTerminated();
+            }
             return terminated;
         }
 
@@ -217,8 +240,11 @@ public final class ClientLoopGroup extends AbstractEventLoopGroup implements IoE
         @Deprecated
         @SuppressWarnings("deprecation")
         public void shutdown() {
-            super.shutdown();
-            tellIfTerminated();
+            try {
+                super.shutdown();
+            } finally {
+                tellIfTerminated();
+            }
         }
 
         /**

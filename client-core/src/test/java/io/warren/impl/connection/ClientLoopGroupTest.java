@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.netty.channel.IoEventLoop;
@@ -13,6 +14,7 @@ import io.netty.util.concurrent.EventExecutor;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
@@ -89,5 +91,29 @@ class ClientLoopGroupTest {
         CompletableFuture<Boolean> late = new CompletableFuture<>();
         group.terminationFuture().addListener(f -> late.complete(f.isSuccess()));
         assertTrue(late.get(10, TimeUnit.SECONDS));
+    }
+
+    /**
+     * A loop whose thread cannot start when its shutdown starts it to terminate: Netty fails the loop's own future and
+     * rethrows an {@link Error} (a thread the JVM could not create is an {@link OutOfMemoryError}). The loop's
+     * termination is told all the same, every loop is asked to shut down, and the group's termination completes.
+     */
+    @Test
+    void loopsWhoseThreadsCannotStartAtTheirShutdownStillTerminateTheGroup() {
+        ThreadFactory noThreads = r -> new Thread(r) {
+            @Override
+            public synchronized void start() {
+                throw new OutOfMemoryError("unable to create native thread (test)");
+            }
+        };
+        ClientLoopGroup group = new ClientLoopGroup(2, noThreads, NioIoHandler.newFactory());
+        assertThrows(OutOfMemoryError.class, () -> group.shutdownGracefully(0, 1, TimeUnit.SECONDS));
+        for (EventExecutor loop : group) {
+            assertTrue(loop.isTerminated());
+            assertTrue(loop.terminationFuture().isDone(), "the loop's termination is told");
+            assertTrue(loop.terminationFuture().cause() instanceof OutOfMemoryError);
+        }
+        assertTrue(group.terminationFuture().isDone(), "the group's termination is told");
+        assertTrue(group.isTerminated());
     }
 }
