@@ -28,7 +28,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * <p>Here the bytes at the head of the outbound buffer that are heap (and the small direct pieces between them: frame
  * headers, end octets) are copied into one direct buffer of {@value #STAGING_CAPACITY} bytes from the connection's
  * allocator, which is written, followed by the direct buffers after it (not copied). What the socket does not take
- * stays staged and is written first next time: every heap byte is copied exactly once. Netty's accounting is
+ * stays staged and is written first next time: every heap byte is copied exactly once. Heap buffers below
+ * {@value #STAGE_FROM} bytes at the head are left to the JDK, as Netty hands them over. Netty's accounting is
  * unchanged: a buffer leaves the outbound buffer (its promise completes) when the socket took its last byte, and the
  * staged bytes are always the first bytes still in it; the JDK {@link ByteBuffer}s Netty caches for its entries are
  * moved on by what was written, as the JDK's own write would have done. The staging buffer goes back to the pool when
@@ -46,6 +47,14 @@ public final class DirectNioSocketChannel extends NioSocketChannel {
 
     /** A direct buffer below this size between heap ones is copied with them rather than given an iovec of its own. */
     static final int SMALL_DIRECT = 1024;
+
+    /**
+     * A heap buffer at the head is staged from this size; smaller ones go to the JDK as Netty hands them over. Small
+     * bodies gain nothing (the JDK's temporary buffer for them stays small, and a partial write copies little again)
+     * and paid for the staging buffer's round trip to the pool at every burst: 16 B heap bodies flooded through the
+     * loop cost 2.4 us of CPU per message staged against 1.3-1.5 us (1 KiB: 1.6-1.7 against 1.1).
+     */
+    static final int STAGE_FROM = 16 * 1024;
 
     /** Netty's lower bound for shrinking a gathering write (NioSocketChannel's). */
     private static final int GATHERING_WRITE_LOW_THRESHOLD = 4096;
@@ -97,8 +106,8 @@ public final class DirectNioSocketChannel extends NioSocketChannel {
             long attempted;
             long written;
             if (staged == 0 && !startsWithHeap(nio, count)) {
-                // Netty's gathering write: no heap bytes to copy at the head
-                int n = directRun(nio, 0, count, maxBytesPerGatheringWrite);
+                // Netty's gathering write: no heap bytes to stage at the head
+                int n = unstagedRun(nio, count, maxBytesPerGatheringWrite);
                 attempted = bytes(nio, 0, n);
                 written = n == 1 ? ch.write(nio[0]) : ch.write(nio, 0, n);
             } else {
@@ -140,12 +149,15 @@ public final class DirectNioSocketChannel extends NioSocketChannel {
         incompleteWrite(writeSpinCount < 0);
     }
 
-    /** Whether the first buffer is heap, or a small direct piece before heap bytes (see {@link #stage}). */
+    /**
+     * Whether the first buffer is a heap one of at least {@value #STAGE_FROM} bytes, or small direct pieces before
+     * such a one (see {@link #stage}).
+     */
     private static boolean startsWithHeap(ByteBuffer[] nio, int count) {
         for (int i = 0; i < count; i++) {
             ByteBuffer b = nio[i];
             if (!b.isDirect()) {
-                return true;
+                return b.remaining() >= STAGE_FROM;
             }
             if (b.remaining() >= SMALL_DIRECT) {
                 return false;
@@ -200,6 +212,24 @@ public final class DirectNioSocketChannel extends NioSocketChannel {
             i++;
         }
         return i - from;
+    }
+
+    /**
+     * How many buffers from the first one go to the socket as Netty hands them over: direct ones and heap ones below
+     * {@value #STAGE_FROM} bytes, up to {@code maxBytes} (at least one), stopping before a heap buffer to stage. The
+     * first buffer is never one to stage ({@link #startsWithHeap} said no).
+     */
+    private static int unstagedRun(ByteBuffer[] nio, int count, long maxBytes) {
+        long total = 0;
+        int i = 0;
+        while (i < count && (nio[i].isDirect() || nio[i].remaining() < STAGE_FROM)) {
+            total += nio[i].remaining();
+            if (total > maxBytes && i > 0) {
+                break;
+            }
+            i++;
+        }
+        return i;
     }
 
     private static long bytes(ByteBuffer[] nio, int from, int to) {

@@ -30,6 +30,7 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * Over a real socket with small buffers, so that the socket takes every large write in parts: how Warren's NIO channel
@@ -118,6 +119,39 @@ class DirectNioSocketChannelWriteTest {
             ch.eventLoop().execute(() -> staged.complete(ch.stagedBytes()));
             assertEquals(bytes.length, staged.get(10, TimeUnit.SECONDS), "every heap byte copied exactly once");
             assertEquals(0, body.refCnt(), "released once written");
+        } finally {
+            ch.close().sync();
+        }
+    }
+
+    @Test
+    @Timeout(60) // a write loop that cannot make progress spins instead of failing
+    void smallHeapBodiesGoToTheSocketAsNettyHandsThemOverUnstaged() throws Exception {
+        DirectNioSocketChannel ch = connect();
+        try (SocketChannel peer = server.accept()) {
+            byte[] small = new byte[16];
+            byte[] kib = new byte[16 * 1024 - 1]; // below DirectNioSocketChannel.STAGE_FROM
+            new Random(3).nextBytes(small);
+            new Random(4).nextBytes(kib);
+            ByteBuf first = Unpooled.wrappedBuffer(small);
+            ByteBuf second = Unpooled.wrappedBuffer(kib);
+            CompletableFuture<Void> queued = new CompletableFuture<>();
+            ch.eventLoop().execute(() -> {
+                ch.write(first);
+                ch.writeAndFlush(second);
+                queued.complete(null);
+            });
+            queued.get(10, TimeUnit.SECONDS);
+            byte[] all = new byte[small.length + kib.length];
+            System.arraycopy(small, 0, all, 0, small.length);
+            System.arraycopy(kib, 0, all, small.length, kib.length);
+            assertArrayEquals(all, readAll(peer, all.length), "the bytes arrive intact, in order");
+            // staging a small body costs the staging buffer's trip to the pool and saves nothing
+            CompletableFuture<Long> staged = new CompletableFuture<>();
+            ch.eventLoop().execute(() -> staged.complete(ch.stagedBytes()));
+            assertEquals(0, staged.get(10, TimeUnit.SECONDS), "nothing staged");
+            assertEquals(0, first.refCnt());
+            assertEquals(0, second.refCnt());
         } finally {
             ch.close().sync();
         }
