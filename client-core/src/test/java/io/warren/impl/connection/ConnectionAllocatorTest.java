@@ -8,20 +8,11 @@ import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.netty.bootstrap.Bootstrap;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.PooledByteBufAllocator;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
-import io.netty.channel.ChannelFuture;
-import io.netty.channel.ChannelInboundHandlerAdapter;
-import io.netty.channel.ChannelOption;
-import io.netty.channel.MultiThreadIoEventLoopGroup;
-import io.netty.channel.nio.NioIoHandler;
-import java.net.InetSocketAddress;
-import java.net.StandardSocketOptions;
 import java.nio.ByteBuffer;
-import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
@@ -33,40 +24,22 @@ import org.junit.jupiter.api.Test;
 /** Over a real socket: what Warren's NIO channel does with the buffers its allocator gives and the heap it is given. */
 class ConnectionAllocatorTest {
 
-    private MultiThreadIoEventLoopGroup group;
-    private ServerSocketChannel server;
+    private SmallSocketServer sockets;
 
     @BeforeEach
     void start() throws Exception {
-        group = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
-        // small socket buffers: the socket takes a large body only as the peer reads it
-        server = ServerSocketChannel.open()
-                .setOption(StandardSocketOptions.SO_RCVBUF, 4096)
-                .bind(new InetSocketAddress("127.0.0.1", 0));
+        sockets = new SmallSocketServer();
     }
 
     @AfterEach
     void stop() throws Exception {
-        server.close();
-        group.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
-    }
-
-    /** A connected channel configured as the connector configures it. */
-    private Channel connect() throws Exception {
-        ChannelFuture f = new Bootstrap()
-                .group(group)
-                .channelFactory(DirectNioSocketChannel::new)
-                .option(ChannelOption.ALLOCATOR, ConnectionAllocator.INSTANCE)
-                .option(ChannelOption.SO_SNDBUF, 4096)
-                .handler(new ChannelInboundHandlerAdapter())
-                .connect(server.getLocalAddress());
-        return f.sync().channel();
+        sockets.close();
     }
 
     @Test
     void aHeapBodyIsWrittenAsItIsWithoutAPooledDirectCopy() throws Exception {
-        Channel ch = connect();
-        try (SocketChannel peer = server.accept()) {
+        Channel ch = sockets.connect();
+        try (SocketChannel peer = sockets.accept()) {
             byte[] bytes = new byte[1 << 20]; // a large body: eight frames' worth at RabbitMQ's frame-max
             new Random(7).nextBytes(bytes);
             // as the publisher writes a body: a slice of the caller's wrapped array
@@ -97,8 +70,8 @@ class ConnectionAllocatorTest {
 
     @Test
     void readsAndTheLoopsOwnBuffersComeFromWarrensPoolOfSmallChunks() throws Exception {
-        Channel ch = connect();
-        try (SocketChannel peer = server.accept()) {
+        Channel ch = sockets.connect();
+        try (SocketChannel peer = sockets.accept()) {
             CompletableFuture<ByteBuf> onLoop = new CompletableFuture<>();
             ch.eventLoop().execute(() -> onLoop.complete(ch.alloc().buffer(64)));
             ByteBuf loopBuffer = onLoop.get(10, TimeUnit.SECONDS);
@@ -123,8 +96,8 @@ class ConnectionAllocatorTest {
 
     @Test
     void aFrameEncodedOnAnApplicationThreadIsOnTheHeapAndStillReachesThePeer() throws Exception {
-        Channel ch = connect();
-        try (SocketChannel peer = server.accept()) {
+        Channel ch = sockets.connect();
+        try (SocketChannel peer = sockets.accept()) {
             // an application thread (this one) encoding an RPC: no arena, no chunk bound to it
             ByteBuf frame = ch.alloc().buffer(8, 8).writeLong(0x0102030405060708L);
             assertFalse(frame.isDirect());

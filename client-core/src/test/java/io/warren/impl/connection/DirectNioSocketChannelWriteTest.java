@@ -5,22 +5,14 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.netty.bootstrap.Bootstrap;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.CompositeByteBuf;
 import io.netty.buffer.PoolArenaMetric;
 import io.netty.buffer.PooledByteBufAllocatorMetric;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
-import io.netty.channel.ChannelInboundHandlerAdapter;
-import io.netty.channel.ChannelOption;
-import io.netty.channel.MultiThreadIoEventLoopGroup;
-import io.netty.channel.nio.NioIoHandler;
 import java.io.ByteArrayOutputStream;
-import java.net.InetSocketAddress;
-import java.net.StandardSocketOptions;
 import java.nio.ByteBuffer;
-import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.util.ArrayList;
 import java.util.List;
@@ -38,33 +30,16 @@ import org.junit.jupiter.api.Timeout;
  */
 class DirectNioSocketChannelWriteTest {
 
-    private MultiThreadIoEventLoopGroup group;
-    private ServerSocketChannel server;
+    private SmallSocketServer sockets;
 
     @BeforeEach
     void start() throws Exception {
-        group = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
-        server = ServerSocketChannel.open()
-                .setOption(StandardSocketOptions.SO_RCVBUF, 4096)
-                .bind(new InetSocketAddress("127.0.0.1", 0));
+        sockets = new SmallSocketServer();
     }
 
     @AfterEach
     void stop() throws Exception {
-        server.close();
-        group.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
-    }
-
-    private DirectNioSocketChannel connect() throws Exception {
-        return (DirectNioSocketChannel) new Bootstrap()
-                .group(group)
-                .channelFactory(DirectNioSocketChannel::new)
-                .option(ChannelOption.ALLOCATOR, ConnectionAllocator.INSTANCE)
-                .option(ChannelOption.SO_SNDBUF, 4096)
-                .handler(new ChannelInboundHandlerAdapter())
-                .connect(server.getLocalAddress())
-                .sync()
-                .channel();
+        sockets.close();
     }
 
     /** Reads {@code length} bytes, a small read at a time (the peer is slow: the writer meets a full socket). */
@@ -103,8 +78,8 @@ class DirectNioSocketChannelWriteTest {
 
     @Test
     void aLargeHeapBodyTakenByTheSocketInPartsIsCopiedOnceIntoTheStagingBuffer() throws Exception {
-        DirectNioSocketChannel ch = connect();
-        try (SocketChannel peer = server.accept()) {
+        DirectNioSocketChannel ch = sockets.connect();
+        try (SocketChannel peer = sockets.accept()) {
             byte[] bytes = new byte[8 << 20];
             new Random(11).nextBytes(bytes);
             ByteBuf body = Unpooled.wrappedBuffer(bytes);
@@ -127,8 +102,8 @@ class DirectNioSocketChannelWriteTest {
     @Test
     @Timeout(60) // a write loop that cannot make progress spins instead of failing
     void smallHeapBodiesGoToTheSocketAsNettyHandsThemOverUnstaged() throws Exception {
-        DirectNioSocketChannel ch = connect();
-        try (SocketChannel peer = server.accept()) {
+        DirectNioSocketChannel ch = sockets.connect();
+        try (SocketChannel peer = sockets.accept()) {
             byte[] small = new byte[16];
             byte[] kib = new byte[16 * 1024 - 1]; // below DirectNioSocketChannel.STAGE_FROM
             new Random(3).nextBytes(small);
@@ -165,8 +140,8 @@ class DirectNioSocketChannelWriteTest {
 
     @Test
     void heapAndDirectBuffersMixedAsPublishesFrameThemArriveInOrderAndAreReleasedOnce() throws Exception {
-        DirectNioSocketChannel ch = connect();
-        try (SocketChannel peer = server.accept()) {
+        DirectNioSocketChannel ch = sockets.connect();
+        try (SocketChannel peer = sockets.accept()) {
             Random random = new Random(5);
             ByteArrayOutputStream expected = new ByteArrayOutputStream();
             List<ByteBuf> messages = new ArrayList<>();
@@ -234,8 +209,8 @@ class DirectNioSocketChannelWriteTest {
 
     @Test
     void whatIsStagedWhenTheConnectionClosesIsReleasedWithTheUnwrittenBuffers() throws Exception {
-        DirectNioSocketChannel ch = connect();
-        try (SocketChannel peer = server.accept()) {
+        DirectNioSocketChannel ch = sockets.connect();
+        try (SocketChannel peer = sockets.accept()) {
             ByteBuf body = Unpooled.wrappedBuffer(new byte[4 << 20]);
             long active = activeDirectAllocations();
             CompletableFuture<Throwable> written = new CompletableFuture<>();
