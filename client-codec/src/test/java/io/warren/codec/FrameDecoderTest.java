@@ -33,6 +33,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.function.Supplier;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -502,25 +503,34 @@ class FrameDecoderTest {
         assertFalse(channel.finish());
     }
 
-    @Test
-    void aReadThatReEntersWhileAFrameIsPassedOnWaitsForTheRestOfTheRead() {
-        byte[] stream = sampleStream();
-        int split = stream.length / 2 + 3; // inside a frame
-        List<Decoded> seen = new ArrayList<>();
+    /**
+     * A decoder followed by a handler that records each frame in {@code seen}, releases it, and at the first one
+     * fires {@code reentry}'s buffer into the pipeline from inside that read (the decoder releases it).
+     */
+    private static EmbeddedChannel reenteringOnce(List<Decoded> seen, Supplier<ByteBuf> reentry) {
         boolean[] reentered = {false};
-        EmbeddedChannel channel = new EmbeddedChannel(new FrameDecoder(), new ChannelInboundHandlerAdapter() {
+        return new EmbeddedChannel(new FrameDecoder(), new ChannelInboundHandlerAdapter() {
             @Override
             public void channelRead(ChannelHandlerContext ctx, Object msg) {
                 Frame frame = (Frame) msg;
                 seen.add(Decoded.of(frame));
                 frame.release();
                 if (!reentered[0]) {
-                    // the second half arrives while the first frame of the first half is being handled
                     reentered[0] = true;
-                    ctx.pipeline().fireChannelRead(Unpooled.wrappedBuffer(stream, split, stream.length - split));
+                    ctx.pipeline().fireChannelRead(reentry.get());
                 }
             }
         });
+    }
+
+    @Test
+    void aReadThatReEntersWhileAFrameIsPassedOnWaitsForTheRestOfTheRead() {
+        byte[] stream = sampleStream();
+        int split = stream.length / 2 + 3; // inside a frame
+        List<Decoded> seen = new ArrayList<>();
+        // the second half arrives while the first frame of the first half is being handled
+        EmbeddedChannel channel =
+                reenteringOnce(seen, () -> Unpooled.wrappedBuffer(stream, split, stream.length - split));
         channel.writeInbound(Unpooled.wrappedBuffer(stream, 0, split));
         assertEquals(decodeWhole(stream), seen);
         assertFalse(channel.finish());
@@ -529,20 +539,9 @@ class FrameDecoderTest {
     @Test
     void malformedBytesInAReEnteringReadFailTheDecoderAndTheirCopyIsReleased() {
         List<Decoded> seen = new ArrayList<>();
-        boolean[] reentered = {false};
-        EmbeddedChannel channel = new EmbeddedChannel(new FrameDecoder(), new ChannelInboundHandlerAdapter() {
-            @Override
-            public void channelRead(ChannelHandlerContext ctx, Object msg) {
-                Frame frame = (Frame) msg;
-                seen.add(Decoded.of(frame));
-                frame.release();
-                if (!reentered[0]) {
-                    reentered[0] = true;
-                    // a heartbeat whose end byte is 0x00, then the start of another frame
-                    ctx.pipeline().fireChannelRead(Unpooled.wrappedBuffer(new byte[] {8, 0, 0, 0, 0, 0, 0, 0, 8, 0}));
-                }
-            }
-        });
+        // a heartbeat whose end byte is 0x00, then the start of another frame
+        EmbeddedChannel channel =
+                reenteringOnce(seen, () -> Unpooled.wrappedBuffer(new byte[] {8, 0, 0, 0, 0, 0, 0, 0, 8, 0}));
         // an allocator of its own, so that the decoder's copy of the re-entering read can be counted
         io.netty.buffer.UnpooledByteBufAllocator alloc = new io.netty.buffer.UnpooledByteBufAllocator(false);
         channel.config().setAllocator(alloc);
@@ -559,20 +558,8 @@ class FrameDecoderTest {
     @Test
     void aReadThatReEnteredBeforeTheReadBeingDecodedTurnsOutMalformedIsReleasedUndecoded() {
         List<Decoded> seen = new ArrayList<>();
-        boolean[] reentered = {false};
-        EmbeddedChannel channel = new EmbeddedChannel(new FrameDecoder(), new ChannelInboundHandlerAdapter() {
-            @Override
-            public void channelRead(ChannelHandlerContext ctx, Object msg) {
-                Frame frame = (Frame) msg;
-                seen.add(Decoded.of(frame));
-                frame.release();
-                if (!reentered[0]) {
-                    reentered[0] = true;
-                    // a good heartbeat: it waits for the rest of the read, whose next frame is malformed
-                    ctx.pipeline().fireChannelRead(Frames.heartbeat(ALLOC));
-                }
-            }
-        });
+        // a good heartbeat: it waits for the rest of the read, whose next frame is malformed
+        EmbeddedChannel channel = reenteringOnce(seen, () -> Frames.heartbeat(ALLOC));
         // an allocator of its own, so that the decoder's copy of the re-entering read can be counted
         io.netty.buffer.UnpooledByteBufAllocator alloc = new io.netty.buffer.UnpooledByteBufAllocator(false);
         channel.config().setAllocator(alloc);
