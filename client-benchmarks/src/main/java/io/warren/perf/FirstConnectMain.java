@@ -1,7 +1,19 @@
 package io.warren.perf;
 
+import io.netty.bootstrap.Bootstrap;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.nio.NioSocketChannel;
+import io.netty.util.concurrent.DefaultThreadFactory;
 import io.warren.AmqpClient;
 import io.warren.Connection;
+import java.net.URI;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -32,8 +44,14 @@ import java.util.concurrent.TimeUnit;
  *
  * <pre>
  *   hyperfine -N -w 1 -r 10 "java -cp ... io.warren.perf.FirstConnectMain warren URI -q" \
- *       "java -cp ... io.warren.perf.FirstConnectMain amqp-client URI -q"
+ *       "java -cp ... io.warren.perf.FirstConnectMain amqp-client URI -q" \
+ *       "java -cp ... io.warren.perf.FirstConnectMain netty URI -q"
  * </pre>
+ *
+ * <p>{@code netty} is no AMQP client but the floor under any client built on Netty: Netty's NIO event loop and
+ * {@code Bootstrap} as an application would use them, connecting, writing the AMQP protocol header and waiting for the
+ * broker's first frame (connection.start), then closing the socket. Warren's first connect costs what it costs above
+ * that.
  */
 public final class FirstConnectMain {
 
@@ -58,8 +76,14 @@ public final class FirstConnectMain {
             com.rabbitmq.client.Connection connection = f.newConnection();
             connected = System.nanoTime();
             connection.close();
+        } else if (client.equals("netty")) {
+            created = System.nanoTime();
+            NettyFloor floor = new NettyFloor();
+            floor.connect(URI.create(uri));
+            connected = System.nanoTime();
+            floor.close();
         } else {
-            throw new IllegalArgumentException("usage: FirstConnectMain warren|amqp-client [uri] [-q]");
+            throw new IllegalArgumentException("usage: FirstConnectMain warren|amqp-client|netty [uri] [-q]");
         }
         long closed = System.nanoTime();
         if (!quiet) {
@@ -70,4 +94,85 @@ public final class FirstConnectMain {
     }
 
     private FirstConnectMain() {}
+
+    /**
+     * Netty alone: a one-thread NIO group (daemon threads, never shut down, so that its termination starts no other
+     * thread and the JVM exits with {@code main}), a channel that sends the protocol header and completes
+     * {@link #firstFrame} at the first bytes the broker sends back. It overrides every event the adapter marks
+     * {@code @Skip}, as Warren's handlers do: reading that annotation costs a fresh JVM tens of milliseconds, which
+     * would raise the floor.
+     */
+    private static final class NettyFloor extends ChannelInboundHandlerAdapter {
+        private static final byte[] PROTOCOL_HEADER = {'A', 'M', 'Q', 'P', 0, 0, 9, 1};
+
+        private final CompletableFuture<Void> firstFrame = new CompletableFuture<>();
+        private io.netty.channel.Channel channel;
+
+        void connect(URI uri) throws Exception {
+            EventLoopGroup group = new MultiThreadIoEventLoopGroup(
+                    1, new DefaultThreadFactory("netty-floor", true), NioIoHandler.newFactory());
+            int port = uri.getPort() < 0 ? 5672 : uri.getPort();
+            channel = new Bootstrap()
+                    .group(group)
+                    .channel(NioSocketChannel.class)
+                    .handler(this)
+                    .connect(uri.getHost(), port)
+                    .sync()
+                    .channel();
+            channel.writeAndFlush(Unpooled.wrappedBuffer(PROTOCOL_HEADER));
+            firstFrame.get(30, TimeUnit.SECONDS);
+        }
+
+        void close() throws Exception {
+            channel.close().sync();
+        }
+
+        @Override
+        public void channelRead(ChannelHandlerContext ctx, Object msg) {
+            ((ByteBuf) msg).release();
+            firstFrame.complete(null);
+        }
+
+        @Override
+        public void channelRegistered(ChannelHandlerContext ctx) {
+            ctx.fireChannelRegistered();
+        }
+
+        @Override
+        public void channelUnregistered(ChannelHandlerContext ctx) {
+            ctx.fireChannelUnregistered();
+        }
+
+        @Override
+        public void channelActive(ChannelHandlerContext ctx) {
+            ctx.fireChannelActive();
+        }
+
+        @Override
+        public void channelInactive(ChannelHandlerContext ctx) {
+            firstFrame.completeExceptionally(new IllegalStateException("closed before the broker's first frame"));
+            ctx.fireChannelInactive();
+        }
+
+        @Override
+        public void channelReadComplete(ChannelHandlerContext ctx) {
+            ctx.fireChannelReadComplete();
+        }
+
+        @Override
+        public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
+            ctx.fireUserEventTriggered(evt);
+        }
+
+        @Override
+        public void channelWritabilityChanged(ChannelHandlerContext ctx) {
+            ctx.fireChannelWritabilityChanged();
+        }
+
+        @Override
+        public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+            firstFrame.completeExceptionally(cause);
+            ctx.close();
+        }
+    }
 }
