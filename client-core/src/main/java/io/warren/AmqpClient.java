@@ -1,7 +1,6 @@
 package io.warren;
 
 import io.netty.channel.EventLoopGroup;
-import io.netty.util.concurrent.DefaultThreadFactory;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.GenericFutureListener;
 import io.warren.impl.Connector;
@@ -66,8 +65,7 @@ public final class AmqpClient {
             Transport t = Transport.best(options.preferNativeTransport());
             // not Netty's MultiThreadIoEventLoopGroup: its loops' termination would start Netty's global executor
             // thread, not a daemon, and keep a JVM that closed this client alive a second longer (ClientLoopGroup)
-            this.group = new ClientLoopGroup(
-                    options.ioThreads(), new DefaultThreadFactory("warren-io", true), t.ioHandlerFactory());
+            this.group = new ClientLoopGroup(options.ioThreads(), options.threadFactory(), t.ioHandlerFactory());
             this.ownsGroup = true;
             this.connector = new Connector(group, t.channelClass(), metricsCollector);
             this.transport = t.name();
