@@ -118,7 +118,8 @@ public final class ClientLoopGroup extends AbstractEventLoopGroup implements IoE
             } catch (RuntimeException | Error e) {
                 if (failure == null) {
                     failure = e;
-                } else {
+                } else if (e != failure) {
+                    // the same instance is the JVM's preallocated error thrown again: addSuppressed would refuse it
                     failure.addSuppressed(e);
                 }
             }

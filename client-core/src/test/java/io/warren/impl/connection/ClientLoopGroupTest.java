@@ -157,4 +157,29 @@ class ClientLoopGroupTest {
         assertTrue(group.terminationFuture().isDone(), "the group's termination is told");
         assertTrue(group.isTerminated());
     }
+
+    /**
+     * The JVM may throw one preallocated {@link OutOfMemoryError} again and again: two loops failing with the same
+     * instance must not end the shutdown with {@code addSuppressed}'s "Self-suppression not permitted" before the
+     * other loops are asked, which left the group's termination pending for ever.
+     */
+    @Test
+    void theSameErrorFromEveryLoopIsThrownOnceAndEveryLoopIsShutDown() {
+        OutOfMemoryError preallocated = new OutOfMemoryError("unable to create native thread (test)");
+        ThreadFactory noThreads = r -> new Thread(r) {
+            @Override
+            public synchronized void start() {
+                throw preallocated;
+            }
+        };
+        ClientLoopGroup group = new ClientLoopGroup(3, noThreads, NioIoHandler.newFactory());
+        OutOfMemoryError thrown =
+                assertThrows(OutOfMemoryError.class, () -> group.shutdownGracefully(0, 1, TimeUnit.SECONDS));
+        assertSame(preallocated, thrown);
+        assertEquals(0, thrown.getSuppressed().length);
+        for (EventExecutor loop : group) {
+            assertTrue(loop.isTerminated());
+        }
+        assertTrue(group.terminationFuture().isDone(), "the group's termination is told");
+    }
 }
