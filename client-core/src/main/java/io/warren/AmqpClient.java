@@ -1,7 +1,6 @@
 package io.warren;
 
 import io.netty.channel.EventLoopGroup;
-import io.netty.util.concurrent.DefaultThreadFactory;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.GenericFutureListener;
 import io.warren.impl.Connector;
@@ -66,8 +65,7 @@ public final class AmqpClient {
             Transport t = Transport.best(options.preferNativeTransport());
             // not Netty's MultiThreadIoEventLoopGroup: its loops' termination would start Netty's global executor
             // thread, not a daemon, and keep a JVM that closed this client alive a second longer (ClientLoopGroup)
-            this.group = new ClientLoopGroup(
-                    options.ioThreads(), new DefaultThreadFactory("warren-io", true), t.ioHandlerFactory());
+            this.group = new ClientLoopGroup(options.ioThreads(), options.threadFactory(), t.ioHandlerFactory());
             this.ownsGroup = true;
             this.connector = new Connector(group, t.channelClass(), metricsCollector);
             this.transport = t.name();
@@ -156,7 +154,9 @@ public final class AmqpClient {
     /**
      * Closes every connection of this client, then shuts down the client's own event loops (an
      * application's group is left running). Completes when done: with the client's own loops, on the last of their
-     * threads as it ends, and no thread of the client's is left behind (a program may exit at once).
+     * threads as it ends, and no thread of the client's is left behind (a program may exit at once). When a loop
+     * never used could not start its thread to terminate (the JVM could create no thread: an {@link OutOfMemoryError}),
+     * the stage still completes once the loops have terminated, failed with that error.
      */
     public CompletionStage<Void> close() {
         // a loop, not a stream: a stream pipeline's classes and lambdas cost a fresh JVM's first close
@@ -176,6 +176,8 @@ public final class AmqpClient {
      */
     private final class ShutDown implements BiConsumer<Object, Throwable>, GenericFutureListener<Future<Object>> {
         private final CompletableFuture<Void> done;
+        /** What the shutdown threw, if anything; written before the listener is added, which publishes it. */
+        private Throwable shutdownFailure;
 
         ShutDown(CompletableFuture<Void> done) {
             this.done = done;
@@ -188,16 +190,29 @@ public final class AmqpClient {
                 return;
             }
             try {
-                group.shutdownGracefully(0, 2, TimeUnit.SECONDS).addListener(this);
-            } catch (RuntimeException e) {
-                done.completeExceptionally(e);
+                group.shutdownGracefully(0, 2, TimeUnit.SECONDS);
+            } catch (Throwable e) {
+                // An Error too: a loop never used must start its thread to terminate, and the JVM may not create it
+                // (OutOfMemoryError), which Netty rethrows. Thrown on from here it would end in the discarded stage
+                // of whenComplete and close() would never complete; the group terminates all the same
+                // (ClientLoopGroup), so close() completes then, failed with it: the caller sees the Error.
+                shutdownFailure = e;
             }
+            // the termination, not the future shutdownGracefully returns (none when it threw); added after it, as
+            // the termination may complete inside it, before what it threw is known
+            group.terminationFuture().addListener(this);
         }
 
         /** The client's loops have terminated. */
         @Override
         public void operationComplete(Future<Object> terminated) {
-            done.complete(null);
+            if (shutdownFailure != null) {
+                done.completeExceptionally(shutdownFailure);
+            } else if (!terminated.isSuccess()) {
+                done.completeExceptionally(terminated.cause());
+            } else {
+                done.complete(null);
+            }
         }
     }
 }

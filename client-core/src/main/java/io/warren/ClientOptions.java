@@ -1,6 +1,9 @@
 package io.warren;
 
 import io.netty.channel.EventLoopGroup;
+import io.netty.util.concurrent.DefaultThreadFactory;
+import java.util.Objects;
+import java.util.concurrent.ThreadFactory;
 
 /**
  * How an {@link AmqpClient} runs its connections: on its own event loops (native epoll or io_uring when
@@ -11,6 +14,7 @@ public final class ClientOptions {
 
     private EventLoopGroup eventLoopGroup;
     private int ioThreads;
+    private ThreadFactory threadFactory = new DefaultThreadFactory("warren-io", true);
     private boolean preferNativeTransport = true;
     private boolean metricsEnabled;
 
@@ -19,6 +23,7 @@ public final class ClientOptions {
     public ClientOptions(ClientOptions other) {
         this.eventLoopGroup = other.eventLoopGroup;
         this.ioThreads = other.ioThreads;
+        this.threadFactory = other.threadFactory;
         this.preferNativeTransport = other.preferNativeTransport;
         this.metricsEnabled = other.metricsEnabled;
     }
@@ -44,6 +49,29 @@ public final class ClientOptions {
 
     public int ioThreads() {
         return ioThreads;
+    }
+
+    /**
+     * Where the client's own event loops get their threads, one per loop, made when the loop is first used (to name
+     * them, put them in a thread group, set their priority or whether they are daemons); not used with
+     * {@link #eventLoopGroup(EventLoopGroup)}. The default makes daemon threads named {@code warren-io-*}. A loop's
+     * thread runs the loop until the client's {@link AmqpClient#close()} and must not be used for anything else.
+     *
+     * <p>Netty's {@link DefaultThreadFactory} (or any factory of {@link io.netty.util.concurrent.FastThreadLocalThread}s)
+     * is best. A plain {@link Thread} works as well: its loop is run through
+     * {@link io.netty.util.concurrent.FastThreadLocalThread#runWithFastThreadLocal(Runnable)}, so that it gets pooled
+     * buffers and its thread-locals are removed at its end as on Netty's threads; what it costs is that Netty's
+     * thread-locals are then looked up in the JDK's {@link ThreadLocal} map, not a field of the thread.
+     *
+     * @throws NullPointerException when {@code threadFactory} is null
+     */
+    public ClientOptions threadFactory(ThreadFactory threadFactory) {
+        this.threadFactory = Objects.requireNonNull(threadFactory, "threadFactory");
+        return this;
+    }
+
+    public ThreadFactory threadFactory() {
+        return threadFactory;
     }
 
     /** Use io_uring or epoll when present on the classpath and usable (default); false forces NIO. */

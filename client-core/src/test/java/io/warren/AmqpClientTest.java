@@ -18,6 +18,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -171,6 +172,25 @@ class AmqpClientTest {
             }
         }
         return -1;
+    }
+
+    /**
+     * A client whose loop was never used, and whose thread the JVM cannot create when close() starts it to
+     * terminate (an {@link OutOfMemoryError}, as Netty rethrows it): close() completes all the same, failed with that
+     * error, not left pending for ever.
+     */
+    @Test
+    void closeCompletesWithTheErrorWhenALoopsThreadCannotStartToTerminate() throws Exception {
+        ThreadFactory noThreads = r -> new Thread(r) {
+            @Override
+            public synchronized void start() {
+                throw new OutOfMemoryError("unable to create native thread (test)");
+            }
+        };
+        AmqpClient own = AmqpClient.create(new ClientOptions().ioThreads(2).threadFactory(noThreads));
+        Throwable e = failure(own.close());
+        assertInstanceOf(OutOfMemoryError.class, e);
+        assertEquals(1, e.getSuppressed().length, "the other loop's is there too");
     }
 
     @Test

@@ -2,15 +2,18 @@ package io.warren;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.netty.util.concurrent.FastThreadLocalThread;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Executor;
+import java.util.concurrent.ThreadFactory;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -131,10 +134,32 @@ class OptionsCopyTest {
         assertEquals(List.of("TLSv1.3"), tlsCopy.protocols());
         assertNull(tlsCopy.serverName());
 
-        ClientOptions client = new ClientOptions().ioThreads(2).metricsEnabled(true);
+        ThreadFactory threads = Thread::new;
+        ClientOptions client =
+                new ClientOptions().ioThreads(2).metricsEnabled(true).threadFactory(threads);
         ClientOptions clientCopy = new ClientOptions(client);
-        client.ioThreads(4).metricsEnabled(false);
+        client.ioThreads(4).metricsEnabled(false).threadFactory(Thread::new);
         assertEquals(2, clientCopy.ioThreads());
         assertTrue(clientCopy.metricsEnabled());
+        assertSame(threads, clientCopy.threadFactory());
+    }
+
+    @Test
+    void clientOptionsHaveTheDefaultsAndRefuseBadValuesAtTheSetter() {
+        ClientOptions o = new ClientOptions();
+        assertNull(o.eventLoopGroup());
+        assertEquals(0, o.ioThreads());
+        assertTrue(o.preferNativeTransport());
+        assertFalse(o.metricsEnabled());
+        // the default loop threads: Netty's, daemons, named for Warren (made here, never started)
+        Thread loopThread = o.threadFactory().newThread(() -> {});
+        assertInstanceOf(FastThreadLocalThread.class, loopThread);
+        assertTrue(loopThread.isDaemon());
+        assertTrue(loopThread.getName().startsWith("warren-io-"), loopThread.getName());
+        ThreadFactory before = o.threadFactory();
+        assertThrows(NullPointerException.class, () -> o.threadFactory(null));
+        assertThrows(IllegalArgumentException.class, () -> o.ioThreads(-1));
+        assertSame(before, o.threadFactory(), "a refused value leaves the options as they were");
+        assertEquals(0, o.ioThreads());
     }
 }

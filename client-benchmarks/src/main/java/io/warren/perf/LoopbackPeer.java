@@ -183,6 +183,11 @@ public final class LoopbackPeer implements AutoCloseable {
         return counters.publishes.sum();
     }
 
+    /** Heartbeat frames written to the clients since the peer started (a test waits for them, not the clock). */
+    public long heartbeatsSent() {
+        return counters.heartbeats.sum();
+    }
+
     /** Number of client connections open now. */
     public long connections() {
         return counters.connections.sum();
@@ -236,6 +241,7 @@ public final class LoopbackPeer implements AutoCloseable {
         final LongAdder confirms = new LongAdder();
         final LongAdder deliveries = new LongAdder();
         final LongAdder connections = new LongAdder();
+        final LongAdder heartbeats = new LongAdder();
     }
 
     /**

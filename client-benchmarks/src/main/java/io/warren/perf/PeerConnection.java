@@ -348,6 +348,12 @@ final class PeerConnection extends ChannelInboundHandlerAdapter {
         }
     }
 
+    /** Half the negotiated interval apart, as RabbitMQ sends them. Event loop. */
+    private void sendHeartbeat() {
+        ctx.writeAndFlush(Frames.heartbeat(ctx.alloc()), ctx.voidPromise());
+        peer.counters.heartbeats.increment();
+    }
+
     private void connectionMethod(int key, ByteBuf p, int at) {
         switch (key) {
             case MethodIds.CONNECTION_START_OK ->
@@ -365,11 +371,7 @@ final class PeerConnection extends ChannelInboundHandlerAdapter {
                 if (heartbeat > 0) {
                     long every = Math.max(1, TimeUnit.SECONDS.toMillis(heartbeat) / 2);
                     heartbeats = ctx.executor()
-                            .scheduleAtFixedRate(
-                                    () -> ctx.writeAndFlush(Frames.heartbeat(ctx.alloc()), ctx.voidPromise()),
-                                    every,
-                                    every,
-                                    TimeUnit.MILLISECONDS);
+                            .scheduleAtFixedRate(this::sendHeartbeat, every, every, TimeUnit.MILLISECONDS);
                 }
             }
             case MethodIds.CONNECTION_OPEN -> send(0, new ConnectionOpenOkEncoder());

@@ -186,10 +186,17 @@ class LoopbackPeerTest {
             ConnectionFactory factory = new ConnectionFactory();
             factory.setUri(peer.uri());
             factory.setAutomaticRecoveryEnabled(false);
-            factory.setRequestedHeartbeat(1); // the client gives up after two silent intervals
+            // the client gives up after two silent intervals: its ninth 250 ms read timeout in a row, past 2.25 s
+            // without a frame. The peer heartbeats every 0.5 s from tune-ok, its sixth 3 s later at the soonest (a
+            // fixed rate never runs early): by then a client that heard none would have closed.
+            factory.setRequestedHeartbeat(1);
             Connection connection = factory.newConnection();
-            Thread.sleep(3_500);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (peer.heartbeatsSent() < 6 && connection.isOpen() && System.nanoTime() - deadline < 0) {
+                Thread.sleep(10);
+            }
             assertTrue(connection.isOpen(), "the peer's heartbeats kept it open");
+            assertTrue(peer.heartbeatsSent() >= 6, "heartbeats sent: " + peer.heartbeatsSent());
             Channel channel = connection.createChannel();
             channel.txSelect();
             channel.txCommit();

@@ -10,6 +10,7 @@ import io.netty.channel.IoHandlerFactory;
 import io.netty.channel.SingleThreadIoEventLoop;
 import io.netty.util.NettyRuntime;
 import io.netty.util.concurrent.EventExecutor;
+import io.netty.util.concurrent.FastThreadLocalThread;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.FutureListener;
 import io.netty.util.concurrent.ImmediateEventExecutor;
@@ -117,7 +118,8 @@ public final class ClientLoopGroup extends AbstractEventLoopGroup implements IoE
             } catch (RuntimeException | Error e) {
                 if (failure == null) {
                     failure = e;
-                } else {
+                } else if (e != failure) {
+                    // the same instance is the JVM's preallocated error thrown again: addSuppressed would refuse it
                     failure.addSuppressed(e);
                 }
             }
@@ -282,7 +284,11 @@ public final class ClientLoopGroup extends AbstractEventLoopGroup implements IoE
         }
     }
 
-    /** A loop's thread: runs the loop (which returns once the loop has terminated), then tells of it. */
+    /**
+     * A loop's thread: runs the loop (which returns once the loop has terminated), then tells of it. A plain thread
+     * from the application's factory runs both as a {@link FastThreadLocalThread} would: the pool then gives it
+     * buffers and {@link ConnectionAllocator} takes it for an event loop, and its thread-locals are removed at its end.
+     */
     private static final class LoopThread implements Runnable {
         private final Runnable loopRun;
         private final ClientLoop loop;
@@ -294,6 +300,11 @@ public final class ClientLoopGroup extends AbstractEventLoopGroup implements IoE
 
         @Override
         public void run() {
+            if (!FastThreadLocalThread.currentThreadHasFastThreadLocal()) {
+                // comes back here, now with fast thread-locals (no lambda: the loop's first use is a connect)
+                FastThreadLocalThread.runWithFastThreadLocal(this);
+                return;
+            }
             try {
                 loopRun.run();
             } finally {

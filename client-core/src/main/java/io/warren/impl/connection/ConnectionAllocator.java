@@ -22,7 +22,8 @@ import io.netty.util.concurrent.FastThreadLocalThread;
  *       publishing thread that writes a body itself hands its heap buffer to the JDK, which copies it into that
  *       thread's temporary direct buffer, as a blocking client writing a {@code byte[]} does). The native transports
  *       copy through this allocator either way.
- *   <li>{@link #buffer} on a thread that is not one of Netty's ({@link FastThreadLocalThread}: event loops) returns an
+ *   <li>{@link #buffer} on a thread that is not one of Netty's (a {@link FastThreadLocalThread}, or a thread run with
+ *       fast thread-locals as a client's loop on a plain thread is: event loops) returns an
  *       unpooled heap buffer. Those are the rare frames an application thread encodes (an RPC such as
  *       exchange.declare): from the pool, the thread's first one would bind it to an arena and a chunk of its own.
  *       The frame is copied at the socket write like any heap buffer.
@@ -64,9 +65,12 @@ public final class ConnectionAllocator implements ByteBufAllocator, ByteBufAlloc
         return false;
     }
 
-    /** Whether the current thread is an application's, not an event loop (see the class comment). */
+    /**
+     * Whether the current thread is an application's, not an event loop (see the class comment). A loop on a plain
+     * thread of the application's factory runs with fast thread-locals ({@code ClientLoopGroup}), so it counts as one.
+     */
     private static boolean offLoop() {
-        return !(Thread.currentThread() instanceof FastThreadLocalThread);
+        return !FastThreadLocalThread.currentThreadHasFastThreadLocal();
     }
 
     @Override

@@ -460,16 +460,11 @@ public final class OutboundPath {
         // A caller's rest handed over for the loop to write (HANDED): nobody will write it now. Only the loop leaves
         // HANDED, and it refused, so this takes the rest (the CAS keeps a second discarding thread away).
         if (owner == HANDED && OWNER.compareAndSet(this, HANDED, LOOP)) {
-            ByteBuf head = handedHead;
-            ByteBuf body = handedBody;
-            WriteListener listener = handedListener;
-            handedHead = null;
-            handedBody = null;
-            handedListener = null;
-            ReferenceCountUtil.safeRelease(head);
-            ReferenceCountUtil.safeRelease(body);
-            if (listener != null) {
-                listener.written(cause);
+            HandedRest rest = takeHandedRest();
+            ReferenceCountUtil.safeRelease(rest.head());
+            ReferenceCountUtil.safeRelease(rest.body());
+            if (rest.listener() != null) {
+                rest.listener().written(cause);
             }
         }
         do {
@@ -675,24 +670,32 @@ public final class OutboundPath {
 
     /** The rest of a caller's message the socket did not take: first on the wire. Event loop, token just taken. */
     private void writeHanded() {
-        ByteBuf head = handedHead;
-        ByteBuf body = handedBody;
-        WriteListener listener = handedListener;
-        handedHead = null;
-        handedBody = null;
-        handedListener = null;
-        if (head != null) {
-            writeToPipeline(head, null);
+        HandedRest rest = takeHandedRest();
+        if (rest.head() != null) {
+            writeToPipeline(rest.head(), null);
         }
-        if (body != null) {
-            writeToPipeline(body, null);
+        if (rest.body() != null) {
+            writeToPipeline(rest.body(), null);
         }
         endPending = true; // the message's end octet is always part of what is left
-        pendingEndListener = listener;
+        pendingEndListener = rest.listener();
         if (!inBatch && !flushTaskScheduled) {
             flushTaskScheduled = true;
             loop.execute(flushTask);
         }
+    }
+
+    /**
+     * Moves the rest a caller handed over out of the handed fields, which are left empty for the next hand-over; the
+     * taker now owns (writes or releases) its head and body, either of which is null when the socket took all of it.
+     * Only by the thread that just took the token from HANDED (the loop, or the one discarding for a refused loop).
+     */
+    private HandedRest takeHandedRest() {
+        HandedRest rest = new HandedRest(handedHead, handedBody, handedListener);
+        handedHead = null;
+        handedBody = null;
+        handedListener = null;
+        return rest;
     }
 
     /**
@@ -866,4 +869,10 @@ public final class OutboundPath {
     }
 
     private record PendingWrite(ByteBuf frames, WriteListener listener) {}
+
+    /**
+     * A caller's handed rest as {@link #takeHandedRest} takes it: one per partial socket write (rare), never kept
+     * past the method that took it.
+     */
+    private record HandedRest(ByteBuf head, ByteBuf body, WriteListener listener) {}
 }

@@ -2,15 +2,19 @@ package io.warren.impl.connection;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.PooledByteBufAllocator;
 import io.netty.channel.IoEventLoop;
 import io.netty.channel.nio.NioIoHandler;
 import io.netty.util.concurrent.DefaultThreadFactory;
 import io.netty.util.concurrent.EventExecutor;
+import io.netty.util.concurrent.FastThreadLocalThread;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -94,6 +98,43 @@ class ClientLoopGroupTest {
     }
 
     /**
+     * An application's factory of plain threads ({@code ClientOptions.threadFactory}): the loop runs with Netty's fast
+     * thread-locals all the same, so its own buffers come from Warren's pool as on Netty's threads (not the unpooled
+     * heap an application thread gets), and the thread ends with the loop.
+     */
+    @Test
+    void aLoopOnAPlainThreadOfTheApplicationsFactoryRunsAsOnNettysThreads() throws Exception {
+        ThreadFactory plain = r -> {
+            Thread t = new Thread(r, "plain-loop");
+            t.setDaemon(true);
+            return t;
+        };
+        ClientLoopGroup group = new ClientLoopGroup(1, plain, NioIoHandler.newFactory());
+        Thread loopThread;
+        try {
+            IoEventLoop loop = group.next();
+            loopThread = loop.submit(Thread::currentThread).get(10, TimeUnit.SECONDS);
+            assertFalse(loopThread instanceof FastThreadLocalThread);
+            assertEquals("plain-loop", loopThread.getName());
+            assertTrue(loop.submit(FastThreadLocalThread::currentThreadHasFastThreadLocal)
+                    .get(10, TimeUnit.SECONDS));
+            ByteBuf buffer =
+                    loop.submit(() -> ConnectionAllocator.INSTANCE.buffer(64)).get(10, TimeUnit.SECONDS);
+            try {
+                assertTrue(buffer.isDirect());
+                assertInstanceOf(PooledByteBufAllocator.class, buffer.alloc());
+            } finally {
+                buffer.release();
+            }
+        } finally {
+            group.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
+        }
+        loopThread.join(10_000);
+        assertFalse(loopThread.isAlive());
+        assertFalse(FastThreadLocalThread.currentThreadHasFastThreadLocal(), "the test thread is no loop");
+    }
+
+    /**
      * A loop whose thread cannot start when its shutdown starts it to terminate: Netty fails the loop's own future and
      * rethrows an {@link Error} (a thread the JVM could not create is an {@link OutOfMemoryError}). The loop's
      * termination is told all the same, every loop is asked to shut down, and the group's termination completes.
@@ -115,5 +156,30 @@ class ClientLoopGroupTest {
         }
         assertTrue(group.terminationFuture().isDone(), "the group's termination is told");
         assertTrue(group.isTerminated());
+    }
+
+    /**
+     * The JVM may throw one preallocated {@link OutOfMemoryError} again and again: two loops failing with the same
+     * instance must not end the shutdown with {@code addSuppressed}'s "Self-suppression not permitted" before the
+     * other loops are asked, which left the group's termination pending for ever.
+     */
+    @Test
+    void theSameErrorFromEveryLoopIsThrownOnceAndEveryLoopIsShutDown() {
+        OutOfMemoryError preallocated = new OutOfMemoryError("unable to create native thread (test)");
+        ThreadFactory noThreads = r -> new Thread(r) {
+            @Override
+            public synchronized void start() {
+                throw preallocated;
+            }
+        };
+        ClientLoopGroup group = new ClientLoopGroup(3, noThreads, NioIoHandler.newFactory());
+        OutOfMemoryError thrown =
+                assertThrows(OutOfMemoryError.class, () -> group.shutdownGracefully(0, 1, TimeUnit.SECONDS));
+        assertSame(preallocated, thrown);
+        assertEquals(0, thrown.getSuppressed().length);
+        for (EventExecutor loop : group) {
+            assertTrue(loop.isTerminated());
+        }
+        assertTrue(group.terminationFuture().isDone(), "the group's termination is told");
     }
 }
