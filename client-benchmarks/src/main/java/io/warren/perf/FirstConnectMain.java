@@ -4,7 +4,6 @@ import io.netty.bootstrap.Bootstrap;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelHandlerContext;
-import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.nio.NioIoHandler;
@@ -12,6 +11,7 @@ import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.util.concurrent.DefaultThreadFactory;
 import io.warren.AmqpClient;
 import io.warren.Connection;
+import io.warren.codec.PassThroughInboundHandler;
 import java.net.URI;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -98,11 +98,11 @@ public final class FirstConnectMain {
     /**
      * Netty alone: a one-thread NIO group (daemon threads, never shut down, so that its termination starts no other
      * thread and the JVM exits with {@code main}), a channel that sends the protocol header and completes
-     * {@link #firstFrame} at the first bytes the broker sends back. It overrides every event the adapter marks
-     * {@code @Skip}, as Warren's handlers do: reading that annotation costs a fresh JVM tens of milliseconds, which
+     * {@link #firstFrame} at the first bytes the broker sends back. Like Warren's handlers it is a
+     * {@link PassThroughInboundHandler}: reading Netty's {@code @Skip} costs a fresh JVM tens of milliseconds, which
      * would raise the floor.
      */
-    private static final class NettyFloor extends ChannelInboundHandlerAdapter {
+    private static final class NettyFloor extends PassThroughInboundHandler {
         private static final byte[] PROTOCOL_HEADER = {'A', 'M', 'Q', 'P', 0, 0, 9, 1};
 
         private final CompletableFuture<Void> firstFrame = new CompletableFuture<>();
@@ -134,39 +134,9 @@ public final class FirstConnectMain {
         }
 
         @Override
-        public void channelRegistered(ChannelHandlerContext ctx) {
-            ctx.fireChannelRegistered();
-        }
-
-        @Override
-        public void channelUnregistered(ChannelHandlerContext ctx) {
-            ctx.fireChannelUnregistered();
-        }
-
-        @Override
-        public void channelActive(ChannelHandlerContext ctx) {
-            ctx.fireChannelActive();
-        }
-
-        @Override
         public void channelInactive(ChannelHandlerContext ctx) {
             firstFrame.completeExceptionally(new IllegalStateException("closed before the broker's first frame"));
             ctx.fireChannelInactive();
-        }
-
-        @Override
-        public void channelReadComplete(ChannelHandlerContext ctx) {
-            ctx.fireChannelReadComplete();
-        }
-
-        @Override
-        public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
-            ctx.fireUserEventTriggered(evt);
-        }
-
-        @Override
-        public void channelWritabilityChanged(ChannelHandlerContext ctx) {
-            ctx.fireChannelWritabilityChanged();
         }
 
         @Override

@@ -2,7 +2,6 @@ package io.warren.codec;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;
-import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.warren.codec.base.AmqpProtocolException;
 import io.warren.codec.impl.RawMemory;
 
@@ -31,7 +30,7 @@ import io.warren.codec.impl.RawMemory;
  *
  * <p>Threading: an instance belongs to one channel pipeline; every method runs on its event loop.
  */
-public class FrameDecoder extends ChannelInboundHandlerAdapter {
+public class FrameDecoder extends PassThroughInboundHandler {
 
     /** Default limit for method and content-header frames (whole frame) until frame-max is negotiated: 1 MiB. */
     public static final int DEFAULT_MAX_METHOD_FRAME_SIZE = 1 << 20;
@@ -191,39 +190,6 @@ public class FrameDecoder extends ChannelInboundHandlerAdapter {
         releaseCumulation();
         releaseDeferred();
         ctx.fireChannelInactive();
-    }
-
-    // Netty's adapter marks the events below @Skip; overridden so that adding this decoder reads no annotation:
-    // the first annotation read in a JVM makes it generate proxy classes, a tenth of a first connect's CPU time.
-
-    @Override
-    public void channelRegistered(ChannelHandlerContext ctx) {
-        ctx.fireChannelRegistered();
-    }
-
-    @Override
-    public void channelUnregistered(ChannelHandlerContext ctx) {
-        ctx.fireChannelUnregistered();
-    }
-
-    @Override
-    public void channelActive(ChannelHandlerContext ctx) {
-        ctx.fireChannelActive();
-    }
-
-    @Override
-    public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
-        ctx.fireUserEventTriggered(evt);
-    }
-
-    @Override
-    public void channelWritabilityChanged(ChannelHandlerContext ctx) {
-        ctx.fireChannelWritabilityChanged();
-    }
-
-    @Override
-    public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
-        ctx.fireExceptionCaught(cause);
     }
 
     /** Like {@code ByteToMessageDecoder}: the bytes of a partial frame are passed on to the next handler. */

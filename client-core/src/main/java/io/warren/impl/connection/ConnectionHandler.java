@@ -5,7 +5,6 @@ import io.netty.buffer.ByteBufAllocator;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
-import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.util.ReferenceCountUtil;
 import io.netty.util.concurrent.ScheduledFuture;
 import io.warren.Address;
@@ -16,6 +15,7 @@ import io.warren.ConnectionOptions;
 import io.warren.ConnectionTimeoutException;
 import io.warren.codec.Frame;
 import io.warren.codec.FrameDecoder;
+import io.warren.codec.PassThroughInboundHandler;
 import io.warren.codec.ProtocolVersionMismatchException;
 import io.warren.codec.base.AmqpProtocolException;
 import io.warren.codec.base.FrameType;
@@ -44,7 +44,7 @@ import org.slf4j.LoggerFactory;
  * After an error in the decoder itself, which then reads nothing more, the socket closes as soon as
  * connection.close is written: a close-ok could not be read.
  */
-public final class ConnectionHandler extends ChannelInboundHandlerAdapter implements Handshake.Callbacks {
+public final class ConnectionHandler extends PassThroughInboundHandler implements Handshake.Callbacks {
 
     private static final Logger LOG = LoggerFactory.getLogger(ConnectionHandler.class);
 
@@ -219,24 +219,6 @@ public final class ConnectionHandler extends ChannelInboundHandlerAdapter implem
     public void channelWritabilityChanged(ChannelHandlerContext ctx) {
         outbound.writabilityChanged();
         ctx.fireChannelWritabilityChanged();
-    }
-
-    // Netty's adapter marks the events below @Skip; overridden so that adding this handler reads no annotation
-    // (see PipelineInstaller): the first one read in a JVM costs a first connect a tenth of its CPU time.
-
-    @Override
-    public void channelRegistered(ChannelHandlerContext ctx) {
-        ctx.fireChannelRegistered();
-    }
-
-    @Override
-    public void channelUnregistered(ChannelHandlerContext ctx) {
-        ctx.fireChannelUnregistered();
-    }
-
-    @Override
-    public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
-        ctx.fireUserEventTriggered(evt);
     }
 
     /**
