@@ -756,19 +756,49 @@ public final class OutboundPath {
      *                     written, token given back, {@code body} the caller's
      */
     public boolean writeDirect(ByteBuf head, ByteBuf body) throws IOException {
+        gatherDirect(head, body);
+        return writeGathered(head, body);
+    }
+
+    /**
+     * The first half of {@link #writeDirect}: takes the views of {@code head}, {@code body} and the end octet for the
+     * gathering write, and commits to nothing. Token holder (CALLER); {@code body} stays the caller's. A caller that
+     * must do something between a body known to be writable and its first byte on the wire (spend its confirm
+     * number) does it next, then calls {@link #writeGathered}.
+     *
+     * @throws RuntimeException when {@code body} cannot be written (released, no NIO view): the token is given back
+     */
+    public void gatherDirect(ByteBuf head, ByteBuf body) {
+        ByteBuffer[] g = gather;
+        try {
+            g[0] = head.internalNioBuffer(head.readerIndex(), head.readableBytes());
+            // internalNioBuffer is the buffer's own, reused view: only for a body no other owner or thread can touch
+            // meanwhile (a derived buffer's is its parent's, which another slice's writer may be using)
+            g[1] = body.refCnt() == 1 && body.unwrap() == null
+                    ? body.internalNioBuffer(body.readerIndex(), body.readableBytes())
+                    : body.nioBuffer(body.readerIndex(), body.readableBytes());
+            g[2] = callerEnd.clear();
+        } catch (RuntimeException e) {
+            g[0] = g[1] = g[2] = null;
+            releaseCaller(); // a body that throws here (released, say) must not keep the token
+            throw e;
+        }
+    }
+
+    /**
+     * The second half of {@link #writeDirect}: the gathering write of what {@link #gatherDirect} took, with
+     * {@link #writeDirect}'s outcomes (the token given back or kept for {@link #handOver}, {@code body} taken unless
+     * the socket refuses it). Token holder (CALLER).
+     *
+     * @throws IOException when the socket refused it (or a RuntimeException from it): nothing was written, the token
+     *                     is given back and {@code body} stays the caller's
+     */
+    public boolean writeGathered(ByteBuf head, ByteBuf body) throws IOException {
         int headLength = head.readableBytes();
         int bodyLength = body.readableBytes();
         ByteBuffer[] g = gather;
         long written;
         try {
-            // the views inside the try: a body that throws here (released, say) must not keep the token
-            g[0] = head.internalNioBuffer(head.readerIndex(), headLength);
-            // internalNioBuffer is the buffer's own, reused view: only for a body no other owner or thread can touch
-            // meanwhile (a derived buffer's is its parent's, which another slice's writer may be using)
-            g[1] = body.refCnt() == 1 && body.unwrap() == null
-                    ? body.internalNioBuffer(body.readerIndex(), bodyLength)
-                    : body.nioBuffer(body.readerIndex(), bodyLength);
-            g[2] = callerEnd.clear();
             written = socket.write(g, 0, 3);
         } catch (IOException | RuntimeException e) {
             g[0] = g[1] = g[2] = null;

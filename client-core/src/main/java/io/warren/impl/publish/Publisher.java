@@ -134,8 +134,6 @@ public final class Publisher {
     private boolean retryQueued;
 
     private final Runnable retryHeld = this::retryHeld;
-    /** Takes callers' records on the loop: a caller that saw {@code direct} cleared after its record asks for it. */
-    private final Runnable takeCallers = this::takeCallers;
 
     /** Created with its channel, on the event loop: registers basic.ack, basic.nack and basic.return. */
     public Publisher(ChannelState state, Channel channel, PublishCarryOver carryOver) {
@@ -269,8 +267,7 @@ public final class Publisher {
                 // the window is full (held on the loop, in order), or a head too large for the caller's buffer
                 outbound.releaseCaller();
             } else if (c != null) {
-                writeConfirmed(c, sequence, head, body, mandatory, future);
-                return null;
+                return writeConfirmed(c, sequence, head, body, mandatory, future);
             } else {
                 try {
                     if (writeDirect(head, body, future)) {
@@ -334,19 +331,27 @@ public final class Publisher {
      * the ack always finds it. A socket that refuses it (nothing written) is a connection going: it is closed, as
      * Netty closes one whose write fails, and the publish fails unconfirmed with the channel's others.
      */
-    private void writeConfirmed(
+    private RuntimeException writeConfirmed(
             ConfirmTracker c,
             long sequence,
             ByteBuf head,
             ByteBuf body,
             boolean mandatory,
             CompletableFuture<PublishOutcome> future) {
+        try {
+            outbound.gatherDirect(head, body);
+        } catch (RuntimeException e) {
+            // the body, not the socket, cannot be written (the token is given back): its number is not spent yet,
+            // so this publish fails alone, as outside confirm mode
+            ReferenceCountUtil.safeRelease(body);
+            return e;
+        }
         // counted before the record: the loop may settle it from then on
         metrics.messagePublished();
         metrics.awaitingConfirm();
         c.recordCaller(sequence, future, mandatory, metrics.timesConfirms() ? System.nanoTime() : 0);
         try {
-            if (!outbound.writeDirect(head, body)) {
+            if (!outbound.writeGathered(head, body)) {
                 outbound.handOver(null);
             }
         } catch (java.io.IOException | RuntimeException e) {
@@ -357,9 +362,11 @@ public final class Publisher {
         if (!direct) {
             // The loop cleared `direct` (a close, say) and may have taken the records before this one: it takes
             // this one too. Record, then read `direct`; the loop writes `direct`, then takes: one of the two sees
-            // the other (volatile accesses are totally ordered).
-            outbound.execute(takeCallers);
+            // the other (volatile accesses are totally ordered). A loop that has ended takes nothing: the task is
+            // discarded, and fails this publish itself (a no-op when the loop took and settled it first).
+            outbound.execute(new TakeCallers(sequence, future));
         }
+        return null;
     }
 
     /** True when a publish now would be written at once; see {@link io.warren.Channel#isWritable()}. */
@@ -375,7 +382,7 @@ public final class Publisher {
         }
         CompletableFuture<Void> f = new CompletableFuture<>();
         // Behind this thread's queued publishes: they are counted by the time the event loop looks.
-        outbound.execute(() -> addWaiter(f));
+        outbound.execute(new AddWaiter(f));
         return f;
     }
 
@@ -412,7 +419,30 @@ public final class Publisher {
                         frame,
                         (reply, f) -> f.complete(null),
                         selected);
-        outbound.execute(() -> {
+        outbound.execute(new SelectTask(frame, request, selected, result));
+        return result;
+    }
+
+    /** confirm.select on the loop; discarded (frame released, caller failed) when the loop has ended. */
+    private final class SelectTask implements OutboundPath.DiscardableTask {
+        private final ByteBuf frame;
+        private final ChannelRpc.Request<Void> request;
+        private final CompletableFuture<Void> selected;
+        private final CompletableFuture<Void> result;
+
+        SelectTask(
+                ByteBuf frame,
+                ChannelRpc.Request<Void> request,
+                CompletableFuture<Void> selected,
+                CompletableFuture<Void> result) {
+            this.frame = frame;
+            this.request = request;
+            this.selected = selected;
+            this.result = result;
+        }
+
+        @Override
+        public void run() {
             boolean entering = confirms == null;
             if (entering) {
                 selecting++;
@@ -421,8 +451,63 @@ public final class Publisher {
             // The only dependent of `selected`: confirm mode is on before the caller's code sees the result.
             selected.whenComplete((v, e) -> onSelected(entering, e, result));
             state.call(request);
-        });
-        return result;
+        }
+
+        @Override
+        public void discard(Throwable cause) {
+            frame.release(); // never handed to the channel's RPC queue
+            result.completeExceptionally(closedError(cause));
+        }
+    }
+
+    /** Adds a {@link #whenWritable} waiter on the loop; fails it when the loop has ended. */
+    private final class AddWaiter implements OutboundPath.DiscardableTask {
+        private final CompletableFuture<Void> waiter;
+
+        AddWaiter(CompletableFuture<Void> waiter) {
+            this.waiter = waiter;
+        }
+
+        @Override
+        public void run() {
+            addWaiter(waiter);
+        }
+
+        @Override
+        public void discard(Throwable cause) {
+            waiter.completeExceptionally(closedError(cause));
+        }
+    }
+
+    /**
+     * Takes callers' records on the loop, for a caller that saw {@code direct} cleared after its record. When the
+     * loop has ended nothing will take that record: its publish fails here (any thread; a completed future is left
+     * as it is).
+     */
+    private final class TakeCallers implements OutboundPath.DiscardableTask {
+        private final long sequence;
+        private final CompletableFuture<PublishOutcome> future;
+
+        TakeCallers(long sequence, CompletableFuture<PublishOutcome> future) {
+            this.sequence = sequence;
+            this.future = future;
+        }
+
+        @Override
+        public void run() {
+            takeCallers();
+        }
+
+        @Override
+        public void discard(Throwable cause) {
+            if (future != null) {
+                future.completeExceptionally(new PublishNotConfirmedException(
+                        "publish " + sequence + " on channel " + number + " was not confirmed: " + cause.getMessage(),
+                        cause,
+                        number,
+                        true));
+            }
+        }
     }
 
     // ---- event loop --------------------------------------------------------------------------------------
