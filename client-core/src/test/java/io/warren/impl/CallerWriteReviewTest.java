@@ -135,7 +135,7 @@ class CallerWriteReviewTest {
     @Test
     void aConfirmedPublishWhoseBodyCannotBeWrittenFailsAloneAndTheConnectionGoesOn() throws Exception {
         Channel ch = open(true);
-        ByteBuf broken = new BrokenBody(body());
+        ByteBuf broken = new CallerWriteTest.BrokenBody(body());
         CompletableFuture<PublishOutcome> f =
                 ch.publish("x", "rk", false, BasicProperties.EMPTY, broken).toCompletableFuture();
         assertTrue(f.handle((o, e) -> e).get(10, TimeUnit.SECONDS) != null, "the broken publish failed");
@@ -147,22 +147,5 @@ class CallerWriteReviewTest {
                 ch.publish("x", "rk", false, BasicProperties.EMPTY, body())
                         .toCompletableFuture()
                         .get(10, TimeUnit.SECONDS));
-    }
-
-    /** A body whose NIO views throw. */
-    private static final class BrokenBody extends io.netty.buffer.WrappedByteBuf {
-        BrokenBody(ByteBuf buf) {
-            super(buf);
-        }
-
-        @Override
-        public java.nio.ByteBuffer nioBuffer(int index, int length) {
-            throw new IllegalStateException("no NIO view of this body");
-        }
-
-        @Override
-        public java.nio.ByteBuffer internalNioBuffer(int index, int length) {
-            throw new IllegalStateException("no NIO view of this body");
-        }
     }
 }

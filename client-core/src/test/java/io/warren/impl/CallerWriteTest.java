@@ -280,7 +280,7 @@ class CallerWriteTest {
     }
 
     /** A body whose NIO views throw: the JDK socket cannot take it (its heap copy for the loop would work). */
-    private static final class BrokenBody extends io.netty.buffer.WrappedByteBuf {
+    static final class BrokenBody extends io.netty.buffer.WrappedByteBuf {
         BrokenBody(ByteBuf buf) {
             super(buf);
         }
