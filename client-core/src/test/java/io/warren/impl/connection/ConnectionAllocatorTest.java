@@ -17,24 +17,14 @@ import java.nio.channels.SocketChannel;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.Test;
 
 /** Over a real socket: what Warren's NIO channel does with the buffers its allocator gives and the heap it is given. */
 class ConnectionAllocatorTest {
 
-    private SmallSocketServer sockets;
-
-    @BeforeEach
-    void start() throws Exception {
-        sockets = new SmallSocketServer();
-    }
-
-    @AfterEach
-    void stop() throws Exception {
-        sockets.close();
-    }
+    @AutoClose
+    private final SmallSocketServer sockets = new SmallSocketServer();
 
     @Test
     void aHeapBodyIsWrittenAsItIsWithoutAPooledDirectCopy() throws Exception {

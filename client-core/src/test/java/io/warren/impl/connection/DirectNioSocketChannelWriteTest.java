@@ -19,8 +19,7 @@ import java.util.List;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.AutoClose;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -30,17 +29,8 @@ import org.junit.jupiter.api.Timeout;
  */
 class DirectNioSocketChannelWriteTest {
 
-    private SmallSocketServer sockets;
-
-    @BeforeEach
-    void start() throws Exception {
-        sockets = new SmallSocketServer();
-    }
-
-    @AfterEach
-    void stop() throws Exception {
-        sockets.close();
-    }
+    @AutoClose
+    private final SmallSocketServer sockets = new SmallSocketServer();
 
     /** Reads {@code length} bytes, a small read at a time (the peer is slow: the writer meets a full socket). */
     private static byte[] readAll(SocketChannel peer, int length) throws Exception {

@@ -6,6 +6,7 @@ import io.netty.channel.ChannelOption;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.nio.NioIoHandler;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
 import java.net.StandardSocketOptions;
 import java.nio.channels.ServerSocketChannel;
@@ -22,14 +23,15 @@ final class SmallSocketServer implements AutoCloseable {
     private final MultiThreadIoEventLoopGroup group = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
     private final ServerSocketChannel server;
 
-    SmallSocketServer() throws IOException {
+    /** Opens the server; a test holds it in an {@code @AutoClose} field, one per test. */
+    SmallSocketServer() {
         try {
             server = ServerSocketChannel.open()
                     .setOption(StandardSocketOptions.SO_RCVBUF, 4096)
                     .bind(new InetSocketAddress("127.0.0.1", 0));
         } catch (IOException | RuntimeException e) {
             group.shutdownGracefully(0, 1, TimeUnit.SECONDS);
-            throw e;
+            throw e instanceof IOException io ? new UncheckedIOException(io) : (RuntimeException) e;
         }
     }
 
