@@ -18,7 +18,8 @@ import io.netty.util.concurrent.FastThreadLocalThread;
  *       application published as a {@code byte[]}) to the socket as it is. Told the pool is there, the channel copies
  *       each heap buffer into a new pooled direct buffer at {@code write()} and keeps the copy until the socket takes
  *       it: a 1 MiB body was 1 MiB of the pool per message in flight. Passed on, {@link DirectNioSocketChannel}
- *       copies it as the socket takes it, 512 KiB at a time at most, into a staging buffer from this pool, each byte once (a
+ *       copies one of 16 KiB or more as the socket takes it, 512 KiB at a time at most, into a staging buffer from
+ *       this pool, each byte once, and leaves a smaller one to the JDK's copy at the write, as Netty does (a
  *       publishing thread that writes a body itself hands its heap buffer to the JDK, which copies it into that
  *       thread's temporary direct buffer, as a blocking client writing a {@code byte[]} does). The native transports
  *       copy through this allocator either way.
