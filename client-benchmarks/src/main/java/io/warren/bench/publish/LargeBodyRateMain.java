@@ -3,6 +3,7 @@ package io.warren.bench.publish;
 import io.warren.bench.publish.OneConnectionPublishers.Body;
 import io.warren.perf.DirectMemory;
 import io.warren.perf.PeakSampler;
+import io.warren.perf.RunCosts;
 import java.util.Locale;
 
 /**
@@ -15,16 +16,23 @@ import java.util.Locale;
  * done when every message is written to the socket (Warren: the last publish's outcome; amqp-client: the call
  * returned). Prints msg/s and the peak direct memory of the process ({@link DirectMemory}: the JDK's direct buffer
  * pool, which holds Netty's pooled chunks and the socket's temporary buffers, plus what Netty allocated without a
- * cleaner, if it does), sampled every 100 us.
- * One warm-up run, then one measured run; one client per JVM, so alternate clients run by run.
+ * cleaner, if it does), sampled every 100 us, and what each message cost ({@link RunCosts}: the process's CPU, its
+ * threads' context switches but the sampler's, and the CPU of the RabbitMQ nodes on this machine).
+ * One warm-up run, then RUNS measured runs (default 1) in the same JVM: a short run's rate includes the JIT
+ * compiling the client's write path, later runs show the steady state. One client per JVM, so alternate clients
+ * JVM by JVM.
  *
  * <pre>
- * java -cp client-benchmarks/target/benchmarks.jar io.warren.bench.publish.LargeBodyRateMain warren|warren-array|amqp-client SIZE THREADS MESSAGES [uri]
- *   e.g.  warren 65536 1 10000      64 KiB, one thread
- *         warren 1048576 16 100     16 threads x 100 x 1 MiB on one connection
+ * java -cp client-benchmarks/target/benchmarks.jar io.warren.bench.publish.LargeBodyRateMain warren|warren-array|amqp-client SIZE THREADS MESSAGES [RUNS] [uri]
+ *   e.g.  warren 65536 1 10000          64 KiB, one thread
+ *         warren 1048576 16 100         16 threads x 100 x 1 MiB on one connection
+ *         warren-array 1048576 16 500 4 the same, 500 each, four measured runs
  * </pre>
  */
 public final class LargeBodyRateMain {
+
+    /** The direct-memory sampler's thread: it wakes every 100 us, so its switches are left out of the client's. */
+    private static final String SAMPLER = "direct-peak";
 
     private LargeBodyRateMain() {}
 
@@ -33,7 +41,12 @@ public final class LargeBodyRateMain {
         int size = Integer.parseInt(args[1]);
         int threads = Integer.parseInt(args[2]);
         int messages = Integer.parseInt(args[3]);
-        String uri = args.length > 4 ? args[4] : "amqp://guest:guest@127.0.0.1:5672";
+        int next = 4;
+        int runs = 1;
+        if (args.length > next && !args[next].startsWith("amqp")) {
+            runs = Integer.parseInt(args[next++]);
+        }
+        String uri = args.length > next ? args[next] : "amqp://guest:guest@127.0.0.1:5672";
         byte[] body = new byte[size];
         String exchange = "warren-bench.large-rate." + Long.toHexString(System.nanoTime());
         OneConnectionPublishers runner = client.startsWith("warren")
@@ -49,40 +62,50 @@ public final class LargeBodyRateMain {
                         uri, "large-body rate (amqp-client)", exchange, threads, false, body);
         try {
             runner.run(messages); // warm-up: JIT, pools
-            long start;
-            double seconds;
-            long peak;
-            String parts;
-            // the total, and its two parts: what Netty allocated without a cleaner, the JDK's pool
-            try (PeakSampler direct = new PeakSampler(
-                    "direct-peak",
-                    100_000,
-                    DirectMemory::used,
-                    DirectMemory::nettyNoCleanerUsed,
-                    DirectMemory::jdkUsed)) {
-                start = System.nanoTime();
-                runner.run(messages);
-                seconds = (System.nanoTime() - start) / 1e9;
-                peak = direct.peak(0);
-                parts = String.format(
-                        Locale.ROOT, "Netty %,.1f MB + JDK %,.1f MB", direct.peak(1) / 1e6, direct.peak(2) / 1e6);
+            for (int run = 1; run <= runs; run++) {
+                measure(runner, client, size, threads, messages, runs > 1 ? " run " + run : "");
             }
-            long total = (long) threads * messages;
-            System.out.printf(
-                    Locale.ROOT,
-                    "%-12s %d threads x %d x %d B: %.2f s, %,.0f msg/s, %,.1f MB/s,"
-                            + " peak direct memory %,.1f MB (%s)%n",
-                    client,
-                    threads,
-                    messages,
-                    size,
-                    seconds,
-                    total / seconds,
-                    total * (double) size / seconds / 1e6,
-                    peak / 1e6,
-                    parts);
         } finally {
             runner.close();
         }
+    }
+
+    private static void measure(
+            OneConnectionPublishers runner, String client, int size, int threads, int messages, String label)
+            throws Exception {
+        long start;
+        double seconds;
+        long peak;
+        String parts;
+        RunCosts before;
+        RunCosts after;
+        // the total, and its two parts: what Netty allocated without a cleaner, the JDK's pool
+        try (PeakSampler direct = new PeakSampler(
+                SAMPLER, 100_000, DirectMemory::used, DirectMemory::nettyNoCleanerUsed, DirectMemory::jdkUsed)) {
+            before = RunCosts.now();
+            start = System.nanoTime();
+            runner.run(messages);
+            seconds = (System.nanoTime() - start) / 1e9;
+            after = RunCosts.now();
+            peak = direct.peak(0);
+            parts = String.format(
+                    Locale.ROOT, "Netty %,.1f MB + JDK %,.1f MB", direct.peak(1) / 1e6, direct.peak(2) / 1e6);
+        }
+        long total = (long) threads * messages;
+        System.out.printf(
+                Locale.ROOT,
+                "%-12s %d threads x %d x %d B%s: %.2f s, %,.0f msg/s, %,.1f MB/s,"
+                        + " peak direct memory %,.1f MB (%s); %s%n",
+                client,
+                threads,
+                messages,
+                size,
+                label,
+                seconds,
+                total / seconds,
+                total * (double) size / seconds / 1e6,
+                peak / 1e6,
+                parts,
+                after.perMessage(before, total, SAMPLER));
     }
 }
