@@ -4,6 +4,7 @@ import io.warren.bench.publish.OneConnectionPublishers.Body;
 import io.warren.perf.DirectMemory;
 import io.warren.perf.PeakSampler;
 import io.warren.perf.RunCosts;
+import java.util.List;
 import java.util.Locale;
 
 /**
@@ -36,17 +37,63 @@ public final class LargeBodyRateMain {
 
     private LargeBodyRateMain() {}
 
-    public static void main(String[] args) throws Exception {
-        String client = args[0];
-        int size = Integer.parseInt(args[1]);
-        int threads = Integer.parseInt(args[2]);
-        int messages = Integer.parseInt(args[3]);
-        int next = 4;
-        int runs = 1;
-        if (args.length > next && !args[next].startsWith("amqp")) {
-            runs = Integer.parseInt(args[next++]);
+    /** The command line: a client it knows, positive counts, then optional RUNS and URI. */
+    record Args(String client, int size, int threads, int messages, int runs, String uri) {
+
+        static final String USAGE =
+                "usage: LargeBodyRateMain warren|warren-array|amqp-client SIZE THREADS MESSAGES" + " [RUNS] [uri]";
+
+        /**
+         * @throws IllegalArgumentException naming the usage, for a client it does not know, a count that is not a whole
+         *     number of at least 1, or too many arguments; never with an argument's text
+         */
+        static Args parse(String[] args) {
+            if (args.length < 4
+                    || args.length > 6
+                    || !List.of("warren", "warren-array", "amqp-client").contains(args[0])) {
+                throw new IllegalArgumentException(USAGE);
+            }
+            int next = 4;
+            int runs = 1;
+            // a URI (amqp://, amqps://, in any case) is never a count
+            if (args.length > next && !args[next].contains("://")) {
+                runs = positive(args[next++], "RUNS");
+            }
+            if (args.length > next + 1) {
+                throw new IllegalArgumentException(USAGE);
+            }
+            return new Args(
+                    args[0],
+                    positive(args[1], "SIZE"),
+                    positive(args[2], "THREADS"),
+                    positive(args[3], "MESSAGES"),
+                    runs,
+                    args.length > next ? args[next] : "amqp://guest:guest@127.0.0.1:5672");
         }
-        String uri = args.length > next ? args[next] : "amqp://guest:guest@127.0.0.1:5672";
+
+        private static int positive(String value, String name) {
+            int n;
+            try {
+                n = Integer.parseInt(value);
+            } catch (NumberFormatException e) {
+                // the value is not echoed: a mistyped URI in its place may hold a password
+                throw new IllegalArgumentException(name + " must be a whole number; " + USAGE);
+            }
+            if (n < 1) {
+                throw new IllegalArgumentException(name + " must be at least 1, was " + n + "; " + USAGE);
+            }
+            return n;
+        }
+    }
+
+    public static void main(String[] argv) throws Exception {
+        Args args = Args.parse(argv);
+        String client = args.client();
+        int size = args.size();
+        int threads = args.threads();
+        int messages = args.messages();
+        int runs = args.runs();
+        String uri = args.uri();
         byte[] body = new byte[size];
         String exchange = "warren-bench.large-rate." + Long.toHexString(System.nanoTime());
         OneConnectionPublishers runner = client.startsWith("warren")
