@@ -7,7 +7,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.Locale;
 import java.util.Map;
 
 /**
@@ -40,7 +39,7 @@ public final class RunCosts {
         long cpu = ManagementFactory.getOperatingSystemMXBean() instanceof OperatingSystemMXBean os
                 ? os.getProcessCpuTime()
                 : -1;
-        return new RunCosts(cpu, ContextSwitches.perThread(), brokerTicks());
+        return new RunCosts(cpu, ContextSwitches.perThread(), cpuTicksOfAll(BROKER));
     }
 
     /**
@@ -51,23 +50,17 @@ public final class RunCosts {
     public String perMessage(RunCosts start, long messages, String excluded) {
         Long voluntary = ContextSwitches.since(start.switches, switches, excluded::equals, 0);
         Long involuntary = ContextSwitches.since(start.switches, switches, excluded::equals, 1);
-        String cpu = cpuNanos < 0 || start.cpuNanos < 0
-                ? "-"
-                : String.format(Locale.ROOT, "%,.1f us", (cpuNanos - start.cpuNanos) / 1e3 / messages);
-        String cs = voluntary == null
-                ? "-"
-                : String.format(Locale.ROOT, "%.2f", (voluntary + involuntary) / (double) messages);
-        String broker = brokerTicks < 0 || start.brokerTicks < 0
-                ? "-"
-                : String.format(
-                        Locale.ROOT,
-                        "%,.1f us",
-                        (brokerTicks - start.brokerTicks) * (double) NANOS_PER_TICK / 1e3 / messages);
-        return "process CPU " + cpu + ", " + cs + " context switches, broker CPU " + broker + " per message";
+        Double cpu = cpuNanos < 0 || start.cpuNanos < 0 ? null : (cpuNanos - start.cpuNanos) / 1e3 / messages;
+        Double cs = voluntary == null ? null : (voluntary + involuntary) / (double) messages;
+        Double broker = brokerTicks < 0 || start.brokerTicks < 0
+                ? null
+                : (brokerTicks - start.brokerTicks) * (double) NANOS_PER_TICK / 1e3 / messages;
+        return "process CPU " + Format.number(cpu, 1) + " us, " + Format.number(cs, 2)
+                + " context switches, broker CPU " + Format.number(broker, 1) + " us per message";
     }
 
-    /** User + system ticks of every beam.smp process alive now; -1 without /proc or without one. */
-    private static long brokerTicks() {
+    /** User + system ticks of every process named {@code name} alive now; -1 without /proc or without one. */
+    static long cpuTicksOfAll(String name) {
         Path proc = Path.of("/proc");
         if (!Files.isDirectory(proc)) {
             return -1;
@@ -77,7 +70,7 @@ public final class RunCosts {
         try (DirectoryStream<Path> pids = Files.newDirectoryStream(proc, "[0-9]*")) {
             for (Path pid : pids) {
                 try {
-                    long ticks = cpuTicks(Files.readString(pid.resolve("stat"), StandardCharsets.US_ASCII), BROKER);
+                    long ticks = cpuTicks(Files.readString(pid.resolve("stat"), StandardCharsets.US_ASCII), name);
                     if (ticks >= 0) {
                         total += ticks;
                         found = true;
