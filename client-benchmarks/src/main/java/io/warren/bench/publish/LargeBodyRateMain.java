@@ -136,13 +136,13 @@ public final class LargeBodyRateMain {
             after = RunCosts.now();
             peak = direct.peak(0);
             parts = String.format(
-                    Locale.ROOT, "Netty %,.1f MB + JDK %,.1f MB", direct.peak(1) / 1e6, direct.peak(2) / 1e6);
+                    Locale.ROOT, "Netty %,.2f MB + JDK %,.2f MB", direct.peak(1) / 1e6, direct.peak(2) / 1e6);
         }
         long total = (long) threads * messages;
         System.out.printf(
                 Locale.ROOT,
                 "%-12s %d threads x %d x %d B%s: %.2f s, %,.0f msg/s, %,.1f MB/s,"
-                        + " peak direct memory %,.1f MB (%s); %s%n",
+                        + " peak direct memory %,.2f MB (%s); %s%n",
                 client,
                 threads,
                 messages,
