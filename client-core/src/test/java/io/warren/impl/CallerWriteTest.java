@@ -234,25 +234,28 @@ class CallerWriteTest {
     }
 
     /**
-     * A large heap body is written by the event loop: written by its caller, the JDK would copy it into a direct
-     * buffer it keeps for that thread. A small heap body and a large direct one are written by their callers.
+     * A heap body the channel would stage (16 KiB or more) is written by the event loop, through the connection's
+     * staging buffer: written by its caller, the JDK would copy it into a direct buffer it keeps for that thread. A
+     * smaller heap body and a large direct one are written by their callers.
      */
     @Test
     void onlyDirectOrSmallHeapBodiesAreWrittenByTheirCallers() throws Exception {
         Channel ch = open();
         publishAndRead(ch, "before");
-        byte[] large = filled(100_000);
-
         long before = callerWrites();
-        assertSame(
-                PublishOutcome.SENT,
-                ch.publish("", "q", false, PROPS, Unpooled.wrappedBuffer(large))
-                        .toCompletableFuture()
-                        .get(10, TimeUnit.SECONDS));
-        assertArrayEquals(large, peer.nextBody());
-        assertEquals(before, callerWrites(), "a 100 kB heap body: written by the event loop");
+        for (int size : new int[] {100_000, 64 * 1024, 16 * 1024 + 1}) {
+            byte[] large = filled(size);
+            loopPass();
+            assertSame(
+                    PublishOutcome.SENT,
+                    ch.publish("", "q", false, PROPS, Unpooled.wrappedBuffer(large))
+                            .toCompletableFuture()
+                            .get(10, TimeUnit.SECONDS));
+            assertArrayEquals(large, peer.nextBody());
+            assertEquals(before, callerWrites(), "a heap body of " + size + " B: written by the event loop");
+        }
 
-        byte[] small = filled(64 * 1024); // Publisher.MAX_CALLER_HEAP_BODY
+        byte[] small = filled(16 * 1024); // Publisher.MAX_CALLER_HEAP_BODY
         loopPass();
         assertSame(
                 PublishOutcome.SENT,
@@ -260,8 +263,9 @@ class CallerWriteTest {
                         .toCompletableFuture()
                         .get(10, TimeUnit.SECONDS));
         assertArrayEquals(small, peer.nextBody());
-        assertEquals(before + 1, callerWrites(), "a 64 KiB heap body: written by its caller");
+        assertEquals(before + 1, callerWrites(), "a 16 KiB heap body: written by its caller");
 
+        byte[] large = filled(100_000);
         loopPass();
         ByteBuf direct = ByteBufAllocator.DEFAULT.directBuffer(large.length).writeBytes(large);
         assertSame(

@@ -26,8 +26,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * large as the largest gathering write (a 16 MiB body: 16 MiB, for good; 1 MiB bodies: 1 MiB besides the pool).
  *
  * <p>Here the bytes at the head of the outbound buffer that are heap (and the small direct pieces between them: frame
- * headers, end octets) are copied into one direct buffer of {@value #STAGING_CAPACITY} bytes from the connection's
- * allocator, which is written, followed by the direct buffers after it (not copied). What the socket does not take
+ * headers, end octets) are copied into one direct buffer from the connection's allocator ({@value #STAGING_CAPACITY}
+ * bytes when that much is waiting as the burst begins, {@value #SMALL_STAGING_CAPACITY} otherwise), which is written,
+ * followed by the direct buffers after it (not copied). What the socket does not take
  * stays staged and is written first next time: every heap byte is copied exactly once. Heap buffers below
  * {@value #STAGE_FROM} bytes at the head are left to the JDK, as Netty hands them over. Netty's accounting is
  * unchanged: a buffer leaves the outbound buffer (its promise completes) when the socket took its last byte, and the
@@ -38,12 +39,23 @@ import java.util.concurrent.atomic.AtomicLong;
 public final class DirectNioSocketChannel extends NioSocketChannel {
 
     /**
-     * The staging buffer's size: the most heap bytes one socket write carries. 16 threads' 1 MiB heap bodies into
-     * RabbitMQ cost the process 10.4 s of CPU per 9.6 GiB written with 128 KiB (amqp-client's write size: four times
-     * the syscalls and OP_WRITE wake-ups of Netty's gathering writes), 7.9-8.9 s with 512 KiB, 8.1-8.5 s before the
-     * staging buffer. Half the pool's chunk: it comes from the chunk the loop's reads use, and adds no memory.
+     * The staging buffer's size under a heavy stream: the most heap bytes one socket write carries. 16 threads' 1 MiB
+     * heap bodies into RabbitMQ cost the process 10.4 s of CPU per 9.6 GiB written with 128 KiB (amqp-client's write
+     * size: four times the syscalls and OP_WRITE wake-ups of Netty's gathering writes), 7.9-8.9 s with 512 KiB,
+     * 8.1-8.5 s before the staging buffer. A quarter of the large pool's chunk: it comes from the chunk a busy loop's reads
+     * use.
      */
     static final int STAGING_CAPACITY = 512 * 1024;
+
+    /**
+     * The staging buffer's size when less than {@link #STAGING_CAPACITY} bytes are waiting as a burst begins (a
+     * moderate stream: one thread's 64 KiB bodies): a 64 KiB body with its frames in one write, from the small pool's
+     * chunk, so that such a connection holds no chunk of the large pool at all (see {@link ConnectionAllocator}).
+     * Smaller writes cost the broker more per message: a 32 KiB one took one thread's 64 KiB bodies from 24,640 to
+     * 21,598 msg/s (medians of 6 runs, alternated with the 512 KiB one), the broker's CPU from 28-35 to 34-40 us per
+     * message.
+     */
+    static final int SMALL_STAGING_CAPACITY = ConnectionAllocator.SMALL_STAGING_MAX;
 
     /** A direct buffer below this size between heap ones is copied with them rather than given an iovec of its own. */
     static final int SMALL_DIRECT = 1024;
@@ -64,8 +76,10 @@ public final class DirectNioSocketChannel extends NioSocketChannel {
     private ByteBuf staging;
     /** The most bytes offered to one gathering write, adapted as Netty's NioSocketChannel adapts its own. */
     private long maxBytesPerGatheringWrite;
-    /** Heap bytes staged and socket writes made; read when all is quiet (tests). */
+    /** Heap bytes staged; read when all is quiet (tests). */
     private long heapBytesStaged;
+    /** The capacity of the last staging buffer taken; read when all is quiet (tests). */
+    private int lastStagingCapacity;
 
     /** The JDK channel under this one. */
     SocketChannel socket() {
@@ -75,6 +89,11 @@ public final class DirectNioSocketChannel extends NioSocketChannel {
     /** Heap bytes (and small direct pieces among them) copied into the staging buffer so far; event loop (tests). */
     long stagedBytes() {
         return heapBytesStaged;
+    }
+
+    /** The capacity of the last staging buffer taken, 0 before the first; event loop (tests). */
+    int lastStagingCapacity() {
+        return lastStagingCapacity;
     }
 
     /**
@@ -105,13 +124,15 @@ public final class DirectNioSocketChannel extends NioSocketChannel {
             }
             long attempted;
             long written;
-            if (staged == 0 && !startsWithHeap(nio, count)) {
+            // a burst that holds a staging buffer stages the rest of a body too, however small, rather than leave it
+            // to the JDK's temporary buffers
+            if (staged == 0 && !startsWithHeap(nio, count, staging != null ? 1 : STAGE_FROM)) {
                 // Netty's gathering write: no heap bytes to stage at the head
                 int n = unstagedRun(nio, count, maxBytesPerGatheringWrite);
                 attempted = bytes(nio, 0, n);
                 written = n == 1 ? ch.write(nio[0]) : ch.write(nio, 0, n);
             } else {
-                int first = staged > 0 ? count : stage(nio, count);
+                int first = staged > 0 ? count : stage(nio, count, in.totalPendingWriteBytes());
                 ByteBuffer view = staging.internalNioBuffer(staging.readerIndex(), staging.readableBytes());
                 // the staged view, then the direct buffers after what it holds; the slot before them was copied
                 int after = first < count && !staging.isWritable()
@@ -150,14 +171,14 @@ public final class DirectNioSocketChannel extends NioSocketChannel {
     }
 
     /**
-     * Whether the first buffer is a heap one of at least {@value #STAGE_FROM} bytes, or small direct pieces before
-     * such a one (see {@link #stage}).
+     * Whether the first buffer is a heap one of at least {@code minHeap} bytes, or small direct pieces before such a
+     * one (see {@link #stage}).
      */
-    private static boolean startsWithHeap(ByteBuffer[] nio, int count) {
+    private static boolean startsWithHeap(ByteBuffer[] nio, int count, int minHeap) {
         for (int i = 0; i < count; i++) {
             ByteBuffer b = nio[i];
             if (!b.isDirect()) {
-                return b.remaining() >= STAGE_FROM;
+                return b.remaining() >= minHeap;
             }
             if (b.remaining() >= SMALL_DIRECT) {
                 return false;
@@ -169,11 +190,16 @@ public final class DirectNioSocketChannel extends NioSocketChannel {
     /**
      * Copies the buffers from the head that are heap or small direct into the (empty) staging buffer, until it is
      * full or a large direct buffer comes; positions are left as they are. Returns the index of the first buffer not
-     * wholly copied, at least 1.
+     * wholly copied, at least 1. {@code pending}: the bytes in the outbound buffer, which size a new staging buffer.
      */
-    private int stage(ByteBuffer[] nio, int count) {
+    private int stage(ByteBuffer[] nio, int count, long pending) {
         if (staging == null) {
-            staging = alloc().directBuffer(STAGING_CAPACITY, STAGING_CAPACITY);
+            // sized once a burst, by what is waiting: it goes back to the pool when the burst is written
+            int capacity = pending >= STAGING_CAPACITY ? STAGING_CAPACITY : SMALL_STAGING_CAPACITY;
+            staging = alloc() instanceof ConnectionAllocator connection
+                    ? connection.stagingBuffer(capacity)
+                    : alloc().directBuffer(capacity, capacity);
+            lastStagingCapacity = capacity;
         }
         staging.clear();
         int i = 0;

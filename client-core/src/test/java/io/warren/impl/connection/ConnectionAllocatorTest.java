@@ -3,18 +3,23 @@ package io.warren.impl.connection;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.PoolArenaMetric;
+import io.netty.buffer.PoolChunkListMetric;
+import io.netty.buffer.PoolChunkMetric;
 import io.netty.buffer.PooledByteBufAllocator;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
+import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.Random;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AutoClose;
@@ -59,26 +64,81 @@ class ConnectionAllocatorTest {
     }
 
     @Test
-    void readsAndTheLoopsOwnBuffersComeFromWarrensPoolOfSmallChunks() throws Exception {
+    void readsAndTheLoopsOwnBuffersComeFromWarrensPoolsSmallOnesFromSmallChunks() throws Exception {
         Channel ch = sockets.connect();
         try (SocketChannel peer = sockets.accept()) {
-            CompletableFuture<ByteBuf> onLoop = new CompletableFuture<>();
-            ch.eventLoop().execute(() -> onLoop.complete(ch.alloc().buffer(64)));
-            ByteBuf loopBuffer = onLoop.get(10, TimeUnit.SECONDS);
-            ByteBuf read = ch.alloc().ioBuffer(64);
+            PooledByteBufAllocator small = ConnectionAllocator.INSTANCE.pools()[0];
+            PooledByteBufAllocator large = ConnectionAllocator.INSTANCE.pools()[1];
+            // Warren's own pools, not the application's default one: 128 KiB and 2 MiB chunks instead of 4 MiB
+            assertNotSame(PooledByteBufAllocator.DEFAULT, small);
+            assertNotSame(PooledByteBufAllocator.DEFAULT, large);
+            assertEquals(128 << 10, small.metric().chunkSize());
+            assertEquals(2 << 20, large.metric().chunkSize());
+            CompletableFuture<ByteBuf[]> onLoop = new CompletableFuture<>();
+            ch.eventLoop()
+                    .execute(() -> onLoop.complete(new ByteBuf[] {
+                        ch.alloc().buffer(64), // a method frame
+                        ch.alloc().ioBuffer(2048), // a read's first guess
+                        ch.alloc().ioBuffer(ConnectionAllocator.SMALL_MAX),
+                        ch.alloc().ioBuffer(64 * 1024), // a busy consumer's read
+                        ch.alloc().buffer(128 * 1024 + 8), // a frame cumulation at RabbitMQ's frame-max
+                        ConnectionAllocator.INSTANCE.stagingBuffer(ConnectionAllocator.SMALL_STAGING_MAX),
+                        ConnectionAllocator.INSTANCE.stagingBuffer(ConnectionAllocator.SMALL_STAGING_MAX + 1)
+                    }));
+            ByteBuf[] buffers = onLoop.get(10, TimeUnit.SECONDS);
             try {
-                assertTrue(loopBuffer.isDirect());
-                PooledByteBufAllocator pool = assertInstanceOf(PooledByteBufAllocator.class, loopBuffer.alloc());
-                assertTrue(read.isDirect());
-                assertSame(pool, read.alloc());
-                // Warren's own pool, not the application's default one, in chunks of 1 MiB instead of 4 MiB
-                assertNotSame(PooledByteBufAllocator.DEFAULT, pool);
-                assertEquals(1 << 20, pool.metric().chunkSize());
-                assertSame(pool.metric(), ConnectionAllocator.INSTANCE.metric());
+                PooledByteBufAllocator[] expected = {small, small, small, large, large, small, large};
+                for (int i = 0; i < buffers.length; i++) {
+                    assertTrue(buffers[i].isDirect(), "buffer " + i);
+                    assertSame(expected[i], buffers[i].alloc(), "buffer " + i);
+                }
+                assertEquals(
+                        small.metric().usedDirectMemory() + large.metric().usedDirectMemory(),
+                        ConnectionAllocator.INSTANCE.metric().usedDirectMemory(),
+                        "the allocator's metric sums both pools");
             } finally {
-                loopBuffer.release();
-                read.release();
+                for (ByteBuf b : buffers) {
+                    b.release();
+                }
             }
+        } finally {
+            ch.close().sync();
+        }
+    }
+
+    /** The large pool's chunks now, by identity. */
+    private static Set<PoolChunkMetric> largeChunks() {
+        Set<PoolChunkMetric> chunks = Collections.newSetFromMap(new IdentityHashMap<>());
+        for (PoolArenaMetric arena :
+                ConnectionAllocator.INSTANCE.pools()[1].metric().directArenas()) {
+            for (PoolChunkListMetric list : arena.chunkLists()) {
+                list.forEach(chunks::add);
+            }
+        }
+        return chunks;
+    }
+
+    @Test
+    void aLoopThatTakesAndGivesBackItsLargeStagingBufferKeepsOneChunk() throws Exception {
+        Channel ch = sockets.connect();
+        try (SocketChannel peer = sockets.accept()) {
+            // a heavy stream's bursts: the 512 KiB staging buffer taken and given back, again and again
+            CompletableFuture<Integer> chunks = new CompletableFuture<>();
+            ch.eventLoop().execute(() -> {
+                Set<PoolChunkMetric> before = largeChunks();
+                Set<PoolChunkMetric> made = Collections.newSetFromMap(new IdentityHashMap<>());
+                for (int burst = 0; burst < 20; burst++) {
+                    ByteBuf staging =
+                            ConnectionAllocator.INSTANCE.stagingBuffer(DirectNioSocketChannel.STAGING_CAPACITY);
+                    made.addAll(largeChunks());
+                    staging.release();
+                }
+                made.removeAll(before);
+                chunks.complete(made.size());
+            });
+            // Netty frees a chunk whose last buffer goes back; each burst would then make (and zero) a new one
+            int made = chunks.get(10, TimeUnit.SECONDS);
+            assertTrue(made <= 1, "the same chunk served every burst: " + made + " chunks made");
         } finally {
             ch.close().sync();
         }

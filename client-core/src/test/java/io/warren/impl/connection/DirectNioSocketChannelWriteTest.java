@@ -8,7 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.CompositeByteBuf;
 import io.netty.buffer.PoolArenaMetric;
-import io.netty.buffer.PooledByteBufAllocatorMetric;
+import io.netty.buffer.PooledByteBufAllocator;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import java.io.ByteArrayOutputStream;
@@ -47,10 +47,11 @@ class DirectNioSocketChannelWriteTest {
     }
 
     private static long activeDirectAllocations() {
-        PooledByteBufAllocatorMetric metric = (PooledByteBufAllocatorMetric) ConnectionAllocator.INSTANCE.metric();
         long active = 0;
-        for (PoolArenaMetric arena : metric.directArenas()) {
-            active += arena.numActiveAllocations();
+        for (PooledByteBufAllocator pool : ConnectionAllocator.INSTANCE.pools()) {
+            for (PoolArenaMetric arena : pool.metric().directArenas()) {
+                active += arena.numActiveAllocations();
+            }
         }
         return active;
     }
@@ -84,6 +85,47 @@ class DirectNioSocketChannelWriteTest {
             ch.eventLoop().execute(() -> staged.complete(ch.stagedBytes()));
             assertEquals(bytes.length, staged.get(10, TimeUnit.SECONDS), "every heap byte copied exactly once");
             assertEquals(0, body.refCnt(), "released once written");
+            CompletableFuture<Integer> capacity = new CompletableFuture<>();
+            ch.eventLoop().execute(() -> capacity.complete(ch.lastStagingCapacity()));
+            assertEquals(
+                    DirectNioSocketChannel.STAGING_CAPACITY,
+                    capacity.get(10, TimeUnit.SECONDS),
+                    "8 MiB waiting: the large staging buffer");
+        } finally {
+            ch.close().sync();
+        }
+    }
+
+    @Test
+    void aModerateBurstOfHeapBodiesIsStagedInTheSmallBufferEveryByteOnce() throws Exception {
+        DirectNioSocketChannel ch = sockets.connect();
+        try (SocketChannel peer = sockets.accept()) {
+            // 120 KiB waiting: the small staging buffer (72 KiB) takes the first body and 32 KiB of the second, whose
+            // last 8 KiB (below STAGE_FROM) are staged next rather than left to the JDK's temporary buffers
+            int size = 40 * 1024;
+            byte[] bytes = new byte[3 * size];
+            new Random(13).nextBytes(bytes);
+            List<ByteBuf> bodies = new ArrayList<>();
+            for (int i = 0; i < 3; i++) {
+                bodies.add(Unpooled.wrappedBuffer(bytes, i * size, size));
+            }
+            CompletableFuture<Void> queued = new CompletableFuture<>();
+            ch.eventLoop().execute(() -> {
+                ch.write(bodies.get(0));
+                ch.write(bodies.get(1));
+                ch.writeAndFlush(bodies.get(2));
+                queued.complete(null);
+            });
+            queued.get(10, TimeUnit.SECONDS);
+            assertArrayEquals(bytes, readAll(peer, bytes.length), "the bytes arrive intact, in order");
+            CompletableFuture<long[]> seen = new CompletableFuture<>();
+            ch.eventLoop().execute(() -> seen.complete(new long[] {ch.stagedBytes(), ch.lastStagingCapacity()}));
+            long[] staged = seen.get(10, TimeUnit.SECONDS);
+            assertEquals(bytes.length, staged[0], "every heap byte staged, exactly once");
+            assertEquals(DirectNioSocketChannel.SMALL_STAGING_CAPACITY, staged[1], "less than 512 KiB waiting");
+            for (ByteBuf body : bodies) {
+                assertEquals(0, body.refCnt(), "released once written");
+            }
         } finally {
             ch.close().sync();
         }
@@ -126,6 +168,9 @@ class DirectNioSocketChannelWriteTest {
     void theStagingBufferFitsInAChunkOfTheConnectionsPool() {
         // a larger one would be allocated outside the pool (Netty's "huge" allocations), and freed, at every burst
         assertTrue(DirectNioSocketChannel.STAGING_CAPACITY <= ConnectionAllocator.CHUNK_SIZE / 2);
+        // the small one leaves room in its chunk for the loop's reads and heads, and holds a 64 KiB body's frames
+        assertTrue(DirectNioSocketChannel.SMALL_STAGING_CAPACITY <= ConnectionAllocator.SMALL_CHUNK_SIZE * 3 / 4);
+        assertTrue(DirectNioSocketChannel.SMALL_STAGING_CAPACITY >= 64 * 1024 + 64);
     }
 
     @Test
@@ -202,6 +247,12 @@ class DirectNioSocketChannelWriteTest {
         DirectNioSocketChannel ch = sockets.connect();
         try (SocketChannel peer = sockets.accept()) {
             ByteBuf body = Unpooled.wrappedBuffer(new byte[4 << 20]);
+            // the loop's first large buffer anchors its chunk for good (see ConnectionAllocator): taken before counting
+            ch.eventLoop()
+                    .submit(() -> ConnectionAllocator.INSTANCE
+                            .stagingBuffer(DirectNioSocketChannel.STAGING_CAPACITY)
+                            .release())
+                    .sync();
             long active = activeDirectAllocations();
             CompletableFuture<Throwable> written = new CompletableFuture<>();
             ch.writeAndFlush(body).addListener(w -> written.complete(w.cause()));
