@@ -19,10 +19,11 @@ import io.netty.util.concurrent.FastThreadLocalThread;
  *       application published as a {@code byte[]}) to the socket as it is. Told the pool is there, the channel copies
  *       each heap buffer into a new pooled direct buffer at {@code write()} and keeps the copy until the socket takes
  *       it: a 1 MiB body was 1 MiB of the pool per message in flight. Passed on, {@link DirectNioSocketChannel}
- *       copies one of 16 KiB or more as the socket takes it, through a staging buffer from this allocator
- *       ({@link #stagingBuffer}), each byte once, and leaves a smaller one to the JDK's copy at the write, as Netty
- *       does (a publishing thread that writes a body itself hands its heap buffer to the JDK, which copies it into
- *       that thread's temporary direct buffer, as a blocking client writing a {@code byte[]} does). The native
+ *       copies one of 16 KiB or more (and, once a burst holds a staging buffer, any that follows) as the socket takes
+ *       it, through a staging buffer from this allocator ({@link #stagingBuffer}), each byte once, and leaves a
+ *       smaller one to the JDK's copy at the write, as Netty does (a publishing thread that writes a body below
+ *       16 KiB itself hands its heap buffer to the JDK, which copies it into that thread's temporary direct buffer,
+ *       as a blocking client writing a {@code byte[]} does). The native
  *       transports copy through this allocator either way.
  *   <li>{@link #buffer} on a thread that is not one of Netty's (a {@link FastThreadLocalThread}, or a thread run with
  *       fast thread-locals as a client's loop on a plain thread is: event loops) returns an
@@ -39,8 +40,9 @@ import io.netty.util.concurrent.FastThreadLocalThread;
  *       128 KiB chunks a frame cumulation at RabbitMQ's frame-max (128 KiB and its header) no longer fit a chunk, and
  *       consuming 1 MiB bodies ran at 0.63x. A buffer is never moved between the pools: one that grows past its
  *       chunk (a cumulation that started as a frame's 8-byte head) is allocated outside the pool, as Netty does for
- *       any allocation larger than a chunk. Pages and caches are Netty's defaults. No heap arenas: heap buffers are
- *       unpooled.
+ *       any allocation larger than a chunk. Composite buffers are the large pool's, as Netty's allocators make them
+ *       (their components are frame slices). The small pool's pages are 4 KiB; the large pool's pages and both pools'
+ *       caches are Netty's defaults. No heap arenas: heap buffers are unpooled.
  * </ul>
  *
  * Reads ({@link #ioBuffer}) and explicit {@link #directBuffer}s come from the pools.
@@ -103,9 +105,13 @@ public final class ConnectionAllocator implements ByteBufAllocator, ByteBufAlloc
         this.metric = new SumMetric(small.metric(), large.metric());
     }
 
-    /** The large pool, anchored first on an event loop (see {@link #anchor}). */
+    /**
+     * The large pool, anchored first on an event loop (see {@link #anchor}): on a thread that removes its fast
+     * thread-locals when it ends, which releases the anchor. Another thread (an application's own
+     * {@link FastThreadLocalThread} that never cleans up) takes no anchor, which it would keep until it is collected.
+     */
     private PooledByteBufAllocator large() {
-        if (!offLoop()) {
+        if (FastThreadLocalThread.currentThreadWillCleanupFastThreadLocals()) {
             anchor.get();
         }
         return large;
@@ -225,12 +231,12 @@ public final class ConnectionAllocator implements ByteBufAllocator, ByteBufAlloc
 
     @Override
     public CompositeByteBuf compositeBuffer() {
-        return large().compositeBuffer();
+        return large.compositeBuffer();
     }
 
     @Override
     public CompositeByteBuf compositeBuffer(int maxNumComponents) {
-        return large().compositeBuffer(maxNumComponents);
+        return large.compositeBuffer(maxNumComponents);
     }
 
     @Override
@@ -245,12 +251,12 @@ public final class ConnectionAllocator implements ByteBufAllocator, ByteBufAlloc
 
     @Override
     public CompositeByteBuf compositeDirectBuffer() {
-        return large().compositeDirectBuffer();
+        return large.compositeDirectBuffer();
     }
 
     @Override
     public CompositeByteBuf compositeDirectBuffer(int maxNumComponents) {
-        return large().compositeDirectBuffer(maxNumComponents);
+        return large.compositeDirectBuffer(maxNumComponents);
     }
 
     @Override

@@ -27,10 +27,11 @@ import java.util.concurrent.atomic.AtomicLong;
  *
  * <p>Here the bytes at the head of the outbound buffer that are heap (and the small direct pieces between them: frame
  * headers, end octets) are copied into one direct buffer from the connection's allocator ({@value #STAGING_CAPACITY}
- * bytes when that much is waiting as the burst begins, {@value #SMALL_STAGING_CAPACITY} otherwise), which is written,
- * followed by the direct buffers after it (not copied). What the socket does not take
- * stays staged and is written first next time: every heap byte is copied exactly once. Heap buffers below
- * {@value #STAGE_FROM} bytes at the head are left to the JDK, as Netty hands them over. Netty's accounting is
+ * bytes when that much is waiting, {@value #SMALL_STAGING_CAPACITY} otherwise), which is written, followed by the
+ * direct buffers after it (not copied). What the socket does not take stays staged and is written first next time:
+ * every heap byte is copied exactly once. A heap buffer below {@value #STAGE_FROM} bytes at the head of a burst is left
+ * to the JDK, as Netty hands it over; once a burst holds a staging buffer, the heap that follows is staged however
+ * small, rather than kept in the JDK's temporary buffers. Netty's accounting is
  * unchanged: a buffer leaves the outbound buffer (its promise completes) when the socket took its last byte, and the
  * staged bytes are always the first bytes still in it; the JDK {@link ByteBuffer}s Netty caches for its entries are
  * moved on by what was written, as the JDK's own write would have done. The staging buffer goes back to the pool when
@@ -48,7 +49,7 @@ public final class DirectNioSocketChannel extends NioSocketChannel {
     static final int STAGING_CAPACITY = 512 * 1024;
 
     /**
-     * The staging buffer's size when less than {@link #STAGING_CAPACITY} bytes are waiting as a burst begins (a
+     * The staging buffer's size when less than {@link #STAGING_CAPACITY} bytes are waiting (a
      * moderate stream: one thread's 64 KiB bodies): a 64 KiB body with its frames in one write, from the small pool's
      * chunk, so that such a connection holds no chunk of the large pool at all (see {@link ConnectionAllocator}).
      * Smaller writes cost the broker more per message: a 32 KiB one took one thread's 64 KiB bodies from 24,640 to
@@ -61,7 +62,8 @@ public final class DirectNioSocketChannel extends NioSocketChannel {
     static final int SMALL_DIRECT = 1024;
 
     /**
-     * A heap buffer at the head is staged from this size; smaller ones go to the JDK as Netty hands them over. Small
+     * A heap buffer at the head of a burst is staged from this size; smaller ones go to the JDK as Netty hands them
+     * over (a burst that holds a staging buffer stages whatever heap follows). Small
      * bodies gain nothing (the JDK's temporary buffer for them stays small, and a partial write copies little again)
      * and paid for the staging buffer's round trip to the pool at every burst: 16 B heap bodies flooded through the
      * loop cost 2.4 us of CPU per message staged against 1.3-1.5 us (1 KiB: 1.6-1.7 against 1.1).
@@ -89,6 +91,11 @@ public final class DirectNioSocketChannel extends NioSocketChannel {
     /** Heap bytes (and small direct pieces among them) copied into the staging buffer so far; event loop (tests). */
     long stagedBytes() {
         return heapBytesStaged;
+    }
+
+    /** Whether a staging buffer is held now; event loop (tests). */
+    boolean holdsStaging() {
+        return staging != null;
     }
 
     /** The capacity of the last staging buffer taken, 0 before the first; event loop (tests). */
@@ -165,6 +172,10 @@ public final class DirectNioSocketChannel extends NioSocketChannel {
             }
             adjustMaxBytesPerGatheringWrite(attempted, written);
             in.removeBytes(written);
+            if (in.isEmpty()) {
+                // the burst is written: when this was the last spin, Netty's next flush returns before doWrite
+                releaseStaging();
+            }
             --writeSpinCount;
         } while (writeSpinCount > 0);
         incompleteWrite(writeSpinCount < 0);
@@ -193,8 +204,11 @@ public final class DirectNioSocketChannel extends NioSocketChannel {
      * wholly copied, at least 1. {@code pending}: the bytes in the outbound buffer, which size a new staging buffer.
      */
     private int stage(ByteBuffer[] nio, int count, long pending) {
+        if (staging != null && staging.capacity() < STAGING_CAPACITY && pending >= STAGING_CAPACITY) {
+            releaseStaging(); // nothing is staged (stage is called on an empty one): a heavy stream built up
+        }
         if (staging == null) {
-            // sized once a burst, by what is waiting: it goes back to the pool when the burst is written
+            // sized by what is waiting: it goes back to the pool when the burst is written
             int capacity = pending >= STAGING_CAPACITY ? STAGING_CAPACITY : SMALL_STAGING_CAPACITY;
             staging = alloc() instanceof ConnectionAllocator connection
                     ? connection.stagingBuffer(capacity)

@@ -97,6 +97,27 @@ class DirectNioSocketChannelWriteTest {
     }
 
     @Test
+    void theStagingBufferGoesBackWhenTheLastSpinOfAWriteEmptiesTheOutboundBuffer() throws Exception {
+        DirectNioSocketChannel ch = sockets.connect();
+        try (SocketChannel peer = sockets.accept()) {
+            // one write per flush: the write that takes the last bytes is a loop's last spin, after which Netty's
+            // next flush finds nothing to write and never calls doWrite again
+            ch.config().setWriteSpinCount(1);
+            byte[] bytes = new byte[40 * 1024];
+            new Random(17).nextBytes(bytes);
+            CompletableFuture<Throwable> written = new CompletableFuture<>();
+            ch.writeAndFlush(Unpooled.wrappedBuffer(bytes)).addListener(w -> written.complete(w.cause()));
+            assertArrayEquals(bytes, readAll(peer, bytes.length), "the bytes arrive intact");
+            assertNull(written.get(10, TimeUnit.SECONDS));
+            CompletableFuture<Boolean> holds = new CompletableFuture<>();
+            ch.eventLoop().execute(() -> holds.complete(ch.holdsStaging()));
+            assertEquals(false, holds.get(10, TimeUnit.SECONDS), "an idle connection holds no staging buffer");
+        } finally {
+            ch.close().sync();
+        }
+    }
+
+    @Test
     void aModerateBurstOfHeapBodiesIsStagedInTheSmallBufferEveryByteOnce() throws Exception {
         DirectNioSocketChannel ch = sockets.connect();
         try (SocketChannel peer = sockets.accept()) {
