@@ -14,6 +14,7 @@ import io.netty.buffer.PoolChunkMetric;
 import io.netty.buffer.PooledByteBufAllocator;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
+import io.netty.util.concurrent.FastThreadLocalThread;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
 import java.util.Collections;
@@ -104,6 +105,41 @@ class ConnectionAllocatorTest {
         } finally {
             ch.close().sync();
         }
+    }
+
+    @Test
+    void aFastThreadLocalThreadThatNeverCleansUpTakesNoAnchor() throws Exception {
+        // an application's own thread, its run() overridden: its fast thread-locals are never removed, so an anchor
+        // taken there would pin a chunk until the thread object is collected (and be reported as a leak then)
+        long[] active = new long[2];
+        Throwable[] failure = new Throwable[1];
+        FastThreadLocalThread thread = new FastThreadLocalThread() {
+            @Override
+            public void run() {
+                try {
+                    active[0] = largeActiveAllocations();
+                    ConnectionAllocator.INSTANCE.directBuffer(64 * 1024).release();
+                    active[1] = largeActiveAllocations();
+                } catch (Throwable t) {
+                    failure[0] = t;
+                }
+            }
+        };
+        assertFalse(thread.willCleanupFastThreadLocals());
+        thread.start();
+        thread.join(10_000);
+        assertEquals(null, failure[0]);
+        assertEquals(active[0], active[1], "nothing of the large pool is left held by that thread");
+    }
+
+    /** Buffers of the large pool not yet given back, in every arena. */
+    private static long largeActiveAllocations() {
+        long active = 0;
+        for (PoolArenaMetric arena :
+                ConnectionAllocator.INSTANCE.pools()[1].metric().directArenas()) {
+            active += arena.numActiveAllocations();
+        }
+        return active;
     }
 
     /** The large pool's chunks now, by identity. */
