@@ -2,6 +2,7 @@ package io.warren.impl.connection;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -17,6 +18,7 @@ import java.nio.channels.SocketChannel;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
+import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AutoClose;
@@ -56,6 +58,11 @@ class DirectNioSocketChannelWriteTest {
         return active;
     }
 
+    /** What {@code task} returns, run on the channel's event loop. */
+    private static <T> T onLoop(Channel ch, Callable<T> task) throws Exception {
+        return ch.eventLoop().submit(task).get(10, TimeUnit.SECONDS);
+    }
+
     /** A direct buffer from the connection's pool holding {@code bytes}; the caller (or the channel) releases it. */
     private static ByteBuf direct(Channel ch, byte[] bytes, int from, int length) throws Exception {
         CompletableFuture<ByteBuf> made = new CompletableFuture<>();
@@ -81,16 +88,11 @@ class DirectNioSocketChannelWriteTest {
             // Handed to the socket, the 8 MiB would be copied by the JDK into a temporary direct buffer of that size,
             // which its thread keeps, and copied again, all that is left of it, at every partial write (and at the
             // write after one, which the full socket answers with 0): here it goes through the staging buffer.
-            CompletableFuture<Long> staged = new CompletableFuture<>();
-            ch.eventLoop().execute(() -> staged.complete(ch.stagedBytes()));
-            assertEquals(bytes.length, staged.get(10, TimeUnit.SECONDS), "every heap byte copied exactly once");
+            long staged = onLoop(ch, ch::stagedBytes);
+            assertEquals(bytes.length, staged, "every heap byte copied exactly once");
             assertEquals(0, body.refCnt(), "released once written");
-            CompletableFuture<Integer> capacity = new CompletableFuture<>();
-            ch.eventLoop().execute(() -> capacity.complete(ch.lastStagingCapacity()));
-            assertEquals(
-                    DirectNioSocketChannel.STAGING_CAPACITY,
-                    capacity.get(10, TimeUnit.SECONDS),
-                    "8 MiB waiting: the large staging buffer");
+            int capacity = onLoop(ch, ch::lastStagingCapacity);
+            assertEquals(DirectNioSocketChannel.STAGING_CAPACITY, capacity, "8 MiB waiting: the large staging buffer");
         } finally {
             ch.close().sync();
         }
@@ -109,9 +111,7 @@ class DirectNioSocketChannelWriteTest {
             ch.writeAndFlush(Unpooled.wrappedBuffer(bytes)).addListener(w -> written.complete(w.cause()));
             assertArrayEquals(bytes, readAll(peer, bytes.length), "the bytes arrive intact");
             assertNull(written.get(10, TimeUnit.SECONDS));
-            CompletableFuture<Boolean> holds = new CompletableFuture<>();
-            ch.eventLoop().execute(() -> holds.complete(ch.holdsStaging()));
-            assertEquals(false, holds.get(10, TimeUnit.SECONDS), "an idle connection holds no staging buffer");
+            assertFalse(onLoop(ch, ch::holdsStaging), "an idle connection holds no staging buffer");
         } finally {
             ch.close().sync();
         }
@@ -139,9 +139,7 @@ class DirectNioSocketChannelWriteTest {
             });
             queued.get(10, TimeUnit.SECONDS);
             assertArrayEquals(bytes, readAll(peer, bytes.length), "the bytes arrive intact, in order");
-            CompletableFuture<long[]> seen = new CompletableFuture<>();
-            ch.eventLoop().execute(() -> seen.complete(new long[] {ch.stagedBytes(), ch.lastStagingCapacity()}));
-            long[] staged = seen.get(10, TimeUnit.SECONDS);
+            long[] staged = onLoop(ch, () -> new long[] {ch.stagedBytes(), ch.lastStagingCapacity()});
             assertEquals(bytes.length, staged[0], "every heap byte staged, exactly once");
             assertEquals(DirectNioSocketChannel.SMALL_STAGING_CAPACITY, staged[1], "less than 512 KiB waiting");
             for (ByteBuf body : bodies) {
@@ -175,9 +173,7 @@ class DirectNioSocketChannelWriteTest {
             System.arraycopy(kib, 0, all, small.length, kib.length);
             assertArrayEquals(all, readAll(peer, all.length), "the bytes arrive intact, in order");
             // staging a small body costs the staging buffer's trip to the pool and saves nothing
-            CompletableFuture<Long> staged = new CompletableFuture<>();
-            ch.eventLoop().execute(() -> staged.complete(ch.stagedBytes()));
-            assertEquals(0, staged.get(10, TimeUnit.SECONDS), "nothing staged");
+            assertEquals(0, (long) onLoop(ch, ch::stagedBytes), "nothing staged");
             assertEquals(0, first.refCnt());
             assertEquals(0, second.refCnt());
         } finally {
@@ -251,9 +247,7 @@ class DirectNioSocketChannelWriteTest {
             queued.get(10, TimeUnit.SECONDS);
             byte[] all = expected.toByteArray();
             assertArrayEquals(all, readAll(peer, all.length), "confirm: every byte in write order");
-            CompletableFuture<List<Integer>> done = new CompletableFuture<>();
-            ch.eventLoop().execute(() -> done.complete(new ArrayList<>(completed)));
-            List<Integer> order = done.get(10, TimeUnit.SECONDS);
+            List<Integer> order = onLoop(ch, () -> new ArrayList<>(completed));
             for (int i = 0; i < messages.size(); i++) {
                 assertEquals(i, order.get(i), "each write completes in order, successfully");
                 assertEquals(0, messages.get(i).refCnt(), "message " + i + " released once");
