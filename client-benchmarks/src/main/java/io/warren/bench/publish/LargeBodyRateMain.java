@@ -15,9 +15,12 @@ import java.util.Locale;
  * message, as an application holding a {@code byte[]} does ({@code warren-array}: they publish the {@code byte[]}
  * itself, which Warren wraps); amqp-client's publish the {@code byte[]}. A run is
  * done when every message is written to the socket (Warren: the last publish's outcome; amqp-client: the call
- * returned). Prints msg/s and the peak direct memory of the process ({@link DirectMemory}: the JDK's direct buffer
- * pool, which holds Netty's pooled chunks and the socket's temporary buffers, plus what Netty allocated without a
- * cleaner, if it does), sampled every 100 us, and what each message cost ({@link RunCosts}: the process's CPU, its
+ * returned); msg/s is counted to then. Each thread then makes one round trip on its channel (exchange.declare), and
+ * the rate "taken by the broker" is counted to when the last came back: the broker had then read every message, so a
+ * client whose socket buffers more cannot look faster. For Warren it prints how often a thread found its channel not
+ * writable and waited, per message. Prints the peak direct memory of the process ({@link DirectMemory}: the JDK's
+ * direct buffer pool, which holds Netty's pooled chunks and the socket's temporary buffers, plus what Netty allocated
+ * without a cleaner, if it does), sampled every 100 us, and what each message cost ({@link RunCosts}: the process's CPU, its
  * threads' context switches but the sampler's, and the CPU of the RabbitMQ nodes on this machine).
  * One warm-up run, then RUNS measured runs (default 1) in the same JVM: a short run's rate includes the JIT
  * compiling the client's write path, later runs show the steady state. One client per JVM, so alternate clients
@@ -122,6 +125,8 @@ public final class LargeBodyRateMain {
             throws Exception {
         long start;
         double seconds;
+        double takenSeconds;
+        long waits;
         long peak;
         String parts;
         RunCosts before;
@@ -131,18 +136,23 @@ public final class LargeBodyRateMain {
                 SAMPLER, 100_000, DirectMemory::used, DirectMemory::nettyNoCleanerUsed, DirectMemory::jdkUsed)) {
             before = RunCosts.now();
             start = System.nanoTime();
-            runner.run(messages);
-            seconds = (System.nanoTime() - start) / 1e9;
+            OneConnectionPublishers.Ends ends = runner.run(messages);
             after = RunCosts.now();
+            seconds = (ends.written() - start) / 1e9;
+            takenSeconds = (ends.taken() - start) / 1e9;
+            waits = ends.writabilityWaits();
             peak = direct.peak(0);
             parts = String.format(
                     Locale.ROOT, "Netty %,.2f MB + JDK %,.2f MB", direct.peak(1) / 1e6, direct.peak(2) / 1e6);
         }
         long total = (long) threads * messages;
+        String waited = waits < 0
+                ? ""
+                : String.format(Locale.ROOT, ", %.2f waits for writability per message", waits / (double) total);
         System.out.printf(
                 Locale.ROOT,
-                "%-12s %d threads x %d x %d B%s: %.2f s, %,.0f msg/s, %,.1f MB/s,"
-                        + " peak direct memory %,.2f MB (%s); %s%n",
+                "%-12s %d threads x %d x %d B%s: %.2f s, %,.0f msg/s, %,.1f MB/s; taken by the broker %.2f s,"
+                        + " %,.0f msg/s; peak direct memory %,.2f MB (%s); %s%s%n",
                 client,
                 threads,
                 messages,
@@ -151,8 +161,11 @@ public final class LargeBodyRateMain {
                 seconds,
                 total / seconds,
                 total * (double) size / seconds / 1e6,
+                takenSeconds,
+                total / takenSeconds,
                 peak / 1e6,
                 parts,
-                after.perMessage(before, total, SAMPLER));
+                after.perMessage(before, total, SAMPLER),
+                waited);
     }
 }

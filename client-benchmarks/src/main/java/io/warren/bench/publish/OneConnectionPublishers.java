@@ -18,6 +18,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.LongAdder;
 
 /**
  * The large-message scenarios' publishers: {@code threads} application threads publishing on ONE connection (a
@@ -66,22 +67,52 @@ abstract class OneConnectionPublishers implements AutoCloseable {
         return new AmqpClientPublishers(uri, connectionName, exchange, threads, confirms, body);
     }
 
-    /** Every thread publishes {@code messages} bodies; returns when the run is done (see the factories). */
-    final void run(int messages) throws Exception {
+    /**
+     * Every thread publishes {@code messages} bodies, then makes one round trip on its channel; returns when all are
+     * done, with when the last thread's publishes were done (see the factories) and when the last round trip came
+     * back: the broker's channel had then taken every message before it (a channel's frames are handled in order).
+     */
+    final Ends run(int messages) throws Exception {
+        long waitsBefore = writabilityWaits();
         int threads = threads();
         CyclicBarrier start = new CyclicBarrier(threads);
-        List<Future<?>> done = new ArrayList<>();
+        List<Future<long[]>> done = new ArrayList<>();
         for (int t = 0; t < threads; t++) {
             Callable<Void> publisher = publisher(t, messages);
+            Callable<Void> roundTrip = roundTrip(t);
             done.add(pool.submit(() -> {
                 start.await();
-                return publisher.call();
+                publisher.call();
+                long written = System.nanoTime();
+                roundTrip.call();
+                return new long[] {written, System.nanoTime()};
             }));
         }
-        for (Future<?> f : done) {
-            f.get(300, TimeUnit.SECONDS);
+        long written = Long.MIN_VALUE;
+        long taken = Long.MIN_VALUE;
+        for (Future<long[]> f : done) {
+            long[] ends = f.get(300, TimeUnit.SECONDS);
+            written = Math.max(written, ends[0]);
+            taken = Math.max(taken, ends[1]);
         }
+        long waitsAfter = writabilityWaits();
+        return new Ends(written, taken, waitsAfter < 0 ? -1 : waitsAfter - waitsBefore);
     }
+
+    /**
+     * When a run's publishes were done ({@link System#nanoTime()}): {@code written} when the last thread's were
+     * written to the socket, {@code taken} when the broker had taken the last of them (its round trip came back);
+     * and how many times its threads waited for writability ({@code -1}: the client's calls block instead).
+     */
+    record Ends(long written, long taken, long writabilityWaits) {}
+
+    /** The waits for writability so far, {@code -1} for a client whose calls block instead. */
+    long writabilityWaits() {
+        return -1;
+    }
+
+    /** One synchronous round trip on thread {@code t}'s channel: exchange.declare of the exchange it publishes to. */
+    abstract Callable<Void> roundTrip(int t);
 
     abstract int threads();
 
@@ -94,6 +125,8 @@ abstract class OneConnectionPublishers implements AutoCloseable {
         private final List<Channel> channels = new ArrayList<>();
         private final Body kind;
         private final ByteBuffer direct;
+        /** Each time a thread found its channel not writable and waited. */
+        private final LongAdder waits = new LongAdder();
 
         Warren(
                 String uri,
@@ -146,6 +179,7 @@ abstract class OneConnectionPublishers implements AutoCloseable {
                 List<CompletableFuture<?>> awaited = new ArrayList<>();
                 for (int m = 0; m < messages; m++) {
                     while (!ch.isWritable()) {
+                        waits.increment();
                         ch.whenWritable().toCompletableFuture().get(60, TimeUnit.SECONDS);
                     }
                     if (confirms || m == messages - 1) {
@@ -158,6 +192,20 @@ abstract class OneConnectionPublishers implements AutoCloseable {
                 for (CompletableFuture<?> f : awaited) {
                     f.get(120, TimeUnit.SECONDS);
                 }
+                return null;
+            };
+        }
+
+        @Override
+        long writabilityWaits() {
+            return waits.sum();
+        }
+
+        @Override
+        Callable<Void> roundTrip(int t) {
+            Channel ch = channels.get(t);
+            return () -> {
+                ch.exchangeDeclare(exchange, "fanout").toCompletableFuture().get(120, TimeUnit.SECONDS);
                 return null;
             };
         }
@@ -207,6 +255,15 @@ abstract class OneConnectionPublishers implements AutoCloseable {
                 if (confirms) {
                     ch.waitForConfirmsOrDie(120_000);
                 }
+                return null;
+            };
+        }
+
+        @Override
+        Callable<Void> roundTrip(int t) {
+            com.rabbitmq.client.Channel ch = channels.get(t);
+            return () -> {
+                ch.exchangeDeclare(exchange, "fanout");
                 return null;
             };
         }
