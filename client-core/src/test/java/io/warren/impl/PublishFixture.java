@@ -141,6 +141,11 @@ final class PublishFixture {
             }
         }
 
+        /** The socket stops taking bytes again: flushes are held until the next {@link #drain()}. */
+        void stall() {
+            stalled = true;
+        }
+
         /** The socket drains again: everything written so far is flushed. */
         void drain() {
             stalled = false;

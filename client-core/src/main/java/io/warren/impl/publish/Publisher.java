@@ -129,6 +129,13 @@ public final class Publisher {
     private boolean closed;
     private AmqpException closeCause;
     private ArrayList<CompletableFuture<Void>> waiters;
+    /**
+     * What a woken waiter is expected to publish: the counted size (wire size and task overhead) of this channel's
+     * last publish that reached the loop. Publishes written by callers' threads do not update it; 0 (none yet) wakes
+     * always.
+     */
+    private long lastTaskBytes;
+
     private boolean lastWritable = true;
     /** The confirm window filled up and has not drained to half yet: reads unwritable (hysteresis). */
     private boolean windowClosed;
@@ -518,6 +525,7 @@ public final class Publisher {
     void onTask(PublishTask task) {
         assert outbound.inEventLoop() : "publisher state off the event loop";
         long bytes = task.bytes;
+        lastTaskBytes = bytes;
         if (closed) {
             // queued before the loss, reached here after it (the connection's end runs what is still queued)
             flow.dequeued(bytes);
@@ -857,7 +865,10 @@ public final class Publisher {
         waiters.add(f);
     }
 
-    /** Refreshes {@code windowFull}; tells listeners of a change and completes waiters when writable. */
+    /**
+     * Refreshes {@code windowFull}; tells listeners of a change and completes waiters when writable, unless the flow's
+     * round of telling has woken enough publishers' threads already ({@link PublishFlow#mayWake}).
+     */
     private void updateWritability() {
         boolean mayWriteDirect = selecting == 0 && held.isEmpty() && !closed;
         if (mayWriteDirect != direct) {
@@ -881,7 +892,7 @@ public final class Publisher {
                 }
             }
         }
-        if (writable && waiters != null) {
+        if (writable && waiters != null && flow.mayWake(lastTaskBytes * waiters.size())) {
             ArrayList<CompletableFuture<Void>> w = waiters;
             waiters = null;
             for (CompletableFuture<Void> f : w) {

@@ -1,0 +1,140 @@
+package io.warren.impl;
+
+import static io.warren.impl.PublishFixture.assertPending;
+import static io.warren.impl.PublishFixture.expectPublish;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.warren.Channel;
+import io.warren.ConnectionOptions;
+import io.warren.PublishOptions;
+import io.warren.impl.publish.PublishFlow;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Threads waiting in {@link Channel#whenWritable()} on one connection: when it turns writable, only as many are woken
+ * as the room under the high-water mark holds (their channel's last publish each), the others at the next change
+ * or, when none comes, by the check a short while later. Waking them all would send most back to wait at once.
+ */
+class WritabilityWakeTest {
+
+    private static final int MARK = 65536;
+    private static final int LARGE = 70_000;
+
+    private static ConnectionOptions options() {
+        return new ConnectionOptions().publishOptions(new PublishOptions().writeBufferHighWaterMark(MARK));
+    }
+
+    /** A direct body: written to Netty at once, never held by its channel for the socket. */
+    private static ByteBuf direct(int length) {
+        return Unpooled.directBuffer(length).writeZero(length);
+    }
+
+    private static List<CompletionStage<Void>> waitOnEach(FakeBroker broker, Channel[] channels) {
+        List<CompletionStage<Void>> waiting = new ArrayList<>();
+        for (Channel ch : channels) {
+            assertFalse(ch.isWritable());
+            waiting.add(ch.whenWritable());
+        }
+        broker.client.runPendingTasks(); // the waiters reach the loop
+        waiting.forEach(PublishFixture::assertPending);
+        return waiting;
+    }
+
+    private static List<Integer> woken(List<CompletionStage<Void>> waiting) {
+        List<Integer> done = new ArrayList<>();
+        for (int i = 0; i < waiting.size(); i++) {
+            if (waiting.get(i).toCompletableFuture().isDone()) {
+                waiting.get(i).toCompletableFuture().join(); // completed normally, not failed
+                done.add(i);
+            }
+        }
+        return done;
+    }
+
+    @Test
+    void largePublishersWaitingAreWokenOneAtATimeInTurnsAndTheRestByTheCheckWhenNoneFollows() {
+        try (FakeBroker broker = new FakeBroker(options())) {
+            broker.client.freezeTime();
+            ConnectionImpl c = broker.handshake(2047, 0, 0);
+            Channel[] channels = {broker.openChannel(c, 1), broker.openChannel(c, 2), broker.openChannel(c, 3)};
+            PublishFixture.StalledSocket socket = PublishFixture.StalledSocket.install(broker);
+            for (Channel ch : channels) {
+                ch.publish("", "q", false, PublishTest.PROPS, direct(LARGE));
+            }
+            broker.client.runPendingTasks();
+            List<CompletionStage<Void>> waiting = waitOnEach(broker, channels);
+            socket.drain();
+            for (int i = 1; i <= 3; i++) {
+                expectPublish(broker, i).body();
+            }
+
+            // Each time the connection turns writable one 70 KB publisher is woken (the first always is; the next
+            // would not fit under the 64 KiB mark). It publishes again and waits again. Three channels: a turn that
+            // moved by the rounds' fixed stride of 3 would wake the same one every time.
+            List<Integer> order = new ArrayList<>();
+            for (int cycle = 0; cycle < 6; cycle++) {
+                List<Integer> now = woken(waiting);
+                assertEquals(1, now.size(), () -> "one woken at a time: " + now + " after " + order);
+                int one = now.get(0);
+                order.add(one);
+                socket.stall();
+                channels[one].publish("", "q", false, PublishTest.PROPS, direct(LARGE));
+                broker.client.runPendingTasks();
+                assertFalse(channels[one].isWritable());
+                waiting.set(one, channels[one].whenWritable());
+                broker.client.runPendingTasks();
+                assertPending(waiting.get(one));
+                socket.drain();
+                expectPublish(broker, one + 1).body();
+                broker.client.runPendingTasks();
+            }
+            for (int i = 0; i < 3; i++) {
+                int channel = i;
+                assertEquals(
+                        2, order.stream().filter(o -> o == channel).count(), () -> "every channel in turn: " + order);
+            }
+
+            // nobody publishes now: the two still waiting are woken by the check, not by a change that will not come
+            assertEquals(1, woken(waiting).size());
+            for (int i = 0; i < 3 && woken(waiting).size() < 3; i++) {
+                broker.client.advanceTimeBy(PublishFlow.DEFERRED_WAKE_CHECK_NANOS, TimeUnit.NANOSECONDS);
+                broker.client.runScheduledPendingTasks();
+            }
+            assertEquals(List.of(0, 1, 2), woken(waiting), "the check woke the rest");
+            for (Channel ch : channels) {
+                assertTrue(ch.isWritable());
+            }
+        }
+    }
+
+    /** Metering must not hold back publishers whose messages fit: the old behaviour, kept for small publishes. */
+    @Test
+    void smallPublishersWaitingAreAllWokenAtOnce() {
+        try (FakeBroker broker = new FakeBroker(options())) {
+            ConnectionImpl c = broker.handshake(2047, 0, 0);
+            Channel[] small = {broker.openChannel(c, 1), broker.openChannel(c, 2), broker.openChannel(c, 3)};
+            Channel large = broker.openChannel(c, 4);
+            PublishFixture.StalledSocket socket = PublishFixture.StalledSocket.install(broker);
+            for (Channel ch : small) {
+                ch.publish("", "q", false, PublishTest.PROPS, direct(1000));
+            }
+            large.publish("", "q", false, PublishTest.PROPS, direct(LARGE));
+            broker.client.runPendingTasks();
+            List<CompletionStage<Void>> waiting = waitOnEach(broker, small);
+
+            socket.drain();
+            for (int i = 1; i <= 4; i++) {
+                expectPublish(broker, i).body();
+            }
+            assertEquals(List.of(0, 1, 2), woken(waiting), "three 1 KB publishers fit under the mark");
+        }
+    }
+}
