@@ -298,7 +298,13 @@ public interface Channel {
      */
     boolean isWritable();
 
-    /** Completes (on the event loop) when {@link #isWritable()} is true; at once when it is. Fails if the channel closes. */
+    /**
+     * Completes (on the event loop) when {@link #isWritable()} is true; at once when it is. Fails if the channel closes.
+     * When threads of several channels wait on one connection, they are woken in turns as it turns writable: as many
+     * channels' as the room under the high-water mark holds, judged by each channel's last publish (all of them for
+     * small publishes), the others at the following changes, and all within about a millisecond when no change
+     * follows. So large publishers do not all wake to find the connection unwritable again.
+     */
     CompletionStage<Void> whenWritable();
 
     /** Adds a listener told (on the event loop) when {@link #isWritable()} changes. */
