@@ -11,7 +11,7 @@ import io.netty.buffer.Unpooled;
 import io.warren.Channel;
 import io.warren.ConnectionOptions;
 import io.warren.PublishOptions;
-import io.warren.impl.publish.PublishFlow;
+import io.warren.impl.publish.WakeTurns;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletionStage;
@@ -35,6 +35,23 @@ class WritabilityWakeTest {
     /** A direct body: written to Netty at once, never held by its channel for the socket. */
     private static ByteBuf direct(int length) {
         return Unpooled.directBuffer(length).writeZero(length);
+    }
+
+    /** Channels 1 to {@code n} of a connection just handshaken. */
+    private static Channel[] openChannels(FakeBroker broker, int n) {
+        ConnectionImpl c = broker.handshake(2047, 0, 0);
+        Channel[] channels = new Channel[n];
+        for (int i = 0; i < n; i++) {
+            channels[i] = broker.openChannel(c, i + 1);
+        }
+        return channels;
+    }
+
+    /** One publish of a direct body of {@code size} bytes on each channel. */
+    private static void publishOnEach(Channel[] channels, int size) {
+        for (Channel ch : channels) {
+            ch.publish("", "q", false, PublishTest.PROPS, direct(size));
+        }
     }
 
     private static List<CompletionStage<Void>> waitOnEach(FakeBroker broker, Channel[] channels) {
@@ -63,12 +80,9 @@ class WritabilityWakeTest {
     void largePublishersWaitingAreWokenOneAtATimeInTurnsAndTheRestByTheCheckWhenNoneFollows() {
         try (FakeBroker broker = new FakeBroker(options())) {
             broker.client.freezeTime();
-            ConnectionImpl c = broker.handshake(2047, 0, 0);
-            Channel[] channels = {broker.openChannel(c, 1), broker.openChannel(c, 2), broker.openChannel(c, 3)};
+            Channel[] channels = openChannels(broker, 3);
             PublishFixture.StalledSocket socket = PublishFixture.StalledSocket.install(broker);
-            for (Channel ch : channels) {
-                ch.publish("", "q", false, PublishTest.PROPS, direct(LARGE));
-            }
+            publishOnEach(channels, LARGE);
             broker.client.runPendingTasks();
             List<CompletionStage<Void>> waiting = waitOnEach(broker, channels);
             socket.drain();
@@ -105,7 +119,7 @@ class WritabilityWakeTest {
             // nobody publishes now: the two still waiting are woken by the check, not by a change that will not come
             assertEquals(1, woken(waiting).size());
             for (int i = 0; i < 3 && woken(waiting).size() < 3; i++) {
-                broker.client.advanceTimeBy(PublishFlow.DEFERRED_WAKE_CHECK_NANOS, TimeUnit.NANOSECONDS);
+                broker.client.advanceTimeBy(WakeTurns.CHECK_NANOS, TimeUnit.NANOSECONDS);
                 broker.client.runScheduledPendingTasks();
             }
             assertEquals(List.of(0, 1, 2), woken(waiting), "the check woke the rest");
@@ -119,14 +133,11 @@ class WritabilityWakeTest {
     @Test
     void smallPublishersWaitingAreAllWokenAtOnce() {
         try (FakeBroker broker = new FakeBroker(options())) {
-            ConnectionImpl c = broker.handshake(2047, 0, 0);
-            Channel[] small = {broker.openChannel(c, 1), broker.openChannel(c, 2), broker.openChannel(c, 3)};
-            Channel large = broker.openChannel(c, 4);
+            Channel[] channels = openChannels(broker, 4);
+            Channel[] small = {channels[0], channels[1], channels[2]};
             PublishFixture.StalledSocket socket = PublishFixture.StalledSocket.install(broker);
-            for (Channel ch : small) {
-                ch.publish("", "q", false, PublishTest.PROPS, direct(1000));
-            }
-            large.publish("", "q", false, PublishTest.PROPS, direct(LARGE));
+            publishOnEach(small, 1000);
+            publishOnEach(new Channel[] {channels[3]}, LARGE);
             broker.client.runPendingTasks();
             List<CompletionStage<Void>> waiting = waitOnEach(broker, small);
 

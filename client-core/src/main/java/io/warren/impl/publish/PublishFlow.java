@@ -12,8 +12,6 @@ import io.warren.impl.connection.ConnectionHandler;
 import io.warren.impl.connection.OutboundPath;
 import io.warren.impl.connection.PublishBuffers;
 import java.util.ArrayList;
-import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLongFieldUpdater;
 import org.jctools.queues.SpmcArrayQueue;
 
@@ -35,8 +33,8 @@ import org.jctools.queues.SpmcArrayQueue;
  *
  * <p>Threads waiting in {@link Publisher#whenWritable} are woken in turns when the connection turns writable: as many
  * publishers' as the room under the high-water mark holds, judged by each one's last publish ({@link #mayWake}),
- * at least one; more at each later change, and all by a check {@link #DEFERRED_WAKE_CHECK_NANOS} later when no
- * change came.
+ * at least one; more at each later change, and all by a check a millisecond later when no change came
+ * ({@link WakeTurns}).
  *
  * <p>Threads: {@link #tryReserve}, {@link #isWritable} and {@link #isBlocked} on any thread; the rest on the
  * event loop. The event loop tells publishers of changes ({@link Publisher#onFlowChanged()}) when Netty's
@@ -94,38 +92,10 @@ public final class PublishFlow implements BlockedListener {
 
     private boolean changedWhileTelling;
 
-    /**
-     * The rounds of telling meter the threads they wake ({@link #mayWake}): a thread waiting in
-     * {@link Publisher#whenWritable} that is woken only to find the connection unwritable again, because another
-     * publisher's message took the room first, costs two context switches and a task on the loop for nothing. With
-     * 16 threads publishing 1 MiB bodies on one connection that was 2.7 wake-ups per message.
-     */
-    private boolean metering;
-    /** In a metered round: the bytes under the high-water mark not yet promised to a woken publisher. */
-    private long wakeRoom;
-    /** In a metered round: publishers whose waiting threads were woken. */
-    private int wakesThisRound;
-    /**
-     * The last writable round left waiting threads asleep. Rounds while the connection is unwritable wake nobody and
-     * leave it as it is.
-     */
-    private boolean wakesDeferred;
-    /** Rounds of telling so far: the deferred-wake check sees whether any came since it was scheduled. */
-    private long rounds;
-
-    private long roundsAtCheck;
-    private boolean checkScheduled;
-    /** The next round wakes every waiting thread: the check found no round since the last one deferred some. */
-    private boolean wakeAll;
-
-    private final Runnable deferredWakeCheck = new DeferredWakeCheck(this);
-
-    /**
-     * How long after a round left threads asleep the check looks whether any round came since: if one did, the
-     * publishers are moving and it looks again later; if none did (the woken publisher did not publish), it wakes
-     * everyone.
-     */
-    public static final long DEFERRED_WAKE_CHECK_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
+    /** Which threads waiting for writability each round of telling wakes. */
+    private final WakeTurns turns;
+    /** Tells this flow of a writability change: the outbound path's listener, and the wake turns' retelling. */
+    private final Runnable writabilityChanged = new WritabilityListener(this);
 
     private final int flushThreshold;
     /** {@link PublishOptions#maxMessagesPerFlush()}: 1 flushes after every publish. */
@@ -151,12 +121,12 @@ public final class PublishFlow implements BlockedListener {
         ChannelHandlerContext ctx = handler.context();
         PublishFlow flow = new PublishFlow(
                 ctx, handler.outbound(), connection, handler.options().publishOptions());
-        handler.outbound().addWritabilityListener(new WritabilityListener(flow));
+        handler.outbound().addWritabilityListener(flow.writabilityChanged);
         ctx.channel().attr(FLOW).set(flow);
     }
 
     /**
-     * Tells a flow of its outbound path's writability changes. A class, not a method reference: a fresh JVM generates
+     * Tells a flow of a writability change. A class, not a method reference: a fresh JVM generates
      * a class for each method reference at its first use, here the first connect.
      */
     private static final class WritabilityListener implements Runnable {
@@ -184,6 +154,7 @@ public final class PublishFlow implements BlockedListener {
         this.options = new PublishOptions(options);
         this.maxPendingBytes = options.maxPendingBytes();
         this.buffers = outbound.publishBuffers();
+        this.turns = new WakeTurns(ctx.executor(), writabilityChanged);
         int high = options.writeBufferHighWaterMark();
         ctx.channel().config().setWriteBufferWaterMark(new WriteBufferWaterMark(high / 2, high));
         // Half the high-water mark: a backlog never makes the channel unwritable by unflushed bytes alone.
@@ -448,7 +419,6 @@ public final class PublishFlow implements BlockedListener {
         // makes while the connection is unwritable (one or two per large message) would otherwise move it by a
         // fixed stride, and with a channel count that shares a factor with it some channels would never come first.
         assert ctx.executor().inEventLoop() : "publish flow off the event loop";
-        rounds++;
         int n = publishers.size();
         if (n == 0) {
             return;
@@ -462,92 +432,28 @@ public final class PublishFlow implements BlockedListener {
         // else one further on
         boolean writable = isWritable();
         int next = writable ? first + 1 : first;
-        metering = !wakeAll;
-        if (writable) {
-            wakeAll = false;
-            wakesDeferred = false;
-        }
-        wakeRoom = ctx.channel().config().getWriteBufferHighWaterMark() - queuedBytes - nettyPendingBytes();
-        wakesThisRound = 0;
+        turns.beginRound(
+                writable, ctx.channel().config().getWriteBufferHighWaterMark() - queuedBytes - nettyPendingBytes());
         try {
             for (int i = 0; i < n; i++) {
-                int before = wakesThisRound;
+                int before = turns.woken();
                 tell[i].onFlowChanged();
-                if (writable && before == 0 && wakesThisRound > 0) {
+                if (writable && before == 0 && turns.woken() > 0) {
                     next = first + i + 1;
                 }
             }
         } finally {
-            metering = false;
+            turns.endRound();
             java.util.Arrays.fill(tell, 0, n, null);
         }
         firstToTell = next % n;
-        if (wakesDeferred && !checkScheduled) {
-            scheduleDeferredWakeCheck();
-        }
-    }
-
-    private void scheduleDeferredWakeCheck() {
-        roundsAtCheck = rounds;
-        try {
-            ctx.executor().schedule(deferredWakeCheck, DEFERRED_WAKE_CHECK_NANOS, TimeUnit.NANOSECONDS);
-            checkScheduled = true;
-        } catch (RejectedExecutionException shutDown) {
-            // the loop is ending: the connection's end fails every waiter
-        }
     }
 
     /**
-     * Whether a publisher told of a change in this round wakes its threads waiting for writability, expected to
-     * publish {@code expectedBytes} (its last publish's size for each; 0 when it is not known). Outside a round, and
-     * in a round that wakes everyone, always. Otherwise the first publisher with waiting threads always, and the
-     * next while the room left under the high-water mark holds what they are expected to publish: small publishes
-     * are all woken at once, large ones one publisher at a time. Those left asleep are woken by a later round, or
-     * by the check a round that leaves some asleep schedules. Event loop.
+     * Whether a publisher told of a change wakes its threads waiting for writability, expected to publish
+     * {@code expectedBytes} each round ({@link WakeTurns#mayWake}). Event loop.
      */
     boolean mayWake(long expectedBytes) {
-        assert ctx.executor().inEventLoop() : "publish flow off the event loop";
-        if (!metering) {
-            return true;
-        }
-        if (expectedBytes <= 0 || wakesThisRound == 0 || expectedBytes <= wakeRoom) {
-            wakesThisRound++;
-            wakeRoom -= expectedBytes;
-            return true;
-        }
-        wakesDeferred = true;
-        return false;
-    }
-
-    /**
-     * Runs {@link #DEFERRED_WAKE_CHECK_NANOS} after a round left waiting threads asleep: if rounds came since, the
-     * publishers are moving and it checks again later; if none came, the woken publisher did not publish and a
-     * round wakes every waiting thread.
-     */
-    private void checkDeferredWakes() {
-        checkScheduled = false;
-        if (!wakesDeferred) {
-            return; // the last writable round woke everyone it found waiting
-        }
-        if (rounds != roundsAtCheck) {
-            scheduleDeferredWakeCheck();
-            return;
-        }
-        wakeAll = true;
-        changed();
-    }
-
-    /** The deferred-wake check as a class: no lambda class generated at the first connect. */
-    private static final class DeferredWakeCheck implements Runnable {
-        private final PublishFlow flow;
-
-        DeferredWakeCheck(PublishFlow flow) {
-            this.flow = flow;
-        }
-
-        @Override
-        public void run() {
-            flow.checkDeferredWakes();
-        }
+        return turns.mayWake(expectedBytes);
     }
 }
