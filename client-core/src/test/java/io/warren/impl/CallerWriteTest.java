@@ -27,6 +27,7 @@ import io.warren.RecoveryOptions;
 import io.warren.codec.content.BasicProperties;
 import io.warren.impl.PublishFixture.TrackedBody;
 import io.warren.impl.connection.CallerSockets;
+import io.warren.impl.connection.DirectNioSocketChannel;
 import io.warren.impl.connection.OutboundPath;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.CompletableFuture;
@@ -243,36 +244,30 @@ class CallerWriteTest {
         Channel ch = open();
         publishAndRead(ch, "before");
         long before = callerWrites();
-        for (int size : new int[] {100_000, 64 * 1024, 16 * 1024}) {
+        int stageFrom = DirectNioSocketChannel.STAGE_FROM;
+        for (int size : new int[] {100_000, 64 * 1024, stageFrom}) {
             byte[] large = filled(size);
-            loopPass();
-            assertSame(
-                    PublishOutcome.SENT,
-                    ch.publish("", "q", false, PROPS, Unpooled.wrappedBuffer(large))
-                            .toCompletableFuture()
-                            .get(10, TimeUnit.SECONDS));
-            assertArrayEquals(large, peer.nextBody());
+            publishAndReceive(ch, Unpooled.wrappedBuffer(large), large);
             assertEquals(before, callerWrites(), "a heap body of " + size + " B: written by the event loop");
         }
 
-        byte[] small = filled(16 * 1024 - 1); // Publisher.MAX_CALLER_HEAP_BODY
-        loopPass();
-        assertSame(
-                PublishOutcome.SENT,
-                ch.publish("", "q", false, PROPS, Unpooled.wrappedBuffer(small))
-                        .toCompletableFuture()
-                        .get(10, TimeUnit.SECONDS));
-        assertArrayEquals(small, peer.nextBody());
-        assertEquals(before + 1, callerWrites(), "a heap body just below 16 KiB: written by its caller");
+        byte[] small = filled(stageFrom - 1); // Publisher.MAX_CALLER_HEAP_BODY
+        publishAndReceive(ch, Unpooled.wrappedBuffer(small), small);
+        assertEquals(before + 1, callerWrites(), "a heap body just below STAGE_FROM: written by its caller");
 
         byte[] large = filled(100_000);
+        publishAndReceive(
+                ch, ByteBufAllocator.DEFAULT.directBuffer(large.length).writeBytes(large), large);
+        assertEquals(before + 2, callerWrites(), "a 100 kB direct body: written by its caller");
+    }
+
+    /** After a loop pass, publishes {@code body} (Warren owns it), waits for SENT and reads {@code bytes} at the peer. */
+    private void publishAndReceive(Channel ch, ByteBuf body, byte[] bytes) throws Exception {
         loopPass();
-        ByteBuf direct = ByteBufAllocator.DEFAULT.directBuffer(large.length).writeBytes(large);
         assertSame(
                 PublishOutcome.SENT,
-                ch.publish("", "q", false, PROPS, direct).toCompletableFuture().get(10, TimeUnit.SECONDS));
-        assertArrayEquals(large, peer.nextBody());
-        assertEquals(before + 2, callerWrites(), "a 100 kB direct body: written by its caller");
+                ch.publish("", "q", false, PROPS, body).toCompletableFuture().get(10, TimeUnit.SECONDS));
+        assertArrayEquals(bytes, peer.nextBody());
     }
 
     private static byte[] filled(int size) {

@@ -26,6 +26,7 @@ import io.warren.impl.channel.ChannelRpc;
 import io.warren.impl.channel.ChannelState;
 import io.warren.impl.channel.ContentAssembler;
 import io.warren.impl.channel.RepeatedName;
+import io.warren.impl.connection.DirectNioSocketChannel;
 import io.warren.impl.connection.OutboundPath;
 import io.warren.impl.connection.Requests;
 import io.warren.impl.metrics.MetricsCollector;
@@ -72,11 +73,11 @@ public final class Publisher {
      * heap buffer into a temporary direct buffer to write it, and keeps that buffer cached per thread, sized to the
      * largest write the thread made (sun.nio.ch.Util): 16 publishing threads x 1 MiB would keep 16 MiB of direct
      * memory for good, and one thread's 64 KiB bodies kept 64 KiB beside the loop's staging buffer. A body the
-     * channel would stage (16 KiB or more, DirectNioSocketChannel.STAGE_FROM) goes through that buffer instead, each
+     * channel would stage ({@link DirectNioSocketChannel#STAGE_FROM} or more) goes through that buffer instead, each
      * byte copied once into memory the connection already holds, at the cost of the hop to the loop; a smaller one
      * skips the hop.
      */
-    static final int MAX_CALLER_HEAP_BODY = 16 * 1024 - 1;
+    static final int MAX_CALLER_HEAP_BODY = DirectNioSocketChannel.STAGE_FROM - 1;
 
     private static final CompletionStage<Void> WRITABLE = CompletableFuture.completedStage(null);
 
