@@ -75,9 +75,8 @@ class ConnectionAllocatorTest {
             assertNotSame(PooledByteBufAllocator.DEFAULT, large);
             assertEquals(128 << 10, small.metric().chunkSize());
             assertEquals(2 << 20, large.metric().chunkSize());
-            CompletableFuture<ByteBuf[]> onLoop = new CompletableFuture<>();
-            ch.eventLoop()
-                    .execute(() -> onLoop.complete(new ByteBuf[] {
+            ByteBuf[] buffers = ch.eventLoop()
+                    .submit(() -> new ByteBuf[] {
                         ch.alloc().buffer(64), // a method frame
                         ch.alloc().ioBuffer(2048), // a read's first guess
                         ch.alloc().ioBuffer(ConnectionAllocator.SMALL_MAX),
@@ -85,8 +84,8 @@ class ConnectionAllocatorTest {
                         ch.alloc().buffer(128 * 1024 + 8), // a frame cumulation at RabbitMQ's frame-max
                         ConnectionAllocator.INSTANCE.stagingBuffer(ConnectionAllocator.SMALL_STAGING_MAX),
                         ConnectionAllocator.INSTANCE.stagingBuffer(ConnectionAllocator.SMALL_STAGING_MAX + 1)
-                    }));
-            ByteBuf[] buffers = onLoop.get(10, TimeUnit.SECONDS);
+                    })
+                    .get(10, TimeUnit.SECONDS);
             try {
                 PooledByteBufAllocator[] expected = {small, small, small, large, large, small, large};
                 for (int i = 0; i < buffers.length; i++) {
@@ -159,21 +158,21 @@ class ConnectionAllocatorTest {
         Channel ch = sockets.connect();
         try (SocketChannel peer = sockets.accept()) {
             // a heavy stream's bursts: the 512 KiB staging buffer taken and given back, again and again
-            CompletableFuture<Integer> chunks = new CompletableFuture<>();
-            ch.eventLoop().execute(() -> {
-                Set<PoolChunkMetric> before = largeChunks();
-                Set<PoolChunkMetric> made = Collections.newSetFromMap(new IdentityHashMap<>());
-                for (int burst = 0; burst < 20; burst++) {
-                    ByteBuf staging =
-                            ConnectionAllocator.INSTANCE.stagingBuffer(DirectNioSocketChannel.STAGING_CAPACITY);
-                    made.addAll(largeChunks());
-                    staging.release();
-                }
-                made.removeAll(before);
-                chunks.complete(made.size());
-            });
+            int made = ch.eventLoop()
+                    .submit(() -> {
+                        Set<PoolChunkMetric> before = largeChunks();
+                        Set<PoolChunkMetric> seen = Collections.newSetFromMap(new IdentityHashMap<>());
+                        for (int burst = 0; burst < 20; burst++) {
+                            ByteBuf staging =
+                                    ConnectionAllocator.INSTANCE.stagingBuffer(DirectNioSocketChannel.STAGING_CAPACITY);
+                            seen.addAll(largeChunks());
+                            staging.release();
+                        }
+                        seen.removeAll(before);
+                        return seen.size();
+                    })
+                    .get(10, TimeUnit.SECONDS);
             // Netty frees a chunk whose last buffer goes back; each burst would then make (and zero) a new one
-            int made = chunks.get(10, TimeUnit.SECONDS);
             assertTrue(made <= 1, "the same chunk served every burst: " + made + " chunks made");
         } finally {
             ch.close().sync();
