@@ -232,6 +232,12 @@ public final class ConsumeOptions {
      * Runs the handler on {@code executor} (a worker pool, virtual threads, a Vert.x context's executor)
      * instead of the connection's event loop; {@code null} for the event loop. Deliveries are still handed
      * over one at a time unless {@link #concurrency(int)} says more.
+     *
+     * <p>The executor must run or reject every task it accepts while the consumer lives: end the consumer
+     * (cancel it, close its channel or connection) before shutting the executor down. A drain task it accepted
+     * and dropped ({@code ExecutorService.shutdownNow()}) is taken back when the consumer ends and what waited
+     * for it is released; with a concurrency above 1 each task is one delivery, and a dropped one is never
+     * released.
      */
     public ConsumeOptions executor(Executor executor) {
         this.executor = executor;

@@ -902,6 +902,30 @@ class ConsumeTest {
     }
 
     @Test
+    void anExecutorThatDropsTheDrainItAcceptedLeavesNothingQueuedWhenTheConsumerEnds() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            List<Runnable> dropped = new ArrayList<>(); // what shutdownNow() returns, never run
+            ConsumerHandle c = consume(broker, ch, "c", new ConsumeOptions().executor(dropped::add), d -> {});
+            deliver(broker, "c", 1, HELLO);
+            deliver(broker, "c", 2, "a".getBytes(), "b".getBytes());
+            assertEquals(1, dropped.size(), "one drain for both");
+            assertEquals(2, c.queued());
+
+            broker.sendChannelClose(1, 406, "PRECONDITION_FAILED - unknown delivery tag 9", 60, 80);
+            broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
+
+            assertInstanceOf(
+                    ChannelClosedException.class,
+                    c.endFuture().toCompletableFuture().join());
+            assertEquals(0, c.queued(), "the end took the drain back and released both");
+            dropped.get(0).run(); // run after all: finds the drain taken back
+            broker.expectNothing();
+            // paranoid leak detection fails the test if the two deliveries were not released
+        }
+    }
+
+    @Test
     void aBodyRetainedWithoutItsDeliveryOutlivesTheReuseOfTheDeliveryObject() {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);

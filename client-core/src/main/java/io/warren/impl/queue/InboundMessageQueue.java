@@ -26,7 +26,10 @@ import org.slf4j.LoggerFactory;
  *   <li>{@link #pause()}, {@link #resume()}, {@link #fetch(long)}, {@link #close()} — any thread,
  *       including from inside {@link #handleMessage}.</li>
  *   <li>{@link #handleDispose} runs in the consumer context for queued messages and on the producer
- *       loop for messages written after {@link #close()}.</li>
+ *       loop for messages written after {@link #close()}. When {@link #close()} finds the queue waiting for
+ *       demand, or waiting for a drain its consumer context accepted and has not started, it takes the drain
+ *       back and disposes of the queued messages on its own thread (in the same-thread flavour only when it is
+ *       called on the loop): a context that accepted a task may never run it.</li>
  *   <li>If the consumer context rejects a task ({@link RejectedExecutionException}: it was shut down),
  *       nothing can be delivered any more: the queue closes itself, reports the rejection to
  *       {@link #handleFailure} and disposes of what it holds on the thread that was refused.</li>
@@ -70,13 +73,17 @@ public abstract class InboundMessageQueue<M> {
     private static final AtomicIntegerFieldUpdater<InboundMessageQueue<?>> SUSPENDED =
             (AtomicIntegerFieldUpdater) AtomicIntegerFieldUpdater.newUpdater(InboundMessageQueue.class, "suspended");
 
+    @SuppressWarnings({"rawtypes", "unchecked"})
+    private static final AtomicIntegerFieldUpdater<InboundMessageQueue<?>> DRAIN_PENDING =
+            (AtomicIntegerFieldUpdater) AtomicIntegerFieldUpdater.newUpdater(InboundMessageQueue.class, "drainPending");
+
     // immutable
     private final Executor producer;
     private final Executor consumer;
     private final boolean sameThread;
     private final HandoffQueue<M> queue;
     private final Predicate<M> deliver = this::deliver;
-    private final Runnable drainTask = this::drainOwned;
+    private final Runnable drainTask = this::startDrain;
     private final Runnable writableTask = this::acknowledgeWritable;
 
     // any thread (volatile)
@@ -86,6 +93,14 @@ public abstract class InboundMessageQueue<M> {
      * (a fetch, a close, or the drain itself on its re-check) owns the queue and must drain it.
      */
     private volatile int suspended;
+
+    /**
+     * 1 from the hand-over of the ownership to a drain task until the task starts; whoever sets it back to 0 (the
+     * task, or {@link #close()} taking the drain back) owns the queue. An executor may accept a task and never run
+     * it ({@code ExecutorService.shutdownNow()} returns the tasks it dropped), and what waits for that drain would
+     * never be released.
+     */
+    private volatile int drainPending;
 
     private volatile boolean closed;
 
@@ -232,14 +247,27 @@ public abstract class InboundMessageQueue<M> {
     }
 
     /**
-     * Any thread, idempotent. Disposes of every queued message in the consumer context and of every
-     * message written from now on, on the producer loop. A pause signalled before is still followed by
-     * its resume.
+     * Any thread, idempotent. Disposes of every queued message and of every message written from now on (on the
+     * producer loop). The queued ones are disposed in the consumer context by the drain under way; if none is
+     * under way (the queue waits for demand, or for a drain task its context has not started), on the calling
+     * thread, except in the same-thread flavour off the loop, where a drain is scheduled on the loop. A pause
+     * signalled before is still followed by its resume.
      */
     public final void close() {
-        if (!closed) {
-            closed = true;
-            wakeOwner();
+        if (closed) {
+            return;
+        }
+        closed = true;
+        boolean here = !sameThread || inProducerLoop();
+        // Pairs with the re-check in drainOwned, as in wakeOwner.
+        if (suspended == 1 && SUSPENDED.compareAndSet(this, 1, 0)) {
+            if (here) {
+                drainOwned();
+            } else {
+                scheduleDrain();
+            }
+        } else if (here && drainPending == 1 && DRAIN_PENDING.compareAndSet(this, 1, 0)) {
+            drainOwned(); // taken back: the task finds nothing to do when (if ever) it runs
         }
     }
 
@@ -289,9 +317,15 @@ public abstract class InboundMessageQueue<M> {
 
     /** Called by the owner only: hands the ownership to a drain in the consumer context. */
     private void scheduleDrain() {
+        // Before execute, since the task may run at once. An ordered store is enough: the executor's hand-off
+        // publishes it to the task, and a closer that reads it late only misses the chance to take the drain back.
+        DRAIN_PENDING.lazySet(this, 1);
         try {
             consumer.execute(drainTask);
         } catch (RejectedExecutionException e) {
+            if (!DRAIN_PENDING.compareAndSet(this, 1, 0)) {
+                return; // close took the drain back and disposes of everything
+            }
             // The consumer context is gone, so nothing can be delivered any more. We hold the ownership,
             // so draining here cannot overlap another drain: dispose of everything rather than leak it.
             closed = true;
@@ -300,7 +334,14 @@ public abstract class InboundMessageQueue<M> {
         }
     }
 
-    /** Consumer context, owner only: the drain task. */
+    /** Consumer context: the drain task, unless close took the drain back before it started. */
+    private void startDrain() {
+        if (DRAIN_PENDING.compareAndSet(this, 1, 0)) {
+            drainOwned();
+        }
+    }
+
+    /** Owner only: the consumer context, or a closer that took the drain back. */
     private void drainOwned() {
         while (true) {
             int bits = queue.drain(deliver);

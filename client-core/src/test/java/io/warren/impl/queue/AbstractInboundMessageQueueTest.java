@@ -282,10 +282,16 @@ abstract class AbstractInboundMessageQueueTest {
         q.pause();
         List<ByteBuf> buffers = writeBuffers(q, 0, 32);
         awaitTrue(q::isSuspended, "the drain to stop for demand");
-        q.close();
+        q.closeHere();
         awaitTrue(() -> q.disposed.size() == 32, "32 disposals");
         assertEquals(ints(0, 32), copy(q.disposed), "the parked buffer first, then in order");
-        assertEquals(List.of(), copy(q.disposedInProducer), "queued buffers are disposed in the consumer context");
+        assertEquals(List.of(), copy(q.disposedInProducer));
+        // waiting for demand, the queue has no drain under way: close takes the ownership and disposes at once,
+        // but in the same-thread flavour off the loop, where it schedules the disposal on the loop
+        assertEquals(
+                expectSameThread() ? List.of() : ints(0, 32),
+                copy(q.disposedByCloser),
+                "disposed on the closing thread");
         assertAllReleased(buffers);
         assertEquals(List.of(), q.receivedCopy());
         assertEquals(0, pending(q));
@@ -306,7 +312,7 @@ abstract class AbstractInboundMessageQueueTest {
         List<ByteBuf> buffers = writeBuffers(q, 0, 10);
         awaitTrue(q::isSuspended, "the drain to stop for demand");
         assertEquals(1, call(() -> q.pauses.get()));
-        q.close();
+        q.closeHere();
         awaitTrue(() -> q.resumes.get() == 1, "the resume balancing the pause");
         awaitTrue(() -> q.disposed.size() == 10, "10 disposals");
         assertAllReleased(buffers);
@@ -431,6 +437,10 @@ abstract class AbstractInboundMessageQueueTest {
         final List<Integer> disposed = Collections.synchronizedList(new ArrayList<>());
         /** Disposed on the producer loop when it is not the consumer's thread. */
         final List<Integer> disposedInProducer = Collections.synchronizedList(new ArrayList<>());
+        /** Disposed by {@link #close()} on the closing thread (neither the consumer's nor the producer's). */
+        final List<Integer> disposedByCloser = Collections.synchronizedList(new ArrayList<>());
+        /** The threads that called {@link #closeHere()}. */
+        final java.util.Set<Thread> closers = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
         final List<Throwable> failures = Collections.synchronizedList(new ArrayList<>());
         final List<String> violations = Collections.synchronizedList(new ArrayList<>());
@@ -452,6 +462,12 @@ abstract class AbstractInboundMessageQueueTest {
         void writeCounting(Object message) {
             writing = value(message);
             write(message);
+        }
+
+        /** {@link #close()}, the calling thread allowed to dispose of what it takes back. */
+        void closeHere() {
+            closers.add(Thread.currentThread());
+            close();
         }
 
         List<Integer> receivedCopy() {
@@ -511,12 +527,19 @@ abstract class AbstractInboundMessageQueueTest {
         protected void handleDispose(Object message) {
             int value = value(message);
             boolean consumerThread = onConsumerThread();
-            if (!consumerThread && !producer.inEventLoop()) {
+            boolean producerThread = !consumerThread && producer.inEventLoop();
+            boolean closer = !consumerThread && !producerThread && closers.contains(Thread.currentThread());
+            if (!consumerThread && !producerThread && !closer) {
                 violations.add("handleDispose on " + Thread.currentThread());
             }
+            if (closer && delivering.get()) {
+                violations.add("a disposal by close() during a delivery");
+            }
             disposed.add(value);
-            if (!consumerThread) {
+            if (producerThread) {
                 disposedInProducer.add(value);
+            } else if (closer) {
+                disposedByCloser.add(value);
             }
             super.handleDispose(message);
         }

@@ -21,8 +21,10 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * A consumer context that is gone (its executor rejects tasks) can deliver nothing more: the queue
- * closes itself and disposes of everything rather than leak it, and reports the rejection.
+ * A consumer context that is gone can deliver nothing more. When its executor rejects tasks, the queue closes
+ * itself, disposes of everything rather than leak it, and reports the rejection. When it accepted a drain and will
+ * never run it ({@code ExecutorService.shutdownNow()} returns the tasks it dropped), {@link
+ * InboundMessageQueue#close()} takes the drain back and disposes of what waits for it.
  */
 class InboundMessageQueueRejectionTest {
 
@@ -74,13 +76,12 @@ class InboundMessageQueueRejectionTest {
         AbstractInboundMessageQueueTest.awaitTrue(queue::isSuspended, "the drain to stop for demand");
         ConsumerExecutors.shutdown(pool);
 
-        queue.close(); // claims the ownership; the drain it schedules is rejected and runs here instead
+        queue.close(); // claims the ownership and disposes here: nothing is asked of the executor that is gone
 
         assertEquals(6, queue.disposed.get());
         assertEquals(0, queue.delivered.get());
         AbstractInboundMessageQueueTest.assertAllReleased(buffers);
-        assertEquals(1, queue.failures.size());
-        assertTrue(queue.failures.peek() instanceof RejectedExecutionException);
+        assertEquals(List.of(), List.copyOf(queue.failures));
     }
 
     @Test
@@ -97,6 +98,54 @@ class InboundMessageQueueRejectionTest {
         AbstractInboundMessageQueueTest.assertAllReleased(buffers);
         assertEquals(1, queue.failures.size(), "reported once: later writes find the queue closed");
         assertEquals(0, producer.submit(queue::pending).get());
+    }
+
+    @Test
+    void closeTakesBackADrainTheExecutorAcceptedAndNeverRan() throws Exception {
+        List<Runnable> dropped = new ArrayList<>();
+        Executor dropping = dropped::add; // what a pool emptied by shutdownNow() did with the task
+        Recording queue =
+                producer.submit(() -> new Recording(producer, dropping)).get();
+        List<ByteBuf> buffers = write(queue, 5);
+        assertEquals(1, dropped.size(), "one drain for the five");
+
+        producer.submit(queue::close).get();
+
+        assertEquals(5, queue.disposed.get());
+        AbstractInboundMessageQueueTest.assertAllReleased(buffers);
+        assertEquals(0, producer.submit(queue::pending).get());
+        dropped.get(0).run(); // an executor that runs it after all: the drain was taken back, it does nothing
+        assertEquals(0, queue.delivered.get());
+        assertEquals(5, queue.disposed.get());
+        assertEquals(List.of(), List.copyOf(queue.failures));
+    }
+
+    @Test
+    void closeOfADrainWaitingForDemandDisposesWithoutTheExecutor() throws Exception {
+        ExecutorService pool = ConsumerExecutors.workerPool(2);
+        List<Runnable> dropped = new ArrayList<>();
+        java.util.concurrent.atomic.AtomicBoolean shutDownNow = new java.util.concurrent.atomic.AtomicBoolean();
+        Executor context = task -> {
+            if (shutDownNow.get()) {
+                dropped.add(task); // accepted, never to run
+            } else {
+                pool.execute(task);
+            }
+        };
+        Recording queue =
+                producer.submit(() -> new Recording(producer, context)).get();
+        queue.pause();
+        List<ByteBuf> buffers = write(queue, 6);
+        AbstractInboundMessageQueueTest.awaitTrue(queue::isSuspended, "the drain to stop for demand");
+        shutDownNow.set(true);
+
+        producer.submit(queue::close).get();
+
+        assertEquals(List.of(), dropped, "the closing thread disposed of them itself");
+        assertEquals(6, queue.disposed.get());
+        assertEquals(0, queue.delivered.get());
+        AbstractInboundMessageQueueTest.assertAllReleased(buffers);
+        ConsumerExecutors.shutdown(pool);
     }
 
     private List<ByteBuf> write(Recording queue, int count) throws Exception {
