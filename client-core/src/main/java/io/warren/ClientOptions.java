@@ -74,7 +74,12 @@ public final class ClientOptions {
         return threadFactory;
     }
 
-    /** Use io_uring or epoll when present on the classpath and usable (default); false forces NIO. */
+    /**
+     * Use io_uring or epoll when present on the classpath and usable (default); false forces NIO. An idle
+     * connection's publish is written by the publishing thread itself on NIO only ({@link
+     * PublishOptions#callerWritesPerBurst(int)}); on a native transport every publish goes through the event loop, which
+     * at a paced rate costs more CPU and latency per message than NIO saves (BENCHMARKS.md, "Latency, paced").
+     */
     public ClientOptions preferNativeTransport(boolean preferNativeTransport) {
         this.preferNativeTransport = preferNativeTransport;
         return this;

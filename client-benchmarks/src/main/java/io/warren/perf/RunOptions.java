@@ -60,7 +60,8 @@ public record RunOptions(
         String exchange,
         String exchangeType,
         Map<String, Object> queueArgs,
-        boolean autoDelete) {
+        boolean autoDelete,
+        boolean nativeTransport) {
 
     public RunOptions {
         uris = List.copyOf(uris);
@@ -162,6 +163,7 @@ public record RunOptions(
                 exchange,
                 exchangeType,
                 queueArgs,
-                autoDelete);
+                autoDelete,
+                nativeTransport);
     }
 }

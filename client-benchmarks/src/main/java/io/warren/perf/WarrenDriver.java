@@ -99,6 +99,7 @@ public final class WarrenDriver implements ClientDriver {
         this.metrics = metrics;
         int connectionCount = Math.max(1, options.producers() + options.consumers());
         client = AmqpClient.create(new ClientOptions()
+                .preferNativeTransport(options.nativeTransport())
                 .ioThreads(Math.min(connectionCount, 2 * Runtime.getRuntime().availableProcessors())));
         ConnectionOptions base = ConnectionOptions.fromUri(options.uri())
                 .connectionTimeout(Duration.ofSeconds(5))

@@ -248,6 +248,15 @@ public final class WarrenPerf implements Callable<Integer> {
     private String peer;
 
     @Option(
+            names = "--transport",
+            paramLabel = "nio|native",
+            description = "Warren's socket transport: nio (default), or native for io_uring or epoll when its library "
+                    + "loads (this jar carries epoll for Linux x86-64), else NIO. An idle connection's publish is "
+                    + "written by the publishing thread on NIO only; on a native transport every publish goes "
+                    + "through the event loop.")
+    private String transport = "nio";
+
+    @Option(
             names = "--json",
             paramLabel = "FILE",
             description = "Write the results as JSON: one object per run, an array when there are several.")
@@ -643,7 +652,17 @@ public final class WarrenPerf implements Callable<Integer> {
                 exchange,
                 exchangeType,
                 parseQueueArgs(queueArgs),
-                autoDelete);
+                autoDelete,
+                nativeTransport());
+    }
+
+    /** --transport: nio (the default) or native. */
+    private boolean nativeTransport() {
+        return switch (transport) {
+            case "nio" -> false;
+            case "native" -> true;
+            default -> throw usage("unknown --transport '" + transport + "': expected nio or native");
+        };
     }
 
     /** What a comparison runs, said before it starts: the pace, the runs, what latency includes. */

@@ -33,7 +33,8 @@ class BacklogWarningTest {
                 "direct",
                 "direct",
                 Map.of(),
-                true);
+                true,
+                false);
     }
 
     /** A 10 s run: {@code sent} and {@code received} in total, the backlog rising linearly to its end value. */

@@ -30,7 +30,8 @@ class ConsumerCountTest {
                 "",
                 "direct",
                 Map.of(),
-                true);
+                true,
+                false);
     }
 
     /** Each delivery's bits as text: T(aken) A(ck) M(ultiple) D(one), "-" for nothing. */

@@ -34,6 +34,13 @@ class OptionsTest {
         assertEquals(List.of(Clients.defaultClient()), plan.clients());
         assertEquals(1, plan.runs());
         assertNull(plan.peer());
+        assertFalse(o.nativeTransport(), "NIO: an idle connection's publish is written by its caller only there");
+    }
+
+    @Test
+    void transportIsNioUnlessNativeIsAskedFor() {
+        assertTrue(WarrenPerf.plan("--transport", "native").options().nativeTransport());
+        assertFalse(WarrenPerf.plan("--transport", "nio").options().nativeTransport());
     }
 
     @Test
@@ -281,6 +288,7 @@ class OptionsTest {
         assertRefused("--qos must be within", "-q", "70000");
         assertRefused("--runs must be 1 or more", "--runs", "0");
         assertRefused("--warmup must be 0 or more", "--warmup", "-1");
+        assertRefused("unknown --transport 'epoll': expected nio or native", "--transport", "epoll");
     }
 
     /** The raw client refused pacing only when its run started, after the other clients' runs: now at once. */
