@@ -219,17 +219,25 @@ public abstract sealed class HandoffQueue<M> permits SameThreadHandoffQueue, Cro
                 }
                 accepted++;
             }
+            // read before the decrement: once it brings the count to 0 the ownership is given up, and a next owner
+            // may park a message of its own
+            boolean refused = parked != null;
             long word = addWip(-accepted);
+            pending = word & COUNT_MASK;
             // after the decrement: a reader that sees 0 here sees the decrement too, so it never counts the
-            // round's messages as waiting
-            TAKEN.lazySet(this, 0);
-            if ((word & STATE_MASK) == STATE_UNWRITABLE && (word & COUNT_MASK) < lowWaterMark) {
+            // round's messages as waiting. With the count at 0 a next owner may already count its own round, so
+            // only our own count is reset.
+            if (pending != 0) {
+                TAKEN.lazySet(this, 0);
+            } else {
+                TAKEN.compareAndSet(this, accepted, 0);
+            }
+            if ((word & STATE_MASK) == STATE_UNWRITABLE && pending < lowWaterMark) {
                 bits |= markResuming(word);
             }
-            if (parked != null) {
+            if (refused) {
                 return bits | DRAIN_REQUIRED;
             }
-            pending = word & COUNT_MASK;
             if (pending == 0) {
                 // The ownership is given up here: the producer's next add takes it.
                 return bits;

@@ -258,7 +258,7 @@ public abstract class InboundMessageQueue<M> {
             return;
         }
         closed = true;
-        boolean here = !sameThread || inProducerLoop();
+        boolean here = mayDrainHere();
         // Pairs with the re-check in drainOwned, as in wakeOwner.
         if (suspended == 1 && SUSPENDED.compareAndSet(this, 1, 0)) {
             if (here) {
@@ -317,9 +317,8 @@ public abstract class InboundMessageQueue<M> {
 
     /** Called by the owner only: hands the ownership to a drain in the consumer context. */
     private void scheduleDrain() {
-        // Before execute, since the task may run at once. An ordered store is enough: the executor's hand-off
-        // publishes it to the task, and a closer that reads it late only misses the chance to take the drain back.
-        DRAIN_PENDING.lazySet(this, 1);
+        // Before execute, since the task may run at once; a volatile write, as it pairs with close() below.
+        drainPending = 1;
         try {
             consumer.execute(drainTask);
         } catch (RejectedExecutionException e) {
@@ -331,7 +330,22 @@ public abstract class InboundMessageQueue<M> {
             closed = true;
             handleFailure(e);
             drainOwned();
+            return;
         }
+        // A close() that came before drainPending was set found no drain to take back, and the executor may drop the
+        // task (shut down after the close). We wrote drainPending, then read closed; close() writes closed, then
+        // reads drainPending: one of the two sees the other and takes the drain back, unless the task has started.
+        if (closed && mayDrainHere() && DRAIN_PENDING.compareAndSet(this, 1, 0)) {
+            drainOwned();
+        }
+    }
+
+    /**
+     * Whether this thread may drain in place of the consumer context: always in the cross-thread flavour (the
+     * ownership orders the drains), only on the loop in the same-thread flavour (its queue has plain fields).
+     */
+    private boolean mayDrainHere() {
+        return !sameThread || (producer instanceof EventExecutor loop && loop.inEventLoop());
     }
 
     /** Consumer context: the drain task, unless close took the drain back before it started. */

@@ -16,6 +16,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -114,7 +115,7 @@ class InboundMessageQueueRejectionTest {
         assertEquals(5, queue.disposed.get());
         AbstractInboundMessageQueueTest.assertAllReleased(buffers);
         assertEquals(0, producer.submit(queue::pending).get());
-        dropped.get(0).run(); // an executor that runs it after all: the drain was taken back, it does nothing
+        dropped.get(0).run(); // an executor that runs it after all: nothing changes
         assertEquals(0, queue.delivered.get());
         assertEquals(5, queue.disposed.get());
         assertEquals(List.of(), List.copyOf(queue.failures));
@@ -146,6 +147,42 @@ class InboundMessageQueueRejectionTest {
         assertEquals(0, queue.delivered.get());
         AbstractInboundMessageQueueTest.assertAllReleased(buffers);
         ConsumerExecutors.shutdown(pool);
+    }
+
+    @Test
+    void aCloseBetweenTheHandOverAndTheExecutorLeavesNothingBehind() throws Exception {
+        List<Runnable> dropped = new ArrayList<>();
+        AtomicReference<InboundMessageQueue<ByteBuf>> self = new AtomicReference<>();
+        Executor droppingOnceClosed = task -> {
+            if (self.get().isClosed()) {
+                dropped.add(task); // the application shut it down after the close: shutdownNow() drops the task
+            } else {
+                task.run();
+            }
+        };
+        // high-water mark 1: the first write pauses the producer between queueing and handing the drain over, and
+        // the pause closes the queue there, where close() finds no drain to take back yet
+        InboundMessageQueue<ByteBuf> queue = producer.submit(
+                        () -> new InboundMessageQueue<ByteBuf>(producer, droppingOnceClosed, 1, 1) {
+                            @Override
+                            protected void handleMessage(ByteBuf message) {
+                                message.release();
+                            }
+
+                            @Override
+                            protected void handlePause() {
+                                close();
+                            }
+                        })
+                .get();
+        self.set(queue);
+        ByteBuf buffer = PooledByteBufAllocator.DEFAULT.directBuffer(8).writeInt(1);
+
+        producer.submit(() -> queue.write(buffer)).get();
+
+        assertEquals(1, dropped.size(), "the drain was handed to the executor after the close, and dropped");
+        assertEquals(0, buffer.refCnt(), "the hand-over saw the close and disposed of the message itself");
+        assertEquals(0, producer.submit(queue::pending).get());
     }
 
     private List<ByteBuf> write(Recording queue, int count) throws Exception {

@@ -453,8 +453,9 @@ class InboundMessageQueueStressTest {
         @Override
         protected void handleDispose(Object message) {
             if (!onConsumerThread.getAsBoolean() && !producerLoop.inEventLoop()) {
-                // close() took the drain back: the controller disposes, and never while a delivery runs
-                if (!(Thread.currentThread() instanceof Controller)) {
+                // close() took the drain back: the controller disposes (never in the same-thread flavour, whose queue
+                // only the loop touches), and never while a delivery runs
+                if (!(Thread.currentThread() instanceof Controller) || isSameThread()) {
                     violations.add("handleDispose on " + Thread.currentThread());
                 } else if (delivering.get()) {
                     violations.add("a disposal by close() during a delivery");
