@@ -51,6 +51,8 @@ class OptionsTest {
         assertEquals(3, plan.runs(), "a median and a spread per figure");
         String said = WarrenPerf.comparisonSettings(plan);
         assertTrue(said.contains("3 run(s) per client, alternating, each producer paced at 10,000 msg/s"), said);
+        assertEquals(5, plan.warmupSeconds(), "the first run of each client does not measure its JIT");
+        assertTrue(said.contains("each run measured after 5 s of warm-up"), said);
         assertTrue(said.contains("queueing in the client and the broker included"), said);
     }
 
@@ -58,6 +60,7 @@ class OptionsTest {
     void compareKeepsAnExplicitRateRunsOrTheUnthrottledMode() {
         assertEquals(2000, WarrenPerf.plan("--compare", "-r", "2000").options().rate());
         assertEquals(5, WarrenPerf.plan("--compare", "--runs", "5").runs());
+        assertEquals(0, WarrenPerf.plan("--compare", "--warmup", "0").warmupSeconds());
         WarrenPerf.Plan unthrottled = WarrenPerf.plan("--compare", "-r", "-1");
         assertTrue(unthrottled.options().rate() <= 0, "-r -1: as fast as the client goes");
         assertTrue(
