@@ -64,8 +64,9 @@ public final class WarrenPerf implements Callable<Integer> {
     /** --compare's runs per client unless --runs says otherwise: a median and a spread need three. */
     static final int COMPARE_RUNS = 3;
     /**
-     * --compare's warm-up unless --warmup says otherwise, in seconds: without one the first run of each client in the
-     * JVM measures its JIT compiling the paths (p50 1.3 ms against 169 us for a later run of the same command).
+     * --compare's warm-up unless --warmup says otherwise or the run goes to a count, in seconds: without one the first
+     * run of each client in the JVM measures its JIT compiling the paths (p50 1.3 ms against 169 us for a later run of
+     * the same command).
      */
     static final long COMPARE_WARMUP_SECONDS = 5;
 
@@ -234,7 +235,7 @@ public final class WarrenPerf implements Callable<Integer> {
             names = "--warmup",
             paramLabel = "SECONDS",
             description = "Let traffic flow this long before each run's measuring (not in PerfTest; default: 0; with "
-                    + "--compare " + COMPARE_WARMUP_SECONDS + ").")
+                    + "--compare " + COMPARE_WARMUP_SECONDS + " unless -C or -D sets a count).")
     private Long warmup;
 
     @Option(
@@ -344,7 +345,9 @@ public final class WarrenPerf implements Callable<Integer> {
         long timeLimit = time != null
                 ? time
                 : options.producerMessages() > 0 || options.consumerMessages() > 0 ? 0 : DEFAULT_TIME_SECONDS;
-        long warmupSeconds = warmup != null ? warmup : compare != null ? COMPARE_WARMUP_SECONDS : 0;
+        // a run to a count (-C, -D) is not warmed up unless asked: the warm-up would take the messages it counts
+        boolean counted = options.producerMessages() > 0 || options.consumerMessages() > 0;
+        long warmupSeconds = warmup != null ? warmup : compare != null && !counted ? COMPARE_WARMUP_SECONDS : 0;
         if (warmupSeconds < 0) {
             throw usage("--warmup must be 0 or more");
         }

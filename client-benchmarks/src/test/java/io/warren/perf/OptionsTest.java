@@ -61,6 +61,7 @@ class OptionsTest {
         assertEquals(2000, WarrenPerf.plan("--compare", "-r", "2000").options().rate());
         assertEquals(5, WarrenPerf.plan("--compare", "--runs", "5").runs());
         assertEquals(0, WarrenPerf.plan("--compare", "--warmup", "0").warmupSeconds());
+        assertEquals(0, WarrenPerf.plan("--compare", "-C", "3000").warmupSeconds(), "a count is not warmed up");
         WarrenPerf.Plan unthrottled = WarrenPerf.plan("--compare", "-r", "-1");
         assertTrue(unthrottled.options().rate() <= 0, "-r -1: as fast as the client goes");
         assertTrue(
