@@ -19,6 +19,7 @@ import io.warren.flow.DeliveryPublisher;
 import io.warren.it.RecoveryIT.Events;
 import io.warren.it.fault.FaultProxy;
 import io.warren.testing.LeakRecorder;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -33,6 +34,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -118,6 +120,7 @@ class CutsUnderConsumersIT {
 
             AtomicBoolean stop = new AtomicBoolean();
             AtomicLong published = new AtomicLong();
+            AtomicReference<Throwable> publisherFailure = new AtomicReference<>();
             Thread publisher = new Thread(
                     () -> {
                         try {
@@ -133,7 +136,7 @@ class CutsUnderConsumersIT {
                             }
                         } catch (Exception e) {
                             if (!stop.get()) {
-                                throw new AssertionError("the publisher failed", e);
+                                publisherFailure.set(e); // reported on the test's thread below
                             }
                         }
                     },
@@ -157,16 +160,17 @@ class CutsUnderConsumersIT {
                     LockSupport.parkNanos(TimeUnit.SECONDS.toNanos(60)); // until shutdownNow interrupts it
                 });
                 busy.await();
-                long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-                while (doomedConsumer.queued() == 0 && System.nanoTime() < until) {
-                    Thread.sleep(5);
-                }
+                Await.awaitTrue(
+                        () -> doomedConsumer.queued() > 0,
+                        Duration.ofSeconds(30),
+                        "deliveries behind the busy executor");
                 assertTrue(doomedConsumer.queued() > 0, "deliveries wait behind the busy executor");
                 assertFalse(doomed.shutdownNow().isEmpty(), "the drain was dropped, never to run");
             } finally {
                 stop.set(true);
                 publisher.join(30_000);
             }
+            assertEquals(null, publisherFailure.get(), "the publisher failed");
             assertTrue(published.get() > 1000, "messages streamed during the cuts: " + published.get());
 
             await(c.close());
@@ -177,12 +181,11 @@ class CutsUnderConsumersIT {
                     throw new AssertionError("consumer " + h + " never ended after the connection's close", e);
                 }
                 // a drain under way at the end disposes of the rest in the consumer's context, just after
-                long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-                while (h.queued() != 0 && System.nanoTime() < until) {
-                    Thread.sleep(5);
-                }
+                Await.awaitTrue(() -> h.queued() == 0, Duration.ofSeconds(10), "an empty queue for " + h);
                 assertEquals(0, h.queued(), "nothing left queued for " + h);
             }
+            // the terminal signal may wait for an onNext under way on the pool
+            Await.awaitTrue(subscriber.ended::isDone, Duration.ofSeconds(10), "the subscriber's terminal signal");
             assertTrue(subscriber.ended.isDone(), "the subscriber got its terminal signal");
             pool.shutdown();
             assertTrue(pool.awaitTermination(10, TimeUnit.SECONDS), "the handlers returned");
