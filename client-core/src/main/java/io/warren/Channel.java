@@ -299,11 +299,11 @@ public interface Channel {
     boolean isWritable();
 
     /**
-     * Completes (on the event loop) when {@link #isWritable()} is true; at once when it is. Fails if the channel closes.
-     * When threads of several channels wait on one connection, they are woken in turns as it turns writable: as many
-     * channels' as the room under the high-water mark holds, judged by each channel's last publish (all of them for
-     * small publishes), the others at the following changes, and all within about a millisecond when no change
-     * follows. So large publishers do not all wake to find the connection unwritable again.
+     * Completes (on the event loop) once {@link #isWritable()} is true, at once when it is true at the call. Fails if
+     * the channel closes. A stage already waiting may complete some time after the channel turned writable: when
+     * several channels of one connection wait, the connection wakes them in turns, as many as its room for their
+     * publishes holds, so that large publishers do not all wake to find it unwritable again. Stages of one channel
+     * are not completed in the order they were asked for.
      */
     CompletionStage<Void> whenWritable();
 

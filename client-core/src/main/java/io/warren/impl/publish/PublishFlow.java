@@ -71,6 +71,12 @@ public final class PublishFlow implements BlockedListener {
     private volatile String blockedReason;
     // any thread (volatile): set by a publisher whose publish filled the queue, cleared at half (see isWritable)
     private volatile boolean queueFull;
+    /**
+     * Set with {@link #queueFull} when a publish fills the queue, cleared only by the loop's drain when it tells the
+     * publishers (any thread writes true, the loop false): a caller's {@link #isWritable} may clear queueFull first,
+     * and the threads waiting meanwhile must still hear that the queue drained.
+     */
+    private volatile boolean fullUntold;
 
     /**
      * Pooled tasks: taken by publishing threads, returned by the event loop (single producer, many consumers).
@@ -188,6 +194,7 @@ public final class PublishFlow implements BlockedListener {
         }
         if (before + bytes >= queueMark() && !queueFull) {
             queueFull = true;
+            fullUntold = true;
         }
         return true;
     }
@@ -295,12 +302,12 @@ public final class PublishFlow implements BlockedListener {
     void dequeued(long bytes) {
         long after = QUEUED.addAndGet(this, -bytes);
         long half = queueMark() / 2;
-        // Also when this drain crossed half whoever cleared the flag: a caller's isWritable may have cleared it
-        // first, and the threads waiting meanwhile would not hear of it. Off the loop (a refused task), the loop is
-        // ending and its end fails every waiter.
-        if (after <= half && (queueFull || after + bytes > half)) {
+        // Told once per filling, whoever cleared queueFull (see fullUntold); a queue that never filled tells nobody.
+        // Off the loop (a refused task), the loop is ending and its end fails every waiter.
+        if (after <= half && (queueFull || fullUntold)) {
             queueFull = false;
             if (ctx.executor().inEventLoop()) {
+                fullUntold = false;
                 changed();
             }
         }
