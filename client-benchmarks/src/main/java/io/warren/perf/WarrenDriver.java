@@ -46,7 +46,8 @@ import java.util.function.BiConsumer;
  *       {@code DirectByteBuffer} duplicate per buffer written: about 600 B a message instead of nothing. With
  *       {@code -Dwarren.perf.plainProducerThreads=true} the producers are plain threads, to measure that.</li>
  *   <li><b>Event loops.</b> The client's own group with one loop per connection (amqp-client has one reader
- *       thread per connection), on the best transport Warren finds. Loop threads are {@code warren-io-*}.</li>
+ *       thread per connection), on NIO unless {@code --transport native} asks for io_uring or epoll (said on the
+ *       standard error when none loads). Loop threads are {@code warren-io-*}.</li>
  *   <li><b>Publishing.</b> Each message is a pooled direct buffer written with the body and
  *       {@link MessageBody#stamp stamped} right before the call; ownership passes to Warren, which writes the
  *       buffer object itself to the socket (zero copy) and returns it to the pool. Exchange and routing key are
@@ -101,6 +102,9 @@ public final class WarrenDriver implements ClientDriver {
         client = AmqpClient.create(new ClientOptions()
                 .preferNativeTransport(options.nativeTransport())
                 .ioThreads(Math.min(connectionCount, 2 * Runtime.getRuntime().availableProcessors())));
+        if (options.nativeTransport() && client.transport().equals("nio")) {
+            System.err.println("warren-perf: --transport native: no native transport loads here; Warren runs on NIO");
+        }
         ConnectionOptions base = ConnectionOptions.fromUri(options.uri())
                 .connectionTimeout(Duration.ofSeconds(5))
                 .rpcTimeout(Duration.ofSeconds(RPC_TIMEOUT_SECONDS))

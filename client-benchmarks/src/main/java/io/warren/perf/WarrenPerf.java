@@ -342,11 +342,9 @@ public final class WarrenPerf implements Callable<Integer> {
         List<String> clients = clients();
         LoopbackPeer.Mode peerMode = peerMode();
         RunOptions options = options(peerMode);
-        long timeLimit = time != null
-                ? time
-                : options.producerMessages() > 0 || options.consumerMessages() > 0 ? 0 : DEFAULT_TIME_SECONDS;
-        // a run to a count (-C, -D) is not warmed up unless asked: the warm-up would take the messages it counts
         boolean counted = options.producerMessages() > 0 || options.consumerMessages() > 0;
+        long timeLimit = time != null ? time : counted ? 0 : DEFAULT_TIME_SECONDS;
+        // a run to a count (-C, -D) is not warmed up unless asked: the warm-up would take the messages it counts
         long warmupSeconds = warmup != null ? warmup : compare != null && !counted ? COMPARE_WARMUP_SECONDS : 0;
         if (warmupSeconds < 0) {
             throw usage("--warmup must be 0 or more");

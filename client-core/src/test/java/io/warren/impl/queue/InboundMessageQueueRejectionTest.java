@@ -15,6 +15,7 @@ import java.util.concurrent.Executor;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
@@ -124,8 +125,16 @@ class InboundMessageQueueRejectionTest {
     @Test
     void closeOfADrainWaitingForDemandDisposesWithoutTheExecutor() throws Exception {
         ExecutorService pool = ConsumerExecutors.workerPool(2);
+        try {
+            closeWhenTheExecutorDrops(pool);
+        } finally {
+            ConsumerExecutors.shutdown(pool);
+        }
+    }
+
+    private void closeWhenTheExecutorDrops(ExecutorService pool) throws Exception {
         List<Runnable> dropped = new ArrayList<>();
-        java.util.concurrent.atomic.AtomicBoolean shutDownNow = new java.util.concurrent.atomic.AtomicBoolean();
+        AtomicBoolean shutDownNow = new AtomicBoolean();
         Executor context = task -> {
             if (shutDownNow.get()) {
                 dropped.add(task); // accepted, never to run
@@ -146,7 +155,6 @@ class InboundMessageQueueRejectionTest {
         assertEquals(6, queue.disposed.get());
         assertEquals(0, queue.delivered.get());
         AbstractInboundMessageQueueTest.assertAllReleased(buffers);
-        ConsumerExecutors.shutdown(pool);
     }
 
     @Test
