@@ -46,6 +46,11 @@ public final class AmqpClientDriver implements ClientDriver {
     }
 
     @Override
+    public String transport() {
+        return "socket"; // amqp-client's default: a blocking java.net socket, read by its own thread
+    }
+
+    @Override
     public void connect(RunOptions options, Metrics metrics) throws Exception {
         this.options = options;
         this.metrics = metrics;

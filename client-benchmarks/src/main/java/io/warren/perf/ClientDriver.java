@@ -40,6 +40,13 @@ public interface ClientDriver extends AutoCloseable {
     String name();
 
     /**
+     * The transport the client's I/O ran on, as the JSON records it: {@code nio} or {@code epoll} for a Netty-based
+     * client (what it took after {@link #connect}, not what was asked: {@code --transport native} falls
+     * back to NIO where no native transport loads), {@code socket} for the JDK's blocking sockets.
+     */
+    String transport();
+
+    /**
      * Opens the producers' and consumers' connections and channels to {@link RunOptions#uri()}, enables
      * confirms and sets the prefetch. Throws {@link java.net.ConnectException} (possibly as the cause)
      * when nothing listens there, so the tool can say so.

@@ -122,6 +122,7 @@ final class PerfRun {
             return new RunResult(
                     id,
                     driver.name(),
+                    driver.transport(),
                     runNumber,
                     options,
                     target,

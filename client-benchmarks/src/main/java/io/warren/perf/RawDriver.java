@@ -81,6 +81,11 @@ public final class RawDriver implements ClientDriver {
     }
 
     @Override
+    public String transport() {
+        return "nio"; // NioSocketChannel whatever --transport says
+    }
+
+    @Override
     public void connect(RunOptions options, Metrics metrics) throws Exception {
         this.options = options;
         this.metrics = metrics;

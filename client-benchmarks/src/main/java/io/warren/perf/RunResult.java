@@ -16,6 +16,7 @@ import org.HdrHistogram.Histogram;
  *
  * @param id the test's name ({@code --id}), or null
  * @param client the driver's name
+ * @param transport the transport its I/O ran on ({@link ClientDriver#transport()})
  * @param run the run's number for this client, from 1 (several with {@code --runs} or {@code --compare})
  * @param options what the run did
  * @param target where it ran: the URI without its password, or {@code peer:sink} / {@code peer:source}
@@ -35,6 +36,7 @@ import org.HdrHistogram.Histogram;
 record RunResult(
         String id,
         String client,
+        String transport,
         int run,
         RunOptions options,
         String target,
@@ -159,6 +161,7 @@ record RunResult(
         Map<String, Object> m = new LinkedHashMap<>();
         m.put("id", id);
         m.put("client", client);
+        m.put("transport", transport);
         m.put("run", run);
         m.put("target", target);
         m.put("producers", options.producers());

@@ -95,6 +95,11 @@ public final class WarrenDriver implements ClientDriver {
     }
 
     @Override
+    public String transport() {
+        return client == null ? null : client.transport();
+    }
+
+    @Override
     public void connect(RunOptions options, Metrics metrics) throws Exception {
         this.options = options;
         this.metrics = metrics;

@@ -49,6 +49,7 @@ class BacklogWarningTest {
         return new RunResult(
                 null,
                 "warren",
+                "nio",
                 1,
                 options,
                 "amqp://guest@localhost:5672",

@@ -153,6 +153,8 @@ class WarrenDriverTest {
             PeerRunTest.assertHasEveryField(r);
             assertEquals(3000.0, PeerRunTest.number(r, "sent"), r.get("client") + " sent");
             assertEquals(3000.0, PeerRunTest.number(r, "confirmed"), r.get("client") + " confirmed");
+            assertEquals(
+                    r.get("client").equals("warren") ? "nio" : "socket", r.get("transport"), "the transport it ran on");
         }
     }
 
