@@ -129,6 +129,47 @@ class WritabilityWakeTest {
         }
     }
 
+    /**
+     * The broker stops reading for a while after a woken publisher published: the checks in that time find the
+     * connection unwritable, so they must not make the round that ends it wake everyone (most would find the room
+     * taken and wait again); it wakes the next in turn.
+     */
+    @Test
+    void aStallOfTheSocketAfterAWokenPublisherPublishedWakesOnlyTheNextInTurnWhenItEnds() {
+        try (FakeBroker broker = new FakeBroker(options())) {
+            broker.client.freezeTime();
+            Channel[] channels = openChannels(broker, 3);
+            PublishFixture.StalledSocket socket = PublishFixture.StalledSocket.install(broker);
+            publishOnEach(channels, LARGE);
+            broker.client.runPendingTasks();
+            List<CompletionStage<Void>> waiting = waitOnEach(broker, channels);
+            socket.drain();
+            for (int i = 1; i <= 3; i++) {
+                expectPublish(broker, i).body();
+            }
+            List<Integer> first = woken(waiting);
+            assertEquals(1, first.size(), () -> "one woken: " + first);
+            int one = first.get(0);
+
+            socket.stall();
+            channels[one].publish("", "q", false, PublishTest.PROPS, direct(LARGE));
+            broker.client.runPendingTasks();
+            assertFalse(channels[one].isWritable());
+            for (int i = 0; i < 5; i++) {
+                broker.client.advanceTimeBy(WakeTurns.CHECK_NANOS, TimeUnit.NANOSECONDS);
+                broker.client.runScheduledPendingTasks();
+            }
+            assertEquals(List.of(one), woken(waiting), "nobody woken while the socket takes nothing");
+
+            socket.drain();
+            expectPublish(broker, one + 1).body();
+            broker.client.runPendingTasks();
+            List<Integer> after = woken(waiting);
+            assertEquals(2, after.size(), () -> "the next in turn, not everyone: " + after);
+            assertTrue(after.contains(one));
+        }
+    }
+
     /** Metering must not hold back publishers whose messages fit: the old behaviour, kept for small publishes. */
     @Test
     void smallPublishersWaitingAreAllWokenAtOnce() {

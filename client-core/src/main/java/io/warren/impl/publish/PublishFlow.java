@@ -463,4 +463,12 @@ public final class PublishFlow implements BlockedListener {
     boolean mayWake(long expectedBytes) {
         return turns.mayWake(expectedBytes);
     }
+
+    /**
+     * Whether a thread that asks to wait while the connection is writable goes on at once, expected to publish
+     * {@code expectedBytes} ({@link WakeTurns#mayGoOn}). Event loop.
+     */
+    boolean mayGoOn(long expectedBytes) {
+        return turns.mayGoOn(expectedBytes);
+    }
 }

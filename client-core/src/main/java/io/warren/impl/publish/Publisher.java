@@ -856,7 +856,7 @@ public final class Publisher {
             f.completeExceptionally(closedError(closeCause));
             return;
         }
-        if (!windowFull && flow.isWritable()) {
+        if (!windowFull && flow.isWritable() && flow.mayGoOn(lastTaskBytes)) {
             f.complete(null);
             return;
         }

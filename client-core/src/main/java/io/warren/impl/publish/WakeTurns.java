@@ -15,6 +15,9 @@ import java.util.concurrent.TimeUnit;
  * publishes are all woken at once, large ones a publisher at a time. Those left asleep are woken by later rounds, or
  * by the check {@value #CHECK_NANOS} ns after a round left some asleep: if rounds came since, the publishers are
  * moving and it looks again later; if none came (the woken thread did not publish), the next round wakes everyone.
+ * Unless the last round found the connection unwritable: then no woken thread could publish, and what everyone waits
+ * for is the socket (or the broker's unblock), whose writable round wakes the next in turn. Waking everyone there sent
+ * most of 16 threads publishing 1 MiB bodies back to wait after each pause in the broker's reading.
  *
  * <p>Event loop only. One per {@link PublishFlow}; itself the check's task.
  */
@@ -37,6 +40,8 @@ public final class WakeTurns implements Runnable {
     private boolean deferred;
     /** The next round wakes everyone: the check found no round since the last one left some asleep. */
     private boolean wakeAll;
+    /** The last round found the connection writable. */
+    private boolean lastRoundWritable;
 
     private long rounds;
     private long roundsAtCheck;
@@ -51,6 +56,7 @@ public final class WakeTurns implements Runnable {
     void beginRound(boolean writable, long room) {
         assert loop.inEventLoop() : "wake turns off the event loop";
         rounds++;
+        lastRoundWritable = writable;
         metering = !wakeAll;
         if (writable) {
             wakeAll = false;
@@ -78,6 +84,29 @@ public final class WakeTurns implements Runnable {
         return false;
     }
 
+    /**
+     * Whether a thread that asks to wait ({@link Publisher#whenWritable}) while the connection is writable goes on at
+     * once, expected to publish {@code expectedBytes} (0 when not known: it does). Metered against what is left of
+     * the last round's room: a thread that found the connection unwritable on its side and reached the loop just
+     * after a round woke another publisher would otherwise race that one for the same room, and most such threads
+     * wait again at once (16 threads' 1 MiB bodies: 1.75 waits per message, 1.03 with this). Only while the last
+     * round left threads asleep, so that the room it reckoned is at most a check old: one held back waits for the
+     * next round or the check, like them.
+     */
+    boolean mayGoOn(long expectedBytes) {
+        assert loop.inEventLoop() : "wake turns off the event loop";
+        if (!deferred || wakeAll || !lastRoundWritable || expectedBytes <= 0 || woken == 0 || expectedBytes <= room) {
+            woken++;
+            room -= expectedBytes;
+            return true;
+        }
+        deferred = true;
+        if (!checkScheduled) {
+            scheduleCheck();
+        }
+        return false;
+    }
+
     /** Publishers whose threads this round has woken so far. */
     int woken() {
         return woken;
@@ -101,6 +130,9 @@ public final class WakeTurns implements Runnable {
         if (rounds != roundsAtCheck) {
             scheduleCheck();
             return;
+        }
+        if (!lastRoundWritable) {
+            return; // waiting for the socket, not for the woken thread: the writable round that ends it meters again
         }
         wakeAll = true;
         retell.run();

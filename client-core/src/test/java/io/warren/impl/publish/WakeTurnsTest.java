@@ -1,0 +1,96 @@
+package io.warren.impl.publish;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.netty.channel.embedded.EmbeddedChannel;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * {@link WakeTurns} alone, on an embedded loop whose time the test moves: which waiting threads a round wakes, which
+ * a wait that reaches the loop between rounds lets go on, and when the check makes the next round wake everyone.
+ */
+class WakeTurnsTest {
+
+    private static final long MARK = 65536;
+    private static final long LARGE = 70_000;
+
+    private EmbeddedChannel loop;
+    private WakeTurns turns;
+    private int retold;
+
+    @BeforeEach
+    void setUp() {
+        loop = new EmbeddedChannel();
+        loop.freezeTime();
+        turns = new WakeTurns(loop.eventLoop(), () -> retold++);
+    }
+
+    @AfterEach
+    void tearDown() {
+        loop.finishAndReleaseAll();
+    }
+
+    private void afterCheck() {
+        loop.advanceTimeBy(WakeTurns.CHECK_NANOS, TimeUnit.NANOSECONDS);
+        loop.runScheduledPendingTasks();
+    }
+
+    @Test
+    void aWaitReachingTheLoopAfterARoundWokeALargePublisherWaitsForTheNextRoundOrTheCheck() {
+        turns.beginRound(true, MARK);
+        assertTrue(turns.mayWake(LARGE), "the first is always woken");
+        assertFalse(turns.mayWake(LARGE), "the next waits its turn");
+        turns.endRound();
+
+        assertFalse(turns.mayGoOn(LARGE), "the room is promised to the one woken");
+        assertTrue(turns.mayGoOn(0), "unknown: it goes on");
+        assertEquals(0, retold);
+        afterCheck();
+        assertEquals(1, retold, "nobody published: the check tells everyone again");
+        turns.beginRound(true, MARK);
+        assertTrue(turns.mayWake(LARGE));
+        assertTrue(turns.mayWake(LARGE), "that round wakes everyone");
+        turns.endRound();
+    }
+
+    @Test
+    void aWaitGoesOnWhenTheRoomHoldsItOrNobodyWaitsInLine() {
+        assertTrue(turns.mayGoOn(LARGE), "no round yet");
+        turns.beginRound(true, MARK);
+        assertTrue(turns.mayWake(LARGE));
+        turns.endRound();
+        assertTrue(turns.mayGoOn(LARGE), "the round left nobody asleep: its room may be old, nobody is before it");
+
+        turns.beginRound(true, MARK);
+        assertTrue(turns.mayWake(1000));
+        assertTrue(turns.mayWake(1000));
+        assertFalse(turns.mayWake(LARGE));
+        turns.endRound();
+        assertTrue(turns.mayGoOn(1000), "small: the room holds it");
+        assertFalse(turns.mayGoOn(LARGE), "the room does not");
+    }
+
+    @Test
+    void checksWhileTheConnectionIsUnwritableLeaveTheNextWritableRoundMetered() {
+        turns.beginRound(true, MARK);
+        assertTrue(turns.mayWake(LARGE));
+        assertFalse(turns.mayWake(LARGE), "left asleep");
+        turns.endRound();
+        turns.beginRound(false, MARK - 2 * LARGE); // the woken one published; the socket takes nothing for a while
+        turns.endRound();
+        for (int i = 0; i < 5; i++) {
+            afterCheck();
+        }
+        assertEquals(0, retold, "waiting for the socket, not for a thread");
+
+        turns.beginRound(true, MARK);
+        assertTrue(turns.mayWake(LARGE), "the next in turn");
+        assertFalse(turns.mayWake(LARGE), "not everyone");
+        turns.endRound();
+    }
+}
