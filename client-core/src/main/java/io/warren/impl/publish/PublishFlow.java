@@ -33,8 +33,9 @@ import org.jctools.queues.SpmcArrayQueue;
  *
  * <p>Threads waiting in {@link Publisher#whenWritable} are woken in turns when the connection turns writable: as many
  * publishers' as the room under the high-water mark holds, judged by each one's last publish ({@link #mayWake}),
- * at least one; more at each later change, and all by a check a millisecond later when no change came
- * ({@link WakeTurns}).
+ * at least one; more at each later change, and all by a check a millisecond later when no change came while the
+ * connection is writable ({@link WakeTurns}). A thread whose wait reaches the loop while the connection is writable
+ * goes on at once, unless the last round left threads asleep and the room it reckoned is promised ({@link #mayGoOn}).
  *
  * <p>Threads: {@link #tryReserve}, {@link #isWritable} and {@link #isBlocked} on any thread; the rest on the
  * event loop. The event loop tells publishers of changes ({@link Publisher#onFlowChanged()}) when Netty's
@@ -148,6 +149,20 @@ public final class PublishFlow implements BlockedListener {
         }
     }
 
+    /** {@link #isWritable} for {@link WakeTurns}' check (a named class: a method reference is one more class a fresh JVM makes). */
+    private static final class WritableNow implements java.util.function.BooleanSupplier {
+        private final PublishFlow flow;
+
+        WritableNow(PublishFlow flow) {
+            this.flow = flow;
+        }
+
+        @Override
+        public boolean getAsBoolean() {
+            return flow.isWritable();
+        }
+    }
+
     /** The flow {@link #attach} made for the connection {@code handler} runs. */
     public static PublishFlow of(ConnectionHandler handler) {
         return handler.context().channel().attr(FLOW).get();
@@ -160,7 +175,7 @@ public final class PublishFlow implements BlockedListener {
         this.options = new PublishOptions(options);
         this.maxPendingBytes = options.maxPendingBytes();
         this.buffers = outbound.publishBuffers();
-        this.turns = new WakeTurns(ctx.executor(), writabilityChanged);
+        this.turns = new WakeTurns(ctx.executor(), new WritableNow(this), writabilityChanged);
         int high = options.writeBufferHighWaterMark();
         ctx.channel().config().setWriteBufferWaterMark(new WriteBufferWaterMark(high / 2, high));
         // Half the high-water mark: a backlog never makes the channel unwritable by unflushed bytes alone.

@@ -3,6 +3,7 @@ package io.warren.impl.publish;
 import io.netty.util.concurrent.EventExecutor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
 
 /**
  * Which threads waiting in {@link Publisher#whenWritable} a round of {@link PublishFlow}'s telling wakes. A thread
@@ -15,9 +16,10 @@ import java.util.concurrent.TimeUnit;
  * publishes are all woken at once, large ones a publisher at a time. Those left asleep are woken by later rounds, or
  * by the check {@value #CHECK_NANOS} ns after a round left some asleep: if rounds came since, the publishers are
  * moving and it looks again later; if none came (the woken thread did not publish), the next round wakes everyone.
- * Unless the last round found the connection unwritable: then no woken thread could publish, and what everyone waits
- * for is the socket (or the broker's unblock), whose writable round wakes the next in turn. Waking everyone there sent
- * most of 16 threads publishing 1 MiB bodies back to wait after each pause in the broker's reading.
+ * Unless the connection is unwritable when the check looks: then no woken thread could publish, and what everyone
+ * waits for is the socket (or the broker's unblock), whose writable round wakes the next in turn; the check looks again
+ * every {@value #UNWRITABLE_CHECK_NANOS} ns meanwhile, in case the connection turned writable without a round. Waking
+ * everyone there sent most of 16 threads publishing 1 MiB bodies back to wait after each pause in the broker's reading.
  *
  * <p>Event loop only. One per {@link PublishFlow}; itself the check's task.
  */
@@ -26,7 +28,12 @@ public final class WakeTurns implements Runnable {
     /** How long after a round left threads asleep the check looks whether any round came since. */
     public static final long CHECK_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
 
+    /** How often the check looks again while the connection stays unwritable. */
+    public static final long UNWRITABLE_CHECK_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
+
     private final EventExecutor loop;
+    /** Whether the connection is writable now (the flow's view, as a round's). */
+    private final BooleanSupplier writable;
     /** Tells the publishers again: a round, which {@link #wakeAll} makes wake everyone. */
     private final Runnable retell;
 
@@ -47,8 +54,9 @@ public final class WakeTurns implements Runnable {
     private long roundsAtCheck;
     private boolean checkScheduled;
 
-    WakeTurns(EventExecutor loop, Runnable retell) {
+    WakeTurns(EventExecutor loop, BooleanSupplier writable, Runnable retell) {
         this.loop = loop;
+        this.writable = writable;
         this.retell = retell;
     }
 
@@ -90,19 +98,19 @@ public final class WakeTurns implements Runnable {
      * the last round's room: a thread that found the connection unwritable on its side and reached the loop just
      * after a round woke another publisher would otherwise race that one for the same room, and most such threads
      * wait again at once (16 threads' 1 MiB bodies: 1.75 waits per message, 1.03 with this). Only while the last
-     * round left threads asleep, so that the room it reckoned is at most a check old: one held back waits for the
-     * next round or the check, like them.
+     * round left threads asleep, so that the room it reckoned is at most two checks old: one held back waits for
+     * the next round or the check, like them.
      */
     boolean mayGoOn(long expectedBytes) {
         assert loop.inEventLoop() : "wake turns off the event loop";
-        if (!deferred || wakeAll || !lastRoundWritable || expectedBytes <= 0 || woken == 0 || expectedBytes <= room) {
+        if (!deferred || wakeAll || !lastRoundWritable || expectedBytes <= 0 || expectedBytes <= room) {
             woken++;
             room -= expectedBytes;
             return true;
         }
         deferred = true;
         if (!checkScheduled) {
-            scheduleCheck();
+            scheduleCheck(CHECK_NANOS);
         }
         return false;
     }
@@ -116,7 +124,7 @@ public final class WakeTurns implements Runnable {
     void endRound() {
         metering = false;
         if (deferred && !checkScheduled) {
-            scheduleCheck();
+            scheduleCheck(CHECK_NANOS);
         }
     }
 
@@ -128,20 +136,21 @@ public final class WakeTurns implements Runnable {
             return; // the last writable round woke everyone it found waiting
         }
         if (rounds != roundsAtCheck) {
-            scheduleCheck();
+            scheduleCheck(CHECK_NANOS);
             return;
         }
-        if (!lastRoundWritable) {
-            return; // waiting for the socket, not for the woken thread: the writable round that ends it meters again
+        if (!writable.getAsBoolean()) {
+            scheduleCheck(UNWRITABLE_CHECK_NANOS); // waiting for the socket, not for the woken thread
+            return;
         }
         wakeAll = true;
         retell.run();
     }
 
-    private void scheduleCheck() {
+    private void scheduleCheck(long delayNanos) {
         roundsAtCheck = rounds;
         try {
-            loop.schedule(this, CHECK_NANOS, TimeUnit.NANOSECONDS);
+            loop.schedule(this, delayNanos, TimeUnit.NANOSECONDS);
             checkScheduled = true;
         } catch (RejectedExecutionException shutDown) {
             // the loop is ending: the connection's end fails every waiter

@@ -22,12 +22,13 @@ class WakeTurnsTest {
     private EmbeddedChannel loop;
     private WakeTurns turns;
     private int retold;
+    private boolean writable = true;
 
     @BeforeEach
     void setUp() {
         loop = new EmbeddedChannel();
         loop.freezeTime();
-        turns = new WakeTurns(loop.eventLoop(), () -> retold++);
+        turns = new WakeTurns(loop.eventLoop(), () -> writable, () -> retold++);
     }
 
     @AfterEach
@@ -81,16 +82,38 @@ class WakeTurnsTest {
         assertTrue(turns.mayWake(LARGE));
         assertFalse(turns.mayWake(LARGE), "left asleep");
         turns.endRound();
+        writable = false;
         turns.beginRound(false, MARK - 2 * LARGE); // the woken one published; the socket takes nothing for a while
         turns.endRound();
-        for (int i = 0; i < 5; i++) {
+        for (int i = 0; i < 30; i++) {
             afterCheck();
         }
         assertEquals(0, retold, "waiting for the socket, not for a thread");
+
+        writable = true;
 
         turns.beginRound(true, MARK);
         assertTrue(turns.mayWake(LARGE), "the next in turn");
         assertFalse(turns.mayWake(LARGE), "not everyone");
         turns.endRound();
+    }
+
+    @Test
+    void aTurnToWritableThatCameWithoutARoundIsFoundByTheCheck() {
+        turns.beginRound(true, MARK);
+        assertTrue(turns.mayWake(LARGE));
+        assertFalse(turns.mayWake(LARGE));
+        turns.endRound();
+        writable = false;
+        turns.beginRound(false, MARK - 2 * LARGE);
+        turns.endRound();
+        afterCheck();
+        afterCheck();
+        assertEquals(0, retold);
+
+        writable = true; // and no round tells of it
+        loop.advanceTimeBy(WakeTurns.UNWRITABLE_CHECK_NANOS, TimeUnit.NANOSECONDS);
+        loop.runScheduledPendingTasks();
+        assertEquals(1, retold, "the check looks again while the connection is unwritable");
     }
 }
