@@ -34,8 +34,7 @@ import org.jctools.queues.SpmcArrayQueue;
  * <p>Threads waiting in {@link Publisher#whenWritable} are woken in turns when the connection turns writable: as many
  * publishers' as the room under the high-water mark holds, judged by each one's last publish ({@link #mayWake}),
  * at least one; more at each later change, and all by a check a millisecond later when no change came while the
- * connection is writable ({@link WakeTurns}). A thread whose wait reaches the loop while the connection is writable
- * goes on at once, unless the last round left threads asleep and the room it reckoned is promised ({@link #mayGoOn}).
+ * connection is writable ({@link WakeTurns}).
  *
  * <p>Threads: {@link #tryReserve}, {@link #isWritable} and {@link #isBlocked} on any thread; the rest on the
  * event loop. The event loop tells publishers of changes ({@link Publisher#onFlowChanged()}) when Netty's
@@ -477,13 +476,5 @@ public final class PublishFlow implements BlockedListener {
      */
     boolean mayWake(long expectedBytes) {
         return turns.mayWake(expectedBytes);
-    }
-
-    /**
-     * Whether a thread that asks to wait while the connection is writable goes on at once, expected to publish
-     * {@code expectedBytes} ({@link WakeTurns#mayGoOn}). Event loop.
-     */
-    boolean mayGoOn(long expectedBytes) {
-        return turns.mayGoOn(expectedBytes);
     }
 }

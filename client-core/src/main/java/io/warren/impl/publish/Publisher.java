@@ -856,7 +856,7 @@ public final class Publisher {
             f.completeExceptionally(closedError(closeCause));
             return;
         }
-        if (!windowFull && flow.isWritable() && flow.mayGoOn(lastTaskBytes)) {
+        if (!windowFull && flow.isWritable()) {
             f.complete(null);
             return;
         }

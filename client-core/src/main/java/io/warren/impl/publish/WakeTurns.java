@@ -47,8 +47,6 @@ public final class WakeTurns implements Runnable {
     private boolean deferred;
     /** The next round wakes everyone: the check found no round since the last one left some asleep. */
     private boolean wakeAll;
-    /** The last round found the connection writable. */
-    private boolean lastRoundWritable;
 
     private long rounds;
     private long roundsAtCheck;
@@ -64,7 +62,6 @@ public final class WakeTurns implements Runnable {
     void beginRound(boolean writable, long room) {
         assert loop.inEventLoop() : "wake turns off the event loop";
         rounds++;
-        lastRoundWritable = writable;
         metering = !wakeAll;
         if (writable) {
             wakeAll = false;
@@ -89,29 +86,6 @@ public final class WakeTurns implements Runnable {
             return true;
         }
         deferred = true;
-        return false;
-    }
-
-    /**
-     * Whether a thread that asks to wait ({@link Publisher#whenWritable}) while the connection is writable goes on at
-     * once, expected to publish {@code expectedBytes} (0 when not known: it does). Metered against what is left of
-     * the last round's room: a thread that found the connection unwritable on its side and reached the loop just
-     * after a round woke another publisher would otherwise race that one for the same room, and most such threads
-     * wait again at once (16 threads' 1 MiB bodies: 1.75 waits per message, 1.03 with this). Only while the last
-     * round left threads asleep, so that the room it reckoned is at most two checks old: one held back waits for
-     * the next round or the check, like them.
-     */
-    boolean mayGoOn(long expectedBytes) {
-        assert loop.inEventLoop() : "wake turns off the event loop";
-        if (!deferred || wakeAll || !lastRoundWritable || expectedBytes <= 0 || expectedBytes <= room) {
-            woken++;
-            room -= expectedBytes;
-            return true;
-        }
-        deferred = true;
-        if (!checkScheduled) {
-            scheduleCheck(CHECK_NANOS);
-        }
         return false;
     }
 

@@ -11,8 +11,8 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * {@link WakeTurns} alone, on an embedded loop whose time the test moves: which waiting threads a round wakes, which
- * a wait that reaches the loop between rounds lets go on, and when the check makes the next round wake everyone.
+ * {@link WakeTurns} alone, on an embedded loop whose time the test moves: which waiting threads a round wakes, and
+ * when the check makes the next round wake everyone.
  */
 class WakeTurnsTest {
 
@@ -42,38 +42,19 @@ class WakeTurnsTest {
     }
 
     @Test
-    void aWaitReachingTheLoopAfterARoundWokeALargePublisherWaitsForTheNextRoundOrTheCheck() {
+    void whenNobodyPublishesAfterARoundTheCheckMakesTheNextRoundWakeEveryone() {
         turns.beginRound(true, MARK);
         assertTrue(turns.mayWake(LARGE), "the first is always woken");
         assertFalse(turns.mayWake(LARGE), "the next waits its turn");
         turns.endRound();
-
-        assertFalse(turns.mayGoOn(LARGE), "the room is promised to the one woken");
-        assertTrue(turns.mayGoOn(0), "unknown: it goes on");
         assertEquals(0, retold);
+
         afterCheck();
-        assertEquals(1, retold, "nobody published: the check tells everyone again");
+        assertEquals(1, retold, "no round since, the connection writable: told again");
         turns.beginRound(true, MARK);
         assertTrue(turns.mayWake(LARGE));
         assertTrue(turns.mayWake(LARGE), "that round wakes everyone");
         turns.endRound();
-    }
-
-    @Test
-    void aWaitGoesOnWhenTheRoomHoldsItOrNobodyWaitsInLine() {
-        assertTrue(turns.mayGoOn(LARGE), "no round yet");
-        turns.beginRound(true, MARK);
-        assertTrue(turns.mayWake(LARGE));
-        turns.endRound();
-        assertTrue(turns.mayGoOn(LARGE), "the round left nobody asleep: its room may be old, nobody is before it");
-
-        turns.beginRound(true, MARK);
-        assertTrue(turns.mayWake(1000));
-        assertTrue(turns.mayWake(1000));
-        assertFalse(turns.mayWake(LARGE));
-        turns.endRound();
-        assertTrue(turns.mayGoOn(1000), "small: the room holds it");
-        assertFalse(turns.mayGoOn(LARGE), "the room does not");
     }
 
     @Test
