@@ -76,19 +76,29 @@ class WritabilityWakeTest {
         return done;
     }
 
+    /**
+     * A large publish on each channel while the socket takes nothing, a thread waiting on each, then the socket
+     * drained (the broker reads the three): the waits, which the drain's round has begun to wake.
+     */
+    private static List<CompletionStage<Void>> largeOnEachThenWaiting(
+            FakeBroker broker, Channel[] channels, PublishFixture.StalledSocket socket) {
+        publishOnEach(channels, LARGE);
+        broker.client.runPendingTasks();
+        List<CompletionStage<Void>> waiting = waitOnEach(broker, channels);
+        socket.drain();
+        for (int i = 1; i <= channels.length; i++) {
+            expectPublish(broker, i).body();
+        }
+        return waiting;
+    }
+
     @Test
     void largePublishersWaitingAreWokenOneAtATimeInTurnsAndTheRestByTheCheckWhenNoneFollows() {
         try (FakeBroker broker = new FakeBroker(options())) {
             broker.client.freezeTime();
             Channel[] channels = openChannels(broker, 3);
             PublishFixture.StalledSocket socket = PublishFixture.StalledSocket.install(broker);
-            publishOnEach(channels, LARGE);
-            broker.client.runPendingTasks();
-            List<CompletionStage<Void>> waiting = waitOnEach(broker, channels);
-            socket.drain();
-            for (int i = 1; i <= 3; i++) {
-                expectPublish(broker, i).body();
-            }
+            List<CompletionStage<Void>> waiting = largeOnEachThenWaiting(broker, channels, socket);
 
             // Each time the connection turns writable one 70 KB publisher is woken (the first always is; the next
             // would not fit under the 64 KiB mark). It publishes again and waits again. Three channels: a turn that
@@ -140,13 +150,7 @@ class WritabilityWakeTest {
             broker.client.freezeTime();
             Channel[] channels = openChannels(broker, 3);
             PublishFixture.StalledSocket socket = PublishFixture.StalledSocket.install(broker);
-            publishOnEach(channels, LARGE);
-            broker.client.runPendingTasks();
-            List<CompletionStage<Void>> waiting = waitOnEach(broker, channels);
-            socket.drain();
-            for (int i = 1; i <= 3; i++) {
-                expectPublish(broker, i).body();
-            }
+            List<CompletionStage<Void>> waiting = largeOnEachThenWaiting(broker, channels, socket);
             List<Integer> first = woken(waiting);
             assertEquals(1, first.size(), () -> "one woken: " + first);
             int one = first.get(0);
