@@ -213,6 +213,7 @@
     data.runs.forEach(function (run, i) {
       var bits = [runLabel(run, data) + ': ' + run.producers + ' producer(s), ' + run.consumers + ' consumer(s), '
         + run.size + ' B', 'to ' + run.target, 'stopped by ' + run.stopped_by];
+      if (run.transport) { bits.push('transport ' + run.transport); }
       if (run.confirm !== null) { bits.push('confirm ' + run.confirm); }
       if (run.rate !== null) { bits.push('rate ' + run.rate + ' msg/s per producer'); }
       if (run.peer) { bits.push('peer read ' + fmt(run.peer.publish_rate, 0) + ' publishes/s, wrote '

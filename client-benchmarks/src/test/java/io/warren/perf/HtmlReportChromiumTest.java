@@ -81,6 +81,7 @@ class HtmlReportChromiumTest {
                         + " consumer(s), 12 B messages; "
                         + "unthrottled producers; confirms, 20 outstanding; to peer:source; 2 run(s) of "),
                 "the settings on top:\n" + dom);
+        assertTrue(dom.contains("; transport nio"), "each run says what its client ran on:\n" + dom);
         // a latency axis: log scale, decades with 2 and 5 between, every tick in the one unit its label names
         String percentiles = charts.get("confirm-latency-percentiles");
         Matcher unit = Pattern.compile("latency \\((us|ms|s), log scale\\)").matcher(percentiles);
