@@ -27,6 +27,7 @@ class WritabilityWakeTest {
 
     private static final int MARK = 65536;
     private static final int LARGE = 70_000;
+    private static final long SECOND = TimeUnit.SECONDS.toNanos(1);
 
     private static ConnectionOptions options() {
         return new ConnectionOptions().publishOptions(new PublishOptions().writeBufferHighWaterMark(MARK));
@@ -171,6 +172,43 @@ class WritabilityWakeTest {
             List<Integer> after = woken(waiting);
             assertEquals(2, after.size(), () -> "the next in turn, not everyone: " + after);
             assertTrue(after.contains(one));
+        }
+    }
+
+    /**
+     * While the connection is unwritable the check has nothing to do, and it ends: a check that looked again every
+     * few milliseconds went on for as long as the connection stayed unwritable, which a closed one does for good,
+     * on an event loop that other connections share and holding the connection's state from the collector.
+     */
+    @Test
+    void noCheckStaysScheduledWhileTheConnectionIsUnwritableNorAfterItsChannelsClose() {
+        try (FakeBroker broker = new FakeBroker(options())) {
+            broker.client.freezeTime();
+            Channel[] channels = openChannels(broker, 3);
+            PublishFixture.StalledSocket socket = PublishFixture.StalledSocket.install(broker);
+            List<CompletionStage<Void>> waiting = largeOnEachThenWaiting(broker, channels, socket);
+            int one = woken(waiting).get(0);
+            socket.stall();
+            channels[one].publish("", "q", false, PublishTest.PROPS, direct(LARGE));
+            broker.client.runPendingTasks();
+            for (int i = 0; i < 3; i++) { // a round came since the first check: it looks once more
+                broker.client.advanceTimeBy(WakeTurns.CHECK_NANOS, TimeUnit.NANOSECONDS);
+                broker.client.runScheduledPendingTasks();
+            }
+            long pending = broker.client.runScheduledPendingTasks();
+            // what else the connection schedules comes far later (-1: nothing)
+            assertTrue(pending < 0 || pending > SECOND, () -> "the check ended; next task in " + pending + " ns");
+
+            for (int i = 1; i <= 3; i++) {
+                broker.sendChannelClose(i, 320, "gone", 0, 0);
+            }
+            broker.client.runPendingTasks();
+            for (CompletionStage<Void> w : waiting) {
+                assertTrue(w.toCompletableFuture().isDone(), "every wait ended with its channel");
+            }
+            broker.client.advanceTimeBy(10 * WakeTurns.CHECK_NANOS, TimeUnit.NANOSECONDS);
+            long next = broker.client.runScheduledPendingTasks();
+            assertTrue(next < 0 || next > SECOND, () -> "no check after the close; next task in " + next + " ns");
         }
     }
 

@@ -13,6 +13,7 @@ import io.warren.impl.connection.OutboundPath;
 import io.warren.impl.connection.PublishBuffers;
 import java.util.ArrayList;
 import java.util.concurrent.atomic.AtomicLongFieldUpdater;
+import java.util.function.BooleanSupplier;
 import org.jctools.queues.SpmcArrayQueue;
 
 /**
@@ -149,7 +150,7 @@ public final class PublishFlow implements BlockedListener {
     }
 
     /** {@link #isWritable} for {@link WakeTurns}' check (a named class: a method reference is one more class a fresh JVM makes). */
-    private static final class WritableNow implements java.util.function.BooleanSupplier {
+    private static final class WritableNow implements BooleanSupplier {
         private final PublishFlow flow;
 
         WritableNow(PublishFlow flow) {

@@ -17,9 +17,10 @@ import java.util.function.BooleanSupplier;
  * by the check {@value #CHECK_NANOS} ns after a round left some asleep: if rounds came since, the publishers are
  * moving and it looks again later; if none came (the woken thread did not publish), the next round wakes everyone.
  * Unless the connection is unwritable when the check looks: then no woken thread could publish, and what everyone
- * waits for is the socket (or the broker's unblock), whose writable round wakes the next in turn; the check looks again
- * every {@value #UNWRITABLE_CHECK_NANOS} ns meanwhile, in case the connection turned writable without a round. Waking
- * everyone there sent most of 16 threads publishing 1 MiB bodies back to wait after each pause in the broker's reading.
+ * waits for is the socket (or the broker's unblock). The check ends there; the writable round that comes with the
+ * change (every turn to writable is told, as the threads that were never deferred rely on) wakes the next in turn and
+ * arms a check of its own. Waking everyone there sent most of 16 threads publishing 1 MiB bodies back to wait after
+ * each pause in the broker's reading.
  *
  * <p>Event loop only. One per {@link PublishFlow}; itself the check's task.
  */
@@ -27,9 +28,6 @@ public final class WakeTurns implements Runnable {
 
     /** How long after a round left threads asleep the check looks whether any round came since. */
     public static final long CHECK_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
-
-    /** How often the check looks again while the connection stays unwritable. */
-    public static final long UNWRITABLE_CHECK_NANOS = TimeUnit.MILLISECONDS.toNanos(10);
 
     private final EventExecutor loop;
     /** Whether the connection is writable now (the flow's view, as a round's). */
@@ -98,7 +96,7 @@ public final class WakeTurns implements Runnable {
     void endRound() {
         metering = false;
         if (deferred && !checkScheduled) {
-            scheduleCheck(CHECK_NANOS);
+            scheduleCheck();
         }
     }
 
@@ -110,21 +108,20 @@ public final class WakeTurns implements Runnable {
             return; // the last writable round woke everyone it found waiting
         }
         if (rounds != roundsAtCheck) {
-            scheduleCheck(CHECK_NANOS);
+            scheduleCheck();
             return;
         }
         if (!writable.getAsBoolean()) {
-            scheduleCheck(UNWRITABLE_CHECK_NANOS); // waiting for the socket, not for the woken thread
-            return;
+            return; // waiting for the socket, not for the woken thread: the round that ends it arms a new check
         }
         wakeAll = true;
         retell.run();
     }
 
-    private void scheduleCheck(long delayNanos) {
+    private void scheduleCheck() {
         roundsAtCheck = rounds;
         try {
-            loop.schedule(this, delayNanos, TimeUnit.NANOSECONDS);
+            loop.schedule(this, CHECK_NANOS, TimeUnit.NANOSECONDS);
             checkScheduled = true;
         } catch (RejectedExecutionException shutDown) {
             // the loop is ending: the connection's end fails every waiter
