@@ -208,8 +208,8 @@ public final class PublishFlow implements BlockedListener {
             return false;
         }
         if (before + bytes >= queueMark() && !queueFull) {
+            fullUntold = true; // first: whoever reads queueFull set can count on a drain telling of it
             queueFull = true;
-            fullUntold = true;
         }
         return true;
     }
@@ -317,7 +317,8 @@ public final class PublishFlow implements BlockedListener {
     void dequeued(long bytes) {
         long after = QUEUED.addAndGet(this, -bytes);
         long half = queueMark() / 2;
-        // Told once per filling, whoever cleared queueFull (see fullUntold); a queue that never filled tells nobody.
+        // Told once per filling, whoever cleared queueFull (see fullUntold); a queue that never filled tells nobody,
+        // but for one round after a filler that raced this drain set the flags late.
         // Off the loop (a refused task), the loop is ending and its end fails every waiter.
         if (after <= half && (queueFull || fullUntold)) {
             queueFull = false;
