@@ -27,7 +27,7 @@ import java.util.concurrent.atomic.AtomicLong;
  *
  * <p>Here the bytes at the head of the outbound buffer that are heap (and the small direct pieces between them: frame
  * headers, end octets) are copied into one direct buffer from the connection's allocator ({@value #STAGING_CAPACITY}
- * bytes when that much is waiting, {@value #SMALL_STAGING_CAPACITY} otherwise), which is written, followed by the
+ * bytes when {@value #LARGE_STAGING_FROM} or more are waiting, {@value #SMALL_STAGING_CAPACITY} otherwise), which is written, followed by the
  * direct buffers after it (not copied). What the socket does not take stays staged and is written first next time:
  * every heap byte is copied exactly once. A heap buffer below {@value #STAGE_FROM} bytes at the head of a burst is left
  * to the JDK, as Netty hands it over; once a burst holds a staging buffer, the heap that follows is staged however
@@ -40,20 +40,30 @@ import java.util.concurrent.atomic.AtomicLong;
 public final class DirectNioSocketChannel extends NioSocketChannel {
 
     /**
-     * The staging buffer's size under a heavy stream: the most heap bytes one socket write carries. 16 threads' 1 MiB
-     * heap bodies into RabbitMQ cost the process 10.4 s of CPU per 9.6 GiB written with 128 KiB (amqp-client's write
-     * size: four times the syscalls and OP_WRITE wake-ups of Netty's gathering writes), 7.9-8.9 s with 512 KiB,
-     * 8.1-8.5 s before the staging buffer. A quarter of the large pool's chunk: it comes from the chunk a busy loop's reads
-     * use.
+     * The staging buffer's size under a heavy stream: the most heap bytes one socket write carries, a 1 MiB body with
+     * all but the last ~150 bytes of its frames. The broker pays per write more than the client does: 16 threads'
+     * 1 MiB heap bodies into RabbitMQ ran at 2,062 msg/s with 512 KiB (two writes per message) and 2,313 with
+     * 1 MiB, the broker's CPU 325 against 281 us per message (medians of 15 runs, alternated JVM by JVM; in one
+     * JVM of 30 runs 2,294 against 2,832 msg/s, amqp-client 2,853); 128 KiB (amqp-client's frame) took the process
+     * 10.4 s of CPU per 9.6 GiB against 7.9-8.9 s with 512 KiB. A staging buffer that held the whole message, its
+     * last frame bytes too, ran no faster than this one. Half the large pool's chunk: the other half serves the loop's
+     * reads and its anchor ({@link ConnectionAllocator}).
      */
-    static final int STAGING_CAPACITY = 512 * 1024;
+    static final int STAGING_CAPACITY = 1024 * 1024;
 
     /**
-     * The staging buffer's size when less than {@link #STAGING_CAPACITY} bytes are waiting (a
+     * The bytes waiting from which a burst takes the {@link #STAGING_CAPACITY} buffer rather than the small one. Not
+     * lower: a moderate stream (one thread's 64 KiB bodies, two or three waiting at times) would then take a chunk of
+     * the large pool; not higher: 16 threads' 512 KiB bodies would be written 72 KiB at a time.
+     */
+    static final int LARGE_STAGING_FROM = 512 * 1024;
+
+    /**
+     * The staging buffer's size when less than {@link #LARGE_STAGING_FROM} bytes are waiting (a
      * moderate stream: one thread's 64 KiB bodies): a 64 KiB body with its frames in one write, from the small pool's
      * chunk, so that such a connection holds no chunk of the large pool at all (see {@link ConnectionAllocator}).
      * Smaller writes cost the broker more per message: a 32 KiB one took one thread's 64 KiB bodies from 24,640 to
-     * 21,598 msg/s (medians of 6 runs, alternated with the 512 KiB one), the broker's CPU from 28-35 to 34-40 us per
+     * 21,598 msg/s (medians of 6 runs, alternated with a 512 KiB one), the broker's CPU from 28-35 to 34-40 us per
      * message.
      */
     static final int SMALL_STAGING_CAPACITY = ConnectionAllocator.SMALL_STAGING_MAX;
@@ -204,12 +214,12 @@ public final class DirectNioSocketChannel extends NioSocketChannel {
      * wholly copied, at least 1. {@code pending}: the bytes in the outbound buffer, which size a new staging buffer.
      */
     private int stage(ByteBuffer[] nio, int count, long pending) {
-        if (staging != null && staging.capacity() < STAGING_CAPACITY && pending >= STAGING_CAPACITY) {
+        if (staging != null && staging.capacity() < STAGING_CAPACITY && pending >= LARGE_STAGING_FROM) {
             releaseStaging(); // nothing is staged (stage is called on an empty one): a heavy stream built up
         }
         if (staging == null) {
             // sized by what is waiting: it goes back to the pool when the burst is written
-            int capacity = pending >= STAGING_CAPACITY ? STAGING_CAPACITY : SMALL_STAGING_CAPACITY;
+            int capacity = pending >= LARGE_STAGING_FROM ? STAGING_CAPACITY : SMALL_STAGING_CAPACITY;
             staging = alloc() instanceof ConnectionAllocator connection
                     ? connection.stagingBuffer(capacity)
                     : alloc().directBuffer(capacity, capacity);

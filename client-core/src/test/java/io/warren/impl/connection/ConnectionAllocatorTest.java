@@ -157,7 +157,7 @@ class ConnectionAllocatorTest {
     void aLoopThatTakesAndGivesBackItsLargeStagingBufferKeepsOneChunk() throws Exception {
         Channel ch = sockets.connect();
         try (SocketChannel peer = sockets.accept()) {
-            // a heavy stream's bursts: the 512 KiB staging buffer taken and given back, again and again
+            // a heavy stream's bursts: the large staging buffer taken and given back, again and again
             int made = ch.eventLoop()
                     .submit(() -> {
                         Set<PoolChunkMetric> before = largeChunks();

@@ -99,6 +99,27 @@ class DirectNioSocketChannelWriteTest {
     }
 
     @Test
+    void aOneMebibyteHeapBodyIsStagedWholeForOneSocketWrite() throws Exception {
+        DirectNioSocketChannel ch = sockets.connect();
+        try (SocketChannel peer = sockets.accept()) {
+            // the broker pays per write: 16 threads' 1 MiB bodies ran 12 % faster written whole than in two halves
+            byte[] bytes = new byte[1 << 20];
+            new Random(19).nextBytes(bytes);
+            ByteBuf body = Unpooled.wrappedBuffer(bytes);
+            CompletableFuture<Throwable> written = new CompletableFuture<>();
+            ch.writeAndFlush(body).addListener(w -> written.complete(w.cause()));
+            assertArrayEquals(bytes, readAll(peer, bytes.length), "the bytes arrive intact");
+            assertNull(written.get(10, TimeUnit.SECONDS));
+            long[] staged = onLoop(ch, () -> new long[] {ch.stagedBytes(), ch.lastStagingCapacity()});
+            assertEquals(bytes.length, staged[0], "every heap byte staged, exactly once");
+            assertTrue(staged[1] >= bytes.length, "one staging buffer holds the whole body: " + staged[1]);
+            assertEquals(0, body.refCnt(), "released once written");
+        } finally {
+            ch.close().sync();
+        }
+    }
+
+    @Test
     void theStagingBufferGoesBackWhenTheLastSpinOfAWriteEmptiesTheOutboundBuffer() throws Exception {
         DirectNioSocketChannel ch = sockets.connect();
         try (SocketChannel peer = sockets.accept()) {
