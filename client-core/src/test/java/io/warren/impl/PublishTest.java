@@ -4,6 +4,7 @@ import static io.warren.impl.PublishFixture.assertPending;
 import static io.warren.impl.PublishFixture.expectPublish;
 import static io.warren.impl.PublishFixture.failure;
 import static io.warren.impl.PublishFixture.text;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
@@ -460,6 +461,52 @@ class PublishTest {
             assertTrue(writable.toCompletableFuture().isDone());
             assertTrue(ch.isWritable());
             assertEquals(List.of(false, true), changes);
+        }
+    }
+
+    @Test
+    void aLargePublishRaisesTheDefaultHighWaterMarkSoThatItsPublisherNeedNotStopAtEveryMessage() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            PublishFixture.StalledSocket socket = PublishFixture.StalledSocket.install(broker);
+            io.netty.channel.ChannelConfig config = broker.client.config();
+            for (int i = 0; i < 8; i++) {
+                ch.publish("", "q", false, PROPS, Unpooled.wrappedBuffer(new byte[16_000]));
+            }
+            broker.client.runPendingTasks();
+            assertEquals(
+                    PublishOptions.DEFAULT_WRITE_BUFFER_HIGH_WATER_MARK,
+                    config.getWriteBufferHighWaterMark(),
+                    "messages below half the mark keep the default");
+            // with the default mark, 300 KB not yet taken by the socket made the channel unwritable
+            byte[] large = filled(300_000, 'L');
+            CompletionStage<PublishOutcome> sent = ch.publish("", "q", false, PROPS, Unpooled.wrappedBuffer(large));
+            broker.client.runPendingTasks();
+            assertEquals(PublishFlow.LARGE_MESSAGE_MARK, config.getWriteBufferHighWaterMark());
+            assertEquals(PublishFlow.LARGE_MESSAGE_MARK / 2, config.getWriteBufferLowWaterMark());
+            assertTrue(
+                    broker.client.unsafe().outboundBuffer().totalPendingWriteBytes() > 300_000,
+                    "the large message waits in Netty's buffer");
+            assertTrue(ch.isWritable(), "below the raised mark: its publisher goes on");
+            socket.drain();
+            for (int i = 0; i < 8; i++) {
+                expectPublish(broker, 1);
+            }
+            assertArrayEquals(large, expectPublish(broker, 1).body());
+            assertSame(PublishOutcome.SENT, sent.toCompletableFuture().join());
+        }
+    }
+
+    @Test
+    void aHighWaterMarkTheApplicationChoseIsKeptWhateverItPublishes() {
+        ConnectionOptions options =
+                new ConnectionOptions().publishOptions(new PublishOptions().writeBufferHighWaterMark(65536));
+        try (FakeBroker broker = new FakeBroker(options)) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            ch.publish("", "q", false, PROPS, Unpooled.wrappedBuffer(new byte[300_000]));
+            broker.client.runPendingTasks();
+            expectPublish(broker, 1);
+            assertEquals(65536, broker.client.config().getWriteBufferHighWaterMark());
         }
     }
 
