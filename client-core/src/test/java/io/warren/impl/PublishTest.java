@@ -498,6 +498,26 @@ class PublishTest {
     }
 
     @Test
+    void theRaisedMarkStaysAQuarterOfThePendingBoundSoThatPublishersWaitBeforePublishesAreRefused() {
+        for (long bound : new long[] {1 << 20, 8 << 20}) {
+            ConnectionOptions options =
+                    new ConnectionOptions().publishOptions(new PublishOptions().maxPendingBytes(bound));
+            try (FakeBroker broker = new FakeBroker(options)) {
+                Channel ch = broker.openChannel(broker.handshake(), 1);
+                PublishFixture.StalledSocket socket = PublishFixture.StalledSocket.install(broker);
+                ch.publish("", "q", false, PROPS, Unpooled.wrappedBuffer(new byte[300_000]));
+                broker.client.runPendingTasks();
+                int expected = bound == 1 << 20 ? PublishOptions.DEFAULT_WRITE_BUFFER_HIGH_WATER_MARK : 2 << 20;
+                assertEquals(expected, broker.client.config().getWriteBufferHighWaterMark(), "bound " + bound);
+                // with the 1 MiB bound the mark stays below it: the publisher waits, it is not refused
+                assertEquals(bound > 1 << 20, ch.isWritable(), "bound " + bound);
+                socket.drain();
+                expectPublish(broker, 1);
+            }
+        }
+    }
+
+    @Test
     void aHighWaterMarkTheApplicationChoseIsKeptWhateverItPublishes() {
         ConnectionOptions options =
                 new ConnectionOptions().publishOptions(new PublishOptions().writeBufferHighWaterMark(65536));

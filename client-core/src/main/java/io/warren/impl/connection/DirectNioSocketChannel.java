@@ -47,7 +47,9 @@ public final class DirectNioSocketChannel extends NioSocketChannel {
      * JVM of 30 runs 2,294 against 2,832 msg/s, amqp-client 2,853); 128 KiB (amqp-client's frame) took the process
      * 10.4 s of CPU per 9.6 GiB against 7.9-8.9 s with 512 KiB. A staging buffer that held the whole message, its
      * last frame bytes too, ran no faster than this one. Half the large pool's chunk: the other half serves the loop's
-     * reads and its anchor ({@link ConnectionAllocator}).
+     * reads and its anchor ({@link ConnectionAllocator}). The cost: two connections on one loop that stream heavy
+     * heap bodies at the same time no longer both fit in the anchored chunk (three of 512 KiB did), so the second
+     * takes a chunk that Netty frees again when its burst ends.
      */
     static final int STAGING_CAPACITY = 1024 * 1024;
 

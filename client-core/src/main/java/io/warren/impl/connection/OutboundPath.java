@@ -11,6 +11,7 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOutboundBuffer;
 import io.netty.channel.ChannelPromise;
+import io.netty.handler.ssl.SslHandler;
 import io.netty.util.ReferenceCountUtil;
 import io.netty.util.concurrent.EventExecutor;
 import io.netty.util.concurrent.Future;
@@ -242,6 +243,16 @@ public final class OutboundPath {
             }
         }
         return true;
+    }
+
+    /**
+     * Whether a heap body waits for the socket without a copy in direct memory: on NIO, Warren's channel stages heap
+     * bytes only as the socket takes them ({@link DirectNioSocketChannel}). TLS ({@code SslHandler} encrypts into
+     * direct buffers) and the native transports (they copy a heap buffer into direct memory when it is written)
+     * hold a copy of every body not yet taken. Any thread.
+     */
+    public boolean stagesHeapBodies() {
+        return !Transport.isNative(ctx.channel()) && ctx.pipeline().get(SslHandler.class) == null;
     }
 
     /** The connection's head and end-octet buffers (event loop only). */

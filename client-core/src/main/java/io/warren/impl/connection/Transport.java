@@ -92,6 +92,20 @@ public record Transport(
         return DirectNioSocketChannel.class;
     }
 
+    /**
+     * Whether {@code channel} is one of the native transports' socket channels, which copy a heap buffer into direct
+     * memory when it is written and hold the copy until the socket took it. By name: no class is loaded.
+     */
+    public static boolean isNative(Channel channel) {
+        String name = channel.getClass().getName();
+        for (String[] n : NATIVE) {
+            if (n[3].equals(name)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     private static List<Transport> natives() {
         List<Transport> found = new ArrayList<>(2);
         ClassLoader cl = Transport.class.getClassLoader();

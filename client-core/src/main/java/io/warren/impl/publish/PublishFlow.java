@@ -24,7 +24,7 @@ import org.jctools.queues.SpmcArrayQueue;
  * <ul>
  *   <li>Netty's writability: its outbound buffer above the write-buffer high-water mark
  *       ({@link PublishOptions#writeBufferHighWaterMark()}, 256 KiB by default, set here; the default is raised
- *       to {@link #LARGE_MESSAGE_MARK} at the connection's first large publish);</li>
+ *       to {@link #LARGE_MESSAGE_MARK} at the connection's first large publish, see there);</li>
  *   <li>bytes of publishes accepted but not yet handed to Netty ({@code queuedBytes}, in the outbound path's
  *       queue, which Netty does not count): above the same high-water mark the connection reads unwritable too,
  *       so publishers from other threads cannot outrun the event loop (half the mark);</li>
@@ -62,15 +62,20 @@ public final class PublishFlow implements BlockedListener {
             AtomicLongFieldUpdater.newUpdater(PublishFlow.class, "heldBytes");
 
     /**
-     * The high-water mark a connection left at the default takes from its first large publish on (one of at least
-     * half the default mark). With the default, every message of half the mark or more made its publisher stop:
-     * one thread's wait and one wake from the event loop per message. 16 threads' 256 KiB bodies into RabbitMQ ran
-     * at 5,766 msg/s against amqp-client's 8,984 with 6.2 context switches per message, and at 8,902 with this mark
-     * (1.3 switches); 16 threads' 1 MiB bodies at 2,073 and 2,269 (amqp-client 2,356); one thread's 1 MiB bodies at
-     * 2,339 and 2,524 (amqp-client 2,358). The default stays for connections of small messages: a mark this high
-     * lets a flood of them queue thousands deep (16 B into the discarding peer allocated 124 B per message against
-     * 50 with it). Memory stays bounded by {@link PublishOptions#maxPendingBytes()}; amqp-client's bound is the
-     * socket's send buffer, which Linux grows to 4 MiB.
+     * The high-water mark a connection left at the default takes from its first large publish on (a wire size of at
+     * least half the default mark), for good. With the default, every message of half the mark or more made its
+     * publisher stop: one thread's wait and one wake from the event loop per message. 16 threads' 256 KiB bodies
+     * into RabbitMQ ran at 5,766 msg/s against amqp-client's 8,984 with 6.2 context switches per message, and at
+     * 8,902 with this mark (1.3 switches; 7,815 with 2 MiB); 16 threads' 1 MiB bodies at 2,073 and 2,269
+     * (amqp-client 2,356); one thread's 1 MiB bodies at 2,339 and 2,524 (amqp-client 2,358).
+     *
+     * <p>What it costs: more of the application's bodies wait in the client (an application that fills a direct
+     * buffer per 1 MiB message held 44.5 MiB of them at the peak against 16.5), and a connection that floods small
+     * messages after a large one queues them thousands deep (a 16 B flood with this mark allocated 124 B per
+     * message against 50). So the default stays for connections of small messages; the mark is raised only where a
+     * heap body waiting costs no direct memory ({@link OutboundPath#stagesHeapBodies()}), and never past a quarter
+     * of {@link PublishOptions#maxPendingBytes()}, so that publishers wait before publishes are refused.
+     * amqp-client's bound is the socket's send buffer, which Linux grows to 4 MiB.
      */
     public static final int LARGE_MESSAGE_MARK = 4 << 20;
 
@@ -78,8 +83,10 @@ public final class PublishFlow implements BlockedListener {
     private final OutboundPath outbound;
     private final PublishOptions options;
     private final long maxPendingBytes;
-    /** The wire size from which a publish raises the mark to {@link #LARGE_MESSAGE_MARK}; 0: never. */
+    /** The wire size from which a publish raises the mark to {@link #raisedMark}; 0: never. */
     private final long raisesMarkFrom;
+    /** {@link #LARGE_MESSAGE_MARK}, or a quarter of {@link PublishOptions#maxPendingBytes()} when that is less. */
+    private final int raisedMark;
     /** Whether the mark was raised; any thread. */
     private volatile boolean markRaised;
     /** See {@link #largeHeapBody()}. */
@@ -201,7 +208,12 @@ public final class PublishFlow implements BlockedListener {
         int high = options.writeBufferHighWaterMark();
         ctx.channel().config().setWriteBufferWaterMark(new WriteBufferWaterMark(high / 2, high));
         // a mark the application chose is kept as it is
-        this.raisesMarkFrom = high == PublishOptions.DEFAULT_WRITE_BUFFER_HIGH_WATER_MARK ? high / 2 : 0;
+        this.raisedMark = (int) Math.min(LARGE_MESSAGE_MARK, maxPendingBytes / 4);
+        this.raisesMarkFrom = high == PublishOptions.DEFAULT_WRITE_BUFFER_HIGH_WATER_MARK
+                        && raisedMark > high
+                        && outbound.stagesHeapBodies()
+                ? high / 2
+                : 0;
         this.largeHeapBody = high / 4;
         // Half the high-water mark: a backlog never makes the channel unwritable by unflushed bytes alone.
         this.flushThreshold = Math.max(4096, ctx.channel().config().getWriteBufferHighWaterMark() / 2);
@@ -263,17 +275,16 @@ public final class PublishFlow implements BlockedListener {
     }
 
     /**
-     * Raises the connection's high-water mark to {@link #LARGE_MESSAGE_MARK} for good. Any thread: Netty's config
-     * holds its marks in a volatile field, and a higher mark only lets publishers on sooner (a channel unwritable
-     * now turns writable at the next write the socket takes below the new low mark, told as any turn is).
+     * Raises the connection's high-water mark to {@link #raisedMark} for good, and the flush threshold to half of it.
+     * Any thread: Netty's config holds both marks in one volatile field, and a higher mark only lets publishers on
+     * sooner (a channel unwritable now turns writable when the socket has taken a whole entry and the rest is below
+     * the new low mark, told as any turn is).
      */
     private void raiseMark() {
-        markRaised = true;
+        ctx.channel().config().setWriteBufferWaterMark(new WriteBufferWaterMark(raisedMark / 2, raisedMark));
         // a drain's publishes go out in writes of up to half the mark, as with any mark: the broker pays per write
-        flushThreshold = LARGE_MESSAGE_MARK / 2;
-        ctx.channel()
-                .config()
-                .setWriteBufferWaterMark(new WriteBufferWaterMark(LARGE_MESSAGE_MARK / 2, LARGE_MESSAGE_MARK));
+        flushThreshold = raisedMark / 2;
+        markRaised = true; // last: a publisher that finds it set finds the mark raised
     }
 
     /** A task for a new publish: a pooled one, or a new one when the pool is empty. Any thread. */
@@ -397,7 +408,8 @@ public final class PublishFlow implements BlockedListener {
      * of a drain; but a drain lasts as long as publishers keep the queue non-empty, and unflushed bytes count
      * against Netty's high-water mark: without a flush in between, a busy connection would turn unwritable, stop
      * its publishers, flush, and start again (stop-and-go). So a flush also goes out every half high-water mark
-     * of publishes: one flush per ~250 small messages under load, never one per message, unless
+     * of publishes: one flush per ~250 small messages under load (per ~4,000 once the mark is raised), never one
+     * per message, unless
      * {@link PublishOptions#maxMessagesPerFlush()} asks for fewer messages per flush.
      */
     void written(long bytes) {
