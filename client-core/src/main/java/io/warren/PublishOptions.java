@@ -120,7 +120,7 @@ public final class PublishOptions {
      * message). A connection left at 256 KiB raises its mark to 4 MiB at its first publish of about 128 KiB or more
      * (method, header and body frames), for the same reason, on the NIO transport without TLS (where a body waiting
      * costs no direct memory) and up to a quarter of {@link #maxPendingBytes(long)}; any other mark set here is kept.
-     * This getter returns the mark set. At least 8 KiB.
+     * At least 8 KiB.
      */
     public PublishOptions writeBufferHighWaterMark(int bytes) {
         if (bytes < 8192) {
@@ -130,6 +130,7 @@ public final class PublishOptions {
         return this;
     }
 
+    /** The mark set ({@link #writeBufferHighWaterMark(int)}), not one a connection raised. */
     public int writeBufferHighWaterMark() {
         return writeBufferHighWaterMark;
     }

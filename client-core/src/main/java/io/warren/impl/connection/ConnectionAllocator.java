@@ -83,8 +83,8 @@ public final class ConnectionAllocator implements ByteBufAllocator, ByteBufAlloc
      * Per event loop that uses the large pool, a buffer of {@value #ANCHOR_SIZE} bytes from it, kept until the loop's
      * thread ends: it keeps the loop's first large chunk from being freed. Netty frees a chunk the moment its last
      * buffer goes back once it has been a quarter full, and a loop that writes heavy streams of heap bodies takes its
-     * staging buffer (512 KiB then) at every burst and gives it back when the burst is written: 16 threads' 1 MiB bodies
-     * made and freed 3,770 chunks for 4,800 messages, each a zeroed direct buffer and some 25 KB of the pool's
+     * staging buffer (512 KiB then) at every burst and gives it back when the burst is written: 16 threads' 1 MiB
+     * bodies made and freed 3,770 chunks for 4,800 messages, each a zeroed direct buffer and some 25 KB of the pool's
      * bookkeeping on the heap. (With one pool, the loop's small buffers in the same chunk did this by accident.)
      */
     private final FastThreadLocal<ByteBuf> anchor = new FastThreadLocal<>() {

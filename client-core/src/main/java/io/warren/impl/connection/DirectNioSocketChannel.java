@@ -27,8 +27,8 @@ import java.util.concurrent.atomic.AtomicLong;
  *
  * <p>Here the bytes at the head of the outbound buffer that are heap (and the small direct pieces between them: frame
  * headers, end octets) are copied into one direct buffer from the connection's allocator ({@value #STAGING_CAPACITY}
- * bytes when {@value #LARGE_STAGING_FROM} or more are waiting, {@value #SMALL_STAGING_CAPACITY} otherwise), which is written, followed by the
- * direct buffers after it (not copied). What the socket does not take stays staged and is written first next time:
+ * bytes when {@value #LARGE_STAGING_FROM} or more are waiting, {@value #SMALL_STAGING_CAPACITY} otherwise), which is
+ * written, followed by the direct buffers after it (not copied). What the socket does not take stays staged and is written first next time:
  * every heap byte is copied exactly once. A heap buffer below {@value #STAGE_FROM} bytes at the head of a burst is left
  * to the JDK, as Netty hands it over; once a burst holds a staging buffer, the heap that follows is staged however
  * small, rather than kept in the JDK's temporary buffers. Netty's accounting is

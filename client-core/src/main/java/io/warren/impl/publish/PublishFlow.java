@@ -178,7 +178,10 @@ public final class PublishFlow implements BlockedListener {
         }
     }
 
-    /** {@link #isWritable} for {@link WakeTurns}' check (a named class: a method reference is one more class a fresh JVM makes). */
+    /**
+     * {@link #isWritable} for {@link WakeTurns}' check (a named class: a method reference is one more class a fresh
+     * JVM makes).
+     */
     private static final class WritableNow implements BooleanSupplier {
         private final PublishFlow flow;
 

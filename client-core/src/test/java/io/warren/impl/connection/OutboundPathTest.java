@@ -1,6 +1,7 @@
 package io.warren.impl.connection;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.netty.bootstrap.Bootstrap;
@@ -21,6 +22,8 @@ import io.netty.channel.local.LocalServerChannel;
 import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.channel.socket.nio.NioSocketChannel;
+import io.netty.handler.ssl.SslContextBuilder;
+import io.netty.handler.ssl.SslHandler;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -74,6 +77,20 @@ class OutboundPathTest {
         public void handlerAdded(ChannelHandlerContext ctx) {
             path = new OutboundPath(ctx);
         }
+    }
+
+    @Test
+    void heapBodiesAreStagedWithoutACopyInDirectMemoryUnlessTlsEncryptsThem() throws Exception {
+        Holder plain = new Holder();
+        EmbeddedChannel clear = new EmbeddedChannel(plain);
+        assertTrue(plain.path.stagesHeapBodies(), "no TLS, not a native transport");
+        clear.finishAndReleaseAll();
+        // SslHandler encrypts each body into direct buffers that wait for the socket: the mark must not be raised there
+        SslHandler tls = SslContextBuilder.forClient().build().newHandler(UnpooledByteBufAllocator.DEFAULT);
+        Holder secured = new Holder();
+        EmbeddedChannel encrypted = new EmbeddedChannel(tls, secured);
+        assertFalse(secured.path.stagesHeapBodies(), "TLS");
+        encrypted.finishAndReleaseAll();
     }
 
     @Test
