@@ -41,6 +41,20 @@ class WakeTurnsTest {
         loop.runScheduledPendingTasks();
     }
 
+    /**
+     * A writable round that wakes one large publisher and leaves the next asleep, then an unwritable one: the woken one
+     * published, and the socket takes nothing for a while.
+     */
+    private void wakeOneThenStallTheSocket() {
+        turns.beginRound(true, MARK);
+        assertTrue(turns.mayWake(LARGE));
+        assertFalse(turns.mayWake(LARGE), "left asleep");
+        turns.endRound();
+        writable = false;
+        turns.beginRound(false, MARK - 2 * LARGE);
+        turns.endRound();
+    }
+
     @Test
     void whenNobodyPublishesAfterARoundTheCheckMakesTheNextRoundWakeEveryone() {
         turns.beginRound(true, MARK);
@@ -59,13 +73,7 @@ class WakeTurnsTest {
 
     @Test
     void checksWhileTheConnectionIsUnwritableLeaveTheNextWritableRoundMetered() {
-        turns.beginRound(true, MARK);
-        assertTrue(turns.mayWake(LARGE));
-        assertFalse(turns.mayWake(LARGE), "left asleep");
-        turns.endRound();
-        writable = false;
-        turns.beginRound(false, MARK - 2 * LARGE); // the woken one published; the socket takes nothing for a while
-        turns.endRound();
+        wakeOneThenStallTheSocket();
         for (int i = 0; i < 30; i++) {
             afterCheck();
         }
@@ -81,13 +89,7 @@ class WakeTurnsTest {
 
     @Test
     void aWritableRoundAfterAnUnwritableStretchArmsItsOwnCheckAMillisecondLater() {
-        turns.beginRound(true, MARK);
-        assertTrue(turns.mayWake(LARGE));
-        assertFalse(turns.mayWake(LARGE));
-        turns.endRound();
-        writable = false;
-        turns.beginRound(false, MARK - 2 * LARGE);
-        turns.endRound();
+        wakeOneThenStallTheSocket();
         afterCheck();
         afterCheck();
         assertEquals(0, retold);
