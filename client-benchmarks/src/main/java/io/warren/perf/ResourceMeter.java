@@ -29,7 +29,10 @@ import javax.management.openmbean.CompositeData;
  *       system, every thread including GC and JIT compiler threads) over the interval, less the CPU
  *       time of the tool's own threads that are not the client's work: the in-process loopback peer's
  *       ({@code warren-peer-*}) and the progress ticker ({@code warren-progress}), each read with
- *       {@code ThreadMXBean.getThreadCpuTime}. Producer threads are counted: publishing is the client's work.</li>
+ *       {@code ThreadMXBean.getThreadCpuTime}. Producer threads are counted: publishing is the client's work.
+ *       Their share is also told apart ({@code warren-perf-producer-*}, the same way): it holds the publish calls
+ *       (with the socket write, and on loopback the kernel's delivery to the broker, where a client writes on the
+ *       caller's thread) and the pacer's sleeps between them, the application's part of a paced run.</li>
  *   <li><b>Allocation</b>: {@code com.sun.management.ThreadMXBean.getTotalThreadAllocatedBytes()}, the
  *       heap bytes allocated by all threads, terminated ones included, over the interval, less what the
  *       same excluded threads allocated ({@code getThreadAllocatedBytes}). Direct (off-heap) buffers are
@@ -57,6 +60,8 @@ final class ResourceMeter {
     private static final String PEER_THREADS = "warren-peer";
     // each within Linux's 15 characters of a native thread name, so /proc tells them apart from the client's threads
     private static final String[] EXCLUDED_THREADS = {PEER_THREADS, "warren-progress"};
+    /** The tool's publishing threads, as both drivers name them. */
+    private static final String PRODUCER_THREADS = "warren-perf-producer-";
 
     private final com.sun.management.OperatingSystemMXBean os =
             (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
@@ -71,6 +76,7 @@ final class ResourceMeter {
     private long cpuAtStart;
     private long allocatedAtStart;
     private Map<Long, long[]> excludedAtStart;
+    private Map<Long, Long> producersAtStart;
     private Map<String, long[]> switchesAtStart;
     private long gcCountAtStart;
     private long gcMillisAtStart;
@@ -108,6 +114,7 @@ final class ResourceMeter {
         gcCountAtStart = gcCount();
         gcMillisAtStart = gcMillis();
         excludedAtStart = excludedThreads();
+        producersAtStart = producerThreadsCpu();
         switchesAtStart = ContextSwitches.perThread();
         allocatedAtStart = totalAllocated();
         cpuAtStart = os.getProcessCpuTime();
@@ -129,6 +136,7 @@ final class ResourceMeter {
         measuring = false;
         Map<String, long[]> switchesAtEnd = ContextSwitches.perThread();
         Map<Long, long[]> excludedAtEnd = excludedThreads();
+        Map<Long, Long> producersAtEnd = producerThreadsCpu();
         sampleDirect();
         long excludedCpu = 0;
         long excludedAlloc = 0;
@@ -162,6 +170,15 @@ final class ResourceMeter {
             }
         }
         Long cpuNanos = cpu < 0 || cpuAtStart < 0 ? null : Math.max(0, cpu - cpuAtStart - excludedCpu);
+        Long producerCpuNanos = null;
+        if (cpuNanos != null && threads.isThreadCpuTimeEnabled()) {
+            long sum = 0;
+            for (Map.Entry<Long, Long> e : producersAtEnd.entrySet()) {
+                // a producer started after the start began at 0
+                sum += Math.max(0, e.getValue() - producersAtStart.getOrDefault(e.getKey(), 0L));
+            }
+            producerCpuNanos = Math.min(sum, cpuNanos);
+        }
         Long allocBytes = allocated < 0 || allocatedAtStart < 0
                 ? null
                 : Math.max(0, allocated - allocatedAtStart - excludedAlloc);
@@ -177,7 +194,8 @@ final class ResourceMeter {
                 peerCpu,
                 peerAlloc,
                 ContextSwitches.since(switchesAtStart, switchesAtEnd, ResourceMeter::excludedNative, 0),
-                ContextSwitches.since(switchesAtStart, switchesAtEnd, ResourceMeter::excludedNative, 1));
+                ContextSwitches.since(switchesAtStart, switchesAtEnd, ResourceMeter::excludedNative, 1),
+                producerCpuNanos);
     }
 
     /** The process's CPU time so far (every thread, the in-process peer's too), -1 when not measured. */
@@ -210,6 +228,22 @@ final class ResourceMeter {
                 long alloc = Math.max(0, threads.getThreadAllocatedBytes(ids[i]));
                 result.put(
                         ids[i], new long[] {cpu, alloc, infos[i].getThreadName().startsWith(PEER_THREADS) ? 1 : 0});
+            }
+        }
+        return result;
+    }
+
+    /** Thread id -> CPU ns of the producer threads alive now. */
+    private Map<Long, Long> producerThreadsCpu() {
+        Map<Long, Long> result = new HashMap<>();
+        long[] ids = threads.getAllThreadIds();
+        ThreadInfo[] infos = threads.getThreadInfo(ids);
+        for (int i = 0; i < ids.length; i++) {
+            if (infos[i] != null && infos[i].getThreadName().startsWith(PRODUCER_THREADS)) {
+                long cpu = threads.getThreadCpuTime(ids[i]);
+                if (cpu >= 0) {
+                    result.put(ids[i], cpu);
+                }
             }
         }
         return result;
@@ -278,6 +312,7 @@ final class ResourceMeter {
      * @param peerAllocatedBytes heap allocated by the peer's threads (left out of {@code allocatedBytes})
      * @param voluntarySwitches the client's threads' voluntary context switches (they blocked), null without /proc
      * @param involuntarySwitches their involuntary ones (preempted), null without /proc
+     * @param producerCpuNanos the part of {@code cpuNanos} spent in the producer threads, null when not measured
      */
     record Usage(
             Long cpuNanos,
@@ -290,5 +325,6 @@ final class ResourceMeter {
             long peerCpuNanos,
             long peerAllocatedBytes,
             Long voluntarySwitches,
-            Long involuntarySwitches) {}
+            Long involuntarySwitches,
+            Long producerCpuNanos) {}
 }

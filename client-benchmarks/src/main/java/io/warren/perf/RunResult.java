@@ -86,6 +86,19 @@ record RunResult(
         return perMessage(usage.cpuNanos());
     }
 
+    /** The producer threads' part of {@link #cpuNanosPerMessage()}, over the same publishes + deliveries. */
+    Double producerCpuNanosPerMessage() {
+        return perMessage(usage.producerCpuNanos());
+    }
+
+    /** The rest of the client's CPU: its own threads (I/O, dispatch), the JIT and GC, per publish or delivery. */
+    Double otherCpuNanosPerMessage() {
+        if (usage.cpuNanos() == null || usage.producerCpuNanos() == null) {
+            return null;
+        }
+        return perMessage(usage.cpuNanos() - usage.producerCpuNanos());
+    }
+
     Double allocatedBytesPerMessage() {
         return perMessage(usage.allocatedBytes());
     }
@@ -202,6 +215,8 @@ record RunResult(
         m.put("peer_receipt_latency_p999_us", micros(peerReceiptLatency, 99.9));
         m.put("peer_receipt_latency_max_us", micros(peerReceiptLatency, 100));
         m.put("cpu_ns_per_msg", cpuNanosPerMessage());
+        m.put("producer_cpu_ns_per_msg", producerCpuNanosPerMessage());
+        m.put("other_cpu_ns_per_msg", otherCpuNanosPerMessage());
         m.put("ctx_switches_per_msg", contextSwitchesPerMessage());
         m.put("voluntary_ctx_switches", usage.voluntarySwitches());
         m.put("involuntary_ctx_switches", usage.involuntarySwitches());

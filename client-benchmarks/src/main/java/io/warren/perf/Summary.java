@@ -29,6 +29,8 @@ final class Summary {
             new Row("peer_receipt_latency_p999_us", "publish to peer receipt p99.9 (us)", 0, -1),
             new Row("peer_receipt_latency_max_us", "publish to peer receipt max (us)", 0, -1),
             new Row("cpu_ns_per_msg", "client CPU ns/msg", 0, -1),
+            new Row("producer_cpu_ns_per_msg", "client CPU, producer threads ns/msg", 0, -1),
+            new Row("other_cpu_ns_per_msg", "client CPU, other threads ns/msg", 0, -1),
             new Row("ctx_switches_per_msg", "context switches/msg", 2, -1),
             new Row("alloc_bytes_per_msg", "allocated B/msg", 0, -1),
             new Row("backlog_end", "backlog at the end (msgs)", 0, -1),
@@ -126,6 +128,15 @@ final class Summary {
                 Format.number(r.cpuNanosPerMessage(), 0),
                 u.cpuNanos() == null ? "-" : Format.number(u.cpuNanos() / 1e9, 2),
                 Format.count(r.messageOperations()));
+        if (r.producerCpuNanosPerMessage() != null && r.options().producers() > 0) {
+            out.printf(
+                    Locale.ROOT,
+                    "  %-17s %s ns/msg in the producer threads (publish calls, and the pacer's sleeps between them),"
+                            + " %s ns/msg in the client's other threads, JIT and GC%n",
+                    "",
+                    Format.number(r.producerCpuNanosPerMessage(), 0),
+                    Format.number(r.otherCpuNanosPerMessage(), 0));
+        }
         if (r.contextSwitchesPerMessage() != null) {
             out.printf(
                     Locale.ROOT,

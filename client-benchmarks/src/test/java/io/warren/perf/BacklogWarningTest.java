@@ -45,7 +45,8 @@ class BacklogWarningTest {
             timeline.add(new ProgressTicker.TimelinePoint(
                     t, sent / 10.0, 0, received / 10.0, Double.NaN, Double.NaN, 100, 200, backlog, 50, 20));
         }
-        ResourceMeter.Usage usage = new ResourceMeter.Usage(1_000_000L, 1000L, 1, null, null, 0, 0, 0, 0, 10L, 5L);
+        ResourceMeter.Usage usage =
+                new ResourceMeter.Usage(1_000_000L, 1000L, 1, null, null, 0, 0, 0, 0, 10L, 5L, null);
         return new RunResult(
                 null,
                 "warren",

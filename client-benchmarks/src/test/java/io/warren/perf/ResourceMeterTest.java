@@ -1,0 +1,68 @@
+package io.warren.perf;
+
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
+import java.util.concurrent.CountDownLatch;
+import org.junit.jupiter.api.Test;
+
+/** The client's CPU is told apart into the producer threads' part and the rest, each thread in its own part. */
+class ResourceMeterTest {
+
+    private static final long BURN_NANOS = 100_000_000L;
+
+    @Test
+    void theProducerThreadsPartHoldsTheirCpuAndNoOtherThreads() throws Exception {
+        ThreadMXBean mx = ManagementFactory.getThreadMXBean();
+        assumeTrue(mx.isThreadCpuTimeSupported(), "this JVM does not measure a thread's CPU time");
+        ResourceMeter meter = new ResourceMeter();
+        CountDownLatch burnt = new CountDownLatch(2);
+        CountDownLatch end = new CountDownLatch(1);
+        meter.start();
+        // both stay alive until the meter stops, as a run's producers and event loops do
+        Thread producer = burner("warren-perf-producer-0", burnt, end);
+        Thread client = burner("warren-io-test", burnt, end);
+        producer.start();
+        client.start();
+        burnt.await();
+        ResourceMeter.Usage usage = meter.stop();
+        end.countDown();
+        producer.join();
+        client.join();
+
+        assertNotNull(usage.producerCpuNanos());
+        long producerPart = usage.producerCpuNanos();
+        assertTrue(producerPart >= BURN_NANOS, "the producer's own CPU is in its part: " + producerPart);
+        assertTrue(producerPart < 2 * BURN_NANOS, "the other thread's CPU is not: " + producerPart);
+        // the process's clock and a thread's are read apart: a small difference is theirs, not a thread counted twice
+        assertTrue(
+                usage.cpuNanos() - producerPart >= BURN_NANOS * 9 / 10,
+                "the other thread's CPU is in the rest: " + (usage.cpuNanos() - producerPart));
+    }
+
+    /** A thread that spins until it has used {@link #BURN_NANOS} of CPU, then waits for {@code end}. */
+    private static Thread burner(String name, CountDownLatch burnt, CountDownLatch end) {
+        return new Thread(
+                () -> {
+                    ThreadMXBean mx = ManagementFactory.getThreadMXBean();
+                    long start = mx.getCurrentThreadCpuTime();
+                    long spins = 0;
+                    while (mx.getCurrentThreadCpuTime() - start < BURN_NANOS) {
+                        spins++;
+                    }
+                    burnt.countDown();
+                    try {
+                        end.await();
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                    if (spins < 0) {
+                        throw new AssertionError(); // keeps the loop's work
+                    }
+                },
+                name);
+    }
+}
