@@ -4,9 +4,11 @@ import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelId;
 import io.netty.channel.ChannelOutboundBuffer;
 import io.netty.channel.socket.nio.NioSocketChannel;
+import io.netty.util.concurrent.ScheduledFuture;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -34,8 +36,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * small, rather than kept in the JDK's temporary buffers. Netty's accounting is
  * unchanged: a buffer leaves the outbound buffer (its promise completes) when the socket took its last byte, and the
  * staged bytes are always the first bytes still in it; the JDK {@link ByteBuffer}s Netty caches for its entries are
- * moved on by what was written, as the JDK's own write would have done. The staging buffer goes back to the pool when
- * the outbound buffer is empty. Without heap bytes at the head, a write is Netty's own gathering write.
+ * moved on by what was written, as the JDK's own write would have done. The staging buffer outlives the burst it was
+ * taken for: it goes back to the pool when no burst has used it for {@link #STAGING_LINGER_NANOS} (a large one also
+ * when no burst has needed a large one for that long). Without heap bytes at the head, a write is Netty's own gathering
+ * write.
  */
 public final class DirectNioSocketChannel extends NioSocketChannel {
 
@@ -47,9 +51,9 @@ public final class DirectNioSocketChannel extends NioSocketChannel {
      * JVM of 30 runs 2,294 against 2,832 msg/s, amqp-client 2,853); 128 KiB (amqp-client's frame) took the process
      * 10.4 s of CPU per 9.6 GiB against 7.9-8.9 s with 512 KiB. A staging buffer that held the whole message, its
      * last frame bytes too, ran no faster than this one. Half the large pool's chunk: the other half serves the loop's
-     * reads and its anchor ({@link ConnectionAllocator}). The cost: two connections on one loop that stream heavy
-     * heap bodies at the same time no longer both fit in the anchored chunk (three of 512 KiB did), so the second
-     * takes a chunk that Netty frees again when its burst ends.
+     * reads and its anchor ({@link ConnectionAllocator}). Two connections on one loop that stream heavy heap bodies
+     * at the same time no longer both fit in the anchored chunk (three of 512 KiB did): the second holds a chunk of
+     * its own while it streams ({@link #STAGING_LINGER_NANOS}).
      */
     static final int STAGING_CAPACITY = 1024 * 1024;
 
@@ -82,18 +86,50 @@ public final class DirectNioSocketChannel extends NioSocketChannel {
      */
     public static final int STAGE_FROM = 16 * 1024;
 
+    /**
+     * How long a staging buffer outlives its last use before it goes back to the pool. A heavy stream's outbound
+     * buffer empties between bursts, often at every message: given back each time, the buffer was taken again from the
+     * pool at the next burst. That cost nothing in the loop's anchored chunk, but two connections on one loop
+     * streaming 1 MiB heap bodies at once need two 1 MiB buffers, and the chunk that held the second was made and
+     * freed by Netty 528 times in 6,400 messages (each a zeroed 2 MiB direct buffer and the pool's bookkeeping on
+     * the heap). Kept this long, it is made once per stream; an idle connection still holds none.
+     */
+    static final long STAGING_LINGER_NANOS = TimeUnit.SECONDS.toNanos(1);
+
     /** Netty's lower bound for shrinking a gathering write (NioSocketChannel's). */
     private static final int GATHERING_WRITE_LOW_THRESHOLD = 4096;
 
     // event loop only
     /** Copies of the first {@code staging.readableBytes()} bytes still in the outbound buffer; null when empty. */
     private ByteBuf staging;
+    /** Whether this burst (since the outbound buffer was last empty) staged any bytes. */
+    private boolean burstStaged;
+    /** Whether a burst took or used the staging buffer since the linger check last looked. */
+    private boolean stagingUsed;
+    /** Whether a burst began with {@link #LARGE_STAGING_FROM} bytes or more waiting since the check last looked. */
+    private boolean largeStagingWanted;
+    /** The linger check, scheduled while a staging buffer is held; null when none is. */
+    private ScheduledFuture<?> lingerCheck;
     /** The most bytes offered to one gathering write, adapted as Netty's NioSocketChannel adapts its own. */
     private long maxBytesPerGatheringWrite;
     /** Heap bytes staged; read when all is quiet (tests). */
     private long heapBytesStaged;
     /** The capacity of the last staging buffer taken; read when all is quiet (tests). */
     private int lastStagingCapacity;
+    /** Staging buffers taken from the pool; read when all is quiet (tests). */
+    private int stagingBuffersTaken;
+
+    private final long stagingLingerNanos;
+
+    /** A channel whose staging buffer lingers {@link #STAGING_LINGER_NANOS}. */
+    public DirectNioSocketChannel() {
+        this(STAGING_LINGER_NANOS);
+    }
+
+    /** A channel whose staging buffer lingers {@code stagingLingerNanos} after its last use; 0: none (tests). */
+    DirectNioSocketChannel(long stagingLingerNanos) {
+        this.stagingLingerNanos = stagingLingerNanos;
+    }
 
     /** The JDK channel under this one. */
     SocketChannel socket() {
@@ -115,6 +151,11 @@ public final class DirectNioSocketChannel extends NioSocketChannel {
         return lastStagingCapacity;
     }
 
+    /** Staging buffers taken from the pool so far; event loop (tests). */
+    int stagingBuffersTaken() {
+        return stagingBuffersTaken;
+    }
+
     /**
      * Netty's NIO write loop (the same spin count, OP_WRITE and gathering-write sizing), with heap bytes written
      * through the staging buffer (see the class comment). Event loop.
@@ -129,7 +170,7 @@ public final class DirectNioSocketChannel extends NioSocketChannel {
         int writeSpinCount = config().getWriteSpinCount();
         do {
             if (in.isEmpty()) {
-                releaseStaging(); // nothing is pending, so nothing is staged
+                burstWritten();
                 clearOpWrite();
                 return;
             }
@@ -145,7 +186,7 @@ public final class DirectNioSocketChannel extends NioSocketChannel {
             long written;
             // a burst that holds a staging buffer stages the rest of a body too, however small, rather than leave it
             // to the JDK's temporary buffers
-            if (staged == 0 && !startsWithHeap(nio, count, staging != null ? 1 : STAGE_FROM)) {
+            if (staged == 0 && !startsWithHeap(nio, count, burstStaged ? 1 : STAGE_FROM)) {
                 // Netty's gathering write: no heap bytes to stage at the head
                 int n = unstagedRun(nio, count, maxBytesPerGatheringWrite);
                 attempted = bytes(nio, 0, n);
@@ -186,7 +227,7 @@ public final class DirectNioSocketChannel extends NioSocketChannel {
             in.removeBytes(written);
             if (in.isEmpty()) {
                 // the burst is written: when this was the last spin, Netty's next flush returns before doWrite
-                releaseStaging();
+                burstWritten();
             }
             --writeSpinCount;
         } while (writeSpinCount > 0);
@@ -220,12 +261,18 @@ public final class DirectNioSocketChannel extends NioSocketChannel {
             releaseStaging(); // nothing is staged (stage is called on an empty one): a heavy stream built up
         }
         if (staging == null) {
-            // sized by what is waiting: it goes back to the pool when the burst is written
+            // sized by what is waiting
             int capacity = pending >= LARGE_STAGING_FROM ? STAGING_CAPACITY : SMALL_STAGING_CAPACITY;
             staging = alloc() instanceof ConnectionAllocator connection
                     ? connection.stagingBuffer(capacity)
                     : alloc().directBuffer(capacity, capacity);
             lastStagingCapacity = capacity;
+            stagingBuffersTaken++;
+        }
+        stagingUsed = true;
+        burstStaged = true;
+        if (pending >= LARGE_STAGING_FROM) {
+            largeStagingWanted = true;
         }
         staging.clear();
         int i = 0;
@@ -313,6 +360,38 @@ public final class DirectNioSocketChannel extends NioSocketChannel {
         }
     }
 
+    /** The outbound buffer is empty, so nothing is staged: the staging buffer lingers (see {@link #STAGING_LINGER_NANOS}). */
+    private void burstWritten() {
+        burstStaged = false;
+        if (staging == null) {
+            return;
+        }
+        if (stagingLingerNanos == 0) {
+            releaseStaging();
+        } else if (lingerCheck == null) {
+            lingerCheck = eventLoop().schedule(this::checkLinger, stagingLingerNanos, TimeUnit.NANOSECONDS);
+        }
+    }
+
+    /**
+     * Gives the staging buffer back when no burst used it since the last check, or when it is a large one and no burst
+     * needed a large one; otherwise looks again later. Never while bytes are staged. Event loop.
+     */
+    private void checkLinger() {
+        lingerCheck = null;
+        if (staging == null) {
+            return;
+        }
+        boolean staged = staging.isReadable();
+        if (!staged && (!stagingUsed || (staging.capacity() > SMALL_STAGING_CAPACITY && !largeStagingWanted))) {
+            releaseStaging();
+            return;
+        }
+        stagingUsed = false;
+        largeStagingWanted = false;
+        lingerCheck = eventLoop().schedule(this::checkLinger, stagingLingerNanos, TimeUnit.NANOSECONDS);
+    }
+
     private void releaseStaging() {
         if (staging != null) {
             ByteBuf s = staging;
@@ -327,6 +406,11 @@ public final class DirectNioSocketChannel extends NioSocketChannel {
             super.doClose();
         } finally {
             releaseStaging(); // what was staged is failed with the outbound buffer
+            ScheduledFuture<?> check = lingerCheck;
+            if (check != null) {
+                lingerCheck = null;
+                check.cancel(false); // a closed channel is not kept reachable by its check
+            }
         }
     }
 

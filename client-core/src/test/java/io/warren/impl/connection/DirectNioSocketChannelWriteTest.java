@@ -2,7 +2,6 @@ package io.warren.impl.connection;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -115,20 +114,76 @@ class DirectNioSocketChannelWriteTest {
         assertTrue(staged[1] >= size, "one staging buffer holds the whole body: " + staged[1]);
     }
 
+    /** Writes {@code bytes} as a heap body and checks that they arrive intact and the write succeeds. */
+    private static void writeAndRead(Channel ch, SocketChannel peer, byte[] bytes) throws Exception {
+        CompletableFuture<Throwable> written = new CompletableFuture<>();
+        ch.writeAndFlush(Unpooled.wrappedBuffer(bytes)).addListener(w -> written.complete(w.cause()));
+        assertArrayEquals(bytes, readAll(peer, bytes.length), "the bytes arrive intact");
+        assertNull(written.get(10, TimeUnit.SECONDS));
+    }
+
+    /** Waits until {@code condition}, asked on the channel's loop, holds; fails after 10 s. */
+    private static void awaitOnLoop(Channel ch, Callable<Boolean> condition, String what) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (!onLoop(ch, condition)) {
+            assertTrue(System.nanoTime() < deadline, what);
+            Thread.sleep(10);
+        }
+    }
+
     @Test
-    void theStagingBufferGoesBackWhenTheLastSpinOfAWriteEmptiesTheOutboundBuffer() throws Exception {
-        DirectNioSocketChannel ch = sockets.connect();
+    void theStagingBufferGoesBackWhenNoBurstUsedItForItsLingerEvenWhenTheLastSpinEmptiedTheOutboundBuffer()
+            throws Exception {
+        DirectNioSocketChannel ch = sockets.connect(TimeUnit.MILLISECONDS.toNanos(50));
         try (SocketChannel peer = sockets.accept()) {
             // one write per flush: the write that takes the last bytes is a loop's last spin, after which Netty's
             // next flush finds nothing to write and never calls doWrite again
             ch.config().setWriteSpinCount(1);
             byte[] bytes = new byte[40 * 1024];
             new Random(17).nextBytes(bytes);
-            CompletableFuture<Throwable> written = new CompletableFuture<>();
-            ch.writeAndFlush(Unpooled.wrappedBuffer(bytes)).addListener(w -> written.complete(w.cause()));
-            assertArrayEquals(bytes, readAll(peer, bytes.length), "the bytes arrive intact");
-            assertNull(written.get(10, TimeUnit.SECONDS));
-            assertFalse(onLoop(ch, ch::holdsStaging), "an idle connection holds no staging buffer");
+            writeAndRead(ch, peer, bytes);
+            awaitOnLoop(ch, () -> !ch.holdsStaging(), "an idle connection gives its staging buffer back");
+        } finally {
+            ch.close().sync();
+        }
+    }
+
+    @Test
+    void aHeavyStreamKeepsItsStagingBufferFromBurstToBurst() throws Exception {
+        // Its outbound buffer empties between messages: given back at each, the buffer was taken from the pool again
+        // at the next, and the second of two such connections on one loop made and freed a 2 MiB chunk for it.
+        DirectNioSocketChannel ch = sockets.connect(TimeUnit.HOURS.toNanos(1));
+        try (SocketChannel peer = sockets.accept()) {
+            byte[] bytes = new byte[1 << 20];
+            new Random(23).nextBytes(bytes);
+            writeAndRead(ch, peer, bytes);
+            assertTrue(onLoop(ch, ch::holdsStaging), "the staging buffer outlives its burst");
+            writeAndRead(ch, peer, bytes);
+            writeAndRead(ch, peer, bytes);
+            assertEquals(1, (int) onLoop(ch, ch::stagingBuffersTaken), "one staging buffer for the three bursts");
+            assertEquals(3L << 20, (long) onLoop(ch, ch::stagedBytes), "every heap byte staged, exactly once");
+        } finally {
+            ch.close().sync();
+        }
+    }
+
+    @Test
+    void aLargeStagingBufferGoesBackWhenOnlyModerateBurstsFollowSoThatTheyTakeTheSmallOne() throws Exception {
+        DirectNioSocketChannel ch = sockets.connect(TimeUnit.MILLISECONDS.toNanos(50));
+        try (SocketChannel peer = sockets.accept()) {
+            byte[] large = new byte[1 << 20];
+            new Random(29).nextBytes(large);
+            writeAndRead(ch, peer, large);
+            assertEquals(DirectNioSocketChannel.STAGING_CAPACITY, (int) onLoop(ch, ch::lastStagingCapacity));
+            byte[] moderate = new byte[40 * 1024];
+            new Random(31).nextBytes(moderate);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            // moderate bursts keep a staging buffer in use, but not the large one
+            while (onLoop(ch, ch::lastStagingCapacity) != DirectNioSocketChannel.SMALL_STAGING_CAPACITY) {
+                assertTrue(System.nanoTime() < deadline, "a moderate stream takes the small staging buffer again");
+                writeAndRead(ch, peer, moderate);
+                Thread.sleep(5);
+            }
         } finally {
             ch.close().sync();
         }

@@ -37,9 +37,14 @@ final class SmallSocketServer implements AutoCloseable {
 
     /** A channel connected to this server; the test closes it. */
     DirectNioSocketChannel connect() throws Exception {
+        return connect(DirectNioSocketChannel.STAGING_LINGER_NANOS);
+    }
+
+    /** A channel connected to this server whose staging buffer lingers {@code stagingLingerNanos}; the test closes it. */
+    DirectNioSocketChannel connect(long stagingLingerNanos) throws Exception {
         return (DirectNioSocketChannel) new Bootstrap()
                 .group(group)
-                .channelFactory(DirectNioSocketChannel::new)
+                .channelFactory(() -> new DirectNioSocketChannel(stagingLingerNanos))
                 .option(ChannelOption.ALLOCATOR, ConnectionAllocator.INSTANCE)
                 .option(ChannelOption.SO_SNDBUF, 4096)
                 .handler(new ChannelInboundHandlerAdapter())
