@@ -2,7 +2,6 @@ package io.warren.impl.publish;
 
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelOutboundBuffer;
-import io.netty.channel.WriteBufferWaterMark;
 import io.netty.util.AttributeKey;
 import io.warren.BlockedListener;
 import io.warren.Connection;
@@ -23,8 +22,8 @@ import org.jctools.queues.SpmcArrayQueue;
  * <p>Three sources, folded into one answer:
  * <ul>
  *   <li>Netty's writability: its outbound buffer above the write-buffer high-water mark
- *       ({@link PublishOptions#writeBufferHighWaterMark()}, 256 KiB by default, set here; the default is raised
- *       to {@link #LARGE_MESSAGE_MARK} at the connection's first large publish, see there);</li>
+ *       ({@link PublishOptions#writeBufferHighWaterMark()}, 256 KiB by default, set by {@link WriteBufferMark}; the
+ *       default is raised to {@link #LARGE_MESSAGE_MARK} at the connection's first large publish, see there);</li>
  *   <li>bytes of publishes accepted but not yet handed to Netty ({@code queuedBytes}, in the outbound path's
  *       queue, which Netty does not count): above the same high-water mark the connection reads unwritable too,
  *       so publishers from other threads cannot outrun the event loop (half the mark);</li>
@@ -61,36 +60,15 @@ public final class PublishFlow implements BlockedListener {
     private static final AtomicLongFieldUpdater<PublishFlow> HELD =
             AtomicLongFieldUpdater.newUpdater(PublishFlow.class, "heldBytes");
 
-    /**
-     * The high-water mark a connection left at the default takes from its first large publish on (a wire size of at
-     * least half the default mark), for good. With the default, every message of half the mark or more made its
-     * publisher stop: one thread's wait and one wake from the event loop per message. 16 threads' 256 KiB bodies
-     * into RabbitMQ ran at 5,766 msg/s against amqp-client's 8,984 with 6.2 context switches per message, and at
-     * 8,902 with this mark (1.3 switches; 7,815 with 2 MiB); 16 threads' 1 MiB bodies at 2,073 and 2,269
-     * (amqp-client 2,356); one thread's 1 MiB bodies at 2,339 and 2,524 (amqp-client 2,358).
-     *
-     * <p>What it costs: more of the application's bodies wait in the client (an application that fills a direct
-     * buffer per 1 MiB message held 44.5 MiB of them at the peak against 16.5), and a connection that floods small
-     * messages after a large one queues them thousands deep (a 16 B flood with this mark allocated 124 B per
-     * message against 50). So the default stays for connections of small messages; the mark is raised only where a
-     * heap body waiting costs no direct memory ({@link OutboundPath#stagesHeapBodies()}), and never past a quarter
-     * of {@link PublishOptions#maxPendingBytes()}, so that publishers wait before publishes are refused.
-     * amqp-client's bound is the socket's send buffer, which Linux grows to 4 MiB.
-     */
-    public static final int LARGE_MESSAGE_MARK = 4 << 20;
+    /** The high-water mark a connection left at the default takes at its first large publish ({@link WriteBufferMark}). */
+    public static final int LARGE_MESSAGE_MARK = WriteBufferMark.LARGE_MESSAGE_MARK;
 
     private final ChannelHandlerContext ctx;
     private final OutboundPath outbound;
     private final PublishOptions options;
     private final long maxPendingBytes;
-    /** The wire size from which a publish raises the mark to {@link #raisedMark}; 0: never. */
-    private final long raisesMarkFrom;
-    /** {@link #LARGE_MESSAGE_MARK}, or a quarter of {@link PublishOptions#maxPendingBytes()} when that is less. */
-    private final int raisedMark;
-    /** Whether the mark was raised; any thread. */
-    private volatile boolean markRaised;
-    /** See {@link #largeHeapBody()}. */
-    private final int largeHeapBody;
+    /** The write-buffer high-water mark, and the queue mark and flush threshold that follow from it. */
+    private final WriteBufferMark mark;
 
     // any thread (volatile, updated atomically)
     private volatile long queuedBytes;
@@ -132,8 +110,6 @@ public final class PublishFlow implements BlockedListener {
     /** Tells this flow of a writability change: the outbound path's listener, and the wake turns' retelling. */
     private final Runnable writabilityChanged = new WritabilityListener(this);
 
-    /** Half the high-water mark: see {@link #written}. Read by the event loop, raised with the mark (volatile). */
-    private volatile int flushThreshold;
     /** {@link PublishOptions#maxMessagesPerFlush()}: 1 flushes after every publish. */
     private final int maxMessagesPerFlush;
 
@@ -208,18 +184,7 @@ public final class PublishFlow implements BlockedListener {
         this.maxPendingBytes = options.maxPendingBytes();
         this.buffers = outbound.publishBuffers();
         this.turns = new WakeTurns(ctx.executor(), new WritableNow(this), writabilityChanged);
-        int high = options.writeBufferHighWaterMark();
-        ctx.channel().config().setWriteBufferWaterMark(new WriteBufferWaterMark(high / 2, high));
-        // a mark the application chose is kept as it is
-        this.raisedMark = (int) Math.min(LARGE_MESSAGE_MARK, maxPendingBytes / 4);
-        this.raisesMarkFrom = high == PublishOptions.DEFAULT_WRITE_BUFFER_HIGH_WATER_MARK
-                        && raisedMark > high
-                        && outbound.stagesHeapBodies()
-                ? high / 2
-                : 0;
-        this.largeHeapBody = high / 4;
-        // Half the high-water mark: a backlog never makes the channel unwritable by unflushed bytes alone.
-        this.flushThreshold = Math.max(4096, ctx.channel().config().getWriteBufferHighWaterMark() / 2);
+        this.mark = new WriteBufferMark(ctx.channel().config(), options, outbound.stagesHeapBodies());
         this.maxMessagesPerFlush = options.maxMessagesPerFlush();
         connection.addBlockedListener(this);
     }
@@ -241,9 +206,7 @@ public final class PublishFlow implements BlockedListener {
      * nothing accepts any size, so one message over the bound can still be sent.
      */
     boolean tryReserve(long bytes) {
-        if (raisesMarkFrom > 0 && bytes >= raisesMarkFrom && !markRaised) {
-            raiseMark();
-        }
+        mark.publishing(bytes);
         long before = QUEUED.getAndAdd(this, bytes);
         long others = before + heldBytes + nettyPendingBytes();
         if (others > 0 && others + bytes > maxPendingBytes) {
@@ -275,19 +238,6 @@ public final class PublishFlow implements BlockedListener {
             queueFull = false;
         }
         return ctx.channel().isWritable();
-    }
-
-    /**
-     * Raises the connection's high-water mark to {@link #raisedMark} for good, and the flush threshold to half of it.
-     * Any thread: Netty's config holds both marks in one volatile field, and a higher mark only lets publishers on
-     * sooner (a channel unwritable now turns writable when the socket has taken a whole entry and the rest is below
-     * the new low mark, told as any turn is).
-     */
-    private void raiseMark() {
-        ctx.channel().config().setWriteBufferWaterMark(new WriteBufferWaterMark(raisedMark / 2, raisedMark));
-        // a drain's publishes go out in writes of up to half the mark, as with any mark: the broker pays per write
-        flushThreshold = raisedMark / 2;
-        markRaised = true; // last: a publisher that finds it set finds the mark raised
     }
 
     /** A task for a new publish: a pooled one, or a new one when the pool is empty. Any thread. */
@@ -348,16 +298,13 @@ public final class PublishFlow implements BlockedListener {
         return ctx.channel().isWritable();
     }
 
-    /**
-     * The size from which a heap body waits for the socket ({@link #isSocketWritable}): a quarter of the mark the
-     * connection started with. Not of a raised mark: the bodies that raised it would then pass an unwritable socket.
-     */
+    /** The size from which a heap body waits for the socket ({@link #isSocketWritable}; {@link WriteBufferMark}). */
     int largeHeapBody() {
-        return largeHeapBody;
+        return mark.largeHeapBody();
     }
 
     private int queueMark() {
-        return ctx.channel().config().getWriteBufferHighWaterMark() / 2;
+        return mark.queueMark();
     }
 
     // ---- event loop --------------------------------------------------------------------------------------
@@ -418,7 +365,7 @@ public final class PublishFlow implements BlockedListener {
     void written(long bytes) {
         assert ctx.executor().inEventLoop() : "publish flow off the event loop";
         unflushedBytes += bytes;
-        if (unflushedBytes >= flushThreshold || ++unflushedMessages >= maxMessagesPerFlush) {
+        if (unflushedBytes >= mark.flushThreshold() || ++unflushedMessages >= maxMessagesPerFlush) {
             flush();
         }
     }
@@ -515,8 +462,7 @@ public final class PublishFlow implements BlockedListener {
         // else one further on
         boolean writable = isWritable();
         int next = writable ? first + 1 : first;
-        turns.beginRound(
-                writable, ctx.channel().config().getWriteBufferHighWaterMark() - queuedBytes - nettyPendingBytes());
+        turns.beginRound(writable, mark.high() - queuedBytes - nettyPendingBytes());
         try {
             for (int i = 0; i < n; i++) {
                 int before = turns.woken();
