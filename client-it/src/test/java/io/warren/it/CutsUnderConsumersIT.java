@@ -30,12 +30,13 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Flow;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.concurrent.locks.LockSupport;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
@@ -94,7 +95,9 @@ class CutsUnderConsumersIT {
                 handles.add(await(ch.consume(q, e.getValue(), handler)));
             }
             // its executor is shut down with shutdownNow() while a drain waits in it, as an application may do
-            ExecutorService doomed = Executors.newSingleThreadExecutor();
+            // one thread, and a queue the test can look into: only the consumer's drains are submitted to it
+            ThreadPoolExecutor doomed =
+                    new ThreadPoolExecutor(1, 1, 0, TimeUnit.MILLISECONDS, new LinkedBlockingQueue<>());
             names.onCleanup(doomed::shutdownNow);
             String doomedQueue = declare(setup, names.queue("shut-down-now"), names, broker);
             queues.add(doomedQueue);
@@ -158,15 +161,23 @@ class CutsUnderConsumersIT {
                 }
                 events.awaitRecovery();
                 CountDownLatch busy = new CountDownLatch(1);
+                CountDownLatch never = new CountDownLatch(1);
                 doomed.execute(() -> {
                     busy.countDown();
-                    LockSupport.parkNanos(TimeUnit.SECONDS.toNanos(60)); // until shutdownNow interrupts it
+                    // until shutdownNow interrupts it: a park could return at once on a permit the worker was left
+                    // with, and the drain would then run instead of waiting
+                    try {
+                        never.await(60, TimeUnit.SECONDS);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
                 });
                 busy.await();
+                // a delivery counted as queued may not have handed its drain to the executor yet
                 Await.awaitTrue(
-                        () -> doomedConsumer.queued() > 0,
+                        () -> !doomed.getQueue().isEmpty(),
                         Duration.ofSeconds(30),
-                        "deliveries behind the busy executor");
+                        "a drain waiting behind the busy executor");
                 assertTrue(doomedConsumer.queued() > 0, "deliveries wait behind the busy executor");
                 assertFalse(doomed.shutdownNow().isEmpty(), "the drain was dropped, never to run");
             } finally {
