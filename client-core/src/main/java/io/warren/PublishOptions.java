@@ -117,7 +117,7 @@ public final class PublishOptions {
      * The connection's write-buffer high-water mark: above it (bytes written and not yet taken by the socket)
      * {@link Channel#isWritable()} is false; it is writable again below half of it. 256 KiB by default (Netty's own
      * default, 64 KiB, makes every 64 KiB message a stop: the publisher waits, the event loop wakes it, per
-     * message). A connection left at 256 KiB raises its mark to 4 MiB at its first publish of about 128 KiB or more
+     * message). A connection left at 256 KiB raises its mark to 4 MiB at its first publish of about 64 KiB or more
      * (method, header and body frames), for the same reason, on the NIO transport without TLS (where a body waiting
      * costs no direct memory) and up to a quarter of {@link #maxPendingBytes(long)}; any other mark set here is kept.
      * At least 8 KiB.

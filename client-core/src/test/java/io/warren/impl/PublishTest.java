@@ -477,7 +477,7 @@ class PublishTest {
             assertEquals(
                     PublishOptions.DEFAULT_WRITE_BUFFER_HIGH_WATER_MARK,
                     config.getWriteBufferHighWaterMark(),
-                    "messages below half the mark keep the default");
+                    "messages below a quarter of the mark keep the default");
             // with the default mark, 300 KB not yet taken by the socket made the channel unwritable
             byte[] large = filled(300_000, 'L');
             CompletionStage<PublishOutcome> sent = ch.publish("", "q", false, PROPS, Unpooled.wrappedBuffer(large));

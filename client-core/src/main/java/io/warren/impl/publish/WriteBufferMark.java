@@ -16,11 +16,14 @@ final class WriteBufferMark {
 
     /**
      * The high-water mark a connection left at the default takes from its first large publish on (a wire size of at
-     * least half the default mark), for good. With the default, every message of half the mark or more made its
-     * publisher stop: one thread's wait and one wake from the event loop per message. 16 threads' 256 KiB bodies
-     * into RabbitMQ ran at 5,766 msg/s against amqp-client's 8,984 with 6.2 context switches per message, and at
-     * 8,902 with this mark (1.3 switches; 7,815 with 2 MiB); 16 threads' 1 MiB bodies at 2,073 and 2,269
-     * (amqp-client 2,356); one thread's 1 MiB bodies at 2,339 and 2,524 (amqp-client 2,358).
+     * least a quarter of the default mark, a 64 KiB body: {@link #largeHeapBody()}), for good. With the default,
+     * every message of half the mark or more made its publisher stop: one thread's wait and one wake from the event
+     * loop per message. 16 threads' 256 KiB bodies into RabbitMQ ran at 5,766 msg/s against amqp-client's 8,984 with
+     * 6.2 context switches per message, and at 8,902 with this mark (1.3 switches; 7,815 with 2 MiB); 16 threads'
+     * 1 MiB bodies at 2,073 and 2,269 (amqp-client 2,356); one thread's 1 MiB bodies at 2,339 and 2,524 (amqp-client
+     * 2,358). 64 KiB bodies, two to the queue's mark, stopped their publisher every other message: one thread's ran at
+     * 33,655 msg/s with 1.26 context switches per message, and at 43,814 with the raise (0.26; amqp-client 30,046);
+     * 16 threads' at 20,319 and 27,896 (amqp-client 26,884).
      *
      * <p>What it costs: more of the application's bodies wait in the client (an application that fills a direct
      * buffer per 1 MiB message held 44.5 MiB of them at the peak against 16.5), and a connection that floods small
@@ -59,7 +62,7 @@ final class WriteBufferMark {
         this.raisedMark = (int) Math.min(LARGE_MESSAGE_MARK, options.maxPendingBytes() / 4);
         this.raisesFrom =
                 high == PublishOptions.DEFAULT_WRITE_BUFFER_HIGH_WATER_MARK && raisedMark > high && stagesHeapBodies
-                        ? high / 2
+                        ? high / 4
                         : 0;
         this.largeHeapBody = high / 4;
         this.flushThreshold = Math.max(MIN_FLUSH_THRESHOLD, config.getWriteBufferHighWaterMark() / 2);

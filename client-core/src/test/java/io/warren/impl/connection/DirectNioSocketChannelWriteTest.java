@@ -190,6 +190,40 @@ class DirectNioSocketChannelWriteTest {
     }
 
     @Test
+    void sixtyFourKibBodiesTakeTheSmallStagingBufferHoweverManyWait() throws Exception {
+        // a raised high-water mark keeps megabytes of them waiting; the small buffer holds one whole with its frames
+        DirectNioSocketChannel ch = sockets.connect();
+        try (SocketChannel peer = sockets.accept()) {
+            int size = DirectNioSocketChannel.MODERATE_BODY;
+            int count = 12;
+            byte[] bytes = new byte[count * size];
+            new Random(37).nextBytes(bytes);
+            List<ByteBuf> bodies = new ArrayList<>();
+            for (int i = 0; i < count; i++) {
+                bodies.add(Unpooled.wrappedBuffer(bytes, i * size, size));
+            }
+            CompletableFuture<Void> queued = new CompletableFuture<>();
+            ch.eventLoop().execute(() -> {
+                for (int i = 0; i < count - 1; i++) {
+                    ch.write(bodies.get(i));
+                }
+                ch.writeAndFlush(bodies.get(count - 1));
+                queued.complete(null);
+            });
+            queued.get(10, TimeUnit.SECONDS);
+            assertArrayEquals(bytes, readAll(peer, bytes.length), "the bytes arrive intact, in order");
+            long[] staged = onLoop(ch, () -> new long[] {ch.stagedBytes(), ch.lastStagingCapacity()});
+            assertEquals(bytes.length, staged[0], "every heap byte staged, exactly once");
+            assertEquals(DirectNioSocketChannel.SMALL_STAGING_CAPACITY, staged[1], "768 KiB waiting, of 64 KiB bodies");
+            for (ByteBuf body : bodies) {
+                assertEquals(0, body.refCnt(), "released once written");
+            }
+        } finally {
+            ch.close().sync();
+        }
+    }
+
+    @Test
     void aModerateBurstOfHeapBodiesIsStagedInTheSmallBufferEveryByteOnce() throws Exception {
         DirectNioSocketChannel ch = sockets.connect();
         try (SocketChannel peer = sockets.accept()) {

@@ -17,10 +17,11 @@ class WriteBufferMarkTest {
         WriteBufferMark mark = new WriteBufferMark(channel.config(), new PublishOptions(), true);
         assertEquals(DEFAULT, channel.config().getWriteBufferHighWaterMark());
         assertEquals(DEFAULT / 2, mark.flushThreshold());
-        mark.publishing(DEFAULT / 2 - 1);
-        assertEquals(DEFAULT, mark.high(), "a publish below half the mark keeps it");
+        mark.publishing(DEFAULT / 4 - 1);
+        assertEquals(DEFAULT, mark.high(), "a publish below a quarter of the mark keeps it");
 
-        mark.publishing(DEFAULT / 2);
+        // a 64 KiB body: two of them filled the queue's mark, and their publisher stopped every other message
+        mark.publishing(DEFAULT / 4);
         assertEquals(WriteBufferMark.LARGE_MESSAGE_MARK, channel.config().getWriteBufferHighWaterMark());
         assertEquals(WriteBufferMark.LARGE_MESSAGE_MARK / 2, channel.config().getWriteBufferLowWaterMark());
         assertEquals(WriteBufferMark.LARGE_MESSAGE_MARK / 2, mark.flushThreshold());
