@@ -56,36 +56,14 @@ public final class LargeBodyRateMain {
                     || !List.of("warren", "warren-array", "amqp-client").contains(args[0])) {
                 throw new IllegalArgumentException(USAGE);
             }
-            int next = 4;
-            int runs = 1;
-            // a URI (amqp://, amqps://, in any case) is never a count
-            if (args.length > next && !args[next].contains("://")) {
-                runs = positive(args[next++], "RUNS");
-            }
-            if (args.length > next + 1) {
-                throw new IllegalArgumentException(USAGE);
-            }
+            RunsAndUri tail = RunsAndUri.parse(args, 4, USAGE);
             return new Args(
                     args[0],
-                    positive(args[1], "SIZE"),
-                    positive(args[2], "THREADS"),
-                    positive(args[3], "MESSAGES"),
-                    runs,
-                    args.length > next ? args[next] : "amqp://guest:guest@127.0.0.1:5672");
-        }
-
-        private static int positive(String value, String name) {
-            int n;
-            try {
-                n = Integer.parseInt(value);
-            } catch (NumberFormatException e) {
-                // the value is not echoed: a mistyped URI in its place may hold a password
-                throw new IllegalArgumentException(name + " must be a whole number; " + USAGE);
-            }
-            if (n < 1) {
-                throw new IllegalArgumentException(name + " must be at least 1, was " + n + "; " + USAGE);
-            }
-            return n;
+                    RunsAndUri.positive(args[1], "SIZE", USAGE),
+                    RunsAndUri.positive(args[2], "THREADS", USAGE),
+                    RunsAndUri.positive(args[3], "MESSAGES", USAGE),
+                    tail.runs(),
+                    tail.uri());
         }
     }
 
