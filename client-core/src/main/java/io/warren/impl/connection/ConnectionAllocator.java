@@ -19,7 +19,7 @@ import io.netty.util.concurrent.FastThreadLocalThread;
  *       application published as a {@code byte[]}) to the socket as it is. Told the pool is there, the channel copies
  *       each heap buffer into a new pooled direct buffer at {@code write()} and keeps the copy until the socket takes
  *       it: a 1 MiB body was 1 MiB of the pool per message in flight. Passed on, {@link DirectNioSocketChannel}
- *       copies one of 16 KiB or more (and, once a burst holds a staging buffer, any that follows) as the socket takes
+ *       copies one of 16 KiB or more (and, once a burst has staged, any that follows in it) as the socket takes
  *       it, through a staging buffer from this allocator ({@link #stagingBuffer}), each byte once, and leaves a
  *       smaller one to the JDK's copy at the write, as Netty does (a publishing thread that writes a body below
  *       16 KiB itself hands its heap buffer to the JDK, which copies it into that thread's temporary direct buffer,
@@ -82,10 +82,11 @@ public final class ConnectionAllocator implements ByteBufAllocator, ByteBufAlloc
     /**
      * Per event loop that uses the large pool, a buffer of {@value #ANCHOR_SIZE} bytes from it, kept until the loop's
      * thread ends: it keeps the loop's first large chunk from being freed. Netty frees a chunk the moment its last
-     * buffer goes back once it has been a quarter full, and a loop that writes heavy streams of heap bodies takes its
-     * staging buffer (512 KiB then) at every burst and gives it back when the burst is written: 16 threads' 1 MiB
+     * buffer goes back once it has been a quarter full, and a loop that writes heavy streams of heap bodies took its
+     * staging buffer (512 KiB then) at every burst and gave it back when the burst was written: 16 threads' 1 MiB
      * bodies made and freed 3,770 chunks for 4,800 messages, each a zeroed direct buffer and some 25 KB of the pool's
-     * bookkeeping on the heap. (With one pool, the loop's small buffers in the same chunk did this by accident.)
+     * bookkeeping on the heap. (With one pool, the loop's small buffers in the same chunk did this by accident.) A
+     * large staging buffer now outlives its burst, but still goes back when its stream pauses.
      */
     private final FastThreadLocal<ByteBuf> anchor = new FastThreadLocal<>() {
         @Override

@@ -4,6 +4,7 @@ import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelId;
 import io.netty.channel.ChannelOutboundBuffer;
 import io.netty.channel.socket.nio.NioSocketChannel;
+import io.netty.util.concurrent.FastThreadLocal;
 import io.netty.util.concurrent.ScheduledFuture;
 import java.nio.ByteBuffer;
 import java.nio.channels.SocketChannel;
@@ -29,18 +30,17 @@ import java.util.concurrent.atomic.AtomicLong;
  *
  * <p>Here the bytes at the head of the outbound buffer that are heap (and the small direct pieces between them: frame
  * headers, end octets) are copied into one direct buffer from the connection's allocator ({@value #STAGING_CAPACITY}
- * bytes when {@value #LARGE_STAGING_FROM} or more are waiting and the first body is larger than
- * {@value #MODERATE_BODY}, {@value #SMALL_STAGING_CAPACITY} otherwise), which is
+ * bytes when {@value #LARGE_STAGING_FROM} or more are waiting and the first message that carries heap bytes does not
+ * fit the small buffer, {@value #SMALL_STAGING_CAPACITY} otherwise), which is
  * written, followed by the direct buffers after it (not copied). What the socket does not take stays staged and is written first next time:
  * every heap byte is copied exactly once. A heap buffer below {@value #STAGE_FROM} bytes at the head of a burst is left
- * to the JDK, as Netty hands it over; once a burst holds a staging buffer, the heap that follows is staged however
+ * to the JDK, as Netty hands it over; once a burst has staged, the heap that follows in it is staged however
  * small, rather than kept in the JDK's temporary buffers. Netty's accounting is
  * unchanged: a buffer leaves the outbound buffer (its promise completes) when the socket took its last byte, and the
  * staged bytes are always the first bytes still in it; the JDK {@link ByteBuffer}s Netty caches for its entries are
- * moved on by what was written, as the JDK's own write would have done. The staging buffer outlives the burst it was
- * taken for: it goes back to the pool when no burst has used it for {@link #STAGING_LINGER_NANOS} (a large one also
- * when no burst has needed a large one for that long). Without heap bytes at the head, a write is Netty's own gathering
- * write.
+ * moved on by what was written, as the JDK's own write would have done. The small staging buffer goes back to the pool
+ * when the outbound buffer is empty; a large one outlives its burst (see {@link #STAGING_LINGER_NANOS}). Without heap
+ * bytes at the head, a write is Netty's own gathering write.
  */
 public final class DirectNioSocketChannel extends NioSocketChannel {
 
@@ -65,18 +65,13 @@ public final class DirectNioSocketChannel extends NioSocketChannel {
     static final int LARGE_STAGING_FROM = 512 * 1024;
 
     /**
-     * The largest heap piece at the head of a burst that takes the small staging buffer however much waits: a 64 KiB
-     * body, which the small buffer holds whole with its frames. A connection raises its high-water mark at its first
-     * 64 KiB publish ({@code PublishFlow}), so one thread's 64 KiB bodies keep megabytes waiting; with the large buffer
-     * they held 2.25 MB of direct memory against 0.16 MB, at the same rate (44,622 against 43,814 msg/s, 4 JVMs of 2
-     * runs each).
-     */
-    static final int MODERATE_BODY = 64 * 1024;
-
-    /**
-     * The staging buffer's size when less than {@link #LARGE_STAGING_FROM} bytes are waiting (a
-     * moderate stream: one thread's 64 KiB bodies): a 64 KiB body with its frames in one write, from the small pool's
-     * chunk, so that such a connection holds no chunk of the large pool at all (see {@link ConnectionAllocator}).
+     * The staging buffer's size when less than {@link #LARGE_STAGING_FROM} bytes are waiting, or when the first
+     * message that carries heap bytes fits it whole (a moderate stream: 64 KiB bodies, however many wait): a 64 KiB
+     * body with its frames in one write, from the small pool's chunk, so that such a connection holds no chunk of the
+     * large pool at all (see {@link ConnectionAllocator}). A connection raises its high-water mark at its first
+     * 64 KiB publish ({@code WriteBufferMark}), so one thread's 64 KiB bodies keep megabytes waiting; the large buffer
+     * held them at 2.25 MB of direct memory against 0.16 MB, at the same rate (44,622 against 43,814 msg/s, 4 JVMs of
+     * 2 runs each).
      * Smaller writes cost the broker more per message: a 32 KiB one took one thread's 64 KiB bodies from 24,640 to
      * 21,598 msg/s (medians of 6 runs, alternated with a 512 KiB one), the broker's CPU from 28-35 to 34-40 us per
      * message.
@@ -88,7 +83,7 @@ public final class DirectNioSocketChannel extends NioSocketChannel {
 
     /**
      * A heap buffer at the head of a burst is staged from this size; smaller ones go to the JDK as Netty hands them
-     * over (a burst that holds a staging buffer stages whatever heap follows). Small
+     * over (a burst that has staged stages whatever heap follows in it). Small
      * bodies gain nothing (the JDK's temporary buffer for them stays small, and a partial write copies little again)
      * and paid for the staging buffer's round trip to the pool at every burst: 16 B heap bodies flooded through the
      * loop cost 2.4 us of CPU per message staged against 1.3-1.5 us (1 KiB: 1.6-1.7 against 1.1).
@@ -96,14 +91,28 @@ public final class DirectNioSocketChannel extends NioSocketChannel {
     public static final int STAGE_FROM = 16 * 1024;
 
     /**
-     * How long a staging buffer outlives its last use before it goes back to the pool. A heavy stream's outbound
-     * buffer empties between bursts, often at every message: given back each time, the buffer was taken again from the
-     * pool at the next burst. That cost nothing in the loop's anchored chunk, but two connections on one loop
-     * streaming 1 MiB heap bodies at once need two 1 MiB buffers, and the chunk that held the second was made and
-     * freed by Netty 528 times in 6,400 messages (each a zeroed 2 MiB direct buffer and the pool's bookkeeping on
-     * the heap). Kept this long, it is made once per stream; an idle connection still holds none.
+     * How long a large staging buffer outlives its last use before it goes back to the pool (1-2 times this: a check
+     * every period gives back a buffer not used since the last one). A heavy stream's outbound buffer empties between
+     * bursts, often at every message: given back each time, the buffer was taken again from the pool at the next
+     * burst. That cost nothing in the loop's anchored chunk, but two connections on one loop streaming 1 MiB heap
+     * bodies at once need two 1 MiB buffers, and the chunk that held the second was made and freed by Netty 528 times
+     * in 6,400 messages (each a zeroed 2 MiB direct buffer and the pool's bookkeeping on the heap). Kept this long, it
+     * is made once per stream; an idle connection holds none, and a loop keeps at most
+     * {@link #MAX_LINGERING_PER_LOOP} between bursts, so many connections that each send a large body now and then
+     * do not each hold one.
      */
     static final long STAGING_LINGER_NANOS = TimeUnit.SECONDS.toNanos(1);
+
+    /** The most large staging buffers an event loop's connections keep between their bursts. */
+    static final int MAX_LINGERING_PER_LOOP = 2;
+
+    /** Per event loop: how many of its connections keep a large staging buffer between bursts. Event loop only. */
+    private static final FastThreadLocal<int[]> LINGERING = new FastThreadLocal<>() {
+        @Override
+        protected int[] initialValue() {
+            return new int[1];
+        }
+    };
 
     /** Netty's lower bound for shrinking a gathering write (NioSocketChannel's). */
     private static final int GATHERING_WRITE_LOW_THRESHOLD = 4096;
@@ -115,6 +124,8 @@ public final class DirectNioSocketChannel extends NioSocketChannel {
     private boolean burstStaged;
     /** Whether a burst took or used the staging buffer since the linger check last looked. */
     private boolean stagingUsed;
+    /** Whether this connection's large staging buffer counts among its loop's {@link #LINGERING} ones. */
+    private boolean lingering;
     /** Whether a burst wanted the large staging buffer ({@link #wantsLarge}) since the check last looked. */
     private boolean largeStagingWanted;
     /** The linger check, scheduled while a staging buffer is held; null when none is. */
@@ -129,6 +140,10 @@ public final class DirectNioSocketChannel extends NioSocketChannel {
     private int stagingBuffersTaken;
 
     private final long stagingLingerNanos;
+    /** {@link #checkLinger}, made once. */
+    private final Runnable lingerCheckTask = this::checkLinger;
+    /** Finds the first flushed message that carries heap bytes, for {@link #wantsLarge}. */
+    private final HeapMessageSize heapMessageSize = new HeapMessageSize();
 
     /** A channel whose staging buffer lingers {@link #STAGING_LINGER_NANOS}. */
     public DirectNioSocketChannel() {
@@ -201,7 +216,7 @@ public final class DirectNioSocketChannel extends NioSocketChannel {
                 attempted = bytes(nio, 0, n);
                 written = n == 1 ? ch.write(nio[0]) : ch.write(nio, 0, n);
             } else {
-                int first = staged > 0 ? count : stage(nio, count, in.totalPendingWriteBytes());
+                int first = staged > 0 ? count : stage(nio, count, in);
                 ByteBuffer view = staging.internalNioBuffer(staging.readerIndex(), staging.readableBytes());
                 // the staged view, then the direct buffers after what it holds; the slot before them was copied
                 int after = first < count && !staging.isWritable()
@@ -263,10 +278,13 @@ public final class DirectNioSocketChannel extends NioSocketChannel {
     /**
      * Copies the buffers from the head that are heap or small direct into the (empty) staging buffer, until it is
      * full or a large direct buffer comes; positions are left as they are. Returns the index of the first buffer not
-     * wholly copied, at least 1. {@code pending}: the bytes in the outbound buffer, which size a new staging buffer.
+     * wholly copied, at least 1. {@code in} sizes a new staging buffer ({@link #wantsLarge}).
      */
-    private int stage(ByteBuffer[] nio, int count, long pending) {
-        boolean large = wantsLarge(nio, count, pending);
+    private int stage(ByteBuffer[] nio, int count, ChannelOutboundBuffer in) throws Exception {
+        boolean large = wantsLarge(in);
+        if (lingering) {
+            stopLingering(); // in use again
+        }
         if (staging != null && staging.capacity() < STAGING_CAPACITY && large) {
             releaseStaging(); // nothing is staged (stage is called on an empty one): a heavy stream built up
         }
@@ -310,19 +328,31 @@ public final class DirectNioSocketChannel extends NioSocketChannel {
     }
 
     /**
-     * Whether a burst takes the large staging buffer: {@link #LARGE_STAGING_FROM} bytes or more waiting, and a heap
-     * piece larger than {@link #MODERATE_BODY} first among the buffers from the head (a large body's frame).
+     * Whether a burst takes the large staging buffer: {@link #LARGE_STAGING_FROM} bytes or more waiting, and the first
+     * flushed message that carries heap bytes larger than the small buffer (its body, or the composite of its frames
+     * when the body spans several: so at any frame size).
      */
-    private static boolean wantsLarge(ByteBuffer[] nio, int count, long pending) {
-        if (pending < LARGE_STAGING_FROM) {
+    private boolean wantsLarge(ChannelOutboundBuffer in) throws Exception {
+        if (in.totalPendingWriteBytes() < LARGE_STAGING_FROM) {
             return false;
         }
-        for (int i = 0; i < count; i++) {
-            if (!nio[i].isDirect()) {
-                return nio[i].remaining() > MODERATE_BODY;
+        heapMessageSize.size = 0;
+        in.forEachFlushedMessage(heapMessageSize);
+        return heapMessageSize.size > SMALL_STAGING_CAPACITY;
+    }
+
+    /** The unread size of the first message that is a buffer with heap bytes; 0 when none is. */
+    private static final class HeapMessageSize implements ChannelOutboundBuffer.MessageProcessor {
+        int size;
+
+        @Override
+        public boolean processMessage(Object msg) {
+            if (msg instanceof ByteBuf b && !b.isDirect()) {
+                size = b.readableBytes();
+                return false;
             }
+            return true;
         }
-        return false;
     }
 
     /** The number of direct buffers from {@code from}, within {@code maxBytes} (at least one if any). */
@@ -386,17 +416,33 @@ public final class DirectNioSocketChannel extends NioSocketChannel {
         }
     }
 
-    /** The outbound buffer is empty, so nothing is staged: the staging buffer lingers (see {@link #STAGING_LINGER_NANOS}). */
+    /**
+     * The outbound buffer is empty, so nothing is staged: a small staging buffer goes back to the pool, a large one
+     * lingers while its loop keeps fewer than {@link #MAX_LINGERING_PER_LOOP} (see {@link #STAGING_LINGER_NANOS}).
+     */
     private void burstWritten() {
         burstStaged = false;
-        if (staging == null) {
+        if (staging == null || lingering) {
             return;
         }
-        if (stagingLingerNanos == 0) {
+        int[] lingeringOnLoop = LINGERING.get();
+        if (stagingLingerNanos == 0
+                || staging.capacity() < STAGING_CAPACITY
+                || lingeringOnLoop[0] >= MAX_LINGERING_PER_LOOP) {
             releaseStaging();
-        } else if (lingerCheck == null) {
-            lingerCheck = eventLoop().schedule(this::checkLinger, stagingLingerNanos, TimeUnit.NANOSECONDS);
+            return;
         }
+        lingeringOnLoop[0]++;
+        lingering = true;
+        if (lingerCheck == null) {
+            lingerCheck = eventLoop().schedule(lingerCheckTask, stagingLingerNanos, TimeUnit.NANOSECONDS);
+        }
+    }
+
+    /** The large staging buffer is in use again, or given back: it no longer counts among its loop's lingering ones. */
+    private void stopLingering() {
+        lingering = false;
+        LINGERING.get()[0]--;
     }
 
     /**
@@ -409,19 +455,24 @@ public final class DirectNioSocketChannel extends NioSocketChannel {
             return;
         }
         boolean staged = staging.isReadable();
-        if (!staged && (!stagingUsed || (staging.capacity() > SMALL_STAGING_CAPACITY && !largeStagingWanted))) {
+        if (!staged && (!stagingUsed || !largeStagingWanted)) {
             releaseStaging();
             return;
         }
         stagingUsed = false;
         largeStagingWanted = false;
-        lingerCheck = eventLoop().schedule(this::checkLinger, stagingLingerNanos, TimeUnit.NANOSECONDS);
+        lingerCheck = eventLoop().schedule(lingerCheckTask, stagingLingerNanos, TimeUnit.NANOSECONDS);
     }
 
     private void releaseStaging() {
         if (staging != null) {
             ByteBuf s = staging;
             staging = null;
+            // the count is the loop's: a close on another thread (never in Warren: no SO_LINGER) leaves it one high,
+            // which only keeps a buffer fewer between bursts
+            if (lingering && eventLoop().inEventLoop()) {
+                stopLingering();
+            }
             s.release();
         }
     }

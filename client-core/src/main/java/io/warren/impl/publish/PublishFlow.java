@@ -51,8 +51,8 @@ public final class PublishFlow implements BlockedListener {
      * high-water mark. A publish counts its wire size plus {@link Publisher#TASK_OVERHEAD} (512), so with the default
      * mark (256 KiB; not raised on a connection of small messages) ~225 small publishes fill it: under the 256 slots of
      * a chunk of the outbound path's queue, so a publisher that waits when unwritable never makes the queue link a
-     * new chunk (garbage); and a few large ones (two of 64 KiB) fit, so a large message does not stop its publisher
-     * every time.
+     * new chunk (garbage). A publish of 64 KiB or more raises the mark ({@link WriteBufferMark}): two of them filled
+     * the queue at the default and stopped their publisher every other message.
      */
     private static final AtomicLongFieldUpdater<PublishFlow> QUEUED =
             AtomicLongFieldUpdater.newUpdater(PublishFlow.class, "queuedBytes");

@@ -2,6 +2,7 @@ package io.warren.impl.connection;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -139,9 +140,10 @@ class DirectNioSocketChannelWriteTest {
             // one write per flush: the write that takes the last bytes is a loop's last spin, after which Netty's
             // next flush finds nothing to write and never calls doWrite again
             ch.config().setWriteSpinCount(1);
-            byte[] bytes = new byte[40 * 1024];
+            byte[] bytes = new byte[1 << 20];
             new Random(17).nextBytes(bytes);
             writeAndRead(ch, peer, bytes);
+            assertEquals(DirectNioSocketChannel.STAGING_CAPACITY, (int) onLoop(ch, ch::lastStagingCapacity));
             awaitOnLoop(ch, () -> !ch.holdsStaging(), "an idle connection gives its staging buffer back");
         } finally {
             ch.close().sync();
@@ -162,6 +164,75 @@ class DirectNioSocketChannelWriteTest {
             writeAndRead(ch, peer, bytes);
             assertEquals(1, (int) onLoop(ch, ch::stagingBuffersTaken), "one staging buffer for the three bursts");
             assertEquals(3L << 20, (long) onLoop(ch, ch::stagedBytes), "every heap byte staged, exactly once");
+        } finally {
+            ch.close().sync();
+        }
+    }
+
+    @Test
+    void aSmallBodyAfterALargeBurstGoesToTheJdkAsAtTheHeadOfAnyBurst() throws Exception {
+        // a lingering buffer is not a burst that has staged: a body below STAGE_FROM is not copied into it
+        DirectNioSocketChannel ch = sockets.connect(TimeUnit.HOURS.toNanos(1));
+        try (SocketChannel peer = sockets.accept()) {
+            byte[] large = new byte[1 << 20];
+            new Random(41).nextBytes(large);
+            writeAndRead(ch, peer, large);
+            assertTrue(onLoop(ch, ch::holdsStaging));
+            byte[] small = new byte[16];
+            new Random(43).nextBytes(small);
+            writeAndRead(ch, peer, small);
+            assertEquals(1L << 20, (long) onLoop(ch, ch::stagedBytes), "the 16 B body was not staged");
+        } finally {
+            ch.close().sync();
+        }
+    }
+
+    @Test
+    void aLoopKeepsAtMostTwoLargeStagingBuffersBetweenBursts() throws Exception {
+        // many connections that each send a large body now and then must not each hold 1 MiB
+        List<DirectNioSocketChannel> channels = new ArrayList<>();
+        List<SocketChannel> peers = new ArrayList<>();
+        try {
+            byte[] large = new byte[1 << 20];
+            new Random(47).nextBytes(large);
+            for (int i = 0; i < 3; i++) {
+                DirectNioSocketChannel ch = sockets.connect(TimeUnit.HOURS.toNanos(1));
+                channels.add(ch);
+                peers.add(sockets.accept());
+                writeAndRead(ch, peers.get(i), large);
+            }
+            int holding = 0;
+            for (DirectNioSocketChannel ch : channels) {
+                holding += onLoop(ch, ch::holdsStaging) ? 1 : 0;
+            }
+            assertEquals(DirectNioSocketChannel.MAX_LINGERING_PER_LOOP, holding, "connections on one loop keeping one");
+        } finally {
+            for (DirectNioSocketChannel ch : channels) {
+                ch.close().sync();
+            }
+            for (SocketChannel peer : peers) {
+                peer.close();
+            }
+        }
+    }
+
+    @Test
+    void aLargeBodyInFramesSmallerThanTheSmallBufferStillTakesTheLargeOne() throws Exception {
+        // at a frame_max of 32 KiB a 1 MiB body reaches the socket as 32 KiB slices of one composite
+        DirectNioSocketChannel ch = sockets.connect();
+        try (SocketChannel peer = sockets.accept()) {
+            byte[] bytes = new byte[1 << 20];
+            new Random(53).nextBytes(bytes);
+            CompositeByteBuf frames = Unpooled.compositeBuffer(64);
+            for (int off = 0; off < bytes.length; off += 32 * 1024) {
+                frames.addComponent(true, Unpooled.wrappedBuffer(bytes, off, 32 * 1024));
+            }
+            CompletableFuture<Throwable> written = new CompletableFuture<>();
+            ch.writeAndFlush(frames).addListener(w -> written.complete(w.cause()));
+            assertArrayEquals(bytes, readAll(peer, bytes.length), "the bytes arrive intact");
+            assertNull(written.get(10, TimeUnit.SECONDS));
+            assertEquals(DirectNioSocketChannel.STAGING_CAPACITY, (int) onLoop(ch, ch::lastStagingCapacity));
+            assertEquals(0, frames.refCnt(), "released once written");
         } finally {
             ch.close().sync();
         }
@@ -194,7 +265,7 @@ class DirectNioSocketChannelWriteTest {
         // a raised high-water mark keeps megabytes of them waiting; the small buffer holds one whole with its frames
         DirectNioSocketChannel ch = sockets.connect();
         try (SocketChannel peer = sockets.accept()) {
-            int size = DirectNioSocketChannel.MODERATE_BODY;
+            int size = 64 * 1024;
             int count = 12;
             byte[] bytes = new byte[count * size];
             new Random(37).nextBytes(bytes);
@@ -248,6 +319,9 @@ class DirectNioSocketChannelWriteTest {
             long[] staged = onLoop(ch, () -> new long[] {ch.stagedBytes(), ch.lastStagingCapacity()});
             assertEquals(bytes.length, staged[0], "every heap byte staged, exactly once");
             assertEquals(DirectNioSocketChannel.SMALL_STAGING_CAPACITY, staged[1], "less than 512 KiB waiting");
+            assertFalse(
+                    (boolean) onLoop(ch, ch::holdsStaging),
+                    "a small staging buffer goes back when its burst is written");
             for (ByteBuf body : bodies) {
                 assertEquals(0, body.refCnt(), "released once written");
             }
