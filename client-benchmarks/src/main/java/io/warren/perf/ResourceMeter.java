@@ -30,7 +30,8 @@ import javax.management.openmbean.CompositeData;
  *       time of the tool's own threads that are not the client's work: the in-process loopback peer's
  *       ({@code warren-peer-*}) and the progress ticker ({@code warren-progress}), each read with
  *       {@code ThreadMXBean.getThreadCpuTime}. Producer threads are counted: publishing is the client's work.
- *       Their share is also told apart ({@code warren-perf-producer-*}, the same way): it holds the publish calls
+ *       Their share is also told apart ({@code warren-perf-producer-*}, the same way, of the threads alive at the
+ *       end: a run whose producers ended before, with their counts, has no share): it holds the publish calls
  *       (with the socket write, and on loopback the kernel's delivery to the broker, where a client writes on the
  *       caller's thread) and the pacer's sleeps between them, the application's part of a paced run.</li>
  *   <li><b>Allocation</b>: {@code com.sun.management.ThreadMXBean.getTotalThreadAllocatedBytes()}, the
@@ -195,7 +196,8 @@ final class ResourceMeter {
                 peerAlloc,
                 ContextSwitches.since(switchesAtStart, switchesAtEnd, ResourceMeter::excludedNative, 0),
                 ContextSwitches.since(switchesAtStart, switchesAtEnd, ResourceMeter::excludedNative, 1),
-                producerCpuNanos);
+                producerCpuNanos,
+                producersAtEnd.size());
     }
 
     /** The process's CPU time so far (every thread, the in-process peer's too), -1 when not measured. */
@@ -312,7 +314,9 @@ final class ResourceMeter {
      * @param peerAllocatedBytes heap allocated by the peer's threads (left out of {@code allocatedBytes})
      * @param voluntarySwitches the client's threads' voluntary context switches (they blocked), null without /proc
      * @param involuntarySwitches their involuntary ones (preempted), null without /proc
-     * @param producerCpuNanos the part of {@code cpuNanos} spent in the producer threads, null when not measured
+     * @param producerCpuNanos the part of {@code cpuNanos} spent in the producer threads alive at the end, null when
+     *     not measured
+     * @param producerThreadsAtEnd the producer threads alive at the end (one that ended before is not counted)
      */
     record Usage(
             Long cpuNanos,
@@ -326,5 +330,6 @@ final class ResourceMeter {
             long peerAllocatedBytes,
             Long voluntarySwitches,
             Long involuntarySwitches,
-            Long producerCpuNanos) {}
+            Long producerCpuNanos,
+            int producerThreadsAtEnd) {}
 }

@@ -86,17 +86,24 @@ record RunResult(
         return perMessage(usage.cpuNanos());
     }
 
-    /** The producer threads' part of {@link #cpuNanosPerMessage()}, over the same publishes + deliveries. */
+    /**
+     * The producer threads' part of {@link #cpuNanosPerMessage()}, over the same publishes + deliveries; null without
+     * producers, or when one ended before the run did (its CPU is then not told apart).
+     */
     Double producerCpuNanosPerMessage() {
-        return perMessage(usage.producerCpuNanos());
+        Long producers = producerCpuNanos(usage, options.producers());
+        return producers == null ? null : perMessage(producers);
     }
 
     /** The rest of the client's CPU: its own threads (I/O, dispatch), the JIT and GC, per publish or delivery. */
     Double otherCpuNanosPerMessage() {
-        if (usage.cpuNanos() == null || usage.producerCpuNanos() == null) {
-            return null;
-        }
-        return perMessage(usage.cpuNanos() - usage.producerCpuNanos());
+        Long producers = producerCpuNanos(usage, options.producers());
+        return producers == null || usage.cpuNanos() == null ? null : perMessage(usage.cpuNanos() - producers);
+    }
+
+    /** The producer threads' CPU when every one of {@code producers} was alive at the end; else null. */
+    static Long producerCpuNanos(ResourceMeter.Usage usage, int producers) {
+        return producers == 0 || usage.producerThreadsAtEnd() < producers ? null : usage.producerCpuNanos();
     }
 
     Double allocatedBytesPerMessage() {

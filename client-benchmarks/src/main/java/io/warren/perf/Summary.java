@@ -128,7 +128,7 @@ final class Summary {
                 Format.number(r.cpuNanosPerMessage(), 0),
                 u.cpuNanos() == null ? "-" : Format.number(u.cpuNanos() / 1e9, 2),
                 Format.count(r.messageOperations()));
-        if (r.producerCpuNanosPerMessage() != null && r.options().producers() > 0) {
+        if (r.producerCpuNanosPerMessage() != null) {
             out.printf(
                     Locale.ROOT,
                     "  %-17s %s ns/msg in the producer threads (publish calls, and the pacer's sleeps between them),"

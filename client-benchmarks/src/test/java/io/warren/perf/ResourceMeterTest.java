@@ -1,6 +1,8 @@
 package io.warren.perf;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
@@ -33,7 +35,7 @@ class ResourceMeterTest {
         producer.join();
         client.join();
 
-        assertNotNull(usage.producerCpuNanos());
+        assertNotNull(RunResult.producerCpuNanos(usage, 1), "the producer was alive at the end");
         long producerPart = usage.producerCpuNanos();
         assertTrue(producerPart >= BURN_NANOS, "the producer's own CPU is in its part: " + producerPart);
         assertTrue(producerPart < 2 * BURN_NANOS, "the other thread's CPU is not: " + producerPart);
@@ -41,6 +43,20 @@ class ResourceMeterTest {
         assertTrue(
                 usage.cpuNanos() - producerPart >= BURN_NANOS * 9 / 10,
                 "the other thread's CPU is in the rest: " + (usage.cpuNanos() - producerPart));
+    }
+
+    @Test
+    void aRunWhoseProducerEndedBeforeItTellsNoProducerShare() throws Exception {
+        ResourceMeter meter = new ResourceMeter();
+        meter.start();
+        Thread producer = new Thread(() -> {}, "warren-perf-producer-0"); // a count-bound producer, done early
+        producer.start();
+        producer.join();
+        ResourceMeter.Usage usage = meter.stop();
+        assertEquals(0, usage.producerThreadsAtEnd());
+        // its CPU would be in "other threads": no share is told rather than a wrong one
+        assertNull(RunResult.producerCpuNanos(usage, 1));
+        assertNull(RunResult.producerCpuNanos(usage, 0), "a run without producers has no producer share");
     }
 
     /** A thread that spins until it has used {@link #BURN_NANOS} of CPU, then waits for {@code end}. */
