@@ -47,6 +47,13 @@ class DirectNioSocketChannelWriteTest {
         return received.array();
     }
 
+    /** {@code size} bytes, the same ones for the same {@code seed}. */
+    private static byte[] randomBytes(int size, long seed) {
+        byte[] bytes = new byte[size];
+        new Random(seed).nextBytes(bytes);
+        return bytes;
+    }
+
     private static long activeDirectAllocations() {
         long active = 0;
         for (PooledByteBufAllocator pool : ConnectionAllocator.INSTANCE.pools()) {
@@ -80,8 +87,7 @@ class DirectNioSocketChannelWriteTest {
     private long[] writeHeapBody(int size, long seed) throws Exception {
         DirectNioSocketChannel ch = sockets.connect();
         try (SocketChannel peer = sockets.accept()) {
-            byte[] bytes = new byte[size];
-            new Random(seed).nextBytes(bytes);
+            byte[] bytes = randomBytes(size, seed);
             ByteBuf body = Unpooled.wrappedBuffer(bytes);
             CompletableFuture<Throwable> written = new CompletableFuture<>();
             ch.writeAndFlush(body).addListener(w -> written.complete(w.cause()));
@@ -139,8 +145,7 @@ class DirectNioSocketChannelWriteTest {
             // one write per flush: the write that takes the last bytes is a loop's last spin, after which Netty's
             // next flush finds nothing to write and never calls doWrite again
             ch.config().setWriteSpinCount(1);
-            byte[] bytes = new byte[1 << 20];
-            new Random(17).nextBytes(bytes);
+            byte[] bytes = randomBytes(1 << 20, 17);
             writeAndRead(ch, peer, bytes);
             assertEquals(DirectNioSocketChannel.STAGING_CAPACITY, (int) onLoop(ch, ch::lastStagingCapacity));
             awaitOnLoop(ch, () -> !ch.holdsStaging(), "an idle connection gives its staging buffer back");
@@ -155,8 +160,7 @@ class DirectNioSocketChannelWriteTest {
         // at the next, and the second of two such connections on one loop made and freed a 2 MiB chunk for it.
         DirectNioSocketChannel ch = sockets.connect(TimeUnit.HOURS.toNanos(1));
         try (SocketChannel peer = sockets.accept()) {
-            byte[] bytes = new byte[1 << 20];
-            new Random(23).nextBytes(bytes);
+            byte[] bytes = randomBytes(1 << 20, 23);
             writeAndRead(ch, peer, bytes);
             assertTrue(onLoop(ch, ch::holdsStaging), "the staging buffer outlives its burst");
             writeAndRead(ch, peer, bytes);
@@ -173,12 +177,10 @@ class DirectNioSocketChannelWriteTest {
         // a lingering buffer is not a burst that has staged: a body below STAGE_FROM is not copied into it
         DirectNioSocketChannel ch = sockets.connect(TimeUnit.HOURS.toNanos(1));
         try (SocketChannel peer = sockets.accept()) {
-            byte[] large = new byte[1 << 20];
-            new Random(41).nextBytes(large);
+            byte[] large = randomBytes(1 << 20, 41);
             writeAndRead(ch, peer, large);
             assertTrue(onLoop(ch, ch::holdsStaging));
-            byte[] small = new byte[16];
-            new Random(43).nextBytes(small);
+            byte[] small = randomBytes(16, 43);
             writeAndRead(ch, peer, small);
             assertEquals(1L << 20, (long) onLoop(ch, ch::stagedBytes), "the 16 B body was not staged");
         } finally {
@@ -192,8 +194,7 @@ class DirectNioSocketChannelWriteTest {
         List<DirectNioSocketChannel> channels = new ArrayList<>();
         List<SocketChannel> peers = new ArrayList<>();
         try {
-            byte[] large = new byte[1 << 20];
-            new Random(47).nextBytes(large);
+            byte[] large = randomBytes(1 << 20, 47);
             for (int i = 0; i < 3; i++) {
                 DirectNioSocketChannel ch = sockets.connect(TimeUnit.HOURS.toNanos(1));
                 channels.add(ch);
@@ -220,8 +221,7 @@ class DirectNioSocketChannelWriteTest {
         // at a frame_max of 32 KiB a 1 MiB body reaches the socket as 32 KiB slices of one composite
         DirectNioSocketChannel ch = sockets.connect();
         try (SocketChannel peer = sockets.accept()) {
-            byte[] bytes = new byte[1 << 20];
-            new Random(53).nextBytes(bytes);
+            byte[] bytes = randomBytes(1 << 20, 53);
             CompositeByteBuf frames = Unpooled.compositeBuffer(64);
             for (int off = 0; off < bytes.length; off += 32 * 1024) {
                 frames.addComponent(true, Unpooled.wrappedBuffer(bytes, off, 32 * 1024));
@@ -241,12 +241,10 @@ class DirectNioSocketChannelWriteTest {
     void aLargeStagingBufferGoesBackWhenOnlyModerateBurstsFollowSoThatTheyTakeTheSmallOne() throws Exception {
         DirectNioSocketChannel ch = sockets.connect(TimeUnit.MILLISECONDS.toNanos(50));
         try (SocketChannel peer = sockets.accept()) {
-            byte[] large = new byte[1 << 20];
-            new Random(29).nextBytes(large);
+            byte[] large = randomBytes(1 << 20, 29);
             writeAndRead(ch, peer, large);
             assertEquals(DirectNioSocketChannel.STAGING_CAPACITY, (int) onLoop(ch, ch::lastStagingCapacity));
-            byte[] moderate = new byte[40 * 1024];
-            new Random(31).nextBytes(moderate);
+            byte[] moderate = randomBytes(40 * 1024, 31);
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
             // moderate bursts keep a staging buffer in use, but not the large one
             while (onLoop(ch, ch::lastStagingCapacity) != DirectNioSocketChannel.SMALL_STAGING_CAPACITY) {
@@ -266,8 +264,7 @@ class DirectNioSocketChannelWriteTest {
         try (SocketChannel peer = sockets.accept()) {
             int size = 64 * 1024;
             int count = 12;
-            byte[] bytes = new byte[count * size];
-            new Random(37).nextBytes(bytes);
+            byte[] bytes = randomBytes(count * size, 37);
             List<ByteBuf> bodies = new ArrayList<>();
             for (int i = 0; i < count; i++) {
                 bodies.add(Unpooled.wrappedBuffer(bytes, i * size, size));
@@ -300,8 +297,7 @@ class DirectNioSocketChannelWriteTest {
             // 120 KiB waiting: the small staging buffer (72 KiB) takes the first body and 32 KiB of the second, whose
             // last 8 KiB (below STAGE_FROM) are staged next rather than left to the JDK's temporary buffers
             int size = 40 * 1024;
-            byte[] bytes = new byte[3 * size];
-            new Random(13).nextBytes(bytes);
+            byte[] bytes = randomBytes(3 * size, 13);
             List<ByteBuf> bodies = new ArrayList<>();
             for (int i = 0; i < 3; i++) {
                 bodies.add(Unpooled.wrappedBuffer(bytes, i * size, size));
