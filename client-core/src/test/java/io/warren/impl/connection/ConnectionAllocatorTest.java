@@ -163,8 +163,7 @@ class ConnectionAllocatorTest {
                         Set<PoolChunkMetric> before = largeChunks();
                         Set<PoolChunkMetric> seen = Collections.newSetFromMap(new IdentityHashMap<>());
                         for (int burst = 0; burst < 20; burst++) {
-                            ByteBuf staging =
-                                    ConnectionAllocator.INSTANCE.stagingBuffer(DirectNioSocketChannel.STAGING_CAPACITY);
+                            ByteBuf staging = ConnectionAllocator.INSTANCE.stagingBuffer(StagingBuffer.CAPACITY);
                             seen.addAll(largeChunks());
                             staging.release();
                         }

@@ -108,7 +108,7 @@ class DirectNioSocketChannelWriteTest {
         // write after one, which the full socket answers with 0): here it goes through the staging buffer.
         long[] staged = writeHeapBody(size, 11);
         assertEquals(size, staged[0], "every heap byte copied exactly once");
-        assertEquals(DirectNioSocketChannel.STAGING_CAPACITY, staged[1], "8 MiB waiting: the large staging buffer");
+        assertEquals(StagingBuffer.CAPACITY, staged[1], "8 MiB waiting: the large staging buffer");
     }
 
     @Test
@@ -147,7 +147,7 @@ class DirectNioSocketChannelWriteTest {
             ch.config().setWriteSpinCount(1);
             byte[] bytes = randomBytes(1 << 20, 17);
             writeAndRead(ch, peer, bytes);
-            assertEquals(DirectNioSocketChannel.STAGING_CAPACITY, (int) onLoop(ch, ch::lastStagingCapacity));
+            assertEquals(StagingBuffer.CAPACITY, (int) onLoop(ch, ch::lastStagingCapacity));
             awaitOnLoop(ch, () -> !ch.holdsStaging(), "an idle connection gives its staging buffer back");
         } finally {
             ch.close().sync();
@@ -205,7 +205,7 @@ class DirectNioSocketChannelWriteTest {
             for (DirectNioSocketChannel ch : channels) {
                 holding += onLoop(ch, ch::holdsStaging) ? 1 : 0;
             }
-            assertEquals(DirectNioSocketChannel.MAX_LINGERING_PER_LOOP, holding, "connections on one loop keeping one");
+            assertEquals(StagingBuffer.MAX_LINGERING_PER_LOOP, holding, "connections on one loop keeping one");
         } finally {
             for (DirectNioSocketChannel ch : channels) {
                 ch.close().sync();
@@ -230,7 +230,7 @@ class DirectNioSocketChannelWriteTest {
             ch.writeAndFlush(frames).addListener(w -> written.complete(w.cause()));
             assertArrayEquals(bytes, readAll(peer, bytes.length), "the bytes arrive intact");
             assertNull(written.get(10, TimeUnit.SECONDS));
-            assertEquals(DirectNioSocketChannel.STAGING_CAPACITY, (int) onLoop(ch, ch::lastStagingCapacity));
+            assertEquals(StagingBuffer.CAPACITY, (int) onLoop(ch, ch::lastStagingCapacity));
             assertEquals(0, frames.refCnt(), "released once written");
         } finally {
             ch.close().sync();
@@ -243,11 +243,11 @@ class DirectNioSocketChannelWriteTest {
         try (SocketChannel peer = sockets.accept()) {
             byte[] large = randomBytes(1 << 20, 29);
             writeAndRead(ch, peer, large);
-            assertEquals(DirectNioSocketChannel.STAGING_CAPACITY, (int) onLoop(ch, ch::lastStagingCapacity));
+            assertEquals(StagingBuffer.CAPACITY, (int) onLoop(ch, ch::lastStagingCapacity));
             byte[] moderate = randomBytes(40 * 1024, 31);
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
             // moderate bursts keep a staging buffer in use, but not the large one
-            while (onLoop(ch, ch::lastStagingCapacity) != DirectNioSocketChannel.SMALL_STAGING_CAPACITY) {
+            while (onLoop(ch, ch::lastStagingCapacity) != StagingBuffer.SMALL_CAPACITY) {
                 assertTrue(System.nanoTime() < deadline, "a moderate stream takes the small staging buffer again");
                 writeAndRead(ch, peer, moderate);
                 Thread.sleep(5);
@@ -281,7 +281,7 @@ class DirectNioSocketChannelWriteTest {
             assertArrayEquals(bytes, readAll(peer, bytes.length), "the bytes arrive intact, in order");
             long[] staged = onLoop(ch, () -> new long[] {ch.stagedBytes(), ch.lastStagingCapacity()});
             assertEquals(bytes.length, staged[0], "every heap byte staged, exactly once");
-            assertEquals(DirectNioSocketChannel.SMALL_STAGING_CAPACITY, staged[1], "768 KiB waiting, of 64 KiB bodies");
+            assertEquals(StagingBuffer.SMALL_CAPACITY, staged[1], "768 KiB waiting, of 64 KiB bodies");
             for (ByteBuf body : bodies) {
                 assertEquals(0, body.refCnt(), "released once written");
             }
@@ -313,7 +313,7 @@ class DirectNioSocketChannelWriteTest {
             assertArrayEquals(bytes, readAll(peer, bytes.length), "the bytes arrive intact, in order");
             long[] staged = onLoop(ch, () -> new long[] {ch.stagedBytes(), ch.lastStagingCapacity()});
             assertEquals(bytes.length, staged[0], "every heap byte staged, exactly once");
-            assertEquals(DirectNioSocketChannel.SMALL_STAGING_CAPACITY, staged[1], "less than 512 KiB waiting");
+            assertEquals(StagingBuffer.SMALL_CAPACITY, staged[1], "less than 512 KiB waiting");
             for (ByteBuf body : bodies) {
                 assertEquals(0, body.refCnt(), "released once written");
             }
@@ -356,10 +356,10 @@ class DirectNioSocketChannelWriteTest {
     @Test
     void theStagingBufferFitsInAChunkOfTheConnectionsPool() {
         // a larger one would be allocated outside the pool (Netty's "huge" allocations), and freed, at every burst
-        assertTrue(DirectNioSocketChannel.STAGING_CAPACITY <= ConnectionAllocator.CHUNK_SIZE / 2);
+        assertTrue(StagingBuffer.CAPACITY <= ConnectionAllocator.CHUNK_SIZE / 2);
         // the small one leaves room in its chunk for the loop's reads and heads, and holds a 64 KiB body's frames
-        assertTrue(DirectNioSocketChannel.SMALL_STAGING_CAPACITY <= ConnectionAllocator.SMALL_CHUNK_SIZE * 3 / 4);
-        assertTrue(DirectNioSocketChannel.SMALL_STAGING_CAPACITY >= 64 * 1024 + 64);
+        assertTrue(StagingBuffer.SMALL_CAPACITY <= ConnectionAllocator.SMALL_CHUNK_SIZE * 3 / 4);
+        assertTrue(StagingBuffer.SMALL_CAPACITY >= 64 * 1024 + 64);
     }
 
     @Test
@@ -437,7 +437,7 @@ class DirectNioSocketChannelWriteTest {
             // the loop's first large buffer anchors its chunk for good (see ConnectionAllocator): taken before counting
             ch.eventLoop()
                     .submit(() -> ConnectionAllocator.INSTANCE
-                            .stagingBuffer(DirectNioSocketChannel.STAGING_CAPACITY)
+                            .stagingBuffer(StagingBuffer.CAPACITY)
                             .release())
                     .sync();
             long active = activeDirectAllocations();

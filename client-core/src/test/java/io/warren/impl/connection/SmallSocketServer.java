@@ -37,7 +37,7 @@ final class SmallSocketServer implements AutoCloseable {
 
     /** A channel connected to this server; the test closes it. */
     DirectNioSocketChannel connect() throws Exception {
-        return connect(DirectNioSocketChannel.STAGING_LINGER_NANOS);
+        return connect(StagingBuffer.LINGER_NANOS);
     }
 
     /** A channel connected to this server whose staging buffer lingers {@code stagingLingerNanos}; the test closes it. */
