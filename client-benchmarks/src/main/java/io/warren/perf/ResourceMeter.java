@@ -52,6 +52,8 @@ import javax.management.openmbean.CompositeData;
  *   <li><b>Peak direct memory</b>: sampled every 100 ms ({@link DirectMemory#used()}): NIO direct buffers
  *       ({@code BufferPoolMXBean} "direct") plus what Netty allocated without a cleaner. It includes the
  *       in-process peer's buffers.</li>
+ *   <li><b>Stolen time</b>: the machine's, not the process's ({@link StolenTime}): how much of the interval the
+ *       hypervisor ran other guests on this machine's CPUs. It tells a run whose tails the host made apart.</li>
  * </ul>
  * The thread this meter is created on calls {@link #start()} and {@link #stop()}; {@link #sampleDirect()}
  * runs on the progress ticker.
@@ -81,6 +83,7 @@ final class ResourceMeter {
     private Map<String, long[]> switchesAtStart;
     private long gcCountAtStart;
     private long gcMillisAtStart;
+    private long[] stolenAtStart;
 
     // written by the ticker (direct) and by GC notification threads (live heap)
     private volatile long peakDirect;
@@ -118,6 +121,7 @@ final class ResourceMeter {
         producersAtStart = producerThreadsCpu();
         switchesAtStart = ContextSwitches.perThread();
         allocatedAtStart = totalAllocated();
+        stolenAtStart = StolenTime.read();
         cpuAtStart = os.getProcessCpuTime();
         measuring = true;
     }
@@ -133,6 +137,7 @@ final class ResourceMeter {
     /** Stops measuring and returns the usage over the interval. */
     Usage stop() {
         long cpu = os.getProcessCpuTime();
+        long[] stolen = StolenTime.read();
         long allocated = totalAllocated();
         measuring = false;
         Map<String, long[]> switchesAtEnd = ContextSwitches.perThread();
@@ -197,7 +202,8 @@ final class ResourceMeter {
                 ContextSwitches.since(switchesAtStart, switchesAtEnd, ResourceMeter::excludedNative, 0),
                 ContextSwitches.since(switchesAtStart, switchesAtEnd, ResourceMeter::excludedNative, 1),
                 producerCpuNanos,
-                producersAtEnd.size());
+                producersAtEnd.size(),
+                StolenTime.percent(stolenAtStart, stolen));
     }
 
     /** The process's CPU time so far (every thread, the in-process peer's too), -1 when not measured. */
@@ -317,6 +323,8 @@ final class ResourceMeter {
      * @param producerCpuNanos the part of {@code cpuNanos} spent in the producer threads alive at the end, null when
      *     not measured
      * @param producerThreadsAtEnd the producer threads alive at the end (one that ended before is not counted)
+     * @param stolenPercent the machine's CPU time a hypervisor took over the interval, in per cent (all CPUs, every
+     *     process: {@link StolenTime}); null without {@code /proc/stat}
      */
     record Usage(
             Long cpuNanos,
@@ -331,5 +339,6 @@ final class ResourceMeter {
             Long voluntarySwitches,
             Long involuntarySwitches,
             Long producerCpuNanos,
-            int producerThreadsAtEnd) {}
+            int producerThreadsAtEnd,
+            Double stolenPercent) {}
 }

@@ -157,6 +157,32 @@ record RunResult(
                 + "in that queue; lower the rate (-r) to measure the clients";
     }
 
+    /** Stolen time from which a run is warned about: above it, a 2-core machine's tails were seen to follow it. */
+    static final double STEAL_WARNING_PERCENT = 5;
+
+    /** The machine's CPU time the hypervisor took during the run, in per cent; null where it is not measured. */
+    Double stolenPercent() {
+        return usage.stolenPercent();
+    }
+
+    /**
+     * A warning when the hypervisor took {@link #STEAL_WARNING_PERCENT} or more of the machine's CPU time during the
+     * run: the client's and the broker's threads then wait for CPUs the guest does not get, and the latency tails
+     * (and, where the guest does not subtract stolen time from its threads, CPU per message) measure the host. Null
+     * when there is nothing to warn about.
+     */
+    String stealWarning() {
+        Double stolen = stolenPercent();
+        if (stolen == null || stolen < STEAL_WARNING_PERCENT) {
+            return null;
+        }
+        return String.format(
+                java.util.Locale.ROOT,
+                "the hypervisor took %.1f %% of this machine's CPU time during the run (steal, /proc/stat): its latency "
+                        + "tails measure the host as much as the clients; compare runs without it",
+                stolen);
+    }
+
     private Double perMessage(Long total) {
         long n = messageOperations();
         return total == null || n == 0 ? null : (double) total / n;
@@ -229,6 +255,8 @@ record RunResult(
         m.put("involuntary_ctx_switches", usage.involuntarySwitches());
         m.put("backlog_end", backlogAtEnd());
         m.put("backlog_warning", backlogWarning());
+        m.put("steal_percent", stolenPercent());
+        m.put("steal_warning", stealWarning());
         m.put("alloc_bytes_per_msg", allocatedBytesPerMessage());
         m.put("peak_heap_bytes", usage.peakHeapBytes());
         m.put("live_heap_peak_bytes", usage.liveHeapPeakBytes());

@@ -34,6 +34,7 @@ final class Summary {
             new Row("ctx_switches_per_msg", "context switches/msg", 2, -1),
             new Row("alloc_bytes_per_msg", "allocated B/msg", 0, -1),
             new Row("backlog_end", "backlog at the end (msgs)", 0, -1),
+            new Row("steal_percent", "CPU time stolen by the hypervisor (%, the machine's)", 1, 0),
             new Row("peak_heap_bytes", "peak heap (MiB)", -1, -1),
             new Row("live_heap_peak_bytes", "live heap after GC peak (MiB)", -1, -1),
             new Row("peak_direct_bytes", "peak direct memory (MiB)", -1, -1));
@@ -119,6 +120,16 @@ final class Summary {
         }
         if (r.backlogWarning() != null) {
             out.println("  WARNING: " + r.backlogWarning());
+        }
+        if (r.stolenPercent() != null) {
+            out.printf(
+                    Locale.ROOT,
+                    "  %-17s %s %% of the machine's CPU time went to other guests of its hypervisor%n",
+                    "stolen",
+                    Format.number(r.stolenPercent(), 1));
+        }
+        if (r.stealWarning() != null) {
+            out.println("  WARNING: " + r.stealWarning());
         }
         ResourceMeter.Usage u = r.usage();
         out.printf(
@@ -236,7 +247,8 @@ final class Summary {
      * The comparison as rows of cells, the first row being the header: figure, one cell per client (the
      * median over its runs, and with several runs their range, min to max), then one ratio per client after
      * the first ({@code other / first}). Left out: figures no client has, figures that are 0 for every
-     * client; a ratio over a first client's 0 is shown as "-".
+     * client; a ratio over a first client's 0, or of a figure of the conditions ({@link Row#better()} 0), is shown
+     * as "-".
      */
     static List<List<String>> comparison(List<Map<String, Object>> runs, List<String> clients) {
         List<List<String>> rows = new ArrayList<>();
@@ -264,7 +276,7 @@ final class Summary {
                 Double base = medians.get(0);
                 Double other = medians.get(i);
                 cells.add(
-                        base == null || other == null || row.isZero(base)
+                        row.better() == 0 || base == null || other == null || row.isZero(base)
                                 ? "-"
                                 : String.format(Locale.ROOT, "%.2f", other / base));
             }
@@ -383,7 +395,8 @@ final class Summary {
      * @param key its JSON field
      * @param label what the table calls it
      * @param decimals decimals to show; -1 = bytes shown in MiB with one decimal
-     * @param better 1 when higher is better, -1 when lower is
+     * @param better 1 when higher is better, -1 when lower is, 0 for a figure of the run's conditions, not of
+     *     the client (no ratio)
      */
     record Row(String key, String label, int decimals, int better) {
         /** Whether {@code value} shows as zero (then a ratio over it means nothing). */

@@ -423,6 +423,16 @@ public final class WarrenPerf implements Callable<Integer> {
                                 "  WARNING: " + backlogged + " of " + legResults.size() + " runs ended with a backlog "
                                         + "(see their summaries): their consumer latency is mostly time in a queue, not the clients' work");
                     }
+                    long robbed = legResults.stream()
+                            .filter(r -> r.stealWarning() != null)
+                            .count();
+                    if (robbed > 0) {
+                        out.println("  WARNING: the hypervisor took "
+                                + String.format(java.util.Locale.ROOT, "%.0f", RunResult.STEAL_WARNING_PERCENT)
+                                + " % or more of the machine's CPU time in " + robbed + " of " + legResults.size()
+                                + " runs (see their summaries): the medians' tails may be the host's; run again on a"
+                                + " quiet machine");
+                    }
                     out.println();
                 }
                 if (exit != 0 || stop.requested()) {

@@ -60,6 +60,18 @@ class SummaryTest {
     }
 
     @Test
+    void stolenTimeIsShownPerClientWithoutARatio() {
+        Map<String, Object> a = run("amqp-client", 100, 10.0);
+        a.put("steal_percent", 2.0);
+        Map<String, Object> b = run("warren", 100, 10.0);
+        b.put("steal_percent", 12.5);
+        String text = String.join("\n", Summary.comparisonTable(List.of(a, b), List.of("amqp-client", "warren")));
+        assertTrue(
+                text.contains("| CPU time stolen by the hypervisor (%, the machine's) | 2.0 | 12.5 | - |"),
+                "the host's share is a condition of the runs, not a client's figure:\n" + text);
+    }
+
+    @Test
     void headlineNamesTheWinnerTheFactorAndWhetherTheRunsSeparateTheClients() {
         List<Map<String, Object>> runs = new java.util.ArrayList<>();
         double[][] p99 = {{400, 450, 500}, {200, 250, 300}};

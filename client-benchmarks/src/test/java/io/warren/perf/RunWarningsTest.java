@@ -10,8 +10,11 @@ import java.util.Map;
 import org.HdrHistogram.Histogram;
 import org.junit.jupiter.api.Test;
 
-/** A run whose consumers fall behind says so: its consumer latency is then mostly the queue's. */
-class BacklogWarningTest {
+/**
+ * A run says what its figures measure besides the clients: consumers that fell behind (consumer latency is then
+ * mostly the queue's), a hypervisor that took the machine's CPUs (the tails are then the host's).
+ */
+class RunWarningsTest {
 
     private static RunOptions options(int producers, int consumers) {
         return new RunOptions(
@@ -39,6 +42,10 @@ class BacklogWarningTest {
 
     /** A 10 s run: {@code sent} and {@code received} in total, the backlog rising linearly to its end value. */
     private static RunResult run(RunOptions options, long sent, long received) {
+        return run(options, sent, received, null);
+    }
+
+    private static RunResult run(RunOptions options, long sent, long received, Double stolenPercent) {
         List<ProgressTicker.TimelinePoint> timeline = new ArrayList<>();
         for (int t = 1; t <= 10; t++) {
             double backlog = (sent * options.deliveriesPerPublish() - received) * t / 10.0;
@@ -46,7 +53,7 @@ class BacklogWarningTest {
                     t, sent / 10.0, 0, received / 10.0, Double.NaN, Double.NaN, 100, 200, backlog, 50, 20));
         }
         ResourceMeter.Usage usage =
-                new ResourceMeter.Usage(1_000_000L, 1000L, 1, null, null, 0, 0, 0, 0, 10L, 5L, null, 0);
+                new ResourceMeter.Usage(1_000_000L, 1000L, 1, null, null, 0, 0, 0, 0, 10L, 5L, null, 0, stolenPercent);
         return new RunResult(
                 null,
                 "warren",
@@ -93,6 +100,25 @@ class BacklogWarningTest {
         assertEquals(0L, run(options(1, 2), 50_000, 100_000).backlogAtEnd(), "two server-named queues, two copies");
         assertNull(run(options(1, 0), 50_000, 0).backlogAtEnd(), "publishing alone leaves nothing to compare");
         assertNull(run(options(1, 0), 50_000, 0).backlogWarning());
+    }
+
+    @Test
+    void aRunWhoseHostTookTheCpusIsWarnedAbout() {
+        RunResult r = run(options(1, 1), 100_000, 99_990, 12.34);
+        String warning = r.stealWarning();
+        assertTrue(
+                warning != null && warning.startsWith("the hypervisor took 12.3 % of this machine's CPU time"),
+                warning);
+        assertEquals(12.34, r.toJson().get("steal_percent"));
+        assertEquals(warning, r.toJson().get("steal_warning"));
+    }
+
+    @Test
+    void aQuietHostOrNoFigureIsNotWarnedAbout() {
+        assertNull(run(options(1, 1), 100_000, 99_990, 4.9).stealWarning());
+        RunResult unmeasured = run(options(1, 1), 100_000, 99_990, null);
+        assertNull(unmeasured.stealWarning());
+        assertNull(unmeasured.toJson().get("steal_percent"));
     }
 
     @Test
