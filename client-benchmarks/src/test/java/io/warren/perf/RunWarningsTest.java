@@ -115,7 +115,8 @@ class RunWarningsTest {
 
     @Test
     void aQuietHostOrNoFigureIsNotWarnedAbout() {
-        assertNull(run(options(1, 1), 100_000, 99_990, 4.9).stealWarning());
+        assertNull(run(options(1, 1), 100_000, 99_990, 1.9).stealWarning());
+        assertTrue(run(options(1, 1), 100_000, 99_990, 2.0).stealWarning() != null);
         RunResult unmeasured = run(options(1, 1), 100_000, 99_990, null);
         assertNull(unmeasured.stealWarning());
         assertNull(unmeasured.toJson().get("steal_percent"));
