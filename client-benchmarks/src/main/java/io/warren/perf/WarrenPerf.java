@@ -247,6 +247,16 @@ public final class WarrenPerf implements Callable<Integer> {
     private Integer runs;
 
     @Option(
+            names = "--rerun-stolen",
+            paramLabel = "N",
+            defaultValue = "0",
+            description =
+                    "A run during which the hypervisor took 2 % or more of the machine's CPU time (steal) is set aside and"
+                            + " run again, at most N times per run; the set-aside runs are printed, not counted"
+                            + " (default: ${DEFAULT-VALUE}).")
+    private int rerunStolen;
+
+    @Option(
             names = "--peer",
             paramLabel = "sink|source",
             description = "Run against the built-in loopback AMQP peer instead of a broker: sink discards publishes "
@@ -285,6 +295,8 @@ public final class WarrenPerf implements Callable<Integer> {
 
     private final PrintStream out;
     private final PrintStream err;
+    /** Runs of the current leg set aside for stolen time and run again (the thread running the legs). */
+    private int setAside;
 
     private WarrenPerf(PrintStream out, PrintStream err) {
         this.out = out;
@@ -328,6 +340,7 @@ public final class WarrenPerf implements Callable<Integer> {
             long warmupSeconds,
             LoopbackPeer.Mode peer,
             int runs,
+            int rerunStolen,
             Path json,
             Path report) {}
 
@@ -361,7 +374,8 @@ public final class WarrenPerf implements Callable<Integer> {
             }
             throw usage("the raw client does not pace or take returns: " + String.join(" and ", fixes));
         }
-        return new Plan(id, clients, options, timeLimit, warmupSeconds, peerMode, runsPerClient(), json, report);
+        return new Plan(
+                id, clients, options, timeLimit, warmupSeconds, peerMode, runsPerClient(), rerunStolen, json, report);
     }
 
     @Override
@@ -422,6 +436,10 @@ public final class WarrenPerf implements Callable<Integer> {
                         out.println(
                                 "  WARNING: " + backlogged + " of " + legResults.size() + " runs ended with a backlog "
                                         + "(see their summaries): their consumer latency is mostly time in a queue, not the clients' work");
+                    }
+                    if (setAside > 0) {
+                        out.println("  " + setAside + " run(s) set aside for stolen time and run again (--rerun-stolen "
+                                + plan.rerunStolen() + "): the table holds the runs that replaced them");
                     }
                     long robbed = legResults.stream()
                             .filter(r -> r.stealWarning() != null)
@@ -501,6 +519,7 @@ public final class WarrenPerf implements Callable<Integer> {
     /** Runs every client on one leg, {@code runs} times each, alternating; returns the exit code so far. */
     private int runLeg(Leg leg, Plan plan, List<RunResult> results, PerfRun.StopSignal stop) throws Exception {
         RunOptions options = leg.options();
+        setAside = 0;
         String target = RunResult.redact(options.uri());
         LoopbackPeer loopback = null;
         try {
@@ -523,8 +542,23 @@ public final class WarrenPerf implements Callable<Integer> {
                     }
                     int number = runNumbers.merge(c, 1, Integer::sum);
                     RunResult result = perfRun.run(Clients.create(c), number);
-                    results.add(result);
                     Summary.print(result, out);
+                    for (int again = 1;
+                            setAside(result, plan.rerunStolen() - again + 1) && !stop.requested();
+                            again++) {
+                        out.printf(
+                                java.util.Locale.ROOT,
+                                "%s run %d set aside (%.1f %% of the machine's CPU time stolen): run again, %d of %d%n",
+                                c,
+                                number,
+                                result.stolenPercent(),
+                                again,
+                                plan.rerunStolen());
+                        setAside++;
+                        result = perfRun.run(Clients.create(c), number);
+                        Summary.print(result, out);
+                    }
+                    results.add(result);
                     if (result.failure() != null) {
                         err.println("warren-perf: " + c + " run " + number + " failed: " + result.failure());
                         return 1;
@@ -537,6 +571,14 @@ public final class WarrenPerf implements Callable<Integer> {
                 loopback.close();
             }
         }
+    }
+
+    /**
+     * Whether {@code result} is set aside and run again: it met stolen time ({@link RunResult#stealWarning()}), did
+     * not fail, and {@code rerunsLeft} is above 0.
+     */
+    static boolean setAside(RunResult result, int rerunsLeft) {
+        return rerunsLeft > 0 && result.failure() == null && result.stealWarning() != null;
     }
 
     private void writeFiles(List<RunResult> results) throws IOException {
@@ -635,6 +677,9 @@ public final class WarrenPerf implements Callable<Integer> {
         }
         if (runs != null && runs < 1) {
             throw usage("--runs must be 1 or more");
+        }
+        if (rerunStolen < 0) {
+            throw usage("--rerun-stolen must be 0 or more");
         }
         boolean persistent = false;
         boolean mandatory = false;

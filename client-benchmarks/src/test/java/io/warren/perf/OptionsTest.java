@@ -311,6 +311,13 @@ class OptionsTest {
                 "unpaced, raw compares");
     }
 
+    @Test
+    void runsThatMetStolenTimeAreRunAgainOnlyWhenAsked() {
+        assertEquals(0, WarrenPerf.plan("--compare").rerunStolen(), "by default every run counts, with its warning");
+        assertEquals(2, WarrenPerf.plan("--compare", "--rerun-stolen", "2").rerunStolen());
+        assertRefused("--rerun-stolen must be 0 or more", "--rerun-stolen", "-1");
+    }
+
     private static void assertRefused(String expected, String... args) {
         ParameterException e = assertThrows(ParameterException.class, () -> WarrenPerf.plan(args));
         assertTrue(e.getMessage().contains(expected), "'" + e.getMessage() + "' should say " + expected);

@@ -1,6 +1,7 @@
 package io.warren.perf;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -46,6 +47,10 @@ class RunWarningsTest {
     }
 
     private static RunResult run(RunOptions options, long sent, long received, Double stolenPercent) {
+        return run(options, sent, received, stolenPercent, null);
+    }
+
+    private static RunResult run(RunOptions options, long sent, long received, Double stolenPercent, String failure) {
         List<ProgressTicker.TimelinePoint> timeline = new ArrayList<>();
         for (int t = 1; t <= 10; t++) {
             double backlog = (sent * options.deliveriesPerPublish() - received) * t / 10.0;
@@ -71,7 +76,7 @@ class RunWarningsTest {
                 usage,
                 null,
                 "time",
-                null);
+                failure);
     }
 
     @Test
@@ -120,6 +125,17 @@ class RunWarningsTest {
         RunResult unmeasured = run(options(1, 1), 100_000, 99_990, null);
         assertNull(unmeasured.stealWarning());
         assertNull(unmeasured.toJson().get("steal_percent"));
+    }
+
+    @Test
+    void aRunThatMetStolenTimeIsSetAsideWhileRerunsAreLeft() {
+        RunResult robbed = run(options(1, 1), 100_000, 99_990, 12.0);
+        assertTrue(WarrenPerf.setAside(robbed, 1));
+        assertFalse(WarrenPerf.setAside(robbed, 0), "no rerun left: it counts, with its warning");
+        assertFalse(WarrenPerf.setAside(run(options(1, 1), 100_000, 99_990, 0.5), 3), "a quiet run counts");
+        assertFalse(
+                WarrenPerf.setAside(run(options(1, 1), 100_000, 99_990, 12.0, "connection refused"), 3),
+                "a failed run ends the leg, whatever the host did");
     }
 
     @Test
