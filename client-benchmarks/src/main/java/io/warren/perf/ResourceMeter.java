@@ -120,8 +120,9 @@ final class ResourceMeter {
         excludedAtStart = excludedThreads();
         producersAtStart = producerThreadsCpu();
         switchesAtStart = ContextSwitches.perThread();
-        allocatedAtStart = totalAllocated();
+        // before the allocation and CPU readings: reading /proc/stat is the tool's work, not the client's
         stolenAtStart = StolenTime.read();
+        allocatedAtStart = totalAllocated();
         cpuAtStart = os.getProcessCpuTime();
         measuring = true;
     }
@@ -137,8 +138,8 @@ final class ResourceMeter {
     /** Stops measuring and returns the usage over the interval. */
     Usage stop() {
         long cpu = os.getProcessCpuTime();
-        long[] stolen = StolenTime.read();
         long allocated = totalAllocated();
+        long[] stolen = StolenTime.read(); // after them, as at the start
         measuring = false;
         Map<String, long[]> switchesAtEnd = ContextSwitches.perThread();
         Map<Long, long[]> excludedAtEnd = excludedThreads();

@@ -1,5 +1,6 @@
 package io.warren.perf;
 
+import java.io.BufferedReader;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -26,8 +27,9 @@ final class StolenTime {
     }
 
     static long[] read(Path stat) {
-        try {
-            for (String line : Files.readAllLines(stat, StandardCharsets.US_ASCII)) {
+        // line by line, up to the machine's: the file goes on with a long line of interrupt counts
+        try (BufferedReader lines = Files.newBufferedReader(stat, StandardCharsets.US_ASCII)) {
+            for (String line = lines.readLine(); line != null; line = lines.readLine()) {
                 if (line.startsWith("cpu ")) {
                     return parse(line);
                 }

@@ -295,8 +295,8 @@ public final class WarrenPerf implements Callable<Integer> {
 
     private final PrintStream out;
     private final PrintStream err;
-    /** Runs of the current leg set aside for stolen time and run again (the thread running the legs). */
-    private int setAside;
+    /** Runs of the current leg set aside for stolen time and replaced by a rerun (the thread running the legs). */
+    private int setAsideInLeg;
 
     private WarrenPerf(PrintStream out, PrintStream err) {
         this.out = out;
@@ -437,8 +437,9 @@ public final class WarrenPerf implements Callable<Integer> {
                                 "  WARNING: " + backlogged + " of " + legResults.size() + " runs ended with a backlog "
                                         + "(see their summaries): their consumer latency is mostly time in a queue, not the clients' work");
                     }
-                    if (setAside > 0) {
-                        out.println("  " + setAside + " run(s) set aside for stolen time and run again (--rerun-stolen "
+                    if (setAsideInLeg > 0) {
+                        out.println("  " + setAsideInLeg
+                                + " run(s) set aside for stolen time and run again (--rerun-stolen "
                                 + plan.rerunStolen() + "): the table holds the runs that replaced them");
                     }
                     long robbed = legResults.stream()
@@ -519,7 +520,7 @@ public final class WarrenPerf implements Callable<Integer> {
     /** Runs every client on one leg, {@code runs} times each, alternating; returns the exit code so far. */
     private int runLeg(Leg leg, Plan plan, List<RunResult> results, PerfRun.StopSignal stop) throws Exception {
         RunOptions options = leg.options();
-        setAside = 0;
+        setAsideInLeg = 0;
         String target = RunResult.redact(options.uri());
         LoopbackPeer loopback = null;
         try {
@@ -543,6 +544,9 @@ public final class WarrenPerf implements Callable<Integer> {
                     int number = runNumbers.merge(c, 1, Integer::sum);
                     RunResult result = perfRun.run(Clients.create(c), number);
                     Summary.print(result, out);
+                    // in the results at once: a rerun that throws or is stopped leaves this run counted
+                    int slot = results.size();
+                    results.add(result);
                     for (int again = 1;
                             setAside(result, plan.rerunStolen() - again + 1) && !stop.requested();
                             again++) {
@@ -554,11 +558,21 @@ public final class WarrenPerf implements Callable<Integer> {
                                 result.stolenPercent(),
                                 again,
                                 plan.rerunStolen());
-                        setAside++;
-                        result = perfRun.run(Clients.create(c), number);
-                        Summary.print(result, out);
+                        RunResult rerun = perfRun.run(Clients.create(c), number);
+                        Summary.print(rerun, out);
+                        if (rerun.failure() != null) {
+                            // the set-aside run stays in the results; the leg ends as on any failed run
+                            err.println("warren-perf: " + c + " run " + number + " failed when run again: "
+                                    + rerun.failure());
+                            return 1;
+                        }
+                        if (stop.requested()) {
+                            break; // the set-aside run stays: the rerun was cut short
+                        }
+                        setAsideInLeg++;
+                        result = rerun;
+                        results.set(slot, result);
                     }
-                    results.add(result);
                     if (result.failure() != null) {
                         err.println("warren-perf: " + c + " run " + number + " failed: " + result.failure());
                         return 1;
