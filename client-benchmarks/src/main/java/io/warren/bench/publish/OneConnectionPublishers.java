@@ -6,6 +6,7 @@ import io.netty.buffer.PooledByteBufAllocator;
 import io.netty.buffer.Unpooled;
 import io.warren.AmqpClient;
 import io.warren.Channel;
+import io.warren.ClientOptions;
 import io.warren.Connection;
 import io.warren.ConnectionOptions;
 import java.nio.ByteBuffer;
@@ -22,8 +23,9 @@ import java.util.concurrent.atomic.LongAdder;
 
 /**
  * The large-message scenarios' publishers: {@code threads} application threads publishing on ONE connection (a
- * channel each) to a fanout exchange without bindings that they declare (the broker reads and routes every byte and
- * stores nothing), all starting together. Warren's or amqp-client's; one per JVM run.
+ * channel each; or on each of several connections sharing one event loop, {@link #warrenOnOneLoop}) to a fanout
+ * exchange without bindings that they declare (the broker reads and routes every byte and stores nothing), all
+ * starting together. Warren's or amqp-client's; one per JVM run.
  */
 abstract class OneConnectionPublishers implements AutoCloseable {
 
@@ -57,7 +59,26 @@ abstract class OneConnectionPublishers implements AutoCloseable {
     static OneConnectionPublishers warren(
             String uri, String connectionName, String exchange, int threads, boolean confirms, byte[] body, Body kind)
             throws Exception {
-        return new Warren(uri, connectionName, exchange, threads, confirms, body, kind);
+        return new Warren(AmqpClient.create(), 1, uri, connectionName, exchange, threads, confirms, body, kind);
+    }
+
+    /**
+     * Warren, {@code connections} connections on one client of ONE event loop ({@link ClientOptions#ioThreads} 1),
+     * {@code threads} channels each, publishing the caller's {@code byte[]} without confirms, as {@link #warren}.
+     */
+    static OneConnectionPublishers warrenOnOneLoop(
+            String uri, String connectionName, String exchange, int connections, int threads, byte[] body)
+            throws Exception {
+        return new Warren(
+                AmqpClient.create(new ClientOptions().ioThreads(1)),
+                connections,
+                uri,
+                connectionName,
+                exchange,
+                threads,
+                false,
+                body,
+                Body.ARRAY);
     }
 
     /** amqp-client publishing the {@code byte[]}: a run ends when every call returned (and, with confirms, all are). */
@@ -120,15 +141,18 @@ abstract class OneConnectionPublishers implements AutoCloseable {
     abstract Callable<Void> publisher(int t, int messages);
 
     private static final class Warren extends OneConnectionPublishers {
-        private final AmqpClient client = AmqpClient.create();
-        private final Connection connection;
+        private final AmqpClient client;
+        private final List<Connection> connections = new ArrayList<>();
         private final List<Channel> channels = new ArrayList<>();
         private final Body kind;
         private final ByteBuffer direct;
         /** Each time a thread found its channel not writable and waited. */
         private final LongAdder waits = new LongAdder();
 
+        /** {@code connections} connections of {@code client} (owned from here on), {@code threads} channels each. */
         Warren(
+                AmqpClient client,
+                int connections,
                 String uri,
                 String connectionName,
                 String exchange,
@@ -137,19 +161,24 @@ abstract class OneConnectionPublishers implements AutoCloseable {
                 byte[] body,
                 Body kind)
                 throws Exception {
-            super(threads, exchange, body, confirms);
+            super(connections * threads, exchange, body, confirms);
+            this.client = client;
             this.kind = kind;
             this.direct =
                     kind == Body.DIRECT ? ByteBuffer.allocateDirect(body.length).put(0, body) : null;
-            connection = client.connect(ConnectionOptions.fromUri(uri).connectionName(connectionName))
-                    .toCompletableFuture()
-                    .get(30, TimeUnit.SECONDS);
-            for (int i = 0; i < threads; i++) {
-                Channel ch = connection.openChannel().toCompletableFuture().get(30, TimeUnit.SECONDS);
-                if (confirms) {
-                    ch.confirmSelect().toCompletableFuture().get(30, TimeUnit.SECONDS);
+            for (int c = 0; c < connections; c++) {
+                Connection connection = client.connect(ConnectionOptions.fromUri(uri)
+                                .connectionName(connections == 1 ? connectionName : connectionName + " " + c))
+                        .toCompletableFuture()
+                        .get(30, TimeUnit.SECONDS);
+                this.connections.add(connection);
+                for (int i = 0; i < threads; i++) {
+                    Channel ch = connection.openChannel().toCompletableFuture().get(30, TimeUnit.SECONDS);
+                    if (confirms) {
+                        ch.confirmSelect().toCompletableFuture().get(30, TimeUnit.SECONDS);
+                    }
+                    channels.add(ch);
                 }
-                channels.add(ch);
             }
             channels.get(0)
                     .exchangeDeclare(exchange, "fanout")
@@ -214,7 +243,9 @@ abstract class OneConnectionPublishers implements AutoCloseable {
         public void close() throws Exception {
             pool.shutdownNow();
             channels.get(0).exchangeDelete(exchange).toCompletableFuture().get(30, TimeUnit.SECONDS);
-            connection.close().toCompletableFuture().get(30, TimeUnit.SECONDS);
+            for (Connection connection : connections) {
+                connection.close().toCompletableFuture().get(30, TimeUnit.SECONDS);
+            }
             client.close().toCompletableFuture().get(30, TimeUnit.SECONDS);
         }
     }
