@@ -36,7 +36,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * unchanged: a buffer leaves the outbound buffer (its promise completes) when the socket took its last byte, and the
  * staged bytes are always the first bytes still in it; the JDK {@link ByteBuffer}s Netty caches for its entries are
  * moved on by what was written, as the JDK's own write would have done. The staging buffer, its size and its life are
- * {@link StagingBuffer}'s: it outlives its burst, two per event loop at most. Without heap bytes at the head, a write is Netty's own
+ * {@link StagingBuffer}'s: it outlives its burst, at most two kept idle per event loop. Without heap bytes at the head, a write is Netty's own
  * gathering write.
  */
 public final class DirectNioSocketChannel extends NioSocketChannel {

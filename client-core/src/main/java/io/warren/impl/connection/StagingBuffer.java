@@ -10,7 +10,8 @@ import java.util.concurrent.TimeUnit;
 /**
  * The staging buffer of one {@link DirectNioSocketChannel}: which size a burst takes, and when the buffer goes back to
  * the pool. The channel copies heap bytes into it and writes them ({@link DirectNioSocketChannel#doWrite}); this class
- * owns and releases it. Event loop only, as the channel's write.
+ * owns and releases it. Event loop only, as the channel's write; {@link #close} may come from the thread that closes
+ * the channel (in Warren, the loop).
  */
 final class StagingBuffer {
 
@@ -55,7 +56,8 @@ final class StagingBuffer {
      * burst. That cost nothing in the loop's anchored chunk, but two connections on one loop streaming 1 MiB heap
      * bodies at once need two 1 MiB buffers, and the chunk that held the second was made and freed by Netty 528 times
      * in 6,400 messages (each a zeroed 2 MiB direct buffer and the pool's bookkeeping on the heap). Kept this long, it
-     * is made once per stream (one thread's 64 KiB bodies: 55,376 against 50,467 msg/s given back at each burst, 4
+     * is made once per stream (for two streams per loop: a third gives its buffer back at each burst, as all did
+     * before) (one thread's 64 KiB bodies: 55,376 against 50,467 msg/s given back at each burst, 4
      * JVMs each); an idle connection holds none, and a loop keeps at most {@link #MAX_LINGERING_PER_LOOP} between
      * bursts, so many connections that each send a body now and then do not each hold one.
      */
@@ -102,7 +104,7 @@ final class StagingBuffer {
         this.lingerNanos = lingerNanos;
     }
 
-    /** The buffer held, staged bytes first; null when none is. The holder does not release it. */
+    /** The buffer held, staged bytes first; null when none is. The caller must not release it: this class does. */
     ByteBuf buffer() {
         return buffer;
     }
@@ -122,6 +124,7 @@ final class StagingBuffer {
      * ({@link #wantsLarge}). This class keeps and releases it.
      */
     ByteBuf take(ChannelOutboundBuffer in) throws Exception {
+        assert channel.eventLoop().inEventLoop();
         boolean large = wantsLarge(in);
         if (lingering) {
             stopLingering(); // in use again
@@ -188,6 +191,7 @@ final class StagingBuffer {
      * {@link #MAX_LINGERING_PER_LOOP}, else goes back to the pool (see {@link #LINGER_NANOS}).
      */
     void burstWritten() {
+        assert channel.eventLoop().inEventLoop();
         burstStaged = false;
         if (buffer == null || lingering) {
             return;
