@@ -251,7 +251,7 @@ public final class WarrenPerf implements Callable<Integer> {
             paramLabel = "N",
             defaultValue = "0",
             description =
-                    "A run during which the hypervisor took 2 % or more of the machine's CPU time (steal) is set aside and"
+                    "A run during which the hypervisor took 2 %% or more of the machine's CPU time (steal) is set aside and"
                             + " run again, at most N times per run; the set-aside runs are printed, not counted"
                             + " (default: ${DEFAULT-VALUE}).")
     private int rerunStolen;

@@ -1,5 +1,6 @@
 package io.warren.perf;
 
+import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -8,10 +9,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
+import java.lang.reflect.Field;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
+import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
 
 /** The command line: PerfTest's option names and meanings, the tool's own options, and exit code 2 for bad ones. */
@@ -344,6 +348,19 @@ class OptionsTest {
         assertTrue(run.out.contains("-h, --uri=URI"), run.out);
         assertTrue(run.out.contains("--multi-ack-every"), run.out);
         assertTrue(run.out.contains("--peer=sink|source"), run.out);
+    }
+
+    @Test
+    void everyDescriptionIsAFormatStringPicocliCanRender() {
+        // picocli renders descriptions with String.format: a bare '%' makes it warn and print the raw text
+        for (Field field : WarrenPerf.class.getDeclaredFields()) {
+            Option option = field.getAnnotation(Option.class);
+            if (option != null) {
+                String description = String.join("", option.description());
+                assertDoesNotThrow(() -> String.format(Locale.ROOT, description), field.getName());
+            }
+        }
+        assertTrue(run("--help").out.contains("took 2 % or more"), "the escaped percent sign renders as one");
     }
 
     @Test
