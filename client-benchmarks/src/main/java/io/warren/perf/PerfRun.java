@@ -72,7 +72,7 @@ final class PerfRun {
 
             // every run starts from a collected heap, so earlier runs' garbage is not billed to this one
             System.gc();
-            ResourceMeter meter = new ResourceMeter();
+            ResourceMeter meter = new ResourceMeter(peer == null ? BrokerCpu.forBrokers(options.uris()) : null);
             if (warmupSeconds > 0) {
                 // traffic flows, progress is printed, nothing is kept: the JIT compiles the hot paths first
                 ProgressTicker warmup = new ProgressTicker(

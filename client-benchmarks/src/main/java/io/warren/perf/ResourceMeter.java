@@ -54,6 +54,8 @@ import javax.management.openmbean.CompositeData;
  *       in-process peer's buffers.</li>
  *   <li><b>Stolen time</b>: the machine's, not the process's ({@link StolenTime}): how much of the interval the
  *       hypervisor ran other guests on this machine's CPUs. It tells a run whose tails the host made apart.</li>
+ *   <li><b>Broker CPU</b>: the CPU time of the RabbitMQ nodes on this machine ({@link BrokerCpu}), when the run's
+ *       broker is here; not the client's, and not in its CPU.</li>
  * </ul>
  * The thread this meter is created on calls {@link #start()} and {@link #stop()}; {@link #sampleDirect()}
  * runs on the progress ticker.
@@ -84,13 +86,19 @@ final class ResourceMeter {
     private long gcCountAtStart;
     private long gcMillisAtStart;
     private long[] stolenAtStart;
+    private long brokerAtStart;
+
+    /** The local broker's nodes, or null when the run's broker is not on this machine. */
+    private final BrokerCpu broker;
 
     // written by the ticker (direct) and by GC notification threads (live heap)
     private volatile long peakDirect;
     private volatile long liveHeapPeak = -1;
     private volatile boolean measuring;
 
-    ResourceMeter() {
+    /** A meter that also reads {@code broker}'s CPU time (null: none). */
+    ResourceMeter(BrokerCpu broker) {
+        this.broker = broker;
         for (MemoryPoolMXBean pool : ManagementFactory.getMemoryPoolMXBeans()) {
             if (pool.getType() == MemoryType.HEAP && pool.isValid()) {
                 heapPools.add(pool);
@@ -122,6 +130,7 @@ final class ResourceMeter {
         switchesAtStart = ContextSwitches.perThread();
         // before the allocation and CPU readings: reading /proc/stat is the tool's work, not the client's
         stolenAtStart = StolenTime.read();
+        brokerAtStart = broker == null ? -1 : broker.read();
         allocatedAtStart = totalAllocated();
         cpuAtStart = os.getProcessCpuTime();
         measuring = true;
@@ -140,6 +149,7 @@ final class ResourceMeter {
         long cpu = os.getProcessCpuTime();
         long allocated = totalAllocated();
         long[] stolen = StolenTime.read(); // after them, as at the start
+        long brokerAtEnd = broker == null ? -1 : broker.read();
         measuring = false;
         Map<String, long[]> switchesAtEnd = ContextSwitches.perThread();
         Map<Long, long[]> excludedAtEnd = excludedThreads();
@@ -204,7 +214,9 @@ final class ResourceMeter {
                 ContextSwitches.since(switchesAtStart, switchesAtEnd, ResourceMeter::excludedNative, 1),
                 producerCpuNanos,
                 producersAtEnd.size(),
-                StolenTime.percent(stolenAtStart, stolen));
+                StolenTime.percent(stolenAtStart, stolen),
+                brokerAtStart < 0 || brokerAtEnd < 0 ? null : Math.max(0, brokerAtEnd - brokerAtStart),
+                broker == null ? 0 : broker.nodes());
     }
 
     /** The process's CPU time so far (every thread, the in-process peer's too), -1 when not measured. */
@@ -326,6 +338,9 @@ final class ResourceMeter {
      * @param producerThreadsAtEnd the producer threads alive at the end (one that ended before is not counted)
      * @param stolenPercent the machine's CPU time a hypervisor took over the interval, in per cent (all CPUs, every
      *     process: {@link StolenTime}); null without {@code /proc/stat}
+     * @param brokerCpuNanos the CPU time of the RabbitMQ nodes on this machine over the interval ({@link BrokerCpu});
+     *     null when the broker is elsewhere, or a node stopped meanwhile
+     * @param brokerNodes how many nodes that time is of
      */
     record Usage(
             Long cpuNanos,
@@ -341,5 +356,7 @@ final class ResourceMeter {
             Long involuntarySwitches,
             Long producerCpuNanos,
             int producerThreadsAtEnd,
-            Double stolenPercent) {}
+            Double stolenPercent,
+            Long brokerCpuNanos,
+            int brokerNodes) {}
 }

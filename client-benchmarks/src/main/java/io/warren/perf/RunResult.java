@@ -101,6 +101,14 @@ record RunResult(
         return producers == null || usage.cpuNanos() == null ? null : perMessage(usage.cpuNanos() - producers);
     }
 
+    /**
+     * The CPU time of the RabbitMQ nodes on this machine over the run, per publish or delivery as the client's; null
+     * when the broker is elsewhere ({@link BrokerCpu}).
+     */
+    Double brokerCpuNanosPerMessage() {
+        return perMessage(usage.brokerCpuNanos());
+    }
+
     /** The producer threads' CPU when every one of {@code producers} was alive at the end; else null. */
     static Long producerCpuNanos(ResourceMeter.Usage usage, int producers) {
         return producers == 0 || usage.producerThreadsAtEnd() < producers ? null : usage.producerCpuNanos();
@@ -253,6 +261,8 @@ record RunResult(
         m.put("cpu_ns_per_msg", cpuNanosPerMessage());
         m.put("producer_cpu_ns_per_msg", producerCpuNanosPerMessage());
         m.put("other_cpu_ns_per_msg", otherCpuNanosPerMessage());
+        m.put("broker_cpu_ns_per_msg", brokerCpuNanosPerMessage());
+        m.put("broker_nodes", usage.brokerCpuNanos() == null ? null : usage.brokerNodes());
         m.put("ctx_switches_per_msg", contextSwitchesPerMessage());
         m.put("voluntary_ctx_switches", usage.voluntarySwitches());
         m.put("involuntary_ctx_switches", usage.involuntarySwitches());

@@ -187,7 +187,8 @@
       ['consumer_latency_p999_us', 'consumer p99.9 (us)', 0], ['consumer_latency_max_us', 'consumer max (us)', 0],
       ['backlog_end', 'backlog at the end', 0], ['steal_percent', 'CPU stolen by the hypervisor (%)', 1],
       ['cpu_ns_per_msg', 'CPU ns/msg', 0], ['producer_cpu_ns_per_msg', 'of it producer threads', 0],
-      ['other_cpu_ns_per_msg', 'of it other threads', 0], ['ctx_switches_per_msg', 'context switches/msg', 2],
+      ['other_cpu_ns_per_msg', 'of it other threads', 0], ['broker_cpu_ns_per_msg', 'broker CPU ns/msg', 0],
+      ['ctx_switches_per_msg', 'context switches/msg', 2],
       ['alloc_bytes_per_msg', 'alloc B/msg', 0],
       ['peak_heap_bytes', 'peak heap (MiB)', -1], ['live_heap_peak_bytes', 'live heap after GC (MiB)', -1],
       ['peak_direct_bytes', 'peak direct (MiB)', -1]];

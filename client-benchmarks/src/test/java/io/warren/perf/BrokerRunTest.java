@@ -83,6 +83,11 @@ class BrokerRunTest {
         assertEquals(null, r.get("peer"));
         assertTrue(
                 !String.valueOf(r.get("target")).contains(":guest@"), "no password in the results: " + r.get("target"));
+        if (BrokerCpu.forBrokers(List.of(uri)) != null) { // a node on this machine, as .ci/run starts one
+            assertTrue(PeerRunTest.number(r, "broker_cpu_ns_per_msg") > 0, "the broker's CPU: " + r);
+            assertTrue(PeerRunTest.number(r, "broker_nodes") >= 1);
+            assertTrue(run.out().contains("RabbitMQ node(s) on this machine; not the client's"), run.out());
+        }
     }
 
     @Test

@@ -37,6 +37,7 @@ class PeerRunTest {
             "consumer_latency_p50_us",
             "consumer_latency_p99_us",
             "cpu_ns_per_msg",
+            "broker_cpu_ns_per_msg",
             "alloc_bytes_per_msg",
             "peak_heap_bytes");
 
@@ -76,6 +77,7 @@ class PeerRunTest {
         assertTrue(number(r, "confirm_latency_p99_us") >= number(r, "confirm_latency_p50_us"));
         assertNull(r.get("consumer_latency_p50_us"), "no consumer: not measured");
         assertTrue(number(r, "cpu_ns_per_msg") > 0);
+        assertNull(r.get("broker_cpu_ns_per_msg"), "the peer is in this process: no broker to measure");
         assertTrue(number(r, "alloc_bytes_per_msg") > 0);
         assertTrue(number(r, "peak_heap_bytes") > 0);
         Map<String, Object> peer = asObject(r.get("peer"));

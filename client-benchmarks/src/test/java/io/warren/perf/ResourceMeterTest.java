@@ -20,7 +20,7 @@ class ResourceMeterTest {
     void theProducerThreadsPartHoldsTheirCpuAndNoOtherThreads() throws Exception {
         ThreadMXBean mx = ManagementFactory.getThreadMXBean();
         assumeTrue(mx.isThreadCpuTimeSupported(), "this JVM does not measure a thread's CPU time");
-        ResourceMeter meter = new ResourceMeter();
+        ResourceMeter meter = new ResourceMeter(null);
         CountDownLatch burnt = new CountDownLatch(2);
         CountDownLatch end = new CountDownLatch(1);
         meter.start();
@@ -47,7 +47,7 @@ class ResourceMeterTest {
 
     @Test
     void aRunWhoseProducerEndedBeforeItTellsNoProducerShare() throws Exception {
-        ResourceMeter meter = new ResourceMeter();
+        ResourceMeter meter = new ResourceMeter(null);
         meter.start();
         Thread producer = new Thread(() -> {}, "warren-perf-producer-0"); // a count-bound producer, done early
         producer.start();
