@@ -11,17 +11,21 @@ import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
 
 /**
- * The CPU time of the RabbitMQ nodes running on this machine (Linux's {@code /proc/<pid>/stat}), read when the
- * broker a run talks to is here. On one machine the broker takes most of the CPU a message costs, and a run whose
- * broker worked harder per message has the slower latency, whichever client it measures: this figure tells such
- * runs apart, and shows whether a client's way of using the protocol (batched acks, frames per write) costs the
- * broker more or less.
+ * The CPU time of the run's RabbitMQ nodes when they run on this machine: the {@code beam.smp} processes that listen
+ * on the run's broker ports, found through Linux's {@code /proc/net/tcp}, {@code tcp6} and {@code /proc/<pid>/fd},
+ * and read from {@code /proc/<pid>/stat}. On one machine the broker takes most of the CPU a message costs; this
+ * figure shows whether a client's way of using the protocol (batched acks, frames per write) costs the broker more
+ * or less, and tells apart runs whose broker worked harder per message, which may explain their latency.
  *
- * <p>A node is a {@code beam.smp} process whose command line names {@code rabbit}; every such node on the machine
- * is counted (the nodes of a local cluster all work for the run's queues).
+ * <p>No figure where a broker is elsewhere, where its port is held by another program (a proxy, a container's port
+ * forwarder), or where this user may not read the node's {@code /proc/<pid>/fd} (root, or the broker's own user,
+ * may). The times are Linux's ticks: exact to 10 ms per node over an interval.
  */
 final class BrokerCpu {
 
@@ -33,56 +37,154 @@ final class BrokerCpu {
      */
     private static final long NANOS_PER_TICK = 10_000_000L;
 
+    /** The state column of a listening socket in {@code /proc/net/tcp}. */
+    private static final String LISTEN = "0A";
+
     private final Path proc;
     private final List<String> pids;
+    private final List<Long> startTimes;
 
-    private BrokerCpu(Path proc, List<String> pids) {
+    private BrokerCpu(Path proc, List<String> pids, List<Long> startTimes) {
         this.proc = proc;
         this.pids = List.copyOf(pids);
+        this.startTimes = List.copyOf(startTimes);
     }
 
     /**
-     * The local RabbitMQ nodes when every one of {@code uris} names this machine; null when one names another
-     * machine (its broker's CPU is not readable here) or no node runs here.
+     * The ports of {@code uris} when every one names this machine; null when one names another machine (its
+     * broker's CPU is not readable here) or names none. Resolves host names: once per series of runs, not per run.
      */
-    static BrokerCpu forBrokers(List<String> uris) {
+    static Set<Integer> localPorts(List<String> uris) {
+        Set<Integer> ports = new TreeSet<>();
         for (String uri : uris) {
-            if (!local(uri)) {
+            URI parsed;
+            try {
+                parsed = URI.create(uri);
+            } catch (IllegalArgumentException e) {
                 return null;
             }
+            if (!local(parsed.getHost())) {
+                return null;
+            }
+            ports.add(parsed.getPort() >= 0 ? parsed.getPort() : "amqps".equals(parsed.getScheme()) ? 5671 : 5672);
         }
-        return find(PROC);
+        return ports.isEmpty() ? null : ports;
     }
 
-    /** The nodes under {@code proc} (a {@code /proc} directory); null when there are none or it is not readable. */
-    static BrokerCpu find(Path proc) {
-        List<String> pids = new ArrayList<>();
-        try (DirectoryStream<Path> entries = Files.newDirectoryStream(proc, "[0-9]*")) {
-            for (Path entry : entries) {
-                if (isNode(entry)) {
-                    pids.add(entry.getFileName().toString());
+    /** Whether {@code host} is this machine: a loopback address or one of its interfaces'. */
+    static boolean local(String host) {
+        if (host == null) {
+            return false;
+        }
+        try {
+            for (InetAddress address : InetAddress.getAllByName(host)) {
+                if (!address.isLoopbackAddress() && NetworkInterface.getByInetAddress(address) == null) {
+                    return false;
                 }
             }
+            return true;
+        } catch (UnknownHostException | SocketException e) {
+            return false;
+        }
+    }
+
+    /** The nodes listening on {@code ports} now; null when {@code ports} is, or see {@link #find(Path, Set)}. */
+    static BrokerCpu find(Set<Integer> ports) {
+        return ports == null ? null : find(PROC, ports);
+    }
+
+    /**
+     * The {@code beam.smp} processes under {@code proc} (a {@code /proc} directory) that listen on {@code ports}; null
+     * when a port has no listener, or a listener that is not such a process or whose descriptors this user may not
+     * read.
+     */
+    static BrokerCpu find(Path proc, Set<Integer> ports) {
+        try {
+            Set<Long> inodes = new HashSet<>();
+            Set<Integer> listened = new HashSet<>();
+            for (String table : List.of("tcp", "tcp6")) {
+                Path file = proc.resolve("net").resolve(table);
+                if (Files.isReadable(file)) {
+                    listening(Files.readAllLines(file, StandardCharsets.US_ASCII), ports, inodes, listened);
+                }
+            }
+            if (!listened.containsAll(ports)) {
+                return null;
+            }
+            Set<Long> found = new HashSet<>();
+            List<String> pids = new ArrayList<>();
+            List<Long> startTimes = new ArrayList<>();
+            try (DirectoryStream<Path> entries = Files.newDirectoryStream(proc, "[0-9]*")) {
+                for (Path process : entries) {
+                    if (isBeam(process) && holdsAny(process, inodes, found)) {
+                        String stat = Files.readString(process.resolve("stat"), StandardCharsets.US_ASCII);
+                        pids.add(process.getFileName().toString());
+                        startTimes.add(startTime(stat));
+                    }
+                }
+            }
+            // every listening socket held by a node we can read: else a share of the broker would go uncounted
+            return found.containsAll(inodes) && !pids.isEmpty() ? new BrokerCpu(proc, pids, startTimes) : null;
         } catch (IOException | RuntimeException e) {
             return null; // not Linux, or /proc not readable: the figure is not measured
         }
-        pids.sort(null);
-        return pids.isEmpty() ? null : new BrokerCpu(proc, pids);
     }
 
-    private static boolean isNode(Path process) {
-        try {
-            if (!Files.readString(process.resolve("comm"), StandardCharsets.UTF_8)
-                    .strip()
-                    .equals("beam.smp")) {
-                return false;
+    /**
+     * Adds the inodes of {@code table}'s (a {@code /proc/net/tcp} or {@code tcp6} file's lines) listening sockets on
+     * {@code ports} to {@code inodes}, and their ports to {@code listened}.
+     */
+    static void listening(List<String> table, Set<Integer> ports, Set<Long> inodes, Set<Integer> listened) {
+        // sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode ...
+        for (String line : table) {
+            String[] f = line.trim().split("\\s+");
+            if (f.length < 10 || !LISTEN.equals(f[3])) {
+                continue; // the heading, or not a listening socket
             }
-            // arguments are separated by NUL bytes
-            String cmdline = Files.readString(process.resolve("cmdline"), StandardCharsets.UTF_8);
-            return cmdline.contains("rabbit");
-        } catch (IOException | RuntimeException e) {
-            return false; // gone meanwhile, or not ours to read
+            int colon = f[1].lastIndexOf(':');
+            if (colon < 0) {
+                continue;
+            }
+            int port = Integer.parseInt(f[1].substring(colon + 1), 16);
+            if (ports.contains(port)) {
+                inodes.add(Long.parseLong(f[9]));
+                listened.add(port);
+            }
         }
+    }
+
+    private static boolean isBeam(Path process) {
+        try {
+            return Files.readString(process.resolve("comm"), StandardCharsets.US_ASCII)
+                    .strip()
+                    .equals("beam.smp");
+        } catch (IOException | RuntimeException e) {
+            return false; // gone meanwhile
+        }
+    }
+
+    /** Whether {@code process} holds one of {@code inodes}' sockets; adds those it holds to {@code found}. */
+    private static boolean holdsAny(Path process, Set<Long> inodes, Set<Long> found) throws IOException {
+        boolean holds = false;
+        // an unreadable fd directory (another user's process) throws: the figure is then not measured
+        try (DirectoryStream<Path> fds = Files.newDirectoryStream(process.resolve("fd"))) {
+            for (Path fd : fds) {
+                String link;
+                try {
+                    link = Files.readSymbolicLink(fd).toString();
+                } catch (IOException e) {
+                    continue; // closed meanwhile
+                }
+                if (link.startsWith("socket:[") && link.endsWith("]")) {
+                    long inode = Long.parseLong(link.substring(8, link.length() - 1));
+                    if (inodes.contains(inode)) {
+                        found.add(inode);
+                        holds = true;
+                    }
+                }
+            }
+        }
+        return holds;
     }
 
     /** How many nodes are counted. */
@@ -90,13 +192,17 @@ final class BrokerCpu {
         return pids.size();
     }
 
-    /** The nodes' CPU time so far (user + system, every thread), in nanoseconds; -1 when a node has gone. */
+    /**
+     * The nodes' CPU time so far (user + system, every thread), in nanoseconds; -1 when a node has gone, or its
+     * process number now names another process.
+     */
     long read() {
         long ticks = 0;
-        for (String pid : pids) {
+        for (int i = 0; i < pids.size(); i++) {
             try {
-                long t = ticks(Files.readString(proc.resolve(pid).resolve("stat"), StandardCharsets.US_ASCII));
-                if (t < 0) {
+                String stat = Files.readString(proc.resolve(pids.get(i)).resolve("stat"), StandardCharsets.US_ASCII);
+                long t = ticks(stat);
+                if (t < 0 || startTime(stat) != startTimes.get(i)) {
                     return -1;
                 }
                 ticks += t;
@@ -112,38 +218,19 @@ final class BrokerCpu {
      * name in parentheses may hold spaces and parentheses, so fields are counted from the last ')'.
      */
     static long ticks(String stat) {
-        int close = stat.lastIndexOf(')');
-        if (close < 0) {
-            return -1;
-        }
-        // after ')': state, ppid, pgrp, session, tty_nr, tpgid, flags, minflt, cminflt, majflt, cmajflt, utime, stime
-        String[] f = stat.substring(close + 1).trim().split("\\s+");
-        if (f.length < 13) {
-            return -1;
-        }
-        return Long.parseLong(f[11]) + Long.parseLong(f[12]);
+        String[] f = afterName(stat);
+        // state is field 3 of the line; utime and stime are fields 14 and 15
+        return f.length < 13 ? -1 : Long.parseLong(f[11]) + Long.parseLong(f[12]);
     }
 
-    /** Whether {@code uri}'s host is this machine: a loopback address or one of its interfaces'. */
-    static boolean local(String uri) {
-        String host;
-        try {
-            host = URI.create(uri).getHost();
-        } catch (IllegalArgumentException e) {
-            return false;
-        }
-        if (host == null) {
-            return false;
-        }
-        try {
-            for (InetAddress address : InetAddress.getAllByName(host)) {
-                if (!address.isLoopbackAddress() && NetworkInterface.getByInetAddress(address) == null) {
-                    return false;
-                }
-            }
-            return true;
-        } catch (UnknownHostException | SocketException e) {
-            return false;
-        }
+    /** The process's start time (field 22), which tells a reused process number apart; -1 when missing. */
+    static long startTime(String stat) {
+        String[] f = afterName(stat);
+        return f.length < 20 ? -1 : Long.parseLong(f[19]);
+    }
+
+    private static String[] afterName(String stat) {
+        int close = stat.lastIndexOf(')');
+        return close < 0 ? new String[0] : stat.substring(close + 1).trim().split("\\s+");
     }
 }

@@ -1,6 +1,7 @@
 package io.warren.perf;
 
 import java.io.PrintStream;
+import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.HdrHistogram.Histogram;
@@ -33,6 +34,8 @@ final class PerfRun {
     private final PrintStream out;
     private final StopSignal stop;
     private final LoopbackPeer peer;
+    /** The brokers' ports when they are on this machine ({@link BrokerCpu}), else null. */
+    private final Set<Integer> brokerPorts;
 
     /**
      * @param timeSeconds the time limit, 0 for none
@@ -58,6 +61,7 @@ final class PerfRun {
         this.out = out;
         this.stop = stop;
         this.peer = peer;
+        this.brokerPorts = peer == null ? BrokerCpu.localPorts(options.uris()) : null;
     }
 
     /** Runs {@code driver} once and closes it. Exceptions from connecting or declaring propagate. */
@@ -72,7 +76,8 @@ final class PerfRun {
 
             // every run starts from a collected heap, so earlier runs' garbage is not billed to this one
             System.gc();
-            ResourceMeter meter = new ResourceMeter(peer == null ? BrokerCpu.forBrokers(options.uris()) : null);
+            ResourceMeter meter =
+                    new ResourceMeter(BrokerCpu.find(brokerPorts)); // per run: a restarted node is a new process
             if (warmupSeconds > 0) {
                 // traffic flows, progress is printed, nothing is kept: the JIT compiles the hot paths first
                 ProgressTicker warmup = new ProgressTicker(

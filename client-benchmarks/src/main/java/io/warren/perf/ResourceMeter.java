@@ -54,8 +54,8 @@ import javax.management.openmbean.CompositeData;
  *       in-process peer's buffers.</li>
  *   <li><b>Stolen time</b>: the machine's, not the process's ({@link StolenTime}): how much of the interval the
  *       hypervisor ran other guests on this machine's CPUs. It tells a run whose tails the host made apart.</li>
- *   <li><b>Broker CPU</b>: the CPU time of the RabbitMQ nodes on this machine ({@link BrokerCpu}), when the run's
- *       broker is here; not the client's, and not in its CPU.</li>
+ *   <li><b>Broker CPU</b>: the CPU time of the run's RabbitMQ nodes ({@link BrokerCpu}), when they run on this
+ *       machine; not the client's, and not in its CPU.</li>
  * </ul>
  * The thread this meter is created on calls {@link #start()} and {@link #stop()}; {@link #sampleDirect()}
  * runs on the progress ticker.
@@ -215,7 +215,7 @@ final class ResourceMeter {
                 producerCpuNanos,
                 producersAtEnd.size(),
                 StolenTime.percent(stolenAtStart, stolen),
-                brokerAtStart < 0 || brokerAtEnd < 0 ? null : Math.max(0, brokerAtEnd - brokerAtStart),
+                brokerAtStart < 0 || brokerAtEnd < brokerAtStart ? null : brokerAtEnd - brokerAtStart,
                 broker == null ? 0 : broker.nodes());
     }
 
@@ -338,8 +338,8 @@ final class ResourceMeter {
      * @param producerThreadsAtEnd the producer threads alive at the end (one that ended before is not counted)
      * @param stolenPercent the machine's CPU time a hypervisor took over the interval, in per cent (all CPUs, every
      *     process: {@link StolenTime}); null without {@code /proc/stat}
-     * @param brokerCpuNanos the CPU time of the RabbitMQ nodes on this machine over the interval ({@link BrokerCpu});
-     *     null when the broker is elsewhere, or a node stopped meanwhile
+     * @param brokerCpuNanos the CPU time of the run's RabbitMQ nodes over the interval ({@link BrokerCpu}); null when
+     *     they are elsewhere or not readable, or a node stopped meanwhile
      * @param brokerNodes how many nodes that time is of
      */
     record Usage(

@@ -102,8 +102,8 @@ record RunResult(
     }
 
     /**
-     * The CPU time of the RabbitMQ nodes on this machine over the run, per publish or delivery as the client's; null
-     * when the broker is elsewhere ({@link BrokerCpu}).
+     * The CPU time of the run's RabbitMQ nodes over the run, per publish or delivery as the client's; null when they
+     * are elsewhere or not readable ({@link BrokerCpu}).
      */
     Double brokerCpuNanosPerMessage() {
         return perMessage(usage.brokerCpuNanos());

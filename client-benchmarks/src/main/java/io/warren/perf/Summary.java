@@ -31,7 +31,7 @@ final class Summary {
             new Row("cpu_ns_per_msg", "client CPU ns/msg", 0, -1),
             new Row("producer_cpu_ns_per_msg", "client CPU, producer threads ns/msg", 0, -1),
             new Row("other_cpu_ns_per_msg", "client CPU, other threads ns/msg", 0, -1),
-            new Row("broker_cpu_ns_per_msg", "broker CPU ns/msg (its nodes on this machine)", 0, -1),
+            new Row("broker_cpu_ns_per_msg", "broker CPU ns/msg (its nodes, on this machine)", 0, -1),
             new Row("ctx_switches_per_msg", "context switches/msg", 2, -1),
             new Row("alloc_bytes_per_msg", "allocated B/msg", 0, -1),
             new Row("backlog_end", "backlog at the end (msgs)", 0, -1),
@@ -152,7 +152,7 @@ final class Summary {
         if (r.brokerCpuNanosPerMessage() != null) {
             out.printf(
                     Locale.ROOT,
-                    "  %-17s %s ns/msg (%s s CPU of the %s RabbitMQ node(s) on this machine; not the client's)%n",
+                    "  %-17s %s ns/msg (%s s CPU of the %s RabbitMQ node(s) serving the run, on this machine; not the client's)%n",
                     "broker CPU",
                     Format.number(r.brokerCpuNanosPerMessage(), 0),
                     Format.number(r.usage().brokerCpuNanos() / 1e9, 2),
