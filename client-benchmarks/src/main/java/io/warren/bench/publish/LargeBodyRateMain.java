@@ -91,7 +91,7 @@ public final class LargeBodyRateMain {
         try {
             runner.run(messages); // warm-up: JIT, pools
             for (int run = 1; run <= runs; run++) {
-                measure(runner, client, size, threads, messages, runs > 1 ? " run " + run : "");
+                measure(runner, client, size, threads, messages, uri, runs > 1 ? " run " + run : "");
             }
         } finally {
             runner.close();
@@ -99,7 +99,13 @@ public final class LargeBodyRateMain {
     }
 
     private static void measure(
-            OneConnectionPublishers runner, String client, int size, int threads, int messages, String label)
+            OneConnectionPublishers runner,
+            String client,
+            int size,
+            int threads,
+            int messages,
+            String uri,
+            String label)
             throws Exception {
         long start;
         double seconds;
@@ -112,10 +118,10 @@ public final class LargeBodyRateMain {
         // the total, and its two parts: what Netty allocated without a cleaner, the JDK's pool
         try (PeakSampler direct = new PeakSampler(
                 SAMPLER, 100_000, DirectMemory::used, DirectMemory::nettyNoCleanerUsed, DirectMemory::jdkUsed)) {
-            before = RunCosts.now();
+            before = RunCosts.start(uri);
             start = System.nanoTime();
             OneConnectionPublishers.Ends ends = runner.run(messages);
-            after = RunCosts.now();
+            after = before.now();
             seconds = (ends.written() - start) / 1e9;
             takenSeconds = (ends.taken() - start) / 1e9;
             waits = ends.writabilityWaits();

@@ -71,10 +71,10 @@ public final class SharedLoopLargeBodyMain {
         long start;
         OneConnectionPublishers.Ends ends;
         try (PeakSampler direct = new PeakSampler(SAMPLER, 100_000, DirectMemory::used)) {
-            before = RunCosts.now();
+            before = RunCosts.start(args.uri());
             start = System.nanoTime();
             ends = runner.run(args.messages());
-            after = RunCosts.now();
+            after = before.now();
             peak = direct.peak(0);
         }
         long total = (long) args.connections() * args.threads() * args.messages();
