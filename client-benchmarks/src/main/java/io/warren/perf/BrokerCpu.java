@@ -23,9 +23,10 @@ import java.util.TreeSet;
  * figure shows whether a client's way of using the protocol (batched acks, frames per write) costs the broker more
  * or less, and tells apart runs whose broker worked harder per message, which may explain their latency.
  *
- * <p>No figure where a broker is elsewhere, where its port is held by another program (a proxy, a container's port
- * forwarder), or where this user may not read the node's {@code /proc/<pid>/fd} (root, or the broker's own user,
- * may). The times are Linux's ticks: exact to 10 ms per node over an interval.
+ * <p>Only the nodes the run connects to are counted: in a cluster on one machine, a queue's leader or replicas on
+ * another node are not. No figure where a broker is elsewhere, where its port is held by another program (a proxy,
+ * a container's port forwarder), or where this user may not read the node's {@code /proc/<pid>/fd} (root, or the
+ * broker's own user, may). The times are Linux's ticks: exact to 10 ms per node over an interval.
  */
 final class BrokerCpu {
 
@@ -163,10 +164,13 @@ final class BrokerCpu {
         }
     }
 
-    /** Whether {@code process} holds one of {@code inodes}' sockets; adds those it holds to {@code found}. */
-    private static boolean holdsAny(Path process, Set<Long> inodes, Set<Long> found) throws IOException {
+    /**
+     * Whether {@code process} holds one of {@code inodes}' sockets; adds those it holds to {@code found}. False when
+     * its descriptors cannot be read (another user's process, or one that ended): if it was the node, a socket stays
+     * unfound and the caller gives no figure.
+     */
+    private static boolean holdsAny(Path process, Set<Long> inodes, Set<Long> found) {
         boolean holds = false;
-        // an unreadable fd directory (another user's process) throws: the figure is then not measured
         try (DirectoryStream<Path> fds = Files.newDirectoryStream(process.resolve("fd"))) {
             for (Path fd : fds) {
                 String link;
@@ -183,6 +187,8 @@ final class BrokerCpu {
                     }
                 }
             }
+        } catch (IOException e) {
+            return false;
         }
         return holds;
     }

@@ -28,7 +28,12 @@ public final class RunCosts {
 
     /** A first reading: this process, and the nodes of the broker at {@code brokerUri} when they are on this machine. */
     public static RunCosts start(String brokerUri) {
-        return read(BrokerCpu.find(BrokerCpu.localPorts(List.of(brokerUri))));
+        return start(BrokerCpu.find(BrokerCpu.localPorts(List.of(brokerUri))));
+    }
+
+    /** A first reading of this process and of {@code broker}'s nodes (null: none). */
+    static RunCosts start(BrokerCpu broker) {
+        return read(broker);
     }
 
     /** A later reading of the same process and nodes. */

@@ -97,9 +97,28 @@ class BrokerCpuTest {
         process(proc, "200", "beam.smp", 1, 1, 7, "socket:[1001]");
         process(proc, "300", "docker-proxy", 1, 1, 8, "socket:[2001]");
         assertNull(BrokerCpu.find(proc, Set.of(5672, 5674)), "nothing listens on 5674");
+        net(proc, tcp(0, 5672, "0A", 1001), tcp(0, 5672, "0A", 3001));
+        process(proc, "310", "docker-proxy", 1, 1, 9, "socket:[3001]");
+        assertNull(
+                BrokerCpu.find(proc, Set.of(5672)), "its IPv6 side held by another program: part of it is elsewhere");
         assertNull(BrokerCpu.find(proc, Set.of(5673)), "a forwarder, not a node: the broker is elsewhere");
         assertNull(BrokerCpu.find(proc.resolve("missing"), Set.of(5672)), "no /proc: not Linux");
         assertNull(BrokerCpu.find(null), "no local ports: a broker elsewhere");
+    }
+
+    @Test
+    void anotherBeamWhoseDescriptorsCannotBeReadDoesNotHideTheNode(@TempDir Path proc) throws IOException {
+        net(proc, tcp(0, 5672, "0A", 1001), "");
+        process(proc, "200", "beam.smp", 4, 6, 7, "socket:[1001]");
+        Files.createDirectories(proc.resolve("300")); // a CLI's beam.smp that ended: its comm and fd are gone
+        Files.writeString(proc.resolve("300").resolve("comm"), "beam.smp\n");
+        BrokerCpu nodes = BrokerCpu.find(proc, Set.of(5672));
+        assertNotNull(nodes);
+        assertEquals(10 * 10_000_000L, nodes.read());
+
+        Files.delete(proc.resolve("200").resolve("fd").resolve("3"));
+        Files.delete(proc.resolve("200").resolve("fd"));
+        assertNull(BrokerCpu.find(proc, Set.of(5672)), "the node's own descriptors unreadable: no figure");
     }
 
     @Test

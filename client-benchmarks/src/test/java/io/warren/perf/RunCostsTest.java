@@ -8,13 +8,42 @@ import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Set;
 import java.util.concurrent.locks.LockSupport;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /** A run's costs per message: the process's CPU and switches, and the broker's CPU read from /proc. */
 class RunCostsTest {
+
+    @Test
+    void theBrokersCpuIsItsNodesTicksBetweenTheTwoReadings(@TempDir Path proc) throws Exception {
+        Path net = Files.createDirectories(proc.resolve("net"));
+        Files.writeString(
+                net.resolve("tcp"),
+                "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+                        + "   0: 0100007F:1628 00000000:0000 0A 00000000:00000000 00:00000000 00000000   107        0"
+                        + " 4242 1 0\n");
+        Path node = Files.createDirectories(proc.resolve("200"));
+        Files.writeString(node.resolve("comm"), "beam.smp\n");
+        Files.createDirectories(node.resolve("fd"));
+        Files.createSymbolicLink(node.resolve("fd").resolve("9"), Path.of("socket:[4242]"));
+        Files.writeString(node.resolve("stat"), stat(1_000, 500));
+
+        RunCosts start = RunCosts.start(BrokerCpu.find(proc, Set.of(5672)));
+        Files.writeString(node.resolve("stat"), stat(1_300, 700)); // 500 ticks later: 5 s
+        String line = start.now().perMessage(start, 1_000, "none");
+        assertTrue(line.endsWith("broker CPU 5,000.0 us per message"), line);
+
+        Files.writeString(node.resolve("stat"), stat(900, 500));
+        assertTrue(start.now().perMessage(start, 1_000, "none").endsWith("broker CPU - us per message"), "went back");
+    }
+
+    private static String stat(long utime, long stime) {
+        return "200 (beam.smp) S 1 200 200 0 -1 4194304 9000 0 1 0 " + utime + " " + stime + " 0 0 20 0 40 0 77 9 9\n";
+    }
 
     @Test
     void aWindowInWhichThisThreadWorksAndBlocksCostsCpuAndSwitches() {
