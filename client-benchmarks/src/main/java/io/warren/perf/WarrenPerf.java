@@ -11,8 +11,10 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.Callable;
@@ -295,8 +297,8 @@ public final class WarrenPerf implements Callable<Integer> {
 
     private final PrintStream out;
     private final PrintStream err;
-    /** Runs of the current leg set aside for stolen time and replaced by a rerun (the thread running the legs). */
-    private int setAsideInLeg;
+    /** The runs set aside for stolen time, by the run that replaced them (the thread running the legs). */
+    private final Map<RunResult, List<RunResult>> setAsideFor = new IdentityHashMap<>();
 
     private WarrenPerf(PrintStream out, PrintStream err) {
         this.out = out;
@@ -437,6 +439,10 @@ public final class WarrenPerf implements Callable<Integer> {
                                 "  WARNING: " + backlogged + " of " + legResults.size() + " runs ended with a backlog "
                                         + "(see their summaries): their consumer latency is mostly time in a queue, not the clients' work");
                     }
+                    int setAsideInLeg = legResults.stream()
+                            .mapToInt(
+                                    r -> setAsideFor.getOrDefault(r, List.of()).size())
+                            .sum();
                     if (setAsideInLeg > 0) {
                         out.println("  " + setAsideInLeg
                                 + " run(s) set aside for stolen time and run again (--rerun-stolen "
@@ -447,7 +453,7 @@ public final class WarrenPerf implements Callable<Integer> {
                             .count();
                     if (robbed > 0) {
                         out.println("  WARNING: the hypervisor took "
-                                + String.format(java.util.Locale.ROOT, "%.0f", RunResult.STEAL_WARNING_PERCENT)
+                                + String.format(Locale.ROOT, "%.0f", RunResult.STEAL_WARNING_PERCENT)
                                 + " % or more of the machine's CPU time in " + robbed + " of " + legResults.size()
                                 + " runs (see their summaries): the medians' tails may be the host's; run again on a"
                                 + " quiet machine");
@@ -520,7 +526,6 @@ public final class WarrenPerf implements Callable<Integer> {
     /** Runs every client on one leg, {@code runs} times each, alternating; returns the exit code so far. */
     private int runLeg(Leg leg, Plan plan, List<RunResult> results, PerfRun.StopSignal stop) throws Exception {
         RunOptions options = leg.options();
-        setAsideInLeg = 0;
         String target = RunResult.redact(options.uri());
         LoopbackPeer loopback = null;
         try {
@@ -542,39 +547,46 @@ public final class WarrenPerf implements Callable<Integer> {
                         return 0;
                     }
                     int number = runNumbers.merge(c, 1, Integer::sum);
-                    RunResult result = perfRun.run(Clients.create(c), number);
-                    Summary.print(result, out);
-                    // in the results at once: a rerun that throws or is stopped leaves this run counted
-                    int slot = results.size();
-                    results.add(result);
-                    for (int again = 1;
-                            setAside(result, plan.rerunStolen() - again + 1) && !stop.requested();
-                            again++) {
-                        out.printf(
-                                java.util.Locale.ROOT,
-                                "%s run %d set aside (%.1f %% of the machine's CPU time stolen): run again, %d of %d%n",
-                                c,
-                                number,
-                                result.stolenPercent(),
-                                again,
-                                plan.rerunStolen());
-                        RunResult rerun = perfRun.run(Clients.create(c), number);
-                        Summary.print(rerun, out);
-                        if (rerun.failure() != null) {
-                            // the set-aside run stays in the results; the leg ends as on any failed run
-                            err.println("warren-perf: " + c + " run " + number + " failed when run again: "
-                                    + rerun.failure());
-                            return 1;
-                        }
-                        if (stop.requested()) {
-                            break; // the set-aside run stays: the rerun was cut short
-                        }
-                        setAsideInLeg++;
-                        result = rerun;
-                        results.set(slot, result);
+                    StolenReruns.Series series = StolenReruns.run(
+                            () -> perfRun.run(Clients.create(c), number),
+                            plan.rerunStolen(),
+                            stop::requested,
+                            new StolenReruns.Listener() {
+                                @Override
+                                public void ran(RunResult run) {
+                                    Summary.print(run, out);
+                                }
+
+                                @Override
+                                public void settingAside(RunResult run, int again, int reruns) {
+                                    out.printf(
+                                            Locale.ROOT,
+                                            "%s run %d set aside (%.1f %% of the machine's CPU time stolen): run again,"
+                                                    + " %d of %d%n",
+                                            c,
+                                            number,
+                                            run.stolenPercent(),
+                                            again,
+                                            reruns);
+                                }
+                            });
+                    results.add(series.kept());
+                    if (!series.setAside().isEmpty()) {
+                        setAsideFor.put(series.kept(), series.setAside());
                     }
-                    if (result.failure() != null) {
-                        err.println("warren-perf: " + c + " run " + number + " failed: " + result.failure());
+                    if (series.thrown() != null) {
+                        throw series.thrown(); // the run it would have replaced is in the results
+                    }
+                    if (series.failedRerun() != null) {
+                        // in the results too, so the saved runs say what ended the leg
+                        results.add(series.failedRerun());
+                        err.println("warren-perf: " + c + " run " + number + " failed when run again: "
+                                + series.failedRerun().failure());
+                        return 1;
+                    }
+                    if (series.kept().failure() != null) {
+                        err.println("warren-perf: " + c + " run " + number + " failed: "
+                                + series.kept().failure());
                         return 1;
                     }
                 }
@@ -585,14 +597,6 @@ public final class WarrenPerf implements Callable<Integer> {
                 loopback.close();
             }
         }
-    }
-
-    /**
-     * Whether {@code result} is set aside and run again: it met stolen time ({@link RunResult#stealWarning()}), did
-     * not fail, and {@code rerunsLeft} is above 0.
-     */
-    static boolean setAside(RunResult result, int rerunsLeft) {
-        return rerunsLeft > 0 && result.failure() == null && result.stealWarning() != null;
     }
 
     private void writeFiles(List<RunResult> results) throws IOException {
@@ -611,10 +615,17 @@ public final class WarrenPerf implements Callable<Integer> {
         }
     }
 
-    private static List<Map<String, Object>> jsonOf(List<RunResult> results) {
+    /** The runs' JSON; a run that replaced runs set aside for stolen time lists their stolen percentages. */
+    private List<Map<String, Object>> jsonOf(List<RunResult> results) {
         List<Map<String, Object>> list = new ArrayList<>();
         for (RunResult r : results) {
-            list.add(r.toJson());
+            Map<String, Object> json = r.toJson();
+            json.put(
+                    "set_aside_steal_percent",
+                    setAsideFor.getOrDefault(r, List.of()).stream()
+                            .map(RunResult::stolenPercent)
+                            .toList());
+            list.add(json);
         }
         return list;
     }
@@ -745,7 +756,7 @@ public final class WarrenPerf implements Callable<Integer> {
     static String comparisonSettings(Plan plan) {
         RunOptions o = plan.options();
         String pace = o.rate() > 0
-                ? String.format(java.util.Locale.ROOT, "each producer paced at %,.0f msg/s", o.rate())
+                ? String.format(Locale.ROOT, "each producer paced at %,.0f msg/s", o.rate())
                 : "unthrottled producers (the queue may grow: consumer latency then measures the backlog)";
         String warmup =
                 plan.warmupSeconds() > 0 ? ", each run measured after " + plan.warmupSeconds() + " s of warm-up" : "";

@@ -3,11 +3,14 @@ package io.warren.perf;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.HdrHistogram.Histogram;
 import org.junit.jupiter.api.Test;
 
@@ -128,14 +131,120 @@ class RunWarningsTest {
     }
 
     @Test
-    void aRunThatMetStolenTimeIsSetAsideWhileRerunsAreLeft() {
-        RunResult robbed = run(options(1, 1), 100_000, 99_990, 12.0);
-        assertTrue(WarrenPerf.setAside(robbed, 1));
-        assertFalse(WarrenPerf.setAside(robbed, 0), "no rerun left: it counts, with its warning");
-        assertFalse(WarrenPerf.setAside(run(options(1, 1), 100_000, 99_990, 0.5), 3), "a quiet run counts");
+    void aRunThatMetStolenTimeIsSetAsideWhenItCompleted() {
+        assertTrue(StolenReruns.setAside(run(options(1, 1), 100_000, 99_990, 12.0)));
+        assertFalse(StolenReruns.setAside(run(options(1, 1), 100_000, 99_990, 0.5)), "a quiet run counts");
         assertFalse(
-                WarrenPerf.setAside(run(options(1, 1), 100_000, 99_990, 12.0, "connection refused"), 3),
+                StolenReruns.setAside(run(options(1, 1), 100_000, 99_990, 12.0, "connection refused")),
                 "a failed run ends the leg, whatever the host did");
+    }
+
+    /** Runs handed out in order by {@link #next}; an Exception in the list is thrown instead. */
+    private static final class Canned implements Callable<RunResult> {
+        private final List<Object> runs;
+        int calls;
+
+        Canned(Object... runs) {
+            this.runs = List.of(runs);
+        }
+
+        @Override
+        public RunResult call() throws Exception {
+            Object next = runs.get(calls++);
+            if (next instanceof Exception e) {
+                throw e;
+            }
+            return (RunResult) next;
+        }
+    }
+
+    private static final StolenReruns.Listener QUIET = new StolenReruns.Listener() {
+        @Override
+        public void ran(RunResult run) {}
+
+        @Override
+        public void settingAside(RunResult run, int again, int reruns) {}
+    };
+
+    private static RunResult stolen() {
+        return run(options(1, 1), 100_000, 99_990, 12.0);
+    }
+
+    private static RunResult quiet() {
+        return run(options(1, 1), 100_000, 99_990, 0.5);
+    }
+
+    @Test
+    void rerunsReplaceRunsThatMetStolenTimeUntilOneIsQuietOrNoneAreLeft() throws Exception {
+        RunResult first = stolen();
+        RunResult second = stolen();
+        RunResult third = quiet();
+        Canned runs = new Canned(first, second, third);
+        StolenReruns.Series series = StolenReruns.run(runs, 2, () -> false, QUIET);
+        assertSame(third, series.kept());
+        assertEquals(List.of(first, second), series.setAside());
+        assertEquals(3, runs.calls);
+
+        Canned limited = new Canned(first, second, third);
+        StolenReruns.Series used = StolenReruns.run(limited, 1, () -> false, QUIET);
+        assertSame(second, used.kept(), "the last rerun counts, with its warning");
+        assertEquals(List.of(first), used.setAside());
+        assertEquals(2, limited.calls);
+
+        Canned none = new Canned(first);
+        assertSame(first, StolenReruns.run(none, 0, () -> false, QUIET).kept(), "--rerun-stolen 0: every run counts");
+        Canned calm = new Canned(third, first);
+        assertSame(third, StolenReruns.run(calm, 2, () -> false, QUIET).kept());
+        assertEquals(1, calm.calls, "a quiet run is not run again");
+    }
+
+    @Test
+    void aRerunThatFailsThrowsOrIsStoppedLeavesTheSetAsideRunKept() throws Exception {
+        RunResult first = stolen();
+        RunResult failed = run(options(1, 1), 100_000, 99_990, 0.5, "connection reset");
+        StolenReruns.Series afterFailure = StolenReruns.run(new Canned(first, failed), 2, () -> false, QUIET);
+        assertSame(first, afterFailure.kept(), "a complete measurement, not a failed one");
+        assertSame(failed, afterFailure.failedRerun());
+        assertEquals(List.of(), afterFailure.setAside());
+
+        IllegalStateException refused = new IllegalStateException("broker gone");
+        StolenReruns.Series afterThrow = StolenReruns.run(new Canned(first, refused), 2, () -> false, QUIET);
+        assertSame(first, afterThrow.kept());
+        assertSame(refused, afterThrow.thrown());
+
+        AtomicBoolean stop = new AtomicBoolean();
+        Canned stopped = new Canned(first, quiet());
+        StolenReruns.Series afterStop = StolenReruns.run(
+                () -> {
+                    RunResult r = stopped.call();
+                    stop.set(stopped.calls == 2); // Ctrl-C during the rerun
+                    return r;
+                },
+                2,
+                stop::get,
+                QUIET);
+        assertSame(first, afterStop.kept(), "a rerun cut short does not replace a complete run");
+        assertNull(afterStop.failedRerun());
+        assertNull(afterStop.thrown());
+    }
+
+    @Test
+    void theListenerHearsEveryRunAndEverySettingAside() throws Exception {
+        List<String> heard = new ArrayList<>();
+        RunResult first = stolen();
+        RunResult second = quiet();
+        StolenReruns.run(new Canned(first, second), 3, () -> false, new StolenReruns.Listener() {
+            @Override
+            public void ran(RunResult run) {
+                heard.add(run == first ? "ran first" : "ran second");
+            }
+
+            @Override
+            public void settingAside(RunResult run, int again, int reruns) {
+                heard.add("aside " + (run == first) + " " + again + " of " + reruns);
+            }
+        });
+        assertEquals(List.of("ran first", "aside true 1 of 3", "ran second"), heard);
     }
 
     @Test
