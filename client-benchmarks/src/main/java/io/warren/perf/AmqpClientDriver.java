@@ -50,18 +50,27 @@ public final class AmqpClientDriver implements ClientDriver {
         return "socket"; // amqp-client's default: a blocking java.net socket, read by its own thread
     }
 
+    /**
+     * amqp-client's connection factory for {@code uri}; a URI it refuses fails with an {@link IllegalArgumentException}
+     * that names the URI without its password (amqp-client's own message quotes it whole: neither it nor its cause
+     * goes on).
+     */
+    public static ConnectionFactory factory(String uri) {
+        ConnectionFactory factory = new ConnectionFactory();
+        try {
+            factory.setUri(uri);
+        } catch (URISyntaxException | IllegalArgumentException | java.security.GeneralSecurityException e) {
+            throw new IllegalArgumentException("amqp-client cannot use the URI " + AmqpUri.redact(uri) + " ("
+                    + e.getClass().getSimpleName() + ")");
+        }
+        return factory;
+    }
+
     @Override
     public void connect(RunOptions options, Metrics metrics) throws Exception {
         this.options = options;
         this.metrics = metrics;
-        ConnectionFactory factory = new ConnectionFactory();
-        try {
-            factory.setUri(options.uri());
-        } catch (URISyntaxException | IllegalArgumentException e) {
-            // amqp-client's message quotes the whole URI, password included: neither it nor the cause goes on
-            throw new IllegalArgumentException("amqp-client cannot use the URI " + AmqpUri.redact(options.uri()) + " ("
-                    + e.getClass().getSimpleName() + ")");
-        }
+        ConnectionFactory factory = factory(options.uri());
         factory.setAutomaticRecoveryEnabled(false);
         factory.setTopologyRecoveryEnabled(false);
         factory.setConnectionTimeout(5_000);

@@ -70,8 +70,8 @@ public final class FirstConnectMain {
             connection.close().toCompletableFuture().get(30, TimeUnit.SECONDS);
             c.close().toCompletableFuture().get(30, TimeUnit.SECONDS);
         } else if (client.equals("amqp-client")) {
-            com.rabbitmq.client.ConnectionFactory f = new com.rabbitmq.client.ConnectionFactory();
-            f.setUri(uri);
+            com.rabbitmq.client.ConnectionFactory f =
+                    AmqpClientDriver.factory(uri); // a refused URI is named without its password
             created = System.nanoTime();
             com.rabbitmq.client.Connection connection = f.newConnection();
             connected = System.nanoTime();

@@ -1,6 +1,7 @@
 package io.warren.bench.consume;
 
 import com.rabbitmq.client.ConnectionFactory;
+import io.warren.perf.AmqpClientDriver;
 
 /** Fills and deletes the broker queues the broker runs drain, with amqp-client (outside the measured window). */
 final class BrokerQueue {
@@ -8,8 +9,7 @@ final class BrokerQueue {
     private BrokerQueue() {}
 
     static void fill(String uri, String queue, int messages, int size) throws Exception {
-        ConnectionFactory f = new ConnectionFactory();
-        f.setUri(uri);
+        ConnectionFactory f = AmqpClientDriver.factory(uri); // a refused URI is named without its password
         try (com.rabbitmq.client.Connection c = f.newConnection("consume-bench-fill");
                 com.rabbitmq.client.Channel ch = c.createChannel()) {
             ch.queueDeclare(queue, false, false, false, null);
@@ -26,8 +26,7 @@ final class BrokerQueue {
     }
 
     static void delete(String uri, String queue) throws Exception {
-        ConnectionFactory f = new ConnectionFactory();
-        f.setUri(uri);
+        ConnectionFactory f = AmqpClientDriver.factory(uri); // a refused URI is named without its password
         try (com.rabbitmq.client.Connection c = f.newConnection("consume-bench-cleanup");
                 com.rabbitmq.client.Channel ch = c.createChannel()) {
             ch.queueDelete(queue);

@@ -11,6 +11,7 @@ import io.warren.ConsumeOptions;
 import io.warren.ConsumerHandle;
 import io.warren.QueueSpec;
 import io.warren.bench.PeerProcess;
+import io.warren.perf.AmqpClientDriver;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -370,8 +371,7 @@ public final class ConsumeRateMain {
 
         @Override
         public void open(String uri, int consumers) throws Exception {
-            ConnectionFactory f = new ConnectionFactory();
-            f.setUri(uri);
+            ConnectionFactory f = AmqpClientDriver.factory(uri); // a refused URI is named without its password
             connection = f.newConnection("consume-bench");
             for (int i = 0; i < consumers; i++) {
                 channels.add(connection.createChannel());

@@ -4,6 +4,7 @@ import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
 import com.rabbitmq.client.MessageProperties;
+import io.warren.perf.AmqpClientDriver;
 import io.warren.perf.MessageBody;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -28,8 +29,7 @@ final class AmqpClientRoundTripClient implements RoundTripClient {
     }
 
     static AmqpClientRoundTripClient open(String uri, int bodySize) throws Exception {
-        ConnectionFactory factory = new ConnectionFactory();
-        factory.setUri(uri);
+        ConnectionFactory factory = AmqpClientDriver.factory(uri); // a refused URI is named without its password
         factory.setAutomaticRecoveryEnabled(false);
         factory.setTopologyRecoveryEnabled(false);
         factory.setConnectionTimeout(TIMEOUT_MILLIS);

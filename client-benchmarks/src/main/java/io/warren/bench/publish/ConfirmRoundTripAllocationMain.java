@@ -11,6 +11,7 @@ import io.warren.ConnectionOptions;
 import io.warren.ConsumeOptions;
 import io.warren.ConsumerHandle;
 import io.warren.PublishOutcome;
+import io.warren.perf.AmqpClientDriver;
 import java.util.Locale;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
@@ -139,8 +140,7 @@ public final class ConfirmRoundTripAllocationMain {
         volatile long target;
 
         AmqpJavaClient(String uri) throws Exception {
-            ConnectionFactory f = new ConnectionFactory();
-            f.setUri(uri);
+            ConnectionFactory f = AmqpClientDriver.factory(uri); // a refused URI is named without its password
             publisher = f.newConnection("roundtrip publisher (amqp-client)");
             consumer = f.newConnection("roundtrip consumer (amqp-client)");
             pub = publisher.createChannel();

@@ -1,6 +1,5 @@
 package io.warren.bench.publish;
 
-import com.rabbitmq.client.ConnectionFactory;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.PooledByteBufAllocator;
 import io.netty.buffer.Unpooled;
@@ -9,6 +8,7 @@ import io.warren.Channel;
 import io.warren.ClientOptions;
 import io.warren.Connection;
 import io.warren.ConnectionOptions;
+import io.warren.perf.AmqpClientDriver;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
@@ -258,9 +258,7 @@ abstract class OneConnectionPublishers implements AutoCloseable {
                 String uri, String connectionName, String exchange, int threads, boolean confirms, byte[] body)
                 throws Exception {
             super(threads, exchange, body, confirms);
-            ConnectionFactory f = new ConnectionFactory();
-            f.setUri(uri);
-            connection = f.newConnection(connectionName);
+            connection = AmqpClientDriver.factory(uri).newConnection(connectionName);
             for (int i = 0; i < threads; i++) {
                 com.rabbitmq.client.Channel ch = connection.createChannel();
                 if (confirms) {

@@ -8,6 +8,7 @@ import io.warren.Channel;
 import io.warren.Connection;
 import io.warren.ConnectionOptions;
 import io.warren.PublishOptions;
+import io.warren.perf.AmqpClientDriver;
 import java.util.Locale;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
@@ -128,8 +129,7 @@ public final class PublishRateMain {
     }
 
     static Publisher amqpClient(String uri, String exchange, boolean confirms, byte[] body) throws Exception {
-        ConnectionFactory f = new ConnectionFactory();
-        f.setUri(uri);
+        ConnectionFactory f = AmqpClientDriver.factory(uri); // a refused URI is named without its password
         com.rabbitmq.client.Connection c = f.newConnection("publish rate (amqp-client)");
         com.rabbitmq.client.Channel ch = c.createChannel();
         ch.exchangeDeclare(exchange, "fanout");
