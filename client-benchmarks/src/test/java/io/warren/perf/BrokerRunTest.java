@@ -22,7 +22,7 @@ import org.junit.jupiter.api.io.TempDir;
  * 127.0.0.1:5672), and what the tool does when no broker answers: it measures the client against its loopback
  * peer and says so. A missing broker fails the broker test, with the tool's own message: it is never skipped.
  */
-class BrokerRunTest {
+public class BrokerRunTest {
 
     static String brokerUri() {
         String env = System.getenv("AMQP_URI");
@@ -30,7 +30,7 @@ class BrokerRunTest {
     }
 
     /** The broker's URI once something answers there; fails (never skips) when nothing does. */
-    static String requireBroker() {
+    public static String requireBroker() {
         String uri = brokerUri();
         URI parsed = URI.create(uri);
         try (Socket probe = new Socket()) {

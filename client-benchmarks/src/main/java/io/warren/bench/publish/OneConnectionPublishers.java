@@ -137,6 +137,19 @@ abstract class OneConnectionPublishers implements AutoCloseable {
 
     abstract int threads();
 
+    /** Adds {@code e} to {@code cause}'s suppressed failures, or keeps the first when there is no cause. */
+    private static Exception keep(Throwable cause, Exception first, Exception e) {
+        if (cause != null) {
+            cause.addSuppressed(e);
+            return null;
+        }
+        if (first != null) {
+            first.addSuppressed(e);
+            return first;
+        }
+        return e;
+    }
+
     /** Thread {@code t}'s {@code messages} publishes. */
     abstract Callable<Void> publisher(int t, int messages);
 
@@ -166,6 +179,16 @@ abstract class OneConnectionPublishers implements AutoCloseable {
             this.kind = kind;
             this.direct =
                     kind == Body.DIRECT ? ByteBuffer.allocateDirect(body.length).put(0, body) : null;
+            try {
+                open(connections, uri, connectionName, threads, confirms);
+            } catch (Exception | Error e) {
+                closeAll(e); // the client was handed over: nothing opened so far outlives the failure
+                throw e;
+            }
+        }
+
+        private void open(int connections, String uri, String connectionName, int threads, boolean confirms)
+                throws Exception {
             for (int c = 0; c < connections; c++) {
                 Connection connection = client.connect(ConnectionOptions.fromUri(uri)
                                 .connectionName(connections == 1 ? connectionName : connectionName + " " + c))
@@ -242,11 +265,59 @@ abstract class OneConnectionPublishers implements AutoCloseable {
         @Override
         public void close() throws Exception {
             pool.shutdownNow();
-            channels.get(0).exchangeDelete(exchange).toCompletableFuture().get(30, TimeUnit.SECONDS);
-            for (Connection connection : connections) {
-                connection.close().toCompletableFuture().get(30, TimeUnit.SECONDS);
+            try {
+                deleteExchange();
+            } catch (Exception e) {
+                closeAll(e);
+                throw e;
             }
-            client.close().toCompletableFuture().get(30, TimeUnit.SECONDS);
+            closeAll(null);
+        }
+
+        /** Deletes the exchange on a channel still open, or on a new one of a connection still open. */
+        private void deleteExchange() throws Exception {
+            Channel open = null;
+            for (Channel ch : channels) {
+                if (ch.isOpen()) {
+                    open = ch;
+                    break;
+                }
+            }
+            for (int c = 0; open == null && c < connections.size(); c++) {
+                if (connections.get(c).isOpen()) {
+                    open = connections
+                            .get(c)
+                            .openChannel()
+                            .toCompletableFuture()
+                            .get(30, TimeUnit.SECONDS);
+                }
+            }
+            if (open != null) {
+                open.exchangeDelete(exchange).toCompletableFuture().get(30, TimeUnit.SECONDS);
+            }
+        }
+
+        /**
+         * Closes every connection and then the client, each whatever the others did; failures go to {@code cause}'s
+         * suppressed ones, or the first is thrown when there is no cause.
+         */
+        private void closeAll(Throwable cause) throws Exception {
+            Exception first = null;
+            for (Connection connection : connections) {
+                try {
+                    connection.close().toCompletableFuture().get(30, TimeUnit.SECONDS);
+                } catch (Exception e) {
+                    first = keep(cause, first, e);
+                }
+            }
+            try {
+                client.close().toCompletableFuture().get(30, TimeUnit.SECONDS);
+            } catch (Exception e) {
+                first = keep(cause, first, e);
+            }
+            if (first != null) {
+                throw first;
+            }
         }
     }
 
@@ -259,14 +330,19 @@ abstract class OneConnectionPublishers implements AutoCloseable {
                 throws Exception {
             super(threads, exchange, body, confirms);
             connection = AmqpClientDriver.factory(uri).newConnection(connectionName);
-            for (int i = 0; i < threads; i++) {
-                com.rabbitmq.client.Channel ch = connection.createChannel();
-                if (confirms) {
-                    ch.confirmSelect();
+            try {
+                for (int i = 0; i < threads; i++) {
+                    com.rabbitmq.client.Channel ch = connection.createChannel();
+                    if (confirms) {
+                        ch.confirmSelect();
+                    }
+                    channels.add(ch);
                 }
-                channels.add(ch);
+                channels.get(0).exchangeDeclare(exchange, "fanout");
+            } catch (Exception | Error e) {
+                connection.abort(); // its reading thread is not a daemon: the JVM would not end
+                throw e;
             }
-            channels.get(0).exchangeDeclare(exchange, "fanout");
         }
 
         @Override
@@ -300,8 +376,18 @@ abstract class OneConnectionPublishers implements AutoCloseable {
         @Override
         public void close() throws Exception {
             pool.shutdownNow();
-            channels.get(0).exchangeDelete(exchange);
-            connection.close();
+            try {
+                if (connection.isOpen()) {
+                    // a channel an error closed cannot delete it: a new one can
+                    com.rabbitmq.client.Channel open = channels.stream()
+                            .filter(com.rabbitmq.client.Channel::isOpen)
+                            .findFirst()
+                            .orElse(null);
+                    (open != null ? open : connection.createChannel()).exchangeDelete(exchange);
+                }
+            } finally {
+                connection.abort(); // closes it if open, whatever happened above, and never throws
+            }
         }
     }
 }
