@@ -26,17 +26,11 @@ import java.util.TreeSet;
  * <p>Only the nodes the run connects to are counted: in a cluster on one machine, a queue's leader or replicas on
  * another node are not. No figure where a broker is elsewhere, where its port is held by another program (a proxy,
  * a container's port forwarder), or where this user may not read the node's {@code /proc/<pid>/fd} (root, or the
- * broker's own user, may). The times are Linux's ticks: exact to 10 ms per node over an interval.
+ * broker's own user, may). The time is the nodes' threads' time on a CPU, to the nanosecond.
  */
 final class BrokerCpu {
 
     private static final Path PROC = Path.of("/proc");
-
-    /**
-     * Linux reports a process's times in USER_HZ ticks, which its ABI fixes at 100 per second on the architectures
-     * the JDK runs on.
-     */
-    private static final long NANOS_PER_TICK = 10_000_000L;
 
     /** The state column of a listening socket in {@code /proc/net/tcp}. */
     private static final String LISTEN = "0A";
@@ -120,7 +114,7 @@ final class BrokerCpu {
                     if (isBeam(process) && holdsAny(process, inodes, found)) {
                         String stat = Files.readString(process.resolve("stat"), StandardCharsets.US_ASCII);
                         pids.add(process.getFileName().toString());
-                        startTimes.add(startTime(stat));
+                        startTimes.add(ProcStat.startTime(stat));
                     }
                 }
             }
@@ -199,44 +193,50 @@ final class BrokerCpu {
     }
 
     /**
-     * The nodes' CPU time so far (user + system, every thread), in nanoseconds; -1 when a node has gone, or its
-     * process number now names another process.
+     * The nodes' CPU time so far, in nanoseconds: the sum of their threads' time on a CPU ({@code
+     * /proc/<pid>/task/<tid>/schedstat}, exact to the nanosecond, where {@code stat}'s ticks are 10 ms), or the
+     * ticks where the kernel keeps no schedstat. -1 when a node has gone, or its process number now names another
+     * process. A node's threads live as long as it does; one that ended meanwhile would make the sum go back, which
+     * the meter reads as no figure.
      */
     long read() {
-        long ticks = 0;
+        long nanos = 0;
         for (int i = 0; i < pids.size(); i++) {
             try {
-                String stat = Files.readString(proc.resolve(pids.get(i)).resolve("stat"), StandardCharsets.US_ASCII);
-                long t = ticks(stat);
-                if (t < 0 || startTime(stat) != startTimes.get(i)) {
+                Path node = proc.resolve(pids.get(i));
+                String stat = Files.readString(node.resolve("stat"), StandardCharsets.US_ASCII);
+                long ticks = ProcStat.cpuTicks(stat);
+                if (ticks < 0 || ProcStat.startTime(stat) != startTimes.get(i)) {
                     return -1;
                 }
-                ticks += t;
+                long onCpu = onCpuNanos(node.resolve("task"));
+                nanos += onCpu >= 0 ? onCpu : ticks * ProcStat.NANOS_PER_TICK;
             } catch (IOException | RuntimeException e) {
                 return -1; // the node stopped (a restart is a new process): the interval has no reading
             }
         }
-        return ticks * NANOS_PER_TICK;
+        return nanos;
     }
 
-    /**
-     * utime + stime of a {@code /proc/<pid>/stat} line, in ticks; -1 when the line has too few fields. The command
-     * name in parentheses may hold spaces and parentheses, so fields are counted from the last ')'.
-     */
-    static long ticks(String stat) {
-        String[] f = afterName(stat);
-        // state is field 3 of the line; utime and stime are fields 14 and 15
-        return f.length < 13 ? -1 : Long.parseLong(f[11]) + Long.parseLong(f[12]);
-    }
-
-    /** The process's start time (field 22), which tells a reused process number apart; -1 when missing. */
-    static long startTime(String stat) {
-        String[] f = afterName(stat);
-        return f.length < 20 ? -1 : Long.parseLong(f[19]);
-    }
-
-    private static String[] afterName(String stat) {
-        int close = stat.lastIndexOf(')');
-        return close < 0 ? new String[0] : stat.substring(close + 1).trim().split("\\s+");
+    /** The sum of the first schedstat field of every thread under {@code tasks}; -1 where there is none. */
+    private static long onCpuNanos(Path tasks) {
+        long sum = 0;
+        boolean any = false;
+        try (DirectoryStream<Path> threads = Files.newDirectoryStream(tasks)) {
+            for (Path thread : threads) {
+                String line;
+                try {
+                    line = Files.readString(thread.resolve("schedstat"), StandardCharsets.US_ASCII);
+                } catch (IOException e) {
+                    continue; // the thread ended between the listing and the read
+                }
+                int space = line.indexOf(' ');
+                sum += Long.parseLong(space < 0 ? line.strip() : line.substring(0, space));
+                any = true;
+            }
+        } catch (IOException | RuntimeException e) {
+            return -1;
+        }
+        return any ? sum : -1;
     }
 }

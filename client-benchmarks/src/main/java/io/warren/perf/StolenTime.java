@@ -57,9 +57,18 @@ final class StolenTime {
         return new long[] {Long.parseLong(f[COLUMNS]), total};
     }
 
-    /** The percentage of the CPU time between two readings that was stolen; null when either is missing. */
+    /**
+     * Fewest ticks (all CPUs, 10 ms each) between two readings for a percentage: the file counts whole ticks, so over
+     * 500 a tick is 0.2 % and the 2 % warning is not two ticks' noise (a 2.5 s run on 2 CPUs).
+     */
+    static final long MIN_TICKS = 500;
+
+    /**
+     * The percentage of the CPU time between two readings that was stolen; null when either is missing or they are
+     * fewer than {@link #MIN_TICKS} apart.
+     */
     static Double percent(long[] start, long[] end) {
-        if (start == null || end == null || end[1] <= start[1]) {
+        if (start == null || end == null || end[1] - start[1] < MIN_TICKS) {
             return null;
         }
         return 100.0 * Math.max(0, end[0] - start[0]) / (end[1] - start[1]);

@@ -39,15 +39,6 @@ class BrokerCpuTest {
     }
 
     @Test
-    void userAndSystemTicksAndTheStartTimeAreCountedFromTheLastParenthesis() {
-        assertEquals(130 + 22, BrokerCpu.ticks(stat("42", "beam.smp", 130, 22, 9)));
-        assertEquals(9, BrokerCpu.startTime(stat("42", "beam.smp", 130, 22, 9)));
-        assertEquals(5 + 6, BrokerCpu.ticks(stat("42", "a) b (c", 5, 6, 9)), "a command name with spaces and ')'");
-        assertEquals(-1, BrokerCpu.ticks("42 (beam.smp) S 1 10"));
-        assertEquals(-1, BrokerCpu.ticks("no parenthesis"));
-    }
-
-    @Test
     void onlyListeningSocketsOnTheRunsPortsCount() {
         Set<Long> inodes = new HashSet<>();
         Set<Integer> listened = new HashSet<>();
@@ -89,6 +80,21 @@ class BrokerCpuTest {
         assertEquals(-1, both.read(), "its number reused by a new process: no reading");
         Files.delete(proc.resolve("1300").resolve("stat"));
         assertEquals(-1, both.read(), "a node that stopped leaves the interval without a reading");
+    }
+
+    @Test
+    void theNodesThreadsTimeOnACpuIsReadToTheNanosecondWhereTheKernelKeepsIt(@TempDir Path proc) throws IOException {
+        net(proc, tcp(0, 5672, "0A", 1001), "");
+        process(proc, "200", "beam.smp", 300, 100, 77, "socket:[1001]");
+        Path tasks = Files.createDirectories(proc.resolve("200").resolve("task"));
+        Files.createDirectories(tasks.resolve("200"));
+        Files.writeString(tasks.resolve("200").resolve("schedstat"), "123456789 5000 42\n");
+        Files.createDirectories(tasks.resolve("201"));
+        Files.writeString(tasks.resolve("201").resolve("schedstat"), "1000 7 1\n");
+        Files.createDirectories(tasks.resolve("202")); // a thread that ended between the listing and the read
+        BrokerCpu node = BrokerCpu.find(proc, Set.of(5672));
+        assertNotNull(node);
+        assertEquals(123_456_789L + 1_000L, node.read(), "not the 4 s of stat's ticks");
     }
 
     @Test

@@ -32,6 +32,10 @@ class StolenTimeTest {
         assertNull(StolenTime.percent(null, new long[] {600, 20_000}));
         assertNull(StolenTime.percent(new long[] {100, 10_000}, null));
         assertNull(StolenTime.percent(new long[] {100, 10_000}, new long[] {100, 10_000}), "no time passed");
+        assertNull(
+                StolenTime.percent(new long[] {0, 10_000}, new long[] {2, 10_100}),
+                "100 ticks: 2 % is two ticks' noise");
+        assertEquals(0.4, StolenTime.percent(new long[] {0, 10_000}, new long[] {2, 10_500}), 1e-9);
     }
 
     @Test

@@ -2,6 +2,7 @@ package io.warren.bench.publish;
 
 import com.sun.management.GarbageCollectionNotificationInfo;
 import io.warren.perf.PeakSampler;
+import io.warren.perf.ProcStat;
 import java.lang.management.GarbageCollectorMXBean;
 import java.lang.management.ManagementFactory;
 import java.lang.management.MemoryUsage;
@@ -56,11 +57,8 @@ final class JvmMeter {
      */
     static long systemCpuNanos() {
         try {
-            String stat = java.nio.file.Files.readString(java.nio.file.Path.of("/proc/self/stat"));
-            // the command name (field 2) is in parentheses and may hold spaces: count fields after its closing one
-            String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-            long ticks = Long.parseLong(f[12]); // field 15, stime: the 13th after the name
-            return ticks * 10_000_000L; // USER_HZ is 100 on Linux
+            long ticks = ProcStat.systemTicks(java.nio.file.Files.readString(java.nio.file.Path.of("/proc/self/stat")));
+            return ticks < 0 ? -1 : ticks * ProcStat.NANOS_PER_TICK;
         } catch (java.io.IOException | RuntimeException e) {
             return -1;
         }
