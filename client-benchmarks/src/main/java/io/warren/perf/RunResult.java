@@ -169,7 +169,7 @@ record RunResult(
      * Stolen time from which a run is warned about: a quiet host takes under 1 %, and on a 2-core machine runs with
      * 2.5-5 % already had p99.9 tails twice those of their neighbours.
      */
-    static final double STEAL_WARNING_PERCENT = 2;
+    static final int STEAL_WARNING_PERCENT = 2;
 
     /** The machine's CPU time the hypervisor took during the run, in per cent; null where it is not measured. */
     Double stolenPercent() {

@@ -57,6 +57,14 @@ final class Summary {
 
     private Summary() {}
 
+    /** One line of a run's summary: {@code label} in a column of 17, then {@code format} with {@code args}. */
+    private static void field(PrintStream out, String format, String label, Object... args) {
+        Object[] all = new Object[args.length + 1];
+        all[0] = label;
+        System.arraycopy(args, 0, all, 1, args.length);
+        out.printf(Locale.ROOT, "  %-17s " + format, all);
+    }
+
     /** The end-of-run summary of one run. */
     static void print(RunResult r, PrintStream out) {
         RunOptions o = r.options();
@@ -83,9 +91,9 @@ final class Summary {
         }
         line(out, "received", r.totals().received(), r.receivedRate(), r.receivedMegabytesPerSecond());
         if (r.totals().nacked() > 0 || r.totals().returned() > 0) {
-            out.printf(
-                    Locale.ROOT,
-                    "  %-17s %s nacked, %s returned%n",
+            field(
+                    out,
+                    "%s nacked, %s returned%n",
                     "",
                     Format.count(r.totals().nacked()),
                     Format.count(r.totals().returned()));
@@ -100,32 +108,25 @@ final class Summary {
                         ? null
                         : r.peerReceiptLatency().getValueAtPercentile(p) / 1000.0);
         if (r.peerReceiptLatency().getTotalCount() > 0) {
-            out.printf(
-                    Locale.ROOT,
-                    "  %-17s from the publish call to the loopback peer handling the publish's body frame%n",
-                    "");
+            field(out, "from the publish call to the loopback peer handling the publish's body frame%n", "");
         }
         if (r.consumerLatency().getTotalCount() > 0) {
-            out.printf(
-                    Locale.ROOT,
-                    "  %-17s from the publish call to the consumer's handler, queueing in the client and "
+            field(
+                    out,
+                    "from the publish call to the consumer's handler, queueing in the client and "
                             + "the broker included%n",
                     "");
         }
         if (r.backlogAtEnd() != null) {
-            out.printf(
-                    Locale.ROOT,
-                    "  %-17s %s msg published and not yet received at the end%n",
-                    "backlog",
-                    Format.count(r.backlogAtEnd()));
+            field(out, "%s msg published and not yet received at the end%n", "backlog", Format.count(r.backlogAtEnd()));
         }
         if (r.backlogWarning() != null) {
             out.println("  WARNING: " + r.backlogWarning());
         }
         if (r.stolenPercent() != null) {
-            out.printf(
-                    Locale.ROOT,
-                    "  %-17s %s %% of the machine's CPU time went to other guests of its hypervisor%n",
+            field(
+                    out,
+                    "%s %% of the machine's CPU time went to other guests of its hypervisor%n",
                     "stolen",
                     Format.number(r.stolenPercent(), 1));
         }
@@ -133,64 +134,60 @@ final class Summary {
             out.println("  WARNING: " + r.stealWarning());
         }
         ResourceMeter.Usage u = r.usage();
-        out.printf(
-                Locale.ROOT,
-                "  %-17s %s ns/msg (%s s CPU over %s publishes + deliveries; in-process peer excluded)%n",
+        field(
+                out,
+                "%s ns/msg (%s s CPU over %s publishes + deliveries; in-process peer excluded)%n",
                 "client CPU",
                 Format.number(r.cpuNanosPerMessage(), 0),
                 u.cpuNanos() == null ? "-" : Format.number(u.cpuNanos() / 1e9, 2),
                 Format.count(r.messageOperations()));
         if (r.producerCpuNanosPerMessage() != null) {
-            out.printf(
-                    Locale.ROOT,
-                    "  %-17s %s ns/msg in the producer threads (publish calls, and the pacer's sleeps between them),"
+            field(
+                    out,
+                    "%s ns/msg in the producer threads (publish calls, and the pacer's sleeps between them),"
                             + " %s ns/msg in the client's other threads, JIT and GC%n",
                     "",
                     Format.number(r.producerCpuNanosPerMessage(), 0),
                     Format.number(r.otherCpuNanosPerMessage(), 0));
         }
         if (r.brokerCpuNanosPerMessage() != null) {
-            out.printf(
-                    Locale.ROOT,
-                    "  %-17s %s ns/msg (%s s CPU of the %s RabbitMQ node(s) serving the run, on this machine; not the client's)%n",
+            field(
+                    out,
+                    "%s ns/msg (%s s CPU of the %s RabbitMQ node(s) serving the run, on this machine; not the client's)%n",
                     "broker CPU",
                     Format.number(r.brokerCpuNanosPerMessage(), 0),
-                    Format.number(r.usage().brokerCpuNanos() / 1e9, 2),
-                    r.usage().brokerNodes());
+                    Format.number(u.brokerCpuNanos() / 1e9, 2),
+                    u.brokerNodes());
         }
         if (r.contextSwitchesPerMessage() != null) {
-            out.printf(
-                    Locale.ROOT,
-                    "  %-17s %s per msg (%s voluntary, %s involuntary; the client's threads)%n",
+            field(
+                    out,
+                    "%s per msg (%s voluntary, %s involuntary; the client's threads)%n",
                     "context switches",
                     Format.number(r.contextSwitchesPerMessage(), 2),
                     Format.count(u.voluntarySwitches()),
                     Format.count(u.involuntarySwitches()));
         }
-        out.printf(
-                Locale.ROOT,
-                "  %-17s %s B/msg (%s on the heap in total)%n",
+        field(
+                out,
+                "%s B/msg (%s on the heap in total)%n",
                 "allocation",
                 Format.number(r.allocatedBytesPerMessage(), 0),
                 Format.bytes(u.allocatedBytes()));
-        out.printf(
-                Locale.ROOT,
-                "  %-17s peak %s (heap pools' peaks added up), live after GC peak %s, %d GC(s) %d ms%n",
+        field(
+                out,
+                "peak %s (heap pools' peaks added up), live after GC peak %s, %d GC(s) %d ms%n",
                 "heap",
                 Format.bytes(u.peakHeapBytes()),
                 Format.bytes(u.liveHeapPeakBytes()),
                 u.gcCount(),
                 u.gcMillis());
-        out.printf(
-                Locale.ROOT,
-                "  %-17s peak %s (sampled every 100 ms)%n",
-                "direct memory",
-                Format.bytes(u.peakDirectBytes()));
+        field(out, "peak %s (sampled every 100 ms)%n", "direct memory", Format.bytes(u.peakDirectBytes()));
         if (r.peer() != null) {
             RunResult.PeerStats p = r.peer();
-            out.printf(
-                    Locale.ROOT,
-                    "  %-17s read %s publishes (%s), confirmed %s, wrote %s deliveries (%s); "
+            field(
+                    out,
+                    "read %s publishes (%s), confirmed %s, wrote %s deliveries (%s); "
                             + "peer threads %s ns and %s B per message%n",
                     "peer",
                     Format.count(p.publishes()),
@@ -205,9 +202,9 @@ final class Summary {
     }
 
     private static void line(PrintStream out, String what, long count, double rate, double megabytes) {
-        out.printf(
-                Locale.ROOT,
-                "  %-17s %15s msg  %18s%s%n",
+        field(
+                out,
+                "%15s msg  %18s%s%n",
                 what,
                 Format.count(count),
                 Format.rate(rate),
@@ -222,9 +219,9 @@ final class Summary {
         if (samples == 0) {
             return;
         }
-        out.printf(
-                Locale.ROOT,
-                "  %-17s p50 %s  p75 %s  p95 %s  p99 %s  p99.9 %s  max %s  (%s samples)%n",
+        field(
+                out,
+                "p50 %s  p75 %s  p95 %s  p99 %s  p99.9 %s  max %s  (%s samples)%n",
                 what,
                 Format.micros(p.at(50)),
                 Format.micros(p.at(75)),

@@ -252,10 +252,10 @@ public final class WarrenPerf implements Callable<Integer> {
             names = "--rerun-stolen",
             paramLabel = "N",
             defaultValue = "0",
-            description =
-                    "A run during which the hypervisor took 2 %% or more of the machine's CPU time (steal) is set aside and"
-                            + " run again, at most N times per run; the set-aside runs are printed, not counted"
-                            + " (default: ${DEFAULT-VALUE}).")
+            description = "A run during which the hypervisor took " + RunResult.STEAL_WARNING_PERCENT
+                    + " %% or more of the machine's CPU time (steal) is set aside and"
+                    + " run again, at most N times per run; the set-aside runs are printed, not counted"
+                    + " (default: ${DEFAULT-VALUE}).")
     private int rerunStolen;
 
     @Option(
@@ -453,7 +453,7 @@ public final class WarrenPerf implements Callable<Integer> {
                             .count();
                     if (robbed > 0) {
                         out.println("  WARNING: the hypervisor took "
-                                + String.format(Locale.ROOT, "%.0f", RunResult.STEAL_WARNING_PERCENT)
+                                + RunResult.STEAL_WARNING_PERCENT
                                 + " % or more of the machine's CPU time in " + robbed + " of " + legResults.size()
                                 + " runs (see their summaries): the medians' tails may be the host's; run again on a"
                                 + " quiet machine");
