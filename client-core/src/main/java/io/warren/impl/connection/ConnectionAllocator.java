@@ -86,7 +86,8 @@ public final class ConnectionAllocator implements ByteBufAllocator, ByteBufAlloc
      * staging buffer (512 KiB then) at every burst and gave it back when the burst was written: 16 threads' 1 MiB
      * bodies made and freed 3,770 chunks for 4,800 messages, each a zeroed direct buffer and some 25 KB of the pool's
      * bookkeeping on the heap. (With one pool, the loop's small buffers in the same chunk did this by accident.) A
-     * staging buffer now outlives its burst (at most two kept idle per loop), but still goes back when its stream pauses.
+     * staging buffer now outlives its burst (at most two kept idle per loop), but still goes back when its stream
+     * pauses.
      */
     private final FastThreadLocal<ByteBuf> anchor = new FastThreadLocal<>() {
         @Override

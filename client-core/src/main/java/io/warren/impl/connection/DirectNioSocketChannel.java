@@ -26,18 +26,18 @@ import java.util.concurrent.atomic.AtomicLong;
  * large as the largest gathering write (a 16 MiB body: 16 MiB, for good; 1 MiB bodies: 1 MiB besides the pool).
  *
  * <p>Here the bytes at the head of the outbound buffer that are heap (and the small direct pieces between them: frame
- * headers, end octets) are copied into one direct buffer from the connection's allocator ({@value StagingBuffer#CAPACITY}
- * bytes when {@value StagingBuffer#LARGE_FROM} or more are waiting and the first message that carries heap bytes does not
- * fit the small buffer, {@value StagingBuffer#SMALL_CAPACITY} otherwise), which is
- * written, followed by the direct buffers after it (not copied). What the socket does not take stays staged and is written first next time:
- * every heap byte is copied exactly once. A heap buffer below {@value #STAGE_FROM} bytes at the head of a burst is left
- * to the JDK, as Netty hands it over; once a burst has staged, the heap that follows in it is staged however
- * small, rather than kept in the JDK's temporary buffers. Netty's accounting is
+ * headers, end octets) are copied into one direct buffer from the connection's allocator
+ * ({@value StagingBuffer#CAPACITY} bytes when {@value StagingBuffer#LARGE_FROM} or more are waiting and the first
+ * message that carries heap bytes does not fit the small buffer, {@value StagingBuffer#SMALL_CAPACITY} otherwise),
+ * which is written, followed by the direct buffers after it (not copied). What the socket does not take stays staged
+ * and is written first next time: every heap byte is copied exactly once. A heap buffer below {@value #STAGE_FROM}
+ * bytes at the head of a burst is left to the JDK, as Netty hands it over; once a burst has staged, the heap that
+ * follows in it is staged however small, rather than kept in the JDK's temporary buffers. Netty's accounting is
  * unchanged: a buffer leaves the outbound buffer (its promise completes) when the socket took its last byte, and the
  * staged bytes are always the first bytes still in it; the JDK {@link ByteBuffer}s Netty caches for its entries are
  * moved on by what was written, as the JDK's own write would have done. The staging buffer, its size and its life are
- * {@link StagingBuffer}'s: it outlives its burst, at most two kept idle per event loop. Without heap bytes at the head, a write is Netty's own
- * gathering write.
+ * {@link StagingBuffer}'s: it outlives its burst, at most two kept idle per event loop. Without heap bytes at the head,
+ * a write is Netty's own gathering write.
  */
 public final class DirectNioSocketChannel extends NioSocketChannel {
 

@@ -10,8 +10,8 @@ import java.util.concurrent.TimeUnit;
 /**
  * The staging buffer of one {@link DirectNioSocketChannel}: which size a burst takes, and when the buffer goes back to
  * the pool. The channel copies heap bytes into it and writes them ({@link DirectNioSocketChannel#doWrite}); this class
- * owns and releases it. Event loop only, as the channel's write; {@link #close} may come from the thread that closes
- * the channel (in Warren, the loop).
+ * owns and releases it. Event loop only, as the channel's write; {@link #close} comes from the channel's close, on
+ * the loop, or on Netty's {@code GlobalEventExecutor} where SO_LINGER is set (Warren never sets it).
  */
 final class StagingBuffer {
 
@@ -57,9 +57,9 @@ final class StagingBuffer {
      * bodies at once need two 1 MiB buffers, and the chunk that held the second was made and freed by Netty 528 times
      * in 6,400 messages (each a zeroed 2 MiB direct buffer and the pool's bookkeeping on the heap). Kept this long, it
      * is made once per stream (for two streams per loop: a third gives its buffer back at each burst, as all did
-     * before) (one thread's 64 KiB bodies: 55,376 against 50,467 msg/s given back at each burst, 4
-     * JVMs each); an idle connection holds none, and a loop keeps at most {@link #MAX_LINGERING_PER_LOOP} between
-     * bursts, so many connections that each send a body now and then do not each hold one.
+     * before; one thread's 64 KiB bodies: 55,376 against 50,467 msg/s given back at each burst, 4 JVMs each); an idle
+     * connection holds none, and a loop keeps at most {@link #MAX_LINGERING_PER_LOOP} between bursts, so many
+     * connections that each send a body now and then do not each hold one.
      */
     static final long LINGER_NANOS = TimeUnit.SECONDS.toNanos(1);
 

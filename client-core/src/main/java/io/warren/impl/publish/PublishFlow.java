@@ -292,8 +292,8 @@ public final class PublishFlow implements BlockedListener {
      * reaching the event loop is held by its channel instead of written ({@link Publisher}): so what the socket has
      * not taken stays bounded by the mark plus one message, not by the number of publishing threads. Where the
      * transport copies a heap buffer into direct memory at the write (TLS, the native transports; Warren's NIO
-     * channel copies one of 16 KiB or more into its staging buffer only as the socket takes it, see
-     * {@code ConnectionAllocator}) that bounds the copies too.
+     * channel copies one of 16 KiB or more into its staging buffer, at most one staging buffer ahead of the socket,
+     * see {@link io.warren.impl.connection.DirectNioSocketChannel}) that bounds the copies too.
      */
     boolean isSocketWritable() {
         return ctx.channel().isWritable();
