@@ -77,7 +77,7 @@ public final class SharedLoopLargeBodyMain {
             after = before.now();
             peak = direct.peak(0);
         }
-        long total = (long) args.connections() * args.threads() * args.messages();
+        long total = (long) runner.threads() * args.messages(); // every connection's threads
         double seconds = (ends.written() - start) / 1e9;
         double takenSeconds = (ends.taken() - start) / 1e9;
         System.out.printf(
