@@ -2,6 +2,7 @@ package io.warren.impl.queue;
 
 import io.netty.util.ReferenceCountUtil;
 import io.netty.util.concurrent.EventExecutor;
+import io.netty.util.concurrent.OrderedEventExecutor;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
@@ -141,14 +142,16 @@ public abstract class InboundMessageQueue<M> {
 
     /**
      * Whether two executors are the same event loop: the same object, or two Netty
-     * {@link EventExecutor}s that both run the calling thread (so call this on the producer loop).
+     * {@link OrderedEventExecutor}s that both run the calling thread (so call this on the producer loop). Ordered
+     * only: an executor such as {@code ImmediateEventExecutor} says it is in its loop on every thread, and runs a
+     * task on whichever thread hands it one (an application thread's fetch), so it needs the cross-thread queue.
      */
     public static boolean sameEventLoop(Executor producerLoop, Executor consumerContext) {
         if (producerLoop == consumerContext) {
             return true;
         }
-        return producerLoop instanceof EventExecutor p
-                && consumerContext instanceof EventExecutor c
+        return producerLoop instanceof OrderedEventExecutor p
+                && consumerContext instanceof OrderedEventExecutor c
                 && p.inEventLoop()
                 && c.inEventLoop();
     }
