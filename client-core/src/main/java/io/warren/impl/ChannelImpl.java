@@ -604,12 +604,14 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
             return future;
         }
         ChannelRpc.Request<GetResponse> request = ChannelRpc.Request.of(
-                MethodIds.BASIC_GET,
-                MethodIds.BASIC_GET_OK,
-                MethodIds.BASIC_GET_EMPTY,
-                frame,
-                (reply, f) -> GetRequest.onReply(consumers, reply, f, autoAck),
-                future);
+                        MethodIds.BASIC_GET,
+                        MethodIds.BASIC_GET_OK,
+                        MethodIds.BASIC_GET_EMPTY,
+                        frame,
+                        (reply, f) -> GetRequest.onReply(consumers, reply, f, autoAck),
+                        future)
+                // after a timeout too: its content follows, and the message is given back (GetRequest)
+                .onLateReply((reply, f) -> GetRequest.onReply(consumers, reply, f, autoAck));
         HandOver.run(state.outbound(), () -> state.call(request), frame, future);
         return future;
     }

@@ -364,6 +364,68 @@ class RecoveryIT {
         }
     }
 
+    /**
+     * A consumer the application cancels while its connection is down (the broker already dropped it with the
+     * connection) stays cancelled: recovery does not start it again, and the cancel completes rather than fail on the
+     * lost channel. The channel's other consumer comes back.
+     */
+    @Test
+    void aConsumerCancelledWhileTheConnectionIsDownIsNotRecovered(Broker broker, BrokerExtension.TestNames names)
+            throws Exception {
+        try (FaultProxy proxy = new FaultProxy(broker.host(), broker.port())) {
+            Connection c = await(BrokerExtension.client().connect(through(proxy, broker, "recovery-cancelled")));
+            names.onCleanup(() -> c.close().toCompletableFuture().get(30, TimeUnit.SECONDS));
+            Events events = new Events();
+            c.addRecoveryListener(events);
+            Channel ch = await(c.openChannel());
+            String cancelledQueue = names.queue("cancelled");
+            String keptQueue = names.queue("kept");
+            await(ch.queueDeclare(QueueSpec.named(cancelledQueue)));
+            await(ch.queueDeclare(QueueSpec.named(keptQueue)));
+            deleteOnCleanup(names, broker, cancelledQueue);
+            deleteOnCleanup(names, broker, keptQueue);
+            BlockingQueue<String> got = new LinkedBlockingQueue<>();
+            ConsumerHandle cancelled = await(ch.consume(cancelledQueue, new ConsumeOptions(), d -> {
+                got.add("cancelled: " + d.body().toString(StandardCharsets.UTF_8));
+                d.ack();
+            }));
+            ConsumerHandle kept = await(ch.consume(keptQueue, new ConsumeOptions(), d -> {
+                got.add("kept: " + d.body().toString(StandardCharsets.UTF_8));
+                d.ack();
+            }));
+
+            proxy.refuseNew(true);
+            proxy.cutAll();
+            Await.awaitTrue(c::isRecovering, T, "the connection is recovering");
+            CompletionStage<Void> cancel = cancelled.cancel();
+            proxy.refuseNew(false);
+            events.awaitRecovery();
+
+            await(cancel); // completes: the consumer is gone, whether or not the broker heard a basic.cancel
+            assertFalse(cancelled.isActive());
+            assertTrue(kept.isActive());
+            assertEquals(
+                    0,
+                    await(ch.queueDeclare(QueueSpec.passive(cancelledQueue))).consumerCount(),
+                    "the cancelled consumer was not started again on the recovered channel");
+            assertEquals(1, await(ch.queueDeclare(QueueSpec.passive(keptQueue))).consumerCount());
+            await(ch.publish("", cancelledQueue, false, null, bytes("stays")));
+            await(ch.publish("", keptQueue, false, null, bytes("after")));
+            assertEquals("kept: after", got.poll(30, TimeUnit.SECONDS));
+            Await.awaitTrue(
+                    () -> {
+                        try {
+                            return ConsumeIT.messageCount(ch, cancelledQueue) == 1;
+                        } catch (Exception e) {
+                            throw new AssertionError(e);
+                        }
+                    },
+                    T,
+                    "the message published to the cancelled consumer's queue stays there");
+            assertTrue(got.isEmpty(), "nothing reached the cancelled consumer: " + got);
+        }
+    }
+
     @Test
     void deletedEntitiesAreForgottenAndNotDeclaredAgain(Broker broker, BrokerExtension.TestNames names)
             throws Exception {

@@ -20,7 +20,10 @@ import java.util.concurrent.TimeUnit;
  * <ul>
  *   <li>a request that times out while still queued is removed and never sent;</li>
  *   <li>one that times out on the wire stays at the head, its future failed, until its late reply comes
- *       and is dropped; only then is the next request sent.</li>
+ *       and is dropped; only then is the next request sent. A request whose reply changes what the broker holds
+ *       for the channel (a consumer started or cancelled, a basic.get's message on its way) has a late handler
+ *       ({@link Request#onLateReply}) that acts on it instead: the broker did what was asked, and what follows the
+ *       reply (deliveries, the message's content) must find the client agreeing.</li>
  * </ul>
  *
  * A nowait request is written when it reaches the head, its future completes once it is written, and
@@ -49,6 +52,8 @@ public final class ChannelRpc {
         ByteBuf frame;
         ScheduledFuture<?> timeout;
         boolean sent;
+        /** Handles the reply that comes after the request timed out (its future already failed); null: dropped. */
+        ReplyHandler<T> lateHandler;
 
         private Request(
                 int requestKey,
@@ -83,6 +88,15 @@ public final class ChannelRpc {
         /** A nowait request; the future completes with {@code result} once written. Owns {@code frame}. */
         public static <T> Request<T> noWait(int requestKey, ByteBuf frame, T result, CompletableFuture<T> future) {
             return new Request<>(requestKey, -1, -1, frame, null, true, result, future);
+        }
+
+        /**
+         * What to do with a reply that comes after this request timed out, its future already failed (a completion
+         * of it is ignored): for a reply that changes the broker's state for the channel. Returns this request.
+         */
+        public Request<T> onLateReply(ReplyHandler<T> handler) {
+            this.lateHandler = handler;
+            return this;
         }
 
         public CompletableFuture<T> future() {
@@ -139,6 +153,8 @@ public final class ChannelRpc {
         try {
             if (!head.future.isDone()) {
                 complete(head, frame);
+            } else if (head.lateHandler != null) {
+                completeLate(head, frame); // the late reply of a request that timed out, and it matters
             }
             // else: the late reply of a request that timed out; dropped, as promised
         } catch (RuntimeException e) {
@@ -150,9 +166,12 @@ public final class ChannelRpc {
         return true;
     }
 
-    @SuppressWarnings("unchecked")
     private static <T> void complete(Request<T> request, Frame frame) {
         request.handler.onReply(frame, request.future);
+    }
+
+    private static <T> void completeLate(Request<T> request, Frame frame) {
+        request.lateHandler.onReply(frame, request.future);
     }
 
     /** Fails every request with {@code cause} and releases the frames not yet sent (channel closing). */

@@ -212,18 +212,36 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
         request.call(
                 state,
                 (reply, f) -> {
-                    ByteBuf p = reply.payload();
-                    String tag = new BasicConsumeOk().wrap(p, p.readerIndex()).consumerTagAsString();
-                    consumer.activate(tag);
-                    add(consumer);
-                    metrics.consumerStarted(consumer);
-                    QueueConsumerCounts topology = topology();
-                    if (topology != null) {
-                        topology.consumerStarted(queue); // an auto-delete queue goes with its last consumer
-                    }
+                    started(consumer, queue, reply);
                     f.complete(consumer);
                 },
+                (reply, f) -> {
+                    // consume-ok after basic.consume timed out: the broker has this consumer, the application was
+                    // told it has none. Started here and cancelled at once: what the broker sends it meanwhile is
+                    // rejected back to the queue, never handed to the handler.
+                    started(consumer, queue, reply);
+                    LOG.warn(
+                            "channel {}: consume-ok for consumer '{}' on queue '{}' came after basic.consume timed out;"
+                                    + " the consumer is cancelled, and what it received meanwhile goes back to the queue",
+                            number,
+                            consumer.consumerTag(),
+                            queue);
+                    consumer.cancelUnwanted();
+                },
                 result);
+    }
+
+    /** consume-ok: the consumer has its tag and takes deliveries. */
+    private void started(ConsumerImpl consumer, String queue, Frame reply) {
+        ByteBuf p = reply.payload();
+        String tag = new BasicConsumeOk().wrap(p, p.readerIndex()).consumerTagAsString();
+        consumer.activate(tag);
+        add(consumer);
+        metrics.consumerStarted(consumer);
+        QueueConsumerCounts topology = topology();
+        if (topology != null) {
+            topology.consumerStarted(queue); // an auto-delete queue goes with its last consumer
+        }
     }
 
     /** A consumer starts (consume-ok) or moves here (recovery). */

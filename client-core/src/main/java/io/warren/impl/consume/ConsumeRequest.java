@@ -65,6 +65,18 @@ final class ConsumeRequest {
             ChannelState state,
             ChannelRpc.ReplyHandler<ConsumerHandle> onConsumeOk,
             CompletableFuture<ConsumerHandle> result) {
+        call(state, onConsumeOk, null, result);
+    }
+
+    /**
+     * {@link #call(ChannelState, ChannelRpc.ReplyHandler, CompletableFuture)}, with {@code onLateConsumeOk} for a
+     * consume-ok that comes after the request timed out (null: dropped; see {@link ChannelRpc.Request#onLateReply}).
+     */
+    void call(
+            ChannelState state,
+            ChannelRpc.ReplyHandler<ConsumerHandle> onConsumeOk,
+            ChannelRpc.ReplyHandler<ConsumerHandle> onLateConsumeOk,
+            CompletableFuture<ConsumerHandle> result) {
         assert state.outbound().inEventLoop() : "consume request off the event loop";
         ByteBuf q = qos;
         ByteBuf c = consume;
@@ -81,7 +93,8 @@ final class ConsumeRequest {
                     new CompletableFuture<Void>()));
         }
         state.call(
-                ChannelRpc.Request.of(MethodIds.BASIC_CONSUME, MethodIds.BASIC_CONSUME_OK, -1, c, onConsumeOk, result));
+                ChannelRpc.Request.of(MethodIds.BASIC_CONSUME, MethodIds.BASIC_CONSUME_OK, -1, c, onConsumeOk, result)
+                        .onLateReply(onLateConsumeOk));
     }
 
     /** The request will not be sent: its frames are released. Once, and not after {@link #call}. */

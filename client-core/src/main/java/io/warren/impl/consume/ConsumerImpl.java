@@ -98,6 +98,11 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
     private volatile String consumerTag = "";
     private volatile boolean ended;
 
+    // event loop only: a cancel asked for while the channel was not usable (lost with its connection, closing); it
+    // completes when the consumer ends, or goes to the broker once recovery has started the consumer again
+    private CompletableFuture<Void> cancelOnRecovery;
+    private AmqpException cancelOnRecoveryCause;
+
     ConsumerImpl(
             ChannelConsumers channel,
             String queueName,
@@ -227,6 +232,52 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
         queue.close();
         dispatch.end();
         endFuture.complete(cause);
+        CompletableFuture<Void> held = cancelOnRecovery;
+        if (held != null) {
+            cancelOnRecovery = null;
+            held.complete(null); // the broker has no such consumer any more: cancelled
+        }
+    }
+
+    /**
+     * A consumer the application was told it does not have (its basic.consume timed out): cancelled at once, and
+     * every delivery it gets until cancel-ok is disposed of (rejected back to the queue) rather than handed over.
+     */
+    void cancelUnwanted() {
+        assert channel.state().outbound().inEventLoop() : "consumer state off the event loop";
+        queue.close();
+        cancel(new AmqpException("consumer '" + consumerTag + "' started after its basic.consume timed out"));
+    }
+
+    /** Whether the application cancelled this consumer while its channel was lost (recovery must not start it). */
+    boolean cancelRequested() {
+        assert channel.state().outbound().inEventLoop() : "consumer state off the event loop";
+        return cancelOnRecovery != null;
+    }
+
+    /** Recovery: a consumer cancelled while it waited, and not started again, ends as cancelled. */
+    void endCancelled() {
+        end(cancelOnRecoveryCause);
+    }
+
+    /**
+     * Recovery started this consumer again (consume-ok on the recovered channel) after the application cancelled
+     * it: the cancel held for it goes to the broker now.
+     */
+    void cancelHeldCancel() {
+        assert channel.state().outbound().inEventLoop() : "consumer state off the event loop";
+        CompletableFuture<Void> held = cancelOnRecovery;
+        if (held == null) {
+            return;
+        }
+        cancelOnRecovery = null;
+        cancel(cancelOnRecoveryCause).whenComplete((v, e) -> {
+            if (e == null) {
+                held.complete(null);
+            } else {
+                held.completeExceptionally(e);
+            }
+        });
     }
 
     boolean noAck() {
@@ -416,20 +467,39 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
                                 rpc.complete(null);
                                 return;
                             }
+                            if (!state.isUsable()) {
+                                // lost with its connection: recovery would start it again, so the cancel waits
+                                // for recovery's outcome (or the channel's close, which ends the consumer)
+                                frame.release();
+                                holdCancel(cause, rpc);
+                                return;
+                            }
                             state.call(ChannelRpc.Request.of(
-                                    MethodIds.BASIC_CANCEL,
-                                    MethodIds.BASIC_CANCEL_OK,
-                                    -1,
-                                    frame,
-                                    (reply, f) -> {
-                                        end(cause);
-                                        f.complete(null);
-                                    },
-                                    rpc));
+                                            MethodIds.BASIC_CANCEL,
+                                            MethodIds.BASIC_CANCEL_OK,
+                                            -1,
+                                            frame,
+                                            (reply, f) -> {
+                                                end(cause);
+                                                f.complete(null);
+                                            },
+                                            rpc)
+                                    // cancel-ok after the timeout: the broker has cancelled it all the same
+                                    .onLateReply((reply, f) -> end(cause)));
                         },
                         rpc,
                         frame::release));
         return result;
+    }
+
+    private void holdCancel(AmqpException cause, CompletableFuture<Void> rpc) {
+        CompletableFuture<Void> held = cancelOnRecovery;
+        if (held != null) {
+            held.whenComplete((v, e) -> rpc.complete(null)); // a second cancel meanwhile ends with the first
+            return;
+        }
+        cancelOnRecovery = rpc;
+        cancelOnRecoveryCause = cause;
     }
 
     @Override

@@ -61,6 +61,12 @@ final class LostConsumers {
         CompletableFuture<?>[] all = new CompletableFuture<?>[moving.length];
         for (int i = 0; i < moving.length; i++) {
             ConsumerImpl c = moving[i];
+            if (c.cancelRequested()) {
+                // the application cancelled it while the connection was down: the broker has none, nor gets one
+                c.endCancelled();
+                all[i] = CompletableFuture.completedFuture(null);
+                continue;
+            }
             String queue = queueNames.apply(c.queue());
             CompletableFuture<ConsumerHandle> done = new CompletableFuture<>();
             all[i] = done.handle((h, e) -> {
@@ -97,6 +103,7 @@ final class LostConsumers {
                         c.rebind(target, queue);
                         target.add(c);
                         f.complete(c);
+                        c.cancelHeldCancel(); // cancelled while its basic.consume was on the way
                     },
                     done);
         }

@@ -1,0 +1,131 @@
+package io.warren.impl;
+
+import static io.warren.impl.ChannelTest.failure;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.warren.Channel;
+import io.warren.ConnectionOptions;
+import io.warren.ConsumeOptions;
+import io.warren.ConsumerHandle;
+import io.warren.GetResponse;
+import io.warren.RpcTimeoutException;
+import io.warren.codec.Frame;
+import io.warren.codec.content.BasicProperties;
+import io.warren.codec.method.BasicCancelOkEncoder;
+import io.warren.codec.method.BasicConsumeOkEncoder;
+import io.warren.codec.method.BasicGetOkEncoder;
+import io.warren.codec.method.BasicQosOkEncoder;
+import io.warren.codec.method.MethodIds;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The reply to a request that timed out, when it changes what the broker holds for the channel: the client acts on
+ * it rather than drop it, so that what follows (a message's content, deliveries) finds the two agreeing.
+ */
+class LateReplyTest {
+
+    private static final byte[] BODY = "late".getBytes(StandardCharsets.UTF_8);
+
+    private static FakeBroker broker() {
+        return new FakeBroker(new ConnectionOptions().rpcTimeout(Duration.ofSeconds(5)));
+    }
+
+    private static void timeOut(FakeBroker broker) {
+        broker.client.advanceTimeBy(6, TimeUnit.SECONDS);
+        broker.client.runScheduledPendingTasks();
+    }
+
+    /** Every frame the client wrote, as text (settlements) or method names. */
+    private static List<String> written(FakeBroker broker) {
+        broker.client.runPendingTasks();
+        List<String> out = new ArrayList<>();
+        Frame f;
+        while ((f = broker.next()) != null) {
+            out.add(FakeBroker.settlement(f));
+        }
+        return out;
+    }
+
+    /** Before: the content after a late get-ok found no assembler, and the connection closed with 505. */
+    @Test
+    void aLateGetOkIsAssembledAndItsMessageGivenBack() {
+        try (FakeBroker broker = broker()) {
+            ConnectionImpl c = broker.handshake();
+            Channel ch = broker.openChannel(c, 1);
+            CompletionStage<GetResponse> get = ch.basicGet("q", false);
+            broker.expectAndRelease(1, MethodIds.BASIC_GET);
+            timeOut(broker);
+            assertInstanceOf(RpcTimeoutException.class, failure(get));
+
+            broker.send(1, new BasicGetOkEncoder().deliveryTag(1).exchange("").routingKey("q"));
+            broker.sendContent(1, BasicProperties.EMPTY, BODY);
+            assertEquals(List.of("reject 1 requeue"), written(broker), "nobody has the message: it goes back");
+            assertTrue(c.isOpen());
+            assertTrue(ch.isOpen());
+        }
+    }
+
+    /** Before: the broker kept a consumer the client did not know, whose deliveries were dropped unsettled. */
+    @Test
+    void aLateConsumeOkCancelsTheConsumerAndGivesItsDeliveriesBack() {
+        try (FakeBroker broker = broker()) {
+            ConnectionImpl c = broker.handshake();
+            Channel ch = broker.openChannel(c, 1);
+            List<String> handled = new ArrayList<>();
+            CompletionStage<ConsumerHandle> consume = ch.consume(
+                    "q",
+                    new ConsumeOptions().prefetch(10),
+                    d -> handled.add(d.body().toString(StandardCharsets.UTF_8)));
+            broker.expectAndRelease(1, MethodIds.BASIC_QOS);
+            broker.send(1, new BasicQosOkEncoder());
+            broker.expectAndRelease(1, MethodIds.BASIC_CONSUME);
+            timeOut(broker);
+            assertInstanceOf(RpcTimeoutException.class, failure(consume));
+
+            broker.send(1, new BasicConsumeOkEncoder().consumerTag("late"));
+            broker.sendDeliver(1, "late", 1, false, BasicProperties.EMPTY, BODY);
+            List<String> out = written(broker);
+            assertTrue(out.contains("method basic.cancel"), "the consumer is cancelled: " + out);
+            assertTrue(out.contains("reject 1 requeue"), "its delivery goes back to the queue: " + out);
+            broker.send(1, new BasicCancelOkEncoder().consumerTag("late"));
+            assertEquals(List.of(), handled, "the application was told it has no such consumer");
+            assertEquals(List.of(), written(broker));
+            assertTrue(ch.isOpen());
+        }
+    }
+
+    /** Before: the consumer stayed active for ever, its end never came. */
+    @Test
+    void aLateCancelOkEndsTheConsumer() {
+        try (FakeBroker broker = broker()) {
+            ConnectionImpl c = broker.handshake();
+            Channel ch = broker.openChannel(c, 1);
+            CompletionStage<ConsumerHandle> consume = ch.consume("q", new ConsumeOptions().prefetch(10), d -> {});
+            broker.expectAndRelease(1, MethodIds.BASIC_QOS);
+            broker.send(1, new BasicQosOkEncoder());
+            broker.expectAndRelease(1, MethodIds.BASIC_CONSUME);
+            broker.send(1, new BasicConsumeOkEncoder().consumerTag("c"));
+            ConsumerHandle handle = consume.toCompletableFuture().join();
+            CompletionStage<Void> cancel = handle.cancel();
+            broker.client.runPendingTasks();
+            broker.expectAndRelease(1, MethodIds.BASIC_CANCEL);
+            timeOut(broker);
+            assertInstanceOf(RpcTimeoutException.class, failure(cancel));
+            assertTrue(handle.isActive());
+
+            broker.send(1, new BasicCancelOkEncoder().consumerTag("c"));
+            assertFalse(handle.isActive());
+            assertTrue(handle.endFuture().toCompletableFuture().isDone());
+            assertTrue(ch.isOpen());
+        }
+    }
+}
