@@ -164,6 +164,16 @@ public final class OutboundPath {
     private boolean draining;
     /** Whether the body frame written last still needs its end octet, and the listener of its message. */
     private boolean endPending;
+    /**
+     * A message's head and body are being written: Netty may call back from inside those writes (a writability
+     * change, a failed promise's listener), and whatever such a callback writes is queued behind the message
+     * instead of landing inside its body frame.
+     */
+    private boolean midMessage;
+    /** Writability changed while {@link #midMessage}: the listeners hear of it once the message is written. */
+    private boolean writabilityChangedMidMessage;
+    /** A drain came while {@link #midMessage}: it runs once the message is written. */
+    private boolean drainAfterMessage;
 
     private WriteListener pendingEndListener;
 
@@ -279,8 +289,25 @@ public final class OutboundPath {
 
     /** Called by the connection handler on channelWritabilityChanged. Event loop. */
     void writabilityChanged() {
+        if (midMessage) {
+            writabilityChangedMidMessage = true; // a publisher told now would write inside the message
+            return;
+        }
         for (Runnable l : writabilityListeners) {
             l.run();
+        }
+    }
+
+    /** A message's head and body are written: what Netty reported meanwhile is told now, what was queued drains. */
+    private void endMessage() {
+        midMessage = false;
+        if (writabilityChangedMidMessage) {
+            writabilityChangedMidMessage = false;
+            writabilityChanged();
+        }
+        if (drainAfterMessage) {
+            drainAfterMessage = false;
+            scheduleDrain();
         }
     }
 
@@ -337,21 +364,28 @@ public final class OutboundPath {
             defer(new DeferredContent(head, body, listener));
             return;
         }
-        if (endPending && head.readerIndex() > 0) {
-            WriteListener previous = pendingEndListener;
-            endPending = false;
-            pendingEndListener = null;
-            int first = head.readerIndex() - 1;
-            head.setByte(first, Frames.FRAME_END);
-            head.readerIndex(first);
-            writeNow(head, previous);
-        } else {
+        if (!(endPending && head.readerIndex() > 0)) {
             writePendingEnds(); // a head without the free byte: the end octet goes as a write of its own
-            writeNow(head, null);
         }
-        writeNow(body, null);
-        endPending = true;
-        pendingEndListener = listener;
+        midMessage = true;
+        try {
+            if (endPending) {
+                WriteListener previous = pendingEndListener;
+                endPending = false;
+                pendingEndListener = null;
+                int first = head.readerIndex() - 1;
+                head.setByte(first, Frames.FRAME_END);
+                head.readerIndex(first);
+                writeNow(head, previous);
+            } else {
+                writeNow(head, null);
+            }
+            writeNow(body, null);
+            endPending = true;
+            pendingEndListener = listener;
+        } finally {
+            endMessage();
+        }
     }
 
     /**
@@ -495,6 +529,12 @@ public final class OutboundPath {
     }
 
     private void drain() {
+        if (midMessage) {
+            // run from inside a message's writes (an executor that runs tasks at once): after the message
+            drainScheduled = 0;
+            drainAfterMessage = true;
+            return;
+        }
         if (!takeToken()) {
             // A caller writes: it looks at the queue when it gives the token back and schedules a drain then. Let go
             // of the flag first, then look at the token again: either the caller sees the flag clear, or this sees
@@ -613,7 +653,7 @@ public final class OutboundPath {
             lastWriteNanos = System.nanoTime();
             burstWrites = callerWritesPerBurst;
         }
-        if (!inBatch && !draining && owner == LOOP) {
+        if (!inBatch && !draining && !midMessage && owner == LOOP) {
             // Everything the loop wrote is flushed (what the socket did not take is in Netty's outbound buffer,
             // which keeps callers away until it is written): callers may write again.
             owner = FREE;
@@ -630,6 +670,9 @@ public final class OutboundPath {
      * writes of its own that must go first: the write is then queued ({@link #defer}). Event loop.
      */
     private boolean takeOnLoop() {
+        if (midMessage) {
+            return false; // called back from inside a message's writes: behind the message
+        }
         if (draining) {
             return true; // a drain holds the token and writes in queue order
         }
@@ -682,14 +725,19 @@ public final class OutboundPath {
     /** The rest of a caller's message the socket did not take: first on the wire. Event loop, token just taken. */
     private void writeHanded() {
         HandedRest rest = takeHandedRest();
-        if (rest.head() != null) {
-            writeToPipeline(rest.head(), null);
+        midMessage = true;
+        try {
+            if (rest.head() != null) {
+                writeToPipeline(rest.head(), null);
+            }
+            if (rest.body() != null) {
+                writeToPipeline(rest.body(), null);
+            }
+            endPending = true; // the message's end octet is always part of what is left
+            pendingEndListener = rest.listener();
+        } finally {
+            endMessage();
         }
-        if (rest.body() != null) {
-            writeToPipeline(rest.body(), null);
-        }
-        endPending = true; // the message's end octet is always part of what is left
-        pendingEndListener = rest.listener();
         if (!inBatch && !flushTaskScheduled) {
             flushTaskScheduled = true;
             loop.execute(flushTask);

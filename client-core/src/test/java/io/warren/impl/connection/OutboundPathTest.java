@@ -494,6 +494,44 @@ class OutboundPathTest {
         wire.close();
     }
 
+    /**
+     * Netty reports writability from inside the write that crosses the mark: here a message's head. A publisher told
+     * then (a writability listener, a handler, a failed promise's listener) must not write inside that message's body
+     * frame: its message goes after this one's end octet.
+     */
+    @Test
+    void aPublishMadeWhileAMessagesHeadIsWrittenGoesAfterTheMessage() {
+        boolean[] published = {false};
+        Wire[] opened = new Wire[1];
+        ChannelInboundHandlerAdapter publisher = new ChannelInboundHandlerAdapter() {
+            @Override
+            public void channelWritabilityChanged(ChannelHandlerContext ctx) {
+                if (!published[0]) {
+                    published[0] = true;
+                    Wire w = opened[0];
+                    w.path().writeContent(w.head(0x0B0B0B0B), w.frames(0x62), null);
+                    w.path().write(w.frames(0x08, 0x00));
+                }
+                ctx.fireChannelWritabilityChanged();
+            }
+        };
+        Wire wire = Wire.open(publisher);
+        opened[0] = wire;
+        OutboundPath path = wire.path();
+        // the first head crosses the high-water mark
+        wire.channel().config().setWriteBufferWaterMark(new io.netty.channel.WriteBufferWaterMark(1, 2));
+        path.beginReadBatch();
+        path.writeContent(wire.head(0x0A0A0A0A), wire.frames(0x61), null);
+        path.endReadBatch();
+        wire.channel().runPendingTasks();
+        assertTrue(published[0], "the head's write turned the channel unwritable");
+        org.junit.jupiter.api.Assertions.assertArrayEquals(
+                bytes(0x0A, 0x0A, 0x0A, 0x0A, 0x61, 0xCE, 0x0B, 0x0B, 0x0B, 0x0B, 0x62, 0xCE, 0x08, 0x00),
+                wire.transport().stream(),
+                () -> io.netty.buffer.ByteBufUtil.hexDump(wire.transport().stream()));
+        wire.close();
+    }
+
     @Test
     void aPublishMadeWhileAPendingEndOctetIsWrittenStillGoesBeforeTheNextWrite() {
         boolean[] published = {false};
