@@ -253,6 +253,39 @@ class ConfirmCallerWriteTest {
     // ---- the rig ---------------------------------------------------------------------------------------------------
 
     /** A client connected to a {@link Peer}: channel 1 for a consumer, channel 2 in confirm mode. */
+    /**
+     * Two publishes from the event loop in confirm mode: the first waits behind a caller's write (the writer token
+     * held), the second meets a reason to hold (connection.blocked). Both reach the broker in call order: the second
+     * waits behind the first rather than being held ahead of it.
+     */
+    @Test
+    void loopPublishesKeepCallOrderWhenTheFirstWaitsBehindACallerAndTheSecondIsHeld() throws Exception {
+        try (Rig rig = new Rig(new PublishOptions(), false)) {
+            io.netty.util.concurrent.EventExecutor loop = rig.outbound.eventLoop();
+            assertTrue(
+                    rig.outbound.tryTakeForCaller(), "this thread holds the writer token, as a caller writing would");
+            List<CompletableFuture<PublishOutcome>> futures = new CopyOnWriteArrayList<>();
+            loop.submit(() -> futures.add(rig.confirming
+                            .publish("x", "rk", true, BasicProperties.EMPTY, body(LOOP, 0, 24))
+                            .toCompletableFuture()))
+                    .get(10, TimeUnit.SECONDS);
+            rig.peer.blocked(true);
+            assertTrue(rig.peer.await(rig.connection::isBlocked), "the client read connection.blocked");
+            loop.submit(() -> futures.add(rig.confirming
+                            .publish("x", "rk", true, BasicProperties.EMPTY, body(LOOP, 1, 24))
+                            .toCompletableFuture()))
+                    .get(10, TimeUnit.SECONDS);
+            rig.outbound.releaseCaller(); // the first one's turn comes: the connection is blocked, it is held
+            loop.submit(() -> {}).get(10, TimeUnit.SECONDS);
+            rig.peer.blocked(false);
+            assertTrue(rig.peer.await(() -> rig.peer.confirmPublishes.get() == 2), rig.peer.state());
+            rig.peer.assertClean(); // the peer checks that each thread's messages arrive in call order
+            for (int seq = 0; seq < 2; seq++) {
+                assertSame(expected(LOOP, seq), outcome(futures.get(seq)), "publish " + seq);
+            }
+        }
+    }
+
     private static final class Rig implements AutoCloseable {
         final AmqpClient client = AmqpClient.create(new ClientOptions().ioThreads(1));
         final Peer peer;
@@ -403,6 +436,17 @@ class ConfirmCallerWriteTest {
 
         void assertClean() {
             assertEquals(List.of(), errors);
+        }
+
+        /** From the test's thread: connection.blocked, or connection.unblocked. */
+        void blocked(boolean on) throws IOException {
+            synchronized (this) {
+                if (on) {
+                    send(0, new io.warren.codec.method.ConnectionBlockedEncoder().reason("test"));
+                } else {
+                    send(0, new io.warren.codec.method.ConnectionUnblockedEncoder());
+                }
+            }
         }
 
         /** From the test's thread: acks every publish read so far (the peer holds its acks). */

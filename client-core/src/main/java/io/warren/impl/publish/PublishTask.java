@@ -29,6 +29,8 @@ final class PublishTask implements OutboundPath.DiscardableTask {
     ByteBuf body;
     long bytes;
     CompletableFuture<PublishOutcome> future;
+    // event loop only: queued behind a caller's write by the publisher (confirm mode), to be numbered in its turn
+    boolean deferred;
 
     void set(
             Publisher publisher,
@@ -79,5 +81,6 @@ final class PublishTask implements OutboundPath.DiscardableTask {
         body = null;
         bytes = 0;
         future = null;
+        deferred = false;
     }
 }

@@ -142,6 +142,8 @@ public final class Publisher {
     private boolean windowClosed;
     /** A retry of the held publishes is queued behind a caller's token ({@link #tokenToNumber}). */
     private boolean retryQueued;
+    /** Publishes from the loop queued behind a caller's token and not yet run again ({@link #onTask}). */
+    private int deferredBehindCaller;
 
     private final Runnable retryHeld = this::retryHeld;
 
@@ -527,6 +529,15 @@ public final class Publisher {
         assert outbound.inEventLoop() : "publisher state off the event loop";
         long bytes = task.bytes;
         lastTaskBytes = bytes;
+        if (task.deferred) {
+            task.deferred = false; // its turn behind the caller came
+            deferredBehindCaller--;
+        } else if (deferredBehindCaller > 0) {
+            // an earlier publish from the loop waits behind a caller's write: this one goes behind it, in call order
+            // (held here, it would be sent before the earlier one, which finds it held when its turn comes)
+            deferBehindCaller(task);
+            return;
+        }
         if (closed) {
             // queued before the loss, reached here after it (the connection's end runs what is still queued)
             flow.dequeued(bytes);
@@ -546,12 +557,18 @@ public final class Publisher {
         if (confirms != null && !outbound.takeForLoop()) {
             // a caller holds the writer token (or the loop's writes queue behind one): numbered when its turn in the
             // queue comes, under the token, so that numbering order stays wire order; still counted as queued
-            outbound.deferBehindCaller(task);
+            deferBehindCaller(task);
             return;
         }
         send(task);
         flow.dequeued(bytes);
         updateWritability();
+    }
+
+    private void deferBehindCaller(PublishTask task) {
+        task.deferred = true;
+        deferredBehindCaller++;
+        outbound.deferBehindCaller(task);
     }
 
     /** The event loop refused the task (the client's event loop group is shut down). Any thread. */
