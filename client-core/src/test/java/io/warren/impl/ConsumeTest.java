@@ -91,12 +91,7 @@ class ConsumeTest {
 
     /** Every frame the client wrote, as text (settlements) or method names. */
     private static List<String> written(FakeBroker broker) {
-        List<String> out = new ArrayList<>();
-        Frame f;
-        while ((f = broker.next()) != null) {
-            out.add(FakeBroker.settlement(f));
-        }
-        return out;
+        return broker.written();
     }
 
     @Test

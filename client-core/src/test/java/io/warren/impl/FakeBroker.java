@@ -30,6 +30,7 @@ import io.warren.codec.method.MethodTable;
 import io.warren.impl.connection.ConnectionHandler;
 import io.warren.impl.connection.MethodNames;
 import io.warren.impl.metrics.MetricsCollector;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
@@ -239,6 +240,16 @@ final class FakeBroker implements AutoCloseable {
     public void close() {
         client.finishAndReleaseAll();
         fromClient.finishAndReleaseAll();
+    }
+
+    /** Every frame the client wrote so far, as {@link #settlement} tells them; releases them. */
+    List<String> written() {
+        List<String> out = new java.util.ArrayList<>();
+        Frame f;
+        while ((f = next()) != null) {
+            out.add(settlement(f));
+        }
+        return out;
     }
 
     /**

@@ -12,7 +12,6 @@ import io.warren.ConsumeOptions;
 import io.warren.ConsumerHandle;
 import io.warren.GetResponse;
 import io.warren.RpcTimeoutException;
-import io.warren.codec.Frame;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.method.BasicCancelOkEncoder;
 import io.warren.codec.method.BasicConsumeOkEncoder;
@@ -47,12 +46,7 @@ class LateReplyTest {
     /** Every frame the client wrote, as text (settlements) or method names. */
     private static List<String> written(FakeBroker broker) {
         broker.client.runPendingTasks();
-        List<String> out = new ArrayList<>();
-        Frame f;
-        while ((f = broker.next()) != null) {
-            out.add(FakeBroker.settlement(f));
-        }
-        return out;
+        return broker.written();
     }
 
     /** Before: the content after a late get-ok found no assembler, and the connection closed with 505. */

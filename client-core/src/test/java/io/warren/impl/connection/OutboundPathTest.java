@@ -495,28 +495,41 @@ class OutboundPathTest {
     }
 
     /**
+     * A publisher told synchronously that the socket turned unwritable, publishing at once (as one releasing held
+     * publishes does), the first time only.
+     */
+    private static final class PublishOnce extends ChannelInboundHandlerAdapter {
+        private final java.util.function.Consumer<Wire> publish;
+        Wire wire;
+        boolean published;
+
+        PublishOnce(java.util.function.Consumer<Wire> publish) {
+            this.publish = publish;
+        }
+
+        @Override
+        public void channelWritabilityChanged(ChannelHandlerContext ctx) {
+            if (!published) {
+                published = true;
+                publish.accept(wire);
+            }
+            ctx.fireChannelWritabilityChanged();
+        }
+    }
+
+    /**
      * Netty reports writability from inside the write that crosses the mark: here a message's head. A publisher told
      * then (a writability listener, a handler, a failed promise's listener) must not write inside that message's body
      * frame: its message goes after this one's end octet.
      */
     @Test
     void aPublishMadeWhileAMessagesHeadIsWrittenGoesAfterTheMessage() {
-        boolean[] published = {false};
-        Wire[] opened = new Wire[1];
-        ChannelInboundHandlerAdapter publisher = new ChannelInboundHandlerAdapter() {
-            @Override
-            public void channelWritabilityChanged(ChannelHandlerContext ctx) {
-                if (!published[0]) {
-                    published[0] = true;
-                    Wire w = opened[0];
-                    w.path().writeContent(w.head(0x0B0B0B0B), w.frames(0x62), null);
-                    w.path().write(w.frames(0x08, 0x00));
-                }
-                ctx.fireChannelWritabilityChanged();
-            }
-        };
+        PublishOnce publisher = new PublishOnce(w -> {
+            w.path().writeContent(w.head(0x0B0B0B0B), w.frames(0x62), null);
+            w.path().write(w.frames(0x08, 0x00));
+        });
         Wire wire = Wire.open(publisher);
-        opened[0] = wire;
+        publisher.wire = wire;
         OutboundPath path = wire.path();
         // the first head crosses the high-water mark
         wire.channel().config().setWriteBufferWaterMark(new io.netty.channel.WriteBufferWaterMark(1, 2));
@@ -524,7 +537,7 @@ class OutboundPathTest {
         path.writeContent(wire.head(0x0A0A0A0A), wire.frames(0x61), null);
         path.endReadBatch();
         wire.channel().runPendingTasks();
-        assertTrue(published[0], "the head's write turned the channel unwritable");
+        assertTrue(publisher.published, "the head's write turned the channel unwritable");
         org.junit.jupiter.api.Assertions.assertArrayEquals(
                 bytes(0x0A, 0x0A, 0x0A, 0x0A, 0x61, 0xCE, 0x0B, 0x0B, 0x0B, 0x0B, 0x62, 0xCE, 0x08, 0x00),
                 wire.transport().stream(),
@@ -534,22 +547,9 @@ class OutboundPathTest {
 
     @Test
     void aPublishMadeWhileAPendingEndOctetIsWrittenStillGoesBeforeTheNextWrite() {
-        boolean[] published = {false};
-        Wire[] opened = new Wire[1];
-        // a publisher told synchronously that the socket turned unwritable, publishing at once (releasing held ones)
-        ChannelInboundHandlerAdapter publisher = new ChannelInboundHandlerAdapter() {
-            @Override
-            public void channelWritabilityChanged(ChannelHandlerContext ctx) {
-                if (!published[0]) {
-                    published[0] = true;
-                    Wire w = opened[0];
-                    w.path().writeContent(w.head(0x0B0B0B0B), w.frames(0x62), null);
-                }
-                ctx.fireChannelWritabilityChanged();
-            }
-        };
+        PublishOnce publisher = new PublishOnce(w -> w.path().writeContent(w.head(0x0B0B0B0B), w.frames(0x62), null));
         Wire wire = Wire.open(publisher);
-        opened[0] = wire;
+        publisher.wire = wire;
         OutboundPath path = wire.path();
         path.beginReadBatch();
         path.writeContent(wire.head(0x0A0A0A0A), wire.frames(0x61), null);
@@ -558,7 +558,7 @@ class OutboundPathTest {
         wire.channel().config().setWriteBufferWaterMark(new io.netty.channel.WriteBufferWaterMark(1, (int) pending));
         path.write(wire.frames(0x08, 0x00));
         path.endReadBatch();
-        assertTrue(published[0], "the end octet's write turned the channel unwritable");
+        assertTrue(publisher.published, "the end octet's write turned the channel unwritable");
         org.junit.jupiter.api.Assertions.assertArrayEquals(
                 bytes(0x0A, 0x0A, 0x0A, 0x0A, 0x61, 0xCE, 0x0B, 0x0B, 0x0B, 0x0B, 0x62, 0xCE, 0x08, 0x00),
                 wire.transport().stream());
