@@ -28,6 +28,7 @@ import io.warren.codec.Frame;
 import io.warren.codec.base.FrameType;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.method.BasicAck;
+import io.warren.codec.method.BasicCancelOkEncoder;
 import io.warren.codec.method.BasicConsume;
 import io.warren.codec.method.BasicConsumeOkEncoder;
 import io.warren.codec.method.BasicQos;
@@ -299,6 +300,80 @@ class RecoveryTest {
                     recovery.events(),
                     "one recovery, over two connections: the one lost while restoring did not succeed");
             third.expectNothing();
+        }
+    }
+
+    /**
+     * The application cancels a consumer while recovery's basic.consume for it is on the way: the cancel waits for
+     * consume-ok and goes to the broker then, instead of failing on the lost channel and leaving the consumer running.
+     */
+    @Test
+    void aConsumerCancelledWhileItsRecoveryIsOnTheWayIsCancelledAtConsumeOk() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            var c = ch.consume("q", new ConsumeOptions().consumerTag("c").prefetch(10), d -> {});
+            assertEquals(List.of("1 basic.qos 10", "1 basic.consume q c"), new Answers(brokers.first, "1").all());
+            ConsumerHandle h = done(c);
+
+            FakeBroker second = brokers.cutAndReconnect();
+            RecoveringBrokers.reopen(second, 1);
+            second.expectAndRelease(1, MethodIds.BASIC_QOS);
+            second.send(1, new BasicQosOkEncoder());
+            second.expectAndRelease(1, MethodIds.BASIC_CONSUME);
+            CompletionStage<Void> cancel = h.cancel();
+            brokers.runAllTasks();
+            assertFalse(cancel.toCompletableFuture().isDone(), "held until recovery's basic.consume is answered");
+
+            second.send(1, new BasicConsumeOkEncoder().consumerTag("c"));
+            brokers.runAllTasks();
+            second.expectAndRelease(1, MethodIds.BASIC_CANCEL);
+            second.send(1, new BasicCancelOkEncoder().consumerTag("c"));
+            brokers.runAllTasks();
+            done(cancel);
+            assertFalse(h.isActive());
+            second.expectNothing();
+        }
+    }
+
+    /**
+     * Recovery's basic.consume times out (the consumer ends with it) and its consume-ok comes after: the broker has
+     * the consumer again, so the client cancels it, and what the broker delivers to it meanwhile goes back to the
+     * queue rather than be dropped unsettled.
+     */
+    @Test
+    void aLateConsumeOkOfARecoveryThatTimedOutCancelsTheConsumerAndGivesItsDeliveriesBack() {
+        try (RecoveringBrokers brokers =
+                new RecoveringBrokers(new io.warren.ConnectionOptions().rpcTimeout(java.time.Duration.ofSeconds(5)))) {
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            List<String> seen = new ArrayList<>();
+            var c = ch.consume(
+                    "q",
+                    new ConsumeOptions().consumerTag("c").prefetch(10),
+                    d -> seen.add(new String(d.bodyBytes(), StandardCharsets.UTF_8)));
+            assertEquals(List.of("1 basic.qos 10", "1 basic.consume q c"), new Answers(brokers.first, "1").all());
+            ConsumerHandle h = done(c);
+
+            FakeBroker second = brokers.cutAndReconnect();
+            RecoveringBrokers.reopen(second, 1);
+            second.expectAndRelease(1, MethodIds.BASIC_QOS);
+            second.send(1, new BasicQosOkEncoder());
+            second.expectAndRelease(1, MethodIds.BASIC_CONSUME);
+            second.client.advanceTimeBy(6, java.util.concurrent.TimeUnit.SECONDS);
+            second.client.runScheduledPendingTasks();
+            brokers.runAllTasks();
+            assertFalse(h.isActive(), "the consumer ended when its recovery timed out");
+
+            second.send(1, new BasicConsumeOkEncoder().consumerTag("c"));
+            deliver(second, "c", 1, "meanwhile");
+            brokers.runAllTasks();
+            List<String> out = second.written();
+            assertTrue(out.contains("method basic.cancel"), "the consumer is cancelled: " + out);
+            assertTrue(out.contains("reject 1 requeue"), "its delivery goes back to the queue: " + out);
+            second.send(1, new BasicCancelOkEncoder().consumerTag("c"));
+            brokers.runAllTasks();
+            assertEquals(List.of(), seen, "the consumer had ended: nothing reaches its handler");
+            second.expectNothing();
+            assertTrue(ch.isOpen());
         }
     }
 

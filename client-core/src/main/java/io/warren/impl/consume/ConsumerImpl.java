@@ -249,6 +249,35 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
         cancel(new AmqpException("consumer '" + consumerTag + "' started after its basic.consume timed out"));
     }
 
+    /**
+     * Recovery's basic.consume for this consumer timed out (it ended then) and its consume-ok came after: the broker
+     * has it on {@code recovered} again. It goes back into that channel's table only so that what the broker sends it
+     * until cancel-ok is disposed of (its queue is closed: rejected back to the queue), and it is cancelled.
+     */
+    void cancelRestartedAfterEnd(ChannelConsumers recovered, String queue) {
+        rebind(recovered, queue);
+        recovered.add(this);
+        ChannelState state = recovered.state();
+        ByteBuf frame;
+        try {
+            frame = ConsumeFrames.basicCancel(state.alloc(), state.number(), consumerTag);
+        } catch (RuntimeException e) {
+            recovered.ended(this);
+            return;
+        }
+        state.call(ChannelRpc.Request.of(
+                        MethodIds.BASIC_CANCEL,
+                        MethodIds.BASIC_CANCEL_OK,
+                        -1,
+                        frame,
+                        (reply, f) -> {
+                            recovered.ended(this);
+                            f.complete(null);
+                        },
+                        new CompletableFuture<Void>())
+                .onLateReply((reply, f) -> recovered.ended(this)));
+    }
+
     /** Whether the application cancelled this consumer while its channel was lost (recovery must not start it). */
     boolean cancelRequested() {
         assert channel.state().outbound().inEventLoop() : "consumer state off the event loop";

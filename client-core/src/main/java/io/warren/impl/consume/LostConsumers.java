@@ -105,6 +105,16 @@ final class LostConsumers {
                         f.complete(c);
                         c.cancelHeldCancel(); // cancelled while its basic.consume was on the way
                     },
+                    (reply, f) -> {
+                        // consume-ok after the basic.consume timed out, which ended the consumer: the broker has it
+                        LOG.warn(
+                                "channel {}: consume-ok for consumer '{}' on queue '{}' came after its recovery timed"
+                                        + " out; it is cancelled, and what it received meanwhile goes back to the queue",
+                                number,
+                                c.consumerTag(),
+                                queue);
+                        c.cancelRestartedAfterEnd(target, queue);
+                    },
                     done);
         }
         return CompletableFuture.allOf(all).thenApply(v -> null);
