@@ -335,6 +335,49 @@ class RecoveryTest {
         }
     }
 
+    /** A basic.cancel cut off by the connection's loss before cancel-ok: recovery does not start the consumer again. */
+    @Test
+    void aCancelCutOffByTheLossIsNotUndoneByRecovery() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            var c = ch.consume("q", new ConsumeOptions().consumerTag("c").prefetch(10), d -> {});
+            assertEquals(List.of("1 basic.qos 10", "1 basic.consume q c"), new Answers(brokers.first, "1").all());
+            ConsumerHandle h = done(c);
+            CompletionStage<Void> cancel = h.cancel();
+            brokers.first.expectAndRelease(1, MethodIds.BASIC_CANCEL); // not answered: the connection goes first
+
+            FakeBroker second = brokers.cutAndReconnect();
+            assertEquals(List.of("1 channel.open"), new Answers(second, "2").all(), "no basic.consume for it");
+            done(cancel);
+            assertFalse(h.isActive());
+        }
+    }
+
+    /**
+     * A consumer started only to be cancelled (its consume-ok came after its basic.consume timed out), whose cancel the
+     * connection's loss cut off: recovery does not start it again.
+     */
+    @Test
+    void aConsumerCancelledForALateConsumeOkIsNotRecovered() {
+        try (RecoveringBrokers brokers =
+                new RecoveringBrokers(new io.warren.ConnectionOptions().rpcTimeout(java.time.Duration.ofSeconds(5)))) {
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            var c = ch.consume("q", new ConsumeOptions().consumerTag("c").prefetch(10), d -> {});
+            brokers.first.expectAndRelease(1, MethodIds.BASIC_QOS);
+            brokers.first.send(1, new BasicQosOkEncoder());
+            brokers.first.expectAndRelease(1, MethodIds.BASIC_CONSUME);
+            brokers.first.client.advanceTimeBy(6, java.util.concurrent.TimeUnit.SECONDS);
+            brokers.first.client.runScheduledPendingTasks();
+            assertTrue(c.toCompletableFuture().isCompletedExceptionally(), "basic.consume timed out");
+            brokers.first.send(1, new BasicConsumeOkEncoder().consumerTag("c"));
+            brokers.runAllTasks();
+            brokers.first.expectAndRelease(1, MethodIds.BASIC_CANCEL); // not answered: the connection goes first
+
+            FakeBroker second = brokers.cutAndReconnect();
+            assertEquals(List.of("1 channel.open"), new Answers(second, "2").all(), "no basic.consume for it");
+        }
+    }
+
     /**
      * Recovery's basic.consume times out (the consumer ends with it) and its consume-ok comes after: the broker has
      * the consumer again, so the client cancels it, and what the broker delivers to it meanwhile goes back to the

@@ -496,14 +496,28 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
                                 rpc.complete(null);
                                 return;
                             }
-                            if (!state.isUsable()) {
+                            // read again on the loop: recovery may have moved the consumer to a new channel state
+                            // since the caller's thread looked (the channel number, and so the frame, stay the same)
+                            ChannelState now = channel.state();
+                            if (!now.isUsable()) {
                                 // lost with its connection: recovery would start it again, so the cancel waits
                                 // for recovery's outcome (or the channel's close, which ends the consumer)
                                 frame.release();
                                 holdCancel(cause, rpc);
                                 return;
                             }
-                            state.call(ChannelRpc.Request.of(
+                            CompletableFuture<Void> answered = new CompletableFuture<>();
+                            answered.whenComplete((v, e) -> {
+                                if (e != null && !ended && !channel.state().isUsable()) {
+                                    // the channel went while basic.cancel was on its way: recovery decides, as above
+                                    holdCancel(cause, rpc);
+                                } else if (e == null) {
+                                    rpc.complete(null);
+                                } else {
+                                    rpc.completeExceptionally(e);
+                                }
+                            });
+                            now.call(ChannelRpc.Request.of(
                                             MethodIds.BASIC_CANCEL,
                                             MethodIds.BASIC_CANCEL_OK,
                                             -1,
@@ -512,7 +526,7 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
                                                 end(cause);
                                                 f.complete(null);
                                             },
-                                            rpc)
+                                            answered)
                                     // cancel-ok after the timeout: the broker has cancelled it all the same
                                     .onLateReply((reply, f) -> end(cause)));
                         },

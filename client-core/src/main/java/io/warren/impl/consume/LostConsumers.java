@@ -61,6 +61,11 @@ final class LostConsumers {
         CompletableFuture<?>[] all = new CompletableFuture<?>[moving.length];
         for (int i = 0; i < moving.length; i++) {
             ConsumerImpl c = moving[i];
+            if (!c.isActive()) {
+                // ended while its cancel was on the way (a consumer started after its basic.consume timed out)
+                all[i] = CompletableFuture.completedFuture(null);
+                continue;
+            }
             if (c.cancelRequested()) {
                 // the application cancelled it while the connection was down: the broker has none, nor gets one
                 c.endCancelled();
