@@ -121,6 +121,45 @@ class RecoveryReadPauseTest {
         }
     }
 
+    /**
+     * Consumers holding reading paused wait for the restore's second pass. When the channel closes in the first (a
+     * sibling's basic.consume refused), they end with the channel's close rather than wait for ever, and a cancel held
+     * for one of them completes.
+     */
+    @Test
+    void pausedConsumersWhoseChannelClosesDuringTheRestoreEnd() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            List<Long> seen = new ArrayList<>();
+            ConsumeOptions noAck = new ConsumeOptions().noAck(true).waterMarks(2, 4);
+            ConsumerHandle paused = consume(brokers.first, ch, "paused", noAck, seen);
+            ConsumerHandle cancelled = consume(brokers.first, ch, "cancelled", noAck, seen);
+            consume(brokers.first, ch, "refused", noAck, seen);
+            paused.pause();
+            cancelled.pause();
+            for (long t = 1; t <= 8; t++) {
+                deliver(brokers.first, t <= 4 ? "paused" : "cancelled", t);
+            }
+            assertEquals(2, brokers.first.handler.readPauses());
+
+            brokers.cut();
+            java.util.concurrent.CompletionStage<Void> cancel = cancelled.cancel();
+            FakeBroker second = brokers.cutAndReconnectAfterLoss();
+            RecoveringBrokers.reopen(second, 1);
+            second.expectAndRelease(1, MethodIds.BASIC_CONSUME); // "refused": the one not holding reading paused
+            second.sendChannelClose(1, 404, "NOT_FOUND - no queue 'q'", 60, 20);
+            second.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
+            brokers.runAllTasks();
+
+            assertFalse(brokers.connection.isRecovering());
+            assertTrue(cancel.toCompletableFuture().isDone(), "the cancel held through the outage completed");
+            assertFalse(cancelled.isActive());
+            assertFalse(paused.isActive(), "not left waiting for a second pass that did not come");
+            assertTrue(paused.endFuture().toCompletableFuture().isDone());
+            second.expectNothing();
+        }
+    }
+
     @Test
     void aConsumerHoldingReadingPausedIsRestoredAfterTheOthers() {
         try (RecoveringBrokers brokers = new RecoveringBrokers()) {

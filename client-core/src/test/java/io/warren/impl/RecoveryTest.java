@@ -379,6 +379,66 @@ class RecoveryTest {
     }
 
     /**
+     * A consumer started only to be cancelled (a late consume-ok) whose basic.cancel timed out too, and then the
+     * connection went: recovery does not start it again (its deliveries are closed: it would reject everything the
+     * broker sends it, for ever).
+     */
+    @Test
+    void aConsumerWaitingOnlyForItsCancelIsNotRecoveredAfterTheCancelTimedOut() {
+        try (RecoveringBrokers brokers =
+                new RecoveringBrokers(new io.warren.ConnectionOptions().rpcTimeout(java.time.Duration.ofSeconds(5)))) {
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            var c = ch.consume("q", new ConsumeOptions().consumerTag("c").prefetch(10), d -> {});
+            brokers.first.expectAndRelease(1, MethodIds.BASIC_QOS);
+            brokers.first.send(1, new BasicQosOkEncoder());
+            brokers.first.expectAndRelease(1, MethodIds.BASIC_CONSUME);
+            brokers.first.client.advanceTimeBy(6, java.util.concurrent.TimeUnit.SECONDS);
+            brokers.first.client.runScheduledPendingTasks();
+            assertTrue(c.toCompletableFuture().isCompletedExceptionally(), "basic.consume timed out");
+            brokers.first.send(1, new BasicConsumeOkEncoder().consumerTag("c"));
+            brokers.runAllTasks();
+            brokers.first.expectAndRelease(1, MethodIds.BASIC_CANCEL);
+            brokers.first.client.advanceTimeBy(6, java.util.concurrent.TimeUnit.SECONDS);
+            brokers.first.client.runScheduledPendingTasks(); // the basic.cancel times out too
+
+            FakeBroker second = brokers.cutAndReconnect();
+            assertEquals(List.of("1 channel.open"), new Answers(second, "2").all(), "no basic.consume for it");
+        }
+    }
+
+    /** Two cancels held through an outage end alike: when the one sent after recovery fails, both fail. */
+    @Test
+    void aSecondHeldCancelFailsWithTheFirst() {
+        try (RecoveringBrokers brokers =
+                new RecoveringBrokers(new io.warren.ConnectionOptions().rpcTimeout(java.time.Duration.ofSeconds(5)))) {
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            var c = ch.consume("q", new ConsumeOptions().consumerTag("c").prefetch(10), d -> {});
+            assertEquals(List.of("1 basic.qos 10", "1 basic.consume q c"), new Answers(brokers.first, "1").all());
+            ConsumerHandle h = done(c);
+
+            FakeBroker second = brokers.cutAndReconnect();
+            RecoveringBrokers.reopen(second, 1);
+            second.expectAndRelease(1, MethodIds.BASIC_QOS);
+            second.send(1, new BasicQosOkEncoder());
+            second.expectAndRelease(1, MethodIds.BASIC_CONSUME);
+            CompletionStage<Void> first = h.cancel();
+            CompletionStage<Void> again = h.cancel();
+            brokers.runAllTasks();
+            second.send(1, new BasicConsumeOkEncoder().consumerTag("c"));
+            brokers.runAllTasks();
+            second.expectAndRelease(1, MethodIds.BASIC_CANCEL); // never answered: it times out
+            second.client.advanceTimeBy(6, java.util.concurrent.TimeUnit.SECONDS);
+            second.client.runScheduledPendingTasks();
+            brokers.runAllTasks();
+            assertTrue(first.toCompletableFuture().isCompletedExceptionally());
+            assertTrue(
+                    again.toCompletableFuture().isCompletedExceptionally(),
+                    "the consumer is still the broker's: the second cancel did not succeed either");
+            assertTrue(h.isActive());
+        }
+    }
+
+    /**
      * Recovery's basic.consume times out (the consumer ends with it) and its consume-ok comes after: the broker has
      * the consumer again, so the client cancels it, and what the broker delivers to it meanwhile goes back to the
      * queue rather than be dropped unsettled.

@@ -284,6 +284,14 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
         return cancelOnRecovery != null;
     }
 
+    /**
+     * Whether its deliveries are disposed of rather than handled: it only waits for its cancel (unwanted, or its
+     * executor refused a drain), or it ended. Event loop.
+     */
+    boolean deliveriesClosed() {
+        return queue.isClosed();
+    }
+
     /** Recovery: a consumer cancelled while it waited, and not started again, ends as cancelled. */
     void endCancelled() {
         end(cancelOnRecoveryCause);
@@ -538,7 +546,13 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
     private void holdCancel(AmqpException cause, CompletableFuture<Void> rpc) {
         CompletableFuture<Void> held = cancelOnRecovery;
         if (held != null) {
-            held.whenComplete((v, e) -> rpc.complete(null)); // a second cancel meanwhile ends with the first
+            held.whenComplete((v, e) -> { // a second cancel meanwhile ends as the first does
+                if (e == null) {
+                    rpc.complete(null);
+                } else {
+                    rpc.completeExceptionally(e);
+                }
+            });
             return;
         }
         cancelOnRecovery = rpc;

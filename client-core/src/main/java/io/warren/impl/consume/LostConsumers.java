@@ -47,7 +47,10 @@ final class LostConsumers {
      * @param unpausedOnly only the consumers that do not hold reading paused (the others stay for a later call)
      */
     CompletionStage<Void> moveTo(ChannelConsumers target, UnaryOperator<String> queueNames, boolean unpausedOnly) {
-        ConsumerImpl[] moving = lost;
+        // first, and in either pass: a consumer the application cancelled, or one that only waits for its cancel, is
+        // not started again (a paused one would otherwise wait for a second pass that may not come)
+        ConsumerImpl[] moving =
+                Arrays.stream(lost).filter(LostConsumers::startsAgain).toArray(ConsumerImpl[]::new);
         lost = new ConsumerImpl[0];
         if (unpausedOnly) {
             ConsumerImpl[] paused = Arrays.stream(moving)
@@ -61,17 +64,6 @@ final class LostConsumers {
         CompletableFuture<?>[] all = new CompletableFuture<?>[moving.length];
         for (int i = 0; i < moving.length; i++) {
             ConsumerImpl c = moving[i];
-            if (!c.isActive()) {
-                // ended while its cancel was on the way (a consumer started after its basic.consume timed out)
-                all[i] = CompletableFuture.completedFuture(null);
-                continue;
-            }
-            if (c.cancelRequested()) {
-                // the application cancelled it while the connection was down: the broker has none, nor gets one
-                c.endCancelled();
-                all[i] = CompletableFuture.completedFuture(null);
-                continue;
-            }
             String queue = queueNames.apply(c.queue());
             CompletableFuture<ConsumerHandle> done = new CompletableFuture<>();
             all[i] = done.handle((h, e) -> {
@@ -123,6 +115,28 @@ final class LostConsumers {
                     done);
         }
         return CompletableFuture.allOf(all).thenApply(v -> null);
+    }
+
+    /**
+     * Whether recovery starts {@code c} again; one it does not is ended here. Not: a consumer that ended while its
+     * cancel was on the way (started after its basic.consume timed out), one the application cancelled while the
+     * connection was down (the broker has none, nor gets one), one whose deliveries are closed and which only waited
+     * for its cancel-ok (unwanted, or its executor refused it).
+     */
+    private static boolean startsAgain(ConsumerImpl c) {
+        if (!c.isActive()) {
+            return false;
+        }
+        if (c.cancelRequested()) {
+            c.endCancelled();
+            return false;
+        }
+        if (c.deliveriesClosed()) {
+            c.end(new AmqpException("consumer '" + c.consumerTag() + "' was being cancelled when its channel was lost"
+                    + " (its basic.cancel unanswered): not started again"));
+            return false;
+        }
+        return true;
     }
 
     /** Recovery will not happen: the lost consumers end with {@code cause}. */

@@ -386,6 +386,15 @@ public final class ChannelRecovery implements PublishCarryOver {
     /** Everything is back: held publishes go out in order, then publishing is normal again. */
     public void recovered() {
         assert channel.state().outbound().inEventLoop() : "channel recovery off the event loop";
+        // Consumers still waiting here were left for the second pass (they held reading paused) and the channel closed
+        // before it (a sibling's basic.consume refused): they will not be started, so they end now.
+        for (ChannelConsumers old : lostConsumers) {
+            old.endLost(
+                    channel.state().isUsable()
+                            ? new AmqpException(
+                                    "channel " + channel.channelNumber() + " was recovered without this consumer")
+                            : channel.state().closedError());
+        }
         lostConsumers.clear();
         CompletableFuture<Void> done;
         // The replay runs under the monitor: a publisher that arrives meanwhile waits the few microseconds it
