@@ -335,6 +335,29 @@ class RecoveryTest {
         }
     }
 
+    /** Brokers whose connections time requests out after 5 s (the tests step the clock 6 s). */
+    private static RecoveringBrokers withRpcTimeout() {
+        return new RecoveringBrokers(new io.warren.ConnectionOptions().rpcTimeout(java.time.Duration.ofSeconds(5)));
+    }
+
+    /**
+     * Consumer "c" on channel 1: its basic.consume times out, its consume-ok comes after, and the client sends
+     * basic.cancel for the consumer it was told it does not have (left unanswered).
+     */
+    private static void startedAfterTimeout(RecoveringBrokers brokers) {
+        Channel ch = brokers.first.openChannel(brokers.connection, 1);
+        var c = ch.consume("q", new ConsumeOptions().consumerTag("c").prefetch(10), d -> {});
+        brokers.first.expectAndRelease(1, MethodIds.BASIC_QOS);
+        brokers.first.send(1, new BasicQosOkEncoder());
+        brokers.first.expectAndRelease(1, MethodIds.BASIC_CONSUME);
+        brokers.first.client.advanceTimeBy(6, java.util.concurrent.TimeUnit.SECONDS);
+        brokers.first.client.runScheduledPendingTasks();
+        assertTrue(c.toCompletableFuture().isCompletedExceptionally(), "basic.consume timed out");
+        brokers.first.send(1, new BasicConsumeOkEncoder().consumerTag("c"));
+        brokers.runAllTasks();
+        brokers.first.expectAndRelease(1, MethodIds.BASIC_CANCEL);
+    }
+
     /** A basic.cancel cut off by the connection's loss before cancel-ok: recovery does not start the consumer again. */
     @Test
     void aCancelCutOffByTheLossIsNotUndoneByRecovery() {
@@ -359,19 +382,8 @@ class RecoveryTest {
      */
     @Test
     void aConsumerCancelledForALateConsumeOkIsNotRecovered() {
-        try (RecoveringBrokers brokers =
-                new RecoveringBrokers(new io.warren.ConnectionOptions().rpcTimeout(java.time.Duration.ofSeconds(5)))) {
-            Channel ch = brokers.first.openChannel(brokers.connection, 1);
-            var c = ch.consume("q", new ConsumeOptions().consumerTag("c").prefetch(10), d -> {});
-            brokers.first.expectAndRelease(1, MethodIds.BASIC_QOS);
-            brokers.first.send(1, new BasicQosOkEncoder());
-            brokers.first.expectAndRelease(1, MethodIds.BASIC_CONSUME);
-            brokers.first.client.advanceTimeBy(6, java.util.concurrent.TimeUnit.SECONDS);
-            brokers.first.client.runScheduledPendingTasks();
-            assertTrue(c.toCompletableFuture().isCompletedExceptionally(), "basic.consume timed out");
-            brokers.first.send(1, new BasicConsumeOkEncoder().consumerTag("c"));
-            brokers.runAllTasks();
-            brokers.first.expectAndRelease(1, MethodIds.BASIC_CANCEL); // not answered: the connection goes first
+        try (RecoveringBrokers brokers = withRpcTimeout()) {
+            startedAfterTimeout(brokers);
 
             FakeBroker second = brokers.cutAndReconnect();
             assertEquals(List.of("1 channel.open"), new Answers(second, "2").all(), "no basic.consume for it");
@@ -385,19 +397,8 @@ class RecoveryTest {
      */
     @Test
     void aConsumerWaitingOnlyForItsCancelIsNotRecoveredAfterTheCancelTimedOut() {
-        try (RecoveringBrokers brokers =
-                new RecoveringBrokers(new io.warren.ConnectionOptions().rpcTimeout(java.time.Duration.ofSeconds(5)))) {
-            Channel ch = brokers.first.openChannel(brokers.connection, 1);
-            var c = ch.consume("q", new ConsumeOptions().consumerTag("c").prefetch(10), d -> {});
-            brokers.first.expectAndRelease(1, MethodIds.BASIC_QOS);
-            brokers.first.send(1, new BasicQosOkEncoder());
-            brokers.first.expectAndRelease(1, MethodIds.BASIC_CONSUME);
-            brokers.first.client.advanceTimeBy(6, java.util.concurrent.TimeUnit.SECONDS);
-            brokers.first.client.runScheduledPendingTasks();
-            assertTrue(c.toCompletableFuture().isCompletedExceptionally(), "basic.consume timed out");
-            brokers.first.send(1, new BasicConsumeOkEncoder().consumerTag("c"));
-            brokers.runAllTasks();
-            brokers.first.expectAndRelease(1, MethodIds.BASIC_CANCEL);
+        try (RecoveringBrokers brokers = withRpcTimeout()) {
+            startedAfterTimeout(brokers);
             brokers.first.client.advanceTimeBy(6, java.util.concurrent.TimeUnit.SECONDS);
             brokers.first.client.runScheduledPendingTasks(); // the basic.cancel times out too
 
@@ -409,8 +410,7 @@ class RecoveryTest {
     /** Two cancels held through an outage end alike: when the one sent after recovery fails, both fail. */
     @Test
     void aSecondHeldCancelFailsWithTheFirst() {
-        try (RecoveringBrokers brokers =
-                new RecoveringBrokers(new io.warren.ConnectionOptions().rpcTimeout(java.time.Duration.ofSeconds(5)))) {
+        try (RecoveringBrokers brokers = withRpcTimeout()) {
             Channel ch = brokers.first.openChannel(brokers.connection, 1);
             var c = ch.consume("q", new ConsumeOptions().consumerTag("c").prefetch(10), d -> {});
             assertEquals(List.of("1 basic.qos 10", "1 basic.consume q c"), new Answers(brokers.first, "1").all());
@@ -445,8 +445,7 @@ class RecoveryTest {
      */
     @Test
     void aLateConsumeOkOfARecoveryThatTimedOutCancelsTheConsumerAndGivesItsDeliveriesBack() {
-        try (RecoveringBrokers brokers =
-                new RecoveringBrokers(new io.warren.ConnectionOptions().rpcTimeout(java.time.Duration.ofSeconds(5)))) {
+        try (RecoveringBrokers brokers = withRpcTimeout()) {
             Channel ch = brokers.first.openChannel(brokers.connection, 1);
             List<String> seen = new ArrayList<>();
             var c = ch.consume(
