@@ -264,20 +264,11 @@ class RecoveryTest {
     void aConsumerWhoseRecoveryIsCutBeforeConsumeOkIsRecoveredByTheNextRecovery() {
         try (RecoveringBrokers brokers = new RecoveringBrokers()) {
             RecordingRecoveryListener recovery = RecordingRecoveryListener.on(brokers.connection);
-            Channel ch = brokers.first.openChannel(brokers.connection, 1);
             List<String> seen = new ArrayList<>();
-            var c = ch.consume(
-                    "q",
-                    new ConsumeOptions().consumerTag("c").prefetch(10),
-                    d -> seen.add(new String(d.bodyBytes(), StandardCharsets.UTF_8)));
-            assertEquals(List.of("1 basic.qos 10", "1 basic.consume q c"), new Answers(brokers.first, "1").all());
-            ConsumerHandle h = done(c);
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            ConsumerHandle h = consumerC(brokers, ch, seen);
 
-            FakeBroker second = brokers.cutAndReconnect();
-            RecoveringBrokers.reopen(second, 1);
-            second.expectAndRelease(1, MethodIds.BASIC_QOS);
-            second.send(1, new BasicQosOkEncoder());
-            second.expectAndRelease(1, MethodIds.BASIC_CONSUME); // not answered: the connection goes first
+            FakeBroker second = restoringUpToConsume(brokers); // the connection goes before consume-ok
             brokers.cut();
             assertEquals(
                     List.of("recovery started"),
@@ -311,15 +302,9 @@ class RecoveryTest {
     void aConsumerCancelledWhileItsRecoveryIsOnTheWayIsCancelledAtConsumeOk() {
         try (RecoveringBrokers brokers = new RecoveringBrokers()) {
             Channel ch = brokers.first.openChannel(brokers.connection, 1);
-            var c = ch.consume("q", new ConsumeOptions().consumerTag("c").prefetch(10), d -> {});
-            assertEquals(List.of("1 basic.qos 10", "1 basic.consume q c"), new Answers(brokers.first, "1").all());
-            ConsumerHandle h = done(c);
+            ConsumerHandle h = consumerC(brokers, ch, new ArrayList<>());
 
-            FakeBroker second = brokers.cutAndReconnect();
-            RecoveringBrokers.reopen(second, 1);
-            second.expectAndRelease(1, MethodIds.BASIC_QOS);
-            second.send(1, new BasicQosOkEncoder());
-            second.expectAndRelease(1, MethodIds.BASIC_CONSUME);
+            FakeBroker second = restoringUpToConsume(brokers);
             CompletionStage<Void> cancel = h.cancel();
             brokers.runAllTasks();
             assertFalse(cancel.toCompletableFuture().isDone(), "held until recovery's basic.consume is answered");
@@ -333,6 +318,26 @@ class RecoveryTest {
             assertFalse(h.isActive());
             second.expectNothing();
         }
+    }
+
+    /** Consumer "c" on {@code ch} (channel 1), started on the first broker (qos 10, consume-ok); bodies to {@code seen}. */
+    private static ConsumerHandle consumerC(RecoveringBrokers brokers, Channel ch, List<String> seen) {
+        var c = ch.consume(
+                "q",
+                new ConsumeOptions().consumerTag("c").prefetch(10),
+                d -> seen.add(new String(d.bodyBytes(), StandardCharsets.UTF_8)));
+        assertEquals(List.of("1 basic.qos 10", "1 basic.consume q c"), new Answers(brokers.first, "1").all());
+        return done(c);
+    }
+
+    /** Cuts the connection and answers the restore of channel 1 up to consumer "c"'s basic.consume, left unanswered. */
+    private static FakeBroker restoringUpToConsume(RecoveringBrokers brokers) {
+        FakeBroker second = brokers.cutAndReconnect();
+        RecoveringBrokers.reopen(second, 1);
+        second.expectAndRelease(1, MethodIds.BASIC_QOS);
+        second.send(1, new BasicQosOkEncoder());
+        second.expectAndRelease(1, MethodIds.BASIC_CONSUME);
+        return second;
     }
 
     /** Brokers whose connections time requests out after 5 s (the tests step the clock 6 s). */
@@ -363,9 +368,7 @@ class RecoveryTest {
     void aCancelCutOffByTheLossIsNotUndoneByRecovery() {
         try (RecoveringBrokers brokers = new RecoveringBrokers()) {
             Channel ch = brokers.first.openChannel(brokers.connection, 1);
-            var c = ch.consume("q", new ConsumeOptions().consumerTag("c").prefetch(10), d -> {});
-            assertEquals(List.of("1 basic.qos 10", "1 basic.consume q c"), new Answers(brokers.first, "1").all());
-            ConsumerHandle h = done(c);
+            ConsumerHandle h = consumerC(brokers, ch, new ArrayList<>());
             CompletionStage<Void> cancel = h.cancel();
             brokers.first.expectAndRelease(1, MethodIds.BASIC_CANCEL); // not answered: the connection goes first
 
@@ -412,15 +415,9 @@ class RecoveryTest {
     void aSecondHeldCancelFailsWithTheFirst() {
         try (RecoveringBrokers brokers = withRpcTimeout()) {
             Channel ch = brokers.first.openChannel(brokers.connection, 1);
-            var c = ch.consume("q", new ConsumeOptions().consumerTag("c").prefetch(10), d -> {});
-            assertEquals(List.of("1 basic.qos 10", "1 basic.consume q c"), new Answers(brokers.first, "1").all());
-            ConsumerHandle h = done(c);
+            ConsumerHandle h = consumerC(brokers, ch, new ArrayList<>());
 
-            FakeBroker second = brokers.cutAndReconnect();
-            RecoveringBrokers.reopen(second, 1);
-            second.expectAndRelease(1, MethodIds.BASIC_QOS);
-            second.send(1, new BasicQosOkEncoder());
-            second.expectAndRelease(1, MethodIds.BASIC_CONSUME);
+            FakeBroker second = restoringUpToConsume(brokers);
             CompletionStage<Void> first = h.cancel();
             CompletionStage<Void> again = h.cancel();
             brokers.runAllTasks();
@@ -446,20 +443,11 @@ class RecoveryTest {
     @Test
     void aLateConsumeOkOfARecoveryThatTimedOutCancelsTheConsumerAndGivesItsDeliveriesBack() {
         try (RecoveringBrokers brokers = withRpcTimeout()) {
-            Channel ch = brokers.first.openChannel(brokers.connection, 1);
             List<String> seen = new ArrayList<>();
-            var c = ch.consume(
-                    "q",
-                    new ConsumeOptions().consumerTag("c").prefetch(10),
-                    d -> seen.add(new String(d.bodyBytes(), StandardCharsets.UTF_8)));
-            assertEquals(List.of("1 basic.qos 10", "1 basic.consume q c"), new Answers(brokers.first, "1").all());
-            ConsumerHandle h = done(c);
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            ConsumerHandle h = consumerC(brokers, ch, seen);
 
-            FakeBroker second = brokers.cutAndReconnect();
-            RecoveringBrokers.reopen(second, 1);
-            second.expectAndRelease(1, MethodIds.BASIC_QOS);
-            second.send(1, new BasicQosOkEncoder());
-            second.expectAndRelease(1, MethodIds.BASIC_CONSUME);
+            FakeBroker second = restoringUpToConsume(brokers);
             second.client.advanceTimeBy(6, java.util.concurrent.TimeUnit.SECONDS);
             second.client.runScheduledPendingTasks();
             brokers.runAllTasks();
