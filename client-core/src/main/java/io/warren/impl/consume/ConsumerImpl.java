@@ -98,10 +98,8 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
     private volatile String consumerTag = "";
     private volatile boolean ended;
 
-    // event loop only: a cancel asked for while the channel was not usable (lost with its connection, closing); it
-    // completes when the consumer ends, or goes to the broker once recovery has started the consumer again
-    private CompletableFuture<Void> cancelOnRecovery;
-    private AmqpException cancelOnRecoveryCause;
+    // event loop only
+    private final HeldCancel heldCancel = new HeldCancel();
 
     ConsumerImpl(
             ChannelConsumers channel,
@@ -232,11 +230,7 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
         queue.close();
         dispatch.end();
         endFuture.complete(cause);
-        CompletableFuture<Void> held = cancelOnRecovery;
-        if (held != null) {
-            cancelOnRecovery = null;
-            held.complete(null); // the broker has no such consumer any more: cancelled
-        }
+        heldCancel.consumerEnded();
     }
 
     /**
@@ -265,23 +259,32 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
             recovered.ended(this);
             return;
         }
-        state.call(ChannelRpc.Request.of(
+        state.call(basicCancel(frame, () -> recovered.ended(this), new CompletableFuture<>()));
+    }
+
+    /**
+     * basic.cancel with {@code frame} (taken), {@code onCancelOk} run at cancel-ok, also a late one (after a timeout:
+     * the broker has cancelled it all the same), and {@code answered} completed by the reply or the failure.
+     */
+    private static ChannelRpc.Request<Void> basicCancel(
+            ByteBuf frame, Runnable onCancelOk, CompletableFuture<Void> answered) {
+        return ChannelRpc.Request.of(
                         MethodIds.BASIC_CANCEL,
                         MethodIds.BASIC_CANCEL_OK,
                         -1,
                         frame,
                         (reply, f) -> {
-                            recovered.ended(this);
+                            onCancelOk.run();
                             f.complete(null);
                         },
-                        new CompletableFuture<Void>())
-                .onLateReply((reply, f) -> recovered.ended(this)));
+                        answered)
+                .onLateReply((reply, f) -> onCancelOk.run());
     }
 
     /** Whether the application cancelled this consumer while its channel was lost (recovery must not start it). */
     boolean cancelRequested() {
         assert channel.state().outbound().inEventLoop() : "consumer state off the event loop";
-        return cancelOnRecovery != null;
+        return heldCancel.isHeld();
     }
 
     /**
@@ -294,7 +297,7 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
 
     /** Recovery: a consumer cancelled while it waited, and not started again, ends as cancelled. */
     void endCancelled() {
-        end(cancelOnRecoveryCause);
+        end(heldCancel.cause());
     }
 
     /**
@@ -303,18 +306,9 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
      */
     void cancelHeldCancel() {
         assert channel.state().outbound().inEventLoop() : "consumer state off the event loop";
-        CompletableFuture<Void> held = cancelOnRecovery;
-        if (held == null) {
-            return;
+        if (heldCancel.isHeld()) {
+            heldCancel.sentAs(cancel(heldCancel.cause()));
         }
-        cancelOnRecovery = null;
-        cancel(cancelOnRecoveryCause).whenComplete((v, e) -> {
-            if (e == null) {
-                held.complete(null);
-            } else {
-                held.completeExceptionally(e);
-            }
-        });
     }
 
     boolean noAck() {
@@ -511,52 +505,25 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
                                 // lost with its connection: recovery would start it again, so the cancel waits
                                 // for recovery's outcome (or the channel's close, which ends the consumer)
                                 frame.release();
-                                holdCancel(cause, rpc);
+                                heldCancel.hold(cause, rpc);
                                 return;
                             }
                             CompletableFuture<Void> answered = new CompletableFuture<>();
                             answered.whenComplete((v, e) -> {
                                 if (e != null && !ended && !channel.state().isUsable()) {
                                     // the channel went while basic.cancel was on its way: recovery decides, as above
-                                    holdCancel(cause, rpc);
+                                    heldCancel.hold(cause, rpc);
                                 } else if (e == null) {
                                     rpc.complete(null);
                                 } else {
                                     rpc.completeExceptionally(e);
                                 }
                             });
-                            now.call(ChannelRpc.Request.of(
-                                            MethodIds.BASIC_CANCEL,
-                                            MethodIds.BASIC_CANCEL_OK,
-                                            -1,
-                                            frame,
-                                            (reply, f) -> {
-                                                end(cause);
-                                                f.complete(null);
-                                            },
-                                            answered)
-                                    // cancel-ok after the timeout: the broker has cancelled it all the same
-                                    .onLateReply((reply, f) -> end(cause)));
+                            now.call(basicCancel(frame, () -> end(cause), answered));
                         },
                         rpc,
                         frame::release));
         return result;
-    }
-
-    private void holdCancel(AmqpException cause, CompletableFuture<Void> rpc) {
-        CompletableFuture<Void> held = cancelOnRecovery;
-        if (held != null) {
-            held.whenComplete((v, e) -> { // a second cancel meanwhile ends as the first does
-                if (e == null) {
-                    rpc.complete(null);
-                } else {
-                    rpc.completeExceptionally(e);
-                }
-            });
-            return;
-        }
-        cancelOnRecovery = rpc;
-        cancelOnRecoveryCause = cause;
     }
 
     @Override
