@@ -5,7 +5,9 @@ import io.warren.ChannelLostException;
 import io.warren.ConnectionLostException;
 import io.warren.ConsumerHandle;
 import io.warren.impl.channel.ChannelState;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.function.UnaryOperator;
@@ -49,8 +51,7 @@ final class LostConsumers {
     CompletionStage<Void> moveTo(ChannelConsumers target, UnaryOperator<String> queueNames, boolean unpausedOnly) {
         // first, and in either pass: a consumer the application cancelled, or one that only waits for its cancel, is
         // not started again (a paused one would otherwise wait for a second pass that may not come)
-        ConsumerImpl[] moving =
-                Arrays.stream(lost).filter(LostConsumers::startsAgain).toArray(ConsumerImpl[]::new);
+        ConsumerImpl[] moving = startingAgain(lost);
         lost = new ConsumerImpl[0];
         if (unpausedOnly) {
             ConsumerImpl[] paused = Arrays.stream(moving)
@@ -118,25 +119,27 @@ final class LostConsumers {
     }
 
     /**
-     * Whether recovery starts {@code c} again; one it does not is ended here. Not: a consumer that ended while its
-     * cancel was on the way (started after its basic.consume timed out), one the application cancelled while the
-     * connection was down (the broker has none, nor gets one), one whose deliveries are closed and which only waited
-     * for its cancel-ok (unwanted, or its executor refused it).
+     * Of {@code consumers}, those recovery starts again; the others end here (or have ended): a consumer that ended
+     * while its cancel was on the way (started after its basic.consume timed out), one the application cancelled while
+     * the connection was down (the broker has none, nor gets one), one whose deliveries are closed and which only
+     * waited for its cancel-ok (unwanted, or its executor refused it).
      */
-    private static boolean startsAgain(ConsumerImpl c) {
-        if (!c.isActive()) {
-            return false;
+    private static ConsumerImpl[] startingAgain(ConsumerImpl[] consumers) {
+        List<ConsumerImpl> again = new ArrayList<>(consumers.length);
+        for (ConsumerImpl c : consumers) {
+            if (!c.isActive()) {
+                continue;
+            }
+            if (c.cancelRequested()) {
+                c.endCancelled();
+            } else if (c.deliveriesClosed()) {
+                c.end(new AmqpException("consumer '" + c.consumerTag() + "' was being cancelled when its channel was"
+                        + " lost (its basic.cancel unanswered): not started again"));
+            } else {
+                again.add(c);
+            }
         }
-        if (c.cancelRequested()) {
-            c.endCancelled();
-            return false;
-        }
-        if (c.deliveriesClosed()) {
-            c.end(new AmqpException("consumer '" + c.consumerTag() + "' was being cancelled when its channel was lost"
-                    + " (its basic.cancel unanswered): not started again"));
-            return false;
-        }
-        return true;
+        return again.toArray(ConsumerImpl[]::new);
     }
 
     /** Recovery will not happen: the lost consumers end with {@code cause}. */
