@@ -43,6 +43,16 @@ class LateReplyTest {
         broker.client.runScheduledPendingTasks();
     }
 
+    /** A consumer on queue "q" (prefetch 10, qos-ok answered), its basic.consume read and not answered yet. */
+    private static CompletionStage<ConsumerHandle> consumeUpToConsumeOk(
+            FakeBroker broker, Channel ch, io.warren.DeliveryHandler handler) {
+        CompletionStage<ConsumerHandle> consume = ch.consume("q", new ConsumeOptions().prefetch(10), handler);
+        broker.expectAndRelease(1, MethodIds.BASIC_QOS);
+        broker.send(1, new BasicQosOkEncoder());
+        broker.expectAndRelease(1, MethodIds.BASIC_CONSUME);
+        return consume;
+    }
+
     /** Every frame the client wrote, as text (settlements) or method names. */
     private static List<String> written(FakeBroker broker) {
         broker.client.runPendingTasks();
@@ -75,13 +85,8 @@ class LateReplyTest {
             ConnectionImpl c = broker.handshake();
             Channel ch = broker.openChannel(c, 1);
             List<String> handled = new ArrayList<>();
-            CompletionStage<ConsumerHandle> consume = ch.consume(
-                    "q",
-                    new ConsumeOptions().prefetch(10),
-                    d -> handled.add(d.body().toString(StandardCharsets.UTF_8)));
-            broker.expectAndRelease(1, MethodIds.BASIC_QOS);
-            broker.send(1, new BasicQosOkEncoder());
-            broker.expectAndRelease(1, MethodIds.BASIC_CONSUME);
+            CompletionStage<ConsumerHandle> consume =
+                    consumeUpToConsumeOk(broker, ch, d -> handled.add(d.body().toString(StandardCharsets.UTF_8)));
             timeOut(broker);
             assertInstanceOf(RpcTimeoutException.class, failure(consume));
 
@@ -103,10 +108,7 @@ class LateReplyTest {
         try (FakeBroker broker = broker()) {
             ConnectionImpl c = broker.handshake();
             Channel ch = broker.openChannel(c, 1);
-            CompletionStage<ConsumerHandle> consume = ch.consume("q", new ConsumeOptions().prefetch(10), d -> {});
-            broker.expectAndRelease(1, MethodIds.BASIC_QOS);
-            broker.send(1, new BasicQosOkEncoder());
-            broker.expectAndRelease(1, MethodIds.BASIC_CONSUME);
+            CompletionStage<ConsumerHandle> consume = consumeUpToConsumeOk(broker, ch, d -> {});
             broker.send(1, new BasicConsumeOkEncoder().consumerTag("c"));
             ConsumerHandle handle = consume.toCompletableFuture().join();
             CompletionStage<Void> cancel = handle.cancel();
