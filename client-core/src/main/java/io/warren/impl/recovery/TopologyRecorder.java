@@ -21,7 +21,7 @@ import java.util.Map;
  *   <li>queue.delete forgets the queue and every binding to it;</li>
  *   <li>exchange.delete forgets the exchange and every binding from or to it;</li>
  *   <li>an auto-delete queue is forgotten when its last consumer ends (the broker deletes it then), and an
- *       auto-delete exchange when its last binding as a source goes.</li>
+ *       auto-delete exchange when its last binding as a source goes (with the bindings to it).</li>
  * </ul>
  * Passive declares, the default exchange and the {@code amq.*} exchanges are never recorded: they exist
  * without us, and declaring an {@code amq.} name is refused with 403.
@@ -102,7 +102,13 @@ public final class TopologyRecorder implements QueueConsumerCounts {
 
     public synchronized void exchangeDeleted(String name) {
         exchanges.remove(name);
-        bindings.removeIf(b -> b.source.equals(name) || (b.toExchange && b.destination.equals(name)));
+        List<Binding> gone = new ArrayList<>();
+        for (Binding b : bindings) {
+            if (b.source.equals(name) || (b.toExchange && b.destination.equals(name))) {
+                gone.add(b);
+            }
+        }
+        gone.forEach(this::removeBinding); // a binding to it may have been an auto-delete source's last
     }
 
     /** queue.declare-ok for {@code d}; {@code actualName} is the name in the reply (the broker's for ""). */
@@ -110,11 +116,13 @@ public final class TopologyRecorder implements QueueConsumerCounts {
         if (d.passive()) {
             return;
         }
+        Queue before = queues.get(actualName);
         queues.put(
                 actualName,
                 new Queue(
                         actualName,
-                        d.queue().isEmpty(),
+                        // declared again by the name the broker gave it: still the broker's to name on a new connection
+                        d.queue().isEmpty() || (before != null && before.serverNamed),
                         d.durable(),
                         d.exclusive(),
                         d.autoDelete(),
@@ -147,7 +155,8 @@ public final class TopologyRecorder implements QueueConsumerCounts {
         if (bindings.remove(b)) {
             Exchange source = exchanges.get(b.source);
             if (source != null && source.autoDelete && bindings.stream().noneMatch(o -> o.source.equals(b.source))) {
-                exchanges.remove(b.source); // the broker deletes an auto-delete exchange with its last binding
+                // the broker deletes an auto-delete exchange with its last binding, and what is bound to it with it
+                exchangeDeleted(b.source);
             }
         }
     }
@@ -155,15 +164,17 @@ public final class TopologyRecorder implements QueueConsumerCounts {
     /** A consumer started on {@code queue} (consume-ok). */
     @Override
     public synchronized void consumerStarted(String queue) {
-        consumersByQueue.merge(queue, 1, Integer::sum);
+        consumersByQueue.merge(currentName(queue), 1, Integer::sum);
     }
 
     /**
      * A consumer on {@code queue} ended for good (cancelled by the application or the broker). The broker deletes
-     * an auto-delete queue with its last consumer: so does the record.
+     * an auto-delete queue with its last consumer: so does the record. {@code queue} may be a server-named queue's
+     * old name (a consumer that ends during recovery, before it is pointed at the new one).
      */
     @Override
-    public synchronized void consumerEnded(String queue) {
+    public synchronized void consumerEnded(String name) {
+        String queue = currentName(name);
         Integer n = consumersByQueue.get(queue);
         if (n == null) {
             return;

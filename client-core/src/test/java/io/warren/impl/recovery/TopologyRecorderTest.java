@@ -125,4 +125,48 @@ class TopologyRecorderTest {
         assertEquals("plain", r.currentName("plain"));
         assertFalse(r.isEmpty());
     }
+
+    @Test
+    void aConsumerEndingUnderItsQueuesOldNameCountsAgainstTheNewOne() {
+        // the consumer ends before recovery points it at the new name (its cancel held while the connection was down)
+        r.queueDeclared(QueueSpec.serverNamed(), "amq.gen-1");
+        r.bound(false, "amq.gen-1", "amq.topic", "k", Map.of());
+        r.consumerStarted("amq.gen-1");
+        r.renameQueue("amq.gen-1", "amq.gen-2");
+        r.consumerEnded("amq.gen-1");
+        assertEquals(0, r.consumers("amq.gen-2"));
+        assertTrue(r.queues().isEmpty(), "the broker deleted the auto-delete queue with its last consumer");
+        assertTrue(r.bindings().isEmpty());
+    }
+
+    @Test
+    void aServerNamedQueueDeclaredAgainByItsNameStaysServerNamed() {
+        r.queueDeclared(QueueSpec.serverNamed(), "amq.gen-1");
+        r.queueDeclared(QueueSpec.named("amq.gen-1").exclusive(true).autoDelete(true), "amq.gen-1");
+        assertTrue(r.queues().get(0).serverNamed(), "declaring amq.gen-1 by name on a new connection is refused");
+        assertEquals("", r.queues().get(0).toDeclare().queue());
+    }
+
+    @Test
+    void deletingAnExchangeTakesAnAutoDeleteSourceWhoseLastBindingItWas() {
+        r.exchangeDeclared(ExchangeSpec.of("ad", "fanout").autoDelete(true));
+        r.exchangeDeclared(ExchangeSpec.of("dst", "fanout"));
+        r.bound(true, "dst", "ad", "", Map.of());
+        r.exchangeDeleted("dst");
+        assertTrue(r.exchanges().isEmpty(), "the broker deleted the auto-delete exchange with its last binding");
+    }
+
+    @Test
+    void anAutoDeleteExchangeGoneWithItsLastBindingTakesTheBindingsToIt() {
+        r.exchangeDeclared(ExchangeSpec.of("x", "fanout"));
+        r.exchangeDeclared(ExchangeSpec.of("ad", "fanout").autoDelete(true));
+        r.queueDeclared(QueueSpec.named("q"), "q");
+        r.bound(true, "ad", "x", "", Map.of());
+        r.bound(false, "q", "ad", "", Map.of());
+        r.queueDeleted("q");
+        assertEquals(
+                List.of("x"),
+                r.exchanges().stream().map(TopologyRecorder.Exchange::name).toList());
+        assertTrue(r.bindings().isEmpty(), "x -> ad went with ad: " + r.bindings());
+    }
 }
