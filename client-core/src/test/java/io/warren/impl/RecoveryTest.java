@@ -410,6 +410,40 @@ class RecoveryTest {
         }
     }
 
+    /**
+     * The only consumer of an auto-delete queue is cancelled while the connection is down: the broker deleted the queue
+     * with the old connection's consumers, and recovery does not declare it again (bound and consumed by nobody, it
+     * would never be deleted and would collect messages).
+     */
+    @Test
+    void anAutoDeleteQueueWhoseOnlyConsumerWasCancelledDuringTheOutageIsNotDeclaredAgain() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            Answers first = new Answers(brokers.first, "1");
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            var q = ch.queueDeclare(QueueSpec.named("ad").autoDelete(true));
+            var x = ch.exchangeDeclare(ExchangeSpec.of("x", "fanout"));
+            first.all();
+            done(q);
+            done(x);
+            var b = ch.queueBind("ad", "x", "");
+            var c = ch.consume("ad", new ConsumeOptions().consumerTag("c"), d -> {});
+            assertEquals(List.of("1 queue.bind ad <- x ", "1 basic.qos 250", "1 basic.consume ad c"), first.all());
+            done(b);
+            ConsumerHandle h = done(c);
+
+            brokers.cut();
+            CompletionStage<Void> cancel = h.cancel();
+            brokers.runAllTasks();
+            FakeBroker second = brokers.cutAndReconnectAfterLoss();
+            assertEquals(
+                    List.of("1 channel.open", "2 channel.open", "2 exchange.declare x fanout", "2 channel.close"),
+                    new Answers(second, "2").all(),
+                    "neither the queue nor its binding");
+            done(cancel);
+            assertFalse(h.isActive());
+        }
+    }
+
     /** Two cancels held through an outage end alike: when the one sent after recovery fails, both fail. */
     @Test
     void aSecondHeldCancelFailsWithTheFirst() {

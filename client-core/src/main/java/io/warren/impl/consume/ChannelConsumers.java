@@ -401,6 +401,16 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
         lost.keep(consumer);
     }
 
+    /**
+     * Recovery: the lost consumers that will not start again (cancelled while the connection was down, or waiting
+     * only for their cancel) end now, before the topology is declared again, so that an auto-delete queue whose
+     * last consumer they were is not declared again.
+     */
+    public void settleLost() {
+        assert loop.inEventLoop() : "channel consumers off the event loop";
+        lost.settle();
+    }
+
     /** Recovery will not happen: the consumers lost with the connection end with {@code cause}. */
     public void endLost(AmqpException cause) {
         assert loop.inEventLoop() : "channel consumers off the event loop";

@@ -142,6 +142,11 @@ final class LostConsumers {
         return again.toArray(ConsumerImpl[]::new);
     }
 
+    /** The lost consumers that will not start again end now ({@link #startingAgain}); the others keep waiting. */
+    void settle() {
+        lost = startingAgain(lost);
+    }
+
     /** Recovery will not happen: the lost consumers end with {@code cause}. */
     void endAll(AmqpException cause) {
         ConsumerImpl[] all = lost;

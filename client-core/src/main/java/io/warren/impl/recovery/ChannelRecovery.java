@@ -383,6 +383,14 @@ public final class ChannelRecovery implements PublishCarryOver {
         return CompletableFuture.allOf(all.toArray(CompletableFuture[]::new));
     }
 
+    /** Before the topology is declared again: the lost consumers that will not start again end. */
+    public void settleConsumers() {
+        assert channel.state().outbound().inEventLoop() : "channel recovery off the event loop";
+        for (ChannelConsumers old : lostConsumers) {
+            old.settleLost();
+        }
+    }
+
     /** Everything is back: held publishes go out in order, then publishing is normal again. */
     public void recovered() {
         assert channel.state().outbound().inEventLoop() : "channel recovery off the event loop";

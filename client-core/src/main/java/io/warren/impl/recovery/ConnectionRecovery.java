@@ -423,6 +423,11 @@ public final class ConnectionRecovery {
                 lost.size(),
                 topology);
         List<RecoverableChannel> channels = new ArrayList<>(lost.values());
+        // consumers cancelled while the connection was down end first: the broker deleted an auto-delete queue whose
+        // last consumer they were, and the topology restore must not declare it again
+        for (RecoverableChannel ch : channels) {
+            ch.recovery().settleConsumers();
+        }
         List<CompletableFuture<?>> reopened = new ArrayList<>();
         for (RecoverableChannel ch : channels) {
             CompletableFuture<Channel> f = new CompletableFuture<>();
