@@ -68,8 +68,11 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
 
     // any thread (volatile)
     private volatile boolean open;
-    /** False for the channel recovery uses to declare the topology again (not recorded twice). */
-    private volatile boolean recording = true;
+    /**
+     * True for the channel recovery declares the topology again on: what it declares is not recorded twice, and it
+     * is not recovered itself (nobody else holds it).
+     */
+    private volatile boolean recoverysOwn;
     /** The application asked for a basic.qos of the channel's own: consumers then get no default prefetch. */
     private volatile boolean ownQos;
 
@@ -163,10 +166,9 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
         return connection.recovery();
     }
 
-    /** Whether declares, binds and deletes on this channel are recorded for recovery. */
     @Override
-    public void recording(boolean on) {
-        this.recording = on;
+    public void recoverysOwn() {
+        this.recoverysOwn = true;
     }
 
     /**
@@ -197,7 +199,7 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
     /** Runs {@code record} with the recorder when {@code stage} succeeds, if declarations are recorded. */
     private <T> CompletionStage<T> recorded(
             CompletionStage<T> stage, java.util.function.BiConsumer<TopologyRecorder, T> record) {
-        ConnectionRecovery r = recording ? connectionRecovery() : null;
+        ConnectionRecovery r = recoverysOwn ? null : connectionRecovery();
         if (r == null || !r.options().topologyRecovery()) {
             return stage;
         }
@@ -260,7 +262,7 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
     @Override
     public void markClosed(AmqpException cause, boolean wasOpen) {
         assert state.outbound().inEventLoop() : "channel state off the event loop";
-        ConnectionRecovery r = connectionRecovery();
+        ConnectionRecovery r = recoverysOwn ? null : connectionRecovery();
         if (wasOpen && r != null && cause instanceof ConnectionLostException lost) {
             // recovery follows: the channel lives on (closeFuture stays pending), publishes made meanwhile wait
             recovery.lost(lost, consumers, r);
@@ -281,7 +283,7 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
     @Override
     public AmqpException brokerCloseCause(ChannelClosedException cause) {
         assert state.outbound().inEventLoop() : "channel state off the event loop";
-        ConnectionRecovery r = connectionRecovery();
+        ConnectionRecovery r = recoverysOwn ? null : connectionRecovery();
         if (!open || r == null || !r.recoversChannelAfter(cause)) {
             return cause;
         }

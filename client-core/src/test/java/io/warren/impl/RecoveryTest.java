@@ -444,6 +444,34 @@ class RecoveryTest {
         }
     }
 
+    /**
+     * The connection goes again while the topology is being declared: the channel recovery declared it on is
+     * recovery's own, not the application's, and the next recovery does not re-open it as a lost channel (it would
+     * stay open, held by nobody, one more after each interrupted restore).
+     */
+    @Test
+    void recoverysOwnChannelLostDuringTheTopologyRestoreIsNotRecovered() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            Answers first = new Answers(brokers.first, "1");
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            var x = ch.exchangeDeclare(ExchangeSpec.of("x", "fanout"));
+            first.all();
+            done(x);
+
+            FakeBroker second = brokers.cutAndReconnect();
+            RecoveringBrokers.reopen(second, 1);
+            RecoveringBrokers.reopen(second, 2);
+            second.expectAndRelease(2, MethodIds.EXCHANGE_DECLARE); // not answered: the connection goes first
+            brokers.cut();
+            FakeBroker third = brokers.cutAndReconnectAfterLoss();
+            assertEquals(
+                    List.of("1 channel.open", "2 channel.open", "2 exchange.declare x fanout", "2 channel.close"),
+                    new Answers(third, "3").all());
+            assertTrue(ch.isOpen());
+            assertFalse(brokers.connection.isRecovering());
+        }
+    }
+
     /** Two cancels held through an outage end alike: when the one sent after recovery fails, both fail. */
     @Test
     void aSecondHeldCancelFailsWithTheFirst() {

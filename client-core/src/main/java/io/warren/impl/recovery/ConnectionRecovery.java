@@ -693,7 +693,7 @@ public final class ConnectionRecovery {
             }
             return owner.connection.openChannel(handler).thenApply(c -> {
                 channel = c;
-                channel.recording(false);
+                channel.recoverysOwn();
                 return channel;
             });
         }

@@ -34,8 +34,11 @@ public interface RecoverableChannel extends Channel {
     /** The connection's bound on publish bytes not yet written (also bounds publishes held during recovery). */
     long maxPendingBytes();
 
-    /** Whether declares, binds and deletes on this channel are recorded for recovery. */
-    void recording(boolean on);
+    /**
+     * This channel is recovery's own, for declaring the topology again: its declares, binds and deletes are not
+     * recorded, and it is not recovered when its connection goes.
+     */
+    void recoverysOwn();
 
     /** Everything is back after a recovery. Event loop. */
     void recovered();
