@@ -27,6 +27,14 @@ public interface RecoveryListener {
     default void topologyRecoveryFailed(Connection connection, String entity, Throwable cause) {}
 
     /**
+     * A server-named queue was declared again and the broker gave it {@code newName} in place of {@code oldName}.
+     * Recovery has moved its bindings and consumers to the new name ({@link ConsumerHandle#queue()} gives it); the
+     * application updates what it keeps of the old one (a reply-to address, a name to delete later). Operations on
+     * {@code oldName} from now on reach no queue.
+     */
+    default void queueRenamed(Connection connection, String oldName, String newName) {}
+
+    /**
      * The broker closed {@code channel} for a reason recovery repairs, and it is being re-opened on the same
      * connection with its modes and consumers; {@code cause} says why: today RabbitMQ's delivery acknowledgement
      * timeout (406 PRECONDITION_FAILED, {@code consumer_timeout}), which requeued the channel's unacknowledged

@@ -11,7 +11,7 @@ import java.util.List;
 
 /**
  * Records what recovery tells its listeners, one line per event in the order they came, and the cause each came
- * with: "recovery started", "recovery succeeded", "recovery failed" (", will retry"), "topology failed: entity",
+ * with: "recovery started", "recovery succeeded", "queue renamed old -> new", "recovery failed" (", will retry"), "topology failed: entity",
  * "channel 1 started 406", "channel 1 succeeded", "channel 1 failed 403" (the reply code, or the cause's class
  * when it has none). Recovery tells its listeners on the event loop, which is the test's thread here.
  */
@@ -61,6 +61,11 @@ final class RecordingRecoveryListener implements RecoveryListener {
     @Override
     public void recoveryFailed(Connection connection, Throwable cause, boolean willRetry) {
         record("recovery failed" + (willRetry ? ", will retry" : ""), cause);
+    }
+
+    @Override
+    public void queueRenamed(Connection connection, String oldName, String newName) {
+        record("queue renamed " + oldName + " -> " + newName, null);
     }
 
     @Override

@@ -547,6 +547,16 @@ public final class ConnectionRecovery {
         }
     }
 
+    void queueRenamed(String oldName, String newName) {
+        for (RecoveryListener l : listeners) {
+            try {
+                l.queueRenamed(connection, oldName, newName);
+            } catch (RuntimeException ex) {
+                LOG.warn("recovery listener failed", ex);
+            }
+        }
+    }
+
     void topologyFailed(String entity, Throwable e) {
         LOG.warn(
                 "recovery of the connection to {}: {} could not be restored: {}",
@@ -650,6 +660,7 @@ public final class ConnectionRecovery {
                             if (q.serverNamed() && !ok.queue().equals(q.name())) {
                                 LOG.debug("recovery: server-named queue {} is now {}", q.name(), ok.queue());
                                 t.renameQueue(q.name(), ok.queue());
+                                owner.queueRenamed(q.name(), ok.queue());
                             }
                         })));
             }
