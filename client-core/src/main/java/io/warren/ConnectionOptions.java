@@ -1,6 +1,7 @@
 package io.warren;
 
 import io.warren.codec.base.Utf8;
+import io.warren.codec.table.FieldTableEncoder;
 import io.warren.credentials.CredentialsProvider;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -149,8 +150,17 @@ public final class ConnectionOptions {
         return credentialsProvider;
     }
 
+    /**
+     * The virtual host connection.open asks for ({@code "/"} by default).
+     *
+     * @throws IllegalArgumentException over 255 UTF-8 bytes (a short string) or with an unpaired surrogate
+     */
     public ConnectionOptions virtualHost(String virtualHost) {
-        this.virtualHost = Objects.requireNonNull(virtualHost, "virtualHost");
+        int length = Utf8.encodedLength("virtualHost", Objects.requireNonNull(virtualHost, "virtualHost"));
+        if (length > 255) {
+            throw new IllegalArgumentException("virtualHost is " + length + " UTF-8 bytes; at most 255 are allowed");
+        }
+        this.virtualHost = virtualHost;
         return this;
     }
 
@@ -276,8 +286,16 @@ public final class ConnectionOptions {
     }
 
     /** An extra client property (added to, or overriding, product/version/platform/capabilities). */
+    /**
+     * A client property sent in connection.start-ok (the management UI shows them). A nested map or list is sent as
+     * it is when the connection is made.
+     *
+     * @throws IllegalArgumentException when {@code value} has no AMQP field type (a {@code UUID}, say: send its
+     *     string) or the key is not a valid field name
+     */
     public ConnectionOptions clientProperty(String key, Object value) {
-        clientProperties.put(Objects.requireNonNull(key, "key"), value);
+        FieldTableEncoder.encodedLength(java.util.Collections.singletonMap(Objects.requireNonNull(key, "key"), value));
+        clientProperties.put(key, value);
         return this;
     }
 

@@ -56,6 +56,22 @@ class OptionsCopyTest {
         assertFalse(copy.exclusive());
     }
 
+    /** Refused when set, not after start-ok or tune-ok is on the wire (where it was an "I/O failure" each attempt). */
+    @Test
+    void connectionOptionsRefuseAVirtualHostOrClientPropertyTheHandshakeCannotCarry() {
+        ConnectionOptions o = new ConnectionOptions();
+        assertThrows(IllegalArgumentException.class, () -> o.virtualHost("v".repeat(256)));
+        assertThrows(IllegalArgumentException.class, () -> o.virtualHost("\ud800"));
+        assertEquals("/", o.virtualHost(), "a refused value leaves the options as they were");
+        o.virtualHost("é".repeat(127));
+        IllegalArgumentException e =
+                assertThrows(IllegalArgumentException.class, () -> o.clientProperty("id", java.util.UUID.randomUUID()));
+        assertTrue(e.getMessage().contains("id"), e.getMessage());
+        assertFalse(o.clientProperties().containsKey("id"));
+        o.clientProperty("id", "a string");
+        o.clientProperty("nested", Map.of("n", 1L));
+    }
+
     @Test
     void consumeOptionsHaveTheDefaultsAndRefuseBadValuesAtTheSetter() {
         ConsumeOptions o = new ConsumeOptions();
