@@ -165,18 +165,18 @@ final class FakeBroker implements AutoCloseable {
     }
 
     void sendStart(String mechanisms) {
+        sendStart(mechanisms, Map.of("publisher_confirms", true));
+    }
+
+    /** connection.start offering {@code mechanisms}, with these server capabilities. */
+    void sendStart(String mechanisms, Map<String, Object> capabilities) {
         send(
                 0,
                 new ConnectionStartEncoder()
                         .versionMajor(0)
                         .versionMinor(9)
-                        .serverProperties(Map.of(
-                                "product",
-                                "FakeBroker",
-                                "version",
-                                "0.0",
-                                "capabilities",
-                                Map.of("publisher_confirms", true)))
+                        .serverProperties(
+                                Map.of("product", "FakeBroker", "version", "0.0", "capabilities", capabilities))
                         .mechanisms(mechanisms)
                         .locales("en_US"));
     }

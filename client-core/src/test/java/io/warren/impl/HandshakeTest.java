@@ -264,6 +264,25 @@ class HandshakeTest {
         }
     }
 
+    /**
+     * A broker that says it closes with 403 on refused credentials (RabbitMQ, which advertises
+     * authentication_failure_close) and drops the socket instead did not refuse them: its handshake timeout, a node
+     * going down, a balancer. A loss, which the next address and recovery retry, not a wrong password.
+     */
+    @Test
+    void aSocketDroppedDuringAuthenticationByABrokerThatClosesOnRefusalIsALoss() {
+        try (FakeBroker broker = new FakeBroker()) {
+            broker.sendStart("PLAIN", Map.of("authentication_failure_close", true));
+            broker.expectAndRelease(0, MethodIds.CONNECTION_START_OK);
+            broker.client.close();
+            Throwable e = failure(broker.connected);
+            assertFalse(e instanceof AuthenticationException, e.toString());
+            ConnectionClosedException c = assertInstanceOf(ConnectionClosedException.class, e);
+            assertFalse(c.initiatedByBroker());
+            assertTrue(e.getMessage().contains("lost during the handshake"), e.getMessage());
+        }
+    }
+
     @Test
     void aSocketDroppedDuringAuthenticationIsAnAuthenticationFailure() {
         try (FakeBroker broker = new FakeBroker()) {

@@ -747,8 +747,11 @@ public final class ConnectionHandler extends PassThroughInboundHandler implement
             metrics.connectionClosed();
         }
         if (closeCause == null) {
-            if (wasHandshaking && handshake.stage() == Handshake.Stage.AUTHENTICATING) {
-                // Brokers without authentication_failure_close just drop the socket on bad credentials.
+            if (wasHandshaking
+                    && handshake.stage() == Handshake.Stage.AUTHENTICATING
+                    && !handshake.closesOnAuthenticationFailure()) {
+                // Brokers without authentication_failure_close just drop the socket on bad credentials; one with it
+                // that drops it did not refuse them (its handshake timeout, a node going down): a plain loss.
                 connectFailure = new AuthenticationException(
                         "the broker at " + address
                                 + " closed the connection during authentication: wrong credentials for user '"
