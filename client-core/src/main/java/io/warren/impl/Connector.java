@@ -18,6 +18,7 @@ import io.warren.ConnectionFailedException;
 import io.warren.ConnectionOptions;
 import io.warren.ConnectionTimeoutException;
 import io.warren.TlsOptions;
+import io.warren.codec.base.ReplyCode;
 import io.warren.impl.connection.ConnectionAllocator;
 import io.warren.impl.connection.ConnectionHandler;
 import io.warren.impl.connection.DirectNioSocketChannel;
@@ -273,9 +274,15 @@ public final class Connector {
         }
     }
 
-    /** The broker itself refused (credentials, virtual host): the next address would refuse too. */
-    private static boolean refusedByBroker(Throwable error) {
-        return error instanceof ConnectionClosedException cce && cce.replyCode() != 0 && cce.initiatedByBroker();
+    /**
+     * The broker refused the credentials (403): the next address, a node of the same cluster, would refuse them too.
+     * Any other close is the node's (320 CONNECTION_FORCED from one shutting down, 530 NOT_ALLOWED for a virtual host
+     * down on it or its connection limit): the next address may accept.
+     */
+    static boolean refusedByBroker(Throwable error) {
+        return error instanceof ConnectionClosedException cce
+                && cce.initiatedByBroker()
+                && cce.replyCode() == ReplyCode.ACCESS_REFUSED;
     }
 
     private static Throwable failure(List<Address> addresses, List<Throwable> failures) {

@@ -24,6 +24,8 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayDeque;
 import java.util.Deque;
+import java.util.HashMap;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
@@ -127,8 +129,31 @@ class CredentialsTest {
             provider.answers.poll().completeExceptionally(new IllegalStateException("token endpoint down"));
             broker.client.runPendingTasks();
             Throwable cause = failure(broker.connected);
-            assertInstanceOf(AuthenticationException.class, cause);
+            // not the broker's refusal: a token endpoint down now may answer at the next attempt (recovery retries)
+            assertFalse(cause instanceof AuthenticationException, cause.toString());
+            assertFalse(assertInstanceOf(ConnectionClosedException.class, cause).initiatedByBroker());
             assertTrue(cause.getMessage().contains("token endpoint down"), cause.getMessage());
+            assertFalse(broker.client.isOpen());
+        }
+    }
+
+    /**
+     * A start-ok that cannot be built once the provider answered (a client property's map changed after it was set,
+     * to hold a value with no AMQP type) fails the attempt at once: the provider's callback does not swallow it.
+     */
+    @Test
+    void aStartOkThatCannotBeBuiltAfterTheProviderAnsweredFailsTheAttempt() {
+        ScriptedProvider provider = new ScriptedProvider();
+        Map<String, Object> meta = new HashMap<>();
+        try (FakeBroker broker =
+                new FakeBroker(options().clientProperty("meta", meta).credentialsProvider(provider))) {
+            meta.put("id", new Object());
+            broker.sendStart("PLAIN");
+            provider.answer(Credentials.of("svc", "token-1"));
+            broker.client.runPendingTasks();
+            Throwable cause = failure(broker.connected);
+            assertTrue(cause.getMessage().contains("start-ok"), cause.getMessage());
+            assertFalse(cause.getMessage().contains("token-1"), "no secret in the message");
             assertFalse(broker.client.isOpen());
         }
     }

@@ -2,6 +2,7 @@ package io.warren.it;
 
 import static io.warren.it.TopologyIT.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -9,13 +10,16 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.warren.AuthenticationException;
 import io.warren.Channel;
 import io.warren.Connection;
+import io.warren.ConnectionClosedException;
 import io.warren.ConnectionOptions;
 import io.warren.QueueSpec;
 import io.warren.credentials.Credentials;
 import io.warren.credentials.CredentialsProvider;
 import io.warren.credentials.RefreshingCredentialsProvider;
 import io.warren.credentials.TokenSource;
+import io.warren.it.fault.FaultProxy;
 import java.time.Instant;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -120,8 +124,40 @@ class CredentialsIT {
                 ExecutionException.class,
                 () -> await(BrokerExtension.client()
                         .connect(options(broker, "failing").credentialsProvider(failing))));
-        assertInstanceOf(AuthenticationException.class, e.getCause());
+        // the provider's failure, not the broker's refusal: a later attempt may get a token
+        assertInstanceOf(ConnectionClosedException.class, e.getCause());
+        assertFalse(
+                e.getCause() instanceof AuthenticationException, e.getCause().toString());
         assertTrue(
                 e.getCause().getMessage().contains("vault sealed"), e.getCause().getMessage());
+    }
+
+    /**
+     * The token endpoint is down when the connection is lost (often for the same reason): recovery's first attempt
+     * fails in the provider, and recovery tries again rather than giving up for good.
+     */
+    @Test
+    void recoveryRetriesAProviderThatFailedOnce(Broker broker) throws Exception {
+        AtomicInteger asked = new AtomicInteger();
+        CredentialsProvider flaky = () -> asked.incrementAndGet() == 2
+                ? CompletableFuture.failedFuture(new IllegalStateException("token endpoint unreachable"))
+                : CompletableFuture.completedFuture(Credentials.of(broker.username(), broker.password()));
+        try (FaultProxy proxy = new FaultProxy(broker.host(), broker.port())) {
+            Connection c = await(BrokerExtension.client()
+                    .connect(RecoveryIT.through(proxy, broker, "credentials-recovery")
+                            .credentialsProvider(flaky)));
+            try {
+                RecoveryIT.Events events = new RecoveryIT.Events();
+                c.addRecoveryListener(events);
+                proxy.cutAll();
+                events.awaitRecovery();
+                assertEquals(List.of(true), events.willRetry, "the provider's failure was retried");
+                assertTrue(asked.get() >= 3, "asked again after its failure: " + asked.get());
+                Channel ch = await(c.openChannel());
+                await(ch.queueDeclare(QueueSpec.serverNamed()));
+            } finally {
+                await(c.close());
+            }
+        }
     }
 }

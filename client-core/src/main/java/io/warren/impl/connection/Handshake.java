@@ -4,6 +4,7 @@ import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
 import io.warren.AmqpException;
 import io.warren.AuthenticationException;
+import io.warren.ConnectionClosedException;
 import io.warren.ConnectionOptions;
 import io.warren.codec.Frame;
 import io.warren.codec.Frames;
@@ -113,6 +114,15 @@ final class Handshake {
         return serverProperties;
     }
 
+    /**
+     * Whether the broker said (capability authentication_failure_close, RabbitMQ since 3.2) that it refuses credentials
+     * with connection.close 403 rather than by dropping the socket: then a drop while authenticating is no refusal.
+     */
+    boolean closesOnAuthenticationFailure() {
+        return serverProperties.get("capabilities") instanceof Map<?, ?> capabilities
+                && Boolean.TRUE.equals(capabilities.get("authentication_failure_close"));
+    }
+
     /** The credentials this handshake authenticated with (null before start-ok). */
     Credentials credentials() {
         return credentials;
@@ -209,16 +219,20 @@ final class Handshake {
         if (error != null || c == null) {
             Throwable cause =
                     error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
-            callbacks.failed(new AuthenticationException(
+            // not the broker's refusal: a token endpoint that failed now may answer the next attempt
+            callbacks.failed(new ConnectionClosedException(
                     "the credentials provider failed: " + (cause == null ? "it returned null" : cause.toString()),
-                    cause,
-                    0,
-                    null,
-                    10,
-                    11));
+                    cause));
             return;
         }
-        sendStartOk(c);
+        try {
+            sendStartOk(c);
+        } catch (RuntimeException e) {
+            // thrown inside the provider's callback, where nobody would see it: the attempt would wait for its timeout
+            callbacks.failed(new ConnectionClosedException(
+                    "connection.start-ok could not be built: " + e.getClass().getSimpleName() + ": " + e.getMessage(),
+                    e));
+        }
     }
 
     /**

@@ -42,8 +42,9 @@ import org.slf4j.LoggerFactory;
  * connection was lost in turn finds a newer generation and does nothing.
  *
  * <h2>What is not recovered</h2>
- * An application's close; a refusal that a retry cannot change (authentication, 530 NOT_ALLOWED for a virtual
- * host, 403 ACCESS_REFUSED): recovery gives up at once and says why.
+ * An application's close; a refusal that a retry cannot change (403 ACCESS_REFUSED: credentials): recovery gives
+ * up at once and says why. Other refusals (530 NOT_ALLOWED: a virtual host down on this node, a connection limit)
+ * are retried within {@link RecoveryOptions#maxAttempts} and {@link RecoveryOptions#maxDuration}.
  */
 public final class ConnectionRecovery {
 
@@ -401,14 +402,19 @@ public final class ConnectionRecovery {
         scheduleAttempt();
     }
 
-    /** A refusal a retry cannot change: credentials, a virtual host the user may not open. */
-    private static boolean isFatal(Throwable error) {
+    /**
+     * A refusal a retry cannot change: the broker refused the credentials (403), or does not offer the mechanism.
+     * Not 530 NOT_ALLOWED: RabbitMQ also answers it for a virtual host that is down on this node while it restarts
+     * and for a connection limit reached, which a later attempt gets past. Not a credentials provider's failure
+     * either (its token endpoint may be down for the same reason the broker was).
+     */
+    static boolean isFatal(Throwable error) {
         if (error instanceof AuthenticationException) {
             return true;
         }
         return error instanceof ConnectionClosedException c
                 && c.initiatedByBroker()
-                && (c.replyCode() == ReplyCode.ACCESS_REFUSED || c.replyCode() == ReplyCode.NOT_ALLOWED);
+                && c.replyCode() == ReplyCode.ACCESS_REFUSED;
     }
 
     // ---- restore (event loop) ------------------------------------------------------------------------------

@@ -1,0 +1,28 @@
+package io.warren.impl;
+
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.warren.ConnectionClosedException;
+import org.junit.jupiter.api.Test;
+
+/** Which refusals stop a connect from trying the next address of its list. */
+class ConnectorFailoverTest {
+
+    private static ConnectionClosedException brokerClose(int code, String text) {
+        return new ConnectionClosedException(text, null, code, text, 10, 40, true);
+    }
+
+    @Test
+    void refusedCredentialsStopTheFailover() {
+        assertTrue(Connector.refusedByBroker(brokerClose(403, "ACCESS_REFUSED - Login was refused")));
+    }
+
+    @Test
+    void aNodeShuttingDownOrRefusingTheVirtualHostLetsTheNextAddressTry() {
+        assertFalse(
+                Connector.refusedByBroker(brokerClose(320, "CONNECTION_FORCED - broker forced connection closure")));
+        assertFalse(Connector.refusedByBroker(brokerClose(530, "NOT_ALLOWED - vhost / is down")));
+        assertFalse(Connector.refusedByBroker(new ConnectionClosedException("lost during the handshake", null)));
+    }
+}
