@@ -6,6 +6,8 @@ import java.time.Instant;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -15,7 +17,10 @@ import org.slf4j.LoggerFactory;
  * again. One provider may serve many connections: they share the token, and at most one fetch is in flight
  * at a time (callers meanwhile get the same stage). A fetch that fails while the current token is still valid
  * leaves that token in use (logged) so that a flaky token endpoint does not close connections; once the token
- * has expired, the failure reaches the caller. Thread-safe and non-blocking.
+ * has expired, the failure reaches the caller. A fetch that has not answered within its timeout
+ * ({@value #DEFAULT_FETCH_TIMEOUT_SECONDS} s unless given) fails the same way and the next call starts another: one
+ * hung request (an HTTP client without a request timeout) must not hold every later connect and refresh for ever.
+ * Thread-safe and non-blocking.
  *
  * <pre>{@code
  * TokenSource tokens = () -> http.sendAsync(tokenRequest, ofString())
@@ -31,8 +36,12 @@ public final class RefreshingCredentialsProvider implements CredentialsProvider 
 
     private static final Logger LOG = LoggerFactory.getLogger(RefreshingCredentialsProvider.class);
 
+    /** How long a fetch may take unless the factory is told otherwise. */
+    public static final int DEFAULT_FETCH_TIMEOUT_SECONDS = 30;
+
     private final TokenSource source;
     private final Clock clock;
+    private final Duration fetchTimeout;
 
     // guarded by this
     private Credentials current;
@@ -40,19 +49,32 @@ public final class RefreshingCredentialsProvider implements CredentialsProvider 
     private CompletableFuture<Credentials> fetching;
     private long fetches;
 
-    private RefreshingCredentialsProvider(TokenSource source, Clock clock) {
+    private RefreshingCredentialsProvider(TokenSource source, Clock clock, Duration fetchTimeout) {
         this.source = Objects.requireNonNull(source, "source");
         this.clock = Objects.requireNonNull(clock, "clock");
+        if (fetchTimeout.isNegative() || fetchTimeout.isZero()) {
+            throw new IllegalArgumentException("fetchTimeout must be positive: " + fetchTimeout);
+        }
+        this.fetchTimeout = fetchTimeout;
     }
 
     /** A provider over {@code source} on the system clock. */
     public static RefreshingCredentialsProvider create(TokenSource source) {
-        return new RefreshingCredentialsProvider(source, Clock.systemUTC());
+        return create(source, Clock.systemUTC());
     }
 
     /** A provider over {@code source} that reads the time from {@code clock} (tests). */
     public static RefreshingCredentialsProvider create(TokenSource source, Clock clock) {
-        return new RefreshingCredentialsProvider(source, clock);
+        return create(source, clock, Duration.ofSeconds(DEFAULT_FETCH_TIMEOUT_SECONDS));
+    }
+
+    /**
+     * A provider over {@code source} whose fetches fail when they have not answered within {@code fetchTimeout}.
+     *
+     * @throws IllegalArgumentException when {@code fetchTimeout} is not positive
+     */
+    public static RefreshingCredentialsProvider create(TokenSource source, Clock clock, Duration fetchTimeout) {
+        return new RefreshingCredentialsProvider(source, clock, Objects.requireNonNull(fetchTimeout, "fetchTimeout"));
     }
 
     @Override
@@ -90,15 +112,41 @@ public final class RefreshingCredentialsProvider implements CredentialsProvider 
             stage = CompletableFuture.failedFuture(e);
         }
         stage.whenComplete((creds, error) -> fetched(f, fetchedAt, creds, error));
+        if (!f.isDone()) {
+            long nanos = saturatedNanos(fetchTimeout);
+            CompletableFuture.delayedExecutor(nanos, TimeUnit.NANOSECONDS)
+                    .execute(() -> fetched(
+                            f,
+                            fetchedAt,
+                            null,
+                            new TimeoutException("the token source did not answer within " + fetchTimeout)));
+        }
         return f;
     }
 
+    private static long saturatedNanos(Duration d) {
+        try {
+            return d.toNanos();
+        } catch (ArithmeticException e) {
+            return Long.MAX_VALUE;
+        }
+    }
+
+    /** A fetch's answer, or its timeout: the first of the two settles {@code f}; a late token is still kept. */
     private void fetched(CompletableFuture<Credentials> f, Instant fetchedAt, Credentials creds, Throwable error) {
         Credentials result = null;
         Throwable failure = error != null
                 ? error
                 : creds == null ? new NullPointerException("the token source completed with null") : null;
         synchronized (this) {
+            if (fetching != f) {
+                // answered after its timeout (or the timeout after the answer): a token that came late is good
+                if (failure == null && f.isCompletedExceptionally() && fetching == null) {
+                    current = creds;
+                    staleAt = staleAt(fetchedAt, creds.expiresAt());
+                }
+                return;
+            }
             fetching = null;
             if (failure == null) {
                 current = creds;

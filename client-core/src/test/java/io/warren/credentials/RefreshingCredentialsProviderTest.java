@@ -2,6 +2,7 @@ package io.warren.credentials;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -17,6 +18,9 @@ import java.util.Deque;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import org.junit.jupiter.api.Test;
 
 class RefreshingCredentialsProviderTest {
@@ -111,6 +115,32 @@ class RefreshingCredentialsProviderTest {
                 CompletionException.class,
                 () -> broken.credentials().toCompletableFuture().join());
         assertEquals("no client configured", e.getCause().getMessage());
+    }
+
+    /** A fetch that never answers fails at its timeout, and the next call fetches again instead of waiting on it. */
+    @Test
+    void aHungFetchTimesOutAndTheNextCallFetchesAgain() throws Exception {
+        Deque<CompletableFuture<Credentials>> hung = new ArrayDeque<>();
+        RefreshingCredentialsProvider p = RefreshingCredentialsProvider.create(
+                () -> {
+                    CompletableFuture<Credentials> f = new CompletableFuture<>();
+                    hung.add(f);
+                    return f;
+                },
+                clock,
+                Duration.ofMillis(20));
+        ExecutionException e = assertThrows(
+                ExecutionException.class,
+                () -> p.credentials().toCompletableFuture().get(30, TimeUnit.SECONDS));
+        assertInstanceOf(TimeoutException.class, e.getCause());
+        CompletionStage<Credentials> again = p.credentials();
+        assertEquals(2, p.fetches(), "a new fetch, not the hung one's stage");
+        Credentials t = token("t2", 100);
+        hung.pollLast().complete(t);
+        assertSame(t, again.toCompletableFuture().join());
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> RefreshingCredentialsProvider.create(() -> null, clock, Duration.ZERO));
     }
 
     @Test
