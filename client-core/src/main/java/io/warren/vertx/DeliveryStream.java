@@ -8,6 +8,7 @@ import io.warren.AmqpException;
 import io.warren.ConsumerHandle;
 import io.warren.Delivery;
 import io.warren.impl.adapter.ConsumerEnds;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * A consumer as a Vert.x {@link ReadStream}: deliveries, the stream's end and its failures arrive on the context
@@ -32,12 +33,13 @@ import io.warren.impl.adapter.ConsumerEnds;
  * When the consumer ends, the {@link #exceptionHandler} gets the reason if it was a failure (the broker
  * cancelled it or closed the channel or connection, the connection was lost for good), then the
  * {@link #endHandler} is called; after that the handler is not called again. A cancel, and a close the
- * application made itself ({@code channel.close()}, {@code connection.close()}, a verticle's {@code stop()}), are
- * an orderly end: the end handler only, so {@code pipeTo} ends its write stream and succeeds. Deliveries still
+ * application made itself ({@code channel.close()}, {@code connection.close()}, from a verticle's {@code stop()}
+ * say), are an orderly end: the end handler only, so {@code pipeTo} ends its write stream and succeeds. Deliveries still
  * queued are released without reaching the handler. With manual acks the broker delivers them again: they are
  * requeued when the channel is still open, and requeued by the broker itself when the channel or connection
  * closed. <b>With noAck they are lost</b>: the broker forgot each message when it sent it, so what a paused or slow
- * stream holds when it is cancelled, its verticle undeployed or its connection closed is gone. Use manual acks for
+ * stream holds when it is cancelled or its channel or connection closed is gone. Undeploying a verticle does not
+ * end its streams by itself: cancel them, or close their channel or connection, in its {@code stop()}. Use manual acks for
  * messages that must not be lost.
  *
  * <h2>Recovery</h2>
@@ -54,8 +56,13 @@ public final class DeliveryStream implements ReadStream<Delivery> {
     private volatile Handler<Delivery> handler;
     private volatile Handler<Throwable> exceptionHandler;
     private volatile Handler<Void> endHandler;
-    private volatile boolean paused;
     private volatile ConsumerHandle consumer;
+    /**
+     * The stream's demand as Vert.x streams count it: {@code Long.MAX_VALUE} flowing (the start, resume), 0 paused,
+     * else what fetch asked for and the handler has not had. Kept here, not only in the consumer: without a handler
+     * the consumer is held paused, and what was fetched meanwhile must survive until one is set.
+     */
+    private final AtomicLong demand = new AtomicLong(Long.MAX_VALUE);
 
     // the context only
     private boolean ended;
@@ -80,6 +87,7 @@ public final class DeliveryStream implements ReadStream<Delivery> {
             ConsumerEnds.giveBack(delivery);
             return;
         }
+        demand.getAndUpdate(d -> d == Long.MAX_VALUE || d == 0 ? d : d - 1);
         try {
             h.handle(delivery);
         } catch (RuntimeException e) {
@@ -107,15 +115,20 @@ public final class DeliveryStream implements ReadStream<Delivery> {
         }
     }
 
+    /** Gives the consumer the stream's demand, or none while there is no handler to take deliveries. */
     private void applyDemand() {
         ConsumerHandle c = consumer;
         if (c == null) {
             return;
         }
-        if (handler == null || paused) {
+        long d = demand.get();
+        if (handler == null || d == 0) {
             c.pause();
-        } else {
+        } else if (d == Long.MAX_VALUE) {
             c.resume();
+        } else {
+            c.pause();
+            c.fetch(d);
         }
     }
 
@@ -150,26 +163,33 @@ public final class DeliveryStream implements ReadStream<Delivery> {
 
     @Override
     public DeliveryStream pause() {
-        paused = true;
+        demand.set(0);
         applyDemand();
         return this;
     }
 
     @Override
     public DeliveryStream resume() {
-        paused = false;
+        demand.set(Long.MAX_VALUE);
         applyDemand();
         return this;
     }
 
-    /** Adds {@code amount} to the demand; a paused stream delivers that many and stays paused. */
+    /**
+     * Adds {@code amount} to the demand; a paused stream delivers that many and stays paused. Asked before a handler
+     * is set, the demand waits for it (nothing is taken from the consumer without a handler to give it to).
+     */
     @Override
     public DeliveryStream fetch(long amount) {
         if (amount < 0) {
             throw new IllegalArgumentException("amount must not be negative: " + amount);
         }
+        if (amount == 0) {
+            return this;
+        }
+        demand.getAndUpdate(d -> d > Long.MAX_VALUE - amount ? Long.MAX_VALUE : d + amount);
         ConsumerHandle c = consumer;
-        if (c != null && amount > 0) {
+        if (c != null && handler != null) {
             c.fetch(amount);
         }
         return this;
@@ -178,6 +198,8 @@ public final class DeliveryStream implements ReadStream<Delivery> {
     @Override
     public String toString() {
         ConsumerHandle c = consumer;
-        return "DeliveryStream(" + (c == null ? "starting" : c.toString()) + (paused ? ", paused" : "") + ")";
+        long d = demand.get();
+        return "DeliveryStream(" + (c == null ? "starting" : c.toString())
+                + (d == 0 ? ", paused" : d == Long.MAX_VALUE ? "" : ", demand " + d) + ")";
     }
 }

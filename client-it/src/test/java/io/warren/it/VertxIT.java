@@ -165,6 +165,51 @@ class VertxIT {
     }
 
     /**
+     * Demand asked before a handler is set waits for it, and survives the handler being replaced: with noAck a
+     * delivery taken from the consumer without a handler to give it to would be lost.
+     */
+    @Test
+    void fetchBeforeAHandlerWaitsForItAndSurvivesReplacingIt(Broker broker, Connection connection, TestNames names)
+            throws Exception {
+        String q = names.queue("q");
+        Channel setup = await(connection.openChannel());
+        await(setup.queueDeclare(q));
+        publishNumbered(broker, q, 20, 16);
+        List<Integer> first = Collections.synchronizedList(new ArrayList<>());
+        List<Integer> second = Collections.synchronizedList(new ArrayList<>());
+        CompletableFuture<DeliveryStream> started = new CompletableFuture<>();
+        VertxAmqp amqp = VertxAmqp.create(vertx);
+        Context[] verticle = new Context[1];
+        deploy(context -> {
+            verticle[0] = context;
+            return amqp.wrap(connection)
+                    .openChannel()
+                    .compose(ch -> ch.consume(q, new ConsumeOptions().noAck(true)))
+                    .onSuccess(stream -> {
+                        stream.pause();
+                        stream.fetch(5); // no handler yet
+                        started.complete(stream);
+                    });
+        });
+        DeliveryStream stream = started.get(30, TimeUnit.SECONDS);
+        awaitTrue(() -> stream.consumer().queued() == 20, Duration.ofSeconds(30), "all 20 held, none taken");
+        verticle[0].runOnContext(v -> stream.handler(d -> first.add(numberOf(d))));
+        awaitTrue(() -> first.size() == 5, Duration.ofSeconds(30), "the 5 fetched before the handler");
+        verticle[0].runOnContext(v -> {
+            stream.fetch(3);
+            stream.handler(d -> second.add(numberOf(d))); // replaced: the 3 go to the new one
+        });
+        awaitTrue(() -> second.size() == 3, Duration.ofSeconds(30), "the 3 fetched before the handler was replaced");
+        verticle[0].runOnContext(v -> stream.resume());
+        awaitTrue(() -> first.size() + second.size() == 20, Duration.ofSeconds(30), "all 20, none lost");
+        List<Integer> all = new ArrayList<>(first);
+        all.addAll(second);
+        assertEquals(20, all.stream().distinct().count(), "each once: " + all);
+        assertEquals(5, first.size(), "the first handler had only its 5");
+        await(setup.queueDelete(q));
+    }
+
+    /**
      * The trial's case: {@code consume(queue)} with the defaults, paused while a backlog waits. Without a prefetch
      * the broker pushed everything, its writer stalled on the full socket and it dropped the connection (30 s send
      * timeout); recovery then handed the deliveries of the dead connection to the handler, whose acks threw. With
