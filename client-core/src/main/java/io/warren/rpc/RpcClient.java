@@ -7,6 +7,7 @@ import io.warren.Channel;
 import io.warren.ConsumeOptions;
 import io.warren.ConsumerHandle;
 import io.warren.Delivery;
+import io.warren.PublishOutcome;
 import io.warren.ReturnListener;
 import io.warren.ReturnedMessage;
 import io.warren.RpcTimeoutException;
@@ -95,6 +96,11 @@ public final class RpcClient {
         RpcClient client = new RpcClient(channel, defaultTimeout);
         channel.addReturnListener(client.returns);
         return channel.consume(DIRECT_REPLY_TO, new ConsumeOptions().noAck(true), client::onReply)
+                .whenComplete((handle, error) -> {
+                    if (error != null) {
+                        channel.removeReturnListener(client.returns); // no client: the channel must not keep it
+                    }
+                })
                 .thenApply(handle -> {
                     client.consumer = handle;
                     handle.endFuture().thenAccept(client::ended);
@@ -140,8 +146,10 @@ public final class RpcClient {
         }
         String correlationId = idPrefix + ids.incrementAndGet();
         BasicProperties request;
+        long timeoutNanos;
         try {
             positive(timeout);
+            timeoutNanos = saturatedNanos(timeout); // ChronoUnit.FOREVER's duration is a way to say "no timeout"
             request = (properties == null ? BasicProperties.builder() : properties.toBuilder())
                     .replyTo(DIRECT_REPLY_TO)
                     .correlationId(correlationId)
@@ -152,9 +160,17 @@ public final class RpcClient {
             return reply;
         }
         pending.put(correlationId, reply);
+        isClosed = closed;
+        if (isClosed != null) {
+            // closed while this call was being made: failAll may have looked at the calls before this one was added
+            pending.remove(correlationId);
+            body.release();
+            reply.completeExceptionally(isClosed);
+            return reply;
+        }
         // A timer on the JDK's shared delayer thread, cancelled (and its task removed) when the call completes.
         CompletableFuture<Void> timer =
-                new CompletableFuture<Void>().completeOnTimeout(null, timeout.toNanos(), TimeUnit.NANOSECONDS);
+                new CompletableFuture<Void>().completeOnTimeout(null, timeoutNanos, TimeUnit.NANOSECONDS);
         timer.thenRun(() -> fail(
                 correlationId,
                 new RpcTimeoutException(
@@ -166,7 +182,15 @@ public final class RpcClient {
             pending.remove(correlationId);
             timer.cancel(false);
         });
-        channel.publish(exchange, routingKey, true, request, body).whenComplete((outcome, error) -> {
+        CompletionStage<PublishOutcome> published;
+        try {
+            published =
+                    channel.publish(exchange, routingKey, true, request, body); // takes the body, even when it throws
+        } catch (RuntimeException e) {
+            fail(correlationId, e);
+            return reply;
+        }
+        published.whenComplete((outcome, error) -> {
             if (error != null) {
                 fail(correlationId, error);
             } else if (outcome.isReturned()) {
@@ -174,6 +198,14 @@ public final class RpcClient {
             }
         });
         return reply;
+    }
+
+    private static long saturatedNanos(Duration d) {
+        try {
+            return d.toNanos();
+        } catch (ArithmeticException e) {
+            return Long.MAX_VALUE;
+        }
     }
 
     /**

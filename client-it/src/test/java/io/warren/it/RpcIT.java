@@ -76,6 +76,20 @@ class RpcIT {
         await(rpc.close());
     }
 
+    /** ChronoUnit.FOREVER's duration, the usual way to say "no timeout", is one (it threw, leaving its call behind). */
+    @Test
+    void aCallWithoutATimeoutGetsItsReply(Broker broker, Connection connection, BrokerExtension.TestNames names)
+            throws Exception {
+        String queue = names.queue("upper");
+        upperCaseServer(broker, names, queue);
+        RpcClient rpc = await(RpcClient.create(await(connection.openChannel())));
+        Delivery reply =
+                await(rpc.call("", queue, null, bytes("forever"), java.time.temporal.ChronoUnit.FOREVER.getDuration()));
+        assertEquals("FOREVER", text(reply));
+        assertEquals(0, rpc.pendingCalls());
+        await(rpc.close());
+    }
+
     @Test
     void manyConcurrentCallsFromManyThreadsEachGetTheirOwnReply(
             Broker broker, Connection connection, BrokerExtension.TestNames names) throws Exception {
