@@ -227,6 +227,30 @@ class CredentialsTest {
         }
     }
 
+    /** Past its expiry, a provider that still returns the same secret is not asked again every second. */
+    @Test
+    void anExpiredSecretThatTheProviderStillReturnsIsNotPolledForEver() {
+        ScriptedProvider provider = new ScriptedProvider();
+        try (FakeBroker broker = new FakeBroker(options().credentialsProvider(provider))) {
+            broker.sendStart("PLAIN");
+            Credentials first = Credentials.of("svc", "token-1", Instant.now().plusSeconds(100));
+            provider.answer(first);
+            broker.expectAndRelease(0, MethodIds.CONNECTION_START_OK);
+            broker.handshakeAfterStartOk();
+            broker.client.advanceTimeBy(101, TimeUnit.SECONDS); // past the expiry: the refresh at 80 % asks
+            broker.client.runScheduledPendingTasks();
+            int asked = provider.asked.get();
+            provider.answer(first);
+            broker.client.runPendingTasks();
+            for (int s = 0; s < 60; s++) {
+                broker.client.advanceTimeBy(1, TimeUnit.SECONDS);
+                broker.client.runScheduledPendingTasks();
+            }
+            assertEquals(asked, provider.asked.get(), "not asked again once the same secret came back expired");
+            broker.expectNothing();
+        }
+    }
+
     @Test
     void theSameSecretWithALaterExpiryIsAdoptedWithoutAnUpdate() {
         ScriptedProvider provider = new ScriptedProvider();

@@ -207,8 +207,16 @@ public final class SecretRefresher {
             if (fresh.expiresAt() != null && fresh.expiresAt().isAfter(current.expiresAt())) {
                 adopt(fresh);
                 scheduleRefresh(REFRESH_RATIO);
-            } else {
+            } else if (currentStillValid()) {
                 scheduleRefresh(0.5);
+            } else {
+                // expired, and the provider has nothing newer: asking every second would change nothing (the broker
+                // closes the connection at the expiry; the next connection asks the provider again)
+                LOG.warn(
+                        "connection to {}: the secret expired at {} and the credentials provider returns it still;"
+                                + " no further refresh on this connection",
+                        address,
+                        current.expiresAt());
             }
             return;
         }
