@@ -328,8 +328,13 @@ final class AckCoalescer {
         while (tag - base >= ring.length) {
             if (ring.length < MAX_CAPACITY) {
                 grow();
-            } else {
+            } else if (base < next) {
                 spillBase();
+            } else {
+                // every tag delivered so far has left the ring (waiting ones as stragglers): it starts again at the
+                // new tag rather than step over the gap one tag at a time (a broker jumping tags would spin here)
+                base = next = tag;
+                return;
             }
         }
     }

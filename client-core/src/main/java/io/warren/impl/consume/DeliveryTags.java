@@ -36,9 +36,14 @@ final class DeliveryTags {
         this.offset = offset;
     }
 
-    /** A broker tag was delivered (the broker's tags only grow on a channel). Event loop. */
+    /**
+     * A broker tag was delivered. The broker's tags only grow on a channel; one that does not (a broker's bug) must
+     * not lower the highest, which sets the next state's offset after a loss. Event loop.
+     */
     void delivered(long brokerTag) {
-        HIGHEST.lazySet(this, brokerTag);
+        if (brokerTag > highest) {
+            HIGHEST.lazySet(this, brokerTag);
+        }
     }
 
     /** What the application's delivery tags add to the broker's on this channel state. Any thread. */

@@ -89,6 +89,19 @@ class AckCoalescerTest {
         assertEquals(0, acks.pendingCount());
     }
 
+    /** A tag far beyond a waiting one (a broker's bug, or a hostile one) moves the window, bounded, never spins. */
+    @Test
+    void aTagFarAheadOfAWaitingOneMovesTheWindowInBoundedSteps() {
+        org.junit.jupiter.api.Assertions.assertTimeoutPreemptively(java.time.Duration.ofSeconds(30), () -> {
+            deliver(1, 1, true);
+            acks.delivered(Long.MAX_VALUE - 1, true);
+            assertTrue(acks.settle(Long.MAX_VALUE - 1, ACK));
+            assertTrue(acks.settle(1, ACK));
+        });
+        assertEquals(List.of("ack 1", "ack " + (Long.MAX_VALUE - 1)), frames());
+        assertEquals(0, acks.pendingCount());
+    }
+
     @Test
     void aSingleAckStaysSingle() {
         deliver(1, 3, true);

@@ -21,6 +21,16 @@ class DeliveryTagsTest {
         assertEquals(0, tags.toBroker(0, true), "0 with multiple stays 0: every outstanding delivery");
     }
 
+    /** A tag going backwards (no broker does it) must not lower the highest: a later offset would reuse tags. */
+    @Test
+    void aTagGoingBackwardsDoesNotLowerTheHighest() {
+        DeliveryTags tags = new DeliveryTags(3, 100);
+        tags.delivered(5);
+        tags.delivered(3);
+        assertEquals(105, tags.highestExposed());
+        assertEquals(5, tags.toBroker(105, false), "tag 5 was delivered: it may be settled");
+    }
+
     @Test
     void aTagFromBeforeTheLossIsStale() {
         DeliveryTags tags = new DeliveryTags(3, 100);
