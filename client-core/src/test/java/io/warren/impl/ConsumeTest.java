@@ -337,6 +337,26 @@ class ConsumeTest {
         }
     }
 
+    /**
+     * A delivery for a consumer tag the channel does not have is dropped; whether the broker waits for its ack is
+     * unknown, so no multiple ack may cover it (that would acknowledge a message nobody handled).
+     */
+    @Test
+    void aDeliveryForAnUnknownConsumerIsNeverCoveredByAMultipleAck() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            List<Delivery> kept = new ArrayList<>();
+            consume(broker, ch, "c", new ConsumeOptions(), d -> kept.add(d.retain()));
+            deliver(broker, "c", 1, HELLO);
+            deliver(broker, "unknown", 2, HELLO);
+            deliver(broker, "c", 3, HELLO);
+            kept.get(1).ack();
+            kept.get(0).ack();
+            assertEquals(List.of("ack 1", "ack 3"), written(broker), "each on its own: neither covers 2");
+            kept.forEach(Delivery::release);
+        }
+    }
+
     @Test
     void settlingTwiceOrANoAckDeliveryIsRefused() {
         try (FakeBroker broker = new FakeBroker()) {
