@@ -21,6 +21,9 @@ import io.warren.codec.Frame;
 import io.warren.codec.Frames;
 import io.warren.codec.base.AmqpProtocolException;
 import io.warren.codec.base.FrameType;
+import io.warren.codec.method.BasicAckEncoder;
+import io.warren.codec.method.BasicDeliverEncoder;
+import io.warren.codec.method.BasicGetOkEncoder;
 import io.warren.codec.method.ConnectionBlockedEncoder;
 import io.warren.codec.method.ConnectionClose;
 import io.warren.codec.method.ConnectionCloseEncoder;
@@ -432,6 +435,68 @@ class ConnectionLifecycleTest {
                     c.closeFuture().toCompletableFuture().join();
             assertEquals(505, reason.replyCode());
             assertFalse(reason.initiatedByBroker());
+        }
+    }
+
+    /** A frame for a channel that was never opened (nor is closing) is the broker's error: 504, not dropped. */
+    @Test
+    void aFrameOnAChannelNeverOpenedIs504() {
+        try (FakeBroker broker = new FakeBroker()) {
+            ConnectionImpl c = broker.handshake();
+            broker.openChannel(c, 1);
+            broker.send(77, new BasicAckEncoder().deliveryTag(1));
+            Frame close = broker.expect(0, MethodIds.CONNECTION_CLOSE);
+            assertEquals(504, closeView(close).replyCode());
+            close.release();
+        }
+    }
+
+    /** A method while a message's content is expected (a confirm between basic.deliver and its header): 505. */
+    @Test
+    void aMethodInsideAMessagesContentIs505() {
+        try (FakeBroker broker = new FakeBroker()) {
+            ConnectionImpl c = broker.handshake();
+            broker.openChannel(c, 1);
+            broker.send(
+                    1,
+                    new BasicDeliverEncoder()
+                            .consumerTag("nobody")
+                            .deliveryTag(1)
+                            .exchange("x")
+                            .routingKey("rk"));
+            broker.send(1, new BasicAckEncoder().deliveryTag(1));
+            Frame close = broker.expect(0, MethodIds.CONNECTION_CLOSE);
+            assertEquals(505, closeView(close).replyCode());
+            close.release();
+        }
+    }
+
+    /** basic.get-ok inside a delivery's content: the 505 closes the connection, not only the get's stage. */
+    @Test
+    void aGetOkInsideADeliverysContentClosesTheConnectionWith505() {
+        try (FakeBroker broker = new FakeBroker()) {
+            ConnectionImpl c = broker.handshake();
+            Channel ch = broker.openChannel(c, 1);
+            var get = ch.basicGet("q", false);
+            broker.expectAndRelease(1, MethodIds.BASIC_GET);
+            broker.send(
+                    1,
+                    new BasicDeliverEncoder()
+                            .consumerTag("nobody")
+                            .deliveryTag(1)
+                            .exchange("x")
+                            .routingKey("rk"));
+            broker.send(
+                    1,
+                    new BasicGetOkEncoder()
+                            .deliveryTag(2)
+                            .exchange("x")
+                            .routingKey("rk")
+                            .messageCount(0));
+            Frame close = broker.expect(0, MethodIds.CONNECTION_CLOSE);
+            assertEquals(505, closeView(close).replyCode());
+            close.release();
+            assertTrue(get.toCompletableFuture().isCompletedExceptionally());
         }
     }
 

@@ -4,6 +4,7 @@ import io.netty.buffer.ByteBuf;
 import io.netty.util.concurrent.ScheduledFuture;
 import io.warren.RpcTimeoutException;
 import io.warren.codec.Frame;
+import io.warren.codec.base.AmqpProtocolException;
 import io.warren.impl.connection.MethodNames;
 import java.util.ArrayDeque;
 import java.util.concurrent.CompletableFuture;
@@ -157,6 +158,11 @@ public final class ChannelRpc {
                 completeLate(head, frame); // the late reply of a request that timed out, and it matters
             }
             // else: the late reply of a request that timed out; dropped, as promised
+        } catch (AmqpProtocolException e) {
+            // the broker broke the protocol in its reply (a get-ok inside another message's content): the request
+            // fails, and so does the connection
+            head.future.completeExceptionally(e);
+            throw e;
         } catch (RuntimeException e) {
             head.future.completeExceptionally(e);
         } finally {

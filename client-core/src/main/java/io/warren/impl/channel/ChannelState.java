@@ -352,6 +352,14 @@ public final class ChannelState implements InboundChannel {
     private void onMethod(Frame frame) {
         ByteBuf payload = frame.payload();
         int key = payload.getInt(payload.readerIndex());
+        if (content.isActive()
+                && key != MethodIds.BASIC_DELIVER
+                && key != MethodIds.BASIC_GET_OK
+                && key != MethodIds.BASIC_RETURN) {
+            // a content-carrying method's own case is ContentAssembler.begin's; any other must wait for the content
+            frame.release();
+            throw content.unexpected(MethodNames.describe(key) + " arrived while a message's content was expected");
+        }
         if (key == MethodIds.CHANNEL_CLOSE) {
             onBrokerClose(frame);
             return;

@@ -199,7 +199,8 @@ public final class ContentAssembler {
         awaitingHeader = false;
     }
 
-    private AmqpProtocolException unexpected(String detail) {
+    /** A 505 for the channel, the content in progress aborted; for the caller to throw. */
+    AmqpProtocolException unexpected(String detail) {
         AmqpProtocolException e =
                 new AmqpProtocolException(ReplyCode.UNEXPECTED_FRAME, detail, null, channel, -1, -1, -1);
         abort(e);

@@ -307,11 +307,23 @@ public final class ConnectionHandler extends PassThroughInboundHandler implement
                     -1,
                     -1);
         }
-        InboundChannel target = state == State.OPEN ? channels.get(channel) : null;
-        if (target == null) {
-            // Closing (the spec says discard all but close/close-ok), or a channel already forgotten.
-            frame.release();
+        if (state != State.OPEN) {
+            frame.release(); // closing: the spec says discard all but close/close-ok
             return;
+        }
+        InboundChannel target = channels.get(channel);
+        if (target == null) {
+            // A channel stays in the table until its close-ok, and the broker sends nothing after its own close:
+            // a frame here is for a channel that was never opened.
+            frame.release();
+            throw new AmqpProtocolException(
+                    ReplyCode.CHANNEL_ERROR,
+                    "frame on channel " + channel + ", which is not open",
+                    frame.type(),
+                    channel,
+                    -1,
+                    -1,
+                    -1);
         }
         target.onFrame(frame);
     }
