@@ -114,7 +114,9 @@ final class Summary {
             field(
                     out,
                     "from the publish call to the consumer's handler, queueing in the client and "
-                            + "the broker included%n",
+                            + "the broker included%n"
+                            + "                    (timed from the call as made, not from its slot in the pace: a"
+                            + " producer behind its schedule is not counted late)%n",
                     "");
         }
         if (r.backlogAtEnd() != null) {
@@ -376,11 +378,19 @@ final class Summary {
     static List<Double> values(List<Map<String, Object>> runs, String client, String key) {
         List<Double> values = new ArrayList<>();
         for (Map<String, Object> run : runs) {
-            if (client.equals(run.get("client")) && run.get(key) instanceof Number n) {
+            if (client.equals(run.get("client")) && counted(run) && run.get(key) instanceof Number n) {
                 values.add(n.doubleValue());
             }
         }
         return values;
+    }
+
+    /**
+     * Whether a run's figures count in medians, ranges and ratios: not one that failed or was interrupted (a
+     * measurement cut short, of a different length than the others; its own summary still shows it).
+     */
+    static boolean counted(Map<String, Object> run) {
+        return run.get("failure") == null && !"interrupted".equals(run.get("stopped_by"));
     }
 
     private static double median(List<Double> values) {

@@ -431,6 +431,13 @@ public final class WarrenPerf implements Callable<Integer> {
                     Summary.comparisonTable(legJson, clients).forEach(out::println);
                     out.println();
                     Summary.headline(legJson, clients).forEach(line -> out.println("  " + line));
+                    long uncounted =
+                            legJson.stream().filter(r -> !Summary.counted(r)).count();
+                    if (uncounted > 0) {
+                        out.println("  " + uncounted + " of " + legJson.size() + " runs failed or were interrupted:"
+                                + " left out of the medians, ranges and ratios above");
+                    }
+                    belowPace(leg.options(), legJson, clients).forEach(line -> out.println("  WARNING: " + line));
                     long backlogged = legResults.stream()
                             .filter(r -> r.backlogWarning() != null)
                             .count();
@@ -486,6 +493,31 @@ public final class WarrenPerf implements Callable<Integer> {
 
     /** One stretch of the run: against the broker ({@code peer} null) or one loopback peer. */
     private record Leg(LoopbackPeer.Mode peer, RunOptions options, long timeSeconds) {}
+
+    /**
+     * One line per client whose producers fell short of the pace (median sent rate under 95 % of it): the headline
+     * leaves throughput out of paced runs, so it must say when the clients did not carry the same load.
+     */
+    static List<String> belowPace(RunOptions options, List<Map<String, Object>> runs, List<String> clients) {
+        List<String> lines = new ArrayList<>();
+        if (options.rate() <= 0 || options.producers() == 0) {
+            return lines;
+        }
+        double pace = options.rate() * options.producers();
+        for (String c : clients) {
+            Double sent = Summary.median(runs, c, "sent_rate");
+            if (sent != null && sent < 0.95 * pace) {
+                lines.add(String.format(
+                        Locale.ROOT,
+                        "%s sent %,.0f msg/s, below the pace of %,.0f: its latency and CPU figures are at a lower load"
+                                + " than the pace's",
+                        c,
+                        sent,
+                        pace));
+            }
+        }
+        return lines;
+    }
 
     /**
      * What to run against: the peer asked for, the broker when one answers, and else the built-in loopback peer

@@ -252,4 +252,24 @@ class RunWarningsTest {
         RunResult r = run(options(1, 1), 100, 50);
         assertEquals(0.1, r.contextSwitchesPerMessage(), 1e-12, "15 switches over 150 publishes + deliveries");
     }
+
+    /** Paced runs leave throughput out of the headline: a client that did not keep the pace is named. */
+    @Test
+    void aClientThatFellShortOfThePaceIsNamed() {
+        Map<String, Object> kept = new java.util.HashMap<>(Map.of("client", "amqp-client", "sent_rate", 9_990.0));
+        Map<String, Object> short_ = new java.util.HashMap<>(Map.of("client", "warren", "sent_rate", 6_000.0));
+        List<String> clients = List.of("amqp-client", "warren");
+        List<String> lines = WarrenPerf.belowPace(
+                WarrenPerf.plan("-x", "1", "-y", "1", "-r", "10000").options(), List.of(kept, short_), clients);
+        assertEquals(1, lines.size(), lines.toString());
+        assertTrue(lines.get(0).startsWith("warren sent 6,000 msg/s, below the pace of 10,000"), lines.get(0));
+        assertTrue(
+                WarrenPerf.belowPace(
+                                WarrenPerf.plan("-x", "1", "-y", "1", "-r", "-1")
+                                        .options(),
+                                List.of(kept, short_),
+                                clients)
+                        .isEmpty(),
+                "unpaced: nothing to fall short of");
+    }
 }

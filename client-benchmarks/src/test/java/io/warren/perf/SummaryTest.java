@@ -46,6 +46,24 @@ class SummaryTest {
         assertEquals(4, table.size(), "figures no run has are left out:\n" + text);
     }
 
+    /** A failed or interrupted run measured less than the others: it is not one of the runs a median is of. */
+    @Test
+    void failedAndInterruptedRunsAreLeftOutOfMediansAndRanges() {
+        Map<String, Object> failed = run("warren", 10, 900.0);
+        failed.put("failure", "connection lost");
+        Map<String, Object> interrupted = run("warren", 20, 800.0);
+        interrupted.put("stopped_by", "interrupted");
+        Map<String, Object> timed = run("warren", 300, 5.0);
+        timed.put("stopped_by", "time");
+        List<Map<String, Object>> runs = List.of(run("amqp-client", 100, 10.0), failed, interrupted, timed);
+        assertEquals(300.0, Summary.median(runs, "warren", "sent_rate"));
+        assertFalse(Summary.counted(failed));
+        assertFalse(Summary.counted(interrupted));
+        assertTrue(Summary.counted(timed));
+        String text = String.join("\n", Summary.comparisonTable(runs, List.of("amqp-client", "warren")));
+        assertTrue(text.contains("| sent msg/s | 100 | 300 | 3.00 |"), text);
+    }
+
     @Test
     void rowsOfZerosAndRatiosOverZeroAreLeftOut() {
         Map<String, Object> a = run("amqp-client", 100, 10.0);
