@@ -27,6 +27,11 @@ import io.warren.codec.base.ReplyCode;
  */
 public final class ContentAssembler {
 
+    /** Parts of a body kept as slices before a run of small ones is copied into one buffer. */
+    static final int CONSOLIDATE_PARTS = 256;
+    /** A part below this size on average makes its run small: RabbitMQ's frames are of frame-max (128 KiB). */
+    static final int SMALL_PART = 1024;
+
     /** Told when a message is complete. Event loop; the listener owns the {@link AssembledContent}. */
     public interface Listener {
         void onContent(AssembledContent content);
@@ -53,6 +58,9 @@ public final class ContentAssembler {
     private ByteBuf header;
     private ByteBuf body;
     private CompositeByteBuf composite;
+    /** The first part of {@link #composite} not yet in a consolidated run. */
+    private int runStart;
+
     private long expected;
     private long received;
     private boolean awaitingHeader;
@@ -144,6 +152,7 @@ public final class ContentAssembler {
             body = part; // the common case: the whole body in one frame, kept as it is
         } else {
             if (composite == null) {
+                runStart = 0;
                 composite = alloc.compositeBuffer(Integer.MAX_VALUE);
                 if (body != null) {
                     composite.addComponent(true, body);
@@ -151,6 +160,19 @@ public final class ContentAssembler {
                 body = composite;
             }
             composite.addComponent(true, part);
+            int parts = composite.numComponents();
+            if (parts - runStart == CONSOLIDATE_PARTS) {
+                // A broker may split a body into frames of any size, down to a byte: each part held as a slice costs
+                // some hundred bytes of heap and pins its read buffer. A run of small parts becomes one buffer (each
+                // byte copied at most once: the next run starts after it); a body in frames of frame-max is never
+                // copied.
+                if (composite.capacity() - composite.toByteIndex(runStart) < (long) CONSOLIDATE_PARTS * SMALL_PART) {
+                    composite.consolidate(runStart, CONSOLIDATE_PARTS);
+                    runStart++;
+                } else {
+                    runStart = parts;
+                }
+            }
         }
         if (received == expected) {
             complete();

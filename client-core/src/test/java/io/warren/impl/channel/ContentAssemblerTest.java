@@ -88,6 +88,49 @@ class ContentAssemblerTest {
         c.release();
     }
 
+    /**
+     * A body in frames of a byte each (any size is legal) is not held as one slice per byte: runs of small parts are
+     * copied into one buffer, each byte once, and the bytes come out in order.
+     */
+    @Test
+    void aBodyInTinyFramesIsHeldInRunsNotOnePartPerFrame() {
+        int size = 10_000;
+        ContentAssembler assembler = new ContentAssembler(1, size, ALLOC);
+        List<AssembledContent> out = new ArrayList<>();
+        assembler.begin(methodFrame(), out::add);
+        assembler.onHeader(headerFrame(size));
+        StringBuilder sent = new StringBuilder();
+        for (int i = 0; i < size; i++) {
+            String b = String.valueOf((char) ('a' + i % 26));
+            sent.append(b);
+            assembler.onBody(bodyFrame(b));
+        }
+        AssembledContent c = out.get(0);
+        CompositeByteBuf body = assertInstanceOf(CompositeByteBuf.class, c.body());
+        assertTrue(
+                body.numComponents() <= size / ContentAssembler.CONSOLIDATE_PARTS + ContentAssembler.CONSOLIDATE_PARTS,
+                "parts: " + body.numComponents());
+        assertEquals(sent.toString(), body.toString(StandardCharsets.UTF_8));
+        c.release();
+    }
+
+    /** Parts of frame-max size are never copied, however many. */
+    @Test
+    void largePartsAreNeverConsolidated() {
+        int parts = ContentAssembler.CONSOLIDATE_PARTS * 2;
+        String part = "x".repeat(ContentAssembler.SMALL_PART);
+        ContentAssembler assembler = new ContentAssembler(1, (long) parts * part.length(), ALLOC);
+        List<AssembledContent> out = new ArrayList<>();
+        assembler.begin(methodFrame(), out::add);
+        assembler.onHeader(headerFrame((long) parts * part.length()));
+        for (int i = 0; i < parts; i++) {
+            assembler.onBody(bodyFrame(part));
+        }
+        AssembledContent c = out.get(0);
+        assertEquals(parts, assertInstanceOf(CompositeByteBuf.class, c.body()).numComponents());
+        c.release();
+    }
+
     @Test
     void anEmptyBodyCompletesOnTheHeader() {
         ContentAssembler assembler = new ContentAssembler(1, 1024, ALLOC);
