@@ -60,7 +60,12 @@ public final class BenchmarksTable {
                     "usage: BenchmarksTable RESULTS_DIR|FILE... [\"SCENARIO=figure,figure\" ...]: no results found");
             System.exit(2);
         }
-        table(runs, scenarios).forEach(System.out::println);
+        try {
+            table(runs, scenarios).forEach(System.out::println);
+        } catch (IllegalArgumentException e) {
+            System.err.println("BenchmarksTable: " + e.getMessage());
+            System.exit(2);
+        }
     }
 
     /** Every run object in {@code path}: a JSON file (an object or an array) or a directory of them. */
@@ -121,6 +126,14 @@ public final class BenchmarksTable {
             if (ofScenario.isEmpty()) {
                 lines.add("| " + scenario.getKey() + " | (no runs) |" + " |".repeat(clients.size() + (ratio ? 1 : 0)));
                 continue;
+            }
+            Set<Object> targets = new LinkedHashSet<>();
+            ofScenario.forEach(r -> targets.add(r.get("target")));
+            if (targets.size() > 1) {
+                // warren-perf measures against its loopback peer when no broker answers: such runs are another
+                // scenario, and a median over both would be a figure of neither
+                throw new IllegalArgumentException("scenario '" + scenario.getKey() + "': its runs went to different"
+                        + " targets " + targets + " (a broker that did not answer?); run it again");
             }
             for (String c : clients) {
                 long n = ofScenario.stream()

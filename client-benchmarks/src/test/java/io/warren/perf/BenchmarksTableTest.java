@@ -47,4 +47,16 @@ class BenchmarksTableTest {
         assertTrue(!text.contains("client CPU"), "a figure no run has is left out:\n" + text);
         assertTrue(text.endsWith("Medians of 1 to 2 runs per client and scenario."), text);
     }
+
+    /** A scenario's runs split between the broker and the loopback peer (the broker did not answer) are refused. */
+    @Test
+    void aScenarioWhoseRunsWentToDifferentTargetsIsRefused() {
+        Map<String, Object> broker = run("pubsub 16 B", "warren", 500, 10.0);
+        broker.put("target", "amqp://guest@localhost:5672");
+        Map<String, Object> peer = run("pubsub 16 B", "warren", 2_000_000, 0.0);
+        peer.put("target", "loopback peer (sink)");
+        IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(
+                IllegalArgumentException.class, () -> BenchmarksTable.table(List.of(broker, peer), Map.of()));
+        assertTrue(e.getMessage().contains("pubsub 16 B"), e.getMessage());
+    }
 }
