@@ -452,15 +452,24 @@ class ConnectionLifecycleTest {
     }
 
     /** A method while a message's content is expected (a confirm between basic.deliver and its header): 505. */
+    /** A noAck consumer "c" on {@code ch} (channel 1), started. */
+    private static void consumerC(FakeBroker broker, Channel ch) {
+        var started =
+                ch.consume("q", new io.warren.ConsumeOptions().consumerTag("c").noAck(true), d -> {});
+        broker.expectAndRelease(1, MethodIds.BASIC_CONSUME);
+        broker.send(1, new io.warren.codec.method.BasicConsumeOkEncoder().consumerTag("c"));
+        assertTrue(started.toCompletableFuture().isDone());
+    }
+
     @Test
     void aMethodInsideAMessagesContentIs505() {
         try (FakeBroker broker = new FakeBroker()) {
             ConnectionImpl c = broker.handshake();
-            broker.openChannel(c, 1);
+            consumerC(broker, broker.openChannel(c, 1));
             broker.send(
                     1,
                     new BasicDeliverEncoder()
-                            .consumerTag("nobody")
+                            .consumerTag("c")
                             .deliveryTag(1)
                             .exchange("x")
                             .routingKey("rk"));
@@ -477,12 +486,13 @@ class ConnectionLifecycleTest {
         try (FakeBroker broker = new FakeBroker()) {
             ConnectionImpl c = broker.handshake();
             Channel ch = broker.openChannel(c, 1);
+            consumerC(broker, ch);
             var get = ch.basicGet("q", false);
             broker.expectAndRelease(1, MethodIds.BASIC_GET);
             broker.send(
                     1,
                     new BasicDeliverEncoder()
-                            .consumerTag("nobody")
+                            .consumerTag("c")
                             .deliveryTag(1)
                             .exchange("x")
                             .routingKey("rk"));

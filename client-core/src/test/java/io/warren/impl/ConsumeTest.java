@@ -31,6 +31,7 @@ import io.warren.codec.method.BasicDeliverEncoder;
 import io.warren.codec.method.BasicGetOkEncoder;
 import io.warren.codec.method.BasicQos;
 import io.warren.codec.method.BasicQosOkEncoder;
+import io.warren.codec.method.ConnectionClose;
 import io.warren.codec.method.MethodIds;
 import io.warren.codec.method.TxCommitOkEncoder;
 import io.warren.impl.metrics.CountingMetrics;
@@ -338,21 +339,27 @@ class ConsumeTest {
     }
 
     /**
-     * A delivery for a consumer tag the channel does not have is dropped; whether the broker waits for its ack is
-     * unknown, so no multiple ack may cover it (that would acknowledge a message nobody handled).
+     * A delivery for a consumer tag the channel does not have is the broker's error: dropped, its tag would be unknown
+     * to the acks (a multiple ack would settle a message nobody handled). The connection closes with 505 instead, and
+     * the broker gives every unacknowledged message back to the queue.
      */
     @Test
-    void aDeliveryForAnUnknownConsumerIsNeverCoveredByAMultipleAck() {
+    void aDeliveryForAnUnknownConsumerClosesTheConnection() {
         try (FakeBroker broker = new FakeBroker()) {
-            Channel ch = broker.openChannel(broker.handshake(), 1);
+            ConnectionImpl c = broker.handshake();
+            Channel ch = broker.openChannel(c, 1);
             List<Delivery> kept = new ArrayList<>();
             consume(broker, ch, "c", new ConsumeOptions(), d -> kept.add(d.retain()));
             deliver(broker, "c", 1, HELLO);
             deliver(broker, "unknown", 2, HELLO);
-            deliver(broker, "c", 3, HELLO);
-            kept.get(1).ack();
-            kept.get(0).ack();
-            assertEquals(List.of("ack 1", "ack 3"), written(broker), "each on its own: neither covers 2");
+            Frame close = broker.expect(0, MethodIds.CONNECTION_CLOSE);
+            assertEquals(
+                    505,
+                    new ConnectionClose()
+                            .wrap(close.payload(), close.payload().readerIndex())
+                            .replyCode());
+            close.release();
+            assertEquals(1, kept.size(), "the unknown consumer's delivery reached nobody");
             kept.forEach(Delivery::release);
         }
     }
@@ -453,8 +460,8 @@ class ConsumeTest {
             assertTrue(e.getMessage().contains("cancelled by the broker"), e.getMessage());
             assertFalse(c.isActive());
             assertTrue(ch.isOpen());
-            // its deliveries after the cancel have nobody to go to: dropped (and released)
-            deliver(broker, "c", 1, HELLO);
+            // (the broker sends it nothing after its cancel: a delivery for it now would be the broker's error,
+            // aDeliveryForAnUnknownConsumerClosesTheConnection)
             assertTrue(c.cancel().toCompletableFuture().isDone(), "cancelling an ended consumer completes at once");
             broker.expectNothing();
         }

@@ -12,6 +12,9 @@ import io.warren.ConsumerHandle;
 import io.warren.DeliveryHandler;
 import io.warren.StaleDeliveryException;
 import io.warren.codec.Frame;
+import io.warren.codec.base.AmqpProtocolException;
+import io.warren.codec.base.FrameType;
+import io.warren.codec.base.ReplyCode;
 import io.warren.codec.method.BasicCancel;
 import io.warren.codec.method.BasicConsumeOk;
 import io.warren.codec.method.MethodIds;
@@ -43,8 +46,6 @@ import org.slf4j.LoggerFactory;
 public final class ChannelConsumers implements ContentAssembler.Listener {
 
     private static final Logger LOG = LoggerFactory.getLogger(ChannelConsumers.class);
-
-    private static final ContentAssembler.Listener DROP = AssembledContent::release;
 
     /** The operation codes for {@link #settle(long, boolean, boolean, int)}. */
     public static final int ACK = AckCoalescer.ACK;
@@ -292,14 +293,21 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
         tags.delivered(deliveryTag); // the broker's tags only grow on a channel
         ConsumerImpl consumer = consumers.find(p, at + 5, tagLength);
         if (consumer == null) {
-            LOG.warn(
-                    "channel {}: basic.deliver {} for consumer '{}', which is not (or no longer) here; dropped",
+            // A consumer stays here until its cancel-ok or the broker's cancel, after which the broker sends it
+            // nothing: this delivery is the broker's error. Dropping it would leave its tag unknown to the
+            // coalescer (a multiple ack would settle a message nobody handled); the connection's close gives every
+            // unacknowledged message back to the queue.
+            String tag = p.toString(at + 5, tagLength, java.nio.charset.StandardCharsets.UTF_8);
+            frame.release();
+            throw new AmqpProtocolException(
+                    ReplyCode.UNEXPECTED_FRAME,
+                    "basic.deliver " + deliveryTag + " for consumer '" + tag + "', which channel " + number
+                            + " does not have",
+                    FrameType.METHOD,
                     number,
-                    deliveryTag,
-                    p.toString(at + 5, tagLength, java.nio.charset.StandardCharsets.UTF_8));
-            settlements.deliveredUnrouted(deliveryTag);
-            state.beginContent(frame, DROP);
-            return;
+                    60,
+                    60,
+                    -1);
         }
         settlements.delivered(deliveryTag, !consumer.noAck());
         metrics.messageConsumed();

@@ -104,16 +104,6 @@ final class SettlementPath {
         }
     }
 
-    /**
-     * A tag delivered for no consumer of the channel (its content is dropped). Whether the broker waits for its ack
-     * is unknown (the consumer's noAck went with it): it stays waiting here, so that no multiple ack covers it and
-     * acknowledges a message nobody handled; the broker requeues it when the channel closes.
-     */
-    void deliveredUnrouted(long deliveryTag) {
-        assert loop.inEventLoop() : "settlement path off the event loop";
-        acks.delivered(deliveryTag, true, state.connection().readBatchNanos());
-    }
-
     /** Whether the broker tag is settled (or needs no settlement): a delivery object may be reused. */
     boolean isSettled(long deliveryTag) {
         assert loop.inEventLoop() : "settlement path off the event loop";
