@@ -285,12 +285,17 @@ public final class Connector {
                 && cce.replyCode() == ReplyCode.ACCESS_REFUSED;
     }
 
-    private static Throwable failure(List<Address> addresses, List<Throwable> failures) {
+    /** The broker answered with a close of its own (a reply code): that answer is the news, not a wrapper of it. */
+    private static boolean answeredByBroker(Throwable error) {
+        return error instanceof ConnectionClosedException cce && cce.replyCode() != 0 && cce.initiatedByBroker();
+    }
+
+    static Throwable failure(List<Address> addresses, List<Throwable> failures) {
         Throwable last = failures.get(failures.size() - 1);
         if (failures.size() == 1) {
             return last;
         }
-        if (refusedByBroker(last)) {
+        if (answeredByBroker(last)) {
             // the broker's answer is the news (an AuthenticationException stays one); the addresses that did not
             // answer before it are kept as suppressed
             for (Throwable t : failures.subList(0, failures.size() - 1)) {

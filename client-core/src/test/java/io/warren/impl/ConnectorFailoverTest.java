@@ -25,4 +25,15 @@ class ConnectorFailoverTest {
         assertFalse(Connector.refusedByBroker(brokerClose(530, "NOT_ALLOWED - vhost / is down")));
         assertFalse(Connector.refusedByBroker(new ConnectionClosedException("lost during the handshake", null)));
     }
+
+    /** The next address is tried after a 530, but when the last one answers 530 too, that answer is the failure. */
+    @Test
+    void theBrokersLastAnswerIsTheFailureNotAWrapperOfIt() {
+        ConnectionClosedException vhost = brokerClose(530, "NOT_ALLOWED - vhost nope not found");
+        Throwable f = Connector.failure(
+                java.util.List.of(new io.warren.Address("a", 5672), new io.warren.Address("b", 5672)),
+                java.util.List.of(new java.net.ConnectException("Connection refused"), vhost));
+        org.junit.jupiter.api.Assertions.assertSame(vhost, f);
+        org.junit.jupiter.api.Assertions.assertEquals(1, vhost.getSuppressed().length, "the first address's failure");
+    }
 }

@@ -42,9 +42,10 @@ import org.slf4j.LoggerFactory;
  * connection was lost in turn finds a newer generation and does nothing.
  *
  * <h2>What is not recovered</h2>
- * An application's close; a refusal that a retry cannot change (403 ACCESS_REFUSED: credentials): recovery gives
- * up at once and says why. Other refusals (530 NOT_ALLOWED: a virtual host down on this node, a connection limit)
- * are retried within {@link RecoveryOptions#maxAttempts} and {@link RecoveryOptions#maxDuration}.
+ * An application's close; a refusal that a retry cannot change (403 ACCESS_REFUSED: credentials; 530 NOT_ALLOWED
+ * for the virtual host: not found, no access): recovery gives up at once and says why. A 530 that says it will pass
+ * (a virtual host down on this node, a connection limit) is retried within {@link RecoveryOptions#maxAttempts} and
+ * {@link RecoveryOptions#maxDuration}.
  */
 public final class ConnectionRecovery {
 
@@ -403,18 +404,27 @@ public final class ConnectionRecovery {
     }
 
     /**
-     * A refusal a retry cannot change: the broker refused the credentials (403), or does not offer the mechanism.
-     * Not 530 NOT_ALLOWED: RabbitMQ also answers it for a virtual host that is down on this node while it restarts
-     * and for a connection limit reached, which a later attempt gets past. Not a credentials provider's failure
-     * either (its token endpoint may be down for the same reason the broker was).
+     * A refusal a retry cannot change: the broker refused the credentials (403) or does not offer the mechanism, or
+     * refused the virtual host (530 NOT_ALLOWED: not found, no access for the user). A 530 whose text says it will
+     * pass is retried: RabbitMQ's "vhost ... is down" (on this node, while it restarts) and a connection limit
+     * reached. Not a credentials provider's failure either (its token endpoint may be down for the same reason the
+     * broker was).
      */
     static boolean isFatal(Throwable error) {
         if (error instanceof AuthenticationException) {
             return true;
         }
-        return error instanceof ConnectionClosedException c
-                && c.initiatedByBroker()
-                && c.replyCode() == ReplyCode.ACCESS_REFUSED;
+        if (!(error instanceof ConnectionClosedException c) || !c.initiatedByBroker()) {
+            return false;
+        }
+        if (c.replyCode() == ReplyCode.ACCESS_REFUSED) {
+            return true;
+        }
+        if (c.replyCode() == ReplyCode.NOT_ALLOWED) {
+            String text = c.replyText() == null ? "" : c.replyText();
+            return !(text.contains(" is down") || text.contains("limit"));
+        }
+        return false;
     }
 
     // ---- restore (event loop) ------------------------------------------------------------------------------

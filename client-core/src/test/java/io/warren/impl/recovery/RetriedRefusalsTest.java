@@ -22,6 +22,13 @@ class RetriedRefusalsTest {
     }
 
     @Test
+    void aVirtualHostThatIsNotThereOrNotTheUsersEndsRecovery() {
+        assertTrue(ConnectionRecovery.isFatal(brokerClose(530, "NOT_ALLOWED - vhost nope not found")));
+        assertTrue(
+                ConnectionRecovery.isFatal(brokerClose(530, "NOT_ALLOWED - access to vhost 'v' refused for user 'u'")));
+    }
+
+    @Test
     void aVirtualHostDownOnTheNodeOrAConnectionLimitIsRetried() {
         assertFalse(ConnectionRecovery.isFatal(brokerClose(530, "NOT_ALLOWED - vhost / is down")));
         assertFalse(ConnectionRecovery.isFatal(
