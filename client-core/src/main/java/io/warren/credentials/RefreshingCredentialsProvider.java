@@ -140,8 +140,9 @@ public final class RefreshingCredentialsProvider implements CredentialsProvider 
                 : creds == null ? new NullPointerException("the token source completed with null") : null;
         synchronized (this) {
             if (fetching != f) {
-                // answered after its timeout (or the timeout after the answer): a token that came late is good
-                if (failure == null && f.isCompletedExceptionally() && fetching == null) {
+                // answered after its timeout (or the timeout after the answer): a token that came late is kept,
+                // unless one that lasts longer came meanwhile
+                if (failure == null && outlasts(creds, current)) {
                     current = creds;
                     staleAt = staleAt(fetchedAt, creds.expiresAt());
                 }
@@ -166,6 +167,17 @@ public final class RefreshingCredentialsProvider implements CredentialsProvider 
         } else {
             f.completeExceptionally(failure);
         }
+    }
+
+    /** Whether {@code fresh} is worth more than {@code held}: there is none, or it expires later (or never). */
+    private static boolean outlasts(Credentials fresh, Credentials held) {
+        if (held == null) {
+            return true;
+        }
+        if (held.expiresAt() == null) {
+            return false;
+        }
+        return fresh.expiresAt() == null || fresh.expiresAt().isAfter(held.expiresAt());
     }
 
     /** When a token fetched at {@code fetchedAt} is due for renewal: after the refresh ratio of its lifetime. */

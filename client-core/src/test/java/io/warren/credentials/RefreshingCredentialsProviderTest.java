@@ -138,9 +138,39 @@ class RefreshingCredentialsProviderTest {
         Credentials t = token("t2", 100);
         hung.pollLast().complete(t);
         assertSame(t, again.toCompletableFuture().join());
+        // the hung fetch answers at last, with a token that outlasts t2: kept for the next caller
+        Credentials late = token("late", 500);
+        hung.pollFirst().complete(late);
+        clock.advance(Duration.ofSeconds(81)); // t2 is due for renewal, the late one is not
+        assertSame(late, p.credentials().toCompletableFuture().join());
+        assertEquals(2, p.fetches());
         assertThrows(
                 IllegalArgumentException.class,
                 () -> RefreshingCredentialsProvider.create(() -> null, clock, Duration.ZERO));
+    }
+
+    /** A fetch timed out while the current token was still valid (so the caller got that one) and answered later. */
+    @Test
+    void aLateTokenAfterATimeoutServedByTheCurrentOneIsKept() throws Exception {
+        Deque<CompletableFuture<Credentials>> slow = new ArrayDeque<>();
+        RefreshingCredentialsProvider p = RefreshingCredentialsProvider.create(
+                () -> {
+                    CompletableFuture<Credentials> f = new CompletableFuture<>();
+                    slow.add(f);
+                    return f;
+                },
+                clock,
+                Duration.ofMillis(20));
+        CompletionStage<Credentials> first = p.credentials();
+        Credentials t1 = token("t1", 100);
+        slow.poll().complete(t1);
+        assertSame(t1, first.toCompletableFuture().join());
+        clock.advance(Duration.ofSeconds(81)); // due for renewal, still valid
+        assertSame(t1, p.credentials().toCompletableFuture().get(30, TimeUnit.SECONDS), "the timeout serves t1");
+        Credentials t2 = token("t2", 100);
+        slow.poll().complete(t2); // late
+        assertSame(t2, p.credentials().toCompletableFuture().join());
+        assertEquals(2, p.fetches(), "the late token is used, not fetched again");
     }
 
     @Test
