@@ -3,7 +3,7 @@ package io.warren;
 /**
  * The connection is closed, or closed while an operation was pending: by the broker (connection.close,
  * for example 320 CONNECTION_FORCED from {@code rabbitmqctl close_connection}), by the application, by a
- * protocol error (501/502/505), by missed heartbeats or by the loss of the socket.
+ * protocol error (501-505), by missed heartbeats or by the loss of the socket.
  */
 public class ConnectionClosedException extends AmqpException {
 

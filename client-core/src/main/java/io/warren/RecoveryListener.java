@@ -27,9 +27,10 @@ public interface RecoveryListener {
     default void topologyRecoveryFailed(Connection connection, String entity, Throwable cause) {}
 
     /**
-     * A server-named queue was declared again and the broker gave it {@code newName} in place of {@code oldName}.
-     * Recovery has moved its bindings and consumers to the new name ({@link ConsumerHandle#queue()} gives it); the
-     * application updates what it keeps of the old one (a reply-to address, a name to delete later). Operations on
+     * A server-named queue was declared again and the broker gave it {@code newName} in place of {@code oldName}:
+     * told at its queue.declare-ok, before the rest of the restore. Recovery then binds the new name as the old one
+     * was bound and starts its consumers on it ({@link ConsumerHandle#queue()} gives it once they are back); the
+     * application updates what it keeps of the old name (a reply-to address, a name to delete later). Operations on
      * {@code oldName} from now on reach no queue.
      */
     default void queueRenamed(Connection connection, String oldName, String newName) {}

@@ -283,6 +283,17 @@ class HandshakeTest {
         }
     }
 
+    /** RabbitMQ closes with 403 only for a client that advertised it: one whose own capabilities replaced ours did not. */
+    @Test
+    void aDropWhileAuthenticatingIsStillARefusalWhenTheClientDidNotAdvertiseTheClose() {
+        try (FakeBroker broker = new FakeBroker(new ConnectionOptions().clientProperty("capabilities", Map.of()))) {
+            broker.sendStart("PLAIN", Map.of("authentication_failure_close", true));
+            broker.expectAndRelease(0, MethodIds.CONNECTION_START_OK);
+            broker.client.close();
+            assertInstanceOf(AuthenticationException.class, failure(broker.connected));
+        }
+    }
+
     @Test
     void aSocketDroppedDuringAuthenticationIsAnAuthenticationFailure() {
         try (FakeBroker broker = new FakeBroker()) {

@@ -5,7 +5,8 @@ import io.netty.handler.codec.DecoderException;
 /**
  * Malformed or unexpected AMQP input. The connection must close with {@link #replyCode()}
  * ({@link ReplyCode#FRAME_ERROR 501}, {@link ReplyCode#SYNTAX_ERROR 502},
- * {@link ReplyCode#COMMAND_INVALID 503} or {@link ReplyCode#UNEXPECTED_FRAME 505}).
+ * {@link ReplyCode#COMMAND_INVALID 503}, {@link ReplyCode#CHANNEL_ERROR 504}, a frame on a channel that is not open,
+ * or {@link ReplyCode#UNEXPECTED_FRAME 505}).
  *
  * <p>The message names everything that is known: frame type, channel, class and method, and the
  * offset of the offending byte counted from the first byte of the frame (its type octet). Accessors

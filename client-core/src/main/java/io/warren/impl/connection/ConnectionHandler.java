@@ -40,7 +40,7 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Every {@link Frame} read here is released exactly once: here, or by the channel it is passed to.
  * A malformed frame ({@link AmqpProtocolException} from the decoder or from a channel) closes the connection
- * with the exception's reply code (501, 502, 503, 505) and a {@link ConnectionClosedException} that names it.
+ * with the exception's reply code (501-505) and a {@link ConnectionClosedException} that names it.
  * After an error in the decoder itself, which then reads nothing more, the socket closes as soon as
  * connection.close is written: a close-ok could not be read.
  */
@@ -297,11 +297,12 @@ public final class ConnectionHandler extends PassThroughInboundHandler implement
             return;
         }
         if (state == State.HANDSHAKE) {
+            FrameType type = frame.type(); // a released frame is recycled: read first
             frame.release();
             throw new AmqpProtocolException(
                     ReplyCode.UNEXPECTED_FRAME,
                     "frame on channel " + channel + " before connection.open-ok",
-                    frame.type(),
+                    type,
                     channel,
                     -1,
                     -1,
@@ -315,11 +316,12 @@ public final class ConnectionHandler extends PassThroughInboundHandler implement
         if (target == null) {
             // A channel stays in the table until its close-ok, and the broker sends nothing after its own close:
             // a frame here is for a channel that was never opened.
+            FrameType type = frame.type(); // a released frame is recycled: read first
             frame.release();
             throw new AmqpProtocolException(
                     ReplyCode.CHANNEL_ERROR,
                     "frame on channel " + channel + ", which is not open",
-                    frame.type(),
+                    type,
                     channel,
                     -1,
                     -1,

@@ -119,7 +119,13 @@ final class Handshake {
      * with connection.close 403 rather than by dropping the socket: then a drop while authenticating is no refusal.
      */
     boolean closesOnAuthenticationFailure() {
-        return serverProperties.get("capabilities") instanceof Map<?, ?> capabilities
+        // both sides must say so: RabbitMQ closes with 403 only for a client that advertised it (an application's
+        // own "capabilities" client property replaces Warren's)
+        return advertises(serverProperties) && advertises(ClientProperties.of(options));
+    }
+
+    private static boolean advertises(Map<String, Object> properties) {
+        return properties.get("capabilities") instanceof Map<?, ?> capabilities
                 && Boolean.TRUE.equals(capabilities.get("authentication_failure_close"));
     }
 
