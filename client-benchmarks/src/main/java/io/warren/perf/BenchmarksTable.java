@@ -60,12 +60,7 @@ public final class BenchmarksTable {
                     "usage: BenchmarksTable RESULTS_DIR|FILE... [\"SCENARIO=figure,figure\" ...]: no results found");
             System.exit(2);
         }
-        try {
-            table(runs, scenarios).forEach(System.out::println);
-        } catch (IllegalArgumentException e) {
-            System.err.println("BenchmarksTable: " + e.getMessage());
-            System.exit(2);
-        }
+        table(runs, scenarios).forEach(System.out::println);
     }
 
     /** Every run object in {@code path}: a JSON file (an object or an array) or a directory of them. */
@@ -127,50 +122,53 @@ public final class BenchmarksTable {
                 lines.add("| " + scenario.getKey() + " | (no runs) |" + " |".repeat(clients.size() + (ratio ? 1 : 0)));
                 continue;
             }
-            Set<Object> targets = new LinkedHashSet<>();
-            ofScenario.forEach(r -> targets.add(r.get("target")));
-            if (targets.size() > 1) {
-                // warren-perf measures against its loopback peer when no broker answers: such runs are another
-                // scenario, and a median over both would be a figure of neither
-                throw new IllegalArgumentException("scenario '" + scenario.getKey() + "': its runs went to different"
-                        + " targets " + targets + " (a broker that did not answer?); run it again");
-            }
-            for (String c : clients) {
-                long n = ofScenario.stream()
-                        .filter(r -> c.equals(r.get("client")))
-                        .count();
-                if (n > 0) {
-                    fewestRuns = (int) Math.min(fewestRuns, n);
-                    mostRuns = (int) Math.max(mostRuns, n);
-                }
-            }
-            for (String figure : scenario.getValue()) {
-                List<Double> medians = new ArrayList<>();
+            // warren-perf measures against its loopback peer when no broker answers (producers against the sink,
+            // consumers against the source): runs of one id that went to different targets are not one scenario, and
+            // a median over them would be a figure of none; each target gets rows of its own
+            Map<Object, List<Map<String, Object>>> byTarget = new LinkedHashMap<>();
+            ofScenario.forEach(r -> byTarget.computeIfAbsent(r.get("target"), t -> new ArrayList<>())
+                    .add(r));
+            for (Map.Entry<Object, List<Map<String, Object>>> target : byTarget.entrySet()) {
+                String name =
+                        byTarget.size() == 1 ? scenario.getKey() : scenario.getKey() + " [" + target.getKey() + "]";
+                List<Map<String, Object>> ofTarget = target.getValue();
                 for (String c : clients) {
-                    medians.add(Summary.median(ofScenario, c, figure));
+                    long n = ofTarget.stream()
+                            .filter(r -> c.equals(r.get("client")))
+                            .count();
+                    if (n > 0) {
+                        fewestRuns = (int) Math.min(fewestRuns, n);
+                        mostRuns = (int) Math.max(mostRuns, n);
+                    }
                 }
-                if (medians.stream().allMatch(m -> m == null)) {
-                    continue;
-                }
-                StringBuilder line = new StringBuilder("| ")
-                        .append(scenario.getKey())
-                        .append(" | ")
-                        .append(label(figure))
-                        .append(" |");
-                for (Double m : medians) {
-                    line.append(' ').append(format(figure, m)).append(" |");
-                }
-                if (ratio) {
-                    Double base = medians.get(clients.indexOf(Clients.AMQP_CLIENT));
-                    Double warren = medians.get(clients.indexOf(Clients.WARREN));
-                    line.append(' ')
-                            .append(
-                                    base == null || warren == null || base == 0
-                                            ? "-"
-                                            : String.format(Locale.ROOT, "%.2f", warren / base))
+                for (String figure : scenario.getValue()) {
+                    List<Double> medians = new ArrayList<>();
+                    for (String c : clients) {
+                        medians.add(Summary.median(ofTarget, c, figure));
+                    }
+                    if (medians.stream().allMatch(m -> m == null)) {
+                        continue;
+                    }
+                    StringBuilder line = new StringBuilder("| ")
+                            .append(name)
+                            .append(" | ")
+                            .append(label(figure))
                             .append(" |");
+                    for (Double m : medians) {
+                        line.append(' ').append(format(figure, m)).append(" |");
+                    }
+                    if (ratio) {
+                        Double base = medians.get(clients.indexOf(Clients.AMQP_CLIENT));
+                        Double warren = medians.get(clients.indexOf(Clients.WARREN));
+                        line.append(' ')
+                                .append(
+                                        base == null || warren == null || base == 0
+                                                ? "-"
+                                                : String.format(Locale.ROOT, "%.2f", warren / base))
+                                .append(" |");
+                    }
+                    lines.add(line.toString());
                 }
-                lines.add(line.toString());
             }
         }
         lines.add("");
