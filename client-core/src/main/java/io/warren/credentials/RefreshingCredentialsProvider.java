@@ -141,8 +141,8 @@ public final class RefreshingCredentialsProvider implements CredentialsProvider 
         synchronized (this) {
             if (fetching != f) {
                 // answered after its timeout (or the timeout after the answer): a token that came late is kept,
-                // unless one that lasts longer came meanwhile
-                if (failure == null && outlasts(creds, current)) {
+                // unless one that lasts longer came meanwhile or a fetch is on its way (invalidate() asked for one)
+                if (failure == null && fetching == null && outlasts(creds, current)) {
                     current = creds;
                     staleAt = staleAt(fetchedAt, creds.expiresAt());
                 }

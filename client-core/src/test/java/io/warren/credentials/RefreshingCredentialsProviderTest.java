@@ -35,6 +35,18 @@ class RefreshingCredentialsProviderTest {
             },
             clock);
 
+    /** A provider over the same scripted fetches ({@link #fetches}) whose fetches time out after {@code timeout}. */
+    private RefreshingCredentialsProvider withFetchTimeout(Duration timeout) {
+        return RefreshingCredentialsProvider.create(
+                () -> {
+                    CompletableFuture<Credentials> f = new CompletableFuture<>();
+                    fetches.add(f);
+                    return f;
+                },
+                clock,
+                timeout);
+    }
+
     private Credentials token(String value, int lifetimeSeconds) {
         return Credentials.of("svc", value, clock.instant().plusSeconds(lifetimeSeconds));
     }
@@ -120,15 +132,7 @@ class RefreshingCredentialsProviderTest {
     /** A fetch that never answers fails at its timeout, and the next call fetches again instead of waiting on it. */
     @Test
     void aHungFetchTimesOutAndTheNextCallFetchesAgain() throws Exception {
-        Deque<CompletableFuture<Credentials>> hung = new ArrayDeque<>();
-        RefreshingCredentialsProvider p = RefreshingCredentialsProvider.create(
-                () -> {
-                    CompletableFuture<Credentials> f = new CompletableFuture<>();
-                    hung.add(f);
-                    return f;
-                },
-                clock,
-                Duration.ofMillis(20));
+        RefreshingCredentialsProvider p = withFetchTimeout(Duration.ofMillis(20));
         ExecutionException e = assertThrows(
                 ExecutionException.class,
                 () -> p.credentials().toCompletableFuture().get(30, TimeUnit.SECONDS));
@@ -136,11 +140,11 @@ class RefreshingCredentialsProviderTest {
         CompletionStage<Credentials> again = p.credentials();
         assertEquals(2, p.fetches(), "a new fetch, not the hung one's stage");
         Credentials t = token("t2", 100);
-        hung.pollLast().complete(t);
+        fetches.pollLast().complete(t);
         assertSame(t, again.toCompletableFuture().join());
         // the hung fetch answers at last, with a token that outlasts t2: kept for the next caller
         Credentials late = token("late", 500);
-        hung.pollFirst().complete(late);
+        fetches.pollFirst().complete(late);
         clock.advance(Duration.ofSeconds(81)); // t2 is due for renewal, the late one is not
         assertSame(late, p.credentials().toCompletableFuture().join());
         assertEquals(2, p.fetches());
@@ -152,25 +156,39 @@ class RefreshingCredentialsProviderTest {
     /** A fetch timed out while the current token was still valid (so the caller got that one) and answered later. */
     @Test
     void aLateTokenAfterATimeoutServedByTheCurrentOneIsKept() throws Exception {
-        Deque<CompletableFuture<Credentials>> slow = new ArrayDeque<>();
-        RefreshingCredentialsProvider p = RefreshingCredentialsProvider.create(
-                () -> {
-                    CompletableFuture<Credentials> f = new CompletableFuture<>();
-                    slow.add(f);
-                    return f;
-                },
-                clock,
-                Duration.ofMillis(20));
+        RefreshingCredentialsProvider p = withFetchTimeout(Duration.ofMillis(20));
         CompletionStage<Credentials> first = p.credentials();
         Credentials t1 = token("t1", 100);
-        slow.poll().complete(t1);
+        fetches.poll().complete(t1);
         assertSame(t1, first.toCompletableFuture().join());
         clock.advance(Duration.ofSeconds(81)); // due for renewal, still valid
         assertSame(t1, p.credentials().toCompletableFuture().get(30, TimeUnit.SECONDS), "the timeout serves t1");
         Credentials t2 = token("t2", 100);
-        slow.poll().complete(t2); // late
+        fetches.poll().complete(t2); // late
         assertSame(t2, p.credentials().toCompletableFuture().join());
         assertEquals(2, p.fetches(), "the late token is used, not fetched again");
+    }
+
+    /** A late token does not stand in for the fetch that invalidate() asked for. */
+    @Test
+    void aLateTokenDoesNotAnswerForAFetchAskedAfterInvalidate() throws Exception {
+        RefreshingCredentialsProvider p = withFetchTimeout(Duration.ofMillis(20));
+        CompletionStage<Credentials> first = p.credentials();
+        Credentials t1 = token("t1", 100);
+        fetches.poll().complete(t1);
+        first.toCompletableFuture().join();
+        clock.advance(Duration.ofSeconds(81));
+        assertSame(t1, p.credentials().toCompletableFuture().get(30, TimeUnit.SECONDS), "the timeout serves t1");
+        CompletableFuture<Credentials> timedOut = fetches.poll();
+        p.invalidate();
+        CompletionStage<Credentials> asked = p.credentials(); // a new fetch
+        timedOut.complete(token("late", 500));
+        CompletionStage<Credentials> meanwhile = p.credentials();
+        assertFalse(meanwhile.toCompletableFuture().isDone(), "waits for the fetch invalidate() asked for");
+        Credentials fresh = token("fresh", 100);
+        fetches.poll().complete(fresh);
+        assertSame(fresh, asked.toCompletableFuture().join());
+        assertSame(fresh, meanwhile.toCompletableFuture().join());
     }
 
     @Test
