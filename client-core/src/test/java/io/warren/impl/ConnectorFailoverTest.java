@@ -22,7 +22,8 @@ class ConnectorFailoverTest {
     void aNodeShuttingDownOrRefusingTheVirtualHostLetsTheNextAddressTry() {
         assertFalse(
                 Connector.refusedByBroker(brokerClose(320, "CONNECTION_FORCED - broker forced connection closure")));
-        assertFalse(Connector.refusedByBroker(brokerClose(530, "NOT_ALLOWED - vhost / is down")));
+        assertFalse(Connector.refusedByBroker(brokerClose(
+                530, "NOT_ALLOWED - access to vhost '/' refused for user 'u': connection limit (10) is reached")));
         assertFalse(Connector.refusedByBroker(new ConnectionClosedException("lost during the handshake", null)));
     }
 

@@ -44,8 +44,9 @@ import org.slf4j.LoggerFactory;
  * <h2>What is not recovered</h2>
  * An application's close; a refusal that a retry cannot change (403 ACCESS_REFUSED: credentials; 530 NOT_ALLOWED
  * for the virtual host: not found, no access): recovery gives up at once and says why. A 530 that says it will pass
- * (a virtual host down on this node, a connection limit) is retried within {@link RecoveryOptions#maxAttempts} and
- * {@link RecoveryOptions#maxDuration}.
+ * (a connection limit, an authorisation backend that did not answer) is retried within
+ * {@link RecoveryOptions#maxAttempts} and {@link RecoveryOptions#maxDuration}, as is any other close (541 for a
+ * virtual host down on the node).
  */
 public final class ConnectionRecovery {
 
@@ -406,9 +407,10 @@ public final class ConnectionRecovery {
     /**
      * A refusal a retry cannot change: the broker refused the credentials (403) or does not offer the mechanism, or
      * refused the virtual host (530 NOT_ALLOWED: not found, no access for the user). A 530 whose text says it will
-     * pass is retried: RabbitMQ's "vhost ... is down" (on this node, while it restarts) and a connection limit
-     * reached. Not a credentials provider's failure either (its token endpoint may be down for the same reason the
-     * broker was).
+     * pass is retried: RabbitMQ's "...: connection limit (N) is reached" and "..., backend X returned an error"
+     * (an authorisation backend, HTTP or LDAP, that did not answer). A virtual host down on this node while it
+     * restarts is 541 INTERNAL_ERROR, retried like any close but 403 and 530. Not a credentials provider's failure
+     * either (its token endpoint may be down for the same reason the broker was).
      */
     static boolean isFatal(Throwable error) {
         if (error instanceof AuthenticationException) {
@@ -422,7 +424,7 @@ public final class ConnectionRecovery {
         }
         if (c.replyCode() == ReplyCode.NOT_ALLOWED) {
             String text = c.replyText() == null ? "" : c.replyText();
-            return !(text.contains(" is down") || text.contains("limit"));
+            return !(text.contains(": connection limit (") || text.contains(" returned an error"));
         }
         return false;
     }

@@ -30,9 +30,15 @@ class RetriedRefusalsTest {
 
     @Test
     void aVirtualHostDownOnTheNodeOrAConnectionLimitIsRetried() {
-        assertFalse(ConnectionRecovery.isFatal(brokerClose(530, "NOT_ALLOWED - vhost / is down")));
         assertFalse(ConnectionRecovery.isFatal(
-                brokerClose(530, "NOT_ALLOWED - connection refused: node connection limit (10) is reached")));
+                brokerClose(541, "INTERNAL_ERROR - access to vhost '/' refused for user 'u': vhost '/' is down")));
+        assertFalse(ConnectionRecovery.isFatal(brokerClose(
+                530, "NOT_ALLOWED - access to vhost '/' refused for user 'u': connection limit (10) is reached")));
+        assertFalse(ConnectionRecovery.isFatal(brokerClose(
+                530,
+                "NOT_ALLOWED - access to vhost '/' refused for user 'u', backend rabbit_auth_backend_http"
+                        + " returned an error: timeout")));
+        assertTrue(ConnectionRecovery.isFatal(brokerClose(530, "NOT_ALLOWED - vhost rate-limits not found")));
         assertFalse(ConnectionRecovery.isFatal(brokerClose(320, "CONNECTION_FORCED - shutdown")));
     }
 
