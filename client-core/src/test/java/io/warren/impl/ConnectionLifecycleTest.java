@@ -445,13 +445,10 @@ class ConnectionLifecycleTest {
             ConnectionImpl c = broker.handshake();
             broker.openChannel(c, 1);
             broker.send(77, new BasicAckEncoder().deliveryTag(1));
-            Frame close = broker.expect(0, MethodIds.CONNECTION_CLOSE);
-            assertEquals(504, closeView(close).replyCode());
-            close.release();
+            expectClose(broker, 504);
         }
     }
 
-    /** A method while a message's content is expected (a confirm between basic.deliver and its header): 505. */
     /** A noAck consumer "c" on {@code ch} (channel 1), started. */
     private static void consumerC(FakeBroker broker, Channel ch) {
         var started =
@@ -461,22 +458,36 @@ class ConnectionLifecycleTest {
         assertTrue(started.toCompletableFuture().isDone());
     }
 
+    /** basic.deliver for consumer "c" on channel 1, tag 1, without the content frames that must follow it. */
+    private static void deliverMethodOnly(FakeBroker broker) {
+        broker.send(
+                1,
+                new BasicDeliverEncoder()
+                        .consumerTag("c")
+                        .deliveryTag(1)
+                        .exchange("x")
+                        .routingKey("rk"));
+    }
+
+    /** The client's connection.close, with {@code code}. */
+    private static void expectClose(FakeBroker broker, int code) {
+        Frame close = broker.expect(0, MethodIds.CONNECTION_CLOSE);
+        try {
+            assertEquals(code, closeView(close).replyCode());
+        } finally {
+            close.release();
+        }
+    }
+
+    /** A method while a message's content is expected (a confirm between basic.deliver and its header): 505. */
     @Test
     void aMethodInsideAMessagesContentIs505() {
         try (FakeBroker broker = new FakeBroker()) {
             ConnectionImpl c = broker.handshake();
             consumerC(broker, broker.openChannel(c, 1));
-            broker.send(
-                    1,
-                    new BasicDeliverEncoder()
-                            .consumerTag("c")
-                            .deliveryTag(1)
-                            .exchange("x")
-                            .routingKey("rk"));
+            deliverMethodOnly(broker); // its content header is expected next
             broker.send(1, new BasicAckEncoder().deliveryTag(1));
-            Frame close = broker.expect(0, MethodIds.CONNECTION_CLOSE);
-            assertEquals(505, closeView(close).replyCode());
-            close.release();
+            expectClose(broker, 505);
         }
     }
 
@@ -489,13 +500,7 @@ class ConnectionLifecycleTest {
             consumerC(broker, ch);
             var get = ch.basicGet("q", false);
             broker.expectAndRelease(1, MethodIds.BASIC_GET);
-            broker.send(
-                    1,
-                    new BasicDeliverEncoder()
-                            .consumerTag("c")
-                            .deliveryTag(1)
-                            .exchange("x")
-                            .routingKey("rk"));
+            deliverMethodOnly(broker); // its content header is expected next
             broker.send(
                     1,
                     new BasicGetOkEncoder()
@@ -503,9 +508,7 @@ class ConnectionLifecycleTest {
                             .exchange("x")
                             .routingKey("rk")
                             .messageCount(0));
-            Frame close = broker.expect(0, MethodIds.CONNECTION_CLOSE);
-            assertEquals(505, closeView(close).replyCode());
-            close.release();
+            expectClose(broker, 505);
             assertTrue(get.toCompletableFuture().isCompletedExceptionally());
         }
     }
@@ -516,9 +519,7 @@ class ConnectionLifecycleTest {
             ConnectionImpl c = broker.handshake();
             broker.openChannel(c, 1);
             broker.sendRaw(Frames.body(FakeBroker.ALLOC, 1, io.netty.buffer.Unpooled.wrappedBuffer(new byte[3])));
-            Frame close = broker.expect(0, MethodIds.CONNECTION_CLOSE);
-            assertEquals(505, closeView(close).replyCode());
-            close.release();
+            expectClose(broker, 505);
         }
     }
 

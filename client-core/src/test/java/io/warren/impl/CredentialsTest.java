@@ -207,15 +207,21 @@ class CredentialsTest {
         }
     }
 
+    /** The handshake, the provider answering with {@code secret} that expires in {@code seconds}; returns it. */
+    private static Credentials openWith(FakeBroker broker, ScriptedProvider provider, String secret, int seconds) {
+        broker.sendStart("PLAIN");
+        Credentials c = Credentials.of("svc", secret, Instant.now().plusSeconds(seconds));
+        provider.answer(c);
+        broker.expectAndRelease(0, MethodIds.CONNECTION_START_OK);
+        broker.handshakeAfterStartOk();
+        return c;
+    }
+
     @Test
     void theSameSecretIsNotSentAgainAndIsAskedForLater() {
         ScriptedProvider provider = new ScriptedProvider();
         try (FakeBroker broker = new FakeBroker(options().credentialsProvider(provider))) {
-            broker.sendStart("PLAIN");
-            Credentials first = Credentials.of("svc", "token-1", Instant.now().plusSeconds(100));
-            provider.answer(first);
-            broker.expectAndRelease(0, MethodIds.CONNECTION_START_OK);
-            broker.handshakeAfterStartOk();
+            Credentials first = openWith(broker, provider, "token-1", 100);
             broker.client.advanceTimeBy(81, TimeUnit.SECONDS);
             broker.client.runScheduledPendingTasks();
             provider.answer(first);
@@ -232,11 +238,7 @@ class CredentialsTest {
     void anExpiredSecretThatTheProviderStillReturnsIsNotPolledForEver() {
         ScriptedProvider provider = new ScriptedProvider();
         try (FakeBroker broker = new FakeBroker(options().credentialsProvider(provider))) {
-            broker.sendStart("PLAIN");
-            Credentials first = Credentials.of("svc", "token-1", Instant.now().plusSeconds(100));
-            provider.answer(first);
-            broker.expectAndRelease(0, MethodIds.CONNECTION_START_OK);
-            broker.handshakeAfterStartOk();
+            Credentials first = openWith(broker, provider, "token-1", 100);
             broker.client.advanceTimeBy(101, TimeUnit.SECONDS); // past the expiry: the refresh at 80 % asks
             broker.client.runScheduledPendingTasks();
             int asked = provider.asked.get();

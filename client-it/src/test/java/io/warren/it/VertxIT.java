@@ -82,6 +82,41 @@ class VertxIT {
         return vertx.deployVerticle(new TestVerticle(body)).await(30, TimeUnit.SECONDS);
     }
 
+    /** Declares {@code q} and publishes {@code count} numbered messages of {@code size} bytes to it; the channel. */
+    private static Channel queueOf(Broker broker, Connection connection, String q, int count, int size)
+            throws Exception {
+        Channel setup = await(connection.openChannel());
+        await(setup.queueDeclare(q));
+        publishNumbered(broker, q, count, size);
+        return setup;
+    }
+
+    /**
+     * A verticle that consumes {@code q} through a stream and runs {@code onStart} on it, on its context, once the
+     * consumer is active; {@code verticle[0]} is then its context. Returns the stream.
+     */
+    private DeliveryStream streamInAVerticle(
+            Connection connection,
+            String q,
+            ConsumeOptions options,
+            Context[] verticle,
+            java.util.function.Consumer<DeliveryStream> onStart)
+            throws Exception {
+        CompletableFuture<DeliveryStream> started = new CompletableFuture<>();
+        VertxAmqp amqp = VertxAmqp.create(vertx);
+        deploy(context -> {
+            verticle[0] = context;
+            return amqp.wrap(connection)
+                    .openChannel()
+                    .compose(ch -> ch.consume(q, options))
+                    .onSuccess(stream -> {
+                        onStart.accept(stream);
+                        started.complete(stream);
+                    });
+        });
+        return started.get(30, TimeUnit.SECONDS);
+    }
+
     private void onContext(Context expected, String what) {
         if (Vertx.currentContext() != expected || !Context.isOnEventLoopThread()) {
             violations.add(
@@ -93,9 +128,7 @@ class VertxIT {
     void aVerticleConsumesAStreamOnItsContextInOrder(Broker broker, Connection connection, TestNames names)
             throws Exception {
         String q = names.queue("q");
-        Channel setup = await(connection.openChannel());
-        await(setup.queueDeclare(q));
-        publishNumbered(broker, q, 500, 16);
+        Channel setup = queueOf(broker, connection, q, 500, 16);
         List<Integer> seen = Collections.synchronizedList(new ArrayList<>());
         CompletableFuture<Void> all = new CompletableFuture<>();
         VertxAmqp amqp = VertxAmqp.create(vertx);
@@ -131,30 +164,18 @@ class VertxIT {
     void pauseFetchAndResumeAreTheConsumersDemand(Broker broker, Connection connection, TestNames names)
             throws Exception {
         String q = names.queue("q");
-        Channel setup = await(connection.openChannel());
-        await(setup.queueDeclare(q));
-        publishNumbered(broker, q, 100, 16);
+        Channel setup = queueOf(broker, connection, q, 100, 16);
         AtomicInteger seen = new AtomicInteger();
-        CompletableFuture<DeliveryStream> started = new CompletableFuture<>();
-        VertxAmqp amqp = VertxAmqp.create(vertx);
         Context[] verticle = new Context[1];
-        deploy(context -> {
-            verticle[0] = context;
-            return amqp.wrap(connection)
-                    .openChannel()
-                    .compose(ch -> ch.consume(q, new ConsumeOptions().prefetch(100)))
-                    .onSuccess(stream -> {
-                        stream.pause();
-                        stream.handler(d -> {
-                            onContext(context, "handler");
-                            seen.incrementAndGet();
-                            d.ack();
-                        });
-                        stream.fetch(10);
-                        started.complete(stream);
-                    });
+        DeliveryStream stream = streamInAVerticle(connection, q, new ConsumeOptions().prefetch(100), verticle, s -> {
+            s.pause();
+            s.handler(d -> {
+                onContext(verticle[0], "handler");
+                seen.incrementAndGet();
+                d.ack();
+            });
+            s.fetch(10);
         });
-        DeliveryStream stream = started.get(30, TimeUnit.SECONDS);
         awaitTrue(() -> seen.get() == 10, Duration.ofSeconds(30), "10 fetched deliveries");
         // every delivery has reached the client: the 10 fetched handled, the other 90 held by the pause
         awaitTrue(() -> stream.consumer().queued() == 90, Duration.ofSeconds(30), "the rest queued in the client");
@@ -172,26 +193,14 @@ class VertxIT {
     void fetchBeforeAHandlerWaitsForItAndSurvivesReplacingIt(Broker broker, Connection connection, TestNames names)
             throws Exception {
         String q = names.queue("q");
-        Channel setup = await(connection.openChannel());
-        await(setup.queueDeclare(q));
-        publishNumbered(broker, q, 20, 16);
+        Channel setup = queueOf(broker, connection, q, 20, 16);
         List<Integer> first = Collections.synchronizedList(new ArrayList<>());
         List<Integer> second = Collections.synchronizedList(new ArrayList<>());
-        CompletableFuture<DeliveryStream> started = new CompletableFuture<>();
-        VertxAmqp amqp = VertxAmqp.create(vertx);
         Context[] verticle = new Context[1];
-        deploy(context -> {
-            verticle[0] = context;
-            return amqp.wrap(connection)
-                    .openChannel()
-                    .compose(ch -> ch.consume(q, new ConsumeOptions().noAck(true)))
-                    .onSuccess(stream -> {
-                        stream.pause();
-                        stream.fetch(5); // no handler yet
-                        started.complete(stream);
-                    });
+        DeliveryStream stream = streamInAVerticle(connection, q, new ConsumeOptions().noAck(true), verticle, s -> {
+            s.pause();
+            s.fetch(5); // no handler yet
         });
-        DeliveryStream stream = started.get(30, TimeUnit.SECONDS);
         awaitTrue(() -> stream.consumer().queued() == 20, Duration.ofSeconds(30), "all 20 held, none taken");
         verticle[0].runOnContext(v -> stream.handler(d -> first.add(numberOf(d))));
         awaitTrue(() -> first.size() == 5, Duration.ofSeconds(30), "the 5 fetched before the handler");

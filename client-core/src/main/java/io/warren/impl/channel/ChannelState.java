@@ -8,6 +8,7 @@ import io.warren.ChannelClosedException;
 import io.warren.MessageTooLargeException;
 import io.warren.codec.Frame;
 import io.warren.codec.base.AmqpProtocolException;
+import io.warren.codec.base.FrameType;
 import io.warren.codec.base.ReplyCode;
 import io.warren.codec.method.MethodIds;
 import io.warren.impl.connection.ConnectionHandler;
@@ -35,9 +36,10 @@ import org.slf4j.LoggerFactory;
  * <h2>Inbound dispatch</h2>
  * A method frame goes, in this order, to: the close handshake (channel.close / close-ok); a
  * {@link MethodHandler} registered for its class and method ({@link #register}); the head of the RPC queue
- * when it is that request's reply; otherwise, for basic.deliver / basic.return nobody asked for, the
- * content is assembled and dropped with a warning; anything else is 505 UNEXPECTED_FRAME. Content header and
- * body frames go to the {@link ContentAssembler} started by {@link #beginContent}.
+ * when it is that request's reply; otherwise, for a basic.deliver / basic.return on a channel with no handler
+ * for it (a channel state without consumers or publisher, in tests), the content is assembled and dropped with a
+ * warning; anything else is 505 UNEXPECTED_FRAME. A method while a message's content is expected is 505 too.
+ * Content header and body frames go to the {@link ContentAssembler} started by {@link #beginContent}.
  *
  * <h2>Close</h2>
  * <ul>
@@ -342,9 +344,10 @@ public final class ChannelState implements InboundChannel {
                 content.onBody(frame);
             }
             default -> {
+                FrameType type = frame.type(); // a released frame is recycled: read first
                 frame.release();
                 throw new AmqpProtocolException(
-                        ReplyCode.UNEXPECTED_FRAME, "unexpected " + frame.type() + " frame", null, number, -1, -1, -1);
+                        ReplyCode.UNEXPECTED_FRAME, "unexpected " + type + " frame", null, number, -1, -1, -1);
             }
         }
     }
