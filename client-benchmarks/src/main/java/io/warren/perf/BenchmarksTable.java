@@ -174,8 +174,10 @@ public final class BenchmarksTable {
         lines.add("");
         lines.add(
                 fewestRuns == mostRuns
-                        ? "Medians of " + mostRuns + " run(s) per client and scenario."
-                        : "Medians of " + fewestRuns + " to " + mostRuns + " runs per client and scenario.");
+                        ? "Medians of " + mostRuns
+                                + " run(s) per client and scenario (and target, where it has several)."
+                        : "Medians of " + fewestRuns + " to " + mostRuns
+                                + " runs per client and scenario (and target, where it has several).");
         return lines;
     }
 

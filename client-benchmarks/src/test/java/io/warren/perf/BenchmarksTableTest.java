@@ -45,7 +45,9 @@ class BenchmarksTableTest {
         assertTrue(table.contains("| pubsub 16 B | allocated B/msg | 2,000 | 20 | - | 0.01 |"), text);
         assertTrue(table.contains("| peer publish 16 B | sent msg/s | - | - | 2,000,000 | - |"), text);
         assertTrue(!text.contains("client CPU"), "a figure no run has is left out:\n" + text);
-        assertTrue(text.endsWith("Medians of 1 to 2 runs per client and scenario."), text);
+        assertTrue(
+                text.endsWith("Medians of 1 to 2 runs per client and scenario (and target, where it has several)."),
+                text);
     }
 
     /**
