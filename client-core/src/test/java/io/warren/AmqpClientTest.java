@@ -87,6 +87,27 @@ class AmqpClientTest {
         assertInstanceOf(ConnectionFailedException.class, e.getCause());
     }
 
+    /**
+     * The socket cannot even be registered (the application's loops already shut down; likewise a channel that cannot
+     * be created when the process has no file descriptors left): the connect's stage fails, it neither throws nor
+     * hangs (recovery's attempts go through the same path).
+     */
+    @Test
+    void aConnectWhoseChannelCannotBeRegisteredFailsItsStage() throws Exception {
+        io.netty.channel.EventLoopGroup group =
+                new io.netty.channel.MultiThreadIoEventLoopGroup(1, io.netty.channel.nio.NioIoHandler.newFactory());
+        group.shutdownGracefully(0, 0, TimeUnit.SECONDS).syncUninterruptibly();
+        AmqpClient onDeadLoops = AmqpClient.create(new ClientOptions().eventLoopGroup(group));
+        try {
+            CompletionStage<Connection> stage = onDeadLoops.connect(new ConnectionOptions()
+                    .addresses(List.of(new Address("127.0.0.1", 1), new Address("127.0.0.1", 2))));
+            ConnectionFailedException e = assertInstanceOf(ConnectionFailedException.class, failure(stage));
+            assertEquals(List.of(new Address("127.0.0.1", 1), new Address("127.0.0.1", 2)), e.addresses());
+        } finally {
+            onDeadLoops.close();
+        }
+    }
+
     /** A refused TCP connect: the connection never opened, so it is not a ConnectionClosedException. */
     @Test
     void aRefusedConnectIsAConnectionFailedExceptionNamingTheAddressNotTheCredentials() throws Exception {

@@ -189,7 +189,7 @@ public final class Connector {
         private final ConnectionHandler handler;
         private final ChannelFuture connect;
         private final long timeoutMillis;
-        /** Set in {@link #watch()} before the outcome can be seen. */
+        /** Set in {@link #watch()} before the outcome can be seen; null when the channel never had a loop. */
         private ScheduledFuture<?> timer;
 
         Attempt(
@@ -209,7 +209,22 @@ public final class Connector {
         }
 
         void watch() {
-            timer = connect.channel().eventLoop().schedule(this, timeoutMillis, TimeUnit.MILLISECONDS);
+            if (connect.isDone() && !connect.channel().isRegistered()) {
+                // The channel could not be created (no file descriptors left) or registered (the loops shut down):
+                // no loop to time the attempt on. It fails here, and the next address or recovery's backoff follows.
+                connected.whenComplete(this);
+                operationComplete(connect);
+                return;
+            }
+            try {
+                timer = connect.channel().eventLoop().schedule(this, timeoutMillis, TimeUnit.MILLISECONDS);
+            } catch (java.util.concurrent.RejectedExecutionException e) {
+                connect.channel().close();
+                connected.whenComplete(this);
+                connected.completeExceptionally(new ConnectionFailedException(
+                        "could not connect to " + address + ": its event loop is shut down", List.of(address), e));
+                return;
+            }
             connect.addListener(this);
             connected.whenComplete(this);
         }
@@ -240,7 +255,9 @@ public final class Connector {
         /** The attempt's outcome: the connection open at connection.open-ok, or why not. */
         @Override
         public void accept(ConnectionImpl connection, Throwable error) {
-            timer.cancel(false);
+            if (timer != null) {
+                timer.cancel(false); // none when the attempt failed before it had a loop
+            }
             ConnectionOptions options = dial.options;
             if (error == null) {
                 if (dial.recovering == null && options.recovery().enabled()) {
