@@ -566,13 +566,7 @@ public final class ConnectionRecovery {
     }
 
     void queueRenamed(String oldName, String newName) {
-        for (RecoveryListener l : listeners) {
-            try {
-                l.queueRenamed(connection, oldName, newName);
-            } catch (RuntimeException ex) {
-                LOG.warn("recovery listener failed", ex);
-            }
-        }
+        tellListeners(l -> l.queueRenamed(connection, oldName, newName));
     }
 
     void topologyFailed(String entity, Throwable e) {
@@ -581,13 +575,7 @@ public final class ConnectionRecovery {
                 connection.address(),
                 entity,
                 describe(e));
-        for (RecoveryListener l : listeners) {
-            try {
-                l.topologyRecoveryFailed(connection, entity, e);
-            } catch (RuntimeException ex) {
-                LOG.warn("recovery listener failed", ex);
-            }
-        }
+        tellListeners(l -> l.topologyRecoveryFailed(connection, entity, e));
     }
 
     // ---- the end -------------------------------------------------------------------------------------------
