@@ -34,6 +34,9 @@ import org.slf4j.LoggerFactory;
  */
 public final class RefreshingCredentialsProvider implements CredentialsProvider {
 
+    /** The longest delay a timer takes (Long.MAX_VALUE nanoseconds, 292 years); a longer timeout is that long. */
+    private static final Duration LONGEST_TIMER = Duration.ofNanos(Long.MAX_VALUE);
+
     private static final Logger LOG = LoggerFactory.getLogger(RefreshingCredentialsProvider.class);
 
     /** How long a fetch may take unless the factory is told otherwise. */
@@ -113,7 +116,7 @@ public final class RefreshingCredentialsProvider implements CredentialsProvider 
         }
         stage.whenComplete((creds, error) -> fetched(f, fetchedAt, creds, error));
         if (!f.isDone()) {
-            long nanos = saturatedNanos(fetchTimeout);
+            long nanos = fetchTimeout.compareTo(LONGEST_TIMER) >= 0 ? Long.MAX_VALUE : fetchTimeout.toNanos();
             CompletableFuture.delayedExecutor(nanos, TimeUnit.NANOSECONDS)
                     .execute(() -> fetched(
                             f,
@@ -122,14 +125,6 @@ public final class RefreshingCredentialsProvider implements CredentialsProvider 
                             new TimeoutException("the token source did not answer within " + fetchTimeout)));
         }
         return f;
-    }
-
-    private static long saturatedNanos(Duration d) {
-        try {
-            return d.toNanos();
-        } catch (ArithmeticException e) {
-            return Long.MAX_VALUE;
-        }
     }
 
     /** A fetch's answer, or its timeout: the first of the two settles {@code f}; a late token is still kept. */

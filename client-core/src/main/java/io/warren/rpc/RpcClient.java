@@ -59,6 +59,9 @@ import org.slf4j.LoggerFactory;
  */
 public final class RpcClient {
 
+    /** The longest delay a timer takes (Long.MAX_VALUE nanoseconds, 292 years); a longer timeout is that long. */
+    private static final Duration LONGEST_TIMER = Duration.ofNanos(Long.MAX_VALUE);
+
     private static final Logger LOG = LoggerFactory.getLogger(RpcClient.class);
 
     /** RabbitMQ's direct reply-to pseudo-queue. */
@@ -149,7 +152,8 @@ public final class RpcClient {
         long timeoutNanos;
         try {
             positive(timeout);
-            timeoutNanos = saturatedNanos(timeout); // ChronoUnit.FOREVER's duration is a way to say "no timeout"
+            // ChronoUnit.FOREVER's duration is a way to say "no timeout": beyond Long.MAX_VALUE nanos, that many
+            timeoutNanos = timeout.compareTo(LONGEST_TIMER) >= 0 ? Long.MAX_VALUE : timeout.toNanos();
             request = (properties == null ? BasicProperties.builder() : properties.toBuilder())
                     .replyTo(DIRECT_REPLY_TO)
                     .correlationId(correlationId)
@@ -198,14 +202,6 @@ public final class RpcClient {
             }
         });
         return reply;
-    }
-
-    private static long saturatedNanos(Duration d) {
-        try {
-            return d.toNanos();
-        } catch (ArithmeticException e) {
-            return Long.MAX_VALUE;
-        }
     }
 
     /**
