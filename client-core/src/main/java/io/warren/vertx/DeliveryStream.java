@@ -87,7 +87,11 @@ public final class DeliveryStream implements ReadStream<Delivery> {
             ConsumerEnds.giveBack(delivery);
             return;
         }
-        demand.getAndUpdate(d -> d == Long.MAX_VALUE || d == 0 ? d : d - 1);
+        // flowing (the common case): one read, no write; fetched demand counts down
+        long d = demand.get();
+        while (d != Long.MAX_VALUE && d > 0 && !demand.compareAndSet(d, d - 1)) {
+            d = demand.get();
+        }
         try {
             h.handle(delivery);
         } catch (RuntimeException e) {
