@@ -153,16 +153,24 @@ class RefreshingCredentialsProviderTest {
                 () -> RefreshingCredentialsProvider.create(() -> null, clock, Duration.ZERO));
     }
 
-    /** A fetch timed out while the current token was still valid (so the caller got that one) and answered later. */
-    @Test
-    void aLateTokenAfterATimeoutServedByTheCurrentOneIsKept() throws Exception {
-        RefreshingCredentialsProvider p = withFetchTimeout(Duration.ofMillis(20));
+    /**
+     * {@code p} fetches t1 (100 s), the clock passes its renewal (80 %), and the renewal's fetch times out: the caller
+     * is served t1, still valid. The timed-out fetch is left in {@link #fetches}, unanswered.
+     */
+    private void renewalTimedOutWhileValid(RefreshingCredentialsProvider p) throws Exception {
         CompletionStage<Credentials> first = p.credentials();
         Credentials t1 = token("t1", 100);
         fetches.poll().complete(t1);
         assertSame(t1, first.toCompletableFuture().join());
         clock.advance(Duration.ofSeconds(81)); // due for renewal, still valid
         assertSame(t1, p.credentials().toCompletableFuture().get(30, TimeUnit.SECONDS), "the timeout serves t1");
+    }
+
+    /** A fetch timed out while the current token was still valid (so the caller got that one) and answered later. */
+    @Test
+    void aLateTokenAfterATimeoutServedByTheCurrentOneIsKept() throws Exception {
+        RefreshingCredentialsProvider p = withFetchTimeout(Duration.ofMillis(20));
+        renewalTimedOutWhileValid(p);
         Credentials t2 = token("t2", 100);
         fetches.poll().complete(t2); // late
         assertSame(t2, p.credentials().toCompletableFuture().join());
@@ -173,12 +181,7 @@ class RefreshingCredentialsProviderTest {
     @Test
     void aLateTokenDoesNotAnswerForAFetchAskedAfterInvalidate() throws Exception {
         RefreshingCredentialsProvider p = withFetchTimeout(Duration.ofMillis(20));
-        CompletionStage<Credentials> first = p.credentials();
-        Credentials t1 = token("t1", 100);
-        fetches.poll().complete(t1);
-        first.toCompletableFuture().join();
-        clock.advance(Duration.ofSeconds(81));
-        assertSame(t1, p.credentials().toCompletableFuture().get(30, TimeUnit.SECONDS), "the timeout serves t1");
+        renewalTimedOutWhileValid(p);
         CompletableFuture<Credentials> timedOut = fetches.poll();
         p.invalidate();
         CompletionStage<Credentials> asked = p.credentials(); // a new fetch
