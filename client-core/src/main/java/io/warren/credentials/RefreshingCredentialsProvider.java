@@ -117,12 +117,16 @@ public final class RefreshingCredentialsProvider implements CredentialsProvider 
         stage.whenComplete((creds, error) -> fetched(f, fetchedAt, creds, error));
         if (!f.isDone()) {
             long nanos = fetchTimeout.compareTo(LONGEST_TIMER) >= 0 ? Long.MAX_VALUE : fetchTimeout.toNanos();
-            CompletableFuture.delayedExecutor(nanos, TimeUnit.NANOSECONDS)
-                    .execute(() -> fetched(
-                            f,
-                            fetchedAt,
-                            null,
-                            new TimeoutException("the token source did not answer within " + fetchTimeout)));
+            // a timer on the JDK's delayer thread, cancelled (its task removed) when the fetch answers: it would
+            // otherwise hold the answered future, and its token, for the timeout's whole length
+            CompletableFuture<Void> timer =
+                    new CompletableFuture<Void>().completeOnTimeout(null, nanos, TimeUnit.NANOSECONDS);
+            timer.thenRun(() -> fetched(
+                    f,
+                    fetchedAt,
+                    null,
+                    new TimeoutException("the token source did not answer within " + fetchTimeout)));
+            f.whenComplete((c, e) -> timer.cancel(false));
         }
         return f;
     }
