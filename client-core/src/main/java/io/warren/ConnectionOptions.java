@@ -1,6 +1,7 @@
 package io.warren;
 
 import io.warren.codec.base.Utf8;
+import io.warren.codec.content.ShortString;
 import io.warren.codec.table.FieldTableEncoder;
 import io.warren.credentials.CredentialsProvider;
 import java.time.Duration;
@@ -156,10 +157,7 @@ public final class ConnectionOptions {
      * @throws IllegalArgumentException over 255 UTF-8 bytes (a short string) or with an unpaired surrogate
      */
     public ConnectionOptions virtualHost(String virtualHost) {
-        int length = Utf8.encodedLength("virtualHost", Objects.requireNonNull(virtualHost, "virtualHost"));
-        if (length > 255) {
-            throw new IllegalArgumentException("virtualHost is " + length + " UTF-8 bytes; at most 255 are allowed");
-        }
+        ShortString.checkedLength("virtualHost", Objects.requireNonNull(virtualHost, "virtualHost"));
         this.virtualHost = virtualHost;
         return this;
     }
