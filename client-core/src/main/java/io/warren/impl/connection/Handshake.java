@@ -94,6 +94,8 @@ final class Handshake {
     private SaslMechanism mechanism;
     private Credentials credentials;
     private Map<String, Object> serverProperties = Map.of();
+    /** Read off the client properties start-ok sent. */
+    private boolean clientAdvertisedAuthenticationFailureClose;
 
     Handshake(
             ConnectionOptions options,
@@ -121,7 +123,7 @@ final class Handshake {
     boolean closesOnAuthenticationFailure() {
         // both sides must say so: RabbitMQ closes with 403 only for a client that advertised it (an application's
         // own "capabilities" client property replaces Warren's)
-        return advertises(serverProperties) && advertises(ClientProperties.of(options));
+        return advertises(serverProperties) && clientAdvertisedAuthenticationFailureClose;
     }
 
     private static boolean advertises(Map<String, Object> properties) {
@@ -274,11 +276,13 @@ final class Handshake {
                 serverProperties.get("version"),
                 c.username(),
                 wanted);
+        Map<String, Object> clientProperties = ClientProperties.of(options);
+        clientAdvertisedAuthenticationFailureClose = advertises(clientProperties);
         outbound.write(Frames.method(
                 alloc,
                 0,
                 new ConnectionStartOkEncoder()
-                        .clientProperties(ClientProperties.of(options))
+                        .clientProperties(clientProperties)
                         .mechanism(wanted)
                         .response(mechanism.initialResponse())
                         .locale("en_US")));
