@@ -41,6 +41,10 @@ public final class AmqpClient {
     private final Connector connector;
     private final String transport;
     private final Set<Connection> connections = ConcurrentHashMap.newKeySet();
+    /** One per connect in flight, completed once its connection is tracked or its connect failed. */
+    private final Set<CompletableFuture<Void>> connecting = ConcurrentHashMap.newKeySet();
+    /** Set by {@link #close()}: later connects fail, and a connect in flight closes what it opened. */
+    private volatile boolean closed;
     /** {@link MetricsCollector#NOOP} unless metrics are enabled: held in final fields down to the hot paths. */
     private final MetricsCollector metricsCollector;
 
@@ -90,7 +94,27 @@ public final class AmqpClient {
      */
     public CompletionStage<Connection> connect(ConnectionOptions options) {
         ConnectionOptions copy = new ConnectionOptions(Objects.requireNonNull(options, "options"));
-        return connector.connect(copy).thenApply(new Track());
+        // registered before closed is read, and close() sets closed before it reads the set: either this connect
+        // sees the client closed or close() waits for it
+        CompletableFuture<Void> inFlight = new CompletableFuture<>();
+        connecting.add(inFlight);
+        if (closed) {
+            connecting.remove(inFlight);
+            return CompletableFuture.failedFuture(clientClosed());
+        }
+        CompletableFuture<Connection> tracked;
+        try {
+            tracked = connector.connect(copy).toCompletableFuture().thenApply(new Track());
+        } catch (RuntimeException | Error e) {
+            new Settle(inFlight).accept(null, e); // close() must not wait for it
+            throw e;
+        }
+        tracked.whenComplete(new Settle(inFlight));
+        return tracked;
+    }
+
+    private static IllegalStateException clientClosed() {
+        return new IllegalStateException("the client is closed");
     }
 
     // The connect and close callbacks are named classes, not lambdas: each lambda is a class a fresh JVM generates at
@@ -101,6 +125,11 @@ public final class AmqpClient {
         @Override
         public Connection apply(Connection c) {
             connections.add(c);
+            if (closed) {
+                // opened while the client closed: close() closes it too if it saw it, and waits for this connect
+                c.close();
+                throw clientClosed();
+            }
             if (metrics.enabled()) {
                 c.addRecoveryListener(new RecoveryListener() {
                     @Override
@@ -111,6 +140,21 @@ public final class AmqpClient {
             }
             c.closeFuture().thenRun(new Forget(c));
             return c;
+        }
+    }
+
+    /** A connect in flight has ended: tracked, or failed. */
+    private final class Settle implements BiConsumer<Object, Throwable> {
+        private final CompletableFuture<Void> inFlight;
+
+        Settle(CompletableFuture<Void> inFlight) {
+            this.inFlight = inFlight;
+        }
+
+        @Override
+        public void accept(Object connection, Throwable failure) {
+            connecting.remove(inFlight);
+            inFlight.complete(null);
         }
     }
 
@@ -153,12 +197,59 @@ public final class AmqpClient {
 
     /**
      * Closes every connection of this client, then shuts down the client's own event loops (an
-     * application's group is left running). Completes when done: with the client's own loops, on the last of their
-     * threads as it ends, and no thread of the client's is left behind (a program may exit at once). When a loop
-     * never used could not start its thread to terminate (the JVM could create no thread: an {@link OutOfMemoryError}),
-     * the stage still completes once the loops have terminated, failed with that error.
+     * application's group is left running). A connect made after this fails with {@link IllegalStateException};
+     * one in flight that still opens its connection (on the application's group) has it closed and fails the same
+     * way, and the stage returned here completes after that. Completes when done: with the client's own loops, on
+     * the last of their threads as it ends, and no thread of the client's is left behind (a program may exit at
+     * once). When a loop never used could not start its thread to terminate (the JVM could create no thread: an
+     * {@link OutOfMemoryError}), the stage still completes once the loops have terminated, failed with that error.
      */
     public CompletionStage<Void> close() {
+        closed = true;
+        if (ownsGroup || connecting.isEmpty()) {
+            // with the client's own loops, their shutdown ends a connect in flight at once
+            return closeConnections();
+        }
+        // the application's loops stay up: a connect in flight may yet open, and is closed then (Track)
+        CompletableFuture<Void> done = new CompletableFuture<>();
+        CompletableFuture.allOf(connecting.toArray(new CompletableFuture<?>[0]))
+                .whenComplete(new CloseAfterConnects(done));
+        return done;
+    }
+
+    /** Closes the connections once the connects in flight at {@link #close()} have ended. */
+    private final class CloseAfterConnects implements BiConsumer<Object, Throwable> {
+        private final CompletableFuture<Void> done;
+
+        CloseAfterConnects(CompletableFuture<Void> done) {
+            this.done = done;
+        }
+
+        @Override
+        public void accept(Object ended, Throwable failure) {
+            closeConnections().whenComplete(new Relay(done));
+        }
+    }
+
+    /** Completes {@code done} as the stage it listens to completed. */
+    private static final class Relay implements BiConsumer<Void, Throwable> {
+        private final CompletableFuture<Void> done;
+
+        Relay(CompletableFuture<Void> done) {
+            this.done = done;
+        }
+
+        @Override
+        public void accept(Void value, Throwable failure) {
+            if (failure != null) {
+                done.completeExceptionally(failure);
+            } else {
+                done.complete(null);
+            }
+        }
+    }
+
+    private CompletionStage<Void> closeConnections() {
         // a loop, not a stream: a stream pipeline's classes and lambdas cost a fresh JVM's first close
         List<CompletableFuture<Void>> pending = new ArrayList<>(connections.size());
         for (Connection c : connections) {
