@@ -41,6 +41,11 @@ public final class AmqpClientDriver implements ClientDriver {
     private volatile boolean running = true;
 
     @Override
+    public boolean onNetty() {
+        return false; // its sockets' buffers are the JDK's
+    }
+
+    @Override
     public String name() {
         return "amqp-client";
     }

@@ -47,6 +47,14 @@ public interface ClientDriver extends AutoCloseable {
     String transport();
 
     /**
+     * Whether the client allocates through Netty: its direct memory is then all the process's, else only what lies
+     * outside Netty's allocators (the pools of a Warren run before it stay for the JVM's life).
+     */
+    default boolean onNetty() {
+        return true;
+    }
+
+    /**
      * Opens the producers' and consumers' connections and channels to {@link RunOptions#uri()}, enables
      * confirms and sets the prefetch. Throws {@link java.net.ConnectException} (possibly as the cause)
      * when nothing listens there, so the tool can say so.

@@ -51,7 +51,9 @@ import javax.management.openmbean.CompositeData;
  *       there is no {@code /proc} (not Linux).</li>
  *   <li><b>Peak direct memory</b>: sampled every 100 ms ({@link DirectMemory#used()}): NIO direct buffers
  *       ({@code BufferPoolMXBean} "direct") plus what Netty allocated without a cleaner. It includes the
- *       in-process peer's buffers.</li>
+ *       in-process peer's buffers. For a client not on Netty (amqp-client) Netty's allocators are left out
+ *       ({@link DirectMemory#usedOutsideNetty()}): an earlier Warren run's pools stay for the JVM's life and are
+ *       not that client's.</li>
  *   <li><b>Stolen time</b>: the machine's, not the process's ({@link StolenTime}): how much of the interval the
  *       hypervisor ran other guests on this machine's CPUs. It tells a run whose tails the host made apart.</li>
  *   <li><b>Broker CPU</b>: the CPU time of the run's RabbitMQ nodes ({@link BrokerCpu}), when they run on this
@@ -96,9 +98,21 @@ final class ResourceMeter {
     private volatile long liveHeapPeak = -1;
     private volatile boolean measuring;
 
-    /** A meter that also reads {@code broker}'s CPU time (null: none). */
+    /** Whether the client allocates through Netty: else Netty's allocators are left out of its direct memory. */
+    private final boolean onNetty;
+
+    /** A meter for a client on Netty. */
     ResourceMeter(BrokerCpu broker) {
+        this(broker, true);
+    }
+
+    /**
+     * A meter that also reads {@code broker}'s CPU time (null: none), and counts the direct memory of Netty's
+     * allocators only when the client is {@code onNetty}.
+     */
+    ResourceMeter(BrokerCpu broker, boolean onNetty) {
         this.broker = broker;
+        this.onNetty = onNetty;
         for (MemoryPoolMXBean pool : ManagementFactory.getMemoryPoolMXBeans()) {
             if (pool.getType() == MemoryType.HEAP && pool.isValid()) {
                 heapPools.add(pool);
@@ -279,8 +293,8 @@ final class ResourceMeter {
         return false;
     }
 
-    private static long directUsed() {
-        return DirectMemory.used();
+    private long directUsed() {
+        return onNetty ? DirectMemory.used() : DirectMemory.usedOutsideNetty();
     }
 
     private long gcCount() {

@@ -184,7 +184,14 @@ final class Summary {
                 Format.bytes(u.liveHeapPeakBytes()),
                 u.gcCount(),
                 u.gcMillis());
-        field(out, "peak %s (sampled every 100 ms)%n", "direct memory", Format.bytes(u.peakDirectBytes()));
+        field(
+                out,
+                "peak %s (sampled every 100 ms%s)%n",
+                "direct memory",
+                Format.bytes(u.peakDirectBytes()),
+                Clients.AMQP_CLIENT.equals(r.client())
+                        ? "; outside Netty's allocators, which are not this client's"
+                        : "");
         if (r.peer() != null) {
             RunResult.PeerStats p = r.peer();
             field(

@@ -6,6 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.PooledByteBufAllocator;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
 import java.util.concurrent.CountDownLatch;
@@ -57,6 +59,31 @@ class ResourceMeterTest {
         // its CPU would be in "other threads": no share is told rather than a wrong one
         assertNull(RunResult.producerCpuNanos(usage, 1));
         assertNull(RunResult.producerCpuNanos(usage, 0), "a run without producers has no producer share");
+    }
+
+    /**
+     * Netty's pools outlive the Warren run that filled them; a later amqp-client run in the same JVM must not count
+     * them as its direct memory, and a client on Netty must.
+     */
+    @Test
+    void aClientNotOnNettyLeavesNettysPoolsOutOfItsDirectMemory() {
+        assumeTrue(DirectMemory.measured(), "this JVM does not report direct memory");
+        int size = 8 * 1024 * 1024; // beyond any chunk Netty holds already: a chunk of its own
+        ResourceMeter amqpClient = new ResourceMeter(null, false);
+        ResourceMeter onNetty = new ResourceMeter(null, true);
+        amqpClient.start();
+        onNetty.start();
+        ByteBuf pooled = PooledByteBufAllocator.DEFAULT.directBuffer(size, size);
+        try {
+            amqpClient.sampleDirect();
+            onNetty.sampleDirect();
+        } finally {
+            pooled.release();
+        }
+        long outside = amqpClient.stop().peakDirectBytes();
+        long all = onNetty.stop().peakDirectBytes();
+        assertTrue(all >= size, "the client on Netty holds the buffer: " + all);
+        assertTrue(outside < size, "the other client does not: " + outside);
     }
 
     /** A thread that spins until it has used {@link #BURN_NANOS} of CPU, then waits for {@code end}. */
