@@ -125,7 +125,8 @@ public interface Channel {
      * highest one seen before the recovery (or any tag while the channel is being recovered) is refused with a
      * {@link StaleDeliveryException} and nothing is sent, since the broker has requeued that message and redelivers
      * it. With {@code multiple=true} a newer tag covers only the recovered channel's deliveries; tag 0 with
-     * {@code multiple=true} (every outstanding delivery) is sent as it is.
+     * {@code multiple=true} (every outstanding delivery) covers every delivery this channel has received so far, and
+     * is sent as the highest of them (one the broker sent and the channel had not read yet is left unsettled).
      *
      * @throws StaleDeliveryException the tag is from before a connection loss
      * @throws ChannelClosedException the channel is closed (the broker requeued its unsettled deliveries with the

@@ -118,6 +118,11 @@ final class AckCoalescer {
         int kind = op & KIND_MASK;
         boolean multiple = (op & MULTIPLE) != 0 && kind != REJECT;
         boolean requeue = (op & REQUEUE) != 0;
+        if (tag == 0 && multiple && next > 1) {
+            // "every delivery so far": the ones held here, so that none is written again after it; and none the
+            // broker sent that this channel has not seen yet
+            tag = next - 1;
+        }
         if (tag < 1 || tag >= next) {
             appendFrame(kind, tag, multiple, requeue);
             return true;

@@ -102,6 +102,30 @@ class AckCoalescerTest {
         assertEquals(0, acks.pendingCount());
     }
 
+    /**
+     * basic.ack 0 multiple means every delivery so far: it settles the tags the coalescer holds, so that none of them
+     * is written again after it (a second ack of a tag closes the channel with 406).
+     */
+    @Test
+    void aMultipleAckOfTagZeroSettlesEveryTagDeliveredSoFar() {
+        deliver(1, 3, true);
+        acks.settle(1, ACK);
+        assertTrue(acks.settle(0, ACK | MULTIPLE));
+        assertEquals(List.of("ack 3 multiple"), frames());
+        assertEquals(0, acks.pendingCount());
+        assertFalse(acks.settle(2, ACK), "already settled by the multiple ack");
+        assertEquals(List.of(), frames());
+    }
+
+    @Test
+    void aMultipleNackOfTagZeroLeavesNoAckOfACoveredTagBehindIt() {
+        deliver(1, 3, true);
+        acks.settle(1, ACK);
+        assertTrue(acks.settle(0, NACK | MULTIPLE | REQUEUE));
+        assertEquals(List.of("ack 1", "nack 3 multiple requeue"), frames());
+        assertEquals(0, acks.pendingCount());
+    }
+
     @Test
     void aSingleAckStaysSingle() {
         deliver(1, 3, true);
