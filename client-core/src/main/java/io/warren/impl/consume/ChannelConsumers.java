@@ -372,8 +372,10 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
     private void onClose(AmqpException cause) {
         assert loop.inEventLoop() : "channel consumers off the event loop";
         if (cause instanceof io.warren.ConnectionLostException || cause instanceof io.warren.ChannelLostException) {
-            settlements.close(false); // the broker requeued everything unsettled with the lost channel
+            // stale before closed: a worker's settlement in between is then told it is stale (the broker redelivers
+            // the message), not that the channel is closed
             tags.markStale();
+            settlements.close(false); // the broker requeued everything unsettled with the lost channel
             lost.keep(consumers.removeAll());
             return;
         }
