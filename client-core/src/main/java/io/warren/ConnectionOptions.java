@@ -333,11 +333,7 @@ public final class ConnectionOptions {
     }
 
     private static Duration positive(Duration d, String name) {
-        Objects.requireNonNull(d, name);
-        if (d.isNegative() || d.isZero()) {
-            throw new IllegalArgumentException(name + " must be positive: " + d);
-        }
-        return d;
+        return Durations.positive(Objects.requireNonNull(d, name), name);
     }
 
     @Override

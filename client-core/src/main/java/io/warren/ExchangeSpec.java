@@ -61,9 +61,14 @@ public final class ExchangeSpec {
         return this;
     }
 
-    /** An argument such as {@code alternate-exchange}. */
+    /** An argument such as {@code alternate-exchange}; a null value removes the key. */
     public ExchangeSpec argument(String key, Object value) {
-        arguments.put(Objects.requireNonNull(key, "key"), value);
+        Objects.requireNonNull(key, "key");
+        if (value == null) {
+            arguments.remove(key); // as QueueSpec: the broker refuses a void value for its own arguments
+        } else {
+            arguments.put(key, value);
+        }
         return this;
     }
 

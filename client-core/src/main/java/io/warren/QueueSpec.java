@@ -17,6 +17,9 @@ import java.util.Objects;
  */
 public final class QueueSpec {
 
+    /** RabbitMQ's largest x-message-ttl: 2^32 - 1 ms. */
+    private static final Duration LONGEST_TTL = Duration.ofMillis(0xFFFF_FFFFL);
+
     private final String queue;
     private boolean passive;
     private boolean durable;
@@ -72,9 +75,17 @@ public final class QueueSpec {
         return this;
     }
 
-    /** An argument such as {@code x-queue-type}, {@code x-message-ttl}, {@code x-max-length}. */
+    /**
+     * An argument such as {@code x-queue-type}, {@code x-message-ttl}, {@code x-max-length}; a null value removes
+     * the key (the broker refuses a void value for its own arguments).
+     */
     public QueueSpec argument(String key, Object value) {
-        arguments.put(Objects.requireNonNull(key, "key"), value);
+        Objects.requireNonNull(key, "key");
+        if (value == null) {
+            arguments.remove(key);
+        } else {
+            arguments.put(key, value);
+        }
         return this;
     }
 
@@ -114,13 +125,23 @@ public final class QueueSpec {
         return argument("x-delivery-limit", limit);
     }
 
-    /** {@code x-message-ttl} in milliseconds. */
+    /**
+     * {@code x-message-ttl} in milliseconds: 0 to 2^32 - 1 ms (about 49 days), what RabbitMQ takes; outside that it
+     * closes the channel with 406.
+     */
     public QueueSpec messageTtl(Duration ttl) {
+        Objects.requireNonNull(ttl, "ttl");
+        if (ttl.isNegative() || ttl.compareTo(LONGEST_TTL) > 0) {
+            throw new IllegalArgumentException("messageTtl must be within 0.." + LONGEST_TTL + ": " + ttl);
+        }
         return argument("x-message-ttl", ttl.toMillis());
     }
 
-    /** {@code x-max-length}: the most ready messages the queue keeps. */
+    /** {@code x-max-length}: the most ready messages the queue keeps; not negative. */
     public QueueSpec maxLength(long maxLength) {
+        if (maxLength < 0) {
+            throw new IllegalArgumentException("maxLength must not be negative: " + maxLength);
+        }
         return argument("x-max-length", maxLength);
     }
 

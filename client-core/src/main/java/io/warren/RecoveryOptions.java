@@ -96,6 +96,7 @@ public final class RecoveryOptions {
         if (initial.isNegative() || max.compareTo(initial) < 0) {
             throw new IllegalArgumentException("backoff needs 0 <= initial <= max: " + initial + ", " + max);
         }
+        Durations.withinTimers(max, "backoff max");
         if (!(multiplier >= 1.0) || Double.isInfinite(multiplier)) {
             throw new IllegalArgumentException("backoff multiplier must be at least 1: " + multiplier);
         }
@@ -144,10 +145,7 @@ public final class RecoveryOptions {
 
     /** Gives up when the connection has not recovered this long after the loss ({@code null}, the default: never). */
     public RecoveryOptions maxDuration(Duration duration) {
-        if (duration != null && (duration.isNegative() || duration.isZero())) {
-            throw new IllegalArgumentException("maxDuration must be positive: " + duration);
-        }
-        this.maxDuration = duration;
+        this.maxDuration = duration == null ? null : Durations.positive(duration, "maxDuration");
         return this;
     }
 
@@ -167,11 +165,7 @@ public final class RecoveryOptions {
 
     /** How long a publish held during recovery ({@link PublishDuringRecovery#WAIT}) waits at most; 30 s by default. */
     public RecoveryOptions publishWaitTimeout(Duration timeout) {
-        Objects.requireNonNull(timeout, "timeout");
-        if (timeout.isNegative() || timeout.isZero()) {
-            throw new IllegalArgumentException("publishWaitTimeout must be positive: " + timeout);
-        }
-        this.publishWaitTimeout = timeout;
+        this.publishWaitTimeout = Durations.positive(Objects.requireNonNull(timeout, "timeout"), "publishWaitTimeout");
         return this;
     }
 

@@ -371,6 +371,10 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
         if (d == null) {
             return invalid("declare must not be null");
         }
+        if (!d.passive() && d.type().isEmpty()) {
+            // the broker answers an empty type with 503 COMMAND_INVALID, which closes the connection
+            return invalid("exchange " + d.exchange() + ": the type must not be empty (direct, fanout, topic, ...)");
+        }
         ExchangeSpec copy = d.passive()
                 ? null
                 : ExchangeSpec.of(d.exchange(), d.type())

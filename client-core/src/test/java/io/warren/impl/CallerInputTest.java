@@ -1,6 +1,7 @@
 package io.warren.impl;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -76,6 +77,7 @@ class CallerInputTest {
                 refused("exchangeDeclare long name", () -> ch.exchangeDeclare(LONG, "direct")),
                 refused("exchangeDeclare long UTF-8 name", () -> ch.exchangeDeclare(LONG_UTF8, "direct")),
                 refused("exchangeDeclare long type", () -> ch.exchangeDeclare("x", LONG)),
+                refused("exchangeDeclare empty type", () -> ch.exchangeDeclare("x", "")),
                 refused(
                         "exchangeDeclare bad argument",
                         () -> ch.exchangeDeclare(ExchangeSpec.of("x", "direct").arguments(BAD_ARGS))),
@@ -221,5 +223,48 @@ class CallerInputTest {
         assertThrows(IllegalArgumentException.class, () -> r.maxDuration(Duration.ZERO));
         assertThrows(IllegalArgumentException.class, () -> r.publishWaitTimeout(Duration.ofSeconds(-1)));
         assertThrows(IllegalArgumentException.class, () -> new ConsumeOptions().prefetch(70_000));
+    }
+
+    /** Beyond Long.MAX_VALUE ns a timer's toNanos() overflows on the event loop: refused when the option is set. */
+    @Test
+    void optionsRefuseDurationsNoTimerCanHold() {
+        Duration forever = Duration.ofMillis(Long.MAX_VALUE);
+        ConnectionOptions o = new ConnectionOptions();
+        assertThrows(IllegalArgumentException.class, () -> o.connectionTimeout(forever));
+        assertThrows(IllegalArgumentException.class, () -> o.rpcTimeout(forever));
+        assertThrows(IllegalArgumentException.class, () -> o.closeTimeout(forever));
+        RecoveryOptions r = new RecoveryOptions();
+        assertThrows(IllegalArgumentException.class, () -> r.backoff(Duration.ZERO, forever, 2, 0));
+        assertThrows(IllegalArgumentException.class, () -> r.maxDuration(forever));
+        assertThrows(IllegalArgumentException.class, () -> r.publishWaitTimeout(forever));
+        Duration longest = Duration.ofNanos(Long.MAX_VALUE);
+        assertEquals(longest, r.maxDuration(longest).maxDuration());
+        assertEquals(longest, o.rpcTimeout(longest).rpcTimeout());
+    }
+
+    /** Values RabbitMQ refuses with 406 (channel) are refused before anything is written. */
+    @Test
+    void queueArgumentsTheBrokerWouldRefuseAreRefusedHere() {
+        assertThrows(IllegalArgumentException.class, () -> QueueSpec.named("q").maxLength(-1));
+        assertThrows(IllegalArgumentException.class, () -> QueueSpec.named("q").messageTtl(Duration.ofMillis(-1)));
+        assertThrows(
+                IllegalArgumentException.class, () -> QueueSpec.named("q").messageTtl(Duration.ofMillis(1L << 32)));
+        assertEquals(
+                0xFFFF_FFFFL,
+                QueueSpec.named("q")
+                        .messageTtl(Duration.ofMillis(0xFFFF_FFFFL))
+                        .arguments()
+                        .get("x-message-ttl"));
+        // a void value would be written for the broker to refuse: null removes the key, as ConsumeOptions does
+        assertFalse(QueueSpec.named("q")
+                .maxLength(5)
+                .argument("x-max-length", null)
+                .arguments()
+                .containsKey("x-max-length"));
+        assertFalse(ExchangeSpec.of("x", "direct")
+                .argument("alternate-exchange", "ae")
+                .argument("alternate-exchange", null)
+                .arguments()
+                .containsKey("alternate-exchange"));
     }
 }
