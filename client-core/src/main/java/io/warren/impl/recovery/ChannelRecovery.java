@@ -14,6 +14,7 @@ import io.warren.ReturnListener;
 import io.warren.WritabilityListener;
 import io.warren.codec.content.BasicProperties;
 import io.warren.impl.consume.ChannelConsumers;
+import io.warren.impl.metrics.MetricsCollector;
 import io.warren.impl.publish.PublishCarryOver;
 import io.warren.impl.publish.Publisher;
 import java.util.ArrayDeque;
@@ -292,6 +293,7 @@ public final class ChannelRecovery implements PublishCarryOver {
             }
         }
         if (refused != null) {
+            metrics().publishFailed(); // as the publisher counts its refusals
             body.release();
             if (!outcome) {
                 throw refused;
@@ -299,6 +301,11 @@ public final class ChannelRecovery implements PublishCarryOver {
             future.completeExceptionally(refused);
         }
         return future;
+    }
+
+    /** The connection's counters (one collector across its recoveries). */
+    private MetricsCollector metrics() {
+        return channel.state().connection().metrics();
     }
 
     /**
@@ -484,7 +491,10 @@ public final class ChannelRecovery implements PublishCarryOver {
         }
     }
 
+    /** A held publish that will not be written; counted once here, whether made or carried over. */
     private void fail(Held h, AmqpException cause, String why) {
+        // counted before its future fails, as the publisher does: whoever the failure wakes sees it counted
+        metrics().publishFailed();
         h.body.release();
         if (h.future != null) {
             h.future.completeExceptionally(notWritten(cause, why));
