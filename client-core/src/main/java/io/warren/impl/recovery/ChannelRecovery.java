@@ -12,7 +12,11 @@ import io.warren.PublishOutcome;
 import io.warren.RecoveryOptions;
 import io.warren.ReturnListener;
 import io.warren.WritabilityListener;
+import io.warren.codec.Frames;
 import io.warren.codec.content.BasicProperties;
+import io.warren.codec.content.ContentHeaderEncoder;
+import io.warren.codec.content.ShortString;
+import io.warren.impl.connection.ConnectionHandler;
 import io.warren.impl.consume.ChannelConsumers;
 import io.warren.impl.metrics.MetricsCollector;
 import io.warren.impl.publish.PublishCarryOver;
@@ -249,6 +253,10 @@ public final class ChannelRecovery implements PublishCarryOver {
      * (the caller publishes normally), else the publish's stage (failed at once when refused). Takes the body.
      * Any thread.
      *
+     * <p>Its arguments are checked and its names copied as the publisher does before it accepts a publish: a bad
+     * one fails now with {@link IllegalArgumentException}, not at the replay (where a {@code publishNoOutcome}
+     * could only log it), and a {@code StringBuilder} the caller reuses afterwards does not change the route.
+     *
      * @param outcome false for {@code publishNoOutcome}: then a refusal is thrown instead
      */
     public CompletionStage<PublishOutcome> hold(
@@ -260,6 +268,24 @@ public final class ChannelRecovery implements PublishCarryOver {
             boolean outcome) {
         if (!recovering) {
             return null;
+        }
+        if (body.refCnt() == 0) {
+            // not released again (that would throw), as the publisher refuses it
+            return refuse(
+                    new IllegalArgumentException(
+                            "channel " + channel.channelNumber() + ": body was already released (refCnt 0)"),
+                    null,
+                    outcome);
+        }
+        BasicProperties props = properties == null ? BasicProperties.EMPTY : properties;
+        try {
+            ShortString.checkedLength("exchange", exchange);
+            ShortString.checkedLength("routing-key", routingKey);
+            exchange = ShortString.immutable(exchange);
+            routingKey = ShortString.immutable(routingKey);
+            checkHeaderFits(props, mandatory);
+        } catch (RuntimeException e) {
+            return refuse(e, body, outcome);
         }
         CompletableFuture<PublishOutcome> future = new CompletableFuture<>();
         RuntimeException refused = null;
@@ -283,7 +309,7 @@ public final class ChannelRecovery implements PublishCarryOver {
                         exchange,
                         routingKey,
                         mandatory,
-                        properties,
+                        props,
                         body,
                         outcome ? future : null,
                         bytes,
@@ -292,15 +318,40 @@ public final class ChannelRecovery implements PublishCarryOver {
                 armWaitTimer(wait);
             }
         }
-        if (refused != null) {
-            metrics().publishFailed(); // as the publisher counts its refusals
-            body.release();
-            if (!outcome) {
-                throw refused;
-            }
-            future.completeExceptionally(refused);
+        return refused == null ? future : refuse(refused, body, outcome);
+    }
+
+    /**
+     * The content header must fit one frame, as the publisher checks it ({@code PublishFrames.checkHeaderFits},
+     * with room for the sequence header a mandatory publish may get in confirm mode). The frame-max is the last
+     * connection's; the replay checks the recovered one's again.
+     */
+    private void checkHeaderFits(BasicProperties props, boolean mandatory) {
+        ConnectionHandler connection = channel.state().connection();
+        int frameMax = connection.facade().frameMax();
+        boolean stamped = mandatory && connection.options().publishOptions().correlateReturns();
+        int frame = ContentHeaderEncoder.encodedLength(props, stamped ? Publisher.SEQUENCE_HEADER : null)
+                + Frames.FRAME_OVERHEAD;
+        if (frameMax != 0 && frame > frameMax) {
+            throw new IllegalArgumentException("channel " + channel.channelNumber() + ": the properties make a "
+                    + "content-header frame of " + frame + " bytes, over the connection's frame-max of " + frameMax
+                    + " (the broker would close the connection)");
         }
-        return future;
+    }
+
+    /**
+     * A publish made during recovery and refused: counted as the publisher counts its refusals, {@code body}
+     * released (null: not the caller's to release), thrown for {@code publishNoOutcome}.
+     */
+    private CompletionStage<PublishOutcome> refuse(RuntimeException why, ByteBuf body, boolean outcome) {
+        metrics().publishFailed();
+        if (body != null) {
+            body.release();
+        }
+        if (!outcome) {
+            throw why;
+        }
+        return CompletableFuture.failedFuture(why);
     }
 
     /** The connection's counters (one collector across its recoveries). */
