@@ -26,11 +26,17 @@ import java.util.concurrent.Flow;
  * the subscriber had not taken are not emitted (the broker requeues them).
  *
  * <h2>Signals</h2>
- * Signals are serial and run on the consumer's context (the connection's event loop unless the options name an
- * executor). {@code onComplete} follows a basic.cancel from the broker (the queue was deleted, ...), the
- * orderly close of the channel or connection by the application (reply code 200), or the {@link #limit} being
- * reached; {@code onError} follows a failure of the channel or connection (the broker closed it, the
- * connection was lost and not recovered, the queue does not exist: 404 closes the channel) and a
+ * Signals are serial: never two at once, each one happening before the next. {@code onSubscribe} runs on the
+ * thread calling {@code subscribe}, {@code onNext} on the consumer's context (the connection's event loop unless
+ * the options name an executor). {@code onComplete} and {@code onError} run where their cause is met: the event
+ * loop for the consumer's end, the thread that fails basic.consume (the one calling {@code subscribe} when
+ * consume refuses at once), the thread calling {@code request} with {@code n <= 0}, the consumer's context when
+ * the {@link #limit} is reached (the thread calling {@code subscribe} for a limit of 0); one that comes while
+ * {@code onSubscribe} or {@code onNext} runs is signalled on that thread as it returns. A subscriber that needs
+ * them on its own thread hands them over itself. {@code onComplete} follows a basic.cancel from the broker (the
+ * queue was deleted, ...), the orderly close of the channel or connection by the application (reply code 200),
+ * or the {@link #limit} being reached; {@code onError} follows a failure of the channel or connection (the broker
+ * closed it, the connection was lost and not recovered, the queue does not exist: 404 closes the channel) and a
  * {@code request} with {@code n <= 0}.
  *
  * <h2>Ownership and settlement</h2>
