@@ -126,7 +126,10 @@ final class DeliverySubscription implements Flow.Subscription {
         try {
             subscriber.onNext(delivery);
         } catch (Throwable t) {
-            // rule 2.13 broken: the subscriber is treated as cancelled; the consumer logs the failure
+            // rule 2.13 broken: the subscriber is treated as cancelled; the consumer logs the failure. The delivery
+            // goes back unless the subscriber settled it: the broker keeps a cancelled consumer's unacknowledged
+            // deliveries until the channel closes
+            giveBack(delivery);
             cancel();
             throw t;
         } finally {
@@ -206,8 +209,11 @@ final class DeliverySubscription implements Flow.Subscription {
     @Override
     public void request(long n) {
         if (n <= 0) {
-            signalTerminal(new IllegalArgumentException("rule 3.9: request(n) needs n > 0, was " + n));
-            cancelConsumer();
+            try {
+                signalTerminal(new IllegalArgumentException("rule 3.9: request(n) needs n > 0, was " + n));
+            } finally {
+                cancelConsumer(); // also when onError throws (rule 2.13 broken)
+            }
             return;
         }
         while (true) {

@@ -402,7 +402,7 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
                 channel.number(),
                 queueName,
                 d.deliveryTag(),
-                noAck ? "" : "; it stays unacknowledged",
+                noAck ? "" : "; unless the handler settled it, it stays unacknowledged",
                 t);
     }
 
