@@ -4,7 +4,6 @@ import io.netty.buffer.ByteBuf;
 import io.warren.AsyncDeliveryHandler;
 import io.warren.impl.queue.InboundMessageQueue;
 import java.util.concurrent.CompletionStage;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicLongFieldUpdater;
@@ -24,8 +23,6 @@ final class SlotDispatch implements Dispatch {
 
     private static final Logger LOG = LoggerFactory.getLogger(SlotDispatch.class);
 
-    private static final AtomicLongFieldUpdater<SlotDispatch> USER_DEMAND =
-            AtomicLongFieldUpdater.newUpdater(SlotDispatch.class, "userDemand");
     private static final AtomicLongFieldUpdater<SlotDispatch> GRANTED =
             AtomicLongFieldUpdater.newUpdater(SlotDispatch.class, "granted");
     private static final AtomicLongFieldUpdater<SlotDispatch> COMPLETED =
@@ -39,10 +36,10 @@ final class SlotDispatch implements Dispatch {
 
     private final Executor executor;
     private final int concurrency;
-    private final ConcurrentLinkedQueue<DeliveryImpl> heldForDemand = new ConcurrentLinkedQueue<>();
+    /** The application's demand, and the deliveries held for it. */
+    private final DemandGate<DeliveryImpl> userDemand;
 
     // any thread (volatile, field updaters)
-    private volatile long userDemand;
     private volatile long granted;
     private volatile long completed;
 
@@ -59,7 +56,7 @@ final class SlotDispatch implements Dispatch {
         this.asyncHandler = asyncHandler;
         this.executor = executor;
         this.concurrency = concurrency;
-        this.userDemand = initialDemand;
+        this.userDemand = new DemandGate<>(initialDemand);
         queue.pause();
         this.granted = concurrency;
         queue.fetch(concurrency);
@@ -73,18 +70,15 @@ final class SlotDispatch implements Dispatch {
 
     @Override
     public void onDelivery(DeliveryImpl d) {
-        if (takeUserDemand()) {
+        if (userDemand.take()) {
             if (asyncHandler == null) {
                 start(d);
             } else {
                 processAsync(d);
             }
-        } else {
-            heldForDemand.offer(d);
-            // a resume or an end racing with the offer either sees the delivery or is seen here
-            if (userDemand != 0 || !consumer.isActive()) {
-                startHeld();
-            }
+        } else if (userDemand.hold(d) || !consumer.isActive()) {
+            // a resume or an end racing with the hold either sees the delivery or is seen here
+            startHeld();
         }
     }
 
@@ -107,7 +101,7 @@ final class SlotDispatch implements Dispatch {
 
     /** A delivery dropped as lost took a unit of the application's demand that its redelivered copy needs. */
     private void lostDemandBack() {
-        addUserDemand(1);
+        userDemand.add(1);
         startHeld();
     }
 
@@ -173,44 +167,15 @@ final class SlotDispatch implements Dispatch {
         }
     }
 
-    private boolean takeUserDemand() {
-        while (true) {
-            long d = userDemand;
-            if (d == 0) {
-                return false;
-            }
-            if (d == Long.MAX_VALUE || USER_DEMAND.compareAndSet(this, d, d - 1)) {
-                return true;
-            }
-        }
-    }
-
-    private void addUserDemand(long amount) {
-        while (true) {
-            long d = userDemand;
-            long next = d + amount;
-            if (next < 0 || d == Long.MAX_VALUE) {
-                next = Long.MAX_VALUE;
-            }
-            if (next == d || USER_DEMAND.compareAndSet(this, d, next)) {
-                return;
-            }
-        }
-    }
-
     /** Starts held deliveries while there is demand; any thread. */
     private void startHeld() {
-        while (!heldForDemand.isEmpty()) {
+        while (true) {
             if (!consumer.isActive()) {
                 disposeHeld();
                 return;
             }
-            if (!takeUserDemand()) {
-                return;
-            }
-            DeliveryImpl d = heldForDemand.poll();
+            DeliveryImpl d = userDemand.release();
             if (d == null) {
-                addUserDemand(1); // another thread took it: give the demand back
                 return;
             }
             start(d);
@@ -219,7 +184,7 @@ final class SlotDispatch implements Dispatch {
 
     private void disposeHeld() {
         DeliveryImpl d;
-        while ((d = heldForDemand.poll()) != null) {
+        while ((d = userDemand.poll()) != null) {
             consumer.dispose(d);
             completed();
         }
@@ -227,20 +192,20 @@ final class SlotDispatch implements Dispatch {
 
     @Override
     public void pause() {
-        userDemand = 0;
+        userDemand.pause();
     }
 
     @Override
     public void fetch(long count) {
         if (count > 0) {
-            addUserDemand(count);
+            userDemand.add(count);
             startHeld();
         }
     }
 
     @Override
     public long held() {
-        return heldForDemand.size();
+        return userDemand.held();
     }
 
     @Override
