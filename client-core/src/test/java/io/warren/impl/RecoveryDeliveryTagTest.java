@@ -18,6 +18,7 @@ import io.warren.codec.method.BasicGetOkEncoder;
 import io.warren.codec.method.BasicQosOkEncoder;
 import io.warren.codec.method.MethodIds;
 import io.warren.impl.metrics.CountingMetrics;
+import io.warren.impl.metrics.MetricsCollector;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -308,6 +309,41 @@ class RecoveryDeliveryTagTest {
             assertEquals(List.of("3 redelivered"), seen);
             assertEquals("ack 1", settlement(second));
             second.expectNothing();
+        }
+    }
+
+    /**
+     * A delivery of the lost channel dropped from the queue takes no unit of the application's demand: a pause made
+     * while it is dropped (here from inside the drop) stops the redelivery behind it. Before, the drop gave a unit
+     * back after taking it, over the pause, and one more delivery reached the handler after pause() returned.
+     */
+    @Test
+    void aPauseWhileADeliveryOfTheLostChannelIsDroppedStopsTheOneBehindIt() {
+        ConsumerHandle[] consumer = new ConsumerHandle[1];
+        MetricsCollector pausesOnDrop = new MetricsCollector() {
+            @Override
+            public void staleDeliveryDropped() {
+                consumer[0].pause();
+            }
+        };
+        try (RecoveringBrokers brokers = new RecoveringBrokers(new io.warren.ConnectionOptions(), pausesOnDrop)) {
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            List<String> seen = new ArrayList<>();
+            consumer[0] = consume(
+                    brokers.first, ch, new ConsumeOptions().consumerTag("c").initialDemand(0), d -> {
+                        seen.add(d.deliveryTag() + (d.redelivered() ? " redelivered" : ""));
+                        d.ack();
+                    });
+            deliver(brokers.first, 1);
+
+            FakeBroker second = recover(brokers);
+            second.sendDeliver(1, "c", 1, true, BasicProperties.EMPTY, BODY);
+            consumer[0].fetch(1);
+            brokers.runAllTasks();
+            assertEquals(List.of(), seen, "paused as the copy of the lost channel was dropped");
+            consumer[0].fetch(1);
+            brokers.runAllTasks();
+            assertEquals(List.of("2 redelivered"), seen);
         }
     }
 }

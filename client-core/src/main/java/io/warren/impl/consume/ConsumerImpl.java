@@ -349,7 +349,9 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
      * recovered) while it waited in the queue: the broker requeued it with that channel and delivers it again,
      * so handing it over would give the application the message twice, and its settlement could only throw
      * {@link io.warren.StaleDeliveryException}. A noAck delivery is still handed over: nobody will redeliver it.
-     * The caller gives back the unit of demand the delivery took. Consumer context.
+     * The queue asks before the delivery takes a unit of demand (a pause made meanwhile holds); {@link SlotDispatch}
+     * asks again for one lost while held or started, and gives back the unit of the application's demand it took.
+     * Consumer context.
      */
     boolean dropIfLost(DeliveryImpl d) {
         if (noAck || !d.channel.isStale()) {
@@ -547,6 +549,11 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
         @Override
         protected void handleMessage(DeliveryImpl message) {
             dispatch.onDelivery(message);
+        }
+
+        @Override
+        protected boolean handleUnwanted(DeliveryImpl message) {
+            return dropIfLost(message);
         }
 
         @Override

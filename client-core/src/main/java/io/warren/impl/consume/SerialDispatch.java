@@ -58,11 +58,7 @@ final class SerialDispatch implements Dispatch {
 
     @Override
     public void onDelivery(DeliveryImpl d) {
-        if (consumer.dropIfLost(d)) {
-            queue.fetch(1); // the delivery took a unit of the application's demand that its redelivered copy needs
-            return;
-        }
-        consumer.handle(d);
+        consumer.handle(d); // one of a lost channel was dropped before it took demand (ConsumerImpl.dropIfLost)
         if (released != null && d.refCnt() == 0) {
             if (released.size() == MAX_RELEASED) {
                 // the oldest's tag has waited a whole pool's worth of messages (a failed handler leaves it

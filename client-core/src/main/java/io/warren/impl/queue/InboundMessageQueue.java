@@ -21,9 +21,9 @@ import org.slf4j.LoggerFactory;
  * <ul>
  *   <li>{@link #write} — producer loop only. {@link #handlePause()} and {@link #handleResume()} run on
  *       the producer loop.</li>
- *   <li>{@link #handleMessage} runs in the consumer context, one message at a time and never
- *       concurrently, even when the executor runs every task on a different thread: only the holder of
- *       the queue's ownership (see {@link HandoffQueue}) drains, and there is one ownership.</li>
+ *   <li>{@link #handleMessage}, and {@link #handleUnwanted} before it, run in the consumer context, one message
+ *       at a time and never concurrently, even when the executor runs every task on a different thread: only
+ *       the holder of the queue's ownership (see {@link HandoffQueue}) drains, and there is one ownership.</li>
  *   <li>{@link #pause()}, {@link #resume()}, {@link #fetch(long)}, {@link #close()} — any thread,
  *       including from inside {@link #handleMessage}.</li>
  *   <li>{@link #handleDispose} runs in the consumer context for queued messages and on the producer
@@ -163,6 +163,16 @@ public abstract class InboundMessageQueue<M> {
      * release later). An exception goes to {@link #handleFailure} and delivery continues.
      */
     protected abstract void handleMessage(M message);
+
+    /**
+     * Consumer context, before {@code message} takes a unit of demand. Whether the consumer will not have it
+     * (gone stale, say): {@code true} means the hook has disposed of it, and delivery goes on to the next message
+     * without taking demand, so a {@link #pause()} made meanwhile holds. The default keeps every message. An
+     * exception goes to {@link #handleFailure}, and the message counts as the hook's.
+     */
+    protected boolean handleUnwanted(M message) {
+        return false;
+    }
 
     /** Producer loop. The pending count reached the high-water mark: stop producing. */
     protected void handlePause() {}
@@ -415,6 +425,9 @@ public abstract class InboundMessageQueue<M> {
             dispose(message);
             return true;
         }
+        if (unwanted(message)) {
+            return true;
+        }
         while (true) {
             long current = demand;
             if (current == 0) {
@@ -430,6 +443,15 @@ public abstract class InboundMessageQueue<M> {
             handleFailure(t);
         }
         return true;
+    }
+
+    private boolean unwanted(M message) {
+        try {
+            return handleUnwanted(message);
+        } catch (Throwable t) {
+            handleFailure(t);
+            return true;
+        }
     }
 
     private void dispose(M message) {

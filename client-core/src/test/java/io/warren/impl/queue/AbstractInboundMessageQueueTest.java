@@ -126,6 +126,30 @@ abstract class AbstractInboundMessageQueueTest {
     }
 
     @Test
+    void anUnwantedMessageIsDroppedWithoutTakingDemand() {
+        TestQueue q = newQueue(4, 8);
+        q.unwanted = v -> v % 2 == 0;
+        q.pause();
+        writeInts(q, 0, 7);
+        awaitTrue(q::isSuspended, "the drain to stop for demand");
+        assertEquals(List.of(0), copy(q.dropped), "dropped before it looks for demand");
+
+        q.fetch(2);
+        awaitTrue(() -> q.received.size() == 2 && q.isSuspended(), "2 deliveries, then a stop");
+        assertEquals(List.of(1, 3), q.receivedCopy());
+        assertEquals(List.of(0, 2, 4), copy(q.dropped));
+        assertEquals(0, q.demand());
+        assertEquals(2, pending(q), "5 waits for demand, then 6");
+
+        q.fetch(1);
+        awaitTrue(() -> q.dropped.size() == 4, "6 dropped after 5");
+        awaitIdle(q);
+        assertEquals(List.of(1, 3, 5), q.receivedCopy());
+        assertEquals(List.of(0, 2, 4, 6), copy(q.dropped));
+        assertEquals(0, pending(q));
+    }
+
+    @Test
     void inTheHandlerPendingCountsOnlyTheMessagesNotYetHandedOver() {
         TestQueue q = newQueue(4, 8);
         q.pause();
@@ -449,6 +473,10 @@ abstract class AbstractInboundMessageQueueTest {
         final List<Integer> pausedAfterWriting = Collections.synchronizedList(new ArrayList<>());
         private final AtomicBoolean delivering = new AtomicBoolean();
         volatile Consumer<Integer> onMessage = m -> {};
+        /** Which messages {@link #handleUnwanted} drops; none by default. */
+        volatile java.util.function.IntPredicate unwanted = v -> false;
+
+        final List<Integer> dropped = Collections.synchronizedList(new ArrayList<>());
         volatile int expectedFailures;
 
         // producer loop only
@@ -496,6 +524,20 @@ abstract class AbstractInboundMessageQueueTest {
             } finally {
                 delivering.set(false);
             }
+        }
+
+        @Override
+        protected boolean handleUnwanted(Object message) {
+            if (!onConsumerThread()) {
+                violations.add("handleUnwanted on " + Thread.currentThread());
+            }
+            int value = value(message);
+            if (!unwanted.test(value)) {
+                return false;
+            }
+            dropped.add(value);
+            super.handleDispose(message);
+            return true;
         }
 
         @Override
