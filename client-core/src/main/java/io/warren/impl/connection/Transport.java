@@ -73,21 +73,30 @@ public record Transport(
     /**
      * The socket channel class for a group the application gave: the first transport whose channel the
      * group's event loops accept.
+     *
+     * @throws IllegalArgumentException when the group's loops accept no socket channel: a loop without an
+     *                                  {@link IoEventLoop}'s handler ({@code DefaultEventLoopGroup}'s) would
+     *                                  fail every connect at registration
      */
     public static Class<? extends Channel> channelClassFor(EventLoopGroup group) {
         EventLoop loop = group.next();
-        if (loop instanceof IoEventLoop io) {
-            // The loop says which IoHandle types it serves; each transport's channels register one.
-            for (Transport t : natives()) {
-                if (t.ioHandleClass != null && io.isCompatible(t.ioHandleClass)) {
-                    return t.channelClass;
-                }
+        if (!(loop instanceof IoEventLoop io)) {
+            // Netty 4.2's socket channels register an IoHandle, which only an IoEventLoop serves
+            throw new IllegalArgumentException(
+                    "the event loop group " + group.getClass().getName()
+                            + " runs no IoEventLoop (a MultiThreadIoEventLoopGroup's loops), so no socket channel can "
+                            + "register on it");
+        }
+        // The loop says which IoHandle types it serves; each transport's channels register one.
+        for (Transport t : natives()) {
+            if (t.ioHandleClass != null && io.isCompatible(t.ioHandleClass)) {
+                return t.channelClass;
             }
-            Class<? extends IoHandle> nio = handle(NIO_HANDLE);
-            if (nio != null && !io.isCompatible(nio)) {
-                throw new IllegalArgumentException("the event loop group "
-                        + group.getClass().getName() + " accepts none of the io_uring, epoll or NIO socket channels");
-            }
+        }
+        Class<? extends IoHandle> nio = handle(NIO_HANDLE);
+        if (nio != null && !io.isCompatible(nio)) {
+            throw new IllegalArgumentException("the event loop group "
+                    + group.getClass().getName() + " accepts none of the io_uring, epoll or NIO socket channels");
         }
         return DirectNioSocketChannel.class;
     }
