@@ -99,7 +99,7 @@ public final class WarrenTracing {
      * {@code "<exchange> publish"} span (a child of the current context), with the span's context injected into
      * the headers. The span ends when the publish's stage completes: on the broker's confirm in confirm mode,
      * when written otherwise; a failure is recorded on it. Ownership of {@code body} passes to Warren as with
-     * {@code publish}.
+     * {@code publish}, and a {@code null} body fails the stage with {@link IllegalArgumentException} as there.
      */
     @SuppressWarnings("try") // the Scope is held for its extent, never read: OpenTelemetry's idiom
     public CompletionStage<PublishOutcome> publish(
@@ -109,32 +109,23 @@ public final class WarrenTracing {
             boolean mandatory,
             BasicProperties properties,
             ByteBuf body) {
+        if (body == null) {
+            return CompletableFuture.failedFuture(new IllegalArgumentException("body must not be null"));
+        }
         Span span;
+        try {
+            span = publishSpan(exchange, routingKey, properties, body);
+        } catch (RuntimeException e) {
+            return refused(body, e);
+        }
         BasicProperties traced;
         try {
-            String destination = destination(exchange.toString());
-            SpanBuilder builder = tracer.spanBuilder(destination + " publish")
-                    .setSpanKind(SpanKind.PRODUCER)
-                    .setAttribute(SYSTEM, "rabbitmq")
-                    .setAttribute(DESTINATION, destination)
-                    .setAttribute(ROUTING_KEY, routingKey.toString())
-                    .setAttribute(OPERATION, "publish")
-                    .setAttribute(OPERATION_NAME, "publish")
-                    .setAttribute(OPERATION_TYPE, "send")
-                    .setAttribute(BODY_SIZE, (long) body.readableBytes());
-            if (properties != null) {
-                if (properties.messageId() != null) {
-                    builder.setAttribute(MESSAGE_ID, properties.messageId());
-                }
-                if (properties.correlationId() != null) {
-                    builder.setAttribute(CONVERSATION_ID, properties.correlationId());
-                }
-            }
-            span = builder.startSpan();
             traced = inject(Context.current().with(span), properties);
-        } catch (RuntimeException e) {
-            body.release(); // the caller's reference passed to us
-            return CompletableFuture.failedFuture(e);
+        } catch (RuntimeException e) { // the propagators or the properties failed: the started span ends here
+            span.recordException(e);
+            span.setStatus(StatusCode.ERROR, e.toString());
+            span.end();
+            return refused(body, e);
         }
         CompletionStage<PublishOutcome> stage;
         try (Scope ignored = span.makeCurrent()) {
@@ -159,7 +150,43 @@ public final class WarrenTracing {
             boolean mandatory,
             BasicProperties properties,
             byte[] body) {
-        return publish(channel, exchange, routingKey, mandatory, properties, Unpooled.wrappedBuffer(body));
+        return publish(
+                channel,
+                exchange,
+                routingKey,
+                mandatory,
+                properties,
+                body == null ? null : Unpooled.wrappedBuffer(body));
+    }
+
+    private Span publishSpan(CharSequence exchange, CharSequence routingKey, BasicProperties properties, ByteBuf body) {
+        String destination = destination(exchange.toString());
+        SpanBuilder builder = tracer.spanBuilder(destination + " publish")
+                .setSpanKind(SpanKind.PRODUCER)
+                .setAttribute(SYSTEM, "rabbitmq")
+                .setAttribute(DESTINATION, destination)
+                .setAttribute(ROUTING_KEY, routingKey.toString())
+                .setAttribute(OPERATION, "publish")
+                .setAttribute(OPERATION_NAME, "publish")
+                .setAttribute(OPERATION_TYPE, "send")
+                .setAttribute(BODY_SIZE, (long) body.readableBytes());
+        if (properties != null) {
+            if (properties.messageId() != null) {
+                builder.setAttribute(MESSAGE_ID, properties.messageId());
+            }
+            if (properties.correlationId() != null) {
+                builder.setAttribute(CONVERSATION_ID, properties.correlationId());
+            }
+        }
+        return builder.startSpan();
+    }
+
+    /** A publish failed before it reached the channel: the caller's reference to {@code body} is released here. */
+    private static CompletionStage<PublishOutcome> refused(ByteBuf body, RuntimeException cause) {
+        if (body.refCnt() > 0) { // one already released is not released again (publish refuses it the same way)
+            body.release();
+        }
+        return CompletableFuture.failedFuture(cause);
     }
 
     /**
@@ -224,7 +251,7 @@ public final class WarrenTracing {
             CompletionStage<?> stage;
             try (Scope ignored = span.makeCurrent()) {
                 stage = handler.handle(delivery);
-            } catch (RuntimeException | Error e) {
+            } catch (Exception | Error e) { // Exception: a checked one thrown sneakily must end the span too
                 span.recordException(e);
                 span.setStatus(StatusCode.ERROR, e.toString());
                 span.end();
