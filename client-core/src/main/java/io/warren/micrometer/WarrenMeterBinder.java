@@ -1,23 +1,12 @@
 package io.warren.micrometer;
 
-import io.micrometer.core.instrument.FunctionCounter;
-import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Tag;
 import io.micrometer.core.instrument.Tags;
-import io.micrometer.core.instrument.TimeGauge;
-import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.binder.MeterBinder;
 import io.warren.AmqpClient;
 import io.warren.ClientMetrics;
-import io.warren.ConsumerHandle;
-import java.util.HashMap;
-import java.util.Map;
 import java.util.Objects;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.TimeUnit;
-import java.util.function.ToDoubleFunction;
 
 /**
  * Micrometer meters for an {@link AmqpClient} created with {@link io.warren.ClientOptions#metricsEnabled(boolean)
@@ -65,9 +54,20 @@ import java.util.function.ToDoubleFunction;
  *
  * The counters and gauges read the client's counters when the registry asks (FunctionCounter, Gauge): nothing
  * is looked up or recorded per message for them. The two timers are recorded per confirm and per delivery,
- * into a Timer resolved once here; the clock is read for them only once a binder asked for them (a client
- * that was never bound reads none). Binding is for the client's life: meters are not unbound. This class is the only one that touches Micrometer, and is loaded only by an
- * application that uses it; Micrometer is an optional dependency of Warren.
+ * into a Timer resolved at binding; the clock is read for them only once a binder asked for them (a client
+ * that was never bound reads none).
+ *
+ * <p>Clients bound to one registry under the same prefix and tags (a publishing and a consuming client of one
+ * application, say) are reported together, as Micrometer keeps one meter per name and tags: each counter is the
+ * sum over them, each gauge the sum of their values now (the oldest unacknowledged age: the oldest of theirs), and
+ * each timer gets every client's samples once. Binding a client again to the same registry, prefix and tags does
+ * nothing. A client's meters are not unbound while it lives; once it is closed and the application let go of it,
+ * its counts stay in the counters and the binding lets go of it too, so a service that creates and closes many
+ * clients keeps none of the closed ones. A consumer's {@code queue} series goes when the queue's last consumer,
+ * of any of the clients, ends.
+ *
+ * <p>This package is the only one that touches Micrometer, and is loaded only by an application that uses it;
+ * Micrometer is an optional dependency of Warren.
  */
 public final class WarrenMeterBinder implements MeterBinder {
 
@@ -77,6 +77,7 @@ public final class WarrenMeterBinder implements MeterBinder {
     /** The {@code queue} tag shared by every server-named queue's consumers. */
     public static final String SERVER_NAMED = "amq.gen-*";
 
+    private final AmqpClient client;
     private final ClientMetrics metrics;
     private final String prefix;
     private final Tags tags;
@@ -96,7 +97,8 @@ public final class WarrenMeterBinder implements MeterBinder {
      *                                  ({@link io.warren.ClientOptions#metricsEnabled(boolean)})
      */
     public WarrenMeterBinder(AmqpClient client, String prefix, Iterable<Tag> tags) {
-        this.metrics = Objects.requireNonNull(client, "client").metrics();
+        this.client = Objects.requireNonNull(client, "client");
+        this.metrics = client.metrics();
         if (!metrics.enabled()) {
             throw new IllegalArgumentException("the client was created without metrics: "
                     + "AmqpClient.create(new ClientOptions().metricsEnabled(true))");
@@ -107,132 +109,7 @@ public final class WarrenMeterBinder implements MeterBinder {
 
     @Override
     public void bindTo(MeterRegistry registry) {
-        gauge(registry, "connections", "open connections", ClientMetrics::connections);
-        gauge(registry, "channels", "open channels", ClientMetrics::channels);
-        counter(registry, "published", "messages published", ClientMetrics::published);
-        counter(
-                registry,
-                "failed_to_publish",
-                "publishes refused or failed before written",
-                ClientMetrics::failedToPublish);
-        counter(registry, "acknowledged_published", "publishes confirmed by the broker", ClientMetrics::confirmed);
-        counter(registry, "not_acknowledged_published", "publishes nacked by the broker", ClientMetrics::nacked);
-        counter(
-                registry,
-                "unconfirmed_published",
-                "unconfirmed publishes failed by a channel or connection close",
-                ClientMetrics::unconfirmed);
-        counter(registry, "unrouted_published", "messages returned by the broker", ClientMetrics::returned);
-        gauge(registry, "outstanding_confirms", "publishes awaiting their confirm", ClientMetrics::outstandingConfirms);
-        counter(registry, "consumed", "messages delivered to consumers or fetched", ClientMetrics::consumed);
-        counter(
-                registry,
-                "consumer.beyond_prefetch",
-                "deliveries that arrived while their consumer's queue held its "
-                        + "prefetch's worth: the broker did not keep to basic.qos",
-                ClientMetrics::deliveriesBeyondPrefetch);
-        counter(registry, "acknowledged", "acknowledgements made by the application", ClientMetrics::acknowledged);
-        counter(registry, "rejected", "nacks and rejects made by the application", ClientMetrics::rejected);
-        FunctionCounter.builder(prefix + ".bytes_read", metrics, m -> m.bytesRead())
-                .baseUnit("bytes")
-                .description("AMQP bytes read")
-                .tags(tags)
-                .register(registry);
-        FunctionCounter.builder(prefix + ".bytes_written", metrics, m -> m.bytesWritten())
-                .baseUnit("bytes")
-                .description("AMQP bytes written")
-                .tags(tags)
-                .register(registry);
-        counter(registry, "recoveries", "connections recovered automatically", ClientMetrics::recoveries);
-        counter(
-                registry,
-                "stale_deliveries_dropped",
-                "deliveries of a lost channel dropped before their handler",
-                ClientMetrics::staleDeliveriesDropped);
-        TimeGauge.builder(
-                        prefix + ".oldest_unacknowledged_age",
-                        metrics,
-                        TimeUnit.MILLISECONDS,
-                        ClientMetrics::oldestUnacknowledgedMillis)
-                .description("how long the oldest delivery not yet settled has waited (consumer_timeout)")
-                .tags(tags)
-                .register(registry);
-        Timer confirmLatency = Timer.builder(prefix + ".confirm_latency")
-                .description("from a publish written to the broker's basic.ack (confirm mode)")
-                .tags(tags)
-                .register(registry);
-        metrics.onConfirmLatency(nanos -> confirmLatency.record(nanos, TimeUnit.NANOSECONDS));
-        Timer handlerDuration = Timer.builder(prefix + ".handler_duration")
-                .description("delivery handler calls (an asynchronous handler: until its stage completed)")
-                .tags(tags)
-                .register(registry);
-        metrics.onHandlerTime(nanos -> handlerDuration.record(nanos, TimeUnit.NANOSECONDS));
-        Map<String, QueueGauge> queues = new HashMap<>();
-        metrics.onConsumer(consumer -> bindConsumer(registry, queues, consumer));
-    }
-
-    /**
-     * The {@code queue} tag of a consumer's gauge: its queue's name, except that every server-named queue
-     * ({@code amq.gen-...}, a new name per declare) shares {@value #SERVER_NAMED}, so that series stay bounded by
-     * the application's queues, not by how many consumers and reply queues it ever made.
-     */
-    static String queueTag(String queue) {
-        return queue.startsWith("amq.gen-") ? SERVER_NAMED : queue;
-    }
-
-    private void bindConsumer(MeterRegistry registry, Map<String, QueueGauge> queues, ConsumerHandle consumer) {
-        if (!consumer.isActive()) {
-            return;
-        }
-        String queue = queueTag(consumer.queue());
-        QueueGauge g;
-        synchronized (queues) {
-            g = queues.computeIfAbsent(queue, q -> new QueueGauge());
-            if (g.gauge == null) {
-                g.gauge = Gauge.builder(prefix + ".consumer.queued", g, QueueGauge::queued)
-                        .description("deliveries waiting for the handlers of the queue's consumers")
-                        .tags(tags)
-                        .tag("queue", queue)
-                        .strongReference(true)
-                        .register(registry);
-            }
-            g.consumers.add(consumer);
-        }
-        consumer.endFuture().whenComplete((cause, error) -> {
-            synchronized (queues) {
-                g.consumers.remove(consumer);
-                if (g.consumers.isEmpty() && queues.remove(queue, g)) {
-                    registry.remove(g.gauge); // the queue's last consumer ended: its series goes too
-                }
-            }
-        });
-    }
-
-    /** The active consumers of one {@code queue} tag, read as one gauge: the sum of their inbound queues. */
-    private static final class QueueGauge {
-        final Set<ConsumerHandle> consumers = ConcurrentHashMap.newKeySet();
-        Gauge gauge; // guarded by the binding's map
-
-        double queued() {
-            long sum = 0;
-            for (ConsumerHandle c : consumers) {
-                sum += c.queued();
-            }
-            return sum;
-        }
-    }
-
-    private void counter(MeterRegistry registry, String name, String description, ToDoubleFunction<ClientMetrics> f) {
-        FunctionCounter.builder(prefix + "." + name, metrics, f)
-                .description(description)
-                .tags(tags)
-                .register(registry);
-    }
-
-    private void gauge(MeterRegistry registry, String name, String description, ToDoubleFunction<ClientMetrics> f) {
-        Gauge.builder(prefix + "." + name, metrics, f)
-                .description(description)
-                .tags(tags)
-                .register(registry);
+        BoundClients.of(Objects.requireNonNull(registry, "registry"), prefix, tags)
+                .add(client, metrics);
     }
 }
