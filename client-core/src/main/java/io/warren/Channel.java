@@ -187,10 +187,17 @@ public interface Channel {
 
     // tx class
 
+    /**
+     * tx.select: puts the channel in transaction mode. Like tx.commit and tx.rollback it reaches the broker in call
+     * order with this channel's publishes from the same thread: after the publishes made before it, even those held
+     * (connection blocked, socket full), and before those made after it, which wait while it waits for its turn.
+     */
     CompletionStage<Void> txSelect();
 
+    /** tx.commit: commits the publishes made on this channel before it and none made after (see {@link #txSelect}). */
     CompletionStage<Void> txCommit();
 
+    /** tx.rollback: discards the publishes made on this channel since the last commit or rollback. */
     CompletionStage<Void> txRollback();
 
     // confirm class

@@ -663,33 +663,25 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
 
     // ---- tx, confirm -------------------------------------------------------------------------------------
 
+    // through the publisher: it keeps them in order with the channel's publishes, whatever it holds or the RPC queue
+
     @Override
     public CompletionStage<Void> txSelect() {
-        return voidRpc(
-                        MethodIds.TX_SELECT,
-                        MethodIds.TX_SELECT_OK,
-                        false,
-                        () -> Requests.txSelect(state.alloc(), number))
-                .whenComplete((v, e) -> {
-                    if (e == null) {
-                        recovery.txSelected();
-                    }
-                });
+        return publisher.txSelect().whenComplete((v, e) -> {
+            if (e == null) {
+                recovery.txSelected();
+            }
+        });
     }
 
     @Override
     public CompletionStage<Void> txCommit() {
-        return voidRpc(
-                MethodIds.TX_COMMIT, MethodIds.TX_COMMIT_OK, false, () -> Requests.txCommit(state.alloc(), number));
+        return publisher.txCommit();
     }
 
     @Override
     public CompletionStage<Void> txRollback() {
-        return voidRpc(
-                MethodIds.TX_ROLLBACK,
-                MethodIds.TX_ROLLBACK_OK,
-                false,
-                () -> Requests.txRollback(state.alloc(), number));
+        return publisher.txRollback();
     }
 
     @Override

@@ -55,6 +55,8 @@ public final class ChannelRpc {
         boolean sent;
         /** Handles the reply that comes after the request timed out (its future already failed); null: dropped. */
         ReplyHandler<T> lateHandler;
+        /** Told when the frame is handed to the outbound path; null: nobody asks. */
+        Runnable sendHook;
 
         private Request(
                 int requestKey,
@@ -97,6 +99,16 @@ public final class ChannelRpc {
          */
         public Request<T> onLateReply(ReplyHandler<T> handler) {
             this.lateHandler = handler;
+            return this;
+        }
+
+        /**
+         * Runs {@code hook} on the event loop when this request's frame is handed to the outbound path, which fixes its
+         * place on the wire among the channel's writes; never for a request that is not sent (timed out while queued,
+         * the channel closed). Returns this request.
+         */
+        public Request<T> onSend(Runnable hook) {
+            this.sendHook = hook;
             return this;
         }
 
@@ -199,6 +211,9 @@ public final class ChannelRpc {
             head.frame = null;
             if (!head.noWait) {
                 channel.outbound().write(frame);
+                if (head.sendHook != null) {
+                    head.sendHook.run();
+                }
                 return;
             }
             queue.poll();

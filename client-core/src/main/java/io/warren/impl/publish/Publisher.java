@@ -51,6 +51,11 @@ import org.slf4j.LoggerFactory;
  * wire order; a caller records its publish for the {@link ConfirmTracker} before it writes it. {@link #confirmSelect}
  * holds what reaches the loop after it until select-ok, which keeps the numbering exact.
  *
+ * <p>tx.select, tx.commit and tx.rollback come through here too, so that they reach the wire in call order with the
+ * publishes: one that finds publishes held waits among them ({@code held}) and enters the channel's RPC queue when
+ * they are written; while one waits in that queue for its turn, what is published is held. A commit then covers
+ * exactly the publishes made before it.
+ *
  * <p>On close nothing more is written. Held publishes go to the channel's {@link PublishCarryOver recovery} when the
  * connection was lost with recovery to follow, else fail as not written ({@link ChannelClosedException}, or
  * {@link PublishNotConfirmedException} in confirm mode). Unconfirmed ones fail at once when the broker closed the
@@ -120,13 +125,20 @@ public final class Publisher {
     private volatile ConfirmTracker callerConfirms;
 
     // event loop only
-    private final ArrayDeque<PublishTask> held = new ArrayDeque<>();
+    /** Publishes waiting to be written, in order, and the tx methods called between them ({@link TxTask}). */
+    private final ArrayDeque<OutboundPath.DiscardableTask> held = new ArrayDeque<>();
+
     private final BasicAck ackView = new BasicAck();
     private final BasicNack nackView = new BasicNack();
     private final ContentAssembler.Listener returnAssembly = new ReturnAssembly();
     private final PublishFrames.MessageBuffers buffers = new PublishFrames.MessageBuffers();
     private ConfirmTracker confirms;
     private int selecting;
+    /** tx methods in the channel's RPC queue and not sent yet: publishes wait for them (held). */
+    private int txQueued;
+    /** A tx method is being handed to the RPC queue by {@link #queueTx}, which goes on itself if it is sent at once. */
+    private boolean queueingTx;
+
     private boolean closed;
     private AmqpException closeCause;
     private ArrayList<CompletableFuture<Void>> waiters;
@@ -435,6 +447,29 @@ public final class Publisher {
         return result;
     }
 
+    /** tx.select, in order with this channel's publishes (see the class comment). */
+    public CompletionStage<Void> txSelect() {
+        return tx(MethodIds.TX_SELECT, MethodIds.TX_SELECT_OK, Requests.txSelect(state.alloc(), number));
+    }
+
+    /** tx.commit: commits the publishes made before it on this channel, and no later one. */
+    public CompletionStage<Void> txCommit() {
+        return tx(MethodIds.TX_COMMIT, MethodIds.TX_COMMIT_OK, Requests.txCommit(state.alloc(), number));
+    }
+
+    /** tx.rollback: rolls back the publishes made before it on this channel, and no later one. */
+    public CompletionStage<Void> txRollback() {
+        return tx(MethodIds.TX_ROLLBACK, MethodIds.TX_ROLLBACK_OK, Requests.txRollback(state.alloc(), number));
+    }
+
+    private CompletionStage<Void> tx(int requestKey, int replyKey, ByteBuf frame) {
+        CompletableFuture<Void> result = new CompletableFuture<>();
+        ChannelRpc.Request<Void> request = ChannelRpc.Request.of(
+                requestKey, replyKey, -1, frame, (reply, f) -> f.complete(null), new CompletableFuture<>());
+        outbound.execute(new TxTask(this, frame, request, result));
+        return result;
+    }
+
     /** confirm.select on the loop; discarded (frame released, caller failed) when the loop has ended. */
     private final class SelectTask implements OutboundPath.DiscardableTask {
         private final ByteBuf frame;
@@ -571,6 +606,78 @@ public final class Publisher {
         outbound.deferBehindCaller(task);
     }
 
+    /** A tx method from the outbound path's queue: into the RPC queue now, or behind the publishes held before it. */
+    void onTx(TxTask tx) {
+        assert outbound.inEventLoop() : "publisher state off the event loop";
+        if (tx.deferred) {
+            tx.deferred = false;
+            deferredBehindCaller--;
+        } else if (deferredBehindCaller > 0) {
+            // an earlier publish waits behind a caller's write: this goes behind it, as a publish would (onTask)
+            tx.deferred = true;
+            deferredBehindCaller++;
+            outbound.deferBehindCaller(tx);
+            return;
+        }
+        if (held.isEmpty() || closed) {
+            queueTx(tx); // closed: the channel's state fails it
+        } else {
+            held.add(tx);
+            updateWritability();
+        }
+    }
+
+    /** Hands a tx method to the channel's RPC queue; publishes wait until it is sent ({@link #txSent}). */
+    private void queueTx(TxTask tx) {
+        tx.queued = true;
+        txQueued++;
+        queueingTx = true;
+        try {
+            state.call(tx.request);
+        } finally {
+            queueingTx = false;
+        }
+        if (!tx.sent) {
+            updateWritability(); // it waits for its turn: so does the next publish
+        }
+    }
+
+    /** A tx method's frame went to the outbound path: what was published after it may follow. */
+    void txSent(TxTask tx) {
+        tx.sent = true;
+        tx.queued = false;
+        txQueued--;
+        if (!queueingTx) {
+            // its turn came after a reply: the publishes held for it go now (queueTx's caller goes on by itself)
+            releaseHeld();
+            updateWritability();
+        }
+    }
+
+    /** A tx method's request is answered, or failed (timed out, the channel closed): its caller is told. */
+    void txAnswered(TxTask tx, Throwable error) {
+        if (tx.queued) {
+            // left the RPC queue unsent (timed out there, or the channel closed): what waited for it goes on
+            tx.queued = false;
+            txQueued--;
+            if (!queueingTx) {
+                releaseHeld();
+                updateWritability();
+            }
+        }
+        if (error == null) {
+            tx.result.complete(null);
+        } else {
+            tx.result.completeExceptionally(error);
+        }
+    }
+
+    /** The event loop refused a tx method (the client's event loop group is shut down). Any thread. */
+    void onDiscarded(TxTask tx, Throwable cause) {
+        tx.frame.release(); // never handed to the channel's RPC queue
+        tx.result.completeExceptionally(closedError(cause));
+    }
+
     /** The event loop refused the task (the client's event loop group is shut down). Any thread. */
     void onDiscarded(PublishTask task, Throwable cause) {
         flow.dequeued(task.bytes);
@@ -596,7 +703,11 @@ public final class Publisher {
     }
 
     private boolean mustHold() {
-        return !held.isEmpty() || selecting > 0 || flow.holdsWhileBlocked() || (confirms != null && confirms.isFull());
+        return !held.isEmpty()
+                || selecting > 0
+                || txQueued > 0
+                || flow.holdsWhileBlocked()
+                || (confirms != null && confirms.isFull());
     }
 
     /**
@@ -621,14 +732,22 @@ public final class Publisher {
             flow.retryAfterMessage(); // in the middle of a message's writes: once it is complete
             return;
         }
-        PublishTask task;
-        while ((task = held.peek()) != null
-                && !closed
-                && selecting == 0
-                && !flow.holdsWhileBlocked()
-                && (confirms == null || !confirms.isFull())
-                && !heldForTheSocket(task)
-                && tokenToNumber()) {
+        OutboundPath.DiscardableTask next;
+        // isUsable: nothing after our channel.close (a select or tx method failed by the close comes here first)
+        while ((next = held.peek()) != null && !closed && state.isUsable() && selecting == 0) {
+            if (next instanceof TxTask tx) {
+                held.poll();
+                queueTx(tx); // behind a tx method queued before it, if any: the RPC queue keeps their order
+                continue;
+            }
+            PublishTask task = (PublishTask) next;
+            if (txQueued > 0
+                    || flow.holdsWhileBlocked()
+                    || (confirms != null && confirms.isFull())
+                    || heldForTheSocket(task)
+                    || !tokenToNumber()) {
+                return;
+            }
             held.poll();
             long bytes = task.bytes;
             send(task);
@@ -839,10 +958,14 @@ public final class Publisher {
         if (!state.isAwaitingCloseOk()) {
             failUnconfirmed(cause); // before the held ones: outcomes fail in publish order
         }
-        PublishTask task;
-        while ((task = held.poll()) != null) {
-            flow.unhold(task.bytes);
-            endNotWritten(task);
+        OutboundPath.DiscardableTask next;
+        while ((next = held.poll()) != null) {
+            if (next instanceof PublishTask task) {
+                flow.unhold(task.bytes);
+                endNotWritten(task);
+            } else {
+                state.call(((TxTask) next).request); // the closed channel's state fails it and releases its frame
+            }
         }
         windowFull = false;
         if (waiters != null) {
@@ -888,11 +1011,11 @@ public final class Publisher {
      * round of telling has woken enough publishers' threads already ({@link PublishFlow#mayWake}).
      */
     private void updateWritability() {
-        boolean mayWriteDirect = selecting == 0 && held.isEmpty() && !closed;
+        boolean mayWriteDirect = selecting == 0 && txQueued == 0 && held.isEmpty() && !closed;
         if (mayWriteDirect != direct) {
             direct = mayWriteDirect;
         }
-        boolean full = !held.isEmpty() || selecting > 0 || windowClosed();
+        boolean full = !held.isEmpty() || selecting > 0 || txQueued > 0 || windowClosed();
         if (full != windowFull) {
             windowFull = full;
         }

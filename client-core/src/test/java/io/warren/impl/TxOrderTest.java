@@ -1,0 +1,151 @@
+package io.warren.impl;
+
+import static io.warren.impl.PublishFixture.assertPending;
+import static io.warren.impl.PublishFixture.expectPublish;
+import static io.warren.impl.PublishFixture.failure;
+import static io.warren.impl.PublishFixture.text;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.warren.Channel;
+import io.warren.ChannelClosedException;
+import io.warren.PublishOutcome;
+import io.warren.codec.content.BasicProperties;
+import io.warren.codec.method.ConnectionBlockedEncoder;
+import io.warren.codec.method.ConnectionUnblockedEncoder;
+import io.warren.codec.method.MethodIds;
+import io.warren.codec.method.QueueDeclareOkEncoder;
+import io.warren.codec.method.TxCommitOkEncoder;
+import io.warren.codec.method.TxRollbackOkEncoder;
+import io.warren.codec.method.TxSelectOkEncoder;
+import io.warren.impl.PublishFixture.TrackedBody;
+import java.util.concurrent.CompletionStage;
+import org.junit.jupiter.api.Test;
+
+/**
+ * tx.select, tx.commit and tx.rollback reach the wire in the order the application called them with the channel's
+ * publishes, whatever the publisher holds and whatever waits in the channel's RPC queue: a commit covers exactly the
+ * publishes made before it.
+ */
+class TxOrderTest {
+
+    private static final BasicProperties PROPS = BasicProperties.EMPTY;
+
+    /** Before: the commit went out at once, past the publish held while blocked (committed without it). */
+    @Test
+    void aCommitWaitsBehindAPublishHeldWhileBlocked() {
+        try (FakeBroker broker = new FakeBroker()) {
+            ConnectionImpl c = broker.handshake();
+            Channel ch = broker.openChannel(c, 1);
+            broker.send(0, new ConnectionBlockedEncoder().reason("low on memory"));
+            CompletionStage<PublishOutcome> held = ch.publish("", "q", false, PROPS, text("held"));
+            CompletionStage<Void> commit = ch.txCommit();
+            broker.expectNothing();
+            assertPending(commit);
+
+            broker.send(0, new ConnectionUnblockedEncoder());
+            assertEquals("held", expectPublish(broker, 1).text());
+            broker.expectAndRelease(1, MethodIds.TX_COMMIT);
+            broker.expectNothing();
+            broker.send(1, new TxCommitOkEncoder());
+            commit.toCompletableFuture().join();
+            assertSame(PublishOutcome.SENT, held.toCompletableFuture().join());
+        }
+    }
+
+    /** Before: "next" was written at once, before the second commit, which then committed it. */
+    @Test
+    void aPublishAfterACommitWaitingForItsTurnFollowsThatCommit() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            CompletionStage<Void> c1 = ch.txCommit();
+            broker.expectAndRelease(1, MethodIds.TX_COMMIT);
+            CompletionStage<Void> c2 = ch.txCommit();
+            CompletionStage<PublishOutcome> next = ch.publish("", "q", false, PROPS, text("next"));
+            broker.expectNothing();
+            assertFalse(ch.isWritable(), "a publish now would wait for the commit");
+
+            broker.send(1, new TxCommitOkEncoder());
+            c1.toCompletableFuture().join();
+            broker.expectAndRelease(1, MethodIds.TX_COMMIT);
+            assertEquals("next", expectPublish(broker, 1).text());
+            broker.expectNothing();
+            assertSame(PublishOutcome.SENT, next.toCompletableFuture().join());
+            assertTrue(ch.isWritable());
+            broker.send(1, new TxCommitOkEncoder());
+            c2.toCompletableFuture().join();
+        }
+    }
+
+    /** Before: the publish was written while tx.select waited behind queue.declare, outside the transaction. */
+    @Test
+    void aPublishAfterTxSelectWaitingBehindAnotherRequestFollowsIt() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            ch.queueDeclare("q");
+            broker.expectAndRelease(1, MethodIds.QUEUE_DECLARE);
+            CompletionStage<Void> select = ch.txSelect();
+            ch.publish("", "q", false, PROPS, text("in the transaction"));
+            broker.expectNothing();
+
+            broker.send(1, new QueueDeclareOkEncoder().queue("q"));
+            broker.expectAndRelease(1, MethodIds.TX_SELECT);
+            assertEquals("in the transaction", expectPublish(broker, 1).text());
+            broker.send(1, new TxSelectOkEncoder());
+            select.toCompletableFuture().join();
+        }
+    }
+
+    /** Publishes and tx methods held together keep their order when they go out. */
+    @Test
+    void heldPublishesAndCommitsGoOutInCallOrder() {
+        try (FakeBroker broker = new FakeBroker()) {
+            ConnectionImpl c = broker.handshake();
+            Channel ch = broker.openChannel(c, 1);
+            broker.send(0, new ConnectionBlockedEncoder().reason("low on memory"));
+            ch.publish("", "q", false, PROPS, text("a"));
+            CompletionStage<Void> first = ch.txCommit();
+            ch.publish("", "q", false, PROPS, text("b"));
+            CompletionStage<Void> second = ch.txRollback();
+            ch.publish("", "q", false, PROPS, text("c"));
+            broker.expectNothing();
+
+            broker.send(0, new ConnectionUnblockedEncoder());
+            assertEquals("a", expectPublish(broker, 1).text());
+            broker.expectAndRelease(1, MethodIds.TX_COMMIT);
+            assertEquals("b", expectPublish(broker, 1).text());
+            broker.expectNothing(); // the rollback waits for its turn in the RPC queue: "c" waits with it
+            broker.send(1, new TxCommitOkEncoder());
+            first.toCompletableFuture().join();
+            broker.expectAndRelease(1, MethodIds.TX_ROLLBACK);
+            assertEquals("c", expectPublish(broker, 1).text());
+            broker.send(1, new TxRollbackOkEncoder());
+            second.toCompletableFuture().join();
+        }
+    }
+
+    /** A commit held behind publishes fails with the channel, its frame released; so do the publishes. */
+    @Test
+    void aHeldCommitFailsWhenTheChannelCloses() {
+        try (FakeBroker broker = new FakeBroker()) {
+            ConnectionImpl c = broker.handshake();
+            Channel ch = broker.openChannel(c, 1);
+            broker.send(0, new ConnectionBlockedEncoder().reason("low on memory"));
+            TrackedBody body = new TrackedBody("held".getBytes());
+            CompletionStage<PublishOutcome> held = ch.publish("", "q", false, PROPS, body);
+            CompletionStage<Void> commit = ch.txCommit();
+            broker.sendChannelClose(1, 406, "PRECONDITION_FAILED", 90, 20);
+            broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
+            assertEquals(
+                    406,
+                    assertInstanceOf(ChannelClosedException.class, failure(commit))
+                            .replyCode());
+            assertInstanceOf(ChannelClosedException.class, failure(held));
+            body.assertReleasedOnce();
+            broker.expectNothing();
+        }
+    }
+}
