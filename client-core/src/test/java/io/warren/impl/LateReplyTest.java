@@ -7,17 +7,22 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.warren.Channel;
+import io.warren.ChannelClosedException;
 import io.warren.ConnectionOptions;
 import io.warren.ConsumeOptions;
 import io.warren.ConsumerHandle;
 import io.warren.GetResponse;
+import io.warren.PublishNotConfirmedException;
+import io.warren.PublishOutcome;
 import io.warren.RpcTimeoutException;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.method.BasicCancelOkEncoder;
 import io.warren.codec.method.BasicConsumeOkEncoder;
 import io.warren.codec.method.BasicGetOkEncoder;
 import io.warren.codec.method.BasicQosOkEncoder;
+import io.warren.codec.method.ConfirmSelectOkEncoder;
 import io.warren.codec.method.MethodIds;
+import io.warren.codec.method.TxSelectOkEncoder;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -121,6 +126,70 @@ class LateReplyTest {
             broker.send(1, new BasicCancelOkEncoder().consumerTag("c"));
             assertFalse(handle.isActive());
             assertTrue(handle.endFuture().toCompletableFuture().isDone());
+            assertTrue(ch.isOpen());
+        }
+    }
+
+    /**
+     * Before: the publish held during the select went out unnumbered while the broker, in confirm mode, counted it;
+     * a retried select numbered from 1 again, and acks named the wrong publishes. Whether the broker is in confirm
+     * mode is unknown: the channel closes.
+     */
+    @Test
+    void aConfirmSelectTimedOutOnTheWireClosesTheChannel() {
+        try (FakeBroker broker = broker()) {
+            ConnectionImpl c = broker.handshake();
+            Channel ch = broker.openChannel(c, 1);
+            CompletionStage<Void> select = ch.confirmSelect();
+            broker.expectAndRelease(1, MethodIds.CONFIRM_SELECT);
+            CompletionStage<PublishOutcome> held = ch.publish("", "q", false, BasicProperties.EMPTY, BODY);
+            timeOut(broker);
+            assertInstanceOf(RpcTimeoutException.class, failure(select));
+            assertInstanceOf(PublishNotConfirmedException.class, failure(held));
+            assertEquals(List.of("method channel.close"), written(broker), "the held publish is not written");
+            assertFalse(ch.isOpen());
+            assertInstanceOf(
+                    ChannelClosedException.class, failure(ch.publish("", "q", false, BasicProperties.EMPTY, BODY)));
+
+            broker.send(1, new ConfirmSelectOkEncoder()); // late: dropped while closing
+            broker.sendChannelCloseOk(1);
+            assertEquals(List.of(), written(broker));
+            assertTrue(c.isOpen());
+        }
+    }
+
+    /** Before: the late tx.select-ok was dropped and the channel went on in tx mode, its publishes never committed. */
+    @Test
+    void aTxSelectTimedOutOnTheWireClosesTheChannel() {
+        try (FakeBroker broker = broker()) {
+            ConnectionImpl c = broker.handshake();
+            Channel ch = broker.openChannel(c, 1);
+            CompletionStage<Void> select = ch.txSelect();
+            broker.expectAndRelease(1, MethodIds.TX_SELECT);
+            timeOut(broker);
+            assertInstanceOf(RpcTimeoutException.class, failure(select));
+            assertEquals(List.of("method channel.close"), written(broker));
+            assertFalse(ch.isOpen());
+
+            broker.send(1, new TxSelectOkEncoder());
+            broker.sendChannelCloseOk(1);
+            assertEquals(List.of(), written(broker));
+            assertTrue(c.isOpen());
+        }
+    }
+
+    /** A select that timed out before it was sent changed nothing at the broker: the channel stays open. */
+    @Test
+    void aConfirmSelectTimedOutBeforeItWasSentLeavesTheChannelOpen() {
+        try (FakeBroker broker = broker()) {
+            ConnectionImpl c = broker.handshake();
+            Channel ch = broker.openChannel(c, 1);
+            ch.queueDeclare("q");
+            broker.expectAndRelease(1, MethodIds.QUEUE_DECLARE);
+            CompletionStage<Void> select = ch.confirmSelect();
+            timeOut(broker);
+            assertInstanceOf(RpcTimeoutException.class, failure(select));
+            assertEquals(List.of(), written(broker));
             assertTrue(ch.isOpen());
         }
     }

@@ -11,9 +11,11 @@ import io.warren.PublishNotConfirmedException;
 import io.warren.PublishOptions;
 import io.warren.PublishOutcome;
 import io.warren.ReturnListener;
+import io.warren.RpcTimeoutException;
 import io.warren.WritabilityListener;
 import io.warren.codec.Frame;
 import io.warren.codec.Frames;
+import io.warren.codec.base.ReplyCode;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.content.ContentHeaderEncoder;
 import io.warren.codec.content.SequenceHeader;
@@ -466,7 +468,7 @@ public final class Publisher {
         CompletableFuture<Void> result = new CompletableFuture<>();
         ChannelRpc.Request<Void> request = ChannelRpc.Request.of(
                 requestKey, replyKey, -1, frame, (reply, f) -> f.complete(null), new CompletableFuture<>());
-        outbound.execute(new TxTask(this, frame, request, result));
+        outbound.execute(new TxTask(this, requestKey, frame, request, result));
         return result;
     }
 
@@ -476,6 +478,8 @@ public final class Publisher {
         private final ChannelRpc.Request<Void> request;
         private final CompletableFuture<Void> selected;
         private final CompletableFuture<Void> result;
+        /** Event loop only: the select went to the outbound path, so the broker may have acted on it. */
+        private boolean sent;
 
         SelectTask(
                 ByteBuf frame,
@@ -486,6 +490,7 @@ public final class Publisher {
             this.request = request;
             this.selected = selected;
             this.result = result;
+            request.onSend(() -> sent = true);
         }
 
         @Override
@@ -496,7 +501,7 @@ public final class Publisher {
                 updateWritability();
             }
             // The only dependent of `selected`: confirm mode is on before the caller's code sees the result.
-            selected.whenComplete((v, e) -> onSelected(entering, e, result));
+            selected.whenComplete((v, e) -> onSelected(entering, sent, e, result));
             state.call(request);
         }
 
@@ -656,6 +661,10 @@ public final class Publisher {
 
     /** A tx method's request is answered, or failed (timed out, the channel closed): its caller is told. */
     void txAnswered(TxTask tx, Throwable error) {
+        if (tx.sent && tx.method == MethodIds.TX_SELECT && error instanceof RpcTimeoutException timeout) {
+            // the broker may have entered tx mode, where nothing published is routed until a commit nobody will make
+            closeUnknown("tx.select", timeout);
+        }
         if (tx.queued) {
             // left the RPC queue unsent (timed out there, or the channel closed): what waited for it goes on
             tx.queued = false;
@@ -669,6 +678,14 @@ public final class Publisher {
             tx.result.complete(null);
         } else {
             tx.result.completeExceptionally(error);
+        }
+    }
+
+    /** A mode switch timed out after it was sent: the channel's mode at the broker is unknown, so the channel goes. */
+    private void closeUnknown(String method, RpcTimeoutException timeout) {
+        if (!closed) {
+            LOG.warn("channel {}: {} timed out; closing the channel, whose mode is unknown", number, method);
+            state.close(ReplyCode.REPLY_SUCCESS, method + " timed out", timeout);
         }
     }
 
@@ -851,9 +868,15 @@ public final class Publisher {
         PublishFuture.completeWritten(future, number, cause);
     }
 
-    private void onSelected(boolean entering, Throwable error, CompletableFuture<Void> result) {
+    private void onSelected(boolean entering, boolean sent, Throwable error, CompletableFuture<Void> result) {
         assert outbound.inEventLoop() : "publisher state off the event loop";
         if (entering) {
+            if (sent && error instanceof RpcTimeoutException timeout) {
+                // Its select-ok may yet come: whether the broker numbers what follows is unknown, and a publish one
+                // side counts and the other not makes every later ack name the wrong publish. Closed before anything
+                // held could go out; the held publishes fail as not confirmed.
+                closeUnknown("confirm.select", timeout);
+            }
             selecting--;
             if (error == null && confirms == null && !closed) {
                 confirms = new ConfirmTracker(number, options.maxOutstandingConfirms(), metrics);

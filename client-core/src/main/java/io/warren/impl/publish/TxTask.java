@@ -17,6 +17,9 @@ final class TxTask implements OutboundPath.DiscardableTask {
 
     // written by the caller's thread before the task is queued, then event loop only
     final Publisher publisher;
+    /** The method's key ({@code MethodIds.TX_*}). */
+    final int method;
+
     final ByteBuf frame;
     final ChannelRpc.Request<Void> request;
     final CompletableFuture<Void> result;
@@ -29,8 +32,14 @@ final class TxTask implements OutboundPath.DiscardableTask {
     /** Handed to the outbound path: its place on the wire is fixed. */
     boolean sent;
 
-    TxTask(Publisher publisher, ByteBuf frame, ChannelRpc.Request<Void> request, CompletableFuture<Void> result) {
+    TxTask(
+            Publisher publisher,
+            int method,
+            ByteBuf frame,
+            ChannelRpc.Request<Void> request,
+            CompletableFuture<Void> result) {
         this.publisher = publisher;
+        this.method = method;
         this.frame = frame;
         this.request = request;
         this.result = result;
