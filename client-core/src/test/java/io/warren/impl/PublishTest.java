@@ -32,6 +32,8 @@ import io.warren.codec.FrameDecoder;
 import io.warren.codec.base.FrameType;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.content.ShortString;
+import io.warren.codec.method.ChannelFlowEncoder;
+import io.warren.codec.method.ChannelFlowOk;
 import io.warren.codec.method.ConnectionBlockedEncoder;
 import io.warren.codec.method.ConnectionUnblockedEncoder;
 import io.warren.codec.method.MethodIds;
@@ -394,6 +396,41 @@ class PublishTest {
             assertTrue(ch.isWritable());
             assertEquals(List.of(false, true), changes);
             body.assertReleasedOnce();
+        }
+    }
+
+    /** Before: flow-ok was sent and the publish written at once, against the broker's channel.flow(active=false). */
+    @Test
+    void whileTheBrokerStopsTheChannelsFlowPublishesAreHeld() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            broker.send(1, new ChannelFlowEncoder().active(false));
+            assertFalse(flowOk(broker), "flow-ok says the flow is off");
+            assertFalse(ch.isWritable());
+            TrackedBody body = new TrackedBody("held".getBytes());
+            CompletionStage<PublishOutcome> held = ch.publish("", "q", false, PROPS, body);
+            broker.expectNothing();
+            assertPending(held);
+
+            broker.send(1, new ChannelFlowEncoder().active(true));
+            assertTrue(flowOk(broker), "flow-ok says the flow is on");
+            assertEquals("held", expectPublish(broker, 1).text());
+            broker.client.runPendingTasks();
+            assertSame(PublishOutcome.SENT, held.toCompletableFuture().join());
+            assertTrue(ch.isWritable());
+            body.assertReleasedOnce();
+        }
+    }
+
+    /** Reads the client's channel.flow-ok on channel 1; returns its active flag. */
+    private static boolean flowOk(FakeBroker broker) {
+        Frame ok = broker.expect(1, MethodIds.CHANNEL_FLOW_OK);
+        try {
+            return new ChannelFlowOk()
+                    .wrap(ok.payload(), ok.payload().readerIndex())
+                    .active();
+        } finally {
+            ok.release();
         }
     }
 

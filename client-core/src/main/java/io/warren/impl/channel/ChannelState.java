@@ -385,18 +385,18 @@ public final class ChannelState implements InboundChannel {
             frame.release();
             return;
         }
-        if (key == MethodIds.CHANNEL_FLOW) {
-            boolean active = Replies.channelFlowActive(frame);
-            frame.release();
-            // RabbitMQ no longer sends channel.flow; answered for other brokers.
-            outbound.write(Requests.channelFlowOk(alloc(), number, active));
-            return;
-        }
         for (int i = 0; i < handlerKeys.length; i++) {
             if (handlerKeys[i] == key) {
                 handlers[i].onMethod(this, frame);
                 return;
             }
+        }
+        if (key == MethodIds.CHANNEL_FLOW) {
+            // a channel without a publisher (the publisher registers for it, and holds its publishes): answered
+            boolean active = Replies.channelFlowActive(frame);
+            frame.release();
+            outbound.write(Requests.channelFlowOk(alloc(), number, active));
+            return;
         }
         if (rpc.onReply(key, frame)) {
             return;

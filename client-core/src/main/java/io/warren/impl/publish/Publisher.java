@@ -30,6 +30,7 @@ import io.warren.impl.channel.ContentAssembler;
 import io.warren.impl.channel.RepeatedName;
 import io.warren.impl.connection.DirectNioSocketChannel;
 import io.warren.impl.connection.OutboundPath;
+import io.warren.impl.connection.Replies;
 import io.warren.impl.connection.Requests;
 import io.warren.impl.metrics.MetricsCollector;
 import java.util.ArrayDeque;
@@ -140,6 +141,8 @@ public final class Publisher {
     private int txQueued;
     /** A tx method is being handed to the RPC queue by {@link #queueTx}, which goes on itself if it is sent at once. */
     private boolean queueingTx;
+    /** The broker stopped this channel's content (channel.flow active=false): publishes wait until it starts it. */
+    private boolean flowStopped;
 
     private boolean closed;
     private AmqpException closeCause;
@@ -176,6 +179,7 @@ public final class Publisher {
         state.registerThroughClose(60, 80, (ch, frame) -> onAck(frame));
         state.registerThroughClose(60, 120, (ch, frame) -> onNack(frame));
         state.registerThroughClose(60, 50, (ch, frame) -> ch.beginContent(frame, returnAssembly));
+        state.register(20, 20, (ch, frame) -> onChannelFlow(frame));
         state.onClose(this::onClosed);
         state.afterClose(this::failUnconfirmed);
     }
@@ -723,6 +727,7 @@ public final class Publisher {
         return !held.isEmpty()
                 || selecting > 0
                 || txQueued > 0
+                || flowStopped
                 || flow.holdsWhileBlocked()
                 || (confirms != null && confirms.isFull());
     }
@@ -759,6 +764,7 @@ public final class Publisher {
             }
             PublishTask task = (PublishTask) next;
             if (txQueued > 0
+                    || flowStopped
                     || flow.holdsWhileBlocked()
                     || (confirms != null && confirms.isFull())
                     || heldForTheSocket(task)
@@ -889,6 +895,24 @@ public final class Publisher {
             result.complete(null);
         } else {
             result.completeExceptionally(error);
+        }
+    }
+
+    /**
+     * channel.flow from the broker (RabbitMQ no longer sends it; other brokers may): while it is off, publishes are
+     * held as while the connection is blocked. flow-ok goes after {@code direct} is cleared, so behind any publish a
+     * caller is writing now and before any later one, as the spec asks: the current content finished, then flow-ok.
+     */
+    private void onChannelFlow(Frame frame) {
+        assert outbound.inEventLoop() : "publisher state off the event loop";
+        boolean active = Replies.channelFlowActive(frame);
+        frame.release();
+        flowStopped = !active;
+        updateWritability();
+        outbound.write(Requests.channelFlowOk(state.alloc(), number, active));
+        if (active) {
+            releaseHeld();
+            updateWritability();
         }
     }
 
@@ -1034,11 +1058,11 @@ public final class Publisher {
      * round of telling has woken enough publishers' threads already ({@link PublishFlow#mayWake}).
      */
     private void updateWritability() {
-        boolean mayWriteDirect = selecting == 0 && txQueued == 0 && held.isEmpty() && !closed;
+        boolean mayWriteDirect = selecting == 0 && txQueued == 0 && !flowStopped && held.isEmpty() && !closed;
         if (mayWriteDirect != direct) {
             direct = mayWriteDirect;
         }
-        boolean full = !held.isEmpty() || selecting > 0 || txQueued > 0 || windowClosed();
+        boolean full = !held.isEmpty() || selecting > 0 || txQueued > 0 || flowStopped || windowClosed();
         if (full != windowFull) {
             windowFull = full;
         }
