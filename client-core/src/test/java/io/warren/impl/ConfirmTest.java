@@ -622,6 +622,28 @@ class ConfirmTest {
      * basic.return of the message {@code body}; {@code sequence} > 0 gives it the sequence-number header the
      * publisher stamped it with (as the broker gives a returned message back whole), 0 none.
      */
+    /**
+     * Before: the close failed the select, which released the held publish: it was written after channel.close
+     * (dropped by the broker) and completed as sent.
+     */
+    @Test
+    void aPublishHeldForASelectIsNotWrittenAfterTheApplicationsClose() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            CompletionStage<Void> select = ch.confirmSelect();
+            broker.expectAndRelease(1, MethodIds.CONFIRM_SELECT);
+            TrackedBody body = new TrackedBody("held".getBytes(StandardCharsets.UTF_8));
+            CompletionStage<PublishOutcome> held = ch.publish("", "q", false, PROPS, body);
+            ch.close();
+            broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE);
+            broker.expectNothing();
+            assertInstanceOf(ChannelClosedException.class, failure(select));
+            assertInstanceOf(ChannelClosedException.class, failure(held), "never written: the select failed");
+            body.assertReleasedOnce();
+            broker.sendChannelCloseOk(1);
+        }
+    }
+
     static void sendReturn(FakeBroker broker, String body, long sequence) {
         broker.send(
                 1,

@@ -12,7 +12,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.warren.Channel;
 import io.warren.ChannelClosedException;
+import io.warren.ConnectionOptions;
 import io.warren.PublishOutcome;
+import io.warren.RpcTimeoutException;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.method.ConnectionBlockedEncoder;
 import io.warren.codec.method.ConnectionUnblockedEncoder;
@@ -22,7 +24,9 @@ import io.warren.codec.method.TxCommitOkEncoder;
 import io.warren.codec.method.TxRollbackOkEncoder;
 import io.warren.codec.method.TxSelectOkEncoder;
 import io.warren.impl.PublishFixture.TrackedBody;
+import java.time.Duration;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -146,6 +150,26 @@ class TxOrderTest {
             assertInstanceOf(ChannelClosedException.class, failure(held));
             body.assertReleasedOnce();
             broker.expectNothing();
+        }
+    }
+
+    /** A commit that timed out before its turn was never sent: the publish held behind it goes, the channel lives. */
+    @Test
+    void aPublishHeldForACommitThatTimedOutUnsentGoesOut() {
+        try (FakeBroker broker = new FakeBroker(new ConnectionOptions().rpcTimeout(Duration.ofSeconds(5)))) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            ch.queueDeclare("q");
+            broker.expectAndRelease(1, MethodIds.QUEUE_DECLARE);
+            CompletionStage<Void> commit = ch.txCommit();
+            CompletionStage<PublishOutcome> after = ch.publish("", "q", false, PROPS, text("after"));
+            broker.expectNothing();
+            broker.client.advanceTimeBy(6, TimeUnit.SECONDS);
+            broker.client.runScheduledPendingTasks();
+            assertInstanceOf(RpcTimeoutException.class, failure(commit));
+            assertEquals("after", expectPublish(broker, 1).text());
+            broker.client.runPendingTasks();
+            assertSame(PublishOutcome.SENT, after.toCompletableFuture().join());
+            assertTrue(ch.isOpen());
         }
     }
 }
