@@ -96,6 +96,19 @@ public final class Publisher {
      */
     public static final SequenceHeader SEQUENCE_HEADER = new SequenceHeader("x-warren-pub-seq-no");
 
+    /**
+     * Refuses properties whose content header would not fit one frame of {@code frameMax} (0: no limit), with room
+     * for the {@link #SEQUENCE_HEADER} when the publish may be {@code stamped} (mandatory, returns correlated: the
+     * confirm mode is the loop's to know). Any thread; what a publish is checked with before it is taken, here or
+     * while its channel recovers.
+     *
+     * @throws IllegalArgumentException when it would not fit
+     */
+    public static void checkHeaderFits(int channel, BasicProperties props, boolean stamped, int frameMax) {
+        PublishFrames.checkHeaderFits(
+                channel, ContentHeaderEncoder.encodedLength(props, stamped ? SEQUENCE_HEADER : null), frameMax);
+    }
+
     private final ChannelState state;
     private final Channel channel;
     /** Takes the publishes this publisher could not write when its channel was lost with recovery to follow. */
@@ -256,12 +269,7 @@ public final class Publisher {
             exchange = ShortString.immutable(exchange);
             routingKey = ShortString.immutable(routingKey);
             frameMax = state.connection().facade().frameMax();
-            // room kept for the sequence header a mandatory publish may get in confirm mode (the mode is the loop's)
-            PublishFrames.checkHeaderFits(
-                    number,
-                    ContentHeaderEncoder.encodedLength(
-                            props, mandatory && options.correlateReturns() ? SEQUENCE_HEADER : null),
-                    frameMax);
+            checkHeaderFits(number, props, mandatory && options.correlateReturns(), frameMax);
             bytes = PublishFrames.wireLength(exchangeLength, routingKeyLength, props, body.readableBytes(), frameMax)
                     + TASK_OVERHEAD;
         } catch (RuntimeException e) {

@@ -12,9 +12,7 @@ import io.warren.PublishOutcome;
 import io.warren.RecoveryOptions;
 import io.warren.ReturnListener;
 import io.warren.WritabilityListener;
-import io.warren.codec.Frames;
 import io.warren.codec.content.BasicProperties;
-import io.warren.codec.content.ContentHeaderEncoder;
 import io.warren.codec.content.ShortString;
 import io.warren.impl.connection.ConnectionHandler;
 import io.warren.impl.consume.ChannelConsumers;
@@ -322,21 +320,16 @@ public final class ChannelRecovery implements PublishCarryOver {
     }
 
     /**
-     * The content header must fit one frame, as the publisher checks it ({@code PublishFrames.checkHeaderFits},
-     * with room for the sequence header a mandatory publish may get in confirm mode). The frame-max is the last
-     * connection's; the replay checks the recovered one's again.
+     * The content header must fit one frame, as the publisher checks it. The frame-max is the last connection's; the
+     * replay checks the recovered one's again.
      */
     private void checkHeaderFits(BasicProperties props, boolean mandatory) {
         ConnectionHandler connection = channel.state().connection();
-        int frameMax = connection.facade().frameMax();
-        boolean stamped = mandatory && connection.options().publishOptions().correlateReturns();
-        int frame = ContentHeaderEncoder.encodedLength(props, stamped ? Publisher.SEQUENCE_HEADER : null)
-                + Frames.FRAME_OVERHEAD;
-        if (frameMax != 0 && frame > frameMax) {
-            throw new IllegalArgumentException("channel " + channel.channelNumber() + ": the properties make a "
-                    + "content-header frame of " + frame + " bytes, over the connection's frame-max of " + frameMax
-                    + " (the broker would close the connection)");
-        }
+        Publisher.checkHeaderFits(
+                channel.channelNumber(),
+                props,
+                mandatory && connection.options().publishOptions().correlateReturns(),
+                connection.facade().frameMax());
     }
 
     /**
