@@ -820,7 +820,7 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
         CompletableFuture<T> future = new CompletableFuture<>();
         ByteBuf frame;
         try {
-            frame = encode.get();
+            frame = Requests.checkFits(encode.get(), state.connection().facade().frameMax(), number);
         } catch (RuntimeException e) {
             future.completeExceptionally(e);
             return future;

@@ -69,6 +69,25 @@ class CallerInputTest {
         });
     }
 
+    /**
+     * Arguments that make a method frame larger than frame-max (131072 here): RabbitMQ would close the whole
+     * connection (501), so the call fails and nothing is written.
+     */
+    @TestFactory
+    Stream<DynamicTest> argumentsOverFrameMaxAreRefusedBeforeAnythingIsWritten() {
+        Map<String, Object> big = Map.of("x-big", new byte[131072]);
+        return Stream.of(
+                refused(
+                        "queueDeclare",
+                        () -> ch.queueDeclare(QueueSpec.named("q").arguments(big))),
+                refused(
+                        "exchangeDeclare",
+                        () -> ch.exchangeDeclare(ExchangeSpec.of("x", "direct").arguments(big))),
+                refused("queueBind", () -> ch.queueBind("q", "x", "k", big, false)),
+                refused("exchangeBind", () -> ch.exchangeBind("d", "s", "k", big, false)),
+                refused("consume", () -> ch.consume("q", new ConsumeOptions().arguments(big), d -> {})));
+    }
+
     @TestFactory
     Stream<DynamicTest> namesAndArgumentsAreCheckedBeforeAnythingIsWritten() {
         return Stream.of(

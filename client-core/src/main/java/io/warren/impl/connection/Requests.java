@@ -43,6 +43,25 @@ public final class Requests {
 
     private Requests() {}
 
+    /**
+     * {@code frame}, a method frame the caller built, when it fits {@code frameMax} (0: no limit); else it is released
+     * and refused: RabbitMQ closes the whole connection (501 FRAME_ERROR) over a frame larger than frame-max, and
+     * only arguments (field tables) make a method frame that large.
+     *
+     * @throws IllegalArgumentException when it does not fit; {@code frame} is released then
+     */
+    public static ByteBuf checkFits(ByteBuf frame, int frameMax, int channel) {
+        if (frameMax != 0 && frame.readableBytes() > frameMax) {
+            int length = frame.readableBytes();
+            int method = frame.getInt(frame.readerIndex() + 7); // after type, channel and size
+            frame.release();
+            throw new IllegalArgumentException("channel " + channel + ": " + MethodNames.describe(method)
+                    + " makes a frame of " + length + " bytes, over the connection's frame-max of " + frameMax
+                    + " (its arguments are too large; the broker would close the connection)");
+        }
+        return frame;
+    }
+
     static ByteBuf frame(ByteBufAllocator alloc, int channel, MethodEncoder encoder) {
         return Frames.method(alloc, channel, encoder);
     }

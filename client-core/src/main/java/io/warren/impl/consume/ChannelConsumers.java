@@ -173,7 +173,13 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
         }
         ConsumeRequest request;
         try {
-            request = ConsumeRequest.build(state.alloc(), number, queue, o.consumerTag(), o);
+            request = ConsumeRequest.build(
+                    state.alloc(),
+                    number,
+                    queue,
+                    o.consumerTag(),
+                    o,
+                    state.connection().facade().frameMax());
         } catch (RuntimeException e) {
             return CompletableFuture.failedFuture(e);
         }

@@ -7,6 +7,7 @@ import io.warren.ConsumerHandle;
 import io.warren.codec.method.MethodIds;
 import io.warren.impl.channel.ChannelRpc;
 import io.warren.impl.channel.ChannelState;
+import io.warren.impl.connection.Requests;
 import java.util.concurrent.CompletableFuture;
 
 /**
@@ -30,23 +31,33 @@ final class ConsumeRequest {
      * Builds the frames. Any thread.
      *
      * @param consumerTag the tag asked for ({@code ""}: the broker names one)
+     * @param frameMax the connection's frame-max (0: no limit), which basic.consume's frame must fit
      * @throws IllegalArgumentException for what a frame cannot carry (a name or tag over 255 bytes, an argument a
-     *         field table cannot carry); then nothing is kept: a frame already built is released
+     *         field table cannot carry, arguments over frame-max); then nothing is kept: a frame already built is
+     *         released
      */
     static ConsumeRequest build(
-            ByteBufAllocator alloc, int channel, String queue, String consumerTag, ConsumeOptions options) {
+            ByteBufAllocator alloc,
+            int channel,
+            String queue,
+            String consumerTag,
+            ConsumeOptions options,
+            int frameMax) {
         ByteBuf qos = options.prefetch() >= 0 ? ConsumeFrames.basicQos(alloc, channel, options.prefetch()) : null;
         try {
             return new ConsumeRequest(
                     qos,
-                    ConsumeFrames.basicConsume(
-                            alloc,
-                            channel,
-                            queue,
-                            consumerTag,
-                            options.noAck(),
-                            options.exclusive(),
-                            options.arguments()));
+                    Requests.checkFits(
+                            ConsumeFrames.basicConsume(
+                                    alloc,
+                                    channel,
+                                    queue,
+                                    consumerTag,
+                                    options.noAck(),
+                                    options.exclusive(),
+                                    options.arguments()),
+                            frameMax,
+                            channel));
         } catch (RuntimeException | Error e) {
             if (qos != null) {
                 qos.release();

@@ -89,7 +89,13 @@ final class LostConsumers {
             });
             ConsumeRequest request;
             try {
-                request = ConsumeRequest.build(state.alloc(), number, queue, c.consumerTag(), c.options());
+                request = ConsumeRequest.build(
+                        state.alloc(),
+                        number,
+                        queue,
+                        c.consumerTag(),
+                        c.options(),
+                        state.connection().facade().frameMax());
             } catch (RuntimeException e) {
                 done.completeExceptionally(e);
                 continue;
