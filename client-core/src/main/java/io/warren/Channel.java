@@ -155,7 +155,13 @@ public interface Channel {
      */
     void basicReject(long deliveryTag, boolean requeue);
 
-    /** basic.recover: redeliver this channel's unacknowledged messages ({@code requeue} is what RabbitMQ supports). */
+    /**
+     * basic.recover: the broker requeues this channel's unacknowledged messages and delivers them again, with new
+     * delivery tags. A settlement made after this of a delivery from before it is dropped (with a warning), as the
+     * broker no longer knows its tag and would close the channel over it (406). {@code requeue} must be true: RabbitMQ
+     * answers {@code requeue=false} with 540 NOT_IMPLEMENTED, which closes the connection; the stage fails with
+     * {@link IllegalArgumentException} instead and nothing is sent.
+     */
     CompletionStage<Void> basicRecover(boolean requeue);
 
     // consuming

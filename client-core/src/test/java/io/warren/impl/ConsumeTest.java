@@ -31,8 +31,10 @@ import io.warren.codec.method.BasicDeliverEncoder;
 import io.warren.codec.method.BasicGetOkEncoder;
 import io.warren.codec.method.BasicQos;
 import io.warren.codec.method.BasicQosOkEncoder;
+import io.warren.codec.method.BasicRecoverOkEncoder;
 import io.warren.codec.method.ConnectionClose;
 import io.warren.codec.method.MethodIds;
+import io.warren.codec.method.MethodTable;
 import io.warren.codec.method.TxCommitOkEncoder;
 import io.warren.impl.metrics.CountingMetrics;
 import io.warren.testing.LeakRecorder;
@@ -40,6 +42,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.function.Consumer;
 import org.junit.jupiter.api.Test;
@@ -316,6 +319,51 @@ class ConsumeTest {
             consume(broker, ch, "c", new ConsumeOptions().prefetch(10), Delivery::ack);
             broker.sendRaw(oneRead("c", 1, 10));
             assertEquals(List.of("ack 5 multiple", "ack 10 multiple"), written(broker));
+        }
+    }
+
+    /**
+     * basic.recover: the broker requeues the unacknowledged deliveries and forgets their tags (an ack of one closes the
+     * channel with 406), so a settlement of one made after it is dropped; an ack made before it goes ahead of it.
+     */
+    @Test
+    void afterBasicRecoverTheDeliveriesBeforeItAreNotSettledOnTheWire() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            List<Delivery> kept = new ArrayList<>();
+            consume(broker, ch, "c", new ConsumeOptions(), d -> kept.add(d.retain()));
+            for (long t = 1; t <= 3; t++) {
+                deliver(broker, "c", t, HELLO);
+            }
+            kept.get(0).ack();
+            CompletionStage<Void> recovered = ch.basicRecover(true);
+            assertEquals(
+                    List.of("ack 1", "method " + MethodTable.lookup(60, 110).name()), written(broker));
+            broker.send(1, new BasicRecoverOkEncoder());
+            recovered.toCompletableFuture().join();
+            kept.get(1).ack();
+            kept.get(2).nack(true);
+            broker.expectNothing();
+            assertEquals(0, ((ChannelImpl) ch).consumers().oldestUnacknowledgedAgeNanos());
+            deliver(broker, "c", 4, HELLO); // a redelivery, with a new tag
+            kept.get(3).ack();
+            assertEquals(List.of("ack 4"), written(broker));
+            kept.forEach(Delivery::release);
+        }
+    }
+
+    /** RabbitMQ answers requeue=false with 540 NOT_IMPLEMENTED, closing the connection: refused, nothing written. */
+    @Test
+    void basicRecoverWithoutRequeueIsRefused() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            CompletableFuture<Void> recovered = ch.basicRecover(false).toCompletableFuture();
+            broker.expectNothing();
+            assertTrue(recovered.isCompletedExceptionally());
+            assertInstanceOf(
+                    IllegalArgumentException.class,
+                    recovered.handle((v, e) -> e).join());
+            assertTrue(ch.isOpen());
         }
     }
 

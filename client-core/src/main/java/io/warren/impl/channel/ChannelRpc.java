@@ -210,6 +210,7 @@ public final class ChannelRpc {
             ByteBuf frame = head.frame;
             head.frame = null;
             if (!head.noWait) {
+                channel.flushAcknowledgements(); // those made while it waited its turn go before it, too
                 channel.outbound().write(frame);
                 if (head.sendHook != null) {
                     head.sendHook.run();

@@ -249,6 +249,11 @@ public final class ChannelState implements InboundChannel {
         rpc.enqueue(request);
     }
 
+    /** Writes the acknowledgements the channel holds, if any: before a synchronous method it sends. Event loop. */
+    void flushAcknowledgements() {
+        facade.flushAcknowledgements();
+    }
+
     /** Writes an asynchronous method (basic.ack, ...) if the channel is usable; releases it otherwise. */
     public void send(ByteBuf frame) {
         assert outbound.inEventLoop() : "channel state off the event loop";
