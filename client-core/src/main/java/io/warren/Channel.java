@@ -157,10 +157,11 @@ public interface Channel {
 
     /**
      * basic.recover: the broker requeues this channel's unacknowledged messages and delivers them again, with new
-     * delivery tags. A settlement made after this of a delivery from before it is dropped (with a warning), as the
-     * broker no longer knows its tag and would close the channel over it (406). {@code requeue} must be true: RabbitMQ
-     * answers {@code requeue=false} with 540 NOT_IMPLEMENTED, which closes the connection; the stage fails with
-     * {@link IllegalArgumentException} instead and nothing is sent.
+     * delivery tags. Settlements made before this call go ahead of it. The broker forgets the tags of what it requeues:
+     * do not settle a delivery from before it afterwards (its message comes again), or the broker closes the channel
+     * (406 unknown delivery tag). {@code requeue} must be true: RabbitMQ answers {@code requeue=false} with 540
+     * NOT_IMPLEMENTED, which closes the connection; the stage fails with {@link IllegalArgumentException} instead and
+     * nothing is sent.
      */
     CompletionStage<Void> basicRecover(boolean requeue);
 

@@ -645,20 +645,11 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
             return invalid("basic.recover with requeue=false: RabbitMQ answers it with 540 NOT_IMPLEMENTED, "
                     + "which closes the connection");
         }
-        CompletableFuture<Void> future = new CompletableFuture<>();
-        ByteBuf frame = Requests.basicRecover(state.alloc(), number, true);
-        // once it is on the wire the broker forgets the tags of what it requeues: settling them after it would close
-        // the channel (406), so they are settled here (acks made before it went ahead of it)
-        ChannelRpc.Request<Void> request = ChannelRpc.Request.of(
-                        MethodIds.BASIC_RECOVER,
-                        MethodIds.BASIC_RECOVER_OK,
-                        -1,
-                        frame,
-                        (reply, f) -> f.complete(null),
-                        future)
-                .onSend(consumers::recoverSent);
-        HandOver.run(state.outbound(), () -> state.call(request), frame, future);
-        return future;
+        return voidRpc(
+                MethodIds.BASIC_RECOVER,
+                MethodIds.BASIC_RECOVER_OK,
+                false,
+                () -> Requests.basicRecover(state.alloc(), number, true));
     }
 
     // ---- consuming (ChannelConsumers) --------------------------------------------------------------------

@@ -108,6 +108,7 @@ public final class ChannelRpc {
          * the channel closed). Returns this request.
          */
         public Request<T> onSend(Runnable hook) {
+            assert !noWait : "a noWait request has no send hook";
             this.sendHook = hook;
             return this;
         }
@@ -210,7 +211,9 @@ public final class ChannelRpc {
             ByteBuf frame = head.frame;
             head.frame = null;
             if (!head.noWait) {
-                channel.flushAcknowledgements(); // those made while it waited its turn go before it, too
+                // acks made while it waited its turn go before it too: after a basic.recover on the wire an ack of a
+                // delivery from before it closes the channel (406), and a tx.commit covers them
+                channel.flushAcknowledgements();
                 channel.outbound().write(frame);
                 if (head.sendHook != null) {
                     head.sendHook.run();

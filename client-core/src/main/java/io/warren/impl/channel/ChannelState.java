@@ -251,6 +251,7 @@ public final class ChannelState implements InboundChannel {
 
     /** Writes the acknowledgements the channel holds, if any: before a synchronous method it sends. Event loop. */
     void flushAcknowledgements() {
+        assert outbound.inEventLoop() : "channel state off the event loop";
         facade.flushAcknowledgements();
     }
 

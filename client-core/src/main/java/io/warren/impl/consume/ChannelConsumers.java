@@ -504,13 +504,4 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
         assert loop.inEventLoop() : "channel consumers off the event loop";
         settlements.flush();
     }
-
-    /**
-     * basic.recover is on the wire: the broker requeues every unacknowledged delivery of the channel and forgets its
-     * tag, so each is settled here, unwritten; a later settlement of one is dropped as a second one. Event loop.
-     */
-    public void recoverSent() {
-        assert loop.inEventLoop() : "channel consumers off the event loop";
-        settlements.forgetUnsettled();
-    }
 }

@@ -293,16 +293,6 @@ final class SettlementPath {
      * {@code writeHeld} (connection.close follows, so these still count), else released (the broker requeued
      * everything unsettled).
      */
-    /**
-     * The broker forgot the channel's unsettled tags (basic.recover): they are settled, and the acks not yet written
-     * are dropped (the flush before any synchronous method wrote those made before it). Event loop.
-     */
-    void forgetUnsettled() {
-        assert loop.inEventLoop() : "settlement path off the event loop";
-        oldestUnackedSince = AckCoalescer.NONE;
-        acks.clear();
-    }
-
     void close(boolean writeHeld) {
         assert loop.inEventLoop() : "settlement path off the event loop";
         closed = true;
