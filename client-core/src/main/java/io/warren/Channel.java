@@ -197,7 +197,13 @@ public interface Channel {
     /**
      * tx.select: puts the channel in transaction mode. Like tx.commit and tx.rollback it reaches the broker in call
      * order with this channel's publishes from the same thread: after the publishes made before it, even those held
-     * (connection blocked, socket full), and before those made after it, which wait while it waits for its turn.
+     * (connection blocked, socket full), and before those made after it, which wait while it waits for its turn. Its
+     * reply is timed ({@link ConnectionOptions#rpcTimeout}) from when it goes to the channel's queue of synchronous
+     * methods, so not while it waits behind held publishes (a blocked connection, say).
+     *
+     * <p>A connection loss rolls the transaction back: a transactional channel that is recovered holds no publish
+     * across it (those not yet written, and those made while it recovers, fail as not written), and the application
+     * publishes and commits again once it is back.
      */
     CompletionStage<Void> txSelect();
 

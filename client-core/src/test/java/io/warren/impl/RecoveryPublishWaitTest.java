@@ -20,7 +20,9 @@ import io.warren.PublishOutcome;
 import io.warren.RecoveryOptions;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.method.ConfirmSelectOkEncoder;
+import io.warren.codec.method.ConnectionBlockedEncoder;
 import io.warren.codec.method.MethodIds;
+import io.warren.codec.method.TxSelectOkEncoder;
 import io.warren.impl.PublishFixture.TrackedBody;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -251,6 +253,40 @@ class RecoveryPublishWaitTest {
 
             FakeBroker second = brokers.cutAndReconnectAfterLoss();
             RecoveringBrokers.reopen(second, 1);
+            second.expectNothing();
+        }
+    }
+
+    /**
+     * The broker rolls a transaction back with its connection: a transactional channel neither carries over a publish
+     * it held at the loss nor holds one made during recovery (written after it, either would join the next
+     * transaction); both fail as not written, and nothing is written on the recovered channel but its tx.select.
+     */
+    @Test
+    void aTransactionalChannelCarriesAndHoldsNothingAcrossTheLoss() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            FakeBroker first = brokers.first;
+            Channel ch = first.openChannel(brokers.connection, 1);
+            CompletionStage<Void> selected = ch.txSelect();
+            first.expectAndRelease(1, MethodIds.TX_SELECT);
+            first.send(1, new TxSelectOkEncoder());
+            selected.toCompletableFuture().join();
+            first.send(0, new ConnectionBlockedEncoder().reason("low on memory"));
+            TrackedBody heldAtLoss = new TrackedBody("held".getBytes(StandardCharsets.UTF_8));
+            CompletionStage<PublishOutcome> held = ch.publish("", "q", false, PROPS, heldAtLoss);
+            first.expectNothing();
+            brokers.cut();
+            // failed by the lost channel, as without recovery: not written, the loss its cause
+            assertInstanceOf(ConnectionLostException.class, failure(held).getCause());
+            heldAtLoss.assertReleasedOnce();
+            TrackedBody duringRecovery = new TrackedBody("during".getBytes(StandardCharsets.UTF_8));
+            assertFailedNotWritten(ch.publish("", "q", false, PROPS, duringRecovery));
+            duringRecovery.assertReleasedOnce();
+
+            FakeBroker second = brokers.cutAndReconnectAfterLoss();
+            RecoveringBrokers.reopen(second, 1);
+            second.expectAndRelease(1, MethodIds.TX_SELECT);
+            second.send(1, new TxSelectOkEncoder());
             second.expectNothing();
         }
     }

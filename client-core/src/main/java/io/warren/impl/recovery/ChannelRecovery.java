@@ -51,6 +51,10 @@ import org.slf4j.LoggerFactory;
  * have had a later publish held while the event loop was still handing them over), and the same bound and wait
  * timeout apply to them. Their bodies move from task to task, never copied.
  *
+ * <p>A transactional channel (tx.select) holds and carries nothing: the broker rolled its transaction back with the
+ * connection, so its publishes fail as not written and the application publishes and commits again once the channel
+ * is back (written after recovery they would join a transaction the application did not mean).
+ *
  * <p>Each publish waits at most the timeout from when it was made, not from the loss: a publish made late in a
  * long recovery gets its whole wait. Deadlines are read on recovery's event-loop clock when the publish is
  * queued under the monitor, so they rise in queue order and one timer, armed for the oldest, is enough: it
@@ -295,6 +299,11 @@ public final class ChannelRecovery implements PublishCarryOver {
             long bytes = body.readableBytes() + 256L;
             if (options.publishDuringRecovery() == RecoveryOptions.PublishDuringRecovery.FAIL_FAST) {
                 refused = notWritten(lossCause, "is being recovered (RecoveryOptions.publishDuringRecovery FAIL_FAST)");
+            } else if (txMode) {
+                // the broker rolled the transaction back with the connection: the application starts it again once
+                // the channel is back, and a publish held for it now would be written into that one unasked
+                refused =
+                        notWritten(lossCause, "is transactional and being recovered (its transaction was rolled back)");
             } else if (heldBytes > 0 && heldBytes + bytes > channel.maxPendingBytes()) {
                 refused = new BackPressureException(
                         "channel " + channel.channelNumber() + " is being recovered and "
@@ -371,6 +380,7 @@ public final class ChannelRecovery implements PublishCarryOver {
             long bytes) {
         synchronized (this) {
             if (!recovering
+                    || txMode // the lost transaction was rolled back: written after recovery it would join the next
                     || channel.recoveryOptions().publishDuringRecovery()
                             != RecoveryOptions.PublishDuringRecovery.WAIT) {
                 return false;
