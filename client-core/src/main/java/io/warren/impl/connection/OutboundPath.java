@@ -72,8 +72,8 @@ import org.jctools.queues.MpscUnboundedArrayQueue;
  * write, and the loop, finding the token held, queues its own writes ({@code deferring}: all of them, in order,
  * until the queue is drained) instead of writing. The JDK's {@code SocketChannel} allows a write on one thread while
  * another reads or closes it. Callers never write where that argument does not hold: TLS ({@code SslHandler} must
- * see every byte), the metrics' byte counter, and the native transports (Netty exposes their descriptor as a raw
- * int, which a concurrent close could hand to another socket). Under load the token is rarely free and publishes
+ * see every byte) and the native transports (Netty exposes their descriptor as a raw int, which a concurrent close
+ * could hand to another socket). The metrics' byte counter only counts: a caller counts what it writes itself. Under load the token is rarely free and publishes
  * go through the queue and its coalesced flushes as before.
  *
  * <p>Ownership: a buffer passed to {@code write} belongs to the path from the call on; it is released
@@ -182,6 +182,8 @@ public final class OutboundPath {
 
     /** The JDK socket a caller may write to under the token; null when callers never write (class comment). */
     private final SocketChannel socket;
+    /** The pipeline's byte counter (metrics on), which a caller's write passes by: it counts its bytes itself. */
+    private final ByteCounter counter;
     // token holder only (CALLER): the head buffer, the gathering array and the end octet of a caller's write
     private final ByteBuf callerHead;
     private final ByteBuffer[] gather = new ByteBuffer[3];
@@ -214,6 +216,7 @@ public final class OutboundPath {
                         && onlyWarrensHandlers(ctx)
                 ? direct.socket()
                 : null;
+        this.counter = socket == null ? null : ctx.pipeline().get(ByteCounter.class);
         if (socket != null) {
             // The JDK's own direct buffers, kept for the connection's life and freed by the garbage collector.
             callerHead = PlatformDependent.hasUnsafe()
@@ -241,14 +244,18 @@ public final class OutboundPath {
     }
 
     /**
-     * Callers write to the socket only when the pipeline is the frame decoder and this path's handler: no SslHandler
-     * (it must see every byte), no byte counter (it counts them), nothing that could write on its own. (The
-     * initializer that built the pipeline is still in it while it runs.)
+     * Callers write to the socket only when the pipeline is the frame decoder, the byte counter and this path's
+     * handler: no SslHandler (it must see every byte), nothing that could write on its own. (The initializer that
+     * built the pipeline is still in it while it runs.)
      */
     private static boolean onlyWarrensHandlers(ChannelHandlerContext ctx) {
         for (Map.Entry<String, ChannelHandler> e : ctx.pipeline()) {
             ChannelHandler h = e.getValue();
-            if (!(h instanceof FrameDecoder || h == ctx.handler() || h instanceof ChannelInitializer<?>)) {
+            // the byte counter only counts: a caller's write counts its own bytes (writeGathered)
+            if (!(h instanceof FrameDecoder
+                    || h instanceof ByteCounter
+                    || h == ctx.handler()
+                    || h instanceof ChannelInitializer<?>)) {
                 return false;
             }
         }
@@ -865,6 +872,9 @@ public final class OutboundPath {
             throw e;
         }
         g[0] = g[1] = g[2] = null;
+        if (counter != null) {
+            counter.wroteDirect(written); // the rest of a partial write is counted in the pipeline
+        }
         writtenSinceCheck = true;
         long now = System.nanoTime();
         burstWrites = inBurst(now) ? burstWrites + 1 : 1;

@@ -384,12 +384,13 @@ public final class Publisher {
             ReferenceCountUtil.safeRelease(body);
             return e;
         }
-        // counted before the record: the loop may settle it from then on
-        metrics.messagePublished();
+        // awaited before the record: the loop may settle it from then on
         metrics.awaitingConfirm();
         c.recordCaller(sequence, future, mandatory, metrics.timesConfirms() ? System.nanoTime() : 0);
         try {
-            if (!outbound.writeGathered(head, body)) {
+            boolean whole = outbound.writeGathered(head, body);
+            metrics.messagePublished(); // written (in part, the rest handed to the loop), not refused
+            if (!whole) {
                 outbound.handOver(null);
             }
         } catch (java.io.IOException | RuntimeException e) {
