@@ -44,7 +44,8 @@ public final class DirectMemory {
     /**
      * Direct memory in use outside Netty's allocators: the JDK's pool less the chunks Netty allocated with a cleaner
      * (which it also counts). What a client that does not run on Netty holds, when an earlier client's Netty pools
-     * (kept for the JVM's life) share its process.
+     * (kept for the JVM's life) share its process. Where Netty keeps no count (its counter reads -1) nothing can be
+     * left out: all the JDK's pool.
      */
     public static long usedOutsideNetty() {
         return NO_CLEANER ? jdkUsed() : Math.max(0, jdkUsed() - Math.max(0, PlatformDependent.usedDirectMemory()));

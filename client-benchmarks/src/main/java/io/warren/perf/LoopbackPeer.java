@@ -61,6 +61,12 @@ import org.HdrHistogram.Recorder;
  */
 public final class LoopbackPeer implements AutoCloseable {
 
+    /**
+     * The peer's own pooled allocator, not the clients': its direct memory is told apart from theirs
+     * ({@link #directMemory()}) and left out of a run's figure.
+     */
+    static final PooledByteBufAllocator ALLOC = new PooledByteBufAllocator(true);
+
     /** What the peer does with a client's traffic. */
     public enum Mode {
         /** Read and confirm publishes; deliver nothing. */
@@ -100,7 +106,7 @@ public final class LoopbackPeer implements AutoCloseable {
                     .childOption(ChannelOption.TCP_NODELAY, true)
                     // Netty 4.2's default adaptive allocator has no recycled slices: FrameDecoder's retainedSlice
                     // would allocate a slice object per frame; the pooled allocator recycles them
-                    .childOption(ChannelOption.ALLOCATOR, PooledByteBufAllocator.DEFAULT)
+                    .childOption(ChannelOption.ALLOCATOR, ALLOC)
                     .childOption(
                             ChannelOption.WRITE_BUFFER_WATER_MARK, new WriteBufferWaterMark(256 * 1024, 512 * 1024))
                     .childHandler(new ChannelInitializer<SocketChannel>() {
@@ -170,6 +176,11 @@ public final class LoopbackPeer implements AutoCloseable {
     }
 
     /** What the peer counted since it started (publishes read, publishes confirmed, deliveries written). */
+    /** Direct memory the peer's allocator holds now (every peer's: they share it). Any thread. */
+    public static long directMemory() {
+        return ALLOC.metric().usedDirectMemory();
+    }
+
     public RunResult.PeerStats stats() {
         return new RunResult.PeerStats(counters.publishes.sum(), counters.confirms.sum(), counters.deliveries.sum());
     }

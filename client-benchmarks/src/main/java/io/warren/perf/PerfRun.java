@@ -76,8 +76,8 @@ final class PerfRun {
 
             // every run starts from a collected heap, so earlier runs' garbage is not billed to this one
             System.gc();
-            ResourceMeter meter = new ResourceMeter(
-                    BrokerCpu.find(brokerPorts), driver.onNetty()); // per run: a restarted node is a new process
+            // per run: a restarted node is a new process
+            ResourceMeter meter = new ResourceMeter(BrokerCpu.find(brokerPorts), driver.onNetty(), peer != null);
             if (warmupSeconds > 0) {
                 // traffic flows, progress is printed, nothing is kept: the JIT compiles the hot paths first
                 ProgressTicker warmup = new ProgressTicker(

@@ -50,8 +50,8 @@ import javax.management.openmbean.CompositeData;
  *       not in it (the client's event loops, producers and consumers live as long as the run). Null where
  *       there is no {@code /proc} (not Linux).</li>
  *   <li><b>Peak direct memory</b>: sampled every 100 ms ({@link DirectMemory#used()}): NIO direct buffers
- *       ({@code BufferPoolMXBean} "direct") plus what Netty allocated without a cleaner. It includes the
- *       in-process peer's buffers. For a client not on Netty (amqp-client) Netty's allocators are left out
+ *       ({@code BufferPoolMXBean} "direct") plus what Netty allocated without a cleaner, less the in-process
+ *       peer's (its own allocator). For a client not on Netty (amqp-client) Netty's allocators are left out
  *       ({@link DirectMemory#usedOutsideNetty()}): an earlier Warren run's pools stay for the JVM's life and are
  *       not that client's.</li>
  *   <li><b>Stolen time</b>: the machine's, not the process's ({@link StolenTime}): how much of the interval the
@@ -101,18 +101,22 @@ final class ResourceMeter {
     /** Whether the client allocates through Netty: else Netty's allocators are left out of its direct memory. */
     private final boolean onNetty;
 
-    /** A meter for a client on Netty. */
+    /** Whether an in-process peer's direct memory is left out of the client's. */
+    private final boolean peerInProcess;
+
+    /** A meter for a client on Netty, against a broker. */
     ResourceMeter(BrokerCpu broker) {
-        this(broker, true);
+        this(broker, true, false);
     }
 
     /**
-     * A meter that also reads {@code broker}'s CPU time (null: none), and counts the direct memory of Netty's
-     * allocators only when the client is {@code onNetty}.
+     * A meter that also reads {@code broker}'s CPU time (null: none), counts the direct memory of Netty's allocators
+     * only when the client is {@code onNetty}, and leaves out the {@link LoopbackPeer}'s when {@code peerInProcess}.
      */
-    ResourceMeter(BrokerCpu broker, boolean onNetty) {
+    ResourceMeter(BrokerCpu broker, boolean onNetty, boolean peerInProcess) {
         this.broker = broker;
         this.onNetty = onNetty;
+        this.peerInProcess = peerInProcess;
         for (MemoryPoolMXBean pool : ManagementFactory.getMemoryPoolMXBeans()) {
             if (pool.getType() == MemoryType.HEAP && pool.isValid()) {
                 heapPools.add(pool);
@@ -294,7 +298,11 @@ final class ResourceMeter {
     }
 
     private long directUsed() {
-        return onNetty ? DirectMemory.used() : DirectMemory.usedOutsideNetty();
+        if (!onNetty) {
+            return DirectMemory.usedOutsideNetty(); // the peer's allocator is Netty's too
+        }
+        long used = DirectMemory.used();
+        return peerInProcess ? Math.max(0, used - LoopbackPeer.directMemory()) : used;
     }
 
     private long gcCount() {

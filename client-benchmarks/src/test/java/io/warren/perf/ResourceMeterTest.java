@@ -69,8 +69,8 @@ class ResourceMeterTest {
     void aClientNotOnNettyLeavesNettysPoolsOutOfItsDirectMemory() {
         assumeTrue(DirectMemory.measured(), "this JVM does not report direct memory");
         int size = 8 * 1024 * 1024; // beyond any chunk Netty holds already: a chunk of its own
-        ResourceMeter amqpClient = new ResourceMeter(null, false);
-        ResourceMeter onNetty = new ResourceMeter(null, true);
+        ResourceMeter amqpClient = new ResourceMeter(null, false, false);
+        ResourceMeter onNetty = new ResourceMeter(null, true, false);
         amqpClient.start();
         onNetty.start();
         ByteBuf pooled = PooledByteBufAllocator.DEFAULT.directBuffer(size, size);
@@ -84,6 +84,27 @@ class ResourceMeterTest {
         long all = onNetty.stop().peakDirectBytes();
         assertTrue(all >= size, "the client on Netty holds the buffer: " + all);
         assertTrue(outside < size, "the other client does not: " + outside);
+    }
+
+    /** The in-process peer's buffers (its own allocator) are not the client's, whichever client runs. */
+    @Test
+    void theInProcessPeersDirectMemoryIsLeftOut() {
+        assumeTrue(DirectMemory.measured(), "this JVM does not report direct memory");
+        ResourceMeter warren = new ResourceMeter(null, true, true);
+        ResourceMeter counted = new ResourceMeter(null, true, false);
+        warren.start();
+        counted.start();
+        int size = 8 * 1024 * 1024;
+        ByteBuf peers = LoopbackPeer.ALLOC.directBuffer(size, size);
+        try {
+            warren.sampleDirect();
+            counted.sampleDirect();
+        } finally {
+            peers.release();
+        }
+        long withoutPeer = warren.stop().peakDirectBytes();
+        long withPeer = counted.stop().peakDirectBytes();
+        assertTrue(withPeer - withoutPeer >= size, withPeer + " against " + withoutPeer);
     }
 
     /** A thread that spins until it has used {@link #BURN_NANOS} of CPU, then waits for {@code end}. */
