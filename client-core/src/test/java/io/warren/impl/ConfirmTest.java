@@ -55,6 +55,21 @@ class ConfirmTest {
         }
     }
 
+    /** confirm.select with nowait: written, completed as written, and the channel's publishes are numbered. */
+    @Test
+    void aConfirmSelectWithoutWaitIsWrittenAndNumbersThePublishes() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            CompletionStage<Void> select = ch.confirmSelect(true);
+            broker.expectAndRelease(1, MethodIds.CONFIRM_SELECT);
+            select.toCompletableFuture().join();
+            List<CompletionStage<PublishOutcome>> f = publish(ch, 1, false);
+            read(broker, 1);
+            ack(broker, 1, 1, false);
+            assertSame(PublishOutcome.CONFIRMED, f.get(0).toCompletableFuture().join());
+        }
+    }
+
     @Test
     void multipleAcksCompleteTheirRangeAndSingleAcksTheirOwn() {
         try (FakeBroker broker = new FakeBroker()) {

@@ -108,7 +108,6 @@ public final class ChannelRpc {
          * the channel closed). Returns this request.
          */
         public Request<T> onSend(Runnable hook) {
-            assert !noWait : "a noWait request has no send hook";
             this.sendHook = hook;
             return this;
         }
