@@ -290,4 +290,32 @@ class RecoveryPublishWaitTest {
             second.expectNothing();
         }
     }
+
+    /**
+     * tx.select on the wire, its select-ok not back when the connection drops: the broker may have begun the
+     * transaction, so a publish held then is not carried over either, and the recovered channel is transactional.
+     */
+    @Test
+    void aPublishHeldWhileTxSelectAwaitsItsReplyIsNotCarriedOver() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            FakeBroker first = brokers.first;
+            Channel ch = first.openChannel(brokers.connection, 1);
+            CompletionStage<Void> selected = ch.txSelect();
+            first.expectAndRelease(1, MethodIds.TX_SELECT); // no select-ok
+            first.send(0, new ConnectionBlockedEncoder().reason("low on memory"));
+            TrackedBody heldAtLoss = new TrackedBody("held".getBytes(StandardCharsets.UTF_8));
+            CompletionStage<PublishOutcome> held = ch.publish("", "q", false, PROPS, heldAtLoss);
+            first.expectNothing();
+            brokers.cut();
+            assertInstanceOf(ConnectionLostException.class, failure(held).getCause());
+            heldAtLoss.assertReleasedOnce();
+            assertInstanceOf(ConnectionLostException.class, failure(selected));
+
+            FakeBroker second = brokers.cutAndReconnectAfterLoss();
+            RecoveringBrokers.reopen(second, 1);
+            second.expectAndRelease(1, MethodIds.TX_SELECT);
+            second.send(1, new TxSelectOkEncoder());
+            second.expectNothing();
+        }
+    }
 }

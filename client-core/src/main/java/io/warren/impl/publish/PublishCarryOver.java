@@ -20,6 +20,12 @@ public interface PublishCarryOver {
      * @param future its outcome, {@code null} for {@code publishNoOutcome}
      * @param bytes  what it counted against the connection's bound
      */
+    /**
+     * tx.select is on the wire: the channel's publishes from here on belong to transactions, which a connection loss
+     * rolls back, so none is carried over from then on. Event loop.
+     */
+    void transactional();
+
     boolean carry(
             CharSequence exchange,
             CharSequence routingKey,

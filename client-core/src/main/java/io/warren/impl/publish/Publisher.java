@@ -384,13 +384,13 @@ public final class Publisher {
             ReferenceCountUtil.safeRelease(body);
             return e;
         }
-        // awaited before the record: the loop may settle it from then on
+        // counted before the record: the loop may settle it from then on (as the loop's own writes count before they
+        // write; one the socket refuses fails unconfirmed with the connection)
+        metrics.messagePublished();
         metrics.awaitingConfirm();
         c.recordCaller(sequence, future, mandatory, metrics.timesConfirms() ? System.nanoTime() : 0);
         try {
-            boolean whole = outbound.writeGathered(head, body);
-            metrics.messagePublished(); // written (in part, the rest handed to the loop), not refused
-            if (!whole) {
+            if (!outbound.writeGathered(head, body)) {
                 outbound.handOver(null);
             }
         } catch (java.io.IOException | RuntimeException e) {
@@ -662,6 +662,11 @@ public final class Publisher {
 
     /** A tx method's frame went to the outbound path: what was published after it may follow. */
     void txSent(TxTask tx) {
+        assert outbound.inEventLoop() : "publisher state off the event loop";
+        if (tx.method == MethodIds.TX_SELECT) {
+            // the broker may act on it from now on: what follows is in a transaction, before select-ok comes
+            carryOver.transactional();
+        }
         tx.sent = true;
         tx.queued = false;
         txQueued--;
@@ -674,6 +679,7 @@ public final class Publisher {
 
     /** A tx method's request is answered, or failed (timed out, the channel closed): its caller is told. */
     void txAnswered(TxTask tx, Throwable error) {
+        assert outbound.inEventLoop() : "publisher state off the event loop";
         if (tx.sent && tx.method == MethodIds.TX_SELECT && error instanceof RpcTimeoutException timeout) {
             // the broker may have entered tx mode, where nothing published is routed until a commit nobody will make
             closeUnknown("tx.select", timeout);

@@ -139,6 +139,12 @@ public final class ChannelRecovery implements PublishCarryOver {
         txMode = true;
     }
 
+    /** tx.select was sent (before its select-ok): from now on nothing is carried or held (the class comment). */
+    @Override
+    public void transactional() {
+        txMode = true;
+    }
+
     public void confirmSelected() {
         confirmMode = true;
     }
