@@ -175,12 +175,12 @@ public final class LoopbackPeer implements AutoCloseable {
         return receiptLatency.getIntervalHistogram(recycle);
     }
 
-    /** What the peer counted since it started (publishes read, publishes confirmed, deliveries written). */
     /** Direct memory the peer's allocator holds now (every peer's: they share it). Any thread. */
     public static long directMemory() {
         return ALLOC.metric().usedDirectMemory();
     }
 
+    /** What the peer counted since it started (publishes read, publishes confirmed, deliveries written). */
     public RunResult.PeerStats stats() {
         return new RunResult.PeerStats(counters.publishes.sum(), counters.confirms.sum(), counters.deliveries.sum());
     }

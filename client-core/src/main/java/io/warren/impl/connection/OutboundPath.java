@@ -73,8 +73,9 @@ import org.jctools.queues.MpscUnboundedArrayQueue;
  * until the queue is drained) instead of writing. The JDK's {@code SocketChannel} allows a write on one thread while
  * another reads or closes it. Callers never write where that argument does not hold: TLS ({@code SslHandler} must
  * see every byte) and the native transports (Netty exposes their descriptor as a raw int, which a concurrent close
- * could hand to another socket). The metrics' byte counter only counts: a caller counts what it writes itself. Under load the token is rarely free and publishes
- * go through the queue and its coalesced flushes as before.
+ * could hand to another socket). The metrics' byte counter only counts: a caller counts what it writes
+ * itself. Under load the token is rarely free and publishes go through the queue and its coalesced flushes as
+ * before.
  *
  * <p>Ownership: a buffer passed to {@code write} belongs to the path from the call on; it is released
  * when written, or when the write fails (including on a closed connection).
