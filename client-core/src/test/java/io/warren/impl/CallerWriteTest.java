@@ -44,7 +44,7 @@ class CallerWriteTest {
 
     private static final BasicProperties PROPS = BasicProperties.EMPTY;
 
-    private final AmqpClient client =
+    private AmqpClient client =
             AmqpClient.create(new ClientOptions().ioThreads(1).preferNativeTransport(false));
     private LoopbackPeer peer;
     private Connection connection;
@@ -109,6 +109,34 @@ class CallerWriteTest {
                 PublishOutcome.SENT,
                 ch.publish("", "q", false, PROPS, text(s)).toCompletableFuture().get(10, TimeUnit.SECONDS));
         assertEquals(s, new String(peer.nextBody(), StandardCharsets.UTF_8));
+    }
+
+    /**
+     * A client that counts (metrics on) keeps the caller's write to an idle connection: the byte counter in the
+     * pipeline only counts, and the caller counts the bytes it writes past it, as many as the loop's write of the same
+     * message.
+     */
+    @Test
+    void aCallerWritesWhileTheClientCountsAndItsBytesAreCounted() throws Exception {
+        client.close().toCompletableFuture().get(10, TimeUnit.SECONDS);
+        client = AmqpClient.create(
+                new ClientOptions().ioThreads(1).preferNativeTransport(false).metricsEnabled(true));
+        Channel ch = open();
+        long before = client.metrics().bytesWritten();
+        long callers = callerWrites();
+        // a publish made on the event loop is the loop's write
+        outbound.eventLoop()
+                .submit(() -> ch.publishNoOutcome("", "q", false, PROPS, text("same")))
+                .get(10, TimeUnit.SECONDS);
+        assertEquals("same", new String(peer.nextBody(), StandardCharsets.UTF_8));
+        assertEquals(callers, callerWrites(), "the loop wrote it");
+        long loopBytes = client.metrics().bytesWritten() - before;
+        loopPass();
+        before = client.metrics().bytesWritten();
+        publishAndRead(ch, "same");
+        assertEquals(callers + 1, callerWrites(), "its caller wrote it");
+        assertEquals(loopBytes, client.metrics().bytesWritten() - before, "and counted its bytes as the pipeline does");
+        assertEquals(2, client.metrics().published());
     }
 
     /**

@@ -265,29 +265,16 @@ class RecoveryPublishWaitTest {
     @Test
     void aTransactionalChannelCarriesAndHoldsNothingAcrossTheLoss() {
         try (RecoveringBrokers brokers = new RecoveringBrokers()) {
-            FakeBroker first = brokers.first;
-            Channel ch = first.openChannel(brokers.connection, 1);
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
             CompletionStage<Void> selected = ch.txSelect();
-            first.expectAndRelease(1, MethodIds.TX_SELECT);
-            first.send(1, new TxSelectOkEncoder());
+            brokers.first.expectAndRelease(1, MethodIds.TX_SELECT);
+            brokers.first.send(1, new TxSelectOkEncoder());
             selected.toCompletableFuture().join();
-            first.send(0, new ConnectionBlockedEncoder().reason("low on memory"));
-            TrackedBody heldAtLoss = new TrackedBody("held".getBytes(StandardCharsets.UTF_8));
-            CompletionStage<PublishOutcome> held = ch.publish("", "q", false, PROPS, heldAtLoss);
-            first.expectNothing();
-            brokers.cut();
-            // failed by the lost channel, as without recovery: not written, the loss its cause
-            assertInstanceOf(ConnectionLostException.class, failure(held).getCause());
-            heldAtLoss.assertReleasedOnce();
+            aPublishHeldAtTheLossFailsNotWritten(brokers, ch);
             TrackedBody duringRecovery = new TrackedBody("during".getBytes(StandardCharsets.UTF_8));
             assertFailedNotWritten(ch.publish("", "q", false, PROPS, duringRecovery));
             duringRecovery.assertReleasedOnce();
-
-            FakeBroker second = brokers.cutAndReconnectAfterLoss();
-            RecoveringBrokers.reopen(second, 1);
-            second.expectAndRelease(1, MethodIds.TX_SELECT);
-            second.send(1, new TxSelectOkEncoder());
-            second.expectNothing();
+            recoveredTransactionalWithNothingElse(brokers);
         }
     }
 
@@ -298,24 +285,32 @@ class RecoveryPublishWaitTest {
     @Test
     void aPublishHeldWhileTxSelectAwaitsItsReplyIsNotCarriedOver() {
         try (RecoveringBrokers brokers = new RecoveringBrokers()) {
-            FakeBroker first = brokers.first;
-            Channel ch = first.openChannel(brokers.connection, 1);
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
             CompletionStage<Void> selected = ch.txSelect();
-            first.expectAndRelease(1, MethodIds.TX_SELECT); // no select-ok
-            first.send(0, new ConnectionBlockedEncoder().reason("low on memory"));
-            TrackedBody heldAtLoss = new TrackedBody("held".getBytes(StandardCharsets.UTF_8));
-            CompletionStage<PublishOutcome> held = ch.publish("", "q", false, PROPS, heldAtLoss);
-            first.expectNothing();
-            brokers.cut();
-            assertInstanceOf(ConnectionLostException.class, failure(held).getCause());
-            heldAtLoss.assertReleasedOnce();
+            brokers.first.expectAndRelease(1, MethodIds.TX_SELECT); // no select-ok
+            aPublishHeldAtTheLossFailsNotWritten(brokers, ch);
             assertInstanceOf(ConnectionLostException.class, failure(selected));
-
-            FakeBroker second = brokers.cutAndReconnectAfterLoss();
-            RecoveringBrokers.reopen(second, 1);
-            second.expectAndRelease(1, MethodIds.TX_SELECT);
-            second.send(1, new TxSelectOkEncoder());
-            second.expectNothing();
+            recoveredTransactionalWithNothingElse(brokers);
         }
+    }
+
+    /** The connection blocked, a publish held by it, then the loss: failed as without recovery, the loss its cause. */
+    private static void aPublishHeldAtTheLossFailsNotWritten(RecoveringBrokers brokers, Channel ch) {
+        brokers.first.send(0, new ConnectionBlockedEncoder().reason("low on memory"));
+        TrackedBody heldAtLoss = new TrackedBody("held".getBytes(StandardCharsets.UTF_8));
+        CompletionStage<PublishOutcome> held = ch.publish("", "q", false, PROPS, heldAtLoss);
+        brokers.first.expectNothing();
+        brokers.cut();
+        assertInstanceOf(ConnectionLostException.class, failure(held).getCause());
+        heldAtLoss.assertReleasedOnce();
+    }
+
+    /** Recovery reopens channel 1 and selects tx again, and writes nothing more on it. */
+    private static void recoveredTransactionalWithNothingElse(RecoveringBrokers brokers) {
+        FakeBroker second = brokers.cutAndReconnectAfterLoss();
+        RecoveringBrokers.reopen(second, 1);
+        second.expectAndRelease(1, MethodIds.TX_SELECT);
+        second.send(1, new TxSelectOkEncoder());
+        second.expectNothing();
     }
 }
