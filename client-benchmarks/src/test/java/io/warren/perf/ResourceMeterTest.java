@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.PooledByteBufAllocator;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
@@ -61,50 +62,44 @@ class ResourceMeterTest {
         assertNull(RunResult.producerCpuNanos(usage, 0), "a run without producers has no producer share");
     }
 
+    /** A chunk of its own: beyond any chunk Netty holds already. */
+    private static final int CHUNK = 8 * 1024 * 1024;
+
     /**
      * Netty's pools outlive the Warren run that filled them; a later amqp-client run in the same JVM must not count
      * them as its direct memory, and a client on Netty must.
      */
     @Test
     void aClientNotOnNettyLeavesNettysPoolsOutOfItsDirectMemory() {
-        assumeTrue(DirectMemory.measured(), "this JVM does not report direct memory");
-        int size = 8 * 1024 * 1024; // beyond any chunk Netty holds already: a chunk of its own
-        ResourceMeter amqpClient = new ResourceMeter(null, false, false);
-        ResourceMeter onNetty = new ResourceMeter(null, true, false);
-        amqpClient.start();
-        onNetty.start();
-        ByteBuf pooled = PooledByteBufAllocator.DEFAULT.directBuffer(size, size);
-        try {
-            amqpClient.sampleDirect();
-            onNetty.sampleDirect();
-        } finally {
-            pooled.release();
-        }
-        long outside = amqpClient.stop().peakDirectBytes();
-        long all = onNetty.stop().peakDirectBytes();
-        assertTrue(all >= size, "the client on Netty holds the buffer: " + all);
-        assertTrue(outside < size, "the other client does not: " + outside);
+        long[] peaks = peaksWhileHeld(
+                PooledByteBufAllocator.DEFAULT,
+                new ResourceMeter(null, false, false),
+                new ResourceMeter(null, true, false));
+        assertTrue(peaks[1] >= CHUNK, "the client on Netty holds the buffer: " + peaks[1]);
+        assertTrue(peaks[0] < CHUNK, "the other client does not: " + peaks[0]);
     }
 
     /** The in-process peer's buffers (its own allocator) are not the client's, whichever client runs. */
     @Test
     void theInProcessPeersDirectMemoryIsLeftOut() {
+        long[] peaks = peaksWhileHeld(
+                LoopbackPeer.ALLOC, new ResourceMeter(null, true, true), new ResourceMeter(null, true, false));
+        assertTrue(peaks[1] - peaks[0] >= CHUNK, peaks[1] + " against " + peaks[0]);
+    }
+
+    /** The two meters' peak direct memory over a sample taken while {@code alloc} holds a {@link #CHUNK}. */
+    private static long[] peaksWhileHeld(ByteBufAllocator alloc, ResourceMeter first, ResourceMeter second) {
         assumeTrue(DirectMemory.measured(), "this JVM does not report direct memory");
-        ResourceMeter warren = new ResourceMeter(null, true, true);
-        ResourceMeter counted = new ResourceMeter(null, true, false);
-        warren.start();
-        counted.start();
-        int size = 8 * 1024 * 1024;
-        ByteBuf peers = LoopbackPeer.ALLOC.directBuffer(size, size);
+        first.start();
+        second.start();
+        ByteBuf held = alloc.directBuffer(CHUNK, CHUNK);
         try {
-            warren.sampleDirect();
-            counted.sampleDirect();
+            first.sampleDirect();
+            second.sampleDirect();
         } finally {
-            peers.release();
+            held.release();
         }
-        long withoutPeer = warren.stop().peakDirectBytes();
-        long withPeer = counted.stop().peakDirectBytes();
-        assertTrue(withPeer - withoutPeer >= size, withPeer + " against " + withoutPeer);
+        return new long[] {first.stop().peakDirectBytes(), second.stop().peakDirectBytes()};
     }
 
     /** A thread that spins until it has used {@link #BURN_NANOS} of CPU, then waits for {@code end}. */
