@@ -34,9 +34,6 @@ import org.slf4j.LoggerFactory;
  */
 public final class RefreshingCredentialsProvider implements CredentialsProvider {
 
-    /** The longest delay a timer takes (Long.MAX_VALUE nanoseconds, 292 years); a longer timeout is that long. */
-    private static final Duration LONGEST_TIMER = Duration.ofNanos(Long.MAX_VALUE);
-
     private static final Logger LOG = LoggerFactory.getLogger(RefreshingCredentialsProvider.class);
 
     /** How long a fetch may take unless the factory is told otherwise. */
@@ -116,7 +113,7 @@ public final class RefreshingCredentialsProvider implements CredentialsProvider 
         }
         stage.whenComplete((creds, error) -> fetched(f, fetchedAt, creds, error));
         if (!f.isDone()) {
-            long nanos = fetchTimeout.compareTo(LONGEST_TIMER) >= 0 ? Long.MAX_VALUE : fetchTimeout.toNanos();
+            long nanos = TimeUnit.NANOSECONDS.convert(fetchTimeout); // saturates at Long.MAX_VALUE (292 years)
             // a timer on the JDK's delayer thread, cancelled (its task removed) when the fetch answers: it would
             // otherwise hold the answered future, and its token, for the timeout's whole length
             CompletableFuture<Void> timer =

@@ -59,9 +59,6 @@ import org.slf4j.LoggerFactory;
  */
 public final class RpcClient {
 
-    /** The longest delay a timer takes (Long.MAX_VALUE nanoseconds, 292 years); a longer timeout is that long. */
-    private static final Duration LONGEST_TIMER = Duration.ofNanos(Long.MAX_VALUE);
-
     private static final Logger LOG = LoggerFactory.getLogger(RpcClient.class);
 
     /** RabbitMQ's direct reply-to pseudo-queue. */
@@ -153,7 +150,7 @@ public final class RpcClient {
         try {
             positive(timeout);
             // ChronoUnit.FOREVER's duration is a way to say "no timeout": beyond Long.MAX_VALUE nanos, that many
-            timeoutNanos = timeout.compareTo(LONGEST_TIMER) >= 0 ? Long.MAX_VALUE : timeout.toNanos();
+            timeoutNanos = TimeUnit.NANOSECONDS.convert(timeout); // saturates there
             request = (properties == null ? BasicProperties.builder() : properties.toBuilder())
                     .replyTo(DIRECT_REPLY_TO)
                     .correlationId(correlationId)
