@@ -19,6 +19,13 @@ import java.util.Objects;
  * retryable {@link PublishNotConfirmedException} whose cause is a {@link ConnectionLostException}, and
  * deliveries received before the loss cannot be acknowledged ({@link StaleDeliveryException}): the broker
  * redelivers them, flagged redelivered.
+ *
+ * <p>A named exclusive queue can still belong to the lost connection when the broker did not see the loss (a
+ * partition, a reset that never reached it): the broker keeps that connection until its heartbeat check gives up
+ * on it, and refuses the queue's declaration with 405 RESOURCE_LOCKED until then. Topology recovery tries again,
+ * for up to three heartbeat intervals and a second, before it reports the queue through
+ * {@link RecoveryListener#topologyRecoveryFailed}; the rest of the restore waits for it. Without heartbeats it is
+ * reported at once.
  */
 public final class RecoveryOptions {
 

@@ -114,6 +114,11 @@ final class RecoveringBrokers implements AutoCloseable {
 
     /** {@link #cutAndReconnect()} once the test has cut the socket itself. */
     FakeBroker cutAndReconnectAfterLoss() {
+        return cutAndReconnectAfterLoss(0);
+    }
+
+    /** {@link #cutAndReconnectAfterLoss()}, the new connection tuned to {@code heartbeat} seconds. */
+    FakeBroker cutAndReconnectAfterLoss(int heartbeat) {
         FakeBroker lost = current();
         FakeBroker next = lost;
         // Step the clock until the attempt is made, not once: the backoff timer may have been armed a task hand-off
@@ -124,7 +129,7 @@ final class RecoveringBrokers implements AutoCloseable {
             next = current();
         }
         assertNotSame(lost, next, "recovery made a reconnection attempt");
-        next.handshake();
+        next.handshake(2047, 131072, heartbeat);
         runRecoveryTasks(); // the attempt's result is handed back to recovery's loop: the restore starts
         return next;
     }

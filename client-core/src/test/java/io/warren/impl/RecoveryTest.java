@@ -14,6 +14,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.netty.buffer.ByteBuf;
+import io.warren.AmqpException;
 import io.warren.Channel;
 import io.warren.ConnectionLostException;
 import io.warren.ConsumeOptions;
@@ -26,6 +27,7 @@ import io.warren.QueueSpec;
 import io.warren.StaleDeliveryException;
 import io.warren.codec.Frame;
 import io.warren.codec.base.FrameType;
+import io.warren.codec.base.ReplyCode;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.method.BasicAck;
 import io.warren.codec.method.BasicCancelOkEncoder;
@@ -48,6 +50,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -471,6 +474,133 @@ class RecoveryTest {
                     new Answers(third, "3").all());
             assertTrue(ch.isOpen());
             assertFalse(brokers.connection.isRecovering());
+        }
+    }
+
+    /** RabbitMQ's refusal of a named exclusive queue its owner still holds, on recovery's channel. */
+    private static void refuseLocked(FakeBroker broker, int channel) {
+        broker.expectAndRelease(channel, MethodIds.QUEUE_DECLARE);
+        broker.sendChannelClose(
+                channel,
+                ReplyCode.RESOURCE_LOCKED,
+                "RESOURCE_LOCKED - cannot obtain exclusive access to locked queue 'ex' in vhost '/'. It could be"
+                        + " originally declared on another connection or the exclusive property value does not"
+                        + " match that of the original declaration.",
+                50,
+                10);
+        broker.expectAndRelease(channel, MethodIds.CHANNEL_CLOSE_OK);
+    }
+
+    /** A connection whose channel 1 declared the named exclusive queue 'ex'. */
+    private static Channel withExclusiveQueue(RecoveringBrokers brokers) {
+        Answers first = new Answers(brokers.first, "1");
+        Channel ch = brokers.first.openChannel(brokers.connection, 1);
+        var q = ch.queueDeclare(QueueSpec.named("ex").exclusive(true));
+        assertEquals(List.of("1 queue.declare 'ex' exclusive -> ex"), first.all());
+        done(q);
+        return ch;
+    }
+
+    /**
+     * After a loss the broker never saw, it keeps the old connection, and with it the exclusive queue, until its
+     * heartbeat check gives up on it: the declaration is refused with 405 and tried again, and the queue is back
+     * once the broker has let the old one go. Before, the refusal was final: the queue and its consumers were lost.
+     */
+    @Test
+    void anExclusiveQueueTheOldConnectionStillHoldsIsDeclaredAgainOnceTheBrokerLetsItGo() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            Channel ch = withExclusiveQueue(brokers);
+            RecordingRecoveryListener recovery = RecordingRecoveryListener.on(brokers.connection);
+            brokers.cut();
+            FakeBroker second = brokers.cutAndReconnectAfterLoss(5);
+            RecoveringBrokers.reopen(second, 1);
+            RecoveringBrokers.reopen(second, 2);
+            refuseLocked(second, 2);
+            brokers.runRecoveryTasks();
+            assertEquals(List.of(), new Answers(second, "2").all(), "nothing until the retry is due");
+            assertTrue(brokers.connection.isRecovering());
+
+            brokers.first.client.advanceTimeBy(100, TimeUnit.MILLISECONDS);
+            brokers.runRecoveryTasks();
+            RecoveringBrokers.reopen(second, 3); // the refused channel is replaced
+            refuseLocked(second, 3); // still held: the next try is 200 ms later
+            brokers.runRecoveryTasks();
+            brokers.first.client.advanceTimeBy(199, TimeUnit.MILLISECONDS);
+            brokers.runRecoveryTasks();
+            assertEquals(List.of(), new Answers(second, "2").all(), "the second retry waits twice as long");
+
+            brokers.first.client.advanceTimeBy(1, TimeUnit.MILLISECONDS);
+            brokers.runRecoveryTasks();
+            assertEquals(
+                    List.of("4 channel.open", "4 queue.declare 'ex' exclusive -> ex", "4 channel.close"),
+                    new Answers(second, "2").all());
+            brokers.runAllTasks();
+            assertFalse(brokers.connection.isRecovering());
+            assertTrue(ch.isOpen());
+            assertEquals(List.of("recovery started", "recovery succeeded"), recovery.events());
+        }
+    }
+
+    /** Without heartbeats the broker may hold the old connection for hours: the refusal is reported at once. */
+    @Test
+    void anExclusiveQueueStillHeldIsReportedAtOnceWithoutHeartbeats() {
+        try (RecoveringBrokers brokers =
+                new RecoveringBrokers(new io.warren.ConnectionOptions().requestedHeartbeat(0))) {
+            withExclusiveQueue(brokers);
+            RecordingRecoveryListener recovery = RecordingRecoveryListener.on(brokers.connection);
+            brokers.cut();
+            FakeBroker second = brokers.cutAndReconnectAfterLoss(0);
+            RecoveringBrokers.reopen(second, 1);
+            RecoveringBrokers.reopen(second, 2);
+            refuseLocked(second, 2);
+            brokers.runAllTasks();
+            assertEquals(List.of(), new Answers(second, "2").all(), "no retry");
+            brokers.runAllTasks();
+            assertFalse(brokers.connection.isRecovering(), () -> "recovered: " + recovery.events());
+            assertEquals(
+                    List.of("recovery started", "topology failed: queue 'ex'", "recovery succeeded"),
+                    recovery.events());
+            assertEquals(ReplyCode.RESOURCE_LOCKED, ((AmqpException) recovery.cause(1)).replyCode());
+        }
+    }
+
+    /** The wait is bounded: three heartbeat intervals and a second after the first refusal, then reported. */
+    @Test
+    void anExclusiveQueueStillHeldAfterThreeHeartbeatIntervalsIsReported() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            withExclusiveQueue(brokers);
+            RecordingRecoveryListener recovery = RecordingRecoveryListener.on(brokers.connection);
+            brokers.cut();
+            FakeBroker second = brokers.cutAndReconnectAfterLoss(1);
+            RecoveringBrokers.reopen(second, 1);
+            RecoveringBrokers.reopen(second, 2);
+            refuseLocked(second, 2);
+            int refusals = 1;
+            // retries at 0.1, 0.3, 0.7, 1.5, 2.5 and 3.5 s: the next, at 4.5 s, would come after the 4 s bound
+            for (int ms = 0; ms < 5_000 && brokers.connection.isRecovering(); ms++) {
+                brokers.first.client.advanceTimeBy(1, TimeUnit.MILLISECONDS);
+                brokers.runAllTasks();
+                Frame f = second.next();
+                if (f != null) {
+                    int channel = f.channel();
+                    try {
+                        assertEquals(
+                                MethodIds.CHANNEL_OPEN,
+                                f.payload().getInt(f.payload().readerIndex()));
+                    } finally {
+                        f.release();
+                    }
+                    second.send(channel, new ChannelOpenOkEncoder());
+                    refuseLocked(second, channel);
+                    refusals++;
+                    brokers.runAllTasks();
+                }
+            }
+            assertEquals(7, refusals);
+            assertFalse(brokers.connection.isRecovering());
+            assertEquals(
+                    List.of("recovery started", "topology failed: queue 'ex'", "recovery succeeded"),
+                    recovery.events());
         }
     }
 

@@ -426,6 +426,44 @@ class RecoveryIT {
         }
     }
 
+    /**
+     * A partition only the client noticed: the broker keeps the old connection, and the named exclusive queue it
+     * owns, until its heartbeat check gives up on it, refusing the new connection's declaration with 405 meanwhile.
+     * Recovery tries again until the broker lets the queue go, then the queue and its consumer are back.
+     */
+    @Test
+    void aNamedExclusiveQueueStillHeldByTheOldConnectionComesBackWithItsConsumer(
+            Broker broker, BrokerExtension.TestNames names) throws Exception {
+        try (FaultProxy proxy = new FaultProxy(broker.host(), broker.port())) {
+            Connection c = await(BrokerExtension.client()
+                    .connect(through(proxy, broker, "recovery-exclusive").requestedHeartbeat(1)));
+            names.onCleanup(() -> c.close().toCompletableFuture().get(30, TimeUnit.SECONDS));
+            Events events = new Events();
+            List<String> failures = new CopyOnWriteArrayList<>();
+            c.addRecoveryListener(events);
+            c.addRecoveryListener(new RecoveryListener() {
+                @Override
+                public void topologyRecoveryFailed(Connection connection, String entity, Throwable cause) {
+                    failures.add(entity + ": " + cause);
+                }
+            });
+            Channel ch = await(c.openChannel());
+            String q = names.queue("exclusive");
+            await(ch.queueDeclare(QueueSpec.named(q).exclusive(true)));
+            BlockingQueue<String> got = new LinkedBlockingQueue<>();
+            ConsumerHandle consumer = await(ch.consume(
+                    q, new ConsumeOptions().noAck(true), d -> got.add(d.body().toString(StandardCharsets.UTF_8))));
+
+            assertEquals(1, proxy.partition());
+            events.awaitRecovery();
+
+            assertTrue(failures.isEmpty(), "the queue was declared again: " + failures);
+            assertTrue(consumer.isActive());
+            await(ch.publish("", q, false, null, bytes("after")));
+            assertEquals("after", got.poll(30, TimeUnit.SECONDS));
+        }
+    }
+
     @Test
     void deletedEntitiesAreForgottenAndNotDeclaredAgain(Broker broker, BrokerExtension.TestNames names)
             throws Exception {

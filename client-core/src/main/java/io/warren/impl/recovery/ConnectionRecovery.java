@@ -10,7 +10,6 @@ import io.warren.ChannelLostException;
 import io.warren.ConnectionClosedException;
 import io.warren.ConnectionLostException;
 import io.warren.ConnectionOptions;
-import io.warren.DeclaredQueue;
 import io.warren.RecoveryListener;
 import io.warren.RecoveryOptions;
 import io.warren.codec.base.ReplyCode;
@@ -22,7 +21,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
-import java.util.function.Function;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -458,7 +456,7 @@ public final class ConnectionRecovery {
                 .thenCompose(v -> step(
                         gen,
                         () -> recovery.topologyRecovery()
-                                ? new TopologyRestore(this, handler).run()
+                                ? new TopologyRestore(this, topology, connection, handler, loop).run()
                                 : CompletableFuture.completedFuture(null)))
                 // consumers holding reading paused last: their deliveries start only when nothing of the
                 // restore is left to read but their own consume-oks, and reading stops with the restore
@@ -636,83 +634,5 @@ public final class ConnectionRecovery {
         }
         Throwable c = t instanceof java.util.concurrent.CompletionException && t.getCause() != null ? t.getCause() : t;
         return c.getMessage() == null ? c.toString() : c.getMessage();
-    }
-
-    /** Re-declares the recorded topology on a channel of its own (not recorded again). */
-    static final class TopologyRestore {
-        private final ConnectionRecovery owner;
-        private final ConnectionHandler handler;
-        private RecoverableChannel channel;
-
-        TopologyRestore(ConnectionRecovery owner, ConnectionHandler handler) {
-            this.owner = owner;
-            this.handler = handler;
-        }
-
-        CompletionStage<Void> run() {
-            TopologyRecorder t = owner.topology;
-            if (t.isEmpty()) {
-                return CompletableFuture.completedFuture(null);
-            }
-            CompletionStage<Void> done = CompletableFuture.completedFuture(null);
-            for (TopologyRecorder.Exchange x : t.exchanges()) {
-                done = done.thenCompose(
-                        v -> each("exchange '" + x.name() + "'", ch -> ch.exchangeDeclare(x.toDeclare())));
-            }
-            for (TopologyRecorder.Queue q : t.queues()) {
-                done = done.thenCompose(v -> each(
-                        "queue '" + q.name() + "'",
-                        ch -> ch.queueDeclare(q.toDeclare()).thenAccept((DeclaredQueue ok) -> {
-                            if (q.serverNamed() && !ok.queue().equals(q.name())) {
-                                LOG.debug("recovery: server-named queue {} is now {}", q.name(), ok.queue());
-                                t.renameQueue(q.name(), ok.queue());
-                                owner.queueRenamed(q.name(), ok.queue());
-                            }
-                        })));
-            }
-            // bindings after every queue: their destinations' new names are known by then
-            done = done.thenCompose(v -> {
-                CompletionStage<Void> b = CompletableFuture.completedFuture(null);
-                for (TopologyRecorder.Binding x : t.bindings()) {
-                    String what = (x.toExchange() ? "exchange" : "queue") + " binding " + x.source() + " -> "
-                            + x.destination() + " (" + x.routingKey() + ")";
-                    b = b.thenCompose(w -> each(
-                            what,
-                            ch -> x.toExchange()
-                                    ? ch.exchangeBind(x.destination(), x.source(), x.routingKey(), x.arguments(), false)
-                                    : ch.queueBind(x.destination(), x.source(), x.routingKey(), x.arguments(), false)));
-                }
-                return b;
-            });
-            return done.whenComplete((v, e) -> {
-                if (channel != null) {
-                    channel.close();
-                }
-            });
-        }
-
-        /** One declaration; a refusal is reported and skipped (the refused channel is replaced). */
-        private <T> CompletionStage<Void> each(String what, Function<RecoverableChannel, CompletionStage<T>> op) {
-            return channel().thenCompose(op::apply).handle((v, e) -> {
-                if (e != null) {
-                    if (!handler.isOpen()) {
-                        throw new java.util.concurrent.CompletionException(e); // the connection is gone: stop
-                    }
-                    owner.topologyFailed(what, e);
-                }
-                return null;
-            });
-        }
-
-        private CompletionStage<RecoverableChannel> channel() {
-            if (channel != null && channel.isOpen()) {
-                return CompletableFuture.completedFuture(channel);
-            }
-            return owner.connection.openChannel(handler).thenApply(c -> {
-                channel = c;
-                channel.recoverysOwn();
-                return channel;
-            });
-        }
     }
 }

@@ -35,6 +35,10 @@ import java.util.concurrent.atomic.AtomicLong;
  *   <li>{@link #stall(boolean)}: a black hole. Nothing is forwarded in either direction and the sockets stay
  *       open; reading is stopped, so the bytes pile up in the kernel's buffers exactly as with a silent peer.
  *       Unstalling forwards what was held, in order;</li>
+ *   <li>{@link #partition()}: a partition only the client notices. Every current connection stops forwarding and
+ *       its client side is reset, while its broker side stays open and silent, as the broker sees a peer that went
+ *       quiet: the broker keeps the connection (and what it owns, such as exclusive queues) until its heartbeat
+ *       check gives up on it. New connections are forwarded;</li>
  *   <li>{@link #delay(Duration)}: every chunk is forwarded after the given delay, in order.</li>
  * </ul>
  * Thread-safe: the switches may be flipped from the test's thread while traffic flows.
@@ -118,6 +122,15 @@ public final class FaultProxy implements AutoCloseable {
         return now.size();
     }
 
+    /** Partitions every current connection (see the class comment); returns how many there were. */
+    public int partition() {
+        List<Pair> now = List.copyOf(pairs);
+        for (Pair p : now) {
+            p.partition();
+        }
+        return now.size();
+    }
+
     /** While on, new connections are closed as soon as they are accepted. */
     public FaultProxy refuseNew(boolean on) {
         refuseNew = on;
@@ -163,6 +176,9 @@ public final class FaultProxy implements AutoCloseable {
     private final class Pair {
         private final Channel client;
         private volatile Channel broker;
+        /** The client side was reset and the broker side left open: a close of the client side is not passed on. */
+        private volatile boolean partitioned;
+
         final Relay front = new Relay(true);
 
         Pair(Channel client) {
@@ -203,6 +219,17 @@ public final class FaultProxy implements AutoCloseable {
                         client.read();
                     }
                 }
+            });
+        }
+
+        void partition() {
+            partitioned = true;
+            Channel b = broker;
+            client.eventLoop().execute(() -> {
+                if (b != null) {
+                    b.config().setAutoRead(false); // the broker's frames stay in the kernel, unread
+                }
+                abort(client);
             });
         }
 
@@ -271,11 +298,17 @@ public final class FaultProxy implements AutoCloseable {
 
             @Override
             public void channelInactive(ChannelHandlerContext ctx) {
+                if (fromClient && partitioned) {
+                    return; // the broker side stays open until the broker closes it, or the proxy is closed
+                }
                 cut();
             }
 
             @Override
             public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+                if (fromClient && partitioned) {
+                    return;
+                }
                 cut(); // a reset from either side ends the pair
             }
         }

@@ -1,0 +1,184 @@
+package io.warren.impl.recovery;
+
+import io.netty.channel.EventLoop;
+import io.warren.ChannelClosedException;
+import io.warren.DeclaredQueue;
+import io.warren.codec.base.ReplyCode;
+import io.warren.impl.connection.ConnectionHandler;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Declares the recorded topology again on a channel of recovery's own (not recorded again): exchanges, queues,
+ * then bindings, one at a time; a refusal is reported and skipped.
+ *
+ * <p>A named exclusive queue can still belong to the connection the loss left behind: after a partition, or a
+ * reset the broker never saw, the broker keeps that connection until its heartbeat check gives up on it (two to
+ * three heartbeat intervals of silence), and refuses the declaration with 405 RESOURCE_LOCKED until then. Such a
+ * refusal is retried, after 100 ms and then twice as long each time up to a second, for three heartbeat intervals
+ * and a second from the first refusal; the rest of the restore waits for it, since the queue's bindings and
+ * consumers come after it. Without heartbeats the broker may keep the old connection for hours: no retry.
+ * Event loop.
+ */
+final class TopologyRestore {
+
+    private static final Logger LOG = LoggerFactory.getLogger(TopologyRestore.class);
+
+    static final long FIRST_RETRY_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
+    static final long LONGEST_RETRY_NANOS = TimeUnit.SECONDS.toNanos(1);
+
+    private final ConnectionRecovery owner;
+    private final TopologyRecorder topology;
+    private final RecoverableConnection connection;
+    private final ConnectionHandler handler;
+    private final EventLoop loop;
+
+    // event loop only
+    private RecoverableChannel channel;
+
+    TopologyRestore(
+            ConnectionRecovery owner,
+            TopologyRecorder topology,
+            RecoverableConnection connection,
+            ConnectionHandler handler,
+            EventLoop loop) {
+        this.owner = owner;
+        this.topology = topology;
+        this.connection = connection;
+        this.handler = handler;
+        this.loop = loop;
+    }
+
+    CompletionStage<Void> run() {
+        TopologyRecorder t = topology;
+        if (t.isEmpty()) {
+            return CompletableFuture.completedFuture(null);
+        }
+        CompletionStage<Void> done = CompletableFuture.completedFuture(null);
+        for (TopologyRecorder.Exchange x : t.exchanges()) {
+            done = done.thenCompose(v -> each("exchange '" + x.name() + "'", ch -> ch.exchangeDeclare(x.toDeclare())));
+        }
+        for (TopologyRecorder.Queue q : t.queues()) {
+            done = done.thenCompose(v -> queue(q, 0L, FIRST_RETRY_NANOS));
+        }
+        // bindings after every queue: their destinations' new names are known by then
+        done = done.thenCompose(v -> {
+            CompletionStage<Void> b = CompletableFuture.completedFuture(null);
+            for (TopologyRecorder.Binding x : t.bindings()) {
+                String what = (x.toExchange() ? "exchange" : "queue") + " binding " + x.source() + " -> "
+                        + x.destination() + " (" + x.routingKey() + ")";
+                b = b.thenCompose(w -> each(
+                        what,
+                        ch -> x.toExchange()
+                                ? ch.exchangeBind(x.destination(), x.source(), x.routingKey(), x.arguments(), false)
+                                : ch.queueBind(x.destination(), x.source(), x.routingKey(), x.arguments(), false)));
+            }
+            return b;
+        });
+        return done.whenComplete((v, e) -> {
+            if (channel != null) {
+                channel.close();
+            }
+        });
+    }
+
+    /**
+     * Declares {@code q}; a 405 is retried until {@code deadline} (0: not refused yet), the next try after
+     * {@code delay} nanoseconds.
+     */
+    private CompletionStage<Void> queue(TopologyRecorder.Queue q, long deadline, long delay) {
+        String what = "queue '" + q.name() + "'";
+        return attempt(ch -> ch.queueDeclare(q.toDeclare()).thenAccept((DeclaredQueue ok) -> {
+                    if (q.serverNamed() && !ok.queue().equals(q.name())) {
+                        LOG.debug("recovery: server-named queue {} is now {}", q.name(), ok.queue());
+                        topology.renameQueue(q.name(), ok.queue());
+                        owner.queueRenamed(q.name(), ok.queue());
+                    }
+                }))
+                .thenCompose(failure -> {
+                    if (failure == null) {
+                        return CompletableFuture.completedFuture(null);
+                    }
+                    long now = loop.ticker().nanoTime();
+                    long until = deadline != 0 ? deadline : now + lockWaitNanos();
+                    if (!q.exclusive() || !isLocked(failure) || now + delay - until > 0) {
+                        owner.topologyFailed(what, failure);
+                        return CompletableFuture.completedFuture(null);
+                    }
+                    LOG.debug(
+                            "recovery: {} is still locked by the connection before the loss; trying again in {} ms",
+                            what,
+                            TimeUnit.NANOSECONDS.toMillis(delay));
+                    CompletableFuture<Void> next = new CompletableFuture<>();
+                    loop.schedule(
+                            () -> queue(q, until, Math.min(delay * 2, LONGEST_RETRY_NANOS))
+                                    .whenComplete((v, e) -> {
+                                        if (e != null) {
+                                            next.completeExceptionally(e);
+                                        } else {
+                                            next.complete(null);
+                                        }
+                                    }),
+                            delay,
+                            TimeUnit.NANOSECONDS);
+                    return next;
+                });
+    }
+
+    /**
+     * How long a locked exclusive queue is waited for: three heartbeat intervals of the connection (the broker's
+     * check gives up on the old one within them) and a second; none without heartbeats.
+     */
+    private long lockWaitNanos() {
+        int heartbeat = connection.heartbeat();
+        return heartbeat <= 0 ? 0 : TimeUnit.SECONDS.toNanos(3L * heartbeat + 1);
+    }
+
+    /** A declaration the broker refused with 405 RESOURCE_LOCKED (it closed the channel). */
+    static boolean isLocked(Throwable failure) {
+        Throwable c =
+                failure instanceof CompletionException && failure.getCause() != null ? failure.getCause() : failure;
+        return c instanceof ChannelClosedException closed
+                && closed.initiatedByBroker()
+                && closed.replyCode() == ReplyCode.RESOURCE_LOCKED;
+    }
+
+    /** One declaration; a refusal is reported and skipped (the refused channel is replaced). */
+    private <T> CompletionStage<Void> each(String what, Function<RecoverableChannel, CompletionStage<T>> op) {
+        return attempt(op).thenAccept(failure -> {
+            if (failure != null) {
+                owner.topologyFailed(what, failure);
+            }
+        });
+    }
+
+    /**
+     * One declaration: completes with null when it was made, with the broker's refusal when it was refused, and
+     * exceptionally when the connection is gone (the restore stops).
+     */
+    private <T> CompletionStage<Throwable> attempt(Function<RecoverableChannel, CompletionStage<T>> op) {
+        return channel().thenCompose(op::apply).handle((v, e) -> {
+            if (e != null && !handler.isOpen()) {
+                throw new CompletionException(e); // the connection is gone: stop
+            }
+            // the broker's refusal itself, as the listeners are told it, not the stage's wrapper
+            return e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
+        });
+    }
+
+    private CompletionStage<RecoverableChannel> channel() {
+        if (channel != null && channel.isOpen()) {
+            return CompletableFuture.completedFuture(channel);
+        }
+        return connection.openChannel(handler).thenApply(c -> {
+            channel = c;
+            channel.recoverysOwn();
+            return channel;
+        });
+    }
+}
