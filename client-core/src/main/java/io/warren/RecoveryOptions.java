@@ -20,6 +20,14 @@ import java.util.Objects;
  * deliveries received before the loss cannot be acknowledged ({@link StaleDeliveryException}): the broker
  * redelivers them, flagged redelivered.
  *
+ * <p>A synchronous method the application calls on a channel while it recovers (a declare, bind, delete or purge,
+ * basic.qos, basic.get, basic.recover, a consume) waits, and is sent in call order once the channel, its modes, the
+ * topology and its consumers are back, after the publishes held meanwhile: it never reaches a re-opened channel
+ * before the queues it names are declared again. It waits at most the connection's
+ * {@link ConnectionOptions#rpcTimeout RPC timeout} from its call, then fails unsent with
+ * {@link RpcTimeoutException}; it fails with the cause when the channel will not be recovered. Transaction and
+ * confirm methods are not held: they go through the channel's publisher, whose publishes a loss fails or holds.
+ *
  * <p>A named exclusive queue can still belong to the lost connection when the broker did not see the loss (a
  * partition, a reset that never reached it): the broker keeps that connection until its heartbeat check gives up
  * on it, and refuses the queue's declaration with 405 RESOURCE_LOCKED until then. Topology recovery tries again,

@@ -582,6 +582,16 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
 
     @Override
     public CompletionStage<Void> basicQos(int prefetchSize, int prefetchCount, boolean global) {
+        return basicQos(prefetchSize, prefetchCount, global, true);
+    }
+
+    /** Recovery restores the channel's basic.qos: sent at once, not held for the end of recovery. */
+    @Override
+    public CompletionStage<Void> restoreQos(int prefetchSize, int prefetchCount, boolean global) {
+        return basicQos(prefetchSize, prefetchCount, global, false);
+    }
+
+    private CompletionStage<Void> basicQos(int prefetchSize, int prefetchCount, boolean global, boolean hold) {
         if (prefetchSize < 0 || prefetchCount < 0 || prefetchCount > 0xFFFF) {
             return invalid("prefetchSize must not be negative and prefetchCount must be within 0..65535");
         }
@@ -590,7 +600,8 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
                         MethodIds.BASIC_QOS,
                         MethodIds.BASIC_QOS_OK,
                         false,
-                        () -> Requests.basicQos(state.alloc(), number, prefetchSize, prefetchCount, global))
+                        () -> Requests.basicQos(state.alloc(), number, prefetchSize, prefetchCount, global),
+                        hold)
                 .whenComplete((v, e) -> {
                     if (e == null) {
                         recovery.qosAccepted(prefetchSize, prefetchCount, global);
@@ -618,7 +629,7 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
                         future)
                 // after a timeout too: its content follows, and the message is given back (GetRequest)
                 .onLateReply((reply, f) -> GetRequest.onReply(consumers, reply, f, autoAck));
-        HandOver.run(state.outbound(), () -> state.call(request), frame, future);
+        HandOver.run(state.outbound(), () -> callOrHold(request, true), frame, future);
         return future;
     }
 
@@ -807,7 +818,23 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
 
     /** Sends a synchronous request whose reply carries nothing the caller needs (exchange.declare, queue.bind, ...). */
     private CompletionStage<Void> voidRpc(int requestKey, int replyKey, boolean noWait, Supplier<ByteBuf> encode) {
-        return rpc(requestKey, replyKey, noWait, null, encode, (frame, f) -> f.complete(null));
+        return voidRpc(requestKey, replyKey, noWait, encode, true);
+    }
+
+    /** As above; {@code hold}: held while the channel recovers (false for recovery's own restore of a mode). */
+    private CompletionStage<Void> voidRpc(
+            int requestKey, int replyKey, boolean noWait, Supplier<ByteBuf> encode, boolean hold) {
+        return rpc(requestKey, replyKey, noWait, null, encode, (frame, f) -> f.complete(null), hold);
+    }
+
+    private <T> CompletionStage<T> rpc(
+            int requestKey,
+            int replyKey,
+            boolean noWait,
+            T noWaitResult,
+            Supplier<ByteBuf> encode,
+            ChannelRpc.ReplyHandler<T> handler) {
+        return rpc(requestKey, replyKey, noWait, noWaitResult, encode, handler, true);
     }
 
     /**
@@ -820,7 +847,8 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
             boolean noWait,
             T noWaitResult,
             Supplier<ByteBuf> encode,
-            ChannelRpc.ReplyHandler<T> handler) {
+            ChannelRpc.ReplyHandler<T> handler,
+            boolean hold) {
         CompletableFuture<T> future = new CompletableFuture<>();
         ByteBuf frame;
         try {
@@ -832,8 +860,35 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
         ChannelRpc.Request<T> request = noWait
                 ? ChannelRpc.Request.noWait(requestKey, frame, noWaitResult, future)
                 : ChannelRpc.Request.of(requestKey, replyKey, -1, frame, handler, future);
-        HandOver.run(state.outbound(), () -> state.call(request), frame, future);
+        HandOver.run(state.outbound(), () -> callOrHold(request, hold), frame, future);
         return future;
+    }
+
+    /**
+     * Queues {@code request} on the channel, or, while the channel recovers and {@code hold}, holds it until the
+     * channel and the topology are back ({@link ChannelRecovery#holdCall}). Event loop.
+     */
+    private void callOrHold(ChannelRpc.Request<?> request, boolean hold) {
+        if (hold
+                && recovery.holdCall(
+                        request.requestKey(),
+                        state.rpcTimeoutNanos(),
+                        () -> state.call(request),
+                        request::failUnsent)) {
+            return;
+        }
+        state.call(request);
+    }
+
+    @Override
+    public boolean holdWhileRecovering(int methodKey, Runnable send, java.util.function.Consumer<AmqpException> fail) {
+        assert state.outbound().inEventLoop() : "channel state off the event loop";
+        return recovery.holdCall(methodKey, state.rpcTimeoutNanos(), send, fail);
+    }
+
+    @Override
+    public ChannelConsumers currentConsumers() {
+        return consumers;
     }
 
     private static <T> CompletionStage<T> invalid(String message) {

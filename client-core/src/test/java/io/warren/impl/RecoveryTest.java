@@ -9,6 +9,7 @@ import static io.warren.impl.PublishFixture.text;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -16,6 +17,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.netty.buffer.ByteBuf;
 import io.warren.AmqpException;
 import io.warren.Channel;
+import io.warren.ChannelClosedException;
 import io.warren.ConnectionLostException;
 import io.warren.ConsumeOptions;
 import io.warren.ConsumerHandle;
@@ -24,6 +26,7 @@ import io.warren.ExchangeSpec;
 import io.warren.PublishNotConfirmedException;
 import io.warren.PublishOutcome;
 import io.warren.QueueSpec;
+import io.warren.RpcTimeoutException;
 import io.warren.StaleDeliveryException;
 import io.warren.codec.Frame;
 import io.warren.codec.base.FrameType;
@@ -601,6 +604,85 @@ class RecoveryTest {
             assertEquals(
                     List.of("recovery started", "topology failed: queue 'ex'", "recovery succeeded"),
                     recovery.events());
+        }
+    }
+
+    /**
+     * A declare and a consume the application makes while the channel recovers wait for it, and are sent after the
+     * topology, in call order: before, they failed at once while the connection was down, and reached a re-opened
+     * channel before its queues were declared again (a 404 there closes the channel for good).
+     */
+    @Test
+    void synchronousMethodsCalledWhileRecoveringAreSentAfterTheTopologyInCallOrder() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            Answers first = new Answers(brokers.first, "1");
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            var q = ch.queueDeclare(QueueSpec.named("q"));
+            first.all();
+            done(q);
+
+            brokers.cut();
+            var declared = ch.queueDeclare(QueueSpec.named("other"));
+            var consumed = ch.consume("q", new ConsumeOptions().consumerTag("late"), d -> {});
+            brokers.runAllTasks();
+            assertFalse(declared.toCompletableFuture().isDone(), "held, not failed");
+            assertFalse(consumed.toCompletableFuture().isDone(), "held, not failed");
+
+            FakeBroker second = brokers.cutAndReconnectAfterLoss();
+            assertEquals(
+                    List.of(
+                            "1 channel.open",
+                            "2 channel.open",
+                            "2 queue.declare 'q' -> q",
+                            "2 channel.close",
+                            "1 queue.declare 'other' -> other",
+                            "1 basic.qos 250",
+                            "1 basic.consume q late"),
+                    new Answers(second, "2").all());
+            brokers.runAllTasks();
+            assertEquals("other", done(declared).queue());
+            assertEquals("late", done(consumed).consumerTag());
+            assertFalse(brokers.connection.isRecovering());
+        }
+    }
+
+    /** A method held while recovering waits at most the RPC timeout from its call, then fails unsent. */
+    @Test
+    void aMethodHeldLongerThanTheRpcTimeoutFailsUnsent() {
+        try (RecoveringBrokers brokers = withRpcTimeout()) {
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            brokers.cut();
+            var declared = ch.queueDeclare(QueueSpec.named("other"));
+            brokers.runAllTasks();
+            brokers.first.client.advanceTimeBy(4_999, TimeUnit.MILLISECONDS);
+            brokers.runRecoveryTasks();
+            assertFalse(declared.toCompletableFuture().isDone());
+            brokers.first.client.advanceTimeBy(1, TimeUnit.MILLISECONDS);
+            brokers.runRecoveryTasks();
+            RpcTimeoutException e = assertInstanceOf(RpcTimeoutException.class, failure(declared));
+            assertEquals(MethodIds.QUEUE_DECLARE >>> 16, e.classId());
+            assertTrue(e.getMessage().contains("was not sent"), e.getMessage());
+
+            FakeBroker second = brokers.current(); // the backoff ran out within those 5 s: the attempt is made
+            assertNotSame(brokers.first, second);
+            second.handshake();
+            brokers.runRecoveryTasks();
+            assertEquals(List.of("1 channel.open"), new Answers(second, "2").all(), "the expired declare is not sent");
+        }
+    }
+
+    /** A channel closed by the application while it recovers fails what it held. */
+    @Test
+    void methodsHeldByAChannelClosedWhileRecoveringFail() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            brokers.cut();
+            var got = ch.basicGet("q", true);
+            brokers.runAllTasks();
+            assertFalse(got.toCompletableFuture().isDone());
+            done(ch.close());
+            brokers.runAllTasks();
+            assertInstanceOf(ChannelClosedException.class, failure(got));
         }
     }
 

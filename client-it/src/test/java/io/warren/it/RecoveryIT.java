@@ -464,6 +464,40 @@ class RecoveryIT {
         }
     }
 
+    /**
+     * A declare and a consume made while the broker cannot be reached wait for the recovery, and are sent once the
+     * channel is back: the queue is there and the consumer gets what is published to it. Before, both failed at
+     * once with the channel closed.
+     */
+    @Test
+    void aQueueDeclaredAndConsumedWhileRecoveringIsThereOnceRecovered(Broker broker, BrokerExtension.TestNames names)
+            throws Exception {
+        try (FaultProxy proxy = new FaultProxy(broker.host(), broker.port())) {
+            Connection c = await(BrokerExtension.client().connect(through(proxy, broker, "recovery-held-calls")));
+            names.onCleanup(() -> c.close().toCompletableFuture().get(30, TimeUnit.SECONDS));
+            Events events = new Events();
+            c.addRecoveryListener(events);
+            Channel ch = await(c.openChannel());
+            String q = names.queue("held-calls");
+            deleteOnCleanup(names, broker, q);
+
+            proxy.refuseNew(true);
+            assertEquals(1, proxy.cutAll());
+            Await.awaitTrue(c::isRecovering, T, "the connection is recovering");
+            CompletionStage<io.warren.DeclaredQueue> declared = ch.queueDeclare(QueueSpec.named(q));
+            BlockingQueue<String> got = new LinkedBlockingQueue<>();
+            CompletionStage<ConsumerHandle> consumed = ch.consume(
+                    q, new ConsumeOptions().noAck(true), d -> got.add(d.body().toString(StandardCharsets.UTF_8)));
+            proxy.refuseNew(false);
+            events.awaitRecovery();
+
+            assertEquals(q, await(declared).queue());
+            assertTrue(await(consumed).isActive());
+            await(ch.publish("", q, false, null, bytes("after")));
+            assertEquals("after", got.poll(30, TimeUnit.SECONDS));
+        }
+    }
+
     @Test
     void deletedEntitiesAreForgottenAndNotDeclaredAgain(Broker broker, BrokerExtension.TestNames names)
             throws Exception {

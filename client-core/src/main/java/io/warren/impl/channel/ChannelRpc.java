@@ -116,6 +116,17 @@ public final class ChannelRpc {
             return future;
         }
 
+        /** The request method's class and method ids ({@code MethodIds}). */
+        public int requestKey() {
+            return requestKey;
+        }
+
+        /** Fails this request, never sent, with {@code cause}; releases its frame. */
+        public void failUnsent(Throwable cause) {
+            releaseFrame();
+            future.completeExceptionally(cause);
+        }
+
         void releaseFrame() {
             if (frame != null) {
                 frame.release();

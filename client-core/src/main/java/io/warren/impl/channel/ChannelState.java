@@ -129,6 +129,11 @@ public final class ChannelState implements InboundChannel {
         return connection.alloc();
     }
 
+    /** How long a synchronous request waits for its reply (the connection's RPC timeout). */
+    public long rpcTimeoutNanos() {
+        return rpcTimeoutNanos;
+    }
+
     public ConnectionHandler connection() {
         return connection;
     }

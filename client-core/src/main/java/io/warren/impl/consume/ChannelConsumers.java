@@ -186,8 +186,31 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
         CompletableFuture<ConsumerHandle> result = new CompletableFuture<>();
         state.outbound()
                 .execute(new LoopTask(
-                        () -> start(queue, o, handler, asyncHandler, request, result), result, request::release));
+                        () -> startOrHold(queue, o, handler, asyncHandler, request, result), result, request::release));
         return result;
+    }
+
+    /**
+     * Starts the consumer, or, while the channel recovers, holds its basic.consume until the channel and the
+     * topology are back, then starts it on the channel's consumers of that moment. Event loop.
+     */
+    private void startOrHold(
+            String queue,
+            ConsumeOptions options,
+            DeliveryHandler handler,
+            AsyncDeliveryHandler asyncHandler,
+            ConsumeRequest request,
+            CompletableFuture<ConsumerHandle> result) {
+        boolean held = host.holdWhileRecovering(
+                MethodIds.BASIC_CONSUME,
+                () -> host.currentConsumers().start(queue, options, handler, asyncHandler, request, result),
+                cause -> {
+                    request.release();
+                    result.completeExceptionally(cause);
+                });
+        if (!held) {
+            start(queue, options, handler, asyncHandler, request, result);
+        }
     }
 
     /**

@@ -1,5 +1,8 @@
 package io.warren.impl.consume;
 
+import io.warren.AmqpException;
+import java.util.function.Consumer;
+
 /**
  * What a channel's {@link ChannelConsumers} ask of the channel the application holds. Implemented by the client
  * room's channel handle. Any thread.
@@ -11,4 +14,15 @@ public interface ConsumerHost {
 
     /** Where consumers count themselves per queue for topology recovery, or null when that is off. */
     QueueConsumerCounts consumerCounts();
+
+    /**
+     * Holds a synchronous method the application called while the channel recovers, until the channel and the
+     * topology are back: {@code send} then runs on the event loop; {@code fail} fails it unsent (recovery gave up,
+     * or it waited longer than the RPC timeout). Returns false when the channel is not recovering: the caller sends
+     * it now. Event loop.
+     */
+    boolean holdWhileRecovering(int methodKey, Runnable send, Consumer<AmqpException> fail);
+
+    /** The channel's consumers on its current connection (a held basic.consume starts there). */
+    ChannelConsumers currentConsumers();
 }

@@ -26,6 +26,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import java.util.function.UnaryOperator;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -109,12 +110,17 @@ public final class ChannelRecovery implements PublishCarryOver {
     /** Armed for the oldest held publish's deadline while any is held. */
     private ScheduledFuture<?> waitTimer;
 
+    // event loop only
+    /** Synchronous methods the application called while the channel recovers. */
+    private final HeldCalls calls;
+
     // event loop only: the states lost since the last recovery (a recovery interrupted by another loss adds
     // one); the consumers of each wait in it to be moved to the recovered state
     private final List<ChannelConsumers> lostConsumers = new ArrayList<>(1);
 
     public ChannelRecovery(RecoverableChannel channel) {
         this.channel = channel;
+        this.calls = new HeldCalls(channel);
     }
 
     public boolean isRecovering() {
@@ -169,6 +175,29 @@ public final class ChannelRecovery implements PublishCarryOver {
     public void publisherReplaced(Publisher publisher) {
         returnListeners.forEach(publisher::addReturnListener);
         writabilityListeners.forEach(publisher::addWritabilityListener);
+    }
+
+    // ---- synchronous methods during recovery (event loop) ------------------------------------------------------
+
+    /**
+     * Holds a synchronous method the application called while the channel recovers ({@link HeldCalls}): {@code
+     * send} queues it on the channel once it is back, after the publishes held meanwhile; {@code fail} fails it
+     * unsent. Returns false when the channel is not recovering: the caller sends it now. Event loop.
+     *
+     * @param methodKey the method's class and method ids, for the timeout's message
+     * @param timeoutNanos how long it may wait for the channel (the connection's RPC timeout)
+     */
+    public boolean holdCall(int methodKey, long timeoutNanos, Runnable send, Consumer<AmqpException> fail) {
+        assert channel.state().outbound().inEventLoop() : "channel recovery off the event loop";
+        if (!recovering) {
+            return false;
+        }
+        EventExecutor on;
+        synchronized (this) {
+            on = loop;
+        }
+        calls.hold(on, timeoutNanos, methodKey, send, fail);
+        return true;
     }
 
     // ---- loss ----------------------------------------------------------------------------------------------
@@ -421,7 +450,7 @@ public final class ChannelRecovery implements PublishCarryOver {
         CompletionStage<Void> done = CompletableFuture.completedFuture(null);
         Qos q = qos;
         if (q != null) {
-            done = done.thenCompose(v -> channel.basicQos(q.prefetchSize, q.prefetchCount, q.global));
+            done = done.thenCompose(v -> channel.restoreQos(q.prefetchSize, q.prefetchCount, q.global));
         }
         if (txMode) {
             done = done.thenCompose(v -> channel.txSelect());
@@ -490,6 +519,7 @@ public final class ChannelRecovery implements PublishCarryOver {
         if (done != null) {
             done.complete(null);
         }
+        calls.sendAll(); // behind the replayed publishes: a publish then a declare made meanwhile keep their order
     }
 
     private void replay(Held h) {
@@ -538,6 +568,7 @@ public final class ChannelRecovery implements PublishCarryOver {
         for (ChannelConsumers old : olds) {
             old.endLost(cause);
         }
+        calls.failAll(cause);
         if (done != null) {
             done.completeExceptionally(cause);
         }

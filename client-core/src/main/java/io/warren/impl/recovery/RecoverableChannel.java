@@ -8,6 +8,7 @@ import io.warren.impl.connection.ConnectionHandler;
 import io.warren.impl.consume.ChannelConsumers;
 import io.warren.impl.publish.Publisher;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 
 /**
  * What recovery needs of the channel the application holds, which lives on across connections: its state,
@@ -39,6 +40,12 @@ public interface RecoverableChannel extends Channel {
      * recorded, and it is not recovered when its connection goes.
      */
     void recoverysOwn();
+
+    /**
+     * basic.qos as recovery restores it on the re-opened channel: sent at once, where the application's own would
+     * be held until the end of recovery.
+     */
+    CompletionStage<Void> restoreQos(int prefetchSize, int prefetchCount, boolean global);
 
     /** Everything is back after a recovery. Event loop. */
     void recovered();
