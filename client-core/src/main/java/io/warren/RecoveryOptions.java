@@ -33,7 +33,9 @@ import java.util.Objects;
  * on it, and refuses the queue's declaration with 405 RESOURCE_LOCKED until then. Topology recovery tries again,
  * for up to three heartbeat intervals and a second, before it reports the queue through
  * {@link RecoveryListener#topologyRecoveryFailed}; the rest of the restore waits for it. Without heartbeats it is
- * reported at once.
+ * reported at once. The lost connection's exclusive consumers are kept by the broker as long, and it refuses an
+ * exclusive basic.consume on their queues with 403 meanwhile, which would close the channel: before an exclusive
+ * consumer starts again, recovery waits as long for its queue to have no consumer.
  */
 public final class RecoveryOptions {
 

@@ -686,6 +686,66 @@ class RecoveryTest {
         }
     }
 
+    /** Answers a passive queue.declare of 'q' on {@code channel} with {@code consumers} consumers. */
+    private static void passive(FakeBroker broker, int channel, int consumers) {
+        Frame f = broker.expect(channel, MethodIds.QUEUE_DECLARE);
+        try {
+            io.warren.codec.method.QueueDeclare q = new io.warren.codec.method.QueueDeclare()
+                    .wrap(f.payload(), f.payload().readerIndex());
+            assertTrue(q.passive(), "a passive declare");
+            assertEquals("q", q.queueAsString());
+        } finally {
+            f.release();
+        }
+        broker.send(
+                channel, new QueueDeclareOkEncoder().queue("q").messageCount(0).consumerCount(consumers));
+    }
+
+    /**
+     * The lost connection's exclusive consumer is still attached to its queue when the broker did not see the loss,
+     * and a basic.consume with the exclusive flag would be refused with 403, which closes the application's channel:
+     * recovery waits for the queue to have no consumer, then starts the consumer again.
+     */
+    @Test
+    void anExclusiveConsumerStartsAgainOnceTheLostConnectionsConsumerIsGone() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            Answers first = new Answers(brokers.first, "1");
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            var q = ch.queueDeclare(QueueSpec.named("q"));
+            var c = ch.consume("q", new ConsumeOptions().consumerTag("c").exclusive(true), d -> {});
+            first.all();
+            done(q);
+            ConsumerHandle h = done(c);
+
+            brokers.cut();
+            FakeBroker second = brokers.cutAndReconnectAfterLoss(5);
+            RecoveringBrokers.reopen(second, 1);
+            RecoveringBrokers.reopen(second, 2);
+            second.expectAndRelease(2, MethodIds.QUEUE_DECLARE);
+            second.send(
+                    2, new QueueDeclareOkEncoder().queue("q").messageCount(0).consumerCount(1));
+            second.expectAndRelease(2, MethodIds.CHANNEL_CLOSE);
+            second.sendChannelCloseOk(2);
+            brokers.runRecoveryTasks();
+            RecoveringBrokers.reopen(second, 3);
+            passive(second, 3, 1); // the lost connection's consumer
+            brokers.runRecoveryTasks();
+            assertEquals(List.of(), new Answers(second, "2").all(), "no basic.consume yet");
+
+            brokers.first.client.advanceTimeBy(100, TimeUnit.MILLISECONDS);
+            brokers.runRecoveryTasks();
+            passive(second, 3, 0);
+            brokers.runRecoveryTasks();
+            assertEquals(
+                    List.of("3 channel.close", "1 basic.qos 250", "1 basic.consume q c exclusive"),
+                    new Answers(second, "2").all());
+            brokers.runAllTasks();
+            assertFalse(brokers.connection.isRecovering());
+            assertTrue(h.isActive());
+            assertTrue(ch.isOpen());
+        }
+    }
+
     /** Two cancels held through an outage end alike: when the one sent after recovery fails, both fail. */
     @Test
     void aSecondHeldCancelFailsWithTheFirst() {

@@ -498,6 +498,42 @@ class RecoveryIT {
         }
     }
 
+    /**
+     * The same partition, with an exclusive consumer on a shared queue: the broker keeps the lost connection's
+     * consumer until its heartbeat check gives up, and refuses an exclusive basic.consume with 403 meanwhile, which
+     * closes the channel. Recovery waits for the queue to have no consumer, then the consumer and its channel are
+     * back.
+     */
+    @Test
+    void anExclusiveConsumerStillAttachedForTheOldConnectionComesBackOnItsChannel(
+            Broker broker, BrokerExtension.TestNames names) throws Exception {
+        try (FaultProxy proxy = new FaultProxy(broker.host(), broker.port())) {
+            Connection c = await(BrokerExtension.client()
+                    .connect(through(proxy, broker, "recovery-exclusive-consumer")
+                            .requestedHeartbeat(1)));
+            names.onCleanup(() -> c.close().toCompletableFuture().get(30, TimeUnit.SECONDS));
+            Events events = new Events();
+            c.addRecoveryListener(events);
+            Channel ch = await(c.openChannel());
+            String q = names.queue("exclusive-consumer");
+            await(ch.queueDeclare(QueueSpec.named(q)));
+            deleteOnCleanup(names, broker, q);
+            BlockingQueue<String> got = new LinkedBlockingQueue<>();
+            ConsumerHandle consumer = await(ch.consume(
+                    q,
+                    new ConsumeOptions().noAck(true).exclusive(true),
+                    d -> got.add(d.body().toString(StandardCharsets.UTF_8))));
+
+            assertEquals(1, proxy.partition());
+            events.awaitRecovery();
+
+            assertTrue(ch.isOpen(), "the channel was not closed by a refused basic.consume");
+            assertTrue(consumer.isActive());
+            await(ch.publish("", q, false, null, bytes("after")));
+            assertEquals("after", got.poll(30, TimeUnit.SECONDS));
+        }
+    }
+
     @Test
     void deletedEntitiesAreForgottenAndNotDeclaredAgain(Broker broker, BrokerExtension.TestNames names)
             throws Exception {

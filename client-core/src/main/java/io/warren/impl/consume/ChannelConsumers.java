@@ -450,6 +450,15 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
         lost.settle();
     }
 
+    /**
+     * Recovery: adds the queues of the lost consumers that will start again as exclusive consumers to {@code into}
+     * (as named before the loss).
+     */
+    public void lostExclusiveQueues(java.util.Collection<String> into) {
+        assert loop.inEventLoop() : "channel consumers off the event loop";
+        lost.exclusiveQueues(into);
+    }
+
     /** Recovery will not happen: the consumers lost with the connection end with {@code cause}. */
     public void endLost(AmqpException cause) {
         assert loop.inEventLoop() : "channel consumers off the event loop";

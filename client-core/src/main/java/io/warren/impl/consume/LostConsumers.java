@@ -153,6 +153,15 @@ final class LostConsumers {
         lost = startingAgain(lost);
     }
 
+    /** Adds the queues of the waiting consumers that consume exclusively to {@code into}. */
+    void exclusiveQueues(java.util.Collection<String> into) {
+        for (ConsumerImpl c : lost) {
+            if (c.isActive() && c.options().exclusive()) {
+                into.add(c.queue());
+            }
+        }
+    }
+
     /** Recovery will not happen: the lost consumers end with {@code cause}. */
     void endAll(AmqpException cause) {
         ConsumerImpl[] all = lost;

@@ -479,6 +479,14 @@ public final class ChannelRecovery implements PublishCarryOver {
         return CompletableFuture.allOf(all.toArray(CompletableFuture[]::new));
     }
 
+    /** Adds the queues of the lost consumers that will start again as exclusive consumers to {@code into}. */
+    public void lostExclusiveQueues(java.util.Collection<String> into) {
+        assert channel.state().outbound().inEventLoop() : "channel recovery off the event loop";
+        for (ChannelConsumers old : lostConsumers) {
+            old.lostExclusiveQueues(into);
+        }
+    }
+
     /** Before the topology is declared again: the lost consumers that will not start again end. */
     public void settleConsumers() {
         assert channel.state().outbound().inEventLoop() : "channel recovery off the event loop";

@@ -458,6 +458,7 @@ public final class ConnectionRecovery {
                         () -> recovery.topologyRecovery()
                                 ? new TopologyRestore(this, topology, connection, handler, loop).run()
                                 : CompletableFuture.completedFuture(null)))
+                .thenCompose(v -> step(gen, () -> exclusiveConsumersGone(handler, channels)))
                 // consumers holding reading paused last: their deliveries start only when nothing of the
                 // restore is left to read but their own consume-oks, and reading stops with the restore
                 .thenCompose(v -> step(gen, () -> restoreConsumers(gen, channels, true)))
@@ -503,6 +504,29 @@ public final class ConnectionRecovery {
             ch.abandon(cause);
         }
         return null;
+    }
+
+    /**
+     * Before exclusive consumers start again: their queues' consumers of the lost connection are gone (see {@link
+     * TopologyRestore#consumersGone}), or a basic.consume refused with 403 would close the application's channel.
+     */
+    private CompletionStage<Void> exclusiveConsumersGone(ConnectionHandler handler, List<RecoverableChannel> channels) {
+        java.util.Set<String> queues = new java.util.LinkedHashSet<>();
+        for (RecoverableChannel ch : channels) {
+            if (lost.get(ch.channelNumber()) == ch && ch.state().isUsable()) {
+                ch.recovery().lostExclusiveQueues(queues);
+            }
+        }
+        if (queues.isEmpty()) {
+            return CompletableFuture.completedFuture(null);
+        }
+        // a server-named queue declared again has a new name: nothing of the lost connection consumes from it
+        List<String> same =
+                queues.stream().filter(q -> topology.currentName(q).equals(q)).toList();
+        if (same.isEmpty()) {
+            return CompletableFuture.completedFuture(null);
+        }
+        return new TopologyRestore(this, topology, connection, handler, loop).consumersGone(same);
     }
 
     private CompletionStage<Void> restoreConsumers(int gen, List<RecoverableChannel> channels, boolean unpausedOnly) {

@@ -3,8 +3,10 @@ package io.warren.impl.recovery;
 import io.netty.channel.EventLoop;
 import io.warren.ChannelClosedException;
 import io.warren.DeclaredQueue;
+import io.warren.QueueSpec;
 import io.warren.codec.base.ReplyCode;
 import io.warren.impl.connection.ConnectionHandler;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
@@ -23,7 +25,9 @@ import org.slf4j.LoggerFactory;
  * refusal is retried, after 100 ms and then twice as long each time up to a second, for three heartbeat intervals
  * and a second from the first refusal; the rest of the restore waits for it, since the queue's bindings and
  * consumers come after it. Without heartbeats the broker may keep the old connection for hours: no retry.
- * Event loop.
+ *
+ * <p>The same goes for the lost connection's exclusive consumers: before such a consumer starts again, recovery
+ * waits, as long, for its queue to have no consumer ({@link #consumersGone}). Event loop.
  */
 final class TopologyRestore {
 
@@ -114,20 +118,68 @@ final class TopologyRestore {
                             "recovery: {} is still locked by the connection before the loss; trying again in {} ms",
                             what,
                             TimeUnit.NANOSECONDS.toMillis(delay));
-                    CompletableFuture<Void> next = new CompletableFuture<>();
-                    loop.schedule(
-                            () -> queue(q, until, Math.min(delay * 2, LONGEST_RETRY_NANOS))
-                                    .whenComplete((v, e) -> {
-                                        if (e != null) {
-                                            next.completeExceptionally(e);
-                                        } else {
-                                            next.complete(null);
-                                        }
-                                    }),
-                            delay,
-                            TimeUnit.NANOSECONDS);
-                    return next;
+                    return later(delay, () -> queue(q, until, Math.min(delay * 2, LONGEST_RETRY_NANOS)));
                 });
+    }
+
+    /**
+     * Waits until none of {@code queues} has a consumer, each for as long as a locked exclusive queue is waited for,
+     * then closes its channel. The lost connection's exclusive consumers are still attached to them when the broker
+     * did not see the loss, and a basic.consume with the exclusive flag meanwhile is refused with 403
+     * ACCESS_REFUSED, which closes the application's channel. Never fails but with the connection: a queue that
+     * cannot be read, or keeps its consumers, is left to the consume, which reports it.
+     */
+    CompletionStage<Void> consumersGone(List<String> queues) {
+        CompletionStage<Void> done = CompletableFuture.completedFuture(null);
+        for (String q : queues) {
+            done = done.thenCompose(v -> consumersGone(q, 0L, FIRST_RETRY_NANOS));
+        }
+        return done.whenComplete((v, e) -> {
+            if (channel != null) {
+                channel.close();
+            }
+        });
+    }
+
+    private CompletionStage<Void> consumersGone(String queue, long deadline, long delay) {
+        return channel()
+                .thenCompose(ch -> ch.queueDeclare(QueueSpec.passive(queue)))
+                .handle((ok, e) -> {
+                    if (e != null && !handler.isOpen()) {
+                        throw new CompletionException(e); // the connection is gone: stop
+                    }
+                    return e != null ? 0L : ok.consumerCount(); // not there: the consume says so
+                })
+                .thenCompose(consumers -> {
+                    long now = loop.ticker().nanoTime();
+                    long until = deadline != 0 ? deadline : now + lockWaitNanos();
+                    if (consumers == 0 || now + delay - until > 0) {
+                        return CompletableFuture.completedFuture(null);
+                    }
+                    LOG.debug(
+                            "recovery: queue '{}' still has {} consumer(s), the lost connection's exclusive one among"
+                                    + " them; looking again in {} ms",
+                            queue,
+                            consumers,
+                            TimeUnit.NANOSECONDS.toMillis(delay));
+                    return later(delay, () -> consumersGone(queue, until, Math.min(delay * 2, LONGEST_RETRY_NANOS)));
+                });
+    }
+
+    /** Runs {@code next} on the event loop after {@code delayNanos}; the stage completes as its stage does. */
+    private CompletionStage<Void> later(long delayNanos, java.util.function.Supplier<CompletionStage<Void>> next) {
+        CompletableFuture<Void> done = new CompletableFuture<>();
+        loop.schedule(
+                () -> next.get().whenComplete((v, e) -> {
+                    if (e != null) {
+                        done.completeExceptionally(e);
+                    } else {
+                        done.complete(null);
+                    }
+                }),
+                delayNanos,
+                TimeUnit.NANOSECONDS);
+        return done;
     }
 
     /**
