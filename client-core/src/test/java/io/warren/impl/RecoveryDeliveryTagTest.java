@@ -20,6 +20,7 @@ import io.warren.codec.method.MethodIds;
 import io.warren.impl.metrics.CountingMetrics;
 import io.warren.impl.metrics.MetricsCollector;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletionStage;
@@ -309,6 +310,56 @@ class RecoveryDeliveryTagTest {
             assertEquals(List.of("3 redelivered"), seen);
             assertEquals("ack 1", settlement(second));
             second.expectNothing();
+        }
+    }
+
+    /**
+     * A delivery counted in flight that took the last unit of the application's demand and waits on the executor
+     * when its channel is lost gives the unit back for its redelivered copy, unless the application paused
+     * meanwhile: then the copy waits for the next fetch. Before, the unit came back over the pause and the copy
+     * reached the handler after pause() returned.
+     */
+    @Test
+    void aDeliveryLostOnTheExecutorGivesNoDemandBackOverAPause() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            ArrayDeque<Runnable> executor = new ArrayDeque<>(); // run by the test, task by task
+            List<String> seen = new ArrayList<>();
+            ConsumerHandle c = consume(
+                    brokers.first,
+                    ch,
+                    new ConsumeOptions()
+                            .consumerTag("c")
+                            .executor(executor::add)
+                            .concurrency(2)
+                            .initialDemand(1),
+                    d -> {
+                        seen.add(d.deliveryTag() + (d.redelivered() ? " redelivered" : ""));
+                        d.ack();
+                    });
+            deliver(brokers.first, 1);
+            executor.poll().run(); // the drain: the delivery takes the unit and is started on the executor
+            assertEquals(1, executor.size(), "the delivery waits on the executor");
+
+            FakeBroker second = recover(brokers);
+            c.pause();
+            executor.poll().run(); // lost with its channel: dropped
+            second.sendDeliver(1, "c", 1, true, BasicProperties.EMPTY, BODY);
+            brokers.runAllTasks();
+            runAll(executor);
+            assertEquals(List.of(), seen, "paused before the lost delivery gave its unit back");
+            assertEquals(1, c.queued(), "the copy is held");
+
+            c.fetch(1);
+            runAll(executor);
+            assertEquals(List.of("2 redelivered"), seen);
+        }
+    }
+
+    private static void runAll(ArrayDeque<Runnable> executor) {
+        Runnable task;
+        while ((task = executor.poll()) != null) {
+            task.run();
         }
     }
 

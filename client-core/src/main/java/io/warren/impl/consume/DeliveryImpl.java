@@ -11,9 +11,15 @@ import io.netty.buffer.ByteBuf;
  * method payload: class-id 60 | method-id 60 | consumer-tag shortstr | delivery-tag 8 | redelivered 1 | exchange shortstr | routing-key shortstr
  * </pre>
  */
-final class DeliveryImpl extends MessageDelivery implements Runnable {
+final class DeliveryImpl extends MessageDelivery implements Runnable, DemandGate.Taker {
 
     private final ConsumerImpl consumer;
+
+    /**
+     * The pause epoch of the unit of the application's demand it took ({@link SlotDispatch}), for giving the unit
+     * back if it is lost. Written before it is handed to the executor, read after: the hand-over orders the two.
+     */
+    private int demandEpoch;
 
     /** Takes ownership of the three buffers. */
     DeliveryImpl(
@@ -37,6 +43,16 @@ final class DeliveryImpl extends MessageDelivery implements Runnable {
     protected int exchangeIndex() {
         int tag = method.readerIndex() + 4;
         return tag + 1 + method.getUnsignedByte(tag) + 9;
+    }
+
+    @Override
+    public void demandEpoch(int epoch) {
+        this.demandEpoch = epoch;
+    }
+
+    @Override
+    public int demandEpoch() {
+        return demandEpoch;
     }
 
     /** Runs the handler on the consumer's executor (parallel deliveries). */

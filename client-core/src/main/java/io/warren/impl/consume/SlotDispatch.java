@@ -70,7 +70,7 @@ final class SlotDispatch implements Dispatch {
 
     @Override
     public void onDelivery(DeliveryImpl d) {
-        if (userDemand.take()) {
+        if (userDemand.take(d)) {
             if (asyncHandler == null) {
                 start(d);
             } else {
@@ -92,22 +92,26 @@ final class SlotDispatch implements Dispatch {
             return;
         }
         if (consumer.dropIfLost(d)) {
-            lostDemandBack();
+            lostDemandBack(d);
         } else {
             consumer.handle(d);
         }
         completed();
     }
 
-    /** A delivery dropped as lost took a unit of the application's demand that its redelivered copy needs. */
-    private void lostDemandBack() {
-        userDemand.add(1);
+    /**
+     * A delivery dropped as lost took a unit of the application's demand that its redelivered copy needs: given
+     * back, unless the application paused since (the copy then waits for a fetch). {@code d} is released: only
+     * its epoch is read.
+     */
+    private void lostDemandBack(DeliveryImpl d) {
+        userDemand.giveBack(d);
         startHeld();
     }
 
     private void processAsync(DeliveryImpl d) {
         if (consumer.dropIfLost(d)) {
-            lostDemandBack();
+            lostDemandBack(d);
             completed();
             return;
         }
