@@ -350,7 +350,8 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
      * so handing it over would give the application the message twice, and its settlement could only throw
      * {@link io.warren.StaleDeliveryException}. A noAck delivery is still handed over: nobody will redeliver it.
      * The queue asks before the delivery takes a unit of demand (a pause made meanwhile holds); {@link SlotDispatch}
-     * asks again for one lost while held or started, and gives back the unit of the application's demand it took.
+     * asks again for one lost while held or started, and gives back the unit of the application's demand it took
+     * unless a pause came since ({@link DemandGate#giveBack}).
      * Consumer context.
      */
     boolean dropIfLost(DeliveryImpl d) {
