@@ -25,17 +25,14 @@ import java.util.Objects;
  * topology and its consumers are back, after the publishes held meanwhile: it never reaches a re-opened channel
  * before the queues it names are declared again. It waits at most the connection's
  * {@link ConnectionOptions#rpcTimeout RPC timeout} from its call, then fails unsent with
- * {@link RpcTimeoutException}; it fails with the cause when the channel will not be recovered. Transaction and
- * confirm methods are not held: they go through the channel's publisher, whose publishes a loss fails or holds.
+ * {@link RpcTimeoutException}; it fails with the cause when the channel will not be recovered. The publishes held
+ * meanwhile go first, whatever the order of the calls: a queue declared during recovery does not exist yet for a
+ * publish made after the declare. A held method naming a server-named queue that recovery declared again under a
+ * new name fails unsent, as it would meet 404 (see {@link RecoveryListener#queueRenamed}). Transaction and confirm
+ * methods are not held: they go through the channel's publisher, whose publishes a loss fails or holds.
  *
- * <p>A named exclusive queue can still belong to the lost connection when the broker did not see the loss (a
- * partition, a reset that never reached it): the broker keeps that connection until its heartbeat check gives up
- * on it, and refuses the queue's declaration with 405 RESOURCE_LOCKED until then. Topology recovery tries again,
- * for up to three heartbeat intervals and a second, before it reports the queue through
- * {@link RecoveryListener#topologyRecoveryFailed}; the rest of the restore waits for it. Without heartbeats it is
- * reported at once. The lost connection's exclusive consumers are kept by the broker as long, and it refuses an
- * exclusive basic.consume on their queues with 403 meanwhile, which would close the channel: before an exclusive
- * consumer starts again, recovery waits as long for its queue to have no consumer.
+ * <p>A named exclusive queue, or an exclusive consumer's queue, can still be held for the lost connection when the
+ * broker did not see the loss: see {@link #awaitExclusiveRelease(boolean)}.
  */
 public final class RecoveryOptions {
 
@@ -67,6 +64,7 @@ public final class RecoveryOptions {
     private Duration maxDuration;
     private PublishDuringRecovery publishDuringRecovery = PublishDuringRecovery.WAIT;
     private Duration publishWaitTimeout = Duration.ofSeconds(30);
+    private boolean awaitExclusiveRelease;
 
     public RecoveryOptions() {}
 
@@ -81,6 +79,7 @@ public final class RecoveryOptions {
         this.maxDuration = other.maxDuration;
         this.publishDuringRecovery = other.publishDuringRecovery;
         this.publishWaitTimeout = other.publishWaitTimeout;
+        this.awaitExclusiveRelease = other.awaitExclusiveRelease;
     }
 
     /** Automatic recovery on (the default) or off. Off, a lost connection is closed for good. */
@@ -190,11 +189,32 @@ public final class RecoveryOptions {
         return publishWaitTimeout;
     }
 
+    /**
+     * Whether topology recovery waits for the broker to let go of what the lost connection held exclusively (off by
+     * default). When the broker did not see the loss (a partition, a reset that never reached it) it keeps the old
+     * connection until its heartbeat check gives up on it, two to three heartbeat intervals after it last heard from
+     * it, and meanwhile refuses the declaration of the named exclusive queues it owns (405 RESOURCE_LOCKED) and an
+     * exclusive basic.consume on the queues of its exclusive consumers (403 ACCESS_REFUSED, which closes the
+     * channel). On, recovery declares such a queue again, and looks for the queue of an exclusive consumer to have
+     * no consumer before it starts it, until three heartbeat intervals and a second after the loss; the rest of the
+     * restore waits meanwhile. Turn it on when those queues and consumers are this application's own; leave it off
+     * when another instance takes them over at a loss (an exclusive queue as a lock, an active/standby pair of
+     * exclusive consumers), whose recovery would wait for nothing. Without heartbeats nothing waits.
+     */
+    public RecoveryOptions awaitExclusiveRelease(boolean on) {
+        this.awaitExclusiveRelease = on;
+        return this;
+    }
+
+    public boolean awaitExclusiveRelease() {
+        return awaitExclusiveRelease;
+    }
+
     @Override
     public String toString() {
         return "RecoveryOptions{enabled=" + enabled + ", topology=" + topologyRecovery + ", backoff=" + initialDelay
                 + ".." + maxDelay + " x" + multiplier + " jitter " + jitter + ", maxAttempts=" + maxAttempts
                 + ", maxDuration=" + maxDuration + ", publish=" + publishDuringRecovery + " " + publishWaitTimeout
-                + "}";
+                + ", awaitExclusiveRelease=" + awaitExclusiveRelease + "}";
     }
 }

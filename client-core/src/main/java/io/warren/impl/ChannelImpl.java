@@ -474,6 +474,7 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
         if (d.noWait()) {
             return recorded(
                     rpc(
+                            d.queue(),
                             MethodIds.QUEUE_DECLARE,
                             -1,
                             true,
@@ -484,6 +485,7 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
         }
         return recorded(
                 rpc(
+                        d.queue(),
                         MethodIds.QUEUE_DECLARE,
                         MethodIds.QUEUE_DECLARE_OK,
                         false,
@@ -503,6 +505,7 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
             String queue, String exchange, String routingKey, Map<String, ?> arguments, boolean noWait) {
         return recorded(
                 voidRpc(
+                        queue,
                         MethodIds.QUEUE_BIND,
                         MethodIds.QUEUE_BIND_OK,
                         noWait,
@@ -521,6 +524,7 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
             String queue, String exchange, String routingKey, Map<String, ?> arguments) {
         return recorded(
                 voidRpc(
+                        queue,
                         MethodIds.QUEUE_UNBIND,
                         MethodIds.QUEUE_UNBIND_OK,
                         false,
@@ -531,6 +535,7 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
     @Override
     public CompletionStage<Long> queuePurge(String queue) {
         return rpc(
+                queue,
                 MethodIds.QUEUE_PURGE,
                 MethodIds.QUEUE_PURGE_OK,
                 false,
@@ -541,7 +546,8 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
 
     @Override
     public CompletionStage<Void> queuePurgeNoWait(String queue) {
-        return voidRpc(MethodIds.QUEUE_PURGE, -1, true, () -> Requests.queuePurge(state.alloc(), number, queue, true));
+        return voidRpc(
+                queue, MethodIds.QUEUE_PURGE, -1, true, () -> Requests.queuePurge(state.alloc(), number, queue, true));
     }
 
     @Override
@@ -553,6 +559,7 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
     public CompletionStage<Long> queueDelete(String queue, boolean ifUnused, boolean ifEmpty) {
         return recorded(
                 rpc(
+                        queue,
                         MethodIds.QUEUE_DELETE,
                         MethodIds.QUEUE_DELETE_OK,
                         false,
@@ -566,6 +573,7 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
     public CompletionStage<Void> queueDeleteNoWait(String queue, boolean ifUnused, boolean ifEmpty) {
         return recorded(
                 voidRpc(
+                        queue,
                         MethodIds.QUEUE_DELETE,
                         -1,
                         true,
@@ -629,7 +637,7 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
                         future)
                 // after a timeout too: its content follows, and the message is given back (GetRequest)
                 .onLateReply((reply, f) -> GetRequest.onReply(consumers, reply, f, autoAck));
-        HandOver.run(state.outbound(), () -> callOrHold(request, true), frame, future);
+        HandOver.run(state.outbound(), () -> callOrHold(request, true, queue), frame, future);
         return future;
     }
 
@@ -824,7 +832,13 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
     /** As above; {@code hold}: held while the channel recovers (false for recovery's own restore of a mode). */
     private CompletionStage<Void> voidRpc(
             int requestKey, int replyKey, boolean noWait, Supplier<ByteBuf> encode, boolean hold) {
-        return rpc(requestKey, replyKey, noWait, null, encode, (frame, f) -> f.complete(null), hold);
+        return rpc(requestKey, replyKey, noWait, null, encode, (frame, f) -> f.complete(null), hold, null);
+    }
+
+    /** A method naming {@code queue} (see {@link #callOrHold}). */
+    private CompletionStage<Void> voidRpc(
+            String queue, int requestKey, int replyKey, boolean noWait, Supplier<ByteBuf> encode) {
+        return rpc(requestKey, replyKey, noWait, null, encode, (frame, f) -> f.complete(null), true, queue);
     }
 
     private <T> CompletionStage<T> rpc(
@@ -834,7 +848,19 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
             T noWaitResult,
             Supplier<ByteBuf> encode,
             ChannelRpc.ReplyHandler<T> handler) {
-        return rpc(requestKey, replyKey, noWait, noWaitResult, encode, handler, true);
+        return rpc(requestKey, replyKey, noWait, noWaitResult, encode, handler, true, null);
+    }
+
+    /** A method naming {@code queue} (see {@link #callOrHold}). */
+    private <T> CompletionStage<T> rpc(
+            String queue,
+            int requestKey,
+            int replyKey,
+            boolean noWait,
+            T noWaitResult,
+            Supplier<ByteBuf> encode,
+            ChannelRpc.ReplyHandler<T> handler) {
+        return rpc(requestKey, replyKey, noWait, noWaitResult, encode, handler, true, queue);
     }
 
     /**
@@ -848,7 +874,8 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
             T noWaitResult,
             Supplier<ByteBuf> encode,
             ChannelRpc.ReplyHandler<T> handler,
-            boolean hold) {
+            boolean hold,
+            String queue) {
         CompletableFuture<T> future = new CompletableFuture<>();
         ByteBuf frame;
         try {
@@ -860,18 +887,20 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
         ChannelRpc.Request<T> request = noWait
                 ? ChannelRpc.Request.noWait(requestKey, frame, noWaitResult, future)
                 : ChannelRpc.Request.of(requestKey, replyKey, -1, frame, handler, future);
-        HandOver.run(state.outbound(), () -> callOrHold(request, hold), frame, future);
+        HandOver.run(state.outbound(), () -> callOrHold(request, hold, queue), frame, future);
         return future;
     }
 
     /**
      * Queues {@code request} on the channel, or, while the channel recovers and {@code hold}, holds it until the
-     * channel and the topology are back ({@link ChannelRecovery#holdCall}). Event loop.
+     * channel and the topology are back ({@link ChannelRecovery#holdCall}); {@code queue}, the queue it names or
+     * null, fails it unsent if recovery renamed that queue. Event loop.
      */
-    private void callOrHold(ChannelRpc.Request<?> request, boolean hold) {
+    private void callOrHold(ChannelRpc.Request<?> request, boolean hold, String queue) {
         if (hold
                 && recovery.holdCall(
                         request.requestKey(),
+                        queue,
                         state.rpcTimeoutNanos(),
                         () -> state.call(request),
                         request::failUnsent)) {
@@ -881,9 +910,10 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
     }
 
     @Override
-    public boolean holdWhileRecovering(int methodKey, Runnable send, java.util.function.Consumer<AmqpException> fail) {
+    public boolean holdWhileRecovering(
+            int methodKey, String queue, Runnable send, java.util.function.Consumer<AmqpException> fail) {
         assert state.outbound().inEventLoop() : "channel state off the event loop";
-        return recovery.holdCall(methodKey, state.rpcTimeoutNanos(), send, fail);
+        return recovery.holdCall(methodKey, queue, state.rpcTimeoutNanos(), send, fail);
     }
 
     @Override

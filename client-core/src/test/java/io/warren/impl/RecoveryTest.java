@@ -133,6 +133,11 @@ class RecoveryTest {
                     return "queue.declare '" + asked + "'" + (q.exclusive() ? " exclusive" : "")
                             + (q.durable() ? " durable" : "") + " -> " + name;
                 }
+                case MethodIds.QUEUE_PURGE -> {
+                    io.warren.codec.method.QueuePurge q = new io.warren.codec.method.QueuePurge().wrap(p, at);
+                    broker.send(ch, new io.warren.codec.method.QueuePurgeOkEncoder().messageCount(0));
+                    return "queue.purge " + q.queueAsString();
+                }
                 case MethodIds.QUEUE_BIND -> {
                     QueueBind b = new QueueBind().wrap(p, at);
                     broker.send(ch, new QueueBindOkEncoder());
@@ -480,6 +485,31 @@ class RecoveryTest {
         }
     }
 
+    /** Brokers whose connection waits for what the lost one held exclusively (RecoveryOptions.awaitExclusiveRelease). */
+    private static RecoveringBrokers awaitingExclusives(io.warren.ConnectionOptions options) {
+        return new RecoveringBrokers(options.recovery(new io.warren.RecoveryOptions().awaitExclusiveRelease(true)));
+    }
+
+    /** Off by default: another instance may have taken the queue over, and nothing would come of the wait. */
+    @Test
+    void anExclusiveQueueStillHeldIsReportedAtOnceByDefault() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            withExclusiveQueue(brokers);
+            RecordingRecoveryListener recovery = RecordingRecoveryListener.on(brokers.connection);
+            brokers.cut();
+            FakeBroker second = brokers.cutAndReconnectAfterLoss(5);
+            RecoveringBrokers.reopen(second, 1);
+            RecoveringBrokers.reopen(second, 2);
+            refuseLocked(second, 2);
+            brokers.runAllTasks();
+            brokers.runAllTasks();
+            assertFalse(brokers.connection.isRecovering(), () -> "recovered: " + recovery.events());
+            assertEquals(
+                    List.of("recovery started", "topology failed: queue 'ex'", "recovery succeeded"),
+                    recovery.events());
+        }
+    }
+
     /** RabbitMQ's refusal of a named exclusive queue its owner still holds, on recovery's channel. */
     private static void refuseLocked(FakeBroker broker, int channel) {
         broker.expectAndRelease(channel, MethodIds.QUEUE_DECLARE);
@@ -511,7 +541,7 @@ class RecoveryTest {
      */
     @Test
     void anExclusiveQueueTheOldConnectionStillHoldsIsDeclaredAgainOnceTheBrokerLetsItGo() {
-        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+        try (RecoveringBrokers brokers = awaitingExclusives(new io.warren.ConnectionOptions())) {
             Channel ch = withExclusiveQueue(brokers);
             RecordingRecoveryListener recovery = RecordingRecoveryListener.on(brokers.connection);
             brokers.cut();
@@ -547,8 +577,7 @@ class RecoveryTest {
     /** Without heartbeats the broker may hold the old connection for hours: the refusal is reported at once. */
     @Test
     void anExclusiveQueueStillHeldIsReportedAtOnceWithoutHeartbeats() {
-        try (RecoveringBrokers brokers =
-                new RecoveringBrokers(new io.warren.ConnectionOptions().requestedHeartbeat(0))) {
+        try (RecoveringBrokers brokers = awaitingExclusives(new io.warren.ConnectionOptions().requestedHeartbeat(0))) {
             withExclusiveQueue(brokers);
             RecordingRecoveryListener recovery = RecordingRecoveryListener.on(brokers.connection);
             brokers.cut();
@@ -567,10 +596,10 @@ class RecoveryTest {
         }
     }
 
-    /** The wait is bounded: three heartbeat intervals and a second after the first refusal, then reported. */
+    /** The wait is bounded: three heartbeat intervals and a second after the loss, then reported. */
     @Test
     void anExclusiveQueueStillHeldAfterThreeHeartbeatIntervalsIsReported() {
-        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+        try (RecoveringBrokers brokers = awaitingExclusives(new io.warren.ConnectionOptions())) {
             withExclusiveQueue(brokers);
             RecordingRecoveryListener recovery = RecordingRecoveryListener.on(brokers.connection);
             brokers.cut();
@@ -646,6 +675,67 @@ class RecoveryTest {
         }
     }
 
+    /**
+     * What waits for the recovery (a whenWritable callback) runs after the held methods are sent: a method it calls
+     * goes behind them, not ahead.
+     */
+    @Test
+    void aMethodCalledWhenTheChannelIsBackGoesBehindTheHeldOnes() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            brokers.cut();
+            var a = ch.queueDeclare(QueueSpec.named("a"));
+            List<CompletionStage<?>> b = new ArrayList<>();
+            ch.whenWritable().thenRun(() -> b.add(ch.queueDeclare(QueueSpec.named("b"))));
+            brokers.runAllTasks();
+            assertTrue(b.isEmpty(), "not writable while recovering");
+
+            FakeBroker second = brokers.cutAndReconnectAfterLoss();
+            brokers.runAllTasks();
+            assertEquals(
+                    List.of("1 channel.open", "1 queue.declare 'a' -> a", "1 queue.declare 'b' -> b"),
+                    new Answers(second, "2").all());
+            brokers.runAllTasks();
+            done(a);
+            assertEquals(1, b.size());
+            done(b.get(0));
+        }
+    }
+
+    /**
+     * A held method naming a server-named queue that recovery declared again under a new name fails unsent: sent,
+     * it would meet 404, which closes the channel. The channel stays usable.
+     */
+    @Test
+    void aHeldMethodNamingAServerNamedQueueRenamedByRecoveryFailsUnsent() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            Answers first = new Answers(brokers.first, "1");
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            var q = ch.queueDeclare(QueueSpec.serverNamed());
+            first.all();
+            String old = done(q).queue();
+
+            brokers.cut();
+            var bound = ch.queueBind(old, "amq.fanout", "");
+            var purged = ch.queuePurge("other");
+            brokers.runAllTasks();
+            FakeBroker second = brokers.cutAndReconnectAfterLoss();
+            assertEquals(
+                    List.of(
+                            "1 channel.open",
+                            "2 channel.open",
+                            "2 queue.declare '' exclusive -> amq.gen-2-1",
+                            "2 channel.close",
+                            "1 queue.purge other"),
+                    new Answers(second, "2").all());
+            brokers.runAllTasks();
+            AmqpException e = assertInstanceOf(AmqpException.class, failure(bound));
+            assertTrue(e.getMessage().contains("'" + old + "' again as 'amq.gen-2-1'"), e.getMessage());
+            assertEquals(0L, done(purged));
+            assertTrue(ch.isOpen());
+        }
+    }
+
     /** A method held while recovering waits at most the RPC timeout from its call, then fails unsent. */
     @Test
     void aMethodHeldLongerThanTheRpcTimeoutFailsUnsent() {
@@ -708,7 +798,7 @@ class RecoveryTest {
      */
     @Test
     void anExclusiveConsumerStartsAgainOnceTheLostConnectionsConsumerIsGone() {
-        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+        try (RecoveringBrokers brokers = awaitingExclusives(new io.warren.ConnectionOptions())) {
             Answers first = new Answers(brokers.first, "1");
             Channel ch = brokers.first.openChannel(brokers.connection, 1);
             var q = ch.queueDeclare(QueueSpec.named("q"));

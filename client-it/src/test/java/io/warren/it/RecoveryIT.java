@@ -56,6 +56,11 @@ class RecoveryIT {
         return Connections.quick(broker, name).address(proxy.host(), proxy.port());
     }
 
+    /** With {@link RecoveryOptions#awaitExclusiveRelease} on. */
+    static ConnectionOptions awaitingExclusives(ConnectionOptions options) {
+        return options.recovery(new RecoveryOptions(options.recovery()).awaitExclusiveRelease(true));
+    }
+
     /** Counts recovery events; {@link #succeeded} is awaited by the tests. */
     static final class Events implements RecoveryListener {
         final BlockingQueue<Object> succeeded = new LinkedBlockingQueue<>();
@@ -429,14 +434,16 @@ class RecoveryIT {
     /**
      * A partition only the client noticed: the broker keeps the old connection, and the named exclusive queue it
      * owns, until its heartbeat check gives up on it, refusing the new connection's declaration with 405 meanwhile.
-     * Recovery tries again until the broker lets the queue go, then the queue and its consumer are back.
+     * With awaitExclusiveRelease on, recovery tries again until the broker lets the queue go, then the queue and its
+     * consumer are back.
      */
     @Test
     void aNamedExclusiveQueueStillHeldByTheOldConnectionComesBackWithItsConsumer(
             Broker broker, BrokerExtension.TestNames names) throws Exception {
         try (FaultProxy proxy = new FaultProxy(broker.host(), broker.port())) {
             Connection c = await(BrokerExtension.client()
-                    .connect(through(proxy, broker, "recovery-exclusive").requestedHeartbeat(1)));
+                    .connect(awaitingExclusives(
+                            through(proxy, broker, "recovery-exclusive").requestedHeartbeat(1))));
             names.onCleanup(() -> c.close().toCompletableFuture().get(30, TimeUnit.SECONDS));
             Events events = new Events();
             List<String> failures = new CopyOnWriteArrayList<>();
@@ -501,7 +508,8 @@ class RecoveryIT {
     /**
      * The same partition, with an exclusive consumer on a shared queue: the broker keeps the lost connection's
      * consumer until its heartbeat check gives up, and refuses an exclusive basic.consume with 403 meanwhile, which
-     * closes the channel. Recovery waits for the queue to have no consumer, then the consumer and its channel are
+     * closes the channel. With awaitExclusiveRelease on, recovery waits for the queue to have no consumer, then the
+     * consumer and its channel are
      * back.
      */
     @Test
@@ -509,8 +517,8 @@ class RecoveryIT {
             Broker broker, BrokerExtension.TestNames names) throws Exception {
         try (FaultProxy proxy = new FaultProxy(broker.host(), broker.port())) {
             Connection c = await(BrokerExtension.client()
-                    .connect(through(proxy, broker, "recovery-exclusive-consumer")
-                            .requestedHeartbeat(1)));
+                    .connect(awaitingExclusives(through(proxy, broker, "recovery-exclusive-consumer")
+                            .requestedHeartbeat(1))));
             names.onCleanup(() -> c.close().toCompletableFuture().get(30, TimeUnit.SECONDS));
             Events events = new Events();
             c.addRecoveryListener(events);

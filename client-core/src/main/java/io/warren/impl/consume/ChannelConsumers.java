@@ -203,13 +203,15 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
             CompletableFuture<ConsumerHandle> result) {
         boolean held = host.holdWhileRecovering(
                 MethodIds.BASIC_CONSUME,
+                queue,
                 () -> host.currentConsumers().start(queue, options, handler, asyncHandler, request, result),
                 cause -> {
                     request.release();
                     result.completeExceptionally(cause);
                 });
         if (!held) {
-            start(queue, options, handler, asyncHandler, request, result);
+            // the channel's consumers of the moment: this task may have been queued before the channel was lost
+            host.currentConsumers().start(queue, options, handler, asyncHandler, request, result);
         }
     }
 

@@ -113,6 +113,8 @@ public final class ChannelRecovery implements PublishCarryOver {
     // event loop only
     /** Synchronous methods the application called while the channel recovers. */
     private final HeldCalls calls;
+    /** A queue's current name after the recovery (a server-named one declared again has a new one). */
+    private UnaryOperator<String> queueNames = UnaryOperator.identity();
 
     // event loop only: the states lost since the last recovery (a recovery interrupted by another loss adds
     // one); the consumers of each wait in it to be moved to the recovered state
@@ -185,18 +187,20 @@ public final class ChannelRecovery implements PublishCarryOver {
      * unsent. Returns false when the channel is not recovering: the caller sends it now. Event loop.
      *
      * @param methodKey the method's class and method ids, for the timeout's message
+     * @param queue the queue the method names, or null (a server-named one renamed by recovery fails it)
      * @param timeoutNanos how long it may wait for the channel (the connection's RPC timeout)
      */
-    public boolean holdCall(int methodKey, long timeoutNanos, Runnable send, Consumer<AmqpException> fail) {
+    public boolean holdCall(
+            int methodKey, String queue, long timeoutNanos, Runnable send, Consumer<AmqpException> fail) {
         assert channel.state().outbound().inEventLoop() : "channel recovery off the event loop";
-        if (!recovering) {
+        if (!recovering && !calls.sending()) {
             return false;
         }
         EventExecutor on;
         synchronized (this) {
             on = loop;
         }
-        calls.hold(on, timeoutNanos, methodKey, send, fail);
+        calls.hold(on, timeoutNanos, methodKey, queue, send, fail);
         return true;
     }
 
@@ -224,6 +228,7 @@ public final class ChannelRecovery implements PublishCarryOver {
     }
 
     private void recordLoss(AmqpException cause, ChannelConsumers old, ConnectionRecovery connection) {
+        queueNames = connection.topology()::currentName;
         lostConsumers.add(old);
         // max: a state lost during an interrupted recovery may have seen nothing above its own offset
         tagsExposed = Math.max(tagsExposed, old.highestTagExposed());
@@ -524,10 +529,12 @@ public final class ChannelRecovery implements PublishCarryOver {
             cancelWaitTimer();
             done = recovered;
         }
+        // behind the replayed publishes, and before anything waiting for the recovery runs (a whenWritable callback
+        // calling a method would overtake them)
+        calls.sendAll(queueNames);
         if (done != null) {
             done.complete(null);
         }
-        calls.sendAll(); // behind the replayed publishes: a publish then a declare made meanwhile keep their order
     }
 
     private void replay(Held h) {

@@ -79,6 +79,9 @@ public final class ConnectionRecovery {
     private int generation;
     private int attempts;
     private long lostAtNanos;
+    /** When the connection was lost, on the event loop's clock (what recovery's timers read). */
+    private long lostAtTicks;
+
     private ConnectionLostException lossCause;
     private Throwable lastFailure;
     private ScheduledFuture<?> timer;
@@ -299,6 +302,7 @@ public final class ConnectionRecovery {
             }
             case RUNNING -> {
                 lostAtNanos = System.nanoTime();
+                lostAtTicks = loop.ticker().nanoTime();
                 attempts = 0;
             }
             default ->
@@ -456,7 +460,8 @@ public final class ConnectionRecovery {
                 .thenCompose(v -> step(
                         gen,
                         () -> recovery.topologyRecovery()
-                                ? new TopologyRestore(this, topology, connection, handler, loop).run()
+                                ? new TopologyRestore(this, topology, connection, handler, loop, exclusiveDeadline())
+                                        .run()
                                 : CompletableFuture.completedFuture(null)))
                 .thenCompose(v -> step(gen, () -> exclusiveConsumersGone(handler, channels)))
                 // consumers holding reading paused last: their deliveries start only when nothing of the
@@ -511,6 +516,10 @@ public final class ConnectionRecovery {
      * TopologyRestore#consumersGone}), or a basic.consume refused with 403 would close the application's channel.
      */
     private CompletionStage<Void> exclusiveConsumersGone(ConnectionHandler handler, List<RecoverableChannel> channels) {
+        long deadline = exclusiveDeadline();
+        if (deadline == 0) {
+            return CompletableFuture.completedFuture(null);
+        }
         java.util.Set<String> queues = new java.util.LinkedHashSet<>();
         for (RecoverableChannel ch : channels) {
             if (lost.get(ch.channelNumber()) == ch && ch.state().isUsable()) {
@@ -526,7 +535,21 @@ public final class ConnectionRecovery {
         if (same.isEmpty()) {
             return CompletableFuture.completedFuture(null);
         }
-        return new TopologyRestore(this, topology, connection, handler, loop).consumersGone(same);
+        return new TopologyRestore(this, topology, connection, handler, loop, deadline).consumersGone(same);
+    }
+
+    /**
+     * Until when, on the event loop's clock, the restore waits for what the lost connection held exclusively
+     * ({@link RecoveryOptions#awaitExclusiveRelease}): three heartbeat intervals and a second after the loss, by which
+     * the broker's heartbeat check has given up on the old connection. 0: no wait (off, or no heartbeats).
+     */
+    private long exclusiveDeadline() {
+        int heartbeat = connection.heartbeat();
+        if (!recovery.awaitExclusiveRelease() || heartbeat <= 0) {
+            return 0;
+        }
+        long deadline = lostAtTicks + TimeUnit.SECONDS.toNanos(3L * heartbeat + 1);
+        return deadline == 0 ? 1 : deadline;
     }
 
     private CompletionStage<Void> restoreConsumers(int gen, List<RecoverableChannel> channels, boolean unpausedOnly) {

@@ -22,14 +22,19 @@ import java.util.function.Consumer;
  */
 final class HeldCalls {
 
-    /** A held method: {@code send} queues it on the channel as it is then; {@code fail} fails it unsent. */
-    private record Call(int methodKey, Runnable send, Consumer<AmqpException> fail, long deadlineNanos) {}
+    /**
+     * A held method: {@code send} queues it on the channel as it is then; {@code fail} fails it unsent. {@code
+     * queue}: the queue it names, or null.
+     */
+    private record Call(int methodKey, String queue, Runnable send, Consumer<AmqpException> fail, long deadlineNanos) {}
 
     private final RecoverableChannel channel;
     private final ArrayDeque<Call> calls = new ArrayDeque<>();
     private EventExecutor loop;
     private long timeoutNanos;
     private ScheduledFuture<?> timer;
+    /** {@link #sendAll} is running: a method called meanwhile (from a completion it runs) queues behind. */
+    private boolean sending;
 
     HeldCalls(RecoverableChannel channel) {
         this.channel = channel;
@@ -38,22 +43,51 @@ final class HeldCalls {
     /**
      * Holds a method called while the channel recovers, for at most {@code timeoutNanos} on {@code loop}'s clock.
      */
-    void hold(EventExecutor loop, long timeoutNanos, int methodKey, Runnable send, Consumer<AmqpException> fail) {
+    void hold(
+            EventExecutor loop,
+            long timeoutNanos,
+            int methodKey,
+            String queue,
+            Runnable send,
+            Consumer<AmqpException> fail) {
         assert loop.inEventLoop() : "held calls off the event loop";
         this.loop = loop;
         this.timeoutNanos = timeoutNanos;
-        calls.add(new Call(methodKey, send, fail, loop.ticker().nanoTime() + timeoutNanos));
-        if (timer == null) {
+        calls.add(new Call(methodKey, queue, send, fail, loop.ticker().nanoTime() + timeoutNanos));
+        if (timer == null && !sending) {
             timer = loop.schedule(this::expire, timeoutNanos, TimeUnit.NANOSECONDS);
         }
     }
 
-    /** The channel is back: sends every held method, in call order. */
-    void sendAll() {
+    /** Whether {@link #sendAll} is running: a method called now is held, to go behind the held ones. */
+    boolean sending() {
+        return sending;
+    }
+
+    /**
+     * The channel is back: sends every held method, in call order, those held while it runs included. One naming a
+     * queue that recovery declared again under a new name (a server-named queue) fails unsent: sent, it would meet
+     * 404, which closes the channel.
+     *
+     * @param queueNames a queue's current name
+     */
+    void sendAll(java.util.function.UnaryOperator<String> queueNames) {
         cancelTimer();
-        Call c;
-        while ((c = calls.poll()) != null) {
-            c.send.run();
+        sending = true;
+        try {
+            Call c;
+            while ((c = calls.poll()) != null) {
+                String now = c.queue == null ? null : queueNames.apply(c.queue);
+                if (now != null && !now.equals(c.queue)) {
+                    c.fail.accept(new AmqpException(MethodNames.describe(c.methodKey) + " on channel "
+                            + channel.channelNumber() + " was not sent: recovery declared queue '" + c.queue
+                            + "' again as '" + now + "' (server-named)"));
+                } else {
+                    c.send.run();
+                }
+            }
+        } finally {
+            sending = false;
         }
     }
 

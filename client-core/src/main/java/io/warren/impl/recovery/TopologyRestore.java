@@ -21,13 +21,12 @@ import org.slf4j.LoggerFactory;
  *
  * <p>A named exclusive queue can still belong to the connection the loss left behind: after a partition, or a
  * reset the broker never saw, the broker keeps that connection until its heartbeat check gives up on it (two to
- * three heartbeat intervals of silence), and refuses the declaration with 405 RESOURCE_LOCKED until then. Such a
- * refusal is retried, after 100 ms and then twice as long each time up to a second, for three heartbeat intervals
- * and a second from the first refusal; the rest of the restore waits for it, since the queue's bindings and
- * consumers come after it. Without heartbeats the broker may keep the old connection for hours: no retry.
- *
- * <p>The same goes for the lost connection's exclusive consumers: before such a consumer starts again, recovery
- * waits, as long, for its queue to have no consumer ({@link #consumersGone}). Event loop.
+ * three heartbeat intervals of silence), and refuses the declaration with 405 RESOURCE_LOCKED until then. With
+ * {@link io.warren.RecoveryOptions#awaitExclusiveRelease} on, such a refusal is retried, after 100 ms and then twice
+ * as long each time up to a second, until a deadline shared by the whole restore (three heartbeat intervals and a
+ * second after the loss); the rest of the restore waits for it, since the queue's bindings and consumers come after
+ * it. The same goes for the lost connection's exclusive consumers: before such a consumer starts again, recovery
+ * waits for its queue to have no consumer ({@link #consumersGone}). Event loop.
  */
 final class TopologyRestore {
 
@@ -42,6 +41,9 @@ final class TopologyRestore {
     private final ConnectionHandler handler;
     private final EventLoop loop;
 
+    /** Until when (the loop's clock) what the lost connection held exclusively is waited for; 0: not at all. */
+    private final long deadline;
+
     // event loop only
     private RecoverableChannel channel;
 
@@ -50,12 +52,14 @@ final class TopologyRestore {
             TopologyRecorder topology,
             RecoverableConnection connection,
             ConnectionHandler handler,
-            EventLoop loop) {
+            EventLoop loop,
+            long deadline) {
         this.owner = owner;
         this.topology = topology;
         this.connection = connection;
         this.handler = handler;
         this.loop = loop;
+        this.deadline = deadline;
     }
 
     CompletionStage<Void> run() {
@@ -68,7 +72,7 @@ final class TopologyRestore {
             done = done.thenCompose(v -> each("exchange '" + x.name() + "'", ch -> ch.exchangeDeclare(x.toDeclare())));
         }
         for (TopologyRecorder.Queue q : t.queues()) {
-            done = done.thenCompose(v -> queue(q, 0L, FIRST_RETRY_NANOS));
+            done = done.thenCompose(v -> queue(q, FIRST_RETRY_NANOS));
         }
         // bindings after every queue: their destinations' new names are known by then
         done = done.thenCompose(v -> {
@@ -91,11 +95,8 @@ final class TopologyRestore {
         });
     }
 
-    /**
-     * Declares {@code q}; a 405 is retried until {@code deadline} (0: not refused yet), the next try after
-     * {@code delay} nanoseconds.
-     */
-    private CompletionStage<Void> queue(TopologyRecorder.Queue q, long deadline, long delay) {
+    /** Declares {@code q}; a 405 is retried until the deadline, the next try after {@code delay} nanoseconds. */
+    private CompletionStage<Void> queue(TopologyRecorder.Queue q, long delay) {
         String what = "queue '" + q.name() + "'";
         return attempt(ch -> ch.queueDeclare(q.toDeclare()).thenAccept((DeclaredQueue ok) -> {
                     if (q.serverNamed() && !ok.queue().equals(q.name())) {
@@ -108,9 +109,7 @@ final class TopologyRestore {
                     if (failure == null) {
                         return CompletableFuture.completedFuture(null);
                     }
-                    long now = loop.ticker().nanoTime();
-                    long until = deadline != 0 ? deadline : now + lockWaitNanos();
-                    if (!q.exclusive() || !isLocked(failure) || now + delay - until > 0) {
+                    if (!q.exclusive() || !isLocked(failure) || !waitsFor(delay)) {
                         owner.topologyFailed(what, failure);
                         return CompletableFuture.completedFuture(null);
                     }
@@ -118,21 +117,21 @@ final class TopologyRestore {
                             "recovery: {} is still locked by the connection before the loss; trying again in {} ms",
                             what,
                             TimeUnit.NANOSECONDS.toMillis(delay));
-                    return later(delay, () -> queue(q, until, Math.min(delay * 2, LONGEST_RETRY_NANOS)));
+                    return later(delay, () -> queue(q, Math.min(delay * 2, LONGEST_RETRY_NANOS)));
                 });
     }
 
     /**
-     * Waits until none of {@code queues} has a consumer, each for as long as a locked exclusive queue is waited for,
-     * then closes its channel. The lost connection's exclusive consumers are still attached to them when the broker
-     * did not see the loss, and a basic.consume with the exclusive flag meanwhile is refused with 403
-     * ACCESS_REFUSED, which closes the application's channel. Never fails but with the connection: a queue that
-     * cannot be read, or keeps its consumers, is left to the consume, which reports it.
+     * Waits until none of {@code queues} has a consumer, at most until the deadline, then closes its channel. The
+     * lost connection's exclusive consumers are still attached to them when the broker did not see the loss, and a
+     * basic.consume with the exclusive flag meanwhile is refused with 403 ACCESS_REFUSED, which closes the
+     * application's channel. Never fails but with the connection: a queue that cannot be read, or keeps its
+     * consumers, is left to the consume, which reports it.
      */
     CompletionStage<Void> consumersGone(List<String> queues) {
         CompletionStage<Void> done = CompletableFuture.completedFuture(null);
         for (String q : queues) {
-            done = done.thenCompose(v -> consumersGone(q, 0L, FIRST_RETRY_NANOS));
+            done = done.thenCompose(v -> consumersGone(q, FIRST_RETRY_NANOS));
         }
         return done.whenComplete((v, e) -> {
             if (channel != null) {
@@ -141,7 +140,7 @@ final class TopologyRestore {
         });
     }
 
-    private CompletionStage<Void> consumersGone(String queue, long deadline, long delay) {
+    private CompletionStage<Void> consumersGone(String queue, long delay) {
         return channel()
                 .thenCompose(ch -> ch.queueDeclare(QueueSpec.passive(queue)))
                 .handle((ok, e) -> {
@@ -151,9 +150,7 @@ final class TopologyRestore {
                     return e != null ? 0L : ok.consumerCount(); // not there: the consume says so
                 })
                 .thenCompose(consumers -> {
-                    long now = loop.ticker().nanoTime();
-                    long until = deadline != 0 ? deadline : now + lockWaitNanos();
-                    if (consumers == 0 || now + delay - until > 0) {
+                    if (consumers == 0 || !waitsFor(delay)) {
                         return CompletableFuture.completedFuture(null);
                     }
                     LOG.debug(
@@ -162,7 +159,7 @@ final class TopologyRestore {
                             queue,
                             consumers,
                             TimeUnit.NANOSECONDS.toMillis(delay));
-                    return later(delay, () -> consumersGone(queue, until, Math.min(delay * 2, LONGEST_RETRY_NANOS)));
+                    return later(delay, () -> consumersGone(queue, Math.min(delay * 2, LONGEST_RETRY_NANOS)));
                 });
     }
 
@@ -182,13 +179,9 @@ final class TopologyRestore {
         return done;
     }
 
-    /**
-     * How long a locked exclusive queue is waited for: three heartbeat intervals of the connection (the broker's
-     * check gives up on the old one within them) and a second; none without heartbeats.
-     */
-    private long lockWaitNanos() {
-        int heartbeat = connection.heartbeat();
-        return heartbeat <= 0 ? 0 : TimeUnit.SECONDS.toNanos(3L * heartbeat + 1);
+    /** Whether a try {@code delay} from now still comes before the deadline. */
+    private boolean waitsFor(long delay) {
+        return deadline != 0 && loop.ticker().nanoTime() + delay - deadline <= 0;
     }
 
     /** A declaration the broker refused with 405 RESOURCE_LOCKED (it closed the channel). */
