@@ -28,7 +28,8 @@ import java.util.Objects;
  * {@link RpcTimeoutException}; it fails with the cause when the channel will not be recovered. The publishes held
  * meanwhile go first, whatever the order of the calls: a queue declared during recovery does not exist yet for a
  * publish made after the declare. A held method naming a server-named queue that recovery declared again under a
- * new name fails unsent, as it would meet 404 (see {@link RecoveryListener#queueRenamed}). Transaction and confirm
+ * new name fails unsent (see {@link RecoveryListener#queueRenamed}): recovery moved the queue's bindings and
+ * consumers to the new one, and the old one is gone, or left behind if it was durable. Transaction and confirm
  * methods are not held: they go through the channel's publisher, whose publishes a loss fails or holds.
  *
  * <p>A named exclusive queue, or an exclusive consumer's queue, can still be held for the lost connection when the

@@ -490,6 +490,38 @@ class RecoveryTest {
         return new RecoveringBrokers(options.recovery(new io.warren.RecoveryOptions().awaitExclusiveRelease(true)));
     }
 
+    /**
+     * A loss while restoring leaves a new connection behind, which the broker may hold as long: the wait counts from
+     * the newest loss, not the first (the first loss's deadline had passed when the queue was refused here).
+     */
+    @Test
+    void aLossWhileRestoringWaitsForWhatTheNewestConnectionHeld() {
+        try (RecoveringBrokers brokers = awaitingExclusives(new io.warren.ConnectionOptions())) {
+            withExclusiveQueue(brokers);
+            RecordingRecoveryListener recovery = RecordingRecoveryListener.on(brokers.connection);
+            brokers.cut();
+            FakeBroker second = brokers.cutAndReconnectAfterLoss(1); // waits until 4 s after this loss
+            RecoveringBrokers.reopen(second, 1);
+            RecoveringBrokers.reopen(second, 2);
+            second.expectAndRelease(2, MethodIds.QUEUE_DECLARE); // declared, then lost before its reply
+            brokers.first.client.advanceTimeBy(3_500, TimeUnit.MILLISECONDS);
+            brokers.runAllTasks();
+            brokers.cut();
+            FakeBroker third = brokers.cutAndReconnectAfterLoss(1);
+            RecoveringBrokers.reopen(third, 1);
+            RecoveringBrokers.reopen(third, 2);
+            refuseLocked(third, 2);
+            brokers.runAllTasks();
+            brokers.first.client.advanceTimeBy(1_000, TimeUnit.MILLISECONDS); // 4.5 s after the first loss
+            brokers.runAllTasks();
+            RecoveringBrokers.reopen(third, 3); // tried again
+            assertTrue(brokers.connection.isRecovering());
+            assertFalse(
+                    recovery.events().contains("topology failed: queue 'ex'"),
+                    () -> "not reported: " + recovery.events());
+        }
+    }
+
     /** Off by default: another instance may have taken the queue over, and nothing would come of the wait. */
     @Test
     void anExclusiveQueueStillHeldIsReportedAtOnceByDefault() {

@@ -19,7 +19,8 @@ public interface ConsumerHost {
      * Holds a synchronous method the application called while the channel recovers, until the channel and the
      * topology are back: {@code send} then runs on the event loop; {@code fail} fails it unsent (recovery gave up,
      * or it waited longer than the RPC timeout, or {@code queue}, the queue it names, was declared again under a new
-     * name). Returns false when the channel is not recovering: the caller sends it now. Event loop.
+     * name). Returns false when the channel is not recovering (nor sending what it held): the caller sends it now.
+     * Event loop.
      */
     boolean holdWhileRecovering(int methodKey, String queue, Runnable send, Consumer<AmqpException> fail);
 

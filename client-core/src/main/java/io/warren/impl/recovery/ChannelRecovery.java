@@ -184,7 +184,8 @@ public final class ChannelRecovery implements PublishCarryOver {
     /**
      * Holds a synchronous method the application called while the channel recovers ({@link HeldCalls}): {@code
      * send} queues it on the channel once it is back, after the publishes held meanwhile; {@code fail} fails it
-     * unsent. Returns false when the channel is not recovering: the caller sends it now. Event loop.
+     * unsent. Also while the held ones are being sent, so that one called from their completions goes behind them.
+     * Returns false otherwise: the caller sends it now. Event loop.
      *
      * @param methodKey the method's class and method ids, for the timeout's message
      * @param queue the queue the method names, or null (a server-named one renamed by recovery fails it)
@@ -528,6 +529,7 @@ public final class ChannelRecovery implements PublishCarryOver {
             recovering = false;
             cancelWaitTimer();
             done = recovered;
+            recovered = null; // a loss while the held calls go out (their completions run user code) starts afresh
         }
         // behind the replayed publishes, and before anything waiting for the recovery runs (a whenWritable callback
         // calling a method would overtake them)

@@ -305,8 +305,11 @@ public final class ConnectionRecovery {
                 lostAtTicks = loop.ticker().nanoTime();
                 attempts = 0;
             }
-            default ->
+            default -> {
+                // the newest loss bounds the wait for what the connection just lost held exclusively
+                lostAtTicks = loop.ticker().nanoTime();
                 LOG.info("connection to {} lost again while restoring: {}", connection.address(), cause.getMessage());
+            }
         }
         generation++;
         lossCause = lossCause(cause);

@@ -10,6 +10,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The synchronous methods the application calls on a channel while it recovers (queue.declare, basic.consume,
@@ -27,6 +29,8 @@ final class HeldCalls {
      * queue}: the queue it names, or null.
      */
     private record Call(int methodKey, String queue, Runnable send, Consumer<AmqpException> fail, long deadlineNanos) {}
+
+    private static final Logger LOG = LoggerFactory.getLogger(HeldCalls.class);
 
     private final RecoverableChannel channel;
     private final ArrayDeque<Call> calls = new ArrayDeque<>();
@@ -78,12 +82,21 @@ final class HeldCalls {
             Call c;
             while ((c = calls.poll()) != null) {
                 String now = c.queue == null ? null : queueNames.apply(c.queue);
-                if (now != null && !now.equals(c.queue)) {
-                    c.fail.accept(new AmqpException(MethodNames.describe(c.methodKey) + " on channel "
-                            + channel.channelNumber() + " was not sent: recovery declared queue '" + c.queue
-                            + "' again as '" + now + "' (server-named)"));
-                } else {
-                    c.send.run();
+                try {
+                    if (now != null && !now.equals(c.queue)) {
+                        c.fail.accept(new AmqpException(MethodNames.describe(c.methodKey) + " on channel "
+                                + channel.channelNumber() + " was not sent: recovery declared queue '" + c.queue
+                                + "' again as '" + now + "' (server-named)"));
+                    } else {
+                        c.send.run();
+                    }
+                } catch (RuntimeException e) {
+                    // one call's failure must not strand the others: nothing would send or fail them any more
+                    LOG.warn(
+                            "channel {}: {} held during recovery failed as it was sent",
+                            channel.channelNumber(),
+                            MethodNames.describe(c.methodKey),
+                            e);
                 }
             }
         } finally {
