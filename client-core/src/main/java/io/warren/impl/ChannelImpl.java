@@ -841,16 +841,6 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
         return rpc(requestKey, replyKey, noWait, null, encode, (frame, f) -> f.complete(null), true, queue);
     }
 
-    private <T> CompletionStage<T> rpc(
-            int requestKey,
-            int replyKey,
-            boolean noWait,
-            T noWaitResult,
-            Supplier<ByteBuf> encode,
-            ChannelRpc.ReplyHandler<T> handler) {
-        return rpc(requestKey, replyKey, noWait, noWaitResult, encode, handler, true, null);
-    }
-
     /** A method naming {@code queue} (see {@link #callOrHold}). */
     private <T> CompletionStage<T> rpc(
             String queue,

@@ -506,11 +506,7 @@ class RecoveryTest {
             second.expectAndRelease(2, MethodIds.QUEUE_DECLARE); // declared, then lost before its reply
             brokers.first.client.advanceTimeBy(3_500, TimeUnit.MILLISECONDS);
             brokers.runAllTasks();
-            brokers.cut();
-            FakeBroker third = brokers.cutAndReconnectAfterLoss(1);
-            RecoveringBrokers.reopen(third, 1);
-            RecoveringBrokers.reopen(third, 2);
-            refuseLocked(third, 2);
+            FakeBroker third = lostAndRefused(brokers, 1);
             brokers.runAllTasks();
             brokers.first.client.advanceTimeBy(1_000, TimeUnit.MILLISECONDS); // 4.5 s after the first loss
             brokers.runAllTasks();
@@ -528,11 +524,7 @@ class RecoveryTest {
         try (RecoveringBrokers brokers = new RecoveringBrokers()) {
             withExclusiveQueue(brokers);
             RecordingRecoveryListener recovery = RecordingRecoveryListener.on(brokers.connection);
-            brokers.cut();
-            FakeBroker second = brokers.cutAndReconnectAfterLoss(5);
-            RecoveringBrokers.reopen(second, 1);
-            RecoveringBrokers.reopen(second, 2);
-            refuseLocked(second, 2);
+            FakeBroker second = lostAndRefused(brokers, 5);
             brokers.runAllTasks();
             brokers.runAllTasks();
             assertFalse(brokers.connection.isRecovering(), () -> "recovered: " + recovery.events());
@@ -556,6 +548,19 @@ class RecoveryTest {
         broker.expectAndRelease(channel, MethodIds.CHANNEL_CLOSE_OK);
     }
 
+    /**
+     * Cuts the connection and reconnects with {@code heartbeat}; the restore re-opens channel 1 and recovery's
+     * channel 2, whose declaration of 'ex' is refused with 405. Returns the new broker.
+     */
+    private static FakeBroker lostAndRefused(RecoveringBrokers brokers, int heartbeat) {
+        brokers.cut();
+        FakeBroker broker = brokers.cutAndReconnectAfterLoss(heartbeat);
+        RecoveringBrokers.reopen(broker, 1);
+        RecoveringBrokers.reopen(broker, 2);
+        refuseLocked(broker, 2);
+        return broker;
+    }
+
     /** A connection whose channel 1 declared the named exclusive queue 'ex'. */
     private static Channel withExclusiveQueue(RecoveringBrokers brokers) {
         Answers first = new Answers(brokers.first, "1");
@@ -576,11 +581,7 @@ class RecoveryTest {
         try (RecoveringBrokers brokers = awaitingExclusives(new io.warren.ConnectionOptions())) {
             Channel ch = withExclusiveQueue(brokers);
             RecordingRecoveryListener recovery = RecordingRecoveryListener.on(brokers.connection);
-            brokers.cut();
-            FakeBroker second = brokers.cutAndReconnectAfterLoss(5);
-            RecoveringBrokers.reopen(second, 1);
-            RecoveringBrokers.reopen(second, 2);
-            refuseLocked(second, 2);
+            FakeBroker second = lostAndRefused(brokers, 5);
             brokers.runRecoveryTasks();
             assertEquals(List.of(), new Answers(second, "2").all(), "nothing until the retry is due");
             assertTrue(brokers.connection.isRecovering());
@@ -612,11 +613,7 @@ class RecoveryTest {
         try (RecoveringBrokers brokers = awaitingExclusives(new io.warren.ConnectionOptions().requestedHeartbeat(0))) {
             withExclusiveQueue(brokers);
             RecordingRecoveryListener recovery = RecordingRecoveryListener.on(brokers.connection);
-            brokers.cut();
-            FakeBroker second = brokers.cutAndReconnectAfterLoss(0);
-            RecoveringBrokers.reopen(second, 1);
-            RecoveringBrokers.reopen(second, 2);
-            refuseLocked(second, 2);
+            FakeBroker second = lostAndRefused(brokers, 0);
             brokers.runAllTasks();
             assertEquals(List.of(), new Answers(second, "2").all(), "no retry");
             brokers.runAllTasks();
@@ -634,11 +631,7 @@ class RecoveryTest {
         try (RecoveringBrokers brokers = awaitingExclusives(new io.warren.ConnectionOptions())) {
             withExclusiveQueue(brokers);
             RecordingRecoveryListener recovery = RecordingRecoveryListener.on(brokers.connection);
-            brokers.cut();
-            FakeBroker second = brokers.cutAndReconnectAfterLoss(1);
-            RecoveringBrokers.reopen(second, 1);
-            RecoveringBrokers.reopen(second, 2);
-            refuseLocked(second, 2);
+            FakeBroker second = lostAndRefused(brokers, 1);
             int refusals = 1;
             // retries at 0.1, 0.3, 0.7, 1.5, 2.5 and 3.5 s: the next, at 4.5 s, would come after the 4 s bound
             for (int ms = 0; ms < 5_000 && brokers.connection.isRecovering(); ms++) {

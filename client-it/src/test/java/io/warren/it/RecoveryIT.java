@@ -440,10 +440,42 @@ class RecoveryIT {
     @Test
     void aNamedExclusiveQueueStillHeldByTheOldConnectionComesBackWithItsConsumer(
             Broker broker, BrokerExtension.TestNames names) throws Exception {
+        consumesAgainAfterAPartition(
+                broker,
+                names,
+                "recovery-exclusive",
+                QueueSpec.named(names.queue("exclusive")).exclusive(true),
+                new ConsumeOptions().noAck(true));
+    }
+
+    /**
+     * The same partition, with an exclusive consumer on a shared queue: the broker keeps the lost connection's
+     * consumer until its heartbeat check gives up, and refuses an exclusive basic.consume with 403 meanwhile, which
+     * closes the channel. With awaitExclusiveRelease on, recovery waits for the queue to have no consumer, then the
+     * consumer and its channel are back.
+     */
+    @Test
+    void anExclusiveConsumerStillAttachedForTheOldConnectionComesBackOnItsChannel(
+            Broker broker, BrokerExtension.TestNames names) throws Exception {
+        consumesAgainAfterAPartition(
+                broker,
+                names,
+                "recovery-exclusive-consumer",
+                QueueSpec.named(names.queue("exclusive-consumer")),
+                new ConsumeOptions().noAck(true).exclusive(true));
+    }
+
+    /**
+     * Declares {@code spec} and consumes from it with {@code options} through a proxy, on a connection that waits
+     * for its exclusives (1 s heartbeats); partitions it; then checks that recovery reported nothing, the channel
+     * and the consumer are back, and what is published to the queue reaches the consumer.
+     */
+    private static void consumesAgainAfterAPartition(
+            Broker broker, BrokerExtension.TestNames names, String name, QueueSpec spec, ConsumeOptions options)
+            throws Exception {
         try (FaultProxy proxy = new FaultProxy(broker.host(), broker.port())) {
             Connection c = await(BrokerExtension.client()
-                    .connect(awaitingExclusives(
-                            through(proxy, broker, "recovery-exclusive").requestedHeartbeat(1))));
+                    .connect(awaitingExclusives(through(proxy, broker, name).requestedHeartbeat(1))));
             names.onCleanup(() -> c.close().toCompletableFuture().get(30, TimeUnit.SECONDS));
             Events events = new Events();
             List<String> failures = new CopyOnWriteArrayList<>();
@@ -455,16 +487,19 @@ class RecoveryIT {
                 }
             });
             Channel ch = await(c.openChannel());
-            String q = names.queue("exclusive");
-            await(ch.queueDeclare(QueueSpec.named(q).exclusive(true)));
+            String q = await(ch.queueDeclare(spec)).queue();
+            if (!spec.exclusive()) {
+                deleteOnCleanup(names, broker, q);
+            }
             BlockingQueue<String> got = new LinkedBlockingQueue<>();
-            ConsumerHandle consumer = await(ch.consume(
-                    q, new ConsumeOptions().noAck(true), d -> got.add(d.body().toString(StandardCharsets.UTF_8))));
+            ConsumerHandle consumer =
+                    await(ch.consume(q, options, d -> got.add(d.body().toString(StandardCharsets.UTF_8))));
 
             assertEquals(1, proxy.partition());
             events.awaitRecovery();
 
-            assertTrue(failures.isEmpty(), "the queue was declared again: " + failures);
+            assertTrue(failures.isEmpty(), "nothing was reported: " + failures);
+            assertTrue(ch.isOpen(), "the channel was not closed by a refused basic.consume");
             assertTrue(consumer.isActive());
             await(ch.publish("", q, false, null, bytes("after")));
             assertEquals("after", got.poll(30, TimeUnit.SECONDS));
@@ -500,43 +535,6 @@ class RecoveryIT {
 
             assertEquals(q, await(declared).queue());
             assertTrue(await(consumed).isActive());
-            await(ch.publish("", q, false, null, bytes("after")));
-            assertEquals("after", got.poll(30, TimeUnit.SECONDS));
-        }
-    }
-
-    /**
-     * The same partition, with an exclusive consumer on a shared queue: the broker keeps the lost connection's
-     * consumer until its heartbeat check gives up, and refuses an exclusive basic.consume with 403 meanwhile, which
-     * closes the channel. With awaitExclusiveRelease on, recovery waits for the queue to have no consumer, then the
-     * consumer and its channel are
-     * back.
-     */
-    @Test
-    void anExclusiveConsumerStillAttachedForTheOldConnectionComesBackOnItsChannel(
-            Broker broker, BrokerExtension.TestNames names) throws Exception {
-        try (FaultProxy proxy = new FaultProxy(broker.host(), broker.port())) {
-            Connection c = await(BrokerExtension.client()
-                    .connect(awaitingExclusives(through(proxy, broker, "recovery-exclusive-consumer")
-                            .requestedHeartbeat(1))));
-            names.onCleanup(() -> c.close().toCompletableFuture().get(30, TimeUnit.SECONDS));
-            Events events = new Events();
-            c.addRecoveryListener(events);
-            Channel ch = await(c.openChannel());
-            String q = names.queue("exclusive-consumer");
-            await(ch.queueDeclare(QueueSpec.named(q)));
-            deleteOnCleanup(names, broker, q);
-            BlockingQueue<String> got = new LinkedBlockingQueue<>();
-            ConsumerHandle consumer = await(ch.consume(
-                    q,
-                    new ConsumeOptions().noAck(true).exclusive(true),
-                    d -> got.add(d.body().toString(StandardCharsets.UTF_8))));
-
-            assertEquals(1, proxy.partition());
-            events.awaitRecovery();
-
-            assertTrue(ch.isOpen(), "the channel was not closed by a refused basic.consume");
-            assertTrue(consumer.isActive());
             await(ch.publish("", q, false, null, bytes("after")));
             assertEquals("after", got.poll(30, TimeUnit.SECONDS));
         }

@@ -201,17 +201,14 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
             AsyncDeliveryHandler asyncHandler,
             ConsumeRequest request,
             CompletableFuture<ConsumerHandle> result) {
-        boolean held = host.holdWhileRecovering(
-                MethodIds.BASIC_CONSUME,
-                queue,
-                () -> host.currentConsumers().start(queue, options, handler, asyncHandler, request, result),
-                cause -> {
-                    request.release();
-                    result.completeExceptionally(cause);
-                });
+        // on the channel's consumers of the moment: this task may have been queued before the channel was lost
+        Runnable start = () -> host.currentConsumers().start(queue, options, handler, asyncHandler, request, result);
+        boolean held = host.holdWhileRecovering(MethodIds.BASIC_CONSUME, queue, start, cause -> {
+            request.release();
+            result.completeExceptionally(cause);
+        });
         if (!held) {
-            // the channel's consumers of the moment: this task may have been queued before the channel was lost
-            host.currentConsumers().start(queue, options, handler, asyncHandler, request, result);
+            start.run();
         }
     }
 
