@@ -604,12 +604,15 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
             return invalid("prefetchSize must not be negative and prefetchCount must be within 0..65535");
         }
         ownQos = true; // at the call: a consume made right after it on this thread must see it
-        return voidRpc(
+        return rpc(
                         MethodIds.BASIC_QOS,
                         MethodIds.BASIC_QOS_OK,
                         false,
+                        (Void) null,
                         () -> Requests.basicQos(state.alloc(), number, prefetchSize, prefetchCount, global),
-                        hold)
+                        (frame, f) -> f.complete(null),
+                        hold,
+                        null)
                 .whenComplete((v, e) -> {
                     if (e == null) {
                         recovery.qosAccepted(prefetchSize, prefetchCount, global);
@@ -826,13 +829,7 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
 
     /** Sends a synchronous request whose reply carries nothing the caller needs (exchange.declare, queue.bind, ...). */
     private CompletionStage<Void> voidRpc(int requestKey, int replyKey, boolean noWait, Supplier<ByteBuf> encode) {
-        return voidRpc(requestKey, replyKey, noWait, encode, true);
-    }
-
-    /** As above; {@code hold}: held while the channel recovers (false for recovery's own restore of a mode). */
-    private CompletionStage<Void> voidRpc(
-            int requestKey, int replyKey, boolean noWait, Supplier<ByteBuf> encode, boolean hold) {
-        return rpc(requestKey, replyKey, noWait, null, encode, (frame, f) -> f.complete(null), hold, null);
+        return rpc(requestKey, replyKey, noWait, null, encode, (frame, f) -> f.complete(null), true, null);
     }
 
     /** A method naming {@code queue} (see {@link #callOrHold}). */
@@ -855,7 +852,8 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
 
     /**
      * Encodes on the caller's thread (an {@link IllegalArgumentException} fails the stage, nothing is
-     * written), then queues the request on the event loop.
+     * written), then queues the request on the event loop. {@code hold}: held while the channel recovers (false
+     * for recovery's own restore of a mode); {@code queue}: the queue the method names, or null.
      */
     private <T> CompletionStage<T> rpc(
             int requestKey,

@@ -232,9 +232,7 @@ public final class ConnectionRecovery {
 
     /** The channel was re-opened (or not) but could not be restored on a live connection: it ends for good. */
     private void channelNotRecovered(RecoverableChannel channel, Throwable failure) {
-        Throwable why = failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null
-                ? failure.getCause()
-                : failure;
+        Throwable why = cause(failure);
         LOG.warn(
                 "channel {} on {} could not be recovered: {}",
                 channel.channelNumber(),
@@ -386,9 +384,7 @@ public final class ConnectionRecovery {
 
     private void attemptFailed(Throwable failure) {
         // the connector's stage is a dependent one: its failure comes wrapped
-        Throwable error = failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null
-                ? failure.getCause()
-                : failure;
+        Throwable error = cause(failure);
         lastFailure = error;
         boolean fatal = isFatal(error);
         LOG.info(
@@ -682,7 +678,14 @@ public final class ConnectionRecovery {
         if (t == null) {
             return "none";
         }
-        Throwable c = t instanceof java.util.concurrent.CompletionException && t.getCause() != null ? t.getCause() : t;
+        Throwable c = cause(t);
         return c.getMessage() == null ? c.toString() : c.getMessage();
+    }
+
+    /** What a stage failed with: the cause a dependent stage wraps in a {@code CompletionException}, or itself. */
+    static Throwable cause(Throwable failure) {
+        return failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null
+                ? failure.getCause()
+                : failure;
     }
 }

@@ -88,6 +88,11 @@ final class TopologyRestore {
             }
             return b;
         });
+        return closingChannel(done);
+    }
+
+    /** {@code done}, which then closes the channel the restore opened, if any. */
+    private CompletionStage<Void> closingChannel(CompletionStage<Void> done) {
         return done.whenComplete((v, e) -> {
             if (channel != null) {
                 channel.close();
@@ -133,11 +138,7 @@ final class TopologyRestore {
         for (String q : queues) {
             done = done.thenCompose(v -> consumersGone(q, FIRST_RETRY_NANOS));
         }
-        return done.whenComplete((v, e) -> {
-            if (channel != null) {
-                channel.close();
-            }
-        });
+        return closingChannel(done);
     }
 
     private CompletionStage<Void> consumersGone(String queue, long delay) {
@@ -165,18 +166,8 @@ final class TopologyRestore {
 
     /** Runs {@code next} on the event loop after {@code delayNanos}; the stage completes as its stage does. */
     private CompletionStage<Void> later(long delayNanos, java.util.function.Supplier<CompletionStage<Void>> next) {
-        CompletableFuture<Void> done = new CompletableFuture<>();
-        loop.schedule(
-                () -> next.get().whenComplete((v, e) -> {
-                    if (e != null) {
-                        done.completeExceptionally(e);
-                    } else {
-                        done.complete(null);
-                    }
-                }),
-                delayNanos,
-                TimeUnit.NANOSECONDS);
-        return done;
+        return CompletableFuture.runAsync(() -> {}, task -> loop.schedule(task, delayNanos, TimeUnit.NANOSECONDS))
+                .thenCompose(v -> next.get());
     }
 
     /** Whether a try {@code delay} from now still comes before the deadline. */
@@ -185,10 +176,8 @@ final class TopologyRestore {
     }
 
     /** A declaration the broker refused with 405 RESOURCE_LOCKED (it closed the channel). */
-    static boolean isLocked(Throwable failure) {
-        Throwable c =
-                failure instanceof CompletionException && failure.getCause() != null ? failure.getCause() : failure;
-        return c instanceof ChannelClosedException closed
+    private static boolean isLocked(Throwable refusal) {
+        return refusal instanceof ChannelClosedException closed
                 && closed.initiatedByBroker()
                 && closed.replyCode() == ReplyCode.RESOURCE_LOCKED;
     }
@@ -212,7 +201,7 @@ final class TopologyRestore {
                 throw new CompletionException(e); // the connection is gone: stop
             }
             // the broker's refusal itself, as the listeners are told it, not the stage's wrapper
-            return e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
+            return e == null ? null : ConnectionRecovery.cause(e);
         });
     }
 
