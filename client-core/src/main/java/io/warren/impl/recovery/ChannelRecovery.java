@@ -122,7 +122,7 @@ public final class ChannelRecovery implements PublishCarryOver {
 
     public ChannelRecovery(RecoverableChannel channel) {
         this.channel = channel;
-        this.calls = new HeldCalls(channel);
+        this.calls = new HeldCalls(channel::channelNumber);
     }
 
     public boolean isRecovering() {

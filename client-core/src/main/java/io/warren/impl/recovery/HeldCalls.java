@@ -10,6 +10,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
+import java.util.function.IntSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -32,7 +33,9 @@ final class HeldCalls {
 
     private static final Logger LOG = LoggerFactory.getLogger(HeldCalls.class);
 
-    private final RecoverableChannel channel;
+    /** The channel's number, for messages (read when needed: it is set after the recovery object is made). */
+    private final IntSupplier channelNumber;
+
     private final ArrayDeque<Call> calls = new ArrayDeque<>();
     private EventExecutor loop;
     private long timeoutNanos;
@@ -40,8 +43,8 @@ final class HeldCalls {
     /** {@link #sendAll} is running: a method called meanwhile (from a completion it runs) queues behind. */
     private boolean sending;
 
-    HeldCalls(RecoverableChannel channel) {
-        this.channel = channel;
+    HeldCalls(IntSupplier channelNumber) {
+        this.channelNumber = channelNumber;
     }
 
     /**
@@ -82,21 +85,14 @@ final class HeldCalls {
             Call c;
             while ((c = calls.poll()) != null) {
                 String now = c.queue == null ? null : queueNames.apply(c.queue);
-                try {
-                    if (now != null && !now.equals(c.queue)) {
-                        c.fail.accept(new AmqpException(MethodNames.describe(c.methodKey) + " on channel "
-                                + channel.channelNumber() + " was not sent: recovery declared queue '" + c.queue
-                                + "' again as '" + now + "' (server-named)"));
-                    } else {
-                        c.send.run();
-                    }
-                } catch (RuntimeException e) {
-                    // one call's failure must not strand the others: nothing would send or fail them any more
-                    LOG.warn(
-                            "channel {}: {} held during recovery failed as it was sent",
-                            channel.channelNumber(),
-                            MethodNames.describe(c.methodKey),
-                            e);
+                if (now != null && !now.equals(c.queue)) {
+                    fail(
+                            c,
+                            new AmqpException(MethodNames.describe(c.methodKey) + " on channel "
+                                    + channelNumber.getAsInt() + " was not sent: recovery declared queue '" + c.queue
+                                    + "' again as '" + now + "' (server-named)"));
+                } else {
+                    guarded(c, c.send);
                 }
             }
         } finally {
@@ -110,7 +106,7 @@ final class HeldCalls {
         List<Call> failed = new ArrayList<>(calls);
         calls.clear();
         for (Call c : failed) {
-            c.fail.accept(cause);
+            fail(c, cause);
         }
     }
 
@@ -130,15 +126,37 @@ final class HeldCalls {
         if (c != null) {
             timer = loop.schedule(this::expire, c.deadlineNanos - now, TimeUnit.NANOSECONDS);
         }
-        int channelNumber = channel.channelNumber();
+        int number = channelNumber.getAsInt();
         for (Call e : expired) {
-            e.fail.accept(new RpcTimeoutException(
-                    MethodNames.describe(e.methodKey) + " on channel " + channelNumber + " was not sent: the channel"
-                            + " was not recovered within the RPC timeout of "
-                            + TimeUnit.NANOSECONDS.toMillis(timeoutNanos) + " ms",
-                    e.methodKey >>> 16,
-                    e.methodKey & 0xFFFF,
-                    channelNumber));
+            fail(
+                    e,
+                    new RpcTimeoutException(
+                            MethodNames.describe(e.methodKey) + " on channel " + number + " was not sent: the channel"
+                                    + " was not recovered within the RPC timeout of "
+                                    + TimeUnit.NANOSECONDS.toMillis(timeoutNanos) + " ms",
+                            e.methodKey >>> 16,
+                            e.methodKey & 0xFFFF,
+                            number));
+        }
+    }
+
+    private void fail(Call c, AmqpException cause) {
+        guarded(c, () -> c.fail.accept(cause));
+    }
+
+    /**
+     * Runs {@code action} for {@code c}; a throw is logged: one call's failure must not strand the others, which
+     * nothing would send or fail any more.
+     */
+    private void guarded(Call c, Runnable action) {
+        try {
+            action.run();
+        } catch (RuntimeException e) {
+            LOG.warn(
+                    "channel {}: {} held during recovery could not be sent or failed",
+                    channelNumber.getAsInt(),
+                    MethodNames.describe(c.methodKey),
+                    e);
         }
     }
 
