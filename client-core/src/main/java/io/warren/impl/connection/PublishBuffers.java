@@ -7,9 +7,12 @@ import io.netty.util.ResourceLeakDetector;
 import io.netty.util.ResourceLeakDetectorFactory;
 import io.netty.util.ResourceLeakTracker;
 import io.netty.util.concurrent.EventExecutor;
+import io.netty.util.internal.PlatformDependent;
 import io.warren.codec.Frames;
 import java.nio.ByteBuffer;
 import java.util.Arrays;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
 
 /**
  * The head and end-octet buffers of single-frame publishes ({@code PublishFrames}), kept for reuse by the
@@ -22,6 +25,11 @@ import java.util.Arrays;
  * chunk for every 32 objects that pass: garbage for every buffer of every publish. Here a buffer released on the
  * loop goes onto an array stack and comes off it for the next publish: nothing is allocated once the stack holds
  * as many buffers as a connection has in flight (bounded by the write-buffer high-water mark).
+ *
+ * <p>What a burst left behind does not stay for the connection's life: a trim every {@link #TRIM_INTERVAL_NANOS}
+ * while more than {@link #TRIM_FLOOR} of a kind are kept frees the ones no publish took since the previous trim (the
+ * fewest the stack held meanwhile), above that floor. A burst of 4,096 publishes in flight otherwise left 4,096 heads
+ * of 256 bytes, 1 MiB of direct memory and their objects, on a connection that went back to a trickle.
  *
  * <p>Each buffer is tracked by Netty's leak detector like the allocator's own (sampled at its level; every take at
  * PARANOID), so a head Warren forgot to release is reported as any other buffer is.
@@ -39,19 +47,34 @@ public final class PublishBuffers {
     /** Buffers of each kind kept at most: above what a connection holds below its high-water mark. */
     private static final int MAX_KEPT = 4096;
 
+    /** How often kept buffers that went unused are freed, while more than {@link #TRIM_FLOOR} are kept. */
+    static final long TRIM_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(10);
+
+    /** Buffers of each kind a trim leaves however long they went unused: a paced publisher's few in flight. */
+    static final int TRIM_FLOOR = 16;
+
     private static final ResourceLeakDetector<ByteBuf> LEAKS =
             ResourceLeakDetectorFactory.instance().newResourceLeakDetector(ByteBuf.class);
 
     private final EventExecutor loop;
     private final ByteBufAllocator alloc;
+    private final long trimIntervalNanos;
+    private final Runnable trimTask = this::trim;
 
     // event loop only
     private final Kept heads = new Kept();
     private final Kept endOctets = new Kept();
+    private boolean trimScheduled;
 
     PublishBuffers(EventExecutor loop, ByteBufAllocator alloc) {
+        this(loop, alloc, TRIM_INTERVAL_NANOS);
+    }
+
+    /** Buffers whose unused ones are freed every {@code trimIntervalNanos} (tests choose it). */
+    PublishBuffers(EventExecutor loop, ByteBufAllocator alloc, long trimIntervalNanos) {
         this.loop = loop;
         this.alloc = alloc;
+        this.trimIntervalNanos = trimIntervalNanos;
     }
 
     /** The connection's allocator: heads too large to keep, multi-frame publishes. */
@@ -82,6 +105,11 @@ public final class PublishBuffers {
         return endOctets.count;
     }
 
+    /** Heads kept for reuse, for tests. Event loop. */
+    int keptHeads() {
+        return heads.count;
+    }
+
     /** Slots of the two stacks of kept buffers together, for tests. Event loop. */
     int keptCapacity() {
         return heads.capacity() + endOctets.capacity();
@@ -89,7 +117,35 @@ public final class PublishBuffers {
 
     /** Keeps {@code b} released to zero on the loop; false when it must be freed (another thread, stack full). */
     private boolean keep(Reusable b) {
-        return loop.inEventLoop() && (b.endOctet ? endOctets : heads).push(b);
+        if (!loop.inEventLoop()) {
+            return false;
+        }
+        Kept stack = b.endOctet ? endOctets : heads;
+        if (!stack.push(b)) {
+            return false;
+        }
+        if (stack.count > TRIM_FLOOR && !trimScheduled) {
+            scheduleTrim();
+        }
+        return true;
+    }
+
+    private void scheduleTrim() {
+        trimScheduled = true;
+        try {
+            loop.schedule(trimTask, trimIntervalNanos, TimeUnit.NANOSECONDS);
+        } catch (RejectedExecutionException shuttingDown) {
+            // the loop is going, and the connection with it: its kept buffers go with them
+        }
+    }
+
+    /** Frees what went unused since the last trim; again later while more than the floor is kept. Event loop. */
+    private void trim() {
+        trimScheduled = false;
+        boolean more = heads.trim() | endOctets.trim();
+        if (more) {
+            scheduleTrim();
+        }
     }
 
     /**
@@ -103,6 +159,8 @@ public final class PublishBuffers {
 
         private Reusable[] items = NONE;
         private int count;
+        /** The fewest buffers kept since the last trim: the ones below it went unused all along. */
+        private int low;
 
         Reusable pop() {
             if (count == 0) {
@@ -110,7 +168,34 @@ public final class PublishBuffers {
             }
             Reusable b = items[--count];
             items[count] = null;
+            if (count < low) {
+                low = count;
+            }
             return b;
+        }
+
+        /**
+         * Frees the buffers at the bottom of the stack that no publish took since the last trim, down to
+         * {@link #TRIM_FLOOR}, and gives back the slots it no longer needs. Returns whether more than the floor is
+         * still kept.
+         */
+        boolean trim() {
+            int free = Math.min(low, count - TRIM_FLOOR);
+            if (free > 0) {
+                for (int i = 0; i < free; i++) {
+                    items[i].free();
+                }
+                count -= free;
+                int capacity = Math.max(FIRST_CAPACITY, count);
+                if (capacity < items.length / 2) {
+                    items = Arrays.copyOfRange(items, free, free + capacity);
+                } else {
+                    System.arraycopy(items, free, items, 0, count);
+                    Arrays.fill(items, count, count + free, null);
+                }
+            }
+            low = count;
+            return count > TRIM_FLOOR;
         }
 
         boolean push(Reusable b) {
@@ -133,19 +218,33 @@ public final class PublishBuffers {
     private static final class Reusable extends UnpooledDirectByteBuf {
         private final PublishBuffers pool;
         private final boolean endOctet;
+        private final ByteBuffer memory;
         private ResourceLeakTracker<ByteBuf> leak;
 
         Reusable(PublishBuffers pool, boolean endOctet) {
+            this(pool, endOctet, ByteBuffer.allocateDirect(endOctet ? 1 : HEAD_CAPACITY));
+        }
+
+        private Reusable(PublishBuffers pool, boolean endOctet, ByteBuffer memory) {
             // The JDK's own direct buffer, freed by the garbage collector: the kept buffers of a connection that is
             // gone need no explicit free (Netty's buffer only drops its reference to it on deallocate).
-            super(pool.alloc, ByteBuffer.allocateDirect(endOctet ? 1 : HEAD_CAPACITY), endOctet ? 1 : HEAD_CAPACITY);
+            super(pool.alloc, memory, memory.capacity());
             this.pool = pool;
             this.endOctet = endOctet;
+            this.memory = memory;
             // a wrapped buffer starts readable to its end: a head starts empty, an end octet holds its byte
             if (endOctet) {
                 setByte(0, Frames.FRAME_END);
             }
             setIndex(0, endOctet ? 1 : 0);
+        }
+
+        /**
+         * Frees the memory of a kept buffer a trim drops, now rather than at a garbage collection that a connection
+         * making no garbage may not see for long. Only for a kept one: nobody holds it.
+         */
+        void free() {
+            PlatformDependent.freeDirectBuffer(memory);
         }
 
         /** Out of the pool: refCnt 1 (set when it was kept or created), tracked for leaks. */

@@ -128,4 +128,53 @@ class PublishBuffersTest {
             loop.finishAndReleaseAll();
         }
     }
+
+    @Test
+    void headsABurstLeftAreFreedDownToTheFloorOnceUnusedForATrimInterval() {
+        EmbeddedChannel loop = new EmbeddedChannel();
+        PublishBuffers buffers = new PublishBuffers(loop.eventLoop(), ByteBufAllocator.DEFAULT, 1_000_000);
+        takeAndRelease(buffers, 200); // a burst: 200 publishes in flight at once
+        assertEquals(200, buffers.keptHeads());
+        loop.advanceTimeBy(1, TimeUnit.MILLISECONDS);
+        loop.runScheduledPendingTasks();
+        assertEquals(200, buffers.keptHeads(), "the first trim finds them all used since the start");
+        loop.advanceTimeBy(1, TimeUnit.MILLISECONDS);
+        loop.runScheduledPendingTasks();
+        assertEquals(PublishBuffers.TRIM_FLOOR, buffers.keptHeads(), "none taken for a whole interval: freed");
+        assertTrue(
+                buffers.keptCapacity() <= 4 * PublishBuffers.TRIM_FLOOR,
+                "slots given back too: " + buffers.keptCapacity());
+        loop.advanceTimeBy(1, TimeUnit.MILLISECONDS);
+        assertEquals(-1, loop.runScheduledPendingTasks(), "at the floor no trim is scheduled");
+        takeAndRelease(buffers, 40); // the kept ones are taken again, and new ones made
+        assertEquals(40, buffers.keptHeads());
+        loop.finishAndReleaseAll();
+    }
+
+    @Test
+    void headsTakenInEveryIntervalAreKept() {
+        EmbeddedChannel loop = new EmbeddedChannel();
+        PublishBuffers buffers = new PublishBuffers(loop.eventLoop(), ByteBufAllocator.DEFAULT, 1_000_000);
+        takeAndRelease(buffers, 100);
+        for (int i = 0; i < 5; i++) {
+            takeAndRelease(buffers, 100); // 100 in flight in each interval
+            loop.advanceTimeBy(1, TimeUnit.MILLISECONDS);
+            loop.runScheduledPendingTasks();
+            assertEquals(100, buffers.keptHeads(), "interval " + i);
+        }
+        takeAndRelease(buffers, 30); // only 30 in flight this time: 70 went unused
+        loop.advanceTimeBy(1, TimeUnit.MILLISECONDS);
+        loop.runScheduledPendingTasks();
+        assertEquals(30, buffers.keptHeads());
+        loop.finishAndReleaseAll();
+    }
+
+    /** Takes {@code n} heads at once and releases them all, on the embedded loop (the test's thread). */
+    private static void takeAndRelease(PublishBuffers buffers, int n) {
+        List<ByteBuf> inFlight = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            inFlight.add(buffers.head(20).writeInt(i));
+        }
+        inFlight.forEach(ByteBuf::release);
+    }
 }
