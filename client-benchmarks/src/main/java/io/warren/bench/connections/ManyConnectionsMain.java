@@ -2,6 +2,7 @@ package io.warren.bench.connections;
 
 import com.rabbitmq.client.ConnectionFactory;
 import com.rabbitmq.client.DefaultConsumer;
+import io.netty.buffer.Unpooled;
 import io.warren.Address;
 import io.warren.AmqpClient;
 import io.warren.Channel;
@@ -34,7 +35,9 @@ import picocli.CommandLine.Option;
  * Netty's own counter) and threads, as the growth from the first half of the connections to all of them, so what
  * a process pays once is left out; the process's totals and RSS; and the CPU spent while idle (heartbeats and
  * timers), read after the connect path's JIT compiles have settled. One client per JVM run; connection {@code i} goes first to address {@code i mod n}, so
- * both clients spread over a cluster the same way.
+ * both clients spread over a cluster the same way. With {@code --burst N} each connection first publishes N 16-byte
+ * messages nobody receives (the default exchange, a key no queue has) as fast as it takes them, so what a connection
+ * keeps after a burst, once idle, is counted too; both halves are then read after {@code --settle}.
  *
  * <pre>
  * java -Xmx2g -cp client-benchmarks/target/benchmarks.jar io.warren.bench.connections.ManyConnectionsMain \
@@ -72,11 +75,20 @@ public final class ManyConnectionsMain implements java.util.concurrent.Callable<
     @Option(names = "--settle", defaultValue = "20", description = "seconds between the last connect and the reads")
     int settleSeconds;
 
+    @Option(
+            names = "--burst",
+            defaultValue = "0",
+            description = "messages each connection publishes (16 B, routed nowhere) before it idles")
+    int burst;
+
     @Option(names = "--user", defaultValue = "guest")
     String user;
 
     @Option(names = "--password", defaultValue = "guest")
     String password;
+
+    /** A routing key no queue has: the default exchange drops what is published with it. */
+    private static final String NOWHERE = "warren-bench.many.nowhere";
 
     private ManyConnectionsMain() {}
 
@@ -92,8 +104,8 @@ public final class ManyConnectionsMain implements java.util.concurrent.Callable<
         long connectStart = System.nanoTime();
         fleet.open(queue, 0, half);
         // The first half pays for what a process pays once (classes, allocator arenas, event loops): the second
-        // half's growth is what one more connection costs.
-        TimeUnit.SECONDS.sleep(2);
+        // half's growth is what one more connection costs. After bursts, both halves are read as long after them.
+        TimeUnit.SECONDS.sleep(burst > 0 ? settleSeconds : 2);
         long heapHalf = settledHeap();
         long directHalf = direct();
         int threadsHalf = threadCount();
@@ -110,10 +122,11 @@ public final class ManyConnectionsMain implements java.util.concurrent.Callable<
         int added = connections - half;
         System.out.printf(
                 Locale.ROOT,
-                "%s: %d connections (1 channel, 1 idle consumer each) over ports %s, "
+                "%s: %d connections (1 channel, 1 idle consumer each%s) over ports %s, "
                         + "heartbeat %d s, connected in %.1f s%n",
                 client,
                 connections,
+                burst > 0 ? ", " + burst + " messages published by each first" : "",
                 ports,
                 heartbeat,
                 connectSeconds);
@@ -190,7 +203,26 @@ public final class ManyConnectionsMain implements java.util.concurrent.Callable<
                 ch.consume(queue, new ConsumeOptions().prefetch(10), d -> d.ack())
                         .toCompletableFuture()
                         .get(30, TimeUnit.SECONDS);
+                publishBurst(ch);
             }
+        }
+
+        /** {@code burst} publishes as fast as the channel takes them; returns once the last is written. */
+        private void publishBurst(Channel ch) throws Exception {
+            if (burst == 0) {
+                return;
+            }
+            byte[] body = new byte[16];
+            for (int m = 1; m < burst; m++) {
+                if (!ch.isWritable()) {
+                    ch.whenWritable().toCompletableFuture().get(30, TimeUnit.SECONDS);
+                }
+                ch.publishNoOutcome("", NOWHERE, false, null, Unpooled.wrappedBuffer(body));
+            }
+            // written in order: when the last is, all are
+            ch.publish("", NOWHERE, false, null, Unpooled.wrappedBuffer(body))
+                    .toCompletableFuture()
+                    .get(30, TimeUnit.SECONDS);
         }
 
         @Override
@@ -233,6 +265,10 @@ public final class ManyConnectionsMain implements java.util.concurrent.Callable<
                 }
                 ch.basicQos(10);
                 ch.basicConsume(queue, false, new DefaultConsumer(ch));
+                byte[] body = new byte[16];
+                for (int m = 0; m < burst; m++) {
+                    ch.basicPublish("", NOWHERE, null, body); // written when it returns
+                }
             }
         }
 
