@@ -18,8 +18,11 @@ import org.jctools.queues.SpscUnboundedArrayQueue;
  * <p>The JCTools queue is single-consumer in the sense of one consumer <em>at a time</em>: its
  * consumer-side fields are plain, which is safe because successive drains are ordered by the
  * happens-before edges of the counter's updates and of the executor hand-off (see {@link HandoffQueue}).
+ *
+ * <p>Not final: a test overrides {@link #addWip} to hand the ownership to another thread between an owner's last
+ * decrement and the end of its drain.
  */
-final class CrossThreadHandoffQueue<M> extends HandoffQueue<M> {
+non-sealed class CrossThreadHandoffQueue<M> extends HandoffQueue<M> {
 
     @SuppressWarnings({"rawtypes", "unchecked"})
     private static final AtomicLongFieldUpdater<CrossThreadHandoffQueue<?>> WIP =

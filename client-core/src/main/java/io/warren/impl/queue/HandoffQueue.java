@@ -86,6 +86,14 @@ public abstract sealed class HandoffQueue<M> permits SameThreadHandoffQueue, Cro
     static final long STATE_UNWRITABLE = 1L << 60;
     static final long STATE_RESUMING = 2L << 60;
 
+    /** {@link #taken}: the count in the low 32 bits, the drain's stamp in the high 32. */
+    private static final int STAMP_SHIFT = 32;
+
+    private static final long TAKEN_MASK = (1L << STAMP_SHIFT) - 1;
+
+    /** A round hands over at most this many messages, so that its count fits beside the stamp. */
+    private static final long MAX_ROUND = TAKEN_MASK;
+
     @SuppressWarnings({"rawtypes", "unchecked"})
     private static final AtomicLongFieldUpdater<HandoffQueue<?>> TAKEN =
             (AtomicLongFieldUpdater) AtomicLongFieldUpdater.newUpdater(HandoffQueue.class, "taken");
@@ -98,11 +106,19 @@ public abstract sealed class HandoffQueue<M> permits SameThreadHandoffQueue, Cro
     // consumer thread only (the current owner)
     private M parked;
 
+    /**
+     * Drains so far: each drain stamps its {@link #taken} counts with its number. It wraps, but two drains
+     * 2<sup>32</sup> apart never race: the older would have to stall that long between two statements.
+     */
+    private int drains;
+
     // written by the owner, read by any thread (volatile, ordered stores)
     /**
      * Messages of the current round handed to the consumer (the one it holds included) and not yet subtracted
      * from the pending count, which is decremented once per round: {@link #waiting()} takes them off. Written by
-     * the owner only, with ordered stores (no fence: a plain store on x86), read by anyone.
+     * the owner only, with ordered stores (no fence: a plain store on x86), read by anyone. The high 32 bits hold
+     * the stamp of the drain that wrote it, so that a drain that has given up the ownership can reset its own
+     * count without resetting an equal count of the next owner's (see {@link #drain}).
      */
     private volatile long taken;
 
@@ -182,7 +198,8 @@ public abstract sealed class HandoffQueue<M> permits SameThreadHandoffQueue, Cro
     /**
      * Owner (consumer thread) only. Offers the parked message, then the queued ones in order, to
      * {@code consumer} until it refuses one or none is left. The pending count is decremented once per
-     * round, by the number accepted; a round ends when the messages counted at its start are offered.
+     * round, by the number accepted; a round ends when the messages counted at its start (at most
+     * 2<sup>32</sup> - 1) are offered.
      *
      * <p>{@code consumer} must not throw: a message it has been offered counts as accepted or parked by
      * its return value only.
@@ -193,13 +210,15 @@ public abstract sealed class HandoffQueue<M> permits SameThreadHandoffQueue, Cro
      *     empty and the ownership is given up
      */
     public final int drain(Predicate<? super M> consumer) {
-        // a message counts as taken while the consumer holds it, so that waiting() leaves it out
+        // a message counts as taken while the consumer holds it, so that waiting() leaves it out; every count this
+        // drain writes carries its stamp, which the next owner's differ from (it reads drains after our increment)
+        long stamp = (long) ++drains << STAMP_SHIFT;
         long accepted = 0;
         M message = parked;
         if (message != null) {
-            TAKEN.lazySet(this, 1);
+            TAKEN.lazySet(this, stamp | 1);
             if (!consumer.test(message)) {
-                TAKEN.lazySet(this, 0);
+                TAKEN.lazySet(this, stamp);
                 return DRAIN_REQUIRED;
             }
             parked = null;
@@ -208,12 +227,13 @@ public abstract sealed class HandoffQueue<M> permits SameThreadHandoffQueue, Cro
         int bits = 0;
         long pending = wip() & COUNT_MASK;
         while (true) {
-            while (accepted < pending) {
+            long round = Math.min(pending, MAX_ROUND);
+            while (accepted < round) {
                 message = queue.poll();
                 assert message != null : "a counted message is always in the queue";
-                TAKEN.lazySet(this, accepted + 1);
+                TAKEN.lazySet(this, stamp | (accepted + 1));
                 if (!consumer.test(message)) {
-                    TAKEN.lazySet(this, accepted);
+                    TAKEN.lazySet(this, stamp | accepted);
                     parked = message;
                     break;
                 }
@@ -225,12 +245,12 @@ public abstract sealed class HandoffQueue<M> permits SameThreadHandoffQueue, Cro
             long word = addWip(-accepted);
             pending = word & COUNT_MASK;
             // after the decrement: a reader that sees 0 here sees the decrement too, so it never counts the
-            // round's messages as waiting. With the count at 0 a next owner may already count its own round, so
-            // only our own count is reset.
+            // round's messages as waiting. With the count at 0 a next owner may already have stored a count of its
+            // own, perhaps an equal one: the stamp tells ours apart, so only ours is reset.
             if (pending != 0) {
-                TAKEN.lazySet(this, 0);
+                TAKEN.lazySet(this, stamp);
             } else {
-                TAKEN.compareAndSet(this, accepted, 0);
+                TAKEN.compareAndSet(this, stamp | accepted, stamp);
             }
             if ((word & STATE_MASK) == STATE_UNWRITABLE && pending < lowWaterMark) {
                 bits |= markResuming(word);
@@ -308,7 +328,7 @@ public abstract sealed class HandoffQueue<M> permits SameThreadHandoffQueue, Cro
      * handed over while it reads, or miss the ones written meanwhile, but never a round already handed over.
      */
     public final long waiting() {
-        long t = taken; // first: a round's end lowers the count before it resets this (see drain)
+        long t = taken & TAKEN_MASK; // first: a round's end lowers the count before it resets this (see drain)
         return Math.max(0, (wip() & COUNT_MASK) - t);
     }
 

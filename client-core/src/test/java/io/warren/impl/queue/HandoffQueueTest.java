@@ -10,6 +10,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 import java.util.function.BiFunction;
 import java.util.function.Predicate;
 import org.junit.jupiter.api.Test;
@@ -209,6 +214,89 @@ class HandoffQueueTest {
         }
         assertEquals(0, queue.pending());
         assertEquals(50 * 700 - 50 * 650, all.accepted.size());
+    }
+
+    @ParameterizedTest
+    @EnumSource(Flavour.class)
+    void waitingLeavesOutTheMessageInHand(Flavour flavour) {
+        HandoffQueue<Integer> queue = flavour.create(4, 8);
+        for (int i = 0; i < 5; i++) {
+            queue.add(i);
+        }
+        List<Long> waiting = new ArrayList<>();
+        queue.drain(message -> waiting.add(queue.waiting()));
+        assertEquals(List.of(4L, 3L, 2L, 1L, 0L), waiting);
+        assertEquals(0, queue.waiting());
+    }
+
+    /**
+     * An owner that brought the count to 0 has given up the ownership before it resets its 'taken' count; the next
+     * owner, on another thread, may by then have taken as many messages as it had. The reset must leave the next
+     * owner's count alone, or waiting() counts the messages in its hands as waiting.
+     */
+    @Test
+    void theEndOfARoundLeavesTheNextOwnersTakenCountAlone() throws Exception {
+        ExecutorService nextOwnerThread = Executors.newSingleThreadExecutor();
+        CountDownLatch holdingTheThird = new CountDownLatch(1);
+        CountDownLatch letGo = new CountDownLatch(1);
+        List<Future<Integer>> nextOwner = new ArrayList<>();
+        List<Integer> nextAccepted = new ArrayList<>();
+        HandoffQueue<Integer> queue = new CrossThreadHandoffQueue<>(4, 8) {
+            boolean handedOver;
+
+            @Override
+            long addWip(long delta) {
+                long word = super.addWip(delta);
+                if ((word & COUNT_MASK) == 0 && !handedOver) {
+                    // The first owner has just given up the ownership: the producer takes it at once and hands
+                    // it to a drain on another thread, which takes 3 messages, as many as the first round did,
+                    // and holds the third. Only then does the first owner go on.
+                    handedOver = true;
+                    for (int i = 3; i < 8; i++) {
+                        assertEquals(i == 3 ? DRAIN_REQUIRED : 0, add(i));
+                    }
+                    nextOwner.add(nextOwnerThread.submit(() -> drain(message -> {
+                        nextAccepted.add(message);
+                        if (nextAccepted.size() == 3) {
+                            holdingTheThird.countDown();
+                            await(letGo);
+                        }
+                        return true;
+                    })));
+                    await(holdingTheThird);
+                }
+                return word;
+            }
+        };
+        try {
+            for (int i = 0; i < 3; i++) {
+                queue.add(i);
+            }
+            Budget first = new Budget(Long.MAX_VALUE);
+            assertEquals(0, queue.drain(first));
+            assertEquals(List.of(0, 1, 2), first.accepted);
+
+            assertEquals(5, queue.pending());
+            assertEquals(2, queue.waiting(), "5 pending, 3 of them in the next owner's hands");
+
+            letGo.countDown();
+            assertEquals(0, nextOwner.get(0).get(10, TimeUnit.SECONDS));
+            assertEquals(List.of(3, 4, 5, 6, 7), nextAccepted);
+            assertEquals(0, queue.pending());
+            assertEquals(0, queue.waiting());
+        } finally {
+            letGo.countDown();
+            nextOwnerThread.shutdownNow();
+        }
+    }
+
+    private static void await(CountDownLatch latch) {
+        try {
+            assertTrue(latch.await(10, TimeUnit.SECONDS), "latch timed out");
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError(e);
+        }
     }
 
     @Test
