@@ -7,10 +7,12 @@ import io.warren.Channel;
 import io.warren.ConsumeOptions;
 import io.warren.ConsumerHandle;
 import io.warren.Delivery;
+import io.warren.PublishOutcome;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.content.ContentHeader;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -27,9 +29,27 @@ import org.slf4j.LoggerFactory;
  *         request -> CompletableFuture.completedFuture(RpcServer.Reply.of(quote(request.body()))));
  * }</pre>
  *
- * A request without {@code reply_to} is acknowledged and dropped (logged). A handler that throws or fails its
- * stage rejects the request without requeue (so a poison request does not loop; dead-letter it with a queue
- * policy), and the caller times out.
+ * <h2>Delivery semantics</h2>
+ * A request is acknowledged once its reply is published ({@link PublishOutcome#SENT}, or confirmed when the channel
+ * is in confirm mode); until then it stays unacknowledged, and the broker delivers it again if the channel closes.
+ * <ul>
+ *   <li>A request without {@code reply_to} is acknowledged and dropped (logged).
+ *   <li>A handler that throws, fails its stage or completes it with no reply rejects the request without requeue,
+ *       and so does a reply the channel refuses as it is ({@link IllegalArgumentException}: a header over the
+ *       frame size, a body already released): the next attempt would fail alike, so a poison request does not
+ *       loop (dead-letter it with a queue policy). The caller times out.
+ *   <li>A reply refused or lost for a reason of the moment (an {@link AmqpException}:
+ *       {@link io.warren.BackPressureException}, {@link io.warren.ConnectionBlockedException}, the channel closing,
+ *       or in confirm mode a broker nack or a lost confirm) rejects the request <em>with</em> requeue, so that a
+ *       later attempt, here or on another server, answers it. The handler may then see a request again
+ *       ({@link Delivery#redelivered()}), as many times as its reply is refused (while back-pressure lasts, say);
+ *       a reply whose confirm was lost may have reached the caller, who then gets two, and an {@link RpcClient}
+ *       drops the second.
+ *   <li>An acknowledgement that fails after the reply went out (the channel closed meanwhile) is logged as that,
+ *       not as the handler's failure; the broker delivers the request again, and an {@link RpcClient} drops the
+ *       second reply.
+ * </ul>
+ * The server logs each failure once, as what it is.
  */
 public final class RpcServer {
 
@@ -108,7 +128,7 @@ public final class RpcServer {
                     "channel {}: RPC request {} without reply_to; acknowledged and dropped",
                     channel.channelNumber(),
                     request.deliveryTag());
-            request.ack();
+            acknowledge(channel, request, false);
             return null;
         }
         String replyTo = header.replyToAsString();
@@ -119,31 +139,87 @@ public final class RpcServer {
         } catch (RuntimeException e) {
             reply = CompletableFuture.failedFuture(e);
         }
-        return reply.thenCompose(r -> {
-                    BasicProperties props = (r.properties() == null
-                                    ? BasicProperties.builder()
-                                    : r.properties().toBuilder())
-                            .correlationId(correlationId)
-                            .build();
-                    return channel.publish("", replyTo, false, props, r.body());
-                })
-                .whenComplete((outcome, error) -> {
-                    if (error == null) {
-                        request.ack();
-                    } else {
-                        LOG.warn(
-                                "channel {}: RPC request {} (correlation id {}) failed; rejected without requeue",
-                                channel.channelNumber(),
-                                request.deliveryTag(),
-                                correlationId,
-                                error);
-                        try {
-                            request.reject(false);
-                        } catch (AmqpException | IllegalStateException e) {
-                            LOG.debug("could not reject request {}", request.deliveryTag(), e);
-                        }
-                    }
-                });
+        // completes, normally, once the request is settled: every failure is logged below as what it is
+        CompletableFuture<Void> settled = new CompletableFuture<>();
+        reply.whenComplete((r, handlerError) -> {
+            if (handlerError != null || r == null) {
+                LOG.warn(
+                        "channel {}: the RPC handler failed on request {} (correlation id {}); rejected without "
+                                + "requeue",
+                        channel.channelNumber(),
+                        request.deliveryTag(),
+                        correlationId,
+                        handlerError != null ? handlerError : new NullPointerException("the stage had no reply"));
+                reject(channel, request, false);
+                settled.complete(null);
+                return;
+            }
+            publish(channel, replyTo, correlationId, r).whenComplete((outcome, publishError) -> {
+                if (publishError == null) {
+                    acknowledge(channel, request, true);
+                } else {
+                    // refused or lost on its way (back-pressure, a closing channel, a nack), a reply may go through
+                    // next time; refused as it is (a bad header or body), it never will
+                    boolean requeue = unwrap(publishError) instanceof AmqpException;
+                    LOG.warn(
+                            "channel {}: publishing the reply to RPC request {} (correlation id {}) failed; {}",
+                            channel.channelNumber(),
+                            request.deliveryTag(),
+                            correlationId,
+                            requeue ? "requeued for another attempt" : "rejected without requeue",
+                            publishError);
+                    reject(channel, request, requeue);
+                }
+                settled.complete(null);
+            });
+        });
+        return settled;
+    }
+
+    /** Publishes {@code reply}, whose body passes to Warren whatever happens: released here if never published. */
+    private static CompletionStage<PublishOutcome> publish(
+            Channel channel, String replyTo, String correlationId, Reply reply) {
+        BasicProperties props;
+        try {
+            props = (reply.properties() == null ? BasicProperties.builder() : reply.properties().toBuilder())
+                    .correlationId(correlationId)
+                    .build();
+        } catch (RuntimeException e) {
+            reply.body().release();
+            return CompletableFuture.failedFuture(e);
+        }
+        try {
+            return channel.publish("", replyTo, false, props, reply.body());
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e); // the body is Warren's already
+        }
+    }
+
+    private static Throwable unwrap(Throwable t) {
+        return t instanceof CompletionException && t.getCause() != null ? t.getCause() : t;
+    }
+
+    /** basic.ack of the request; a failure is logged as what it is (not the handler's). */
+    private static void acknowledge(Channel channel, Delivery request, boolean replied) {
+        try {
+            request.ack();
+        } catch (RuntimeException e) {
+            LOG.warn(
+                    "channel {}: acknowledging RPC request {} failed{}",
+                    channel.channelNumber(),
+                    request.deliveryTag(),
+                    replied ? " after its reply was published" : "",
+                    e);
+        }
+    }
+
+    /** basic.reject of the request; nothing to do if the channel closed (the broker requeued it then). */
+    private static void reject(Channel channel, Delivery request, boolean requeue) {
+        try {
+            request.reject(requeue);
+        } catch (AmqpException | IllegalStateException e) {
+            LOG.debug("channel {}: could not reject RPC request {}", channel.channelNumber(), request.deliveryTag(), e);
+        }
     }
 
     /** The server's consumer (its tag, flow control, end). */

@@ -19,6 +19,7 @@ import io.warren.rpc.RpcServer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.CompletableFuture;
@@ -177,6 +178,59 @@ class RpcIT {
         assertInstanceOf(RpcTimeoutException.class, e.getCause());
         Channel check = await(connection.openChannel());
         assertEquals(0, await(check.queueDeclare(QueueSpec.passive(queue))).messageCount(), "rejected without requeue");
+    }
+
+    /**
+     * The reply queue is full and refuses publishes (reject-publish): the broker nacks the first reply, the request
+     * goes back to its queue rather than being lost, and its second delivery, once the reply queue has room, is
+     * answered.
+     */
+    @Test
+    void aReplyTheBrokerRefusesRequeuesTheRequestAndALaterAttemptAnswersIt(
+            Broker broker, Connection connection, BrokerExtension.TestNames names) throws Exception {
+        String requests = names.queue("requests");
+        String replies = names.queue("full-replies");
+        Channel client = await(connection.openChannel());
+        await(client.queueDeclare(QueueSpec.named(replies).maxLength(1).argument("x-overflow", "reject-publish")));
+        names.onCleanup(() -> await(client.queueDelete(replies)));
+        await(client.confirmSelect()); // the filler is in the queue once confirmed
+        await(client.publish("", replies, false, null, bytes("filler")));
+        assertEquals(
+                1, await(client.queueDeclare(QueueSpec.passive(replies))).messageCount(), "the reply queue is full");
+
+        Connection serverConnection = await(BrokerExtension.client().connect(broker.uri()));
+        names.onCleanup(() -> await(serverConnection.close()));
+        Channel serverChannel = await(serverConnection.openChannel());
+        await(serverChannel.confirmSelect()); // a refused reply is only known from the broker's nack
+        await(serverChannel.queueDeclare(QueueSpec.named(requests).autoDelete(true)));
+        List<Boolean> redelivered = Collections.synchronizedList(new ArrayList<>());
+        CompletableFuture<String> reply = new CompletableFuture<>();
+        await(RpcServer.start(serverChannel, requests, request -> {
+            redelivered.add(request.redelivered());
+            RpcServer.Reply upper = RpcServer.Reply.of(request.bodyAsString(StandardCharsets.UTF_8)
+                    .toUpperCase(Locale.ROOT)
+                    .getBytes(StandardCharsets.UTF_8));
+            if (redelivered.size() == 1) {
+                return CompletableFuture.completedFuture(upper);
+            }
+            // the second attempt: room in the reply queue, and someone to read the reply
+            return client.queuePurge(replies)
+                    .thenCompose(purged -> client.consume(
+                            replies,
+                            new ConsumeOptions().noAck(true),
+                            d -> reply.complete(
+                                    d.properties().correlationId() + " " + d.bodyAsString(StandardCharsets.UTF_8))))
+                    .thenApply(consuming -> upper);
+        }));
+
+        await(client.publish(
+                "",
+                requests,
+                false,
+                BasicProperties.builder().replyTo(replies).correlationId("c-1").build(),
+                bytes("hello")));
+        assertEquals("c-1 HELLO", await(reply), "answered by the attempt after the refused one");
+        assertEquals(List.of(false, true), redelivered);
     }
 
     @Test
