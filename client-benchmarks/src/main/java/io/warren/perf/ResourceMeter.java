@@ -30,6 +30,7 @@ import javax.management.openmbean.CompositeData;
  *       time of the tool's own threads that are not the client's work: the in-process loopback peer's
  *       ({@code warren-peer-*}) and the progress ticker ({@code warren-progress}), each read with
  *       {@code ThreadMXBean.getThreadCpuTime}. Producer threads are counted: publishing is the client's work.
+ *       The JIT compiler's and the collector's threads' parts are told apart too ({@link VmThreadCpu}).
  *       Their share is also told apart ({@code warren-perf-producer-*}, the same way, of the threads alive at the
  *       end: a run whose producers ended before, with their counts, has no share): it holds the publish calls
  *       (with the socket write, and on loopback the kernel's delivery to the broker, where a client writes on the
@@ -85,6 +86,7 @@ final class ResourceMeter {
     private Map<Long, long[]> excludedAtStart;
     private Map<Long, Long> producersAtStart;
     private Map<String, long[]> switchesAtStart;
+    private Map<String, long[]> vmThreadsAtStart;
     private long gcCountAtStart;
     private long gcMillisAtStart;
     private long[] stolenAtStart;
@@ -146,6 +148,7 @@ final class ResourceMeter {
         excludedAtStart = excludedThreads();
         producersAtStart = producerThreadsCpu();
         switchesAtStart = ContextSwitches.perThread();
+        vmThreadsAtStart = VmThreadCpu.read();
         // before the allocation and CPU readings: reading /proc/stat is the tool's work, not the client's
         stolenAtStart = StolenTime.read();
         brokerAtStart = broker == null ? -1 : broker.read();
@@ -170,6 +173,7 @@ final class ResourceMeter {
         long brokerAtEnd = broker == null ? -1 : broker.read();
         measuring = false;
         Map<String, long[]> switchesAtEnd = ContextSwitches.perThread();
+        VmThreadCpu.Split vmCpu = VmThreadCpu.since(vmThreadsAtStart, VmThreadCpu.read());
         Map<Long, long[]> excludedAtEnd = excludedThreads();
         Map<Long, Long> producersAtEnd = producerThreadsCpu();
         sampleDirect();
@@ -234,7 +238,8 @@ final class ResourceMeter {
                 producersAtEnd.size(),
                 StolenTime.percent(stolenAtStart, stolen),
                 brokerAtStart < 0 || brokerAtEnd < brokerAtStart ? null : brokerAtEnd - brokerAtStart,
-                broker == null ? 0 : broker.nodes());
+                broker == null ? 0 : broker.nodes(),
+                vmCpu);
     }
 
     /** The process's CPU time so far (every thread, the in-process peer's too), -1 when not measured. */
@@ -363,6 +368,8 @@ final class ResourceMeter {
      * @param brokerCpuNanos the CPU time of the run's RabbitMQ nodes over the interval ({@link BrokerCpu}); null when
      *     they are elsewhere or not readable, or a node stopped meanwhile
      * @param brokerNodes how many nodes that time is of
+     * @param vmCpu the JIT compiler's and the garbage collector's threads' part of {@code cpuNanos}
+     *     ({@link VmThreadCpu}), null without {@code /proc}
      */
     record Usage(
             Long cpuNanos,
@@ -380,5 +387,6 @@ final class ResourceMeter {
             int producerThreadsAtEnd,
             Double stolenPercent,
             Long brokerCpuNanos,
-            int brokerNodes) {}
+            int brokerNodes,
+            VmThreadCpu.Split vmCpu) {}
 }

@@ -101,6 +101,16 @@ record RunResult(
         return producers == null || usage.cpuNanos() == null ? null : perMessage(usage.cpuNanos() - producers);
     }
 
+    /** The JIT compiler threads' part of {@link #cpuNanosPerMessage()}; null without /proc. */
+    Double jitCpuNanosPerMessage() {
+        return usage.vmCpu() == null ? null : perMessage(usage.vmCpu().jitNanos());
+    }
+
+    /** The garbage collector's threads' part of {@link #cpuNanosPerMessage()}; null without /proc. */
+    Double gcCpuNanosPerMessage() {
+        return usage.vmCpu() == null ? null : perMessage(usage.vmCpu().gcNanos());
+    }
+
     /**
      * The CPU time of the run's RabbitMQ nodes over the run, per publish or delivery as the client's; null when they
      * are elsewhere or not readable ({@link BrokerCpu}).
@@ -261,6 +271,8 @@ record RunResult(
         m.put("cpu_ns_per_msg", cpuNanosPerMessage());
         m.put("producer_cpu_ns_per_msg", producerCpuNanosPerMessage());
         m.put("other_cpu_ns_per_msg", otherCpuNanosPerMessage());
+        m.put("jit_cpu_ns_per_msg", jitCpuNanosPerMessage());
+        m.put("gc_cpu_ns_per_msg", gcCpuNanosPerMessage());
         m.put("broker_cpu_ns_per_msg", brokerCpuNanosPerMessage());
         m.put("broker_nodes", usage.brokerCpuNanos() == null ? null : usage.brokerNodes());
         m.put("ctx_switches_per_msg", contextSwitchesPerMessage());

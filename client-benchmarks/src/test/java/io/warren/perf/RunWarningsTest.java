@@ -61,7 +61,7 @@ class RunWarningsTest {
                     t, sent / 10.0, 0, received / 10.0, Double.NaN, Double.NaN, 100, 200, backlog, 50, 20));
         }
         ResourceMeter.Usage usage = new ResourceMeter.Usage(
-                1_000_000L, 1000L, 1, null, null, 0, 0, 0, 0, 10L, 5L, null, 0, stolenPercent, null, 0);
+                1_000_000L, 1000L, 1, null, null, 0, 0, 0, 0, 10L, 5L, null, 0, stolenPercent, null, 0, null);
         return new RunResult(
                 null,
                 "warren",

@@ -1,0 +1,100 @@
+package io.warren.perf;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Map;
+
+/**
+ * The CPU time of the JVM's own threads that are part of the client's CPU but not its code: the JIT compiler threads
+ * ({@code C1 CompilerThread*}, {@code C2 CompilerThread*}) and the garbage collector's ({@code GC Thread#*} and G1's
+ * {@code G1 *} threads), from Linux's {@code /proc/self/task/<tid>/stat} ({@code utime + stime}, in the kernel's
+ * 10 ms ticks). The JVM lists neither among its threads. A run whose measured interval still holds compilations
+ * pays for them in its CPU per message: this tells how much.
+ *
+ * <p>A compiler thread the JVM starts during the interval counts from 0; one it stops during the interval is lost
+ * (HotSpot adds and removes compiler threads as their queue grows and shrinks), so the JIT share is a lower bound.
+ */
+final class VmThreadCpu {
+
+    private static final Path TASKS = Path.of("/proc/self/task");
+    /** Linux reports {@code /proc} times in USER_HZ, 100 per second on every architecture the JDK runs on. */
+    private static final long NANOS_PER_TICK = 10_000_000L;
+
+    static final int JIT = 0;
+    static final int GC = 1;
+
+    private VmThreadCpu() {}
+
+    /**
+     * The JIT and GC parts of the client's CPU over an interval, in ns.
+     *
+     * @param jitNanos the compiler threads'
+     * @param gcNanos the collector's threads'
+     */
+    record Split(long jitNanos, long gcNanos) {}
+
+    /** "tid" -> {kind, CPU ns} of the JIT and GC threads alive now; null without /proc. */
+    static Map<String, long[]> read() {
+        if (!Files.isDirectory(TASKS)) {
+            return null;
+        }
+        Map<String, long[]> result = new HashMap<>();
+        try (DirectoryStream<Path> tasks = Files.newDirectoryStream(TASKS)) {
+            for (Path task : tasks) {
+                try {
+                    String stat = Files.readString(task.resolve("stat"), StandardCharsets.US_ASCII);
+                    int kind = kind(name(stat));
+                    if (kind >= 0) {
+                        result.put(task.getFileName().toString(), new long[] {kind, cpuNanos(stat)});
+                    }
+                } catch (IOException | RuntimeException threadEnded) {
+                    // the thread ended while the directory was read (or its line was cut): not in this reading
+                }
+            }
+        } catch (IOException e) {
+            return null;
+        }
+        return result;
+    }
+
+    /** The time between two {@link #read}s, of the threads alive at the end; null when either is missing. */
+    static Split since(Map<String, long[]> start, Map<String, long[]> end) {
+        if (start == null || end == null) {
+            return null;
+        }
+        long[] total = new long[2];
+        for (Map.Entry<String, long[]> e : end.entrySet()) {
+            long[] before = start.get(e.getKey());
+            int kind = (int) e.getValue()[0];
+            total[kind] += Math.max(0, e.getValue()[1] - (before == null ? 0 : before[1]));
+        }
+        return new Split(total[JIT], total[GC]);
+    }
+
+    /** {@link #JIT}, {@link #GC} or -1 for a native thread name (the first 15 characters of the Java name). */
+    static int kind(String comm) {
+        if (comm.startsWith("C1 CompilerThre") || comm.startsWith("C2 CompilerThre")) {
+            return JIT;
+        }
+        if (comm.startsWith("GC Thread#") || comm.startsWith("G1 ")) {
+            return GC;
+        }
+        return -1;
+    }
+
+    /** The thread's name in a {@code stat} line: between the first '(' and the last ')' (a name may hold either). */
+    static String name(String stat) {
+        return stat.substring(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    }
+
+    /** {@code utime + stime} of a {@code stat} line, in ns: its 14th and 15th fields, the name being the 2nd. */
+    static long cpuNanos(String stat) {
+        String[] after = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+        // after the name: state is field 3, so utime (14) and stime (15) are at 11 and 12 here
+        return (Long.parseLong(after[11]) + Long.parseLong(after[12])) * NANOS_PER_TICK;
+    }
+}
