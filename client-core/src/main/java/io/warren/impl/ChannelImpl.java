@@ -35,6 +35,7 @@ import io.warren.impl.consume.ChannelConsumers;
 import io.warren.impl.consume.ConsumerHost;
 import io.warren.impl.consume.GetRequest;
 import io.warren.impl.consume.QueueConsumerCounts;
+import io.warren.impl.consume.RecoverRequest;
 import io.warren.impl.publish.Publisher;
 import io.warren.impl.recovery.ChannelRecovery;
 import io.warren.impl.recovery.ConnectionRecovery;
@@ -667,11 +668,18 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
             return invalid("basic.recover with requeue=false: RabbitMQ answers it with 540 NOT_IMPLEMENTED, "
                     + "which closes the connection");
         }
-        return voidRpc(
-                MethodIds.BASIC_RECOVER,
-                MethodIds.BASIC_RECOVER_OK,
-                false,
-                () -> Requests.basicRecover(state.alloc(), number, true));
+        CompletableFuture<Void> future = new CompletableFuture<>();
+        ByteBuf frame;
+        try {
+            frame = Requests.basicRecover(state.alloc(), number, true);
+        } catch (RuntimeException e) {
+            future.completeExceptionally(e);
+            return future;
+        }
+        // the channel's consumers learn when it is written: the broker forgets the tags it requeues from then on
+        ChannelRpc.Request<Void> request = RecoverRequest.of(this, frame, future);
+        HandOver.run(state.outbound(), () -> callOrHold(request, true, null), frame, future);
+        return future;
     }
 
     // ---- consuming (ChannelConsumers) --------------------------------------------------------------------

@@ -278,6 +278,20 @@ final class AckCoalescer {
         return acked > 0 || out != null;
     }
 
+    /**
+     * basic.recover was written: the broker requeues every tag still waiting and forgets it, so they are forgotten
+     * here too, as if settled. Nothing waits behind them to coalesce, and a multiple nack or "every outstanding
+     * delivery" cannot name them. Called right after {@link #takeFrames()} (no ack is recorded and unappended);
+     * frames appended since stay.
+     */
+    void forgetWaiting() {
+        assert acked == 0 : "acks recorded and not appended before basic.recover";
+        Arrays.fill(ring, SETTLED);
+        base = next;
+        acked = 0;
+        stragglerCount = 0;
+    }
+
     /** The channel is closed: the broker requeued everything unsettled; forget it all. */
     void clear() {
         Arrays.fill(ring, SETTLED);

@@ -38,7 +38,7 @@ import org.slf4j.LoggerFactory;
  *       {@code Channel.basicAck} and friends, from any thread to the channel's {@link AckCoalescer} and the
  *       wire;</li>
  *   <li>{@link DeliveryTags}: the application's delivery tags across recovery (the broker's plus an offset), and
- *       the refusal of stale ones;</li>
+ *       the refusal of stale ones (from before a connection loss, or requeued by basic.recover);</li>
  *   <li>{@link LostConsumers}: the consumers lost with the connection, until recovery moves them to the new
  *       channel ({@link #recoverFrom}) or ends them ({@link #endLost}).</li>
  * </ul>
@@ -78,8 +78,8 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
         this.number = state.number();
         this.loop = state.outbound().eventLoop();
         this.metrics = state.connection().metrics();
-        this.settlements = new SettlementPath(state, metrics, consumers);
         this.tags = new DeliveryTags(number, tagOffset);
+        this.settlements = new SettlementPath(state, metrics, consumers, tags);
         state.register(MethodIds.CLASS_BASIC, MethodIds.methodId(MethodIds.BASIC_DELIVER), this::onDeliver);
         state.register(MethodIds.CLASS_BASIC, MethodIds.methodId(MethodIds.BASIC_CANCEL), this::onBrokerCancel);
         state.onClose(this::onClose);
@@ -116,16 +116,23 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
     }
 
     /**
-     * A delivery of this lost channel was dropped before it reached its handler (the broker redelivers it). Any
-     * thread: the consumer's context.
+     * Whether basic.recover requeued the delivery of this broker tag (the broker forgot the tag). Any thread.
      */
-    void lostDeliveryDropped(MessageDelivery d) {
+    boolean isRequeued(long brokerTag) {
+        return tags.isRequeued(brokerTag);
+    }
+
+    /**
+     * A delivery of this channel, lost or requeued by basic.recover, was dropped before it reached its handler (the
+     * broker redelivers it). Any thread: the consumer's context.
+     */
+    void staleDeliveryDropped(MessageDelivery d) {
         metrics.staleDeliveryDropped();
         LOG.debug(
-                "channel {}: delivery {} is from before the channel was lost; dropped (the broker delivers it"
-                        + " again)",
+                "channel {}: delivery {} is from before {}; dropped (the broker delivers it again)",
                 number,
-                d.deliveryTag());
+                d.deliveryTag(),
+                tags.isStale() ? "the channel was lost" : "basic.recover");
     }
 
     /** What the application's delivery tags add to the broker's on this channel state. Any thread. */
@@ -464,6 +471,29 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
         lost.endAll(cause);
     }
 
+    // ---- basic.recover ---------------------------------------------------------------------------------------
+
+    /**
+     * basic.recover was written, after the settlements made before it: the broker requeues every delivery of the
+     * channel still unsettled when it reads it, and forgets their tags. From now until {@link #recoverOk} every tag
+     * delivered is stale (what comes meanwhile was sent before the broker read it), and the deliveries queued for a
+     * handler are dropped before it (the broker redelivers them). Event loop.
+     */
+    public void recoverSent() {
+        assert loop.inEventLoop() : "channel consumers off the event loop";
+        tags.recoverSent(); // first: a settlement from another thread is refused from now on
+        settlements.recoverSent();
+        for (ConsumerImpl c : consumers.all()) {
+            c.recoverSent();
+        }
+    }
+
+    /** recover-ok, in time or late: what is delivered from now on is settled as usual. Event loop. */
+    public void recoverOk() {
+        assert loop.inEventLoop() : "channel consumers off the event loop";
+        tags.recoverOk();
+    }
+
     // ---- settlements (SettlementPath, DeliveryTags) ------------------------------------------------------------
 
     /**
@@ -487,7 +517,8 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
      * flags; {@code deliveryTag} is the application's (the broker's plus {@link #tagOffset()}). Any thread.
      *
      * @throws StaleDeliveryException when the tag is from before a connection loss: at or below the offset, or
-     *         any tag while this channel state is lost and waiting for recovery; nothing is written
+     *         any tag while this channel state is lost and waiting for recovery; or when basic.recover requeued
+     *         its delivery; nothing is written
      * @throws ChannelClosedException when the channel is closed (the broker requeued its unsettled deliveries with
      *         the close); nothing is written
      * @throws IllegalArgumentException for a negative tag, 0 without {@code multiple}, or a tag above the highest
@@ -506,6 +537,11 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
     /** The refusal of a tag (the application's) that belongs to a channel lost with its connection. */
     StaleDeliveryException staleTag(long deliveryTag) {
         return tags.staleTag(deliveryTag);
+    }
+
+    /** The refusal of a tag (the application's) whose delivery basic.recover requeued. */
+    StaleDeliveryException requeuedTag(long deliveryTag) {
+        return tags.requeuedTag(deliveryTag);
     }
 
     /**

@@ -85,9 +85,10 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
             AtomicLongFieldUpdater.newUpdater(ConsumerImpl.class, "staleQueued");
 
     /**
-     * Manual-ack deliveries of a lost channel still in the queue (set by the event loop at recovery, lowered by the
-     * consumer's context as it drops them): the broker requeued them, so they do not count against the new
-     * channel's prefetch. Any thread.
+     * Manual-ack deliveries still in the queue whose tags are stale: of a lost channel (set by the event loop at
+     * recovery), or requeued by basic.recover (set when it is written, raised for each that comes before its
+     * recover-ok); lowered by the consumer's context as it drops them. The broker requeued them, so they do not
+     * count against the prefetch. Any thread.
      */
     private volatile long staleQueued;
 
@@ -178,6 +179,17 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
         }
     }
 
+    /**
+     * basic.recover was written on this consumer's channel: every manual-ack delivery queued now was requeued, and
+     * will be dropped before the handler ({@link #dropIfLost}). Event loop.
+     */
+    void recoverSent() {
+        assert channel.state().outbound().inEventLoop() : "consumer state off the event loop";
+        if (!noAck) {
+            STALE_QUEUED.set(this, queue.pending());
+        }
+    }
+
     /** Whether this consumer's queue holds its connection's reading paused. Event loop. */
     boolean holdsReadingPaused() {
         return readingPausedOn != null;
@@ -186,6 +198,10 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
     /** A complete delivery for this consumer (ownership passes to the queue). */
     void deliver(DeliveryImpl delivery) {
         assert channel.state().outbound().inEventLoop() : "consumer state off the event loop";
+        if (!noAck && channel.isRequeued(delivery.settleTag())) {
+            // before basic.recover's recover-ok: requeued with the rest. Counted before the write, which may drop it
+            STALE_QUEUED.incrementAndGet(this);
+        }
         queue.write(delivery);
         if (prefetch > 0 && queue.pending() - staleQueued > prefetch) {
             beyondPrefetch();
@@ -346,8 +362,8 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
 
     /**
      * Drops a manual-ack delivery whose channel was lost (with its connection, or closed by the broker and
-     * recovered) while it waited in the queue: the broker requeued it with that channel and delivers it again,
-     * so handing it over would give the application the message twice, and its settlement could only throw
+     * recovered) while it waited in the queue, or which basic.recover requeued: the broker requeued it and delivers
+     * it again, so handing it over would give the application the message twice, and its settlement could only throw
      * {@link io.warren.StaleDeliveryException}. A noAck delivery is still handed over: nobody will redeliver it.
      * The queue asks before the delivery takes a unit of demand (a pause made meanwhile holds); {@link SlotDispatch}
      * asks again for one lost while held or started, and gives back the unit of the application's demand it took
@@ -355,10 +371,10 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
      * Consumer context.
      */
     boolean dropIfLost(DeliveryImpl d) {
-        if (noAck || !d.channel.isStale()) {
+        if (noAck || !d.isStale()) {
             return false;
         }
-        d.channel.lostDeliveryDropped(d);
+        d.channel.staleDeliveryDropped(d);
         STALE_QUEUED.updateAndGet(this, n -> n > 0 ? n - 1 : 0);
         releaseBorrow(d);
         return true;

@@ -11,6 +11,10 @@ import java.util.concurrent.atomic.AtomicLongFieldUpdater;
  * stale instead of naming another message (or none) on the new channel. A class of its own so that the
  * arithmetic and its refusals sit in one place, apart from how settlements travel ({@link SettlementPath}), which
  * deals in the broker's tags only. (The official Java client does the same in its {@code RecoveryAwareChannelN}.)
+ *
+ * <p>basic.recover makes tags stale on a live channel too: the broker requeues every delivery still unsettled when it
+ * reads the method and forgets their tags ({@link #recoverSent}, {@link #recoverOk}); a settlement of one would make
+ * it close the channel (406 unknown delivery tag).
  */
 final class DeliveryTags {
 
@@ -30,6 +34,13 @@ final class DeliveryTags {
     private volatile long highest;
     /** Lost with the connection, recovery to follow: its deliveries' tags mean nothing on the new channel. */
     private volatile boolean stale;
+    /**
+     * Broker tags at or below it were requeued by basic.recover, and the broker forgot them: 0 for none; every tag
+     * ({@link Long#MAX_VALUE}) from the moment basic.recover is written until its recover-ok, since what arrives
+     * meanwhile was sent before the broker read it; then the highest tag delivered by recover-ok. Written on the
+     * event loop.
+     */
+    private volatile long requeuedUpTo;
 
     DeliveryTags(int number, long offset) {
         this.number = number;
@@ -66,6 +77,27 @@ final class DeliveryTags {
         stale = true;
     }
 
+    /** basic.recover was written: every tag delivered so far, and any that comes before its recover-ok, is stale. */
+    void recoverSent() {
+        requeuedUpTo = Long.MAX_VALUE;
+    }
+
+    /**
+     * recover-ok (in time or late): the broker requeued what came before it, and what it delivers from now on is
+     * new, its redeliveries included (with new tags: they only grow on a channel). Event loop.
+     */
+    void recoverOk() {
+        requeuedUpTo = highest;
+    }
+
+    /**
+     * Whether basic.recover requeued the delivery of a broker tag (not 0, which names none): its settlement must
+     * not be written. Any thread.
+     */
+    boolean isRequeued(long brokerTag) {
+        return brokerTag != 0 && brokerTag <= requeuedUpTo;
+    }
+
     /**
      * Refuses a tag (the application's) that cannot name a delivery: negative, 0 without {@code multiple}, or from
      * before a connection loss. Any thread.
@@ -90,6 +122,8 @@ final class DeliveryTags {
      * The broker's tag for a current application tag ({@link #checkCurrent} passed). Any thread.
      *
      * @throws IllegalArgumentException for a tag above the highest delivered on the channel
+     * @throws StaleDeliveryException for a tag basic.recover requeued (with {@code multiple} too: the broker
+     *         would close the channel for a multiple settlement of a tag it forgot as well)
      */
     long toBroker(long deliveryTag, boolean multiple) {
         long highestExposed = offset + highest;
@@ -99,7 +133,11 @@ final class DeliveryTags {
                     + number + " (the highest delivered is " + highestExposed + "): nothing is sent"
                     + (multiple ? "; 0 with multiple=true settles every outstanding delivery" : ""));
         }
-        return deliveryTag == 0 ? 0 : deliveryTag - offset;
+        long brokerTag = deliveryTag == 0 ? 0 : deliveryTag - offset;
+        if (isRequeued(brokerTag)) {
+            throw requeuedTag(deliveryTag);
+        }
+        return brokerTag;
     }
 
     /** The refusal of a tag (the application's) that belongs to a channel lost with its connection. */
@@ -112,6 +150,16 @@ final class DeliveryTags {
                         + (stale ? "" : " and recovered (this channel's tags are above " + offset + " now)")
                         + ": it is stale and nothing is sent; the broker redelivers the message "
                         + "(flagged redelivered)",
+                deliveryTag,
+                number);
+    }
+
+    /** The refusal of a tag (the application's) whose delivery basic.recover requeued. Any thread. */
+    StaleDeliveryException requeuedTag(long deliveryTag) {
+        return new StaleDeliveryException(
+                "delivery tag " + deliveryTag + " on channel " + number + " is from before basic.recover, which "
+                        + "requeued it and made the broker forget its tag: it is stale and nothing is sent; the "
+                        + "broker redelivers the message (flagged redelivered)",
                 deliveryTag,
                 number);
     }

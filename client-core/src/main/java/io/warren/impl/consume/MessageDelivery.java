@@ -21,8 +21,9 @@ import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
  * <p>Ownership: the object owns the method, header and body buffers from construction (or {@link #reinit}) and
  * releases all three when its count reaches 0. A consumer on the event loop reuses a released delivery object
  * for a later message ({@link #reinit}), but only once nothing can still refer to it legitimately: its count is 0,
- * no settlement of it is on its way to the event loop, and its tag is settled on the channel. So a delivery
- * settled after its release (once, as the API allows) still names its own message.
+ * no settlement of it is on its way to the event loop, and its tag is settled on the channel (one basic.recover
+ * requeued unsettled never is). So a delivery settled after its release (once, as the API allows) still names its
+ * own message.
  */
 public abstract class MessageDelivery extends Settlement implements Delivery {
 
@@ -213,6 +214,9 @@ public abstract class MessageDelivery extends Settlement implements Delivery {
         if (channel.isClosed()) {
             throw channel.closedTag(deliveryTag());
         }
+        if (channel.isRequeued(brokerTag)) {
+            throw channel.requeuedTag(deliveryTag());
+        }
         if (!SETTLED.compareAndSet(this, UNSETTLED, HANDED_OVER)) {
             throw new IllegalStateException("delivery " + deliveryTag() + " on channel " + channel.number()
                     + " is already acknowledged, nacked or rejected");
@@ -232,6 +236,14 @@ public abstract class MessageDelivery extends Settlement implements Delivery {
 
     final boolean needsAck() {
         return needsAck;
+    }
+
+    /**
+     * Whether its tag is stale: its channel was lost, or basic.recover requeued it. The broker redelivers the
+     * message either way. Any thread.
+     */
+    final boolean isStale() {
+        return channel.isStale() || channel.isRequeued(brokerTag);
     }
 
     /** The broker's tag, which is what the coalescer and the wire deal in. */

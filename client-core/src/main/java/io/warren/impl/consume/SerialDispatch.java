@@ -38,18 +38,25 @@ final class SerialDispatch implements Dispatch {
 
     /**
      * A released delivery when the oldest kept is reusable (released, no settlement on its way, its tag settled on
-     * its channel; at once with noAck), else a new one.
+     * its channel; at once with noAck), else a new one. One whose tag basic.recover requeued unsettled is let go
+     * instead: the application may still settle it once, and must be told it is stale, not settle the message the
+     * object would name next.
      */
     @Override
     public DeliveryImpl newDelivery(
             ChannelConsumers on, ByteBuf method, ByteBuf header, ByteBuf body, long deliveryTag, boolean redelivered) {
         if (released != null) {
             DeliveryImpl d = released.peekFirst();
-            if (d != null && d.reusable() && (consumer.noAck() || on.isSettled(d.settleTag()))) {
-                released.pollFirst();
-                if (d.channel == on) { // after a recovery the kept ones belong to a channel that is gone
-                    d.reinit(on, method, header, body, deliveryTag, redelivered);
-                    return d;
+            if (d != null && d.reusable()) {
+                boolean noAck = consumer.noAck();
+                if (!noAck && on.isRequeued(d.settleTag())) {
+                    released.pollFirst();
+                } else if (noAck || on.isSettled(d.settleTag())) {
+                    released.pollFirst();
+                    if (d.channel == on) { // after a recovery the kept ones belong to a channel that is gone
+                        d.reinit(on, method, header, body, deliveryTag, redelivered);
+                        return d;
+                    }
                 }
             }
         }

@@ -34,6 +34,11 @@ import org.slf4j.LoggerFactory;
  * </ul>
  * Frames the coalescer holds are written before any synchronous method or channel.close the channel sends
  * ({@link #flush()}, through {@code ChannelState}), so an ack made before a close is never lost to it.
+ *
+ * <p>Once basic.recover is written the broker has forgotten the tags it requeues ({@link DeliveryTags#isRequeued}):
+ * a settlement of one that reaches the event loop afterwards is dropped here, whatever the way it came (another
+ * thread's that raced with basic.recover, a requeueing reject of a delivery that never reached its handler), since
+ * the broker would close the channel (406 unknown delivery tag).
  */
 final class SettlementPath {
 
@@ -50,6 +55,8 @@ final class SettlementPath {
     private final MetricsCollector metrics;
     /** The channel's consumers (its {@link ChannelConsumers}' table), for the held-acks limit. */
     private final ConsumerTable consumers;
+    /** The channel state's tags: which of them basic.recover requeued. */
+    private final DeliveryTags tags;
 
     private final Runnable flushTask = this::flushTask;
     private final Runnable drainTask = this::drainSettlements;
@@ -74,13 +81,14 @@ final class SettlementPath {
      */
     private volatile long oldestUnackedSince = AckCoalescer.NONE;
 
-    SettlementPath(ChannelState state, MetricsCollector metrics, ConsumerTable consumers) {
+    SettlementPath(ChannelState state, MetricsCollector metrics, ConsumerTable consumers, DeliveryTags tags) {
         this.state = state;
         this.number = state.number();
         this.loop = state.outbound().eventLoop();
         this.acks = new AckCoalescer(number, state.alloc());
         this.metrics = metrics;
         this.consumers = consumers;
+        this.tags = tags;
     }
 
     /** Whether the channel has closed: settlements are refused, or dropped when already on their way. Any thread. */
@@ -90,10 +98,13 @@ final class SettlementPath {
 
     // ---- deliveries (event loop) -------------------------------------------------------------------------
 
-    /** A tag for the coalescer, with its delivery time (read once per read batch). */
+    /**
+     * A tag for the coalescer, with its delivery time (read once per read batch). One that comes while basic.recover
+     * waits for its recover-ok was requeued with the rest: it waits for no settlement.
+     */
     void delivered(long deliveryTag, boolean needsAck) {
         assert loop.inEventLoop() : "settlement path off the event loop";
-        if (!needsAck) {
+        if (!needsAck || tags.isRequeued(deliveryTag)) {
             acks.delivered(deliveryTag, false, 0);
             return;
         }
@@ -216,6 +227,10 @@ final class SettlementPath {
         if (closed) {
             return; // the broker requeued it with the channel's close
         }
+        if (tags.isRequeued(tag)) {
+            droppedRequeued(tag);
+            return;
+        }
         if (!acks.settle(tag, op)) {
             LOG.warn(
                     "channel {}: delivery tag {} is already settled; the second settlement is dropped (the broker"
@@ -233,6 +248,14 @@ final class SettlementPath {
             flushScheduled = true;
             loop.execute(flushTask);
         }
+    }
+
+    private void droppedRequeued(long tag) {
+        LOG.debug(
+                "channel {}: delivery tag {} (the broker's) was requeued by basic.recover; its settlement is dropped"
+                        + " (the broker forgot the tag and redelivers the message)",
+                number,
+                tag);
     }
 
     private void countSettlement(int op) {
@@ -253,6 +276,10 @@ final class SettlementPath {
                 d.markSettled(); // read its tag below, before anything may reuse it: this loop is the event loop
             }
             if (closed) {
+                continue;
+            }
+            if (tags.isRequeued(s.settleTag())) {
+                droppedRequeued(s.settleTag());
                 continue;
             }
             int op = s.settleOp;
@@ -284,6 +311,19 @@ final class SettlementPath {
                 state.send(frames);
             }
         }
+    }
+
+    // ---- basic.recover (event loop) ----------------------------------------------------------------------
+
+    /**
+     * basic.recover was written, right after {@link #flush()} (ChannelRpc writes the acks held before a synchronous
+     * method first): the broker requeues everything still unsettled and forgets the tags, so nothing waits for the
+     * application any more ({@link DeliveryTags#recoverSent} makes the tags stale).
+     */
+    void recoverSent() {
+        assert loop.inEventLoop() : "settlement path off the event loop";
+        acks.forgetWaiting();
+        oldestUnackedSince = AckCoalescer.NONE;
     }
 
     // ---- the close (event loop) --------------------------------------------------------------------------

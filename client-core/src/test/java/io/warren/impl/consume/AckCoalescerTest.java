@@ -270,6 +270,52 @@ class AckCoalescerTest {
         assertEquals(List.of("ack " + (n + 4) + " multiple"), frames());
     }
 
+    /**
+     * basic.recover requeues what still waits and the broker forgets those tags: none of them may hold the next run
+     * of acks back, or be named by a multiple settlement, and the frames appended before stay.
+     */
+    @Test
+    void forgottenWaitingTagsHoldNothingBackAndAreNamedByNoSettlement() {
+        deliver(1, 4, true);
+        acks.settle(2, REJECT);
+        acks.settle(3, ACK);
+        assertEquals(List.of("reject 2", "ack 3"), frames());
+        acks.settle(4, NACK | REQUEUE); // appended, not yet taken when basic.recover goes out
+        acks.forgetWaiting();
+        assertEquals(0, acks.pendingCount());
+        assertEquals(AckCoalescer.NONE, acks.oldestPendingSince());
+        assertFalse(acks.settle(1, ACK), "forgotten: dropped");
+        assertFalse(acks.settle(0, NACK | MULTIPLE | REQUEUE), "every outstanding delivery: there is none");
+        deliver(5, 6, true);
+        assertTrue(acks.settle(5, ACK));
+        assertTrue(acks.settle(6, ACK));
+        assertEquals(List.of("nack 4 requeue", "ack 6 multiple"), frames());
+    }
+
+    /** A straggler (held past the ring's largest window) is forgotten as well. */
+    @Test
+    void aForgottenStragglerStopsNoMultipleAck() {
+        int n = AckCoalescer.MAX_CAPACITY + 10;
+        acks.delivered(1, true);
+        for (long t = 2; t <= n; t++) {
+            acks.delivered(t, true);
+            acks.settle(t, ACK);
+            if (t % 1000 == 0) {
+                frames();
+            }
+        }
+        frames();
+        assertEquals(1, acks.stragglerCount());
+        acks.forgetWaiting();
+        assertEquals(0, acks.stragglerCount());
+        assertFalse(acks.settle(1, ACK));
+        acks.delivered(n + 1, true);
+        acks.delivered(n + 2, true);
+        acks.settle(n + 1, ACK);
+        acks.settle(n + 2, ACK);
+        assertEquals(List.of("ack " + (n + 2) + " multiple"), frames());
+    }
+
     @Test
     void clearForgetsEverything() {
         deliver(1, 3, true);

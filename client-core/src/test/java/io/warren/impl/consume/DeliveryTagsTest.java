@@ -1,7 +1,9 @@
 package io.warren.impl.consume;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.warren.StaleDeliveryException;
 import org.junit.jupiter.api.Test;
@@ -48,6 +50,32 @@ class DeliveryTagsTest {
         tags.markStale();
         assertThrows(StaleDeliveryException.class, () -> tags.checkCurrent(7, false));
         assertEquals(7, tags.highestExposed(), "the next state's offset");
+    }
+
+    /**
+     * basic.recover: every tag is stale from the moment it is written until recover-ok (what comes meanwhile was sent
+     * before the broker read it), then every tag up to the highest delivered by then; later ones are current.
+     */
+    @Test
+    void theTagsBasicRecoverRequeuedAreStale() {
+        DeliveryTags tags = new DeliveryTags(2, 100);
+        tags.delivered(1);
+        tags.delivered(2);
+        assertFalse(tags.isRequeued(2));
+        tags.recoverSent();
+        tags.delivered(3); // sent before the broker read basic.recover
+        assertTrue(tags.isRequeued(3));
+        StaleDeliveryException during = assertThrows(StaleDeliveryException.class, () -> tags.toBroker(102, false));
+        assertEquals(102, during.deliveryTag());
+        assertEquals(2, during.channelNumber());
+        tags.recoverOk();
+        tags.delivered(4);
+        assertTrue(tags.isRequeued(3));
+        assertFalse(tags.isRequeued(4));
+        assertFalse(tags.isRequeued(0), "0 names no delivery");
+        assertThrows(StaleDeliveryException.class, () -> tags.toBroker(103, true), "a multiple one too");
+        assertEquals(4, tags.toBroker(104, true));
+        assertEquals(0, tags.toBroker(0, true), "every outstanding delivery");
     }
 
     @Test
