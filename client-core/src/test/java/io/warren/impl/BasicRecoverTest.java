@@ -269,6 +269,34 @@ class BasicRecoverTest {
         }
     }
 
+    /**
+     * Deliveries queued for a paused consumer when basic.recover goes out leave its queue at once, without demand.
+     * Before, with their redeliveries behind them the queue reached its high-water mark and stopped the whole
+     * connection's reading until the application took demand.
+     */
+    @Test
+    void deliveriesQueuedAtBasicRecoverLeaveAtOnceSoTheRedeliveriesDoNotStopTheConnectionsReading() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            ConsumerHandle c = consume(
+                    broker,
+                    ch,
+                    new ConsumeOptions().prefetch(2).waterMarks(2, 4).initialDemand(0),
+                    Delivery::ack);
+            deliver(broker, 1, false);
+            deliver(broker, 2, false);
+            assertEquals(2, c.queued());
+
+            recoverOk(broker, recover(broker, ch));
+            assertEquals(0, c.queued(), "dropped without demand");
+            deliver(broker, 3, true);
+            deliver(broker, 4, true);
+            assertEquals(2, c.queued());
+            assertTrue(broker.client.config().isAutoRead());
+            assertEquals(0, broker.handler.readPauses());
+        }
+    }
+
     /** The same for deliveries counted in flight and held for the application's demand: the unit comes back. */
     @Test
     void anAsyncConsumerHoldingDeliveriesAtBasicRecoverDropsThemAndKeepsItsDemand() {

@@ -181,12 +181,15 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
 
     /**
      * basic.recover was written on this consumer's channel: every manual-ack delivery queued now was requeued, and
-     * will be dropped before the handler ({@link #dropIfLost}). Event loop.
+     * is dropped before the handler ({@link #dropIfLost}), at once even when the consumer has no demand: with the
+     * redeliveries behind them they could reach the high-water mark and stop the connection's reading until the
+     * application took demand. Event loop.
      */
     void recoverSent() {
         assert channel.state().outbound().inEventLoop() : "consumer state off the event loop";
         if (!noAck) {
             STALE_QUEUED.set(this, queue.pending());
+            queue.recheckUnwanted();
         }
     }
 

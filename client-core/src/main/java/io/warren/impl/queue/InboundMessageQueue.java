@@ -260,6 +260,16 @@ public abstract class InboundMessageQueue<M> {
     }
 
     /**
+     * Any thread. Lets a drain that waits for demand look at the queued messages again, some of which may have
+     * become unwanted since ({@link #handleUnwanted}): those at the head are disposed of without taking demand, and
+     * the drain stops again at the first wanted one. Nothing to do when no drain waits (one under way, or the next,
+     * asks about every message anyway).
+     */
+    public final void recheckUnwanted() {
+        wakeOwner();
+    }
+
+    /**
      * Any thread, idempotent. Disposes of every queued message and of every message written from now on (on the
      * producer loop). The queued ones are disposed in the consumer context by the drain under way; if none is
      * under way (the queue waits for demand, or for a drain task its context has not started), on the calling

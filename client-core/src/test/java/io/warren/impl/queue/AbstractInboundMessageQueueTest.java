@@ -150,6 +150,25 @@ abstract class AbstractInboundMessageQueueTest {
     }
 
     @Test
+    void messagesThatBecameUnwantedWhileTheDrainWaitsForDemandAreDroppedOnARecheck() {
+        TestQueue q = newQueue(4, 8);
+        q.pause();
+        writeInts(q, 0, 5);
+        awaitTrue(q::isSuspended, "the drain to stop for demand");
+        q.unwanted = v -> v < 3; // gone stale meanwhile
+        q.recheckUnwanted();
+        awaitTrue(() -> q.dropped.size() == 3 && q.isSuspended(), "0, 1 and 2 dropped, then a stop");
+        assertEquals(List.of(0, 1, 2), copy(q.dropped));
+        assertEquals(List.of(), q.receivedCopy());
+        assertEquals(2, pending(q));
+        assertEquals(0, q.demand(), "no demand taken");
+
+        q.fetch(1);
+        awaitTrue(() -> q.received.size() == 1 && q.isSuspended(), "3 delivered, then a stop");
+        assertEquals(List.of(3), q.receivedCopy());
+    }
+
+    @Test
     void inTheHandlerPendingCountsOnlyTheMessagesNotYetHandedOver() {
         TestQueue q = newQueue(4, 8);
         q.pause();
