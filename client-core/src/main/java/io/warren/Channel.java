@@ -127,8 +127,10 @@ public interface Channel {
      * it. With {@code multiple=true} a newer tag covers only the recovered channel's deliveries; tag 0 with
      * {@code multiple=true} (every outstanding delivery) covers every delivery this channel has received so far, and
      * is sent as the highest of them (one the broker sent and the channel had not read yet is left unsettled).
+     * A tag whose delivery {@link #basicRecover} requeued is refused the same way.
      *
-     * @throws StaleDeliveryException the tag is from before a connection loss
+     * @throws StaleDeliveryException the tag is from before a connection loss, or its delivery was requeued by
+     *         {@link #basicRecover}; nothing is sent
      * @throws ChannelClosedException the channel is closed (the broker requeued its unsettled deliveries with the
      *         close, and carries why it closed); nothing is sent
      * @throws IllegalArgumentException a negative tag, 0 without {@code multiple}, or a tag above the highest this
@@ -140,7 +142,7 @@ public interface Channel {
     /**
      * basic.nack, fire and forget; see {@link #basicAck}.
      *
-     * @throws StaleDeliveryException the tag is from before a connection loss
+     * @throws StaleDeliveryException the tag is from before a connection loss or a {@link #basicRecover}
      * @throws ChannelClosedException the channel is closed
      * @throws IllegalArgumentException as for {@link #basicAck}
      */
@@ -149,19 +151,32 @@ public interface Channel {
     /**
      * basic.reject, fire and forget; see {@link #basicAck}.
      *
-     * @throws StaleDeliveryException the tag is from before a connection loss
+     * @throws StaleDeliveryException the tag is from before a connection loss or a {@link #basicRecover}
      * @throws ChannelClosedException the channel is closed
      * @throws IllegalArgumentException as for {@link #basicAck}
      */
     void basicReject(long deliveryTag, boolean requeue);
 
     /**
-     * basic.recover: the broker requeues this channel's unacknowledged messages and delivers them again, with new
-     * delivery tags. Settlements made before this call go ahead of it. The broker forgets the tags of what it requeues:
-     * do not settle a delivery from before it afterwards (its message comes again), or the broker closes the channel
-     * (406 unknown delivery tag). {@code requeue} must be true: RabbitMQ answers {@code requeue=false} with 540
-     * NOT_IMPLEMENTED, which closes the connection; the stage fails with {@link IllegalArgumentException} instead and
-     * nothing is sent.
+     * basic.recover: the broker requeues every delivery of this channel not yet settled when it reads the method
+     * (acknowledged, nacked or rejected), and delivers them again, flagged redelivered, with new delivery tags; the
+     * stage completes at recover-ok. Settlements made before this call go ahead of it, also those waiting in the
+     * acknowledgement coalescing.
+     *
+     * <p>The broker forgets the tags of what it requeues, and would close the channel (406 PRECONDITION_FAILED
+     * unknown delivery tag) for a settlement of one. So once basic.recover is written, a settlement of a manual-ack
+     * delivery received before its recover-ok (those that arrive between the two were sent before the broker read
+     * it, and are requeued too) is refused and nothing is sent: {@link Delivery#ack()} and friends, and
+     * {@link #basicAck} and friends with such a tag, throw {@link StaleDeliveryException}; a settlement made on
+     * another thread at the same moment may instead be dropped silently. The channel stays open, and its message
+     * comes again: settle the redelivery. A {@code multiple=true} settlement with a tag received after recover-ok
+     * covers the redeliveries and later deliveries only (the broker's unsettled ones up to it). Deliveries waiting
+     * in a consumer's queue for its handler, or for its demand, are dropped before the handler (counted in
+     * {@link ClientMetrics#staleDeliveriesDropped()}): they take none of the consumer's demand and do not count
+     * against its prefetch, and the consumer gets the redeliveries instead. noAck deliveries are not affected.
+     *
+     * <p>{@code requeue} must be true: RabbitMQ answers {@code requeue=false} with 540 NOT_IMPLEMENTED, which closes
+     * the connection; the stage fails with {@link IllegalArgumentException} instead and nothing is sent.
      */
     CompletionStage<Void> basicRecover(boolean requeue);
 

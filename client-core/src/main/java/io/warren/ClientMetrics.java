@@ -78,8 +78,9 @@ public interface ClientMetrics {
 
     /**
      * Manual-ack deliveries dropped before they reached the handler because their channel was lost meanwhile
-     * (the connection was lost, or the broker closed the channel and it was recovered): the broker requeued them
-     * and delivers them again, so the application sees each message once.
+     * (the connection was lost, or the broker closed the channel and it was recovered), or because
+     * {@link Channel#basicRecover} requeued them: the broker delivers them again, so the application sees each
+     * message once.
      */
     long staleDeliveriesDropped();
 

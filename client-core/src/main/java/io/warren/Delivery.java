@@ -28,13 +28,14 @@ import java.util.Objects;
  * {@link #ack()}, {@link #nack(boolean)}, {@link #reject(boolean)} and their {@code multiple} forms may be
  * called from any thread, once per delivery, and also after the delivery was released (they need only its
  * tag). A consumer whose handler runs on the event loop reuses a released delivery object for a later message
- * once its tag is settled (at once with noAck), which is why a steady stream of deliveries allocates next to
+ * once its tag is settled (at once with noAck; never once {@link Channel#basicRecover} requeued it unsettled), which is why a steady stream of deliveries allocates next to
  * nothing: so after a delivery is released <em>and</em> settled (or covered by a multiple ack), do not touch it
  * again unless you retained it. They are fire and forget: Warren hands them to the connection's event loop,
  * which coalesces acks into one basic.ack with {@code multiple=true} where that is safe (when every lower
  * delivery tag of the channel is settled). They throw {@link IllegalStateException} for a delivery taken with noAck / autoAck
  * (there is nothing to acknowledge) and for a second settlement of the same delivery, a
- * {@link StaleDeliveryException} for a delivery from before a connection loss, and a
+ * {@link StaleDeliveryException} for a delivery from before a connection loss or requeued by
+ * {@link Channel#basicRecover}, and a
  * {@link ChannelClosedException} (carrying why it closed) once the channel is closed: nothing is sent then, the
  * broker has already requeued the message.
  *

@@ -28,7 +28,7 @@ enum ClientCounter {
     RECOVERIES("recoveries", "connections recovered automatically", ClientMetrics::recoveries),
     STALE_DELIVERIES_DROPPED(
             "stale_deliveries_dropped",
-            "deliveries of a lost channel dropped before their handler",
+            "deliveries of a lost channel, or requeued by basic.recover, dropped before their handler",
             ClientMetrics::staleDeliveriesDropped);
 
     /** Every constant, read once: {@code values()} copies its array at each call. */
