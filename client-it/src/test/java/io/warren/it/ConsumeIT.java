@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.rabbitmq.client.AMQP;
@@ -21,6 +22,7 @@ import io.warren.ConsumerHandle;
 import io.warren.Delivery;
 import io.warren.GetResponse;
 import io.warren.QueueSpec;
+import io.warren.StaleDeliveryException;
 import io.warren.VirtualThreads;
 import io.warren.it.BrokerExtension.TestNames;
 import java.time.Duration;
@@ -162,6 +164,65 @@ class ConsumeIT {
         assertEquals(List.of(false, true), redelivered);
         await(c.cancel());
         assertEquals(0, messageCount(ch, q));
+    }
+
+    /**
+     * basic.recover with the whole prefetch unacknowledged: the broker redelivers every message with a new tag and
+     * forgets the old ones. Warren refuses a settlement of an old one (StaleDeliveryException, nothing sent, so the
+     * channel stays open), and the new tags settle the messages.
+     */
+    @Test
+    void basicRecoverRedeliversWithNewTagsAndAnOldTagIsStale(Broker broker, Connection connection, TestNames names)
+            throws Exception {
+        Channel ch = await(connection.openChannel());
+        String q = names.queue("q");
+        await(ch.queueDeclare(q));
+        int prefetch = 5;
+        publishNumbered(broker, q, prefetch, 4);
+        List<Delivery> first = Collections.synchronizedList(new ArrayList<>());
+        List<Delivery> again = Collections.synchronizedList(new ArrayList<>());
+        CountDownLatch allFirst = new CountDownLatch(prefetch);
+        CountDownLatch allAgain = new CountDownLatch(prefetch);
+        ConsumerHandle c = await(ch.consume(q, new ConsumeOptions().prefetch(prefetch), d -> {
+            (d.redelivered() ? again : first).add(d.retain());
+            (d.redelivered() ? allAgain : allFirst).countDown();
+        }));
+        try {
+            assertTrue(allFirst.await(30, TimeUnit.SECONDS), "got " + first.size());
+            Await.queueCounts(q, 0, prefetch, Duration.ofSeconds(10)); // the whole prefetch unacknowledged
+
+            await(ch.basicRecover(true));
+            assertTrue(allAgain.await(30, TimeUnit.SECONDS), "redelivered " + again.size());
+            assertEquals(prefetch, first.size(), "nothing new came before the redeliveries");
+            assertEquals(
+                    first.stream().map(ConsumeIT::numberOf).sorted().toList(),
+                    again.stream().map(ConsumeIT::numberOf).sorted().toList());
+            long highestBefore = first.get(prefetch - 1).deliveryTag();
+            assertTrue(again.get(0).deliveryTag() > highestBefore, "new tags");
+
+            StaleDeliveryException stale = assertThrows(
+                    StaleDeliveryException.class, () -> ch.basicAck(first.get(0).deliveryTag(), false));
+            assertEquals(first.get(0).deliveryTag(), stale.deliveryTag());
+            assertThrows(StaleDeliveryException.class, () -> ch.basicAck(highestBefore, true));
+            assertThrows(StaleDeliveryException.class, () -> first.get(1).ack());
+            assertThrows(StaleDeliveryException.class, () -> first.get(2).reject(true));
+            // a round trip: had anything been sent for an old tag the broker would have closed the channel first
+            assertEquals(0, messageCount(ch, q));
+            assertTrue(ch.isOpen());
+            assertTrue(c.isActive());
+
+            again.get(0).ack();
+            ch.basicAck(again.get(prefetch - 1).deliveryTag(), true); // the remaining redeliveries
+            Await.queueCounts(q, 0, 0, Duration.ofSeconds(10));
+            assertEquals(0, messageCount(ch, q));
+            assertTrue(ch.isOpen());
+            assertTrue(connection.isOpen());
+            await(c.cancel());
+            await(ch.queueDelete(q));
+        } finally {
+            first.forEach(Delivery::release);
+            again.forEach(Delivery::release);
+        }
     }
 
     @Test
