@@ -742,7 +742,7 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
             boolean mandatory,
             BasicProperties properties,
             ByteBuf body) {
-        if (recovery.isRecovering() && body != null) {
+        if (recovery.isHolding() && body != null) {
             CompletionStage<PublishOutcome> held =
                     recovery.hold(exchange, routingKey, mandatory, properties, body, true);
             if (held != null) {
@@ -786,7 +786,7 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
             boolean mandatory,
             BasicProperties properties,
             ByteBuf body) {
-        if (recovery.isRecovering()
+        if (recovery.isHolding()
                 && body != null
                 && recovery.hold(exchange, routingKey, mandatory, properties, body, false) != null) {
             return;

@@ -11,17 +11,18 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import java.util.function.IntSupplier;
+import java.util.function.UnaryOperator;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * The synchronous methods the application calls on a channel while it recovers (queue.declare, basic.consume,
- * basic.get, ...), held in call order and sent once the channel, its modes, the topology and its consumers are
- * back: none reaches a re-opened channel before the entities it names are declared again (a basic.consume of a
- * queue not yet re-declared would get 404 and close the channel for good). Each waits at most the RPC timeout from
- * its call, then fails unsent with {@link RpcTimeoutException}; all fail with the cause when the channel will not
- * be recovered. Deadlines rise in call order, so one timer, armed for the oldest, expires them. Event loop (the
- * channel's, which is recovery's).
+ * basic.get, ...), each in its place in the channel's one order of held methods and publishes ({@link
+ * ChannelRecovery}), sent once the channel, its modes, the topology and its consumers are back: none reaches a
+ * re-opened channel before the entities it names are declared again (a basic.consume of a queue not yet re-declared
+ * would get 404 and close the channel for good). Each waits at most the RPC timeout from its call, then fails unsent
+ * with {@link RpcTimeoutException}; all fail with the cause when the channel will not be recovered. Deadlines rise
+ * in call order, so one timer, armed for the oldest, expires them. Event loop (the channel's, which is recovery's).
  */
 final class HeldCalls {
 
@@ -29,7 +30,8 @@ final class HeldCalls {
      * A held method: {@code send} queues it on the channel as it is then; {@code fail} fails it unsent. {@code
      * queue}: the queue it names, or null.
      */
-    private record Call(int methodKey, String queue, Runnable send, Consumer<AmqpException> fail, long deadlineNanos) {}
+    private record Call(
+            int methodKey, String queue, Runnable send, Consumer<AmqpException> fail, long place, long deadlineNanos) {}
 
     private static final Logger LOG = LoggerFactory.getLogger(HeldCalls.class);
 
@@ -39,19 +41,20 @@ final class HeldCalls {
     private final ArrayDeque<Call> calls = new ArrayDeque<>();
     private EventExecutor loop;
     private long timeoutNanos;
+    /** Armed for the oldest held method's deadline while any is held. */
     private ScheduledFuture<?> timer;
-    /** {@link #sendAll} is running: a method called meanwhile (from a completion it runs) queues behind. */
-    private boolean sending;
 
     HeldCalls(IntSupplier channelNumber) {
         this.channelNumber = channelNumber;
     }
 
     /**
-     * Holds a method called while the channel recovers, for at most {@code timeoutNanos} on {@code loop}'s clock.
+     * Holds a method called while the channel recovers, in {@code place} (after every place held before), for at
+     * most {@code timeoutNanos} on {@code loop}'s clock.
      */
     void hold(
             EventExecutor loop,
+            long place,
             long timeoutNanos,
             int methodKey,
             String queue,
@@ -60,43 +63,38 @@ final class HeldCalls {
         assert loop.inEventLoop() : "held calls off the event loop";
         this.loop = loop;
         this.timeoutNanos = timeoutNanos;
-        calls.add(new Call(methodKey, queue, send, fail, loop.ticker().nanoTime() + timeoutNanos));
-        if (timer == null && !sending) {
-            timer = loop.schedule(this::expire, timeoutNanos, TimeUnit.NANOSECONDS);
+        calls.add(new Call(methodKey, queue, send, fail, place, loop.ticker().nanoTime() + timeoutNanos));
+        if (timer == null) {
+            armTimer(timeoutNanos);
         }
     }
 
-    /** Whether {@link #sendAll} is running: a method called now is held, to go behind the held ones. */
-    boolean sending() {
-        return sending;
+    /** The place of the next held method, {@link Long#MAX_VALUE} when none is held. */
+    long nextPlace() {
+        Call c = calls.peek();
+        return c == null ? Long.MAX_VALUE : c.place;
     }
 
     /**
-     * The channel is back: sends every held method, in call order, those held while it runs included. One naming a
-     * queue that recovery declared again under a new name (a server-named queue) fails unsent: sent, it would meet
-     * 404, which closes the channel.
+     * The channel is back: sends the next held method, or fails it unsent when it names a queue that recovery
+     * declared again under a new name (a server-named queue): sent, it would meet 404, which closes the channel.
      *
      * @param queueNames a queue's current name
      */
-    void sendAll(java.util.function.UnaryOperator<String> queueNames) {
-        cancelTimer();
-        sending = true;
-        try {
-            Call c;
-            while ((c = calls.poll()) != null) {
-                String now = c.queue == null ? null : queueNames.apply(c.queue);
-                if (now != null && !now.equals(c.queue)) {
-                    fail(
-                            c,
-                            new AmqpException(MethodNames.describe(c.methodKey) + " on channel "
-                                    + channelNumber.getAsInt() + " was not sent: recovery declared queue '" + c.queue
-                                    + "' again as '" + now + "' (server-named)"));
-                } else {
-                    guarded(c, c.send);
-                }
-            }
-        } finally {
-            sending = false;
+    void sendNext(UnaryOperator<String> queueNames) {
+        Call c = calls.poll();
+        if (calls.isEmpty()) {
+            cancelTimer();
+        }
+        String now = c.queue == null ? null : queueNames.apply(c.queue);
+        if (now != null && !now.equals(c.queue)) {
+            fail(
+                    c,
+                    new AmqpException(MethodNames.describe(c.methodKey) + " on channel " + channelNumber.getAsInt()
+                            + " was not sent: recovery declared queue '" + c.queue + "' again as '" + now
+                            + "' (server-named)"));
+        } else {
+            guarded(c, c.send);
         }
     }
 
@@ -124,7 +122,7 @@ final class HeldCalls {
             expired.add(calls.poll());
         }
         if (c != null) {
-            timer = loop.schedule(this::expire, c.deadlineNanos - now, TimeUnit.NANOSECONDS);
+            armTimer(c.deadlineNanos - now);
         }
         int number = channelNumber.getAsInt();
         for (Call e : expired) {
@@ -138,6 +136,10 @@ final class HeldCalls {
                             e.methodKey & 0xFFFF,
                             number));
         }
+    }
+
+    private void armTimer(long delayNanos) {
+        timer = loop.schedule(this::expire, delayNanos, TimeUnit.NANOSECONDS);
     }
 
     private void fail(Call c, AmqpException cause) {
@@ -161,9 +163,10 @@ final class HeldCalls {
     }
 
     private void cancelTimer() {
-        if (timer != null) {
-            timer.cancel(false);
+        ScheduledFuture<?> t = timer;
+        if (t != null) {
             timer = null;
+            t.cancel(false);
         }
     }
 }

@@ -1,0 +1,127 @@
+package io.warren.impl;
+
+import static io.warren.impl.PublishFixture.expectPublish;
+import static io.warren.impl.PublishFixture.failure;
+import static io.warren.impl.PublishFixture.text;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.warren.AmqpException;
+import io.warren.Channel;
+import io.warren.PublishOutcome;
+import io.warren.QueueSpec;
+import io.warren.codec.content.BasicProperties;
+import io.warren.codec.method.MethodIds;
+import io.warren.codec.method.QueueDeclareOkEncoder;
+import io.warren.codec.method.QueuePurgeOkEncoder;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletionStage;
+import org.junit.jupiter.api.Test;
+
+/**
+ * What a channel holds while it recovers, publishes and synchronous methods, goes to the wire in one order, the
+ * order of the calls.
+ */
+class RecoveryHeldOrderTest {
+
+    private static final BasicProperties PROPS = BasicProperties.EMPTY;
+
+    private static void declareOk(FakeBroker broker, String queue) {
+        broker.send(1, new QueueDeclareOkEncoder().queue(queue).messageCount(0).consumerCount(0));
+    }
+
+    private static <T> T done(CompletionStage<T> stage) {
+        assertTrue(stage.toCompletableFuture().isDone(), () -> "expected done: " + stage);
+        return stage.toCompletableFuture().join();
+    }
+
+    /**
+     * Before, the held publishes went first, then the held methods: the publish made after the declare reached the
+     * broker before the queue existed and was routed nowhere.
+     */
+    @Test
+    void aQueueDeclaredWhileRecoveringIsDeclaredBeforeThePublishMadeAfterIt() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            brokers.cut();
+            CompletionStage<PublishOutcome> before = ch.publish("", "fresh", false, PROPS, text("before"));
+            var declared = ch.queueDeclare(QueueSpec.named("fresh"));
+            CompletionStage<PublishOutcome> after = ch.publish("", "fresh", false, PROPS, text("after"));
+            var purged = ch.queuePurge("fresh");
+            brokers.runAllTasks();
+
+            FakeBroker second = brokers.cutAndReconnectAfterLoss();
+            RecoveringBrokers.reopen(second, 1);
+            assertEquals("before", expectPublish(second, 1).text());
+            second.expectAndRelease(1, MethodIds.QUEUE_DECLARE);
+            assertEquals("after", expectPublish(second, 1).text(), "behind the declare called before it");
+            // one synchronous method on the wire at a time, as on an open channel: the purge waits for declare-ok
+            second.expectNothing();
+            declareOk(second, "fresh");
+            second.expectAndRelease(1, MethodIds.QUEUE_PURGE);
+            second.send(1, new QueuePurgeOkEncoder().messageCount(1));
+            brokers.runAllTasks();
+            assertEquals("fresh", done(declared).queue());
+            assertEquals(1L, done(purged));
+            done(before);
+            done(after);
+            second.expectNothing();
+        }
+    }
+
+    /**
+     * What a held method's completion does while the held ones go out (here the failure of a bind whose
+     * server-named queue recovery renamed) goes behind everything held, publishes included.
+     */
+    @Test
+    void whatIsCalledWhileTheHeldOnesGoOutGoesBehindThemAll() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            var q = ch.queueDeclare(QueueSpec.serverNamed());
+            brokers.first.expectAndRelease(1, MethodIds.QUEUE_DECLARE);
+            declareOk(brokers.first, "amq.gen-1");
+            done(q);
+
+            brokers.cut();
+            List<CompletionStage<?>> fromTheFailure = new ArrayList<>();
+            var bound = ch.queueBind("amq.gen-1", "amq.fanout", "");
+            bound.whenComplete((v, e) -> {
+                fromTheFailure.add(ch.publish("", "q", false, PROPS, text("from the failure")));
+                fromTheFailure.add(ch.queuePurge("q"));
+            });
+            ch.publish("", "q", false, PROPS, text("held"));
+            var declared = ch.queueDeclare(QueueSpec.named("late"));
+            brokers.runAllTasks();
+
+            FakeBroker second = brokers.cutAndReconnectAfterLoss();
+            RecoveringBrokers.reopen(second, 1);
+            RecoveringBrokers.reopen(second, 2); // recovery's own channel declares the queue again: a new name
+            second.expectAndRelease(2, MethodIds.QUEUE_DECLARE);
+            second.send(
+                    2,
+                    new QueueDeclareOkEncoder()
+                            .queue("amq.gen-2")
+                            .messageCount(0)
+                            .consumerCount(0));
+            second.expectAndRelease(2, MethodIds.CHANNEL_CLOSE);
+            second.sendChannelCloseOk(2);
+            brokers.runAllTasks();
+
+            AmqpException e = assertInstanceOf(AmqpException.class, failure(bound));
+            assertTrue(e.getMessage().contains("again as 'amq.gen-2'"), e.getMessage());
+            assertEquals(2, fromTheFailure.size());
+            assertEquals("held", expectPublish(second, 1).text());
+            second.expectAndRelease(1, MethodIds.QUEUE_DECLARE);
+            assertEquals("from the failure", expectPublish(second, 1).text());
+            declareOk(second, "late");
+            second.expectAndRelease(1, MethodIds.QUEUE_PURGE);
+            second.send(1, new QueuePurgeOkEncoder().messageCount(0));
+            brokers.runAllTasks();
+            done(declared);
+            done(fromTheFailure.get(1));
+            second.expectNothing();
+        }
+    }
+}
