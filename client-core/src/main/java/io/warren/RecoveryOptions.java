@@ -24,12 +24,13 @@ import java.util.Objects;
  * basic.qos, basic.get, basic.recover, a consume) waits, and is sent once the channel, its modes, the topology and
  * its consumers are back: it never reaches a re-opened channel before the queues it names are declared again. It
  * waits at most the connection's {@link ConnectionOptions#rpcTimeout RPC timeout} from its call, then fails unsent
- * with {@link RpcTimeoutException}; it fails with the cause when the channel will not be recovered. Held methods and
- * the publishes held meanwhile go to the channel in one order, the order of the calls (from several threads, the
- * order in which they reached the channel's event loop), as they would have on an open channel: a publish made
- * after a queue.declare is written after it, so the queue exists for it. As on an open channel, a method waits for
- * the replies to the methods before it and a publish waits for none: a publish made after two declares may reach
- * the broker before the second. A held method naming a server-named queue that recovery declared again under a
+ * with {@link RpcTimeoutException}; it fails with the cause when the channel will not be recovered, and with a
+ * {@link ConnectionClosedException} when the connection's event loop shuts down meanwhile. Held methods and the
+ * publishes held meanwhile go to the channel in one order, the order of the calls (from several threads, the order
+ * in which they reached the channel's event loop), as they would have on an open channel: a publish made after a
+ * queue.declare is written after it, so the queue exists for it. As on an open channel, a method waits for the
+ * replies to the methods before it and a publish waits for none: a publish made after two declares may reach the
+ * broker before the second. A held method naming a server-named queue that recovery declared again under a
  * new name fails unsent (see {@link RecoveryListener#queueRenamed}): recovery moved the queue's bindings and
  * consumers to the new one, and the old one is gone, or left behind if it was durable. Transaction and confirm
  * methods are not held: they go through the channel's publisher, whose publishes a loss fails or holds.
@@ -44,9 +45,9 @@ public final class RecoveryOptions {
         /**
          * The publish is held by the client (its bytes count against {@link PublishOptions#maxPendingBytes()})
          * and sent once the channel and the topology are back, in call order with the synchronous methods held
-         * meanwhile; it fails with a
-         * {@link PublishNotConfirmedException} (not written, retryable) when recovery takes longer than
-         * {@link #publishWaitTimeout()} or gives up. Publishes accepted before the loss but not yet written (held
+         * meanwhile; it fails with a {@link PublishNotConfirmedException} (not written, retryable) when recovery
+         * takes longer than {@link #publishWaitTimeout()} or gives up, or the connection's event loop shuts down
+         * meanwhile. Publishes accepted before the loss but not yet written (held
          * for the confirm window or a blocked connection) are held the same way and written first, in order: they
          * never reached the broker, so this cannot duplicate them.
          */

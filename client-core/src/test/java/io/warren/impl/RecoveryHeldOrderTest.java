@@ -1,20 +1,26 @@
 package io.warren.impl;
 
+import static io.warren.impl.PublishFixture.assertPending;
 import static io.warren.impl.PublishFixture.expectPublish;
 import static io.warren.impl.PublishFixture.failure;
 import static io.warren.impl.PublishFixture.text;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.warren.AmqpException;
 import io.warren.Channel;
+import io.warren.ConnectionClosedException;
+import io.warren.PublishNotConfirmedException;
 import io.warren.PublishOutcome;
 import io.warren.QueueSpec;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.method.MethodIds;
 import io.warren.codec.method.QueueDeclareOkEncoder;
 import io.warren.codec.method.QueuePurgeOkEncoder;
+import io.warren.impl.PublishFixture.TrackedBody;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletionStage;
@@ -22,7 +28,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * What a channel holds while it recovers, publishes and synchronous methods, goes to the wire in one order, the
- * order of the calls.
+ * order of the calls; and fails when recovery's event loop goes away without recovery giving up.
  */
 class RecoveryHeldOrderTest {
 
@@ -122,6 +128,34 @@ class RecoveryHeldOrderTest {
             done(declared);
             done(fromTheFailure.get(1));
             second.expectNothing();
+        }
+    }
+
+    /**
+     * Recovery's event loop goes (closing the embedded channel cancels its scheduled tasks, as a loop that shuts
+     * down does) while recovery waits to reconnect: nothing will send what the channel held, and nothing gave up.
+     * Before, the held method and publish were never completed: their timers went with the loop.
+     */
+    @Test
+    void whatIsHeldFailsWhenRecoverysEventLoopShutsDown() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            brokers.cut();
+            var declared = ch.queueDeclare(QueueSpec.named("q"));
+            TrackedBody body = new TrackedBody("held".getBytes(StandardCharsets.UTF_8));
+            CompletionStage<PublishOutcome> published = ch.publish("", "q", false, PROPS, body);
+            brokers.runAllTasks();
+            assertPending(declared);
+            assertPending(published);
+
+            brokers.first.client.close();
+            ConnectionClosedException closed = assertInstanceOf(ConnectionClosedException.class, failure(declared));
+            assertTrue(closed.getMessage().contains("event loop"), closed.getMessage());
+            PublishNotConfirmedException notWritten =
+                    assertInstanceOf(PublishNotConfirmedException.class, failure(published));
+            assertFalse(notWritten.mayHaveReachedBroker());
+            assertInstanceOf(ConnectionClosedException.class, notWritten.getCause());
+            body.assertReleasedOnce();
         }
     }
 }

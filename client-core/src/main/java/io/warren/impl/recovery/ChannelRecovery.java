@@ -35,7 +35,7 @@ import java.util.function.UnaryOperator;
  * queue, so they reach the wire as they would have on an open channel: a publish made after a declare goes after it.
  * What is called while they go (from the completions they run) is held too and goes behind them; then the channel
  * holds nothing any more and calls go straight to it. Each fails when its own wait is over, and all fail when the
- * channel will not be recovered.
+ * channel will not be recovered or the event loop shuts down.
  *
  * <p>Publishes the lost channel had accepted but not written (held by its confirm window or a blocked connection,
  * or still queued for the event loop) are {@linkplain #carry carried} over under {@code WAIT}, each taking its place

@@ -1,13 +1,17 @@
 package io.warren.impl.recovery;
 
 import io.netty.util.concurrent.EventExecutor;
+import io.netty.util.concurrent.Future;
+import io.netty.util.concurrent.GenericFutureListener;
 import io.netty.util.concurrent.ScheduledFuture;
 import io.warren.AmqpException;
+import io.warren.ConnectionClosedException;
 import io.warren.RpcTimeoutException;
 import io.warren.impl.connection.MethodNames;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import java.util.function.IntSupplier;
@@ -21,8 +25,10 @@ import org.slf4j.LoggerFactory;
  * ChannelRecovery}), sent once the channel, its modes, the topology and its consumers are back: none reaches a
  * re-opened channel before the entities it names are declared again (a basic.consume of a queue not yet re-declared
  * would get 404 and close the channel for good). Each waits at most the RPC timeout from its call, then fails unsent
- * with {@link RpcTimeoutException}; all fail with the cause when the channel will not be recovered. Deadlines rise
- * in call order, so one timer, armed for the oldest, expires them. Event loop (the channel's, which is recovery's).
+ * with {@link RpcTimeoutException}; all fail with the cause when the channel will not be recovered, and with a
+ * {@link ConnectionClosedException} when the event loop shuts down (it cancels the timer: nothing would send them or
+ * time them out). Deadlines rise in call order, so one timer, armed for the oldest, expires them. Event loop (the
+ * channel's, which is recovery's).
  */
 final class HeldCalls {
 
@@ -43,6 +49,8 @@ final class HeldCalls {
     private long timeoutNanos;
     /** Armed for the oldest held method's deadline while any is held. */
     private ScheduledFuture<?> timer;
+    /** Tells the timer's end: run, cancelled by this, or cancelled by a loop that shuts down. */
+    private final GenericFutureListener<Future<Object>> timerListener = this::timerDone;
 
     HeldCalls(IntSupplier channelNumber) {
         this.channelNumber = channelNumber;
@@ -139,7 +147,45 @@ final class HeldCalls {
     }
 
     private void armTimer(long delayNanos) {
-        timer = loop.schedule(this::expire, delayNanos, TimeUnit.NANOSECONDS);
+        if (loop.isShuttingDown()) {
+            // it cancels its timers as it goes, and drops one armed from a cancelled one's listener unrun
+            loopShutDown(null);
+            return;
+        }
+        ScheduledFuture<?> t;
+        try {
+            t = loop.schedule(this::expire, delayNanos, TimeUnit.NANOSECONDS);
+        } catch (RejectedExecutionException e) {
+            loopShutDown(e);
+            return;
+        }
+        timer = t;
+        t.addListener(timerListener);
+    }
+
+    /** Cancelled by the loop, not by {@link #cancelTimer} (which forgets it first): the loop shut down. */
+    private void timerDone(Future<Object> f) {
+        if (f.isCancelled() && f == timer) {
+            timer = null;
+            loopShutDown(null);
+        }
+    }
+
+    /** Nothing will send the held methods nor time them out: they fail unsent. */
+    private void loopShutDown(Throwable why) {
+        cancelTimer();
+        List<Call> failed = new ArrayList<>(calls);
+        calls.clear();
+        int number = channelNumber.getAsInt();
+        for (Call c : failed) {
+            fail(
+                    c,
+                    new ConnectionClosedException(
+                            MethodNames.describe(c.methodKey) + " on channel " + number + " was not sent: the"
+                                    + " connection's event loop shut down while the channel was being recovered (was"
+                                    + " the client or its event loop group closed?)",
+                            why));
+        }
     }
 
     private void fail(Call c, AmqpException cause) {

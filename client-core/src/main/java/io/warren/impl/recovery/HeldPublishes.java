@@ -2,6 +2,8 @@ package io.warren.impl.recovery;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.util.concurrent.EventExecutor;
+import io.netty.util.concurrent.Future;
+import io.netty.util.concurrent.GenericFutureListener;
 import io.netty.util.concurrent.ScheduledFuture;
 import io.warren.AmqpException;
 import io.warren.BackPressureException;
@@ -20,6 +22,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
 import org.slf4j.Logger;
@@ -40,7 +43,8 @@ import org.slf4j.LoggerFactory;
  * <p>Each waits at most {@link RecoveryOptions#publishWaitTimeout()} from when it takes its place, then fails (not
  * written, retryable); a publish taken over from the lost channel counts from then. Deadlines are read on recovery's
  * event-loop clock as places are taken, so they rise in queue order and one timer, armed for the oldest, fails the
- * expired head and re-arms for the next.
+ * expired head and re-arms for the next. A timer cancelled by the loop itself means it shut down: nothing will send
+ * them, and they all fail.
  */
 final class HeldPublishes {
 
@@ -83,6 +87,8 @@ final class HeldPublishes {
     private EventExecutor loop;
     /** Armed for the oldest held publish's deadline while any is held. */
     private ScheduledFuture<?> timer;
+    /** Tells the timer's end: run, cancelled by this, or cancelled by a loop that shuts down. */
+    private final GenericFutureListener<Future<Object>> timerListener = this::timerDone;
 
     HeldPublishes(RecoverableChannel channel, LongSupplier places) {
         this.channel = channel;
@@ -337,7 +343,28 @@ final class HeldPublishes {
     }
 
     private void armTimer(long delayNanos) {
-        timer = loop.schedule(this::expire, delayNanos, TimeUnit.NANOSECONDS);
+        if (loop.isShuttingDown()) {
+            // it cancels its timers as it goes, and drops one armed from a cancelled one's listener unrun
+            failAll(shutDown(null), "will not be recovered");
+            return;
+        }
+        ScheduledFuture<?> t;
+        try {
+            t = loop.schedule(this::expire, delayNanos, TimeUnit.NANOSECONDS);
+        } catch (RejectedExecutionException e) {
+            failAll(shutDown(e), "will not be recovered");
+            return;
+        }
+        timer = t;
+        t.addListener(timerListener);
+    }
+
+    /** Cancelled by the loop, not by {@link #cancelTimer} (which forgets it first): the loop shut down. */
+    private void timerDone(Future<Object> f) {
+        if (f.isCancelled() && f == timer) {
+            timer = null;
+            failAll(shutDown(null), "will not be recovered");
+        }
     }
 
     private void cancelTimer() {

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.netty.channel.embedded.EmbeddedChannel;
 import io.netty.util.concurrent.EventExecutor;
 import io.warren.AmqpException;
+import io.warren.ConnectionClosedException;
 import io.warren.RpcTimeoutException;
 import io.warren.codec.method.MethodIds;
 import java.util.ArrayList;
@@ -122,5 +123,29 @@ class HeldCallsTest {
         assertEquals(List.of(cause, cause), failures);
         advanceMillis(10_000);
         assertEquals(2, log.size(), "no timeout after the failure");
+    }
+
+    /**
+     * The loop shuts down (closing the embedded channel cancels its scheduled tasks, as a shutting-down loop does):
+     * nothing will send the held calls or time them out. Before, they were never completed.
+     */
+    @Test
+    void aLoopThatShutsDownFailsTheHeldCalls() {
+        hold("a");
+        hold("b");
+        loopOwner.close();
+        assertEquals(List.of("failed a", "failed b"), log);
+        ConnectionClosedException e = assertInstanceOf(ConnectionClosedException.class, failures.get(0));
+        assertTrue(e.getMessage().contains("on channel 7 was not sent"), e.getMessage());
+        assertEquals(0, calls.size());
+    }
+
+    /** The timer the hold cancels itself once everything went is not the loop's shutdown: nothing fails then. */
+    @Test
+    void aLoopThatShutsDownAfterTheCallsWentFailsNothing() {
+        hold("a");
+        sendAll(UnaryOperator.identity());
+        loopOwner.close();
+        assertEquals(List.of("sent a"), log);
     }
 }
