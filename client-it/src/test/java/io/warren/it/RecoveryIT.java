@@ -540,6 +540,38 @@ class RecoveryIT {
         }
     }
 
+    /**
+     * A queue declared while the connection is down, and a publish to it made right after the declare's call, from the
+     * same thread: once recovered, the declare reaches the broker first and the queue has the message. Before, the
+     * held publishes went before the held declare, and this one was routed nowhere.
+     */
+    @Test
+    void aPublishMadeAfterADeclareWhileRecoveringReachesTheDeclaredQueue(Broker broker, BrokerExtension.TestNames names)
+            throws Exception {
+        try (FaultProxy proxy = new FaultProxy(broker.host(), broker.port())) {
+            Connection c = await(BrokerExtension.client().connect(through(proxy, broker, "recovery-held-order")));
+            names.onCleanup(() -> c.close().toCompletableFuture().get(30, TimeUnit.SECONDS));
+            Events events = new Events();
+            c.addRecoveryListener(events);
+            Channel ch = await(c.openChannel());
+            await(ch.confirmSelect());
+            String q = names.queue("held-order");
+            deleteOnCleanup(names, broker, q);
+
+            proxy.refuseNew(true);
+            assertEquals(1, proxy.cutAll());
+            Await.awaitTrue(c::isRecovering, T, "the connection is recovering");
+            CompletionStage<io.warren.DeclaredQueue> declared = ch.queueDeclare(QueueSpec.named(q));
+            CompletionStage<PublishOutcome> published = ch.publish("", q, true, null, bytes("held"));
+            proxy.refuseNew(false);
+            events.awaitRecovery();
+
+            assertEquals(q, await(declared).queue());
+            assertEquals(PublishOutcome.CONFIRMED, await(published), "routed to the queue, not returned");
+            assertEquals(1L, await(ch.queuePurge(q)));
+        }
+    }
+
     @Test
     void deletedEntitiesAreForgottenAndNotDeclaredAgain(Broker broker, BrokerExtension.TestNames names)
             throws Exception {
