@@ -75,9 +75,10 @@ public final class ChannelRecovery implements PublishCarryOver {
     // guarded by this
     private CompletableFuture<Void> recovered;
 
-    // event loop only
-    /** Publishes made while the channel recovers and those carried over from the lost channel. */
+    /** Publishes made while the channel recovers and those carried over from the lost channel (any thread). */
     private final HeldPublishes publishes;
+
+    // event loop only
     /** Synchronous methods the application called while the channel recovers. */
     private final HeldCalls calls;
     /** The next place in the order of what is held (publishes and methods share it). */
@@ -186,7 +187,7 @@ public final class ChannelRecovery implements PublishCarryOver {
     /**
      * Holds a publish made while the channel holds ({@link HeldPublishes#hold}). Returns {@code null} when it holds
      * nothing (the caller publishes normally), else the publish's stage, failed at once when refused ({@code
-     * FAIL_FAST}, a transactional channel, the bound). Takes the body. Any thread.
+     * FAIL_FAST}, a transactional channel, the bound). Takes the body unless it returns null. Any thread.
      *
      * @param outcome false for {@code publishNoOutcome}: then a refusal is thrown instead
      */

@@ -103,7 +103,8 @@ final class HeldPublishes {
 
     /**
      * Holds a publish made while the channel holds (see {@link ChannelRecovery#hold}): returns its stage, failed at
-     * once when it is refused. Takes the body. Any thread.
+     * once when it is refused. Takes the body: released when the publish is refused or fails, else the publisher's
+     * once it is sent. Any thread.
      *
      * <p>Its arguments are checked and its names copied as the publisher does before it accepts a publish: a bad one
      * fails now with {@link IllegalArgumentException}, not when it is sent (where a {@code publishNoOutcome} could
@@ -248,10 +249,12 @@ final class HeldPublishes {
             ByteBuf body,
             CompletableFuture<PublishOutcome> future,
             long size) {
+        long place = places.getAsLong();
+        assert place >= 0 : "a publish carried over while the channel holds nothing";
         synchronized (this) {
             bytes += size;
         }
-        add(new Publish(exchange, routingKey, mandatory, properties, body, future, size), places.getAsLong());
+        add(new Publish(exchange, routingKey, mandatory, properties, body, future, size), place);
     }
 
     private void add(Publish p, long place) {
