@@ -106,6 +106,13 @@ public abstract class InboundMessageQueue<M> {
     private volatile boolean closed;
 
     /**
+     * 1 from a {@link #recheckUnwanted()} until the next drain round starts: a drain that asked about the head just
+     * before the message became unwanted, and found no demand, must not put the ownership at rest (the recheck saw
+     * no drain at rest to wake).
+     */
+    private volatile int recheck;
+
+    /**
      * Picks the flavour with {@link #sameEventLoop(Executor, Executor)}.
      *
      * @param producerLoop the producer's event loop: {@link #write}, {@link #handlePause()} and
@@ -266,6 +273,7 @@ public abstract class InboundMessageQueue<M> {
      * asks about every message anyway).
      */
     public final void recheckUnwanted() {
+        recheck = 1; // before wakeOwner's read of suspended: pairs with the re-check in drainOwned
         wakeOwner();
     }
 
@@ -331,8 +339,8 @@ public abstract class InboundMessageQueue<M> {
     // ---------------------------------------------------------------- internals
 
     private void wakeOwner() {
-        // Pairs with the re-check in drainOwned: we wrote demand or closed, then read suspended; the
-        // drain wrote suspended, then reads demand and closed. One of the two sees the other.
+        // Pairs with the re-check in drainOwned: we wrote demand, closed or recheck, then read suspended; the
+        // drain wrote suspended, then reads them. One of the two sees the other.
         if (suspended == 1 && SUSPENDED.compareAndSet(this, 1, 0)) {
             scheduleDrain();
         }
@@ -381,6 +389,7 @@ public abstract class InboundMessageQueue<M> {
     /** Owner only: the consumer context, or a closer that took the drain back. */
     private void drainOwned() {
         while (true) {
+            recheck = 0; // this round asks about every message it offers again
             int bits = queue.drain(deliver);
             if (HandoffQueue.writableAgain(bits)) {
                 if (sameThread) {
@@ -395,7 +404,7 @@ public abstract class InboundMessageQueue<M> {
             // No demand: put the ownership at rest for fetch or close to claim. Nothing below may touch
             // consumer state unless the CAS wins, since a claimer's drain may already be running.
             suspended = 1;
-            if ((demand == 0 && !closed) || !SUSPENDED.compareAndSet(this, 1, 0)) {
+            if ((demand == 0 && !closed && recheck == 0) || !SUSPENDED.compareAndSet(this, 1, 0)) {
                 return;
             }
         }

@@ -1,6 +1,7 @@
 package io.warren.impl.queue;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.concurrent.CountDownLatch;
 import org.junit.jupiter.api.Test;
@@ -44,5 +45,35 @@ abstract class AbstractCrossThreadInboundMessageQueueTest extends AbstractInboun
         awaitTrue(() -> q.resumes.get() == 1, "the resume");
         assertEquals(ints(0, 18), q.receivedCopy());
         assertEquals(1, q.pauses.get());
+    }
+
+    @Test
+    void aMessageThatBecomesUnwantedWhileTheDrainAsksAboutItIsDroppedOnTheRecheck() throws Exception {
+        TestQueue q = newQueue(4, 8);
+        q.pause();
+        java.util.concurrent.CountDownLatch asking = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch answer = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.atomic.AtomicBoolean first = new java.util.concurrent.atomic.AtomicBoolean(true);
+        java.util.concurrent.atomic.AtomicBoolean stale = new java.util.concurrent.atomic.AtomicBoolean();
+        q.unwanted = v -> {
+            if (v == 0 && first.compareAndSet(true, false)) {
+                asking.countDown();
+                try {
+                    answer.await(); // still wanted as asked; the recheck comes before the drain stops
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+                return false;
+            }
+            return stale.get() && v < 3;
+        };
+        writeInts(q, 0, 5);
+        assertTrue(asking.await(10, java.util.concurrent.TimeUnit.SECONDS));
+        stale.set(true);
+        q.recheckUnwanted(); // no drain at rest to wake: the one asking must look again before it stops
+        answer.countDown();
+        awaitTrue(() -> q.dropped.size() == 3 && q.isSuspended(), "0, 1 and 2 dropped, then a stop");
+        assertEquals(java.util.List.of(0, 1, 2), copy(q.dropped));
+        assertEquals(2, pending(q));
     }
 }
