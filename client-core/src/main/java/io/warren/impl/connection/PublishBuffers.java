@@ -3,6 +3,7 @@ package io.warren.impl.connection;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.UnpooledDirectByteBuf;
+import io.netty.util.IllegalReferenceCountException;
 import io.netty.util.ResourceLeakDetector;
 import io.netty.util.ResourceLeakDetectorFactory;
 import io.netty.util.ResourceLeakTracker;
@@ -28,7 +29,8 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>What a burst left behind does not stay for the connection's life: a trim every {@link #TRIM_INTERVAL_NANOS}
  * while more than {@link #TRIM_FLOOR} of a kind are kept frees the ones no publish took since the previous trim (the
- * fewest the stack held meanwhile), above that floor. A burst of 4,096 publishes in flight otherwise left 4,096 heads
+ * fewest the stack held meanwhile), above that floor, at most {@link #MAX_FREED_PER_TRIM} of a kind at a time. A
+ * burst of 4,096 publishes in flight otherwise left 4,096 heads
  * of 256 bytes, 1 MiB of direct memory and their objects, on a connection that went back to a trickle.
  *
  * <p>Each buffer is tracked by Netty's leak detector like the allocator's own (sampled at its level; every take at
@@ -52,6 +54,12 @@ public final class PublishBuffers {
 
     /** Buffers of each kind a trim leaves however long they went unused: a paced publisher's few in flight. */
     static final int TRIM_FLOOR = 16;
+
+    /**
+     * Buffers of each kind one trim frees at most: each free is a call into the JDK's cleaner, and the loop serves
+     * other connections meanwhile; a larger surplus goes over the next intervals.
+     */
+    static final int MAX_FREED_PER_TRIM = 256;
 
     private static final ResourceLeakDetector<ByteBuf> LEAKS =
             ResourceLeakDetectorFactory.instance().newResourceLeakDetector(ByteBuf.class);
@@ -180,7 +188,7 @@ public final class PublishBuffers {
          * still kept.
          */
         boolean trim() {
-            int free = Math.min(low, count - TRIM_FLOOR);
+            int free = Math.min(Math.min(low, count - TRIM_FLOOR), MAX_FREED_PER_TRIM);
             if (free > 0) {
                 for (int i = 0; i < free; i++) {
                     items[i].free();
@@ -194,7 +202,9 @@ public final class PublishBuffers {
                     Arrays.fill(items, count, count + free, null);
                 }
             }
-            low = count;
+            // what went unused and is not freed yet (beyond the cap) stays unused: the next trim frees it unless a
+            // publish takes it meanwhile
+            low = free > 0 && low > free ? low - free : count;
             return count > TRIM_FLOOR;
         }
 
@@ -220,6 +230,8 @@ public final class PublishBuffers {
         private final boolean endOctet;
         private final ByteBuffer memory;
         private ResourceLeakTracker<ByteBuf> leak;
+        /** On its stack: a release now is one too many (its count was set back to 1 when it was kept). Loop only. */
+        private boolean kept;
 
         Reusable(PublishBuffers pool, boolean endOctet) {
             this(pool, endOctet, ByteBuffer.allocateDirect(endOctet ? 1 : HEAD_CAPACITY));
@@ -249,6 +261,7 @@ public final class PublishBuffers {
 
         /** Out of the pool: refCnt 1 (set when it was kept or created), tracked for leaks. */
         Reusable take() {
+            kept = false;
             leak = LEAKS.track(this);
             return this;
         }
@@ -260,7 +273,14 @@ public final class PublishBuffers {
             if (l != null) {
                 l.close(this);
             }
+            if (kept) {
+                // released once more than taken: keeping it twice would hand one buffer to two publishes, and a trim
+                // could free the memory of one while the other writes it. It stays kept once, as it was.
+                resetRefCnt();
+                throw new IllegalReferenceCountException(0, -1);
+            }
             if (pool.keep(this)) {
+                kept = true;
                 resetRefCnt();
                 // an end octet keeps its byte: nothing can write into a buffer full to its maximum capacity
                 setIndex(0, endOctet ? 1 : 0);

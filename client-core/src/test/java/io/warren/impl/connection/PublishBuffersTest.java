@@ -3,11 +3,13 @@ package io.warren.impl.connection;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.channel.embedded.EmbeddedChannel;
+import io.netty.util.IllegalReferenceCountException;
 import io.netty.util.concurrent.DefaultEventExecutor;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -167,6 +169,40 @@ class PublishBuffersTest {
         loop.runScheduledPendingTasks();
         assertEquals(30, buffers.keptHeads());
         loop.finishAndReleaseAll();
+    }
+
+    @Test
+    void oneTrimFreesAtMostItsShareAndTheNextOnesTheRest() {
+        EmbeddedChannel loop = new EmbeddedChannel();
+        PublishBuffers buffers = new PublishBuffers(loop.eventLoop(), ByteBufAllocator.DEFAULT, 1_000_000);
+        takeAndRelease(buffers, 600);
+        int[] expected = {600, 600, 600 - 256, 600 - 512}; // the first trim finds them all used since the start
+        for (int want : expected) {
+            assertEquals(want, buffers.keptHeads());
+            loop.advanceTimeBy(1, TimeUnit.MILLISECONDS);
+            loop.runScheduledPendingTasks();
+        }
+        assertEquals(PublishBuffers.TRIM_FLOOR, buffers.keptHeads());
+        loop.finishAndReleaseAll();
+    }
+
+    @Test
+    void aHeadReleasedTwiceIsRefusedTheSecondTimeAndKeptOnce() {
+        EmbeddedChannel loop = new EmbeddedChannel();
+        PublishBuffers buffers = new PublishBuffers(loop.eventLoop(), ByteBufAllocator.DEFAULT);
+        ByteBuf head = buffers.head(10);
+        head.release();
+        assertThrows(IllegalReferenceCountException.class, head::release);
+        assertEquals(1, buffers.keptHeads(), "kept once");
+        ByteBuf a = buffers.head(10);
+        ByteBuf b = buffers.head(10);
+        try {
+            assertNotSame(a, b, "never one buffer for two publishes");
+        } finally {
+            a.release();
+            b.release();
+            loop.finishAndReleaseAll();
+        }
     }
 
     /** Takes {@code n} heads at once and releases them all, on the embedded loop (the test's thread). */
