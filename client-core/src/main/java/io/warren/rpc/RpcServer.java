@@ -3,7 +3,9 @@ package io.warren.rpc;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.warren.AmqpException;
+import io.warren.BackPressureException;
 import io.warren.Channel;
+import io.warren.ConnectionBlockedException;
 import io.warren.ConsumeOptions;
 import io.warren.ConsumerHandle;
 import io.warren.Delivery;
@@ -38,13 +40,15 @@ import org.slf4j.LoggerFactory;
  *       and so does a reply the channel refuses as it is ({@link IllegalArgumentException}: a header over the
  *       frame size, a body already released): the next attempt would fail alike, so a poison request does not
  *       loop (dead-letter it with a queue policy). The caller times out.
- *   <li>A reply refused or lost for a reason of the moment (an {@link AmqpException}:
- *       {@link io.warren.BackPressureException}, {@link io.warren.ConnectionBlockedException}, the channel closing,
- *       or in confirm mode a broker nack or a lost confirm) rejects the request <em>with</em> requeue, so that a
- *       later attempt, here or on another server, answers it. The handler may then see a request again
- *       ({@link Delivery#redelivered()}), as many times as its reply is refused (while back-pressure lasts, say);
- *       a reply whose confirm was lost may have reached the caller, who then gets two, and an {@link RpcClient}
- *       drops the second.
+ *   <li>A reply the channel refuses for a reason of the moment ({@link BackPressureException},
+ *       {@link ConnectionBlockedException}) requeues the request once the channel is writable again
+ *       ({@link Channel#whenWritable()}), so that a later attempt, here or on another server, answers it; it stays
+ *       unacknowledged until then.
+ *   <li>A reply lost on its way (the channel closing, or in confirm mode a broker nack or a lost confirm) requeues
+ *       the request at once, unless it had been delivered before ({@link Delivery#redelivered()}): then it is
+ *       rejected without requeue, so a reply queue that keeps refusing does not turn the request round and round.
+ *       A reply whose confirm was lost may have reached the caller, who then gets two; an {@link RpcClient} drops
+ *       the second.
  *   <li>An acknowledgement that fails after the reply went out (the channel closed meanwhile) is logged as that,
  *       not as the handler's failure; the broker delivers the request again, and an {@link RpcClient} drops the
  *       second reply.
@@ -158,9 +162,27 @@ public final class RpcServer {
                 if (publishError == null) {
                     acknowledge(channel, request, true);
                 } else {
-                    // refused or lost on its way (back-pressure, a closing channel, a nack), a reply may go through
-                    // next time; refused as it is (a bad header or body), it never will
-                    boolean requeue = unwrap(publishError) instanceof AmqpException;
+                    Throwable cause = unwrap(publishError);
+                    if (cause instanceof BackPressureException || cause instanceof ConnectionBlockedException) {
+                        // the channel takes no publish now: requeue once it does, not at once (the broker would
+                        // hand the request straight back, and the handler would run again for nothing)
+                        LOG.warn(
+                                "channel {}: the reply to RPC request {} (correlation id {}) was refused ({}); the"
+                                        + " request is requeued once the channel is writable again",
+                                channel.channelNumber(),
+                                request.deliveryTag(),
+                                correlationId,
+                                cause.toString());
+                        channel.whenWritable().whenComplete((writable, closed) -> {
+                            reject(channel, request, true);
+                            settled.complete(null);
+                        });
+                        return;
+                    }
+                    // lost on its way (a closing channel, a nack, a lost confirm), a reply may go through next time,
+                    // once: a request that comes again and meets the same fate is not requeued again; refused as it
+                    // is (a bad header or body), it never will
+                    boolean requeue = cause instanceof AmqpException && !request.redelivered();
                     LOG.warn(
                             "channel {}: publishing the reply to RPC request {} (correlation id {}) failed; {}",
                             channel.channelNumber(),

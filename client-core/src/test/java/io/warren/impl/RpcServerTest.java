@@ -167,6 +167,20 @@ class RpcServerTest {
         }
     }
 
+    @Test
+    void aRedeliveredRequestWhoseReplyTheBrokerNacksAgainIsNotRequeuedAgain() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            PublishFixture.confirmMode(broker, ch);
+            serve(broker, ch, RpcServerTest::upperCase);
+            broker.sendDeliver(1, "server", 1, true, REQUEST, "hello".getBytes(StandardCharsets.UTF_8));
+            assertEquals("HELLO", expectPublish(broker, 1).text());
+            PublishFixture.nack(broker, 1, 1, false);
+            assertEquals("reject 1", settlement(broker), "requeued once already: not round and round");
+            broker.expectNothing();
+        }
+    }
+
     /** A handler that settles the request itself, against the Handler's rules: the server's ack then fails. */
     @Test
     void anAcknowledgementThatFailsIsLoggedAsSuchAndNotAsTheHandlersFailure() {
