@@ -87,6 +87,11 @@ final class ResourceMeter {
     private Map<Long, Long> producersAtStart;
     private Map<String, long[]> switchesAtStart;
     private Map<String, long[]> vmThreadsAtStart;
+    /** The JIT's and GC's threads as last read (a stopped compiler thread keeps its last time); start/stop/ticker. */
+    private final Map<String, long[]> vmThreadsSeen = new java.util.concurrent.ConcurrentHashMap<>();
+    /** Direct memory samples so far: every tenth also reads the JIT's and GC's threads. Ticker only. */
+    private int samples;
+
     private long gcCountAtStart;
     private long gcMillisAtStart;
     private long[] stolenAtStart;
@@ -149,6 +154,7 @@ final class ResourceMeter {
         producersAtStart = producerThreadsCpu();
         switchesAtStart = ContextSwitches.perThread();
         vmThreadsAtStart = VmThreadCpu.read();
+        vmThreadsSeen.clear();
         // before the allocation and CPU readings: reading /proc/stat is the tool's work, not the client's
         stolenAtStart = StolenTime.read();
         brokerAtStart = broker == null ? -1 : broker.read();
@@ -157,11 +163,22 @@ final class ResourceMeter {
         measuring = true;
     }
 
-    /** Samples direct memory (progress ticker, every 100 ms). */
+    /** Samples direct memory (progress ticker, every 100 ms), and once a second the JIT's and GC's threads. */
     void sampleDirect() {
         long used = directUsed();
         if (used > peakDirect) {
             peakDirect = used;
+        }
+        if (measuring && ++samples % 10 == 0) {
+            seeVmThreads();
+        }
+    }
+
+    private void seeVmThreads() {
+        Map<String, long[]> now = VmThreadCpu.read();
+        if (now != null) {
+            // the larger time of a thread wins: a ticker's reading may land after the stop's newer one
+            now.forEach((tid, v) -> vmThreadsSeen.merge(tid, v, (a, b) -> b[1] >= a[1] ? b : a));
         }
     }
 
@@ -173,7 +190,8 @@ final class ResourceMeter {
         long brokerAtEnd = broker == null ? -1 : broker.read();
         measuring = false;
         Map<String, long[]> switchesAtEnd = ContextSwitches.perThread();
-        VmThreadCpu.Split vmCpu = VmThreadCpu.since(vmThreadsAtStart, VmThreadCpu.read());
+        seeVmThreads();
+        VmThreadCpu.Split vmCpu = VmThreadCpu.since(vmThreadsAtStart, vmThreadsSeen.isEmpty() ? null : vmThreadsSeen);
         Map<Long, long[]> excludedAtEnd = excludedThreads();
         Map<Long, Long> producersAtEnd = producerThreadsCpu();
         sampleDirect();

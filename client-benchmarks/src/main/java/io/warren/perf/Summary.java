@@ -31,7 +31,7 @@ final class Summary {
             new Row("cpu_ns_per_msg", "client CPU ns/msg", 0, -1),
             new Row("producer_cpu_ns_per_msg", "client CPU, producer threads ns/msg", 0, -1),
             new Row("other_cpu_ns_per_msg", "client CPU, other threads ns/msg", 0, -1),
-            new Row("jit_cpu_ns_per_msg", "client CPU, of which JIT compiler threads ns/msg", 0, -1),
+            new Row("jit_cpu_ns_per_msg", "client CPU, of which JIT compiler threads (at least) ns/msg", 0, -1),
             new Row("gc_cpu_ns_per_msg", "client CPU, of which GC threads ns/msg", 0, -1),
             new Row("broker_cpu_ns_per_msg", "broker CPU ns/msg (its nodes, on this machine)", 0, -1),
             new Row("ctx_switches_per_msg", "context switches/msg", 2, -1),
@@ -157,7 +157,7 @@ final class Summary {
         if (r.jitCpuNanosPerMessage() != null) {
             field(
                     out,
-                    "of which %s ns/msg in the JIT compiler's threads and %s ns/msg in the garbage collector's%n",
+                    "of which at least %s ns/msg in the JIT compiler's threads and %s ns/msg in the garbage collector's%n",
                     "",
                     Format.number(r.jitCpuNanosPerMessage(), 0),
                     Format.number(r.gcCpuNanosPerMessage(), 0));

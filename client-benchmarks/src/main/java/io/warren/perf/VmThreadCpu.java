@@ -21,8 +21,6 @@ import java.util.Map;
 final class VmThreadCpu {
 
     private static final Path TASKS = Path.of("/proc/self/task");
-    /** Linux reports {@code /proc} times in USER_HZ, 100 per second on every architecture the JDK runs on. */
-    private static final long NANOS_PER_TICK = 10_000_000L;
 
     static final int JIT = 0;
     static final int GC = 1;
@@ -46,10 +44,11 @@ final class VmThreadCpu {
         try (DirectoryStream<Path> tasks = Files.newDirectoryStream(TASKS)) {
             for (Path task : tasks) {
                 try {
-                    String stat = Files.readString(task.resolve("stat"), StandardCharsets.US_ASCII);
-                    int kind = kind(name(stat));
+                    int kind = kind(Files.readString(task.resolve("comm"), StandardCharsets.US_ASCII)
+                            .strip());
                     if (kind >= 0) {
-                        result.put(task.getFileName().toString(), new long[] {kind, cpuNanos(stat)});
+                        String schedstat = Files.readString(task.resolve("schedstat"), StandardCharsets.US_ASCII);
+                        result.put(task.getFileName().toString(), new long[] {kind, runNanos(schedstat)});
                     }
                 } catch (IOException | RuntimeException threadEnded) {
                     // the thread ended while the directory was read (or its line was cut): not in this reading
@@ -61,7 +60,10 @@ final class VmThreadCpu {
         return result;
     }
 
-    /** The time between two {@link #read}s, of the threads alive at the end; null when either is missing. */
+    /**
+     * The time between two readings, of the threads in the later one (a thread in it that the earlier one lacks
+     * counts from 0); null when either is missing. The later may merge several {@link #read}s, the newest last.
+     */
     static Split since(Map<String, long[]> start, Map<String, long[]> end) {
         if (start == null || end == null) {
             return null;
@@ -86,15 +88,10 @@ final class VmThreadCpu {
         return -1;
     }
 
-    /** The thread's name in a {@code stat} line: between the first '(' and the last ')' (a name may hold either). */
-    static String name(String stat) {
-        return stat.substring(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-    }
-
-    /** {@code utime + stime} of a {@code stat} line, in ns: its 14th and 15th fields, the name being the 2nd. */
-    static long cpuNanos(String stat) {
-        String[] after = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-        // after the name: state is field 3, so utime (14) and stime (15) are at 11 and 12 here
-        return (Long.parseLong(after[11]) + Long.parseLong(after[12])) * NANOS_PER_TICK;
+    /** The time on a CPU in a {@code schedstat} line ("run wait slices"): its first field, in ns. */
+    static long runNanos(String schedstat) {
+        String line = schedstat.strip();
+        int space = line.indexOf(' ');
+        return Long.parseLong(space < 0 ? line : line.substring(0, space));
     }
 }

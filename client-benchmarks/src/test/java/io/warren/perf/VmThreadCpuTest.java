@@ -11,21 +11,9 @@ import org.junit.jupiter.api.Test;
 /** The JIT and GC threads' CPU, read from Linux's per-thread stat lines. */
 class VmThreadCpuTest {
 
-    // a compiler thread's line as Linux writes it (fields after stime cut short)
-    private static final String C2 =
-            "4242 (C2 CompilerThre) S 4200 4200 4100 0 -1 1077936192 1203 0 0 0 371 29 0 0 20 0 1";
-
     @Test
-    void aStatLineGivesItsNameAndItsUserAndSystemTicksInNanos() {
-        assertEquals("C2 CompilerThre", VmThreadCpu.name(C2));
-        assertEquals((371 + 29) * 10_000_000L, VmThreadCpu.cpuNanos(C2));
-    }
-
-    @Test
-    void aNameWithParenthesesIsReadToTheLastOne() {
-        String odd = "7 (x) y (z)) R 1 1 1 0 -1 0 0 0 0 0 5 6 0 0 20 0 1";
-        assertEquals("x) y (z)", VmThreadCpu.name(odd));
-        assertEquals(11 * 10_000_000L, VmThreadCpu.cpuNanos(odd));
+    void aSchedstatLineGivesTheTimeOnACpuInNanos() {
+        assertEquals(3_712_345_678L, VmThreadCpu.runNanos("3712345678 120034 4411\n"));
     }
 
     @Test
