@@ -103,9 +103,9 @@ public final class ChannelRpc {
         }
 
         /**
-         * Runs {@code hook} on the event loop when this request's frame is handed to the outbound path, which fixes its
-         * place on the wire among the channel's writes; never for a request that is not sent (timed out while queued,
-         * the channel closed). Returns this request.
+         * Runs {@code hook} on the event loop right before this request's frame is handed to the outbound path, which
+         * fixes its place on the wire among the channel's writes; never for a request that is not sent (timed out
+         * while queued, the channel closed). Returns this request.
          */
         public Request<T> onSend(Runnable hook) {
             this.sendHook = hook;
@@ -224,10 +224,11 @@ public final class ChannelRpc {
                 // acks made while it waited its turn go before it too: after a basic.recover on the wire an ack of a
                 // delivery from before it closes the channel (406), and a tx.commit covers them
                 channel.flushAcknowledgements();
-                channel.outbound().write(frame);
                 if (head.sendHook != null) {
+                    // before the write: a callback the write runs (a writability change) already sees the method sent
                     head.sendHook.run();
                 }
+                channel.outbound().write(frame);
                 return;
             }
             queue.poll();
