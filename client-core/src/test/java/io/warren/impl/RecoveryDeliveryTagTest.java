@@ -1,6 +1,7 @@
 package io.warren.impl;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -287,6 +288,91 @@ class RecoveryDeliveryTagTest {
         }
     }
 
+    /**
+     * Deliveries of the lost channel still queued for a paused consumer leave its queue when recovery starts it again,
+     * without demand. Before, they stayed until the application took demand, and the broker's redeliveries queued
+     * behind them: twice the prefetch, which reached the high-water mark and stopped the recovered connection's
+     * reading.
+     */
+    @Test
+    void deliveriesOfTheLostChannelQueuedForAPausedConsumerLeaveAtOnceSoTheRedeliveriesDoNotStopReading() {
+        CountingMetrics metrics = new CountingMetrics();
+        try (RecoveringBrokers brokers = new RecoveringBrokers(new io.warren.ConnectionOptions(), metrics)) {
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            List<Long> seen = new ArrayList<>();
+            ConsumerHandle c = consume(
+                    brokers.first,
+                    ch,
+                    new ConsumeOptions()
+                            .consumerTag("c")
+                            .prefetch(2)
+                            .waterMarks(2, 4)
+                            .initialDemand(0),
+                    d -> {
+                        seen.add(d.deliveryTag());
+                        d.ack();
+                    });
+            deliver(brokers.first, 1);
+            deliver(brokers.first, 2);
+            assertEquals(2, c.queued());
+
+            FakeBroker second = recover(brokers);
+            assertEquals(0, c.queued(), "dropped without demand");
+            assertEquals(2, metrics.staleDeliveriesDropped());
+            for (long tag = 1; tag <= 2; tag++) {
+                second.sendDeliver(1, "c", tag, true, BasicProperties.EMPTY, BODY);
+            }
+            assertEquals(2, c.queued());
+            assertEquals(0, second.handler.readPauses());
+            assertTrue(second.client.config().isAutoRead());
+
+            c.resume();
+            brokers.runAllTasks();
+            assertEquals(List.of(3L, 4L), seen);
+            assertEquals(List.of("ack 1", "ack 2"), second.written()); // half the prefetch: each at once
+        }
+    }
+
+    /**
+     * A paused consumer whose deliveries of the lost channel hold reading paused (its high-water mark) carries the
+     * pause over to the recovered connection, and lets it go as soon as it drops them: the resume goes to the
+     * connection that counts the pause. Before, the recovered connection did not read until the application took
+     * demand, though nothing it had was for the application.
+     */
+    @Test
+    void aPauseHeldOnlyByDeliveriesOfTheLostChannelEndsWithTheRecovery() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            List<Long> seen = new ArrayList<>();
+            ConsumerHandle c = consume(
+                    brokers.first,
+                    ch,
+                    new ConsumeOptions()
+                            .consumerTag("c")
+                            .prefetch(2)
+                            .waterMarks(1, 2)
+                            .initialDemand(0),
+                    d -> {
+                        seen.add(d.deliveryTag());
+                        d.ack();
+                    });
+            deliver(brokers.first, 1);
+            deliver(brokers.first, 2);
+            assertEquals(1, brokers.first.handler.readPauses(), "at its high-water mark");
+
+            FakeBroker second = recover(brokers);
+            assertFalse(brokers.connection.isRecovering());
+            assertEquals(0, c.queued());
+            assertEquals(0, second.handler.readPauses());
+            assertTrue(second.client.config().isAutoRead(), "the recovered connection reads");
+
+            second.sendDeliver(1, "c", 1, true, BasicProperties.EMPTY, BODY);
+            c.fetch(1);
+            brokers.runAllTasks();
+            assertEquals(List.of(3L), seen);
+        }
+    }
+
     @Test
     void anAsyncConsumerHoldingDeliveriesFromALostConnectionDropsThemToo() {
         try (RecoveringBrokers brokers = new RecoveringBrokers()) {
@@ -366,7 +452,9 @@ class RecoveryDeliveryTagTest {
     /**
      * A delivery of the lost channel dropped from the queue takes no unit of the application's demand: a pause made
      * while it is dropped (here from inside the drop) stops the redelivery behind it. Before, the drop gave a unit
-     * back after taking it, over the pause, and one more delivery reached the handler after pause() returned.
+     * back after taking it, over the pause, and one more delivery reached the handler after pause() returned. The
+     * consumer's executor is run by the test, so that the redelivery and the demand come before the drain that drops
+     * the copy (recovery asks for that drain at once, demand or not).
      */
     @Test
     void aPauseWhileADeliveryOfTheLostChannelIsDroppedStopsTheOneBehindIt() {
@@ -379,21 +467,30 @@ class RecoveryDeliveryTagTest {
         };
         try (RecoveringBrokers brokers = new RecoveringBrokers(new io.warren.ConnectionOptions(), pausesOnDrop)) {
             Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            ArrayDeque<Runnable> executor = new ArrayDeque<>(); // run by the test, task by task
             List<String> seen = new ArrayList<>();
             consumer[0] = consume(
-                    brokers.first, ch, new ConsumeOptions().consumerTag("c").initialDemand(0), d -> {
+                    brokers.first,
+                    ch,
+                    new ConsumeOptions()
+                            .consumerTag("c")
+                            .executor(executor::add)
+                            .initialDemand(0),
+                    d -> {
                         seen.add(d.deliveryTag() + (d.redelivered() ? " redelivered" : ""));
                         d.ack();
                     });
             deliver(brokers.first, 1);
+            runAll(executor); // the drain stops for demand
 
             FakeBroker second = recover(brokers);
+            assertEquals(1, executor.size(), "the drain that drops the copy of the lost channel waits");
             second.sendDeliver(1, "c", 1, true, BasicProperties.EMPTY, BODY);
             consumer[0].fetch(1);
-            brokers.runAllTasks();
+            runAll(executor);
             assertEquals(List.of(), seen, "paused as the copy of the lost channel was dropped");
             consumer[0].fetch(1);
-            brokers.runAllTasks();
+            runAll(executor);
             assertEquals(List.of("2 redelivered"), seen);
         }
     }

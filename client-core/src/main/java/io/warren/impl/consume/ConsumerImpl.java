@@ -159,7 +159,10 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
 
     /**
      * Recovery: the consumer goes on, with its tag, on the recovered channel's consumers ({@code queue} is its
-     * queue's name now: a server-named queue gets a new one).
+     * queue's name now: a server-named queue gets a new one). The manual-ack deliveries still queued came on the lost
+     * channel and are dropped before the handler ({@link #dropIfLost}), at once even when the consumer has no
+     * demand: with the broker's redeliveries behind them they could reach the high-water mark and stop the new
+     * connection's reading until the application took demand.
      */
     void rebind(ChannelConsumers recovered, String queue) {
         assert channel.state().outbound().inEventLoop() : "consumer state off the event loop";
@@ -176,6 +179,11 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
             // connection would read for this consumer without bound until the queue drains
             readingPausedOn = now;
             now.pauseReading();
+        }
+        if (!noAck) {
+            // after the pause moved: the drops may bring the queue below its low-water mark, and the resume must
+            // go to the connection that counts the pause now
+            this.queue.recheckUnwanted();
         }
     }
 
