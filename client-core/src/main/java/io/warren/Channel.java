@@ -126,7 +126,8 @@ public interface Channel {
      * {@link StaleDeliveryException} and nothing is sent, since the broker has requeued that message and redelivers
      * it. With {@code multiple=true} a newer tag covers only the recovered channel's deliveries; tag 0 with
      * {@code multiple=true} (every outstanding delivery) covers every delivery this channel has received so far, and
-     * is sent as the highest of them (one the broker sent and the channel had not read yet is left unsettled).
+     * is sent as the highest of them (one the broker sent and the channel had not read yet is left unsettled); when
+     * none is outstanding nothing is sent, and nothing is logged as a warning.
      * A tag whose delivery {@link #basicRecover} requeued is refused the same way.
      *
      * @throws StaleDeliveryException the tag is from before a connection loss, or its delivery was requeued by

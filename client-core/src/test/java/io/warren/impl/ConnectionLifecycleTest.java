@@ -317,10 +317,12 @@ class ConnectionLifecycleTest {
             ConnectionImpl c = broker.handshake(2047, 131072, 4);
             Channel ch = broker.openChannel(c, 1);
             for (int i = 0; i < 4; i++) {
-                ch.basicAck(0, true); // an outbound frame: 0 with multiple is valid without deliveries
+                ch.publish("", "q", false, null, new byte[1]); // outbound frames
                 broker.client.advanceTimeBy(1900, TimeUnit.MILLISECONDS);
                 broker.client.runScheduledPendingTasks();
-                broker.expectAndRelease(1, MethodIds.BASIC_ACK);
+                broker.expectAndRelease(1, MethodIds.BASIC_PUBLISH);
+                broker.next().release(); // its content header
+                broker.next().release(); // and body
                 broker.sendRaw(Frames.heartbeat(FakeBroker.ALLOC));
                 broker.client.advanceTimeBy(100, TimeUnit.MILLISECONDS);
                 broker.client.runScheduledPendingTasks();

@@ -440,6 +440,46 @@ class ConsumeTest {
         }
     }
 
+    /**
+     * "Every outstanding delivery" (tag 0 with multiple) when none is outstanding settles nothing: nothing is written
+     * and nothing is logged as a fault, whether nothing was delivered yet or everything is settled. Before, the first
+     * wrote a pointless basic.ack and counted it as an acknowledged message, and the second logged a warning that tag
+     * 0 was already settled.
+     */
+    @Test
+    void settlingEveryOutstandingDeliveryWhenNoneIsOutstandingWritesAndWarnsNothing() {
+        CountingMetrics metrics = new CountingMetrics();
+        try (FakeBroker broker = new FakeBroker(new io.warren.ConnectionOptions(), null, metrics)) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            String beforeAnyDelivery = Logged.during(() -> {
+                ch.basicAck(0, true);
+                ch.basicNack(0, true, true);
+                assertEquals(List.of(), written(broker));
+            });
+            assertEquals("", beforeAnyDelivery);
+            assertEquals(0, metrics.acknowledged());
+            assertEquals(0, metrics.rejected());
+
+            consume(broker, ch, "c", new ConsumeOptions(), Delivery::ack);
+            deliver(broker, "c", 1, HELLO);
+            deliver(broker, "c", 2, HELLO);
+            assertEquals(List.of("ack 1", "ack 2"), written(broker));
+            String allSettled = Logged.during(() -> {
+                ch.basicAck(0, true);
+                ch.basicNack(0, true, false);
+                assertEquals(List.of(), written(broker));
+            });
+            assertEquals("", allSettled);
+            assertEquals(2, metrics.acknowledged());
+            assertEquals(0, metrics.rejected());
+
+            // a second settlement of a tag is still worth a warning (the application settles twice)
+            String twice = Logged.during(() -> ch.basicAck(2, false));
+            assertTrue(twice.contains("delivery tag 2 is already settled"), twice);
+            assertTrue(ch.isOpen());
+        }
+    }
+
     @Test
     void getResponsesAndDeliveriesShareTheChannelsTagsAndAccessors() {
         try (FakeBroker broker = new FakeBroker()) {

@@ -112,13 +112,17 @@ final class AckCoalescer {
     /**
      * The application settled {@code tag}; {@code op} is {@link #ACK}, {@link #NACK} or {@link #REJECT}, plus
      * {@link #MULTIPLE} and {@link #REQUEUE}. Returns false when the settlement was dropped because the tag
-     * (or, for a multiple one, every tag it covers) is already settled.
+     * (or, for a multiple one, every tag it covers) is already settled: for tag 0 with {@link #MULTIPLE} (every
+     * outstanding delivery), when none is outstanding, nothing delivered yet included.
      */
     boolean settle(long tag, int op) {
         int kind = op & KIND_MASK;
         boolean multiple = (op & MULTIPLE) != 0 && kind != REJECT;
         boolean requeue = (op & REQUEUE) != 0;
-        if (tag == 0 && multiple && next > 1) {
+        if (tag == 0 && multiple) {
+            if (next == 1) {
+                return false; // nothing delivered: a frame would settle nothing
+            }
             // "every delivery so far": the ones held here, so that none is written again after it; and none the
             // broker sent that this channel has not seen yet
             tag = next - 1;

@@ -232,11 +232,7 @@ final class SettlementPath {
             return;
         }
         if (!acks.settle(tag, op)) {
-            LOG.warn(
-                    "channel {}: delivery tag {} is already settled; the second settlement is dropped (the broker"
-                            + " would close the channel with 406 PRECONDITION_FAILED)",
-                    number,
-                    tag);
+            droppedSettled(tag);
         } else {
             countSettlement(op);
         }
@@ -248,6 +244,23 @@ final class SettlementPath {
             flushScheduled = true;
             loop.execute(flushTask);
         }
+    }
+
+    /**
+     * The coalescer dropped a settlement of a broker tag already settled: a fault of the application's, but for tag 0
+     * with multiple (every outstanding delivery) when none is outstanding, which simply has nothing to send.
+     */
+    private void droppedSettled(long tag) {
+        if (tag == 0) {
+            LOG.debug(
+                    "channel {}: no delivery is outstanding, so settling every outstanding one sends nothing", number);
+            return;
+        }
+        LOG.warn(
+                "channel {}: delivery tag {} is already settled; the second settlement is dropped (the broker would"
+                        + " close the channel with 406 PRECONDITION_FAILED)",
+                number,
+                tag);
     }
 
     private void droppedRequeued(long tag) {
@@ -284,11 +297,7 @@ final class SettlementPath {
             }
             int op = s.settleOp;
             if (!acks.settle(s.settleTag(), op)) {
-                LOG.warn(
-                        "channel {}: delivery tag {} is already settled; the second settlement is dropped (the "
-                                + "broker would close the channel with 406 PRECONDITION_FAILED)",
-                        number,
-                        s.settleTag());
+                droppedSettled(s.settleTag());
             } else {
                 countSettlement(op);
             }

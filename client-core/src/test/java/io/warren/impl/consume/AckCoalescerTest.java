@@ -117,6 +117,17 @@ class AckCoalescerTest {
         assertEquals(List.of(), frames());
     }
 
+    /** Every delivery so far, when nothing was delivered: nothing to settle, and no frame that would settle nothing. */
+    @Test
+    void aMultipleSettlementOfTagZeroBeforeAnyDeliveryIsDropped() {
+        assertFalse(acks.settle(0, ACK | MULTIPLE));
+        assertFalse(acks.settle(0, NACK | MULTIPLE | REQUEUE));
+        assertEquals(List.of(), frames());
+        deliver(1, 1, true);
+        assertTrue(acks.settle(0, ACK | MULTIPLE));
+        assertEquals(List.of("ack 1"), frames());
+    }
+
     @Test
     void aMultipleNackOfTagZeroLeavesNoAckOfACoveredTagBehindIt() {
         deliver(1, 3, true);
