@@ -58,6 +58,8 @@ public final class ChannelRpc {
         /** Told when the frame is handed to the outbound path; null: nobody asks. */
         Runnable sendHook;
 
+        Runnable writeHook;
+
         private Request(
                 int requestKey,
                 int replyKey,
@@ -103,12 +105,21 @@ public final class ChannelRpc {
         }
 
         /**
-         * Runs {@code hook} on the event loop right before this request's frame is handed to the outbound path, which
-         * fixes its place on the wire among the channel's writes; never for a request that is not sent (timed out
-         * while queued, the channel closed). Returns this request.
+         * Runs {@code hook} on the event loop when this request's frame is handed to the outbound path, which fixes its
+         * place on the wire among the channel's writes; never for a request that is not sent (timed out while queued,
+         * the channel closed). Returns this request.
          */
         public Request<T> onSend(Runnable hook) {
             this.sendHook = hook;
+            return this;
+        }
+
+        /**
+         * As {@link #onSend}, but right before the frame is handed over: what the write itself runs (a writability
+         * callback) already sees the request sent. Returns this request.
+         */
+        public Request<T> beforeSend(Runnable hook) {
+            this.writeHook = hook;
             return this;
         }
 
@@ -224,11 +235,14 @@ public final class ChannelRpc {
                 // acks made while it waited its turn go before it too: after a basic.recover on the wire an ack of a
                 // delivery from before it closes the channel (406), and a tx.commit covers them
                 channel.flushAcknowledgements();
-                if (head.sendHook != null) {
+                if (head.writeHook != null) {
                     // before the write: a callback the write runs (a writability change) already sees the method sent
-                    head.sendHook.run();
+                    head.writeHook.run();
                 }
                 channel.outbound().write(frame);
+                if (head.sendHook != null) {
+                    head.sendHook.run();
+                }
                 return;
             }
             queue.poll();

@@ -28,7 +28,7 @@ public final class RecoverRequest {
         RecoverRequest r = new RecoverRequest(host);
         return ChannelRpc.Request.of(MethodIds.BASIC_RECOVER, MethodIds.BASIC_RECOVER_OK, -1, frame, r::onReply, future)
                 .onLateReply(r::onLateReply)
-                .onSend(r::sent);
+                .beforeSend(r::sent);
     }
 
     private void sent() {
