@@ -1,9 +1,6 @@
 package io.warren.impl.recovery;
 
 import io.netty.util.concurrent.EventExecutor;
-import io.netty.util.concurrent.Future;
-import io.netty.util.concurrent.GenericFutureListener;
-import io.netty.util.concurrent.ScheduledFuture;
 import io.warren.AmqpException;
 import io.warren.ConnectionClosedException;
 import io.warren.RpcTimeoutException;
@@ -11,7 +8,6 @@ import io.warren.impl.connection.MethodNames;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import java.util.function.IntSupplier;
@@ -48,9 +44,7 @@ final class HeldCalls {
     private EventExecutor loop;
     private long timeoutNanos;
     /** Armed for the oldest held method's deadline while any is held. */
-    private ScheduledFuture<?> timer;
-    /** Tells the timer's end: run, cancelled by this, or cancelled by a loop that shuts down. */
-    private final GenericFutureListener<Future<Object>> timerListener = this::timerDone;
+    private final DeadlineTimer timer = new DeadlineTimer(this::expire, this::loopShutDown);
 
     HeldCalls(IntSupplier channelNumber) {
         this.channelNumber = channelNumber;
@@ -72,8 +66,8 @@ final class HeldCalls {
         this.loop = loop;
         this.timeoutNanos = timeoutNanos;
         calls.add(new Call(methodKey, queue, send, fail, place, loop.ticker().nanoTime() + timeoutNanos));
-        if (timer == null) {
-            armTimer(timeoutNanos);
+        if (!timer.isArmed()) {
+            timer.arm(loop, timeoutNanos);
         }
     }
 
@@ -92,7 +86,7 @@ final class HeldCalls {
     void sendNext(UnaryOperator<String> queueNames) {
         Call c = calls.poll();
         if (calls.isEmpty()) {
-            cancelTimer();
+            timer.cancel();
         }
         String now = c.queue == null ? null : queueNames.apply(c.queue);
         if (now != null && !now.equals(c.queue)) {
@@ -108,7 +102,7 @@ final class HeldCalls {
 
     /** The channel will not be recovered: every held method fails with {@code cause}, unsent. */
     void failAll(AmqpException cause) {
-        cancelTimer();
+        timer.cancel();
         List<Call> failed = new ArrayList<>(calls);
         calls.clear();
         for (Call c : failed) {
@@ -122,7 +116,7 @@ final class HeldCalls {
 
     /** The timer: fails the methods whose wait is over, and re-arms for the next. */
     private void expire() {
-        timer = null;
+        timer.fired();
         long now = loop.ticker().nanoTime();
         List<Call> expired = new ArrayList<>();
         Call c;
@@ -130,7 +124,7 @@ final class HeldCalls {
             expired.add(calls.poll());
         }
         if (c != null) {
-            armTimer(c.deadlineNanos - now);
+            timer.arm(loop, c.deadlineNanos - now);
         }
         int number = channelNumber.getAsInt();
         for (Call e : expired) {
@@ -146,34 +140,9 @@ final class HeldCalls {
         }
     }
 
-    private void armTimer(long delayNanos) {
-        if (loop.isShuttingDown()) {
-            // it cancels its timers as it goes, and drops one armed from a cancelled one's listener unrun
-            loopShutDown(null);
-            return;
-        }
-        ScheduledFuture<?> t;
-        try {
-            t = loop.schedule(this::expire, delayNanos, TimeUnit.NANOSECONDS);
-        } catch (RejectedExecutionException e) {
-            loopShutDown(e);
-            return;
-        }
-        timer = t;
-        t.addListener(timerListener);
-    }
-
-    /** Cancelled by the loop, not by {@link #cancelTimer} (which forgets it first): the loop shut down. */
-    private void timerDone(Future<Object> f) {
-        if (f.isCancelled() && f == timer) {
-            timer = null;
-            loopShutDown(null);
-        }
-    }
-
     /** Nothing will send the held methods nor time them out: they fail unsent. */
     private void loopShutDown(Throwable why) {
-        cancelTimer();
+        timer.cancel();
         List<Call> failed = new ArrayList<>(calls);
         calls.clear();
         int number = channelNumber.getAsInt();
@@ -205,14 +174,6 @@ final class HeldCalls {
                     channelNumber.getAsInt(),
                     MethodNames.describe(c.methodKey),
                     e);
-        }
-    }
-
-    private void cancelTimer() {
-        ScheduledFuture<?> t = timer;
-        if (t != null) {
-            timer = null;
-            t.cancel(false);
         }
     }
 }

@@ -2,9 +2,6 @@ package io.warren.impl.recovery;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.util.concurrent.EventExecutor;
-import io.netty.util.concurrent.Future;
-import io.netty.util.concurrent.GenericFutureListener;
-import io.netty.util.concurrent.ScheduledFuture;
 import io.warren.AmqpException;
 import io.warren.BackPressureException;
 import io.warren.ConnectionClosedException;
@@ -22,8 +19,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
-import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -86,9 +81,8 @@ final class HeldPublishes {
     /** Recovery's event loop: its clock dates the held publishes, its timer expires them. */
     private EventExecutor loop;
     /** Armed for the oldest held publish's deadline while any is held. */
-    private ScheduledFuture<?> timer;
-    /** Tells the timer's end: run, cancelled by this, or cancelled by a loop that shuts down. */
-    private final GenericFutureListener<Future<Object>> timerListener = this::timerDone;
+    private final DeadlineTimer timer =
+            new DeadlineTimer(this::expire, why -> failAll(shutDown(why), "will not be recovered"));
 
     HeldPublishes(RecoverableChannel channel, LongSupplier places) {
         this.channel = channel;
@@ -260,8 +254,8 @@ final class HeldPublishes {
     private void add(Publish p, long place) {
         long wait = channel.recoveryOptions().publishWaitTimeout().toNanos();
         queue.add(new Held(p, place, loop.ticker().nanoTime() + wait));
-        if (timer == null) {
-            armTimer(wait);
+        if (!timer.isArmed()) {
+            timer.arm(loop, wait);
         }
     }
 
@@ -276,7 +270,7 @@ final class HeldPublishes {
         Held h = queue.poll();
         unreserve(h.publish.bytes);
         if (queue.isEmpty()) {
-            cancelTimer();
+            timer.cancel();
         }
         send(h.publish);
     }
@@ -307,7 +301,7 @@ final class HeldPublishes {
 
     /** The channel will not be recovered: every held publish fails with {@code cause}, not written. Event loop. */
     void failAll(AmqpException cause, String why) {
-        cancelTimer();
+        timer.cancel();
         List<Held> failed = new ArrayList<>(queue);
         queue.clear();
         for (Held h : failed) {
@@ -322,7 +316,7 @@ final class HeldPublishes {
 
     /** The timer: fails the held publishes whose own wait is over, re-arms for the next. Event loop. */
     private void expire() {
-        timer = null;
+        timer.fired();
         long now = loop.ticker().nanoTime();
         List<Held> expired = new ArrayList<>();
         Held h;
@@ -330,7 +324,7 @@ final class HeldPublishes {
             expired.add(queue.poll());
         }
         if (h != null) {
-            armTimer(h.deadlineNanos - now);
+            timer.arm(loop, h.deadlineNanos - now);
         }
         if (!expired.isEmpty()) {
             LOG.debug(
@@ -342,39 +336,6 @@ final class HeldPublishes {
         for (Held e : expired) {
             unreserve(e.publish.bytes);
             fail(e.publish, lossCause, "was not back within RecoveryOptions.publishWaitTimeout of the publish");
-        }
-    }
-
-    private void armTimer(long delayNanos) {
-        if (loop.isShuttingDown()) {
-            // it cancels its timers as it goes, and drops one armed from a cancelled one's listener unrun
-            failAll(shutDown(null), "will not be recovered");
-            return;
-        }
-        ScheduledFuture<?> t;
-        try {
-            t = loop.schedule(this::expire, delayNanos, TimeUnit.NANOSECONDS);
-        } catch (RejectedExecutionException e) {
-            failAll(shutDown(e), "will not be recovered");
-            return;
-        }
-        timer = t;
-        t.addListener(timerListener);
-    }
-
-    /** Cancelled by the loop, not by {@link #cancelTimer} (which forgets it first): the loop shut down. */
-    private void timerDone(Future<Object> f) {
-        if (f.isCancelled() && f == timer) {
-            timer = null;
-            failAll(shutDown(null), "will not be recovered");
-        }
-    }
-
-    private void cancelTimer() {
-        ScheduledFuture<?> t = timer;
-        if (t != null) {
-            timer = null;
-            t.cancel(false);
         }
     }
 
