@@ -18,8 +18,6 @@ import io.warren.codec.method.BasicConsumeOkEncoder;
 import io.warren.codec.method.BasicQosOkEncoder;
 import io.warren.codec.method.MethodIds;
 import io.warren.rpc.RpcServer;
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -66,24 +64,6 @@ class RpcServerTest {
         return FakeBroker.settlement(f);
     }
 
-    /**
-     * What {@code action} logged. slf4j-simple, the tests' binding, writes to the {@code System.err} of the moment;
-     * the lines are passed on to the real one.
-     */
-    private static String logged(Runnable action) {
-        PrintStream err = System.err;
-        ByteArrayOutputStream lines = new ByteArrayOutputStream();
-        System.setErr(new PrintStream(lines, true, StandardCharsets.UTF_8));
-        try {
-            action.run();
-        } finally {
-            System.setErr(err);
-        }
-        String text = lines.toString(StandardCharsets.UTF_8);
-        err.print(text);
-        return text;
-    }
-
     @Test
     void theReplyGoesToReplyToWithTheCorrelationIdThenTheRequestIsAcknowledged() {
         try (FakeBroker broker = new FakeBroker()) {
@@ -105,7 +85,7 @@ class RpcServerTest {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
             serve(broker, ch, request -> CompletableFuture.failedFuture(new IllegalStateException("cannot price")));
-            String log = logged(() -> request(broker, 1, "XAUUSD"));
+            String log = Logged.during(() -> request(broker, 1, "XAUUSD"));
             assertEquals("reject 1", settlement(broker), "a poison request must not loop");
             broker.expectNothing();
             assertTrue(log.contains("the RPC handler failed on request 1"), log);
@@ -192,7 +172,7 @@ class RpcServerTest {
                 request.ack();
                 return upperCase(request);
             });
-            String log = logged(() -> request(broker, 1, "hello"));
+            String log = Logged.during(() -> request(broker, 1, "hello"));
             assertEquals(List.of(1L), handled);
             assertEquals("HELLO", expectPublish(broker, 1).text());
             assertEquals("ack 1", settlement(broker), "the handler's own ack");
