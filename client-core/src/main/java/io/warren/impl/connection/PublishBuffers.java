@@ -226,6 +226,21 @@ public final class PublishBuffers {
 
     /** A direct buffer that goes back to its pool, instead of being freed, when released to zero. */
     private static final class Reusable extends UnpooledDirectByteBuf {
+        /**
+         * Whether Netty can free a buffer the JDK allocated: from Java 25 its cleaner refuses "arbitrary" ones
+         * (UnsupportedOperationException); tried once, on a byte.
+         */
+        private static final boolean FREES_JDK_BUFFERS = freesJdkBuffers();
+
+        private static boolean freesJdkBuffers() {
+            try {
+                PlatformDependent.freeDirectBuffer(ByteBuffer.allocateDirect(1));
+                return true;
+            } catch (RuntimeException | LinkageError refused) {
+                return false;
+            }
+        }
+
         private final PublishBuffers pool;
         private final boolean endOctet;
         private final ByteBuffer memory;
@@ -253,10 +268,13 @@ public final class PublishBuffers {
 
         /**
          * Frees the memory of a kept buffer a trim drops, now rather than at a garbage collection that a connection
-         * making no garbage may not see for long. Only for a kept one: nobody holds it.
+         * making no garbage may not see for long, where the runtime lets a JDK buffer be freed; else the collector
+         * frees it once the trim has dropped it. Only for a kept one: nobody holds it.
          */
         void free() {
-            PlatformDependent.freeDirectBuffer(memory);
+            if (FREES_JDK_BUFFERS) {
+                PlatformDependent.freeDirectBuffer(memory);
+            }
         }
 
         /** Out of the pool: refCnt 1 (set when it was kept or created), tracked for leaks. */
