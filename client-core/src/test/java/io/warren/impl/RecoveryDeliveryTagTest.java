@@ -300,20 +300,7 @@ class RecoveryDeliveryTagTest {
         try (RecoveringBrokers brokers = new RecoveringBrokers(new io.warren.ConnectionOptions(), metrics)) {
             Channel ch = brokers.first.openChannel(brokers.connection, 1);
             List<Long> seen = new ArrayList<>();
-            ConsumerHandle c = consume(
-                    brokers.first,
-                    ch,
-                    new ConsumeOptions()
-                            .consumerTag("c")
-                            .prefetch(2)
-                            .waterMarks(2, 4)
-                            .initialDemand(0),
-                    d -> {
-                        seen.add(d.deliveryTag());
-                        d.ack();
-                    });
-            deliver(brokers.first, 1);
-            deliver(brokers.first, 2);
+            ConsumerHandle c = pausedWithTwo(brokers, ch, 2, 4, seen);
             assertEquals(2, c.queued());
 
             FakeBroker second = recover(brokers);
@@ -344,20 +331,7 @@ class RecoveryDeliveryTagTest {
         try (RecoveringBrokers brokers = new RecoveringBrokers()) {
             Channel ch = brokers.first.openChannel(brokers.connection, 1);
             List<Long> seen = new ArrayList<>();
-            ConsumerHandle c = consume(
-                    brokers.first,
-                    ch,
-                    new ConsumeOptions()
-                            .consumerTag("c")
-                            .prefetch(2)
-                            .waterMarks(1, 2)
-                            .initialDemand(0),
-                    d -> {
-                        seen.add(d.deliveryTag());
-                        d.ack();
-                    });
-            deliver(brokers.first, 1);
-            deliver(brokers.first, 2);
+            ConsumerHandle c = pausedWithTwo(brokers, ch, 1, 2, seen);
             assertEquals(1, brokers.first.handler.readPauses(), "at its high-water mark");
 
             FakeBroker second = recover(brokers);
@@ -493,5 +467,28 @@ class RecoveryDeliveryTagTest {
             runAll(executor);
             assertEquals(List.of("2 redelivered"), seen);
         }
+    }
+
+    /**
+     * A consumer of prefetch 2 with no demand and the given water marks, which acks what it is handed (its tags in
+     * {@code seen}), and the lost channel's deliveries 1 and 2 queued for it.
+     */
+    private static ConsumerHandle pausedWithTwo(
+            RecoveringBrokers brokers, Channel ch, int low, int high, List<Long> seen) {
+        ConsumerHandle c = consume(
+                brokers.first,
+                ch,
+                new ConsumeOptions()
+                        .consumerTag("c")
+                        .prefetch(2)
+                        .waterMarks(low, high)
+                        .initialDemand(0),
+                d -> {
+                    seen.add(d.deliveryTag());
+                    d.ack();
+                });
+        deliver(brokers.first, 1);
+        deliver(brokers.first, 2);
+        return c;
     }
 }
