@@ -1,11 +1,7 @@
 package io.warren.perf;
 
-import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
-import java.nio.file.Path;
-import java.util.HashMap;
 import java.util.Map;
 import java.util.function.Predicate;
 
@@ -16,39 +12,24 @@ import java.util.function.Predicate;
  */
 final class ContextSwitches {
 
-    private static final Path TASKS = Path.of("/proc/self/task");
-
     private ContextSwitches() {}
 
     /** "tid name" -> {voluntary, involuntary} for every thread alive now; null without /proc. */
     static Map<String, long[]> perThread() {
-        if (!Files.isDirectory(TASKS)) {
-            return null;
-        }
-        Map<String, long[]> result = new HashMap<>();
-        try (DirectoryStream<Path> tasks = Files.newDirectoryStream(TASKS)) {
-            for (Path task : tasks) {
-                try {
-                    long[] counts = new long[2];
-                    String name = "";
-                    for (String line : Files.readAllLines(task.resolve("status"), StandardCharsets.UTF_8)) {
-                        if (line.startsWith("Name:")) {
-                            name = line.substring(5).trim();
-                        } else if (line.startsWith("voluntary_ctxt_switches:")) {
-                            counts[0] = Long.parseLong(line.substring(24).trim());
-                        } else if (line.startsWith("nonvoluntary_ctxt_switches:")) {
-                            counts[1] = Long.parseLong(line.substring(27).trim());
-                        }
-                    }
-                    result.put(task.getFileName() + " " + name, counts);
-                } catch (IOException threadEnded) {
-                    // the thread ended while the directory was read: it is not in this reading
+        return ProcTasks.read((task, into) -> {
+            long[] counts = new long[2];
+            String name = "";
+            for (String line : Files.readAllLines(task.resolve("status"), StandardCharsets.UTF_8)) {
+                if (line.startsWith("Name:")) {
+                    name = line.substring(5).trim();
+                } else if (line.startsWith("voluntary_ctxt_switches:")) {
+                    counts[0] = Long.parseLong(line.substring(24).trim());
+                } else if (line.startsWith("nonvoluntary_ctxt_switches:")) {
+                    counts[1] = Long.parseLong(line.substring(27).trim());
                 }
             }
-        } catch (IOException e) {
-            return null;
-        }
-        return result;
+            into.put(task.getFileName() + " " + name, counts);
+        });
     }
 
     /**

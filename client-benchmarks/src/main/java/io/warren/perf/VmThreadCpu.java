@@ -1,11 +1,7 @@
 package io.warren.perf;
 
-import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
-import java.nio.file.Path;
-import java.util.HashMap;
 import java.util.Map;
 
 /**
@@ -19,8 +15,6 @@ import java.util.Map;
  * (HotSpot adds and removes compiler threads as their queue grows and shrinks), so the JIT share is a lower bound.
  */
 final class VmThreadCpu {
-
-    private static final Path TASKS = Path.of("/proc/self/task");
 
     static final int JIT = 0;
     static final int GC = 1;
@@ -37,27 +31,14 @@ final class VmThreadCpu {
 
     /** "tid" -> {kind, CPU ns} of the JIT and GC threads alive now; null without /proc. */
     static Map<String, long[]> read() {
-        if (!Files.isDirectory(TASKS)) {
-            return null;
-        }
-        Map<String, long[]> result = new HashMap<>();
-        try (DirectoryStream<Path> tasks = Files.newDirectoryStream(TASKS)) {
-            for (Path task : tasks) {
-                try {
-                    int kind = kind(Files.readString(task.resolve("comm"), StandardCharsets.US_ASCII)
-                            .strip());
-                    if (kind >= 0) {
-                        String schedstat = Files.readString(task.resolve("schedstat"), StandardCharsets.US_ASCII);
-                        result.put(task.getFileName().toString(), new long[] {kind, runNanos(schedstat)});
-                    }
-                } catch (IOException | RuntimeException threadEnded) {
-                    // the thread ended while the directory was read (or its line was cut): not in this reading
-                }
+        return ProcTasks.read((task, into) -> {
+            int kind = kind(Files.readString(task.resolve("comm"), StandardCharsets.US_ASCII)
+                    .strip());
+            if (kind >= 0) {
+                String schedstat = Files.readString(task.resolve("schedstat"), StandardCharsets.US_ASCII);
+                into.put(task.getFileName().toString(), new long[] {kind, runNanos(schedstat)});
             }
-        } catch (IOException e) {
-            return null;
-        }
-        return result;
+        });
     }
 
     /**
