@@ -13,6 +13,12 @@ import java.util.concurrent.CompletableFuture;
 public interface PublishCarryOver {
 
     /**
+     * tx.select is on the wire: the channel's publishes from here on belong to transactions, which a connection loss
+     * rolls back, so none is carried over from then on. Event loop.
+     */
+    void transactional();
+
+    /**
      * Takes over a publish the lost channel had accepted but not written: true when it is held to be written after
      * recovery, and then owns {@code body}; false when it is not: the caller still owns it and fails the publish.
      * Event loop.
@@ -20,12 +26,6 @@ public interface PublishCarryOver {
      * @param future its outcome, {@code null} for {@code publishNoOutcome}
      * @param bytes  what it counted against the connection's bound
      */
-    /**
-     * tx.select is on the wire: the channel's publishes from here on belong to transactions, which a connection loss
-     * rolls back, so none is carried over from then on. Event loop.
-     */
-    void transactional();
-
     boolean carry(
             CharSequence exchange,
             CharSequence routingKey,

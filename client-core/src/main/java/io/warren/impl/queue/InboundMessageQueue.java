@@ -389,7 +389,11 @@ public abstract class InboundMessageQueue<M> {
     /** Owner only: the consumer context, or a closer that took the drain back. */
     private void drainOwned() {
         while (true) {
-            recheck = 0; // this round asks about every message it offers again
+            // This round asks about every message it offers again. Stored only when set: a volatile store is a
+            // full fence, paid per message when each delivery is a round of its own.
+            if (recheck != 0) {
+                recheck = 0;
+            }
             int bits = queue.drain(deliver);
             if (HandoffQueue.writableAgain(bits)) {
                 if (sameThread) {
