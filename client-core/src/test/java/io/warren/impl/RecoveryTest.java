@@ -1044,4 +1044,29 @@ class RecoveryTest {
             second.expectNothing();
         }
     }
+
+    /**
+     * The connection's event loop shuts down while recovery waits to reconnect: the loop drops the backoff timer,
+     * and nothing else would ever attempt or give up. Recovery gives up as when its attempts run out.
+     */
+    @Test
+    void recoveryGivesUpWhenItsEventLoopShutsDownWhileWaitingToReconnect() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            RecordingRecoveryListener recovery = RecordingRecoveryListener.on(brokers.connection);
+            brokers.cut();
+            var writable = ch.whenWritable();
+            assertTrue(brokers.connection.isRecovering());
+            assertPending(brokers.connection.closeFuture());
+
+            brokers.first.client.close(); // cancels the loop's scheduled tasks, as a shutting-down loop does
+
+            var closed = brokers.connection.closeFuture().toCompletableFuture().getNow(null);
+            assertTrue(closed != null && closed.getMessage().contains("event loop"), () -> "closed: " + closed);
+            assertFalse(brokers.connection.isRecovering());
+            assertTrue(writable.toCompletableFuture().isDone(), "whenWritable() completed");
+            assertEquals(List.of("recovery started", "recovery failed"), recovery.events());
+            assertEquals(1, brokers.connections(), "no attempt was made");
+        }
+    }
 }

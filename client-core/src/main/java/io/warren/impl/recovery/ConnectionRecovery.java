@@ -1,6 +1,8 @@
 package io.warren.impl.recovery;
 
 import io.netty.channel.EventLoop;
+import io.netty.util.concurrent.Future;
+import io.netty.util.concurrent.GenericFutureListener;
 import io.netty.util.concurrent.ScheduledFuture;
 import io.warren.AmqpException;
 import io.warren.AuthenticationException;
@@ -20,6 +22,7 @@ import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -84,7 +87,11 @@ public final class ConnectionRecovery {
 
     private ConnectionLostException lossCause;
     private Throwable lastFailure;
+    /** The backoff's wait for the next attempt. */
     private ScheduledFuture<?> timer;
+    /** Tells the timer's end: run, cancelled by {@link #giveUp}, or cancelled by a loop that shuts down. */
+    private final GenericFutureListener<Future<Object>> timerListener = this::timerDone;
+
     private final TreeMap<Integer, RecoverableChannel> lost = new TreeMap<>();
     private final List<Runnable> afterRecovery = new ArrayList<>();
 
@@ -354,8 +361,39 @@ public final class ConnectionRecovery {
             }
             delay = Math.min(delay, left);
         }
+        if (loop.isShuttingDown()) {
+            // it cancels its timers as it goes, and may drop this one unrun
+            loopShutDown(null);
+            return;
+        }
         int gen = generation;
-        timer = loop.schedule(() -> attempt(gen), delay, TimeUnit.NANOSECONDS);
+        ScheduledFuture<?> t;
+        try {
+            t = loop.schedule(() -> attempt(gen), delay, TimeUnit.NANOSECONDS);
+        } catch (RejectedExecutionException e) {
+            loopShutDown(e);
+            return;
+        }
+        timer = t;
+        t.addListener(timerListener);
+    }
+
+    /** Cancelled by the loop, not by {@link #giveUp} (which forgets it first): the loop shut down. */
+    private void timerDone(Future<Object> f) {
+        if (f.isCancelled() && f == timer) {
+            timer = null;
+            loopShutDown(null);
+        }
+    }
+
+    /** Nothing will make the next attempt: recovery gives up, as when its attempts run out. */
+    private void loopShutDown(Throwable why) {
+        giveUp(
+                new ConnectionClosedException(
+                        "connection to " + connection.address() + " not recovered: its event loop shut down"
+                                + " while recovery waited to reconnect; last failure: " + describe(lastFailure),
+                        why == null ? lastFailure : why),
+                true);
     }
 
     private void attempt(int gen) {
@@ -642,9 +680,10 @@ public final class ConnectionRecovery {
         assert loop.inEventLoop() : "connection recovery off the event loop";
         generation++;
         phase = Phase.CLOSED;
-        if (timer != null) {
-            timer.cancel(false);
-            timer = null;
+        ScheduledFuture<?> t = timer;
+        if (t != null) {
+            timer = null; // first: its listener takes a cancel of the timer it still knows for the loop's
+            t.cancel(false);
         }
         List<RecoverableChannel> channels = new ArrayList<>(lost.values());
         lost.clear();
