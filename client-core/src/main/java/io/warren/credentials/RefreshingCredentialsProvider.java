@@ -20,7 +20,8 @@ import org.slf4j.LoggerFactory;
  * has expired, the failure reaches the caller. A fetch that has not answered within its timeout
  * ({@value #DEFAULT_FETCH_TIMEOUT_SECONDS} s unless given) fails the same way and the next call starts another: one
  * hung request (an HTTP client without a request timeout) must not hold every later connect and refresh for ever.
- * Thread-safe and non-blocking.
+ * A timeout completes the waiting stages on {@link CompletableFuture}'s default asynchronous pool, never on the
+ * JDK's one timer thread. Thread-safe and non-blocking.
  *
  * <pre>{@code
  * TokenSource tokens = () -> http.sendAsync(tokenRequest, ofString())
@@ -115,10 +116,12 @@ public final class RefreshingCredentialsProvider implements CredentialsProvider 
         if (!f.isDone()) {
             long nanos = TimeUnit.NANOSECONDS.convert(fetchTimeout); // saturates at Long.MAX_VALUE (292 years)
             // a timer on the JDK's delayer thread, cancelled (its task removed) when the fetch answers: it would
-            // otherwise hold the answered future, and its token, for the timeout's whole length
+            // otherwise hold the answered future, and its token, for the timeout's whole length. The timeout runs
+            // on the default async pool, not on that one JVM-wide thread, where a caller's continuation that
+            // blocks would hold up every other timer
             CompletableFuture<Void> timer =
                     new CompletableFuture<Void>().completeOnTimeout(null, nanos, TimeUnit.NANOSECONDS);
-            timer.thenRun(() -> fetched(
+            timer.thenRunAsync(() -> fetched(
                     f,
                     fetchedAt,
                     null,

@@ -194,6 +194,34 @@ class RefreshingCredentialsProviderTest {
         assertSame(fresh, meanwhile.toCompletableFuture().join());
     }
 
+    /**
+     * A fetch's timeout fails the callers' stages off the JDK's timer thread: a caller's continuation that blocks
+     * there would hold up every completeOnTimeout and orTimeout in the JVM, another provider's timeout among them.
+     */
+    @Test
+    void aFetchTimeoutRunsNoCallerContinuationOnTheJdkTimerThread() throws Exception {
+        RefreshingCredentialsProvider p = withFetchTimeout(Duration.ofMillis(20));
+        RefreshingCredentialsProvider other = withFetchTimeout(Duration.ofMillis(40));
+        CompletableFuture<Void> release = new CompletableFuture<>();
+        CompletableFuture<String> ranOn = new CompletableFuture<>();
+        CompletableFuture<Void> blocked = p.credentials().toCompletableFuture().handle((c, e) -> {
+            ranOn.complete(Thread.currentThread().getName());
+            release.orTimeout(10, TimeUnit.SECONDS).exceptionally(x -> null).join(); // a continuation that blocks
+            return null;
+        });
+        try {
+            CompletionStage<Credentials> otherAsked = other.credentials();
+            ExecutionException e = assertThrows(
+                    ExecutionException.class,
+                    () -> otherAsked.toCompletableFuture().get(5, TimeUnit.SECONDS));
+            assertInstanceOf(TimeoutException.class, e.getCause());
+            assertFalse(ranOn.get(5, TimeUnit.SECONDS).startsWith("CompletableFutureDelayScheduler"), ranOn.get());
+        } finally {
+            release.complete(null);
+            blocked.get(10, TimeUnit.SECONDS);
+        }
+    }
+
     @Test
     void credentialsNeverShowTheSecret() {
         assertFalse(Credentials.of("svc", "s3cret").toString().contains("s3cret"));
