@@ -52,7 +52,8 @@ import org.slf4j.LoggerFactory;
  *
  * <h2>Failures</h2>
  * A call fails with {@link RpcTimeoutException} after its timeout (the channel and the client stay usable; a
- * late reply is dropped), with {@link RequestReturnedException} when no
+ * late reply is dropped; the failure completes the call on {@link CompletableFuture}'s default asynchronous pool,
+ * never on the JDK's one timer thread, while a reply completes it on the channel's event loop), with {@link RequestReturnedException} when no
  * queue took the request (requests are published mandatory), with the publish's failure, and with the
  * channel's close when the channel closes. Use a channel of its own for the client: the direct reply-to
  * consumer takes the channel's replies.
@@ -169,10 +170,12 @@ public final class RpcClient {
             reply.completeExceptionally(isClosed);
             return reply;
         }
-        // A timer on the JDK's shared delayer thread, cancelled (and its task removed) when the call completes.
+        // A timer on the JDK's shared delayer thread, cancelled (and its task removed) when the call completes. The
+        // call fails on the default async pool: a caller's continuation that blocked the delayer would hold up every
+        // completeOnTimeout and orTimeout in the JVM.
         CompletableFuture<Void> timer =
                 new CompletableFuture<Void>().completeOnTimeout(null, timeoutNanos, TimeUnit.NANOSECONDS);
-        timer.thenRun(() -> fail(
+        timer.thenRunAsync(() -> fail(
                 correlationId,
                 new RpcTimeoutException(
                         "no reply to RPC " + correlationId + " (" + exchange + "/" + routingKey + ") within " + timeout,

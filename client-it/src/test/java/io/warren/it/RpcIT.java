@@ -2,6 +2,7 @@ package io.warren.it;
 
 import static io.warren.it.TopologyIT.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -147,6 +148,39 @@ class RpcIT {
         // a lower bound only: a 300 ms timeout cannot fire sooner (the wait itself is bounded by await)
         assertTrue(millis >= 250, "timed out after " + millis + " ms");
         assertEquals(0, rpc.pendingCalls());
+    }
+
+    /**
+     * A call's timeout completes it off the JDK's timer thread: a caller's continuation that blocks there would hold
+     * up every completeOnTimeout and orTimeout in the JVM, the next call's timeout among them.
+     */
+    @Test
+    void aTimedOutCallsContinuationThatBlocksHoldsUpNoOtherTimeout(
+            Connection connection, BrokerExtension.TestNames names) throws Exception {
+        Channel channel = await(connection.openChannel());
+        String queue = await(channel.queueDeclare(QueueSpec.serverNamed())).queue(); // exists, nobody serves it
+        RpcClient rpc = await(RpcClient.create(await(connection.openChannel())));
+        CompletableFuture<Void> release = new CompletableFuture<>();
+        CompletableFuture<String> ranOn = new CompletableFuture<>();
+        CompletableFuture<Void> blocked = rpc.call("", queue, null, bytes("first"), Duration.ofMillis(100))
+                .toCompletableFuture()
+                .handle((reply, e) -> {
+                    ranOn.complete(Thread.currentThread().getName());
+                    release.orTimeout(10, TimeUnit.SECONDS)
+                            .exceptionally(x -> null)
+                            .join(); // blocks
+                    return null;
+                });
+        try {
+            assertFalse(ranOn.get(5, TimeUnit.SECONDS).startsWith("CompletableFutureDelayScheduler"), ranOn.get());
+            CompletableFuture<Delivery> second = rpc.call("", queue, null, bytes("second"), Duration.ofMillis(100))
+                    .toCompletableFuture();
+            ExecutionException e = assertThrows(ExecutionException.class, () -> second.get(5, TimeUnit.SECONDS));
+            assertInstanceOf(RpcTimeoutException.class, e.getCause());
+        } finally {
+            release.complete(null);
+            blocked.get(10, TimeUnit.SECONDS);
+        }
     }
 
     @Test
