@@ -26,7 +26,7 @@ import java.util.Objects;
  * basic.qos, basic.get, basic.recover, a consume) waits, and is sent once the channel, its modes, the topology and
  * its consumers are back: it never reaches a re-opened channel before the queues it names are declared again. It
  * waits at most the connection's {@link ConnectionOptions#rpcTimeout RPC timeout} from its call, then fails unsent
- * with {@link RpcTimeoutException}; it fails with the cause when the channel will not be recovered, and with a
+ * with {@link RpcTimeoutException}; once sent, its reply is awaited for what is left of that timeout; it fails with the cause when the channel will not be recovered, and with a
  * {@link ConnectionClosedException} when the connection's event loop shuts down meanwhile. Held methods and the
  * publishes held meanwhile go to the channel in one order, the order of the calls (from several threads, the order
  * in which they reached the channel's event loop), as they would have on an open channel: a publish made after a

@@ -12,18 +12,22 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.warren.AmqpException;
 import io.warren.Channel;
 import io.warren.ConnectionClosedException;
+import io.warren.ConnectionOptions;
 import io.warren.PublishNotConfirmedException;
 import io.warren.PublishOutcome;
 import io.warren.QueueSpec;
+import io.warren.RpcTimeoutException;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.method.MethodIds;
 import io.warren.codec.method.QueueDeclareOkEncoder;
 import io.warren.codec.method.QueuePurgeOkEncoder;
 import io.warren.impl.PublishFixture.TrackedBody;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -156,6 +160,53 @@ class RecoveryHeldOrderTest {
             assertFalse(notWritten.mayHaveReachedBroker());
             assertInstanceOf(ConnectionClosedException.class, notWritten.getCause());
             body.assertReleasedOnce();
+        }
+    }
+
+    /**
+     * A method held while the channel recovered waits for its reply only what is left of the RPC timeout from its
+     * call. Before, its reply was given a whole timeout more once it was sent: up to twice the timeout in all.
+     */
+    @Test
+    void aHeldMethodsReplyIsAwaitedForWhatIsLeftOfItsTimeout() {
+        ConnectionOptions options = new ConnectionOptions().rpcTimeout(Duration.ofSeconds(10));
+        try (RecoveringBrokers brokers = new RecoveringBrokers(options)) {
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            brokers.cut();
+            var declared = ch.queueDeclare(QueueSpec.named("q"));
+            brokers.runAllTasks();
+            brokers.first.client.advanceTimeBy(7, TimeUnit.SECONDS); // recovery took 7 s of the declare's 10
+
+            FakeBroker second = brokers.cutAndReconnectAfterLoss();
+            second.client.freezeTime();
+            RecoveringBrokers.reopen(second, 1);
+            brokers.runAllTasks();
+            second.expectAndRelease(1, MethodIds.QUEUE_DECLARE);
+            assertPending(declared);
+
+            second.client.advanceTimeBy(3_500, TimeUnit.MILLISECONDS);
+            second.client.runPendingTasks();
+            assertInstanceOf(RpcTimeoutException.class, failure(declared));
+        }
+    }
+
+    /** A held method whose time ran out by the time the channel is back is not sent. */
+    @Test
+    void aHeldMethodWhoseTimeRanOutIsNotSent() {
+        ConnectionOptions options = new ConnectionOptions().rpcTimeout(Duration.ofSeconds(10));
+        try (RecoveringBrokers brokers = new RecoveringBrokers(options)) {
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            brokers.cut();
+            var declared = ch.queueDeclare(QueueSpec.named("q"));
+            brokers.runAllTasks();
+            brokers.first.client.advanceTimeBy(10, TimeUnit.SECONDS); // its timer is due, not run yet
+
+            FakeBroker second = brokers.cutAndReconnectAfterLoss();
+            RecoveringBrokers.reopen(second, 1);
+            brokers.runAllTasks();
+            RpcTimeoutException e = assertInstanceOf(RpcTimeoutException.class, failure(declared));
+            assertTrue(e.getMessage().contains("was not sent"), e.getMessage());
+            second.expectNothing();
         }
     }
 }

@@ -151,6 +151,8 @@ public final class ChannelRpc {
 
     // event loop only
     private final ArrayDeque<Request<?>> queue = new ArrayDeque<>();
+    /** While {@link #within} runs: how long the requests queued meanwhile may take; 0: the RPC timeout. */
+    private long timeoutLeftNanos;
 
     ChannelRpc(ChannelState channel, long timeoutNanos) {
         this.channel = channel;
@@ -160,11 +162,27 @@ public final class ChannelRpc {
     /** Queues {@code request}; sends it at once when nothing is on the wire. */
     void enqueue(Request<?> request) {
         assert channel.outbound().inEventLoop() : "channel RPC off the event loop";
+        long timeout = timeoutLeftNanos > 0 ? timeoutLeftNanos : timeoutNanos;
         request.timeout =
-                channel.outbound().eventLoop().schedule(() -> timedOut(request), timeoutNanos, TimeUnit.NANOSECONDS);
+                channel.outbound().eventLoop().schedule(() -> timedOut(request), timeout, TimeUnit.NANOSECONDS);
         queue.add(request);
         if (queue.size() == 1) {
             sendHead();
+        }
+    }
+
+    /**
+     * Runs {@code send}; what it queues times out {@code leftNanos} after it is queued instead of after the RPC
+     * timeout: a method held while the channel recovered spent the rest of its timeout waiting. Event loop.
+     */
+    void within(long leftNanos, Runnable send) {
+        assert channel.outbound().inEventLoop() : "channel RPC off the event loop";
+        long outer = timeoutLeftNanos;
+        timeoutLeftNanos = Math.max(1, leftNanos);
+        try {
+            send.run();
+        } finally {
+            timeoutLeftNanos = outer;
         }
     }
 

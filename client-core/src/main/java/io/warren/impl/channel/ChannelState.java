@@ -254,6 +254,15 @@ public final class ChannelState implements InboundChannel {
         rpc.enqueue(request);
     }
 
+    /**
+     * Runs {@code send}, whose requests time out {@code leftNanos} after they are queued instead of after the RPC
+     * timeout (see {@link ChannelRpc#within}). Event loop.
+     */
+    public void callWithin(long leftNanos, Runnable send) {
+        assert outbound.inEventLoop() : "channel state off the event loop";
+        rpc.within(leftNanos, send);
+    }
+
     /** Writes the acknowledgements the channel holds, if any: before a synchronous method it sends. Event loop. */
     void flushAcknowledgements() {
         assert outbound.inEventLoop() : "channel state off the event loop";

@@ -374,7 +374,7 @@ public final class ChannelRecovery implements PublishCarryOver {
             if (p < c) {
                 publishes.sendNext();
             } else if (c < p) {
-                calls.sendNext(queueNames);
+                calls.sendNext(queueNames, (send, left) -> channel.state().callWithin(left, send));
             } else {
                 holding = false; // both empty
                 return;

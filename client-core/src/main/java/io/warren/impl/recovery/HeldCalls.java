@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import java.util.function.IntSupplier;
+import java.util.function.ObjLongConsumer;
 import java.util.function.UnaryOperator;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -21,7 +22,7 @@ import org.slf4j.LoggerFactory;
  * ChannelRecovery}), sent once the channel, its modes, the topology and its consumers are back: none reaches a
  * re-opened channel before the entities it names are declared again (a basic.consume of a queue not yet re-declared
  * would get 404 and close the channel for good). Each waits at most the RPC timeout from its call, then fails unsent
- * with {@link RpcTimeoutException}; all fail with the cause when the channel will not be recovered, and with a
+ * with {@link RpcTimeoutException}, and once sent its reply is awaited for what is left of it; all fail with the cause when the channel will not be recovered, and with a
  * {@link ConnectionClosedException} when the event loop shuts down (it cancels the timer: nothing would send them or
  * time them out). Deadlines rise in call order, so one timer, armed for the oldest, expires them. Event loop (the
  * channel's, which is recovery's).
@@ -82,21 +83,26 @@ final class HeldCalls {
      * declared again under a new name (a server-named queue): sent, it would meet 404, which closes the channel.
      *
      * @param queueNames a queue's current name
+     * @param within runs a method's send so that its reply is awaited for what is left of its timeout (nanoseconds)
      */
-    void sendNext(UnaryOperator<String> queueNames) {
+    void sendNext(UnaryOperator<String> queueNames, ObjLongConsumer<Runnable> within) {
         Call c = calls.poll();
         if (calls.isEmpty()) {
             timer.cancel();
         }
+        long left = c.deadlineNanos - loop.ticker().nanoTime();
         String now = c.queue == null ? null : queueNames.apply(c.queue);
-        if (now != null && !now.equals(c.queue)) {
+        if (left <= 0) {
+            fail(c, notSentInTime(c, channelNumber.getAsInt())); // its timer is due and has not run yet
+        } else if (now != null && !now.equals(c.queue)) {
             fail(
                     c,
                     new AmqpException(MethodNames.describe(c.methodKey) + " on channel " + channelNumber.getAsInt()
                             + " was not sent: recovery declared queue '" + c.queue + "' again as '" + now
                             + "' (server-named)"));
         } else {
-            guarded(c, c.send);
+            // its reply is awaited for what is left of its timeout, not a whole one more
+            guarded(c, () -> within.accept(c.send, left));
         }
     }
 
@@ -128,16 +134,18 @@ final class HeldCalls {
         }
         int number = channelNumber.getAsInt();
         for (Call e : expired) {
-            fail(
-                    e,
-                    new RpcTimeoutException(
-                            MethodNames.describe(e.methodKey) + " on channel " + number + " was not sent: the channel"
-                                    + " was not recovered within the RPC timeout of "
-                                    + TimeUnit.NANOSECONDS.toMillis(timeoutNanos) + " ms",
-                            e.methodKey >>> 16,
-                            e.methodKey & 0xFFFF,
-                            number));
+            fail(e, notSentInTime(e, number));
         }
+    }
+
+    private RpcTimeoutException notSentInTime(Call c, int number) {
+        return new RpcTimeoutException(
+                MethodNames.describe(c.methodKey) + " on channel " + number + " was not sent: the channel"
+                        + " was not recovered within the RPC timeout of "
+                        + TimeUnit.NANOSECONDS.toMillis(timeoutNanos) + " ms",
+                c.methodKey >>> 16,
+                c.methodKey & 0xFFFF,
+                number);
     }
 
     /** Nothing will send the held methods nor time them out: they fail unsent. */

@@ -55,7 +55,7 @@ class HeldCallsTest {
     /** What ChannelRecovery does with the calls once the channel is back (and no publish is held). */
     private void sendAll(UnaryOperator<String> queueNames) {
         while (calls.nextPlace() != Long.MAX_VALUE) {
-            calls.sendNext(queueNames);
+            calls.sendNext(queueNames, (send, left) -> send.run());
         }
     }
 
