@@ -163,21 +163,35 @@ class RecoveryHeldOrderTest {
         }
     }
 
+    /** With a 10 s RPC timeout. */
+    private static RecoveringBrokers tenSecondRpcs() {
+        return new RecoveringBrokers(new ConnectionOptions().rpcTimeout(Duration.ofSeconds(10)));
+    }
+
+    /**
+     * Cuts the connection, declares a queue while it recovers, then lets {@code seconds} of the declare's timeout
+     * pass on recovery's clock (nothing runs) and reconnects; returns the declare, the new broker in {@code into}.
+     */
+    private static CompletionStage<?> heldDeclare(RecoveringBrokers brokers, int seconds, List<FakeBroker> into) {
+        Channel ch = brokers.first.openChannel(brokers.connection, 1);
+        brokers.cut();
+        var declared = ch.queueDeclare(QueueSpec.named("q"));
+        brokers.runAllTasks();
+        brokers.first.client.advanceTimeBy(seconds, TimeUnit.SECONDS);
+        into.add(brokers.cutAndReconnectAfterLoss());
+        return declared;
+    }
+
     /**
      * A method held while the channel recovered waits for its reply only what is left of the RPC timeout from its
      * call. Before, its reply was given a whole timeout more once it was sent: up to twice the timeout in all.
      */
     @Test
     void aHeldMethodsReplyIsAwaitedForWhatIsLeftOfItsTimeout() {
-        ConnectionOptions options = new ConnectionOptions().rpcTimeout(Duration.ofSeconds(10));
-        try (RecoveringBrokers brokers = new RecoveringBrokers(options)) {
-            Channel ch = brokers.first.openChannel(brokers.connection, 1);
-            brokers.cut();
-            var declared = ch.queueDeclare(QueueSpec.named("q"));
-            brokers.runAllTasks();
-            brokers.first.client.advanceTimeBy(7, TimeUnit.SECONDS); // recovery took 7 s of the declare's 10
-
-            FakeBroker second = brokers.cutAndReconnectAfterLoss();
+        try (RecoveringBrokers brokers = tenSecondRpcs()) {
+            List<FakeBroker> reconnected = new ArrayList<>();
+            var declared = heldDeclare(brokers, 7, reconnected); // recovery took 7 s of the declare's 10
+            FakeBroker second = reconnected.get(0);
             second.client.freezeTime();
             RecoveringBrokers.reopen(second, 1);
             brokers.runAllTasks();
@@ -193,15 +207,10 @@ class RecoveryHeldOrderTest {
     /** A held method whose time ran out by the time the channel is back is not sent. */
     @Test
     void aHeldMethodWhoseTimeRanOutIsNotSent() {
-        ConnectionOptions options = new ConnectionOptions().rpcTimeout(Duration.ofSeconds(10));
-        try (RecoveringBrokers brokers = new RecoveringBrokers(options)) {
-            Channel ch = brokers.first.openChannel(brokers.connection, 1);
-            brokers.cut();
-            var declared = ch.queueDeclare(QueueSpec.named("q"));
-            brokers.runAllTasks();
-            brokers.first.client.advanceTimeBy(10, TimeUnit.SECONDS); // its timer is due, not run yet
-
-            FakeBroker second = brokers.cutAndReconnectAfterLoss();
+        try (RecoveringBrokers brokers = tenSecondRpcs()) {
+            List<FakeBroker> reconnected = new ArrayList<>();
+            var declared = heldDeclare(brokers, 10, reconnected); // its timer is due, not run yet
+            FakeBroker second = reconnected.get(0);
             RecoveringBrokers.reopen(second, 1);
             brokers.runAllTasks();
             RpcTimeoutException e = assertInstanceOf(RpcTimeoutException.class, failure(declared));
