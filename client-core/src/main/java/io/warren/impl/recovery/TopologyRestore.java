@@ -24,7 +24,7 @@ import org.slf4j.LoggerFactory;
  * three heartbeat intervals of silence), and refuses the declaration with 405 RESOURCE_LOCKED until then. With
  * {@link io.warren.RecoveryOptions#awaitExclusiveRelease} on, such a refusal is retried, after 100 ms and then twice
  * as long each time up to a second, until a deadline shared by the whole restore (three heartbeat intervals and a
- * second after the loss); the rest of the restore waits for it, since the queue's bindings and consumers come after
+ * second after the loss; the last try is at the deadline); the rest of the restore waits for it, since the queue's bindings and consumers come after
  * it. The same goes for the lost connection's exclusive consumers: before such a consumer starts again, recovery
  * waits for its queue to have no consumer ({@link #consumersGone}). Event loop.
  */
@@ -114,15 +114,16 @@ final class TopologyRestore {
                     if (failure == null) {
                         return CompletableFuture.completedFuture(null);
                     }
-                    if (!q.exclusive() || !isLocked(failure) || !waitsFor(delay)) {
+                    long wait = nextTry(delay);
+                    if (!q.exclusive() || !isLocked(failure) || wait < 0) {
                         owner.topologyFailed(what, failure);
                         return CompletableFuture.completedFuture(null);
                     }
                     LOG.debug(
                             "recovery: {} is still locked by the connection before the loss; trying again in {} ms",
                             what,
-                            TimeUnit.NANOSECONDS.toMillis(delay));
-                    return later(delay, () -> queue(q, Math.min(delay * 2, LONGEST_RETRY_NANOS)));
+                            TimeUnit.NANOSECONDS.toMillis(wait));
+                    return later(wait, () -> queue(q, Math.min(delay * 2, LONGEST_RETRY_NANOS)));
                 });
     }
 
@@ -151,7 +152,8 @@ final class TopologyRestore {
                     return e != null ? 0L : ok.consumerCount(); // not there: the consume says so
                 })
                 .thenCompose(consumers -> {
-                    if (consumers == 0 || !waitsFor(delay)) {
+                    long wait = nextTry(delay);
+                    if (consumers == 0 || wait < 0) {
                         return CompletableFuture.completedFuture(null);
                     }
                     LOG.debug(
@@ -159,8 +161,8 @@ final class TopologyRestore {
                                     + " them; looking again in {} ms",
                             queue,
                             consumers,
-                            TimeUnit.NANOSECONDS.toMillis(delay));
-                    return later(delay, () -> consumersGone(queue, Math.min(delay * 2, LONGEST_RETRY_NANOS)));
+                            TimeUnit.NANOSECONDS.toMillis(wait));
+                    return later(wait, () -> consumersGone(queue, Math.min(delay * 2, LONGEST_RETRY_NANOS)));
                 });
     }
 
@@ -170,9 +172,16 @@ final class TopologyRestore {
                 .thenCompose(v -> next.get());
     }
 
-    /** Whether a try {@code delay} from now still comes before the deadline. */
-    private boolean waitsFor(long delay) {
-        return deadline != 0 && loop.ticker().nanoTime() + delay - deadline <= 0;
+    /**
+     * How long to wait for the next try, {@code delay} unless the deadline comes first: then the last try is made at
+     * the deadline itself, the margin it leaves after the broker's heartbeat check. -1: no more tries.
+     */
+    private long nextTry(long delay) {
+        if (deadline == 0) {
+            return -1;
+        }
+        long left = deadline - loop.ticker().nanoTime();
+        return left <= 0 ? -1 : Math.min(delay, left);
     }
 
     /** A declaration the broker refused with 405 RESOURCE_LOCKED (it closed the channel). */
