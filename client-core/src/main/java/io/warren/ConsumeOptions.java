@@ -88,7 +88,9 @@ public final class ConsumeOptions {
      * deliveries waiting in the consumer's queue (paused, slow handler) are <b>lost</b>, not requeued, when
      * the consumer is cancelled, its channel or connection closes or the application stops. Deliveries
      * received before a connection loss are still handed to the handler after recovery (there is nothing to
-     * redeliver). With manual acknowledgement they would be requeued or redelivered instead.
+     * redeliver). With manual acknowledgement they would be requeued or redelivered instead. A noAck consumer that
+     * stays paused stops its connection's reading, and RabbitMQ closes a connection it cannot write to for long: see
+     * {@link ConsumerHandle}.
      */
     public ConsumeOptions noAck(boolean noAck) {
         this.noAck = noAck;

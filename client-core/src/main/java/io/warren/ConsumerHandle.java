@@ -22,7 +22,11 @@ import java.util.concurrent.CompletionStage;
  *   <li>noAck (or {@code prefetch(0)}): the broker sends as fast as it can; when the queue reaches its high-water
  *       mark the connection stops reading from the socket until every such queue of the connection is below its
  *       low-water mark again, so memory stays bounded whatever the consumer's speed; the other consumers of the
- *       connection wait meanwhile.</li>
+ *       connection, and the replies to every channel's methods, wait meanwhile. A short wait is back-pressure; a
+ *       long one is not: RabbitMQ closes a connection whose socket it cannot write to for long (seen here after
+ *       about 20 s), and with noAck what it had sent and the client had not read is lost. Recovery then
+ *       reconnects. Do not leave a noAck consumer paused: use manual acknowledgement with a prefetch for a
+ *       consumer that pauses.</li>
  * </ul>
  *
  * <h2>End</h2>

@@ -19,9 +19,11 @@ import java.util.concurrent.atomic.AtomicLong;
  * ({@link ConsumerHandle#pause()} ...): nothing reaches the handler without demand, and deliveries received
  * meanwhile wait in the consumer's bounded queue (with manual acks the broker stops at the prefetch, by default
  * {@value io.warren.ConsumeOptions#DEFAULT_PREFETCH}; with noAck the connection stops reading at the queue's
- * high-water mark). So {@link #pipeTo} honours the write stream's back-pressure all the way to the broker, and a
- * stream paused for long keeps its connection. The stream starts without demand and flows once a handler is set,
- * unless it was paused.
+ * high-water mark). So {@link #pipeTo} honours the write stream's back-pressure all the way to the broker, and,
+ * with manual acks, a stream paused for long keeps its connection. <b>A noAck stream must not stay paused</b>: its
+ * connection stops reading (the connection's other consumers and method replies wait too), RabbitMQ closes a
+ * connection it cannot write to for long (about 20 s here), and what it had sent is lost (see
+ * {@link ConsumerHandle}). The stream starts without demand and flows once a handler is set, unless it was paused.
  *
  * <h2>Ownership</h2>
  * The handler borrows each {@link Delivery}: Warren releases it when the handler returns. A handler or a
@@ -146,6 +148,11 @@ public final class DeliveryStream implements ReadStream<Delivery> {
         return Future.fromCompletionStage(consumer.cancel(), context);
     }
 
+    /**
+     * Sets the handler. {@code null} holds the consumer paused, keeping what it has (with manual acks up to the
+     * prefetch, unacknowledged at the broker) until a handler is set again: it does not cancel it. A failed
+     * {@link #pipeTo} leaves the stream so; {@link #cancel()} it, or close its channel, to give the messages back.
+     */
     @Override
     public DeliveryStream handler(Handler<Delivery> handler) {
         this.handler = handler;
