@@ -1,5 +1,6 @@
 package io.warren;
 
+import io.netty.util.concurrent.EventExecutor;
 import java.util.Map;
 import java.util.concurrent.CompletionStage;
 
@@ -61,6 +62,14 @@ public interface Connection {
 
     /** The connection name sent in the client properties, or {@code null}. */
     String name();
+
+    /**
+     * The Netty event loop that owns this connection for its whole life (recovery reconnects on the same one): its
+     * stages complete there, and its consumers run there unless given an executor. For work that must run where
+     * those do, such as a timer that fails a call a reply would otherwise complete (an RPC
+     * client's timeout). Nothing run on it may block: it would hold up the whole connection.
+     */
+    EventExecutor eventLoop();
 
     /**
      * True while the connection is lost and being recovered automatically ({@link RecoveryOptions}): then

@@ -1,5 +1,6 @@
 package io.warren.impl;
 
+import io.netty.util.concurrent.EventExecutor;
 import io.warren.Address;
 import io.warren.AmqpException;
 import io.warren.BlockedListener;
@@ -103,6 +104,12 @@ public final class ConnectionImpl implements ConnectionEvents, RecoverableConnec
     @Override
     public ConnectionHandler handler() {
         return handler;
+    }
+
+    /** The loop the first connection ran on: recovery reconnects on it, so every later handler runs there too. */
+    @Override
+    public EventExecutor eventLoop() {
+        return handler.outbound().eventLoop();
     }
 
     /** A new connection opened by recovery takes this facade over. */

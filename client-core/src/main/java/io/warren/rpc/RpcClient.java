@@ -20,6 +20,8 @@ import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
@@ -52,8 +54,8 @@ import org.slf4j.LoggerFactory;
  *
  * <h2>Failures</h2>
  * A call fails with {@link RpcTimeoutException} after its timeout (the channel and the client stay usable; a
- * late reply is dropped; the failure completes the call on {@link CompletableFuture}'s default asynchronous pool,
- * never on the JDK's one timer thread, while a reply completes it on the channel's event loop), with {@link RequestReturnedException} when no
+ * late reply is dropped; the timeout completes the call on the connection's event loop, as a reply does), with
+ * {@link RequestReturnedException} when no
  * queue took the request (requests are published mandatory), with the publish's failure, and with the
  * channel's close when the channel closes. Use a channel of its own for the client: the direct reply-to
  * consumer takes the channel's replies.
@@ -170,18 +172,24 @@ public final class RpcClient {
             reply.completeExceptionally(isClosed);
             return reply;
         }
-        // A timer on the JDK's shared delayer thread, cancelled (and its task removed) when the call completes. The
-        // call fails on the default async pool: a caller's continuation that blocked the delayer would hold up every
-        // completeOnTimeout and orTimeout in the JVM.
-        CompletableFuture<Void> timer =
-                new CompletableFuture<Void>().completeOnTimeout(null, timeoutNanos, TimeUnit.NANOSECONDS);
-        timer.thenRunAsync(() -> fail(
-                correlationId,
-                new RpcTimeoutException(
-                        "no reply to RPC " + correlationId + " (" + exchange + "/" + routingKey + ") within " + timeout,
-                        0,
-                        0,
-                        channel.channelNumber())));
+        // The timer runs on the connection's event loop, where the reply consumer completes calls: a timeout
+        // completes the call where its reply would have, and a caller's continuation that blocks holds up this
+        // connection, as one on a reply does, not the JDK's one timer thread that every completeOnTimeout shares.
+        ScheduledFuture<?> timer;
+        try {
+            timer = channel.connection()
+                    .eventLoop()
+                    .schedule(
+                            () -> timedOut(correlationId, exchange, routingKey, timeout),
+                            timeoutNanos,
+                            TimeUnit.NANOSECONDS);
+        } catch (RejectedExecutionException e) { // the loop is shutting down: no reply could come either
+            body.release();
+            fail(correlationId, e);
+            return reply;
+        }
+        // cancelled, and so taken off the loop's queue, when the call completes: the timer does not hold the call
+        // for its whole timeout
         reply.whenComplete((d, error) -> {
             pending.remove(correlationId);
             timer.cancel(false);
@@ -251,6 +259,17 @@ public final class RpcClient {
                 replyCode,
                 replyText,
                 channel.channelNumber());
+    }
+
+    /** On the connection's event loop, unless the call completed first and cancelled the timer. */
+    private void timedOut(String correlationId, String exchange, String routingKey, Duration timeout) {
+        fail(
+                correlationId,
+                new RpcTimeoutException(
+                        "no reply to RPC " + correlationId + " (" + exchange + "/" + routingKey + ") within " + timeout,
+                        0,
+                        0,
+                        channel.channelNumber()));
     }
 
     private void fail(String correlationId, Throwable cause) {
