@@ -16,6 +16,8 @@ import io.warren.codec.Frame;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.method.BasicConsumeOkEncoder;
 import io.warren.codec.method.BasicQosOkEncoder;
+import io.warren.codec.method.ConnectionBlockedEncoder;
+import io.warren.codec.method.ConnectionUnblockedEncoder;
 import io.warren.codec.method.MethodIds;
 import io.warren.rpc.RpcServer;
 import java.nio.charset.StandardCharsets;
@@ -123,6 +125,27 @@ class RpcServerTest {
             socket.drain();
             assertEquals(70_000, expectPublish(broker, 1).body().length);
             assertEquals("reject 1 requeue", settlement(broker), "no reply went out: another attempt must answer");
+            broker.expectNothing();
+        }
+    }
+
+    /**
+     * A reply refused while the broker blocks the connection leaves its request unsettled until the channel is
+     * writable again: requeued at once, it would come straight back and the handler would run again for nothing.
+     */
+    @Test
+    void aReplyRefusedForABlockedConnectionRequeuesTheRequestOnlyOnceTheChannelIsWritableAgain() {
+        ConnectionOptions options = new ConnectionOptions()
+                .publishOptions(new PublishOptions().blockedPolicy(PublishOptions.BlockedPolicy.FAIL));
+        try (FakeBroker broker = new FakeBroker(options)) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            serve(broker, ch, RpcServerTest::upperCase);
+            broker.send(0, new ConnectionBlockedEncoder().reason("low on memory"));
+            request(broker, 1, "hello");
+            assertFalse(ch.isWritable());
+            broker.expectNothing(); // no reply (refused) and, while unwritable, no reject of the request
+            broker.send(0, new ConnectionUnblockedEncoder());
+            assertEquals("reject 1 requeue", settlement(broker), "writable again: another attempt may answer");
             broker.expectNothing();
         }
     }
