@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.netty.channel.WriteBufferWaterMark;
 import io.warren.Channel;
 import io.warren.ConnectionOptions;
 import io.warren.ConsumeOptions;
@@ -124,6 +125,45 @@ class BasicRecoverTest {
                 // knows up to it
                 ch.basicAck(5, true);
                 assertEquals(List.of("ack 5 multiple"), broker.written());
+            } finally {
+                kept.forEach(Delivery::release);
+            }
+        }
+    }
+
+    /**
+     * The tags are marked stale right before basic.recover's frame is written, not after: the write runs callbacks
+     * itself (Netty reports crossing the high-water mark from inside it, and an application's writability listener
+     * hears of it there), and a settlement made in one must be refused already. Accepted, it would be written after
+     * basic.recover, to a broker that has forgotten its tag and closes the channel (406).
+     */
+    @Test
+    void aSettlementMadeByACallbackOfBasicRecoversOwnWriteIsRefusedAsStale() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            List<Delivery> kept = new ArrayList<>();
+            consume(broker, ch, new ConsumeOptions(), d -> kept.add(d.retain()));
+            try {
+                deliver(broker, 1, false);
+                List<Object> settled = new ArrayList<>();
+                ch.addWritabilityListener((channel, writable) -> {
+                    if (!writable && settled.isEmpty()) {
+                        try {
+                            channel.basicAck(1, false);
+                            settled.add("accepted");
+                        } catch (StaleDeliveryException e) {
+                            settled.add(e);
+                        }
+                    }
+                });
+                // the next frame written, basic.recover's, takes the connection over its high-water mark
+                broker.client.config().setWriteBufferWaterMark(new WriteBufferWaterMark(1, 2));
+                CompletionStage<Void> recovered = ch.basicRecover(true);
+                assertEquals(List.of(BASIC_RECOVER), broker.written(), "nothing written after basic.recover");
+                assertEquals(1, settled.size(), "the listener ran inside the write: " + settled);
+                assertInstanceOf(StaleDeliveryException.class, settled.get(0));
+                recoverOk(broker, recovered);
+                assertTrue(ch.isOpen());
             } finally {
                 kept.forEach(Delivery::release);
             }
