@@ -57,8 +57,11 @@ public final class ChannelRpc {
         ReplyHandler<T> lateHandler;
         /** Told when the frame is handed to the outbound path; null: nobody asks. */
         Runnable sendHook;
-
-        Runnable writeHook;
+        /**
+         * Told right before the frame is handed over, so that what the write runs (a writability callback) sees the
+         * request sent; null: nobody asks.
+         */
+        Runnable beforeSendHook;
 
         private Request(
                 int requestKey,
@@ -119,7 +122,7 @@ public final class ChannelRpc {
          * callback) already sees the request sent. Returns this request.
          */
         public Request<T> beforeSend(Runnable hook) {
-            this.writeHook = hook;
+            this.beforeSendHook = hook;
             return this;
         }
 
@@ -253,9 +256,9 @@ public final class ChannelRpc {
                 // acks made while it waited its turn go before it too: after a basic.recover on the wire an ack of a
                 // delivery from before it closes the channel (406), and a tx.commit covers them
                 channel.flushAcknowledgements();
-                if (head.writeHook != null) {
+                if (head.beforeSendHook != null) {
                     // before the write: a callback the write runs (a writability change) already sees the method sent
-                    head.writeHook.run();
+                    head.beforeSendHook.run();
                 }
                 channel.outbound().write(frame);
                 if (head.sendHook != null) {
