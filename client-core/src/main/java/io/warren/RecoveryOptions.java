@@ -14,8 +14,8 @@ import java.util.Objects;
  * {@link Connection}, {@link Channel} and {@link ConsumerHandle} objects stay the same. What recovery never
  * does: an application's {@link Connection#close()} is final, and so is a refusal by the broker that a retry
  * cannot fix (authentication, an unknown virtual host, access refused). An event loop that shuts down while the
- * connection waits to reconnect ends the recovery as {@link #maxAttempts} running out does: the close future
- * completes with a {@link ConnectionClosedException} that says so.
+ * connection is being recovered (waiting to reconnect, connecting or restoring) ends the recovery as {@link
+ * #maxAttempts} running out does: the close future completes with a {@link ConnectionClosedException} that says so.
  *
  * <p>What the application sees meanwhile is in {@link RecoveryListener}; unconfirmed publishes fail with a
  * retryable {@link PublishNotConfirmedException} whose cause is a {@link ConnectionLostException}, and

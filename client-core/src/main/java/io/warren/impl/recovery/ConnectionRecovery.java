@@ -47,7 +47,8 @@ import org.slf4j.LoggerFactory;
  * for the virtual host: not found, no access): recovery gives up at once and says why. A 530 that says it will pass
  * (a connection limit, an authorisation backend that did not answer) is retried within
  * {@link RecoveryOptions#maxAttempts} and {@link RecoveryOptions#maxDuration}, as is any other close (541 for a
- * virtual host down on the node).
+ * virtual host down on the node). Nor is a connection whose event loop shuts down meanwhile: recovery gives up as
+ * when its attempts run out.
  */
 public final class ConnectionRecovery {
 
@@ -296,7 +297,12 @@ public final class ConnectionRecovery {
         assert loop.inEventLoop() : "connection recovery off the event loop";
         if (!willRecover(closeRequested)) {
             if (isRecovering()) {
-                giveUp(cause, false);
+                if (closeRequested) {
+                    giveUp(cause, false);
+                } else {
+                    // the loop shuts down and closes its sockets: an attempt's, or the one being restored
+                    loopShutDown(cause);
+                }
             }
             phase = Phase.CLOSED;
             return false;
@@ -386,12 +392,18 @@ public final class ConnectionRecovery {
         }
     }
 
-    /** Nothing will make the next attempt: recovery gives up, as when its attempts run out. */
+    /**
+     * The event loop shuts down: nothing will make the next attempt or finish the restore. Recovery gives up, as when
+     * its attempts run out.
+     *
+     * @param why the loop's refusal, or the close of the socket it closed, or null
+     */
     private void loopShutDown(Throwable why) {
         giveUp(
                 new ConnectionClosedException(
                         "connection to " + connection.address() + " not recovered: its event loop shut down"
-                                + " while recovery waited to reconnect; last failure: " + describe(lastFailure),
+                                + " while it was being recovered (was the client or its event loop group closed?);"
+                                + " last failure: " + describe(lastFailure),
                         why == null ? lastFailure : why),
                 true);
     }

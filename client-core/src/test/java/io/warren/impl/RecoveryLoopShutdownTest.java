@@ -1,0 +1,158 @@
+package io.warren.impl;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.nio.NioIoHandler;
+import io.warren.Address;
+import io.warren.AmqpClient;
+import io.warren.Channel;
+import io.warren.ClientOptions;
+import io.warren.Connection;
+import io.warren.ConnectionOptions;
+import io.warren.RecoveryOptions;
+import java.io.IOException;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The application's event loop group shuts down while a connection recovers, on real loops: the loop closes its
+ * sockets and cancels its timers, and recovery gives up as when its attempts run out, in every phase: waiting to
+ * reconnect, with an attempt in flight, restoring. Every future completes and the listeners hear the end.
+ */
+class RecoveryLoopShutdownTest {
+
+    private final EventLoopGroup group = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
+    private final Peer first;
+    private Peer second;
+
+    RecoveryLoopShutdownTest() throws IOException {
+        first = new Peer(Integer.MAX_VALUE);
+    }
+
+    @AfterEach
+    void close() throws Exception {
+        group.shutdownGracefully(0, 0, TimeUnit.SECONDS).sync();
+        first.close();
+        if (second != null) {
+            second.close();
+        }
+    }
+
+    /** A connection through the group to {@link #first} then {@code then}, with one channel open. */
+    private final class Recovering {
+        final Connection connection;
+        final Channel channel;
+        final RecordingRecoveryListener recovery;
+
+        Recovering(Duration backoff, Peer then) throws Exception {
+            List<Address> addresses = then == null
+                    ? List.of(new Address("127.0.0.1", first.port()))
+                    : List.of(new Address("127.0.0.1", first.port()), new Address("127.0.0.1", then.port()));
+            AmqpClient client = AmqpClient.create(new ClientOptions().eventLoopGroup(group));
+            connection = client.connect(new ConnectionOptions()
+                            .addresses(addresses)
+                            .recovery(new RecoveryOptions().backoff(backoff, backoff, 1.0, 0.0)))
+                    .toCompletableFuture()
+                    .get(10, TimeUnit.SECONDS);
+            channel = connection.openChannel().toCompletableFuture().get(10, TimeUnit.SECONDS);
+            recovery = RecordingRecoveryListener.on(connection);
+        }
+
+        /** The first peer resets the connection and accepts no other. */
+        void lose() throws Exception {
+            first.cut();
+            first.close();
+            long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (!connection.isRecovering() && System.nanoTime() < end) {
+                Thread.sleep(1);
+            }
+            assertTrue(connection.isRecovering(), "recovering");
+        }
+
+        /** Shuts the group down and checks that everything ended, as when recovery's attempts run out. */
+        void shutDownAndExpectTheEnd() throws Exception {
+            CompletionStage<Void> writable = channel.whenWritable();
+            assertFalse(connection.closeFuture().toCompletableFuture().isDone());
+            group.shutdownGracefully(0, 0, TimeUnit.SECONDS).sync();
+            var closed = connection.closeFuture().toCompletableFuture().get(10, TimeUnit.SECONDS);
+            assertTrue(closed.getMessage().contains("event loop shut down"), () -> "closed: " + closed);
+            assertTrue(channel.closeFuture().toCompletableFuture().isDone(), "the channel's close future completed");
+            assertTrue(writable.toCompletableFuture().isDone(), "whenWritable() completed");
+            assertFalse(connection.isRecovering());
+            // the loop has terminated: what it recorded is visible
+            assertEquals(List.of("recovery started", "recovery failed"), recovery.events());
+        }
+    }
+
+    @Test
+    void whileWaitingToReconnect() throws Exception {
+        Recovering r = new Recovering(Duration.ofMinutes(1), null);
+        r.lose();
+        r.shutDownAndExpectTheEnd();
+    }
+
+    @Test
+    void whileAnAttemptIsInFlight() throws Exception {
+        second = new Peer(3); // start-ok, tune-ok, then connection.open waits
+        Recovering r = new Recovering(Duration.ofMillis(1), second);
+        r.lose();
+        assertTrue(second.held.await(10, TimeUnit.SECONDS), "the attempt reached connection.open");
+        r.shutDownAndExpectTheEnd();
+    }
+
+    @Test
+    void whileRestoring() throws Exception {
+        second = new Peer(4); // the handshake, then the channel's channel.open waits
+        Recovering r = new Recovering(Duration.ofMillis(1), second);
+        r.lose();
+        assertTrue(second.held.await(10, TimeUnit.SECONDS), "the restore reached channel.open");
+        r.shutDownAndExpectTheEnd();
+    }
+
+    /** A peer that reads nothing from the {@code holdAt}th frame on until it is closed. */
+    private static final class Peer extends SocketPeer {
+        final CountDownLatch held = new CountDownLatch(1);
+        private final CountDownLatch release = new CountDownLatch(1);
+        private final int holdAt;
+        private int frame; // the peer's thread only
+
+        Peer(int holdAt) throws IOException {
+            super(0, false, "recovery-peer");
+            this.holdAt = holdAt;
+            start();
+        }
+
+        @Override
+        protected void beforeFrame(boolean inputDry) throws IOException {
+            if (++frame == holdAt) {
+                held.countDown();
+                try {
+                    release.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new IOException(e);
+                }
+            }
+        }
+
+        @Override
+        protected boolean publish(int channel, Stream st) {
+            return true;
+        }
+
+        @Override
+        public void close() throws IOException, InterruptedException {
+            release.countDown();
+            super.close();
+        }
+    }
+}
