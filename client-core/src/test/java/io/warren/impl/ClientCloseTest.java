@@ -12,11 +12,9 @@ import io.warren.AmqpClient;
 import io.warren.ClientOptions;
 import io.warren.Connection;
 import io.warren.ConnectionOptions;
-import java.io.IOException;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
@@ -62,48 +60,18 @@ class ClientCloseTest {
      */
     @Test
     void aConnectInFlightAtCloseHasItsConnectionClosed() throws Exception {
-        try (HoldOpen peer = new HoldOpen()) {
+        try (HoldingPeer peer = new HoldingPeer(3, "hold-open")) { // connection.open waits for open-ok
             AmqpClient client = AmqpClient.create(new ClientOptions().eventLoopGroup(group));
             CompletionStage<Connection> connect =
                     client.connect(new ConnectionOptions().addresses(List.of(new Address("127.0.0.1", peer.port()))));
-            assertTrue(peer.atOpen.await(10, TimeUnit.SECONDS));
+            assertTrue(peer.held.await(10, TimeUnit.SECONDS));
             CompletableFuture<Void> closed = client.close().toCompletableFuture();
             assertFalse(closed.isDone());
-            peer.open.countDown();
+            peer.release();
             assertInstanceOf(IllegalStateException.class, failure(connect));
             closed.get(10, TimeUnit.SECONDS);
             peer.awaitEnd(10_000);
             assertTrue(peer.errors.isEmpty(), peer.errors.toString());
-        }
-    }
-
-    /** A peer that reads nothing after tune-ok until the test lets it: connection.open waits for open-ok. */
-    private static final class HoldOpen extends SocketPeer {
-        final CountDownLatch atOpen = new CountDownLatch(1);
-        final CountDownLatch open = new CountDownLatch(1);
-        private int frame; // the peer's thread only
-
-        HoldOpen() throws IOException {
-            super(0, false, "hold-open");
-            start();
-        }
-
-        @Override
-        protected void beforeFrame(boolean inputDry) throws IOException {
-            if (++frame == 3) { // start-ok, tune-ok, then connection.open
-                atOpen.countDown();
-                try {
-                    open.await();
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    throw new IOException(e);
-                }
-            }
-        }
-
-        @Override
-        protected boolean publish(int channel, Stream st) {
-            return true;
         }
     }
 }

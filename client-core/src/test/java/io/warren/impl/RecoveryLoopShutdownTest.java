@@ -18,7 +18,6 @@ import java.io.IOException;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletionStage;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -31,11 +30,11 @@ import org.junit.jupiter.api.Test;
 class RecoveryLoopShutdownTest {
 
     private final EventLoopGroup group = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
-    private final Peer first;
-    private Peer second;
+    private final HoldingPeer first;
+    private HoldingPeer second;
 
     RecoveryLoopShutdownTest() throws IOException {
-        first = new Peer(Integer.MAX_VALUE);
+        first = new HoldingPeer(Integer.MAX_VALUE, "recovery-peer");
     }
 
     @AfterEach
@@ -53,7 +52,7 @@ class RecoveryLoopShutdownTest {
         final Channel channel;
         final RecordingRecoveryListener recovery;
 
-        Recovering(Duration backoff, Peer then) throws Exception {
+        Recovering(Duration backoff, HoldingPeer then) throws Exception {
             List<Address> addresses = then == null
                     ? List.of(new Address("127.0.0.1", first.port()))
                     : List.of(new Address("127.0.0.1", first.port()), new Address("127.0.0.1", then.port()));
@@ -102,7 +101,7 @@ class RecoveryLoopShutdownTest {
 
     @Test
     void whileAnAttemptIsInFlight() throws Exception {
-        second = new Peer(3); // start-ok, tune-ok, then connection.open waits
+        second = new HoldingPeer(3, "recovery-peer"); // start-ok, tune-ok, then connection.open waits
         Recovering r = new Recovering(Duration.ofMillis(1), second);
         r.lose();
         assertTrue(second.held.await(10, TimeUnit.SECONDS), "the attempt reached connection.open");
@@ -111,48 +110,10 @@ class RecoveryLoopShutdownTest {
 
     @Test
     void whileRestoring() throws Exception {
-        second = new Peer(4); // the handshake, then the channel's channel.open waits
+        second = new HoldingPeer(4, "recovery-peer"); // the handshake, then the channel's channel.open waits
         Recovering r = new Recovering(Duration.ofMillis(1), second);
         r.lose();
         assertTrue(second.held.await(10, TimeUnit.SECONDS), "the restore reached channel.open");
         r.shutDownAndExpectTheEnd();
-    }
-
-    /** A peer that reads nothing from the {@code holdAt}th frame on until it is closed. */
-    private static final class Peer extends SocketPeer {
-        final CountDownLatch held = new CountDownLatch(1);
-        private final CountDownLatch release = new CountDownLatch(1);
-        private final int holdAt;
-        private int frame; // the peer's thread only
-
-        Peer(int holdAt) throws IOException {
-            super(0, false, "recovery-peer");
-            this.holdAt = holdAt;
-            start();
-        }
-
-        @Override
-        protected void beforeFrame(boolean inputDry) throws IOException {
-            if (++frame == holdAt) {
-                held.countDown();
-                try {
-                    release.await();
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    throw new IOException(e);
-                }
-            }
-        }
-
-        @Override
-        protected boolean publish(int channel, Stream st) {
-            return true;
-        }
-
-        @Override
-        public void close() throws IOException, InterruptedException {
-            release.countDown();
-            super.close();
-        }
     }
 }
