@@ -111,13 +111,17 @@ public final class DeliveryStream implements ReadStream<Delivery> {
         }
         ended = true;
         Handler<Throwable> eh = exceptionHandler;
-        // the application's own close ends the stream in order: a pipeTo ends its write stream and succeeds
-        if (cause != null && !ConsumerEnds.closedByTheApplication(cause) && eh != null) {
-            eh.handle(cause);
-        }
-        Handler<Void> done = endHandler;
-        if (done != null) {
-            done.handle(null);
+        try {
+            // the application's own close ends the stream in order: a pipeTo ends its write stream and succeeds
+            if (cause != null && !ConsumerEnds.closedByTheApplication(cause) && eh != null) {
+                eh.handle(cause);
+            }
+        } finally {
+            // an exception handler that throws (Vert.x reports it) must not skip what the application ends with
+            Handler<Void> done = endHandler;
+            if (done != null) {
+                done.handle(null);
+            }
         }
     }
 
