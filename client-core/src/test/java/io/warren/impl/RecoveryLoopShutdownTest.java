@@ -23,9 +23,10 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * The application's event loop group shuts down while a connection recovers, on real loops: the loop closes its
- * sockets and cancels its timers, and recovery gives up as when its attempts run out, in every phase: waiting to
- * reconnect, with an attempt in flight, restoring. Every future completes and the listeners hear the end.
+ * The application's event loop group shuts down while a connection recovers, on real loops: the loop cancels its
+ * timers and closes its sockets (not always: a shutdown with no quiet period that comes in the middle of a loop round
+ * ends it without), and recovery gives up as when its attempts run out, in every phase: waiting to reconnect, with an
+ * attempt in flight, restoring. Every future completes and the listeners hear the end.
  */
 class RecoveryLoopShutdownTest {
 
@@ -46,7 +47,7 @@ class RecoveryLoopShutdownTest {
         }
     }
 
-    /** A connection through the group to {@link #first} then {@code then}, with one channel open. */
+    /** A connection through the group to {@link #first} then {@code then}, with one channel open, its qos set. */
     private final class Recovering {
         final Connection connection;
         final Channel channel;
@@ -63,6 +64,8 @@ class RecoveryLoopShutdownTest {
                     .toCompletableFuture()
                     .get(10, TimeUnit.SECONDS);
             channel = connection.openChannel().toCompletableFuture().get(10, TimeUnit.SECONDS);
+            // restored after the channel.open: a peer that holds it knows the restore has begun
+            channel.basicQos(0, 10, false).toCompletableFuture().get(10, TimeUnit.SECONDS);
             recovery = RecordingRecoveryListener.on(connection);
         }
 
@@ -110,10 +113,11 @@ class RecoveryLoopShutdownTest {
 
     @Test
     void whileRestoring() throws Exception {
-        second = new HoldingPeer(4, "recovery-peer"); // the handshake, then the channel's channel.open waits
+        second = new HoldingPeer(
+                5, "recovery-peer"); // the handshake and channel.open (the restore has begun), then basic.qos waits
         Recovering r = new Recovering(Duration.ofMillis(1), second);
         r.lose();
-        assertTrue(second.held.await(10, TimeUnit.SECONDS), "the restore reached channel.open");
+        assertTrue(second.held.await(10, TimeUnit.SECONDS), "the restore reached basic.qos");
         r.shutDownAndExpectTheEnd();
     }
 }

@@ -1069,4 +1069,30 @@ class RecoveryTest {
             assertEquals(1, brokers.connections(), "no attempt was made");
         }
     }
+
+    /**
+     * The same while restoring: the new connection is open and nothing of recovery's is scheduled but its watch of
+     * the loop. Netty's loop may end without closing its sockets (a shutdown with no quiet period in the middle of
+     * a loop round) but always cancels its timers: recovery gives up then, and closes what it was restoring.
+     */
+    @Test
+    void recoveryGivesUpWhenItsEventLoopShutsDownWhileRestoring() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            RecordingRecoveryListener recovery = RecordingRecoveryListener.on(brokers.connection);
+            FakeBroker second = brokers.cutAndReconnect(); // its channel.open is not answered
+            var writable = ch.whenWritable();
+            assertTrue(brokers.connection.isRecovering());
+
+            brokers.first.client.close(); // cancels the loop's scheduled tasks, as a shutting-down loop does
+
+            var closed = brokers.connection.closeFuture().toCompletableFuture().getNow(null);
+            assertTrue(closed != null && closed.getMessage().contains("event loop"), () -> "closed: " + closed);
+            assertFalse(brokers.connection.isRecovering());
+            assertTrue(ch.closeFuture().toCompletableFuture().isDone(), "the channel's close future completed");
+            assertTrue(writable.toCompletableFuture().isDone(), "whenWritable() completed");
+            assertEquals(List.of("recovery started", "recovery failed"), recovery.events());
+            assertFalse(second.client.isOpen(), "the connection being restored is closed");
+        }
+    }
 }

@@ -1,8 +1,6 @@
 package io.warren.impl.recovery;
 
 import io.netty.channel.EventLoop;
-import io.netty.util.concurrent.Future;
-import io.netty.util.concurrent.GenericFutureListener;
 import io.netty.util.concurrent.ScheduledFuture;
 import io.warren.AmqpException;
 import io.warren.AuthenticationException;
@@ -54,6 +52,9 @@ public final class ConnectionRecovery {
 
     private static final Logger LOG = LoggerFactory.getLogger(ConnectionRecovery.class);
 
+    /** How far ahead {@link #loopWatch} is armed: it is there to be cancelled, not to run. */
+    private static final long LOOP_WATCH_NANOS = TimeUnit.HOURS.toNanos(1);
+
     /** Opens a new connection for the same facade, on the same event loop. */
     @FunctionalInterface
     public interface Reconnector {
@@ -90,8 +91,12 @@ public final class ConnectionRecovery {
     private Throwable lastFailure;
     /** The backoff's wait for the next attempt. */
     private ScheduledFuture<?> timer;
-    /** Tells the timer's end: run, cancelled by {@link #giveUp}, or cancelled by a loop that shuts down. */
-    private final GenericFutureListener<Future<Object>> timerListener = this::timerDone;
+    /**
+     * Armed from the loss until recovery ends, in every phase: a loop that shuts down cancels it, and recovery gives
+     * up then. Not the loop closing its sockets: Netty's loop may end without doing so (a shutdown with no quiet
+     * period that comes in the middle of a loop round), but it always cancels its timers.
+     */
+    private final DeadlineTimer loopWatch = new DeadlineTimer(this::watchAgain, this::loopShutDown);
 
     private final TreeMap<Integer, RecoverableChannel> lost = new TreeMap<>();
     private final List<Runnable> afterRecovery = new ArrayList<>();
@@ -334,8 +339,11 @@ public final class ConnectionRecovery {
                     LOG.warn("recovery listener failed", e);
                 }
             }
+            loopWatch.arm(loop, LOOP_WATCH_NANOS);
         }
-        scheduleAttempt();
+        if (phase == Phase.CONNECTING) { // not given up by a loop that refused the watch
+            scheduleAttempt();
+        }
         return true;
     }
 
@@ -373,22 +381,19 @@ public final class ConnectionRecovery {
             return;
         }
         int gen = generation;
-        ScheduledFuture<?> t;
         try {
-            t = loop.schedule(() -> attempt(gen), delay, TimeUnit.NANOSECONDS);
+            // a loop that cancels it as it shuts down cancels loopWatch too
+            timer = loop.schedule(() -> attempt(gen), delay, TimeUnit.NANOSECONDS);
         } catch (RejectedExecutionException e) {
             loopShutDown(e);
-            return;
         }
-        timer = t;
-        t.addListener(timerListener);
     }
 
-    /** Cancelled by the loop, not by {@link #giveUp} (which forgets it first): the loop shut down. */
-    private void timerDone(Future<Object> f) {
-        if (f.isCancelled() && f == timer) {
-            timer = null;
-            loopShutDown(null);
+    /** {@link #loopWatch} ran (an hour of recovery): armed again while recovery goes on. */
+    private void watchAgain() {
+        loopWatch.fired();
+        if (isRecovering()) {
+            loopWatch.arm(loop, LOOP_WATCH_NANOS);
         }
     }
 
@@ -399,6 +404,11 @@ public final class ConnectionRecovery {
      * @param why the loop's refusal, or the close of the socket it closed, or null
      */
     private void loopShutDown(Throwable why) {
+        // what is being restored, or an attempt's connection opened meanwhile: the loop may leave it open
+        ConnectionHandler current = connection.handler();
+        if (current != null && current.isOpen()) {
+            current.context().close();
+        }
         giveUp(
                 new ConnectionClosedException(
                         "connection to " + connection.address() + " not recovered: its event loop shut down"
@@ -621,6 +631,7 @@ public final class ConnectionRecovery {
     private void succeeded(List<RecoverableChannel> channels) {
         assert loop.inEventLoop() : "connection recovery off the event loop";
         phase = Phase.RUNNING;
+        loopWatch.cancel();
         long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - lostAtNanos);
         int tries = attempts;
         attempts = 0;
@@ -692,10 +703,10 @@ public final class ConnectionRecovery {
         assert loop.inEventLoop() : "connection recovery off the event loop";
         generation++;
         phase = Phase.CLOSED;
-        ScheduledFuture<?> t = timer;
-        if (t != null) {
-            timer = null; // first: its listener takes a cancel of the timer it still knows for the loop's
-            t.cancel(false);
+        loopWatch.cancel();
+        if (timer != null) {
+            timer.cancel(false);
+            timer = null;
         }
         List<RecoverableChannel> channels = new ArrayList<>(lost.values());
         lost.clear();

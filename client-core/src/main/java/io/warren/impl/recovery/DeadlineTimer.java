@@ -12,7 +12,7 @@ import java.util.function.Consumer;
  * The one timer of a hold ({@link HeldCalls}, {@link HeldPublishes}), armed on recovery's event loop for the oldest
  * of its deadlines, which also tells the hold when that loop shut down: a loop that shuts down cancels its timers
  * (and drops unrun one armed from a cancelled one's listener), after which nothing would send what is held nor time
- * it out. Event loop.
+ * it out. {@link ConnectionRecovery} keeps one armed while it recovers for that alone. Event loop.
  */
 final class DeadlineTimer {
 
