@@ -42,7 +42,8 @@ import java.util.concurrent.CompletionStage;
  * A consumer survives the loss of its connection, and the broker's close of its channel for the consumer
  * acknowledgement timeout ({@link RecoveryListener#channelRecoveryStarted}): the same handle goes on, with its tag
  * and options. Manual-ack deliveries still queued from before are dropped, not handed to the handler: the broker
- * requeued them and delivers them again.
+ * requeued them and delivers them again. A consumer whose basic.consume the broker refuses then with 403 ACCESS_REFUSED
+ * (its queue in another connection's exclusive use) ends with the refusal; its channel is opened again without it.
  */
 public interface ConsumerHandle {
 

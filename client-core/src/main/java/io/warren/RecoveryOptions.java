@@ -201,12 +201,14 @@ public final class RecoveryOptions {
      * default). When the broker did not see the loss (a partition, a reset that never reached it) it keeps the old
      * connection until its heartbeat check gives up on it, two to three heartbeat intervals after it last heard from
      * it, and meanwhile refuses the declaration of the named exclusive queues it owns (405 RESOURCE_LOCKED) and an
-     * exclusive basic.consume on the queues of its exclusive consumers (403 ACCESS_REFUSED, which closes the
-     * channel). On, recovery declares such a queue again, and looks for the queue of an exclusive consumer to have
-     * no consumer before it starts it, until three heartbeat intervals and a second after the loss; the rest of the
-     * restore waits meanwhile. Turn it on when those queues and consumers are this application's own; leave it off
-     * when another instance takes them over at a loss (an exclusive queue as a lock, an active/standby pair of
-     * exclusive consumers), whose recovery would wait for nothing. Without heartbeats nothing waits.
+     * exclusive basic.consume on the queues of its exclusive consumers (403 ACCESS_REFUSED). Off, such a consumer ends
+     * with the refusal (as it does when another connection has taken its queue, with the option on or off) and its
+     * channel is opened again without it, with its modes and other consumers. On, recovery declares such a queue again,
+     * and looks for the queue of an exclusive consumer to have no consumer before it starts it, until three heartbeat
+     * intervals and a second after the loss; the rest of the restore waits meanwhile. Turn it on when those queues and
+     * consumers are this application's own; leave it off when another instance takes them over at a loss (an exclusive
+     * queue as a lock, an active/standby pair of exclusive consumers), whose recovery would wait for nothing. Without
+     * heartbeats nothing waits.
      */
     public RecoveryOptions awaitExclusiveRelease(boolean on) {
         this.awaitExclusiveRelease = on;

@@ -861,6 +861,105 @@ class RecoveryTest {
         }
     }
 
+    /**
+     * Recovery's exclusive basic.consume is refused with 403 (its queue in another connection's exclusive use), which
+     * closes the channel: that consumer ends with the refusal, and the channel is opened again with its modes and its
+     * other consumer, which was to go after it; recovery completes.
+     */
+    @Test
+    void aRefusedExclusiveConsumerEndsAndItsChannelIsReopenedWithoutIt() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            RecordingRecoveryListener recovery = RecordingRecoveryListener.on(brokers.connection);
+            Answers first = new Answers(brokers.first, "1");
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            var qos = ch.basicQos(0, 5, false);
+            var select = ch.confirmSelect();
+            var x = ch.consume("q", new ConsumeOptions().consumerTag("x").exclusive(true), d -> {});
+            var y = ch.consume("r", new ConsumeOptions().consumerTag("y"), d -> {});
+            first.all();
+            done(qos);
+            done(select);
+            ConsumerHandle refused = done(x);
+            ConsumerHandle kept = done(y);
+
+            FakeBroker second = brokers.cutAndReconnect();
+            assertEquals(List.of("1 channel.open", "1 basic.qos 5", "1 confirm.select"), answerUpToConsume(second));
+            second.sendChannelClose(1, 403, "ACCESS_REFUSED - queue 'q' in vhost '/' in exclusive use", 60, 20);
+            second.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
+            brokers.runAllTasks();
+            assertEquals(
+                    List.of("1 channel.open", "1 basic.qos 5", "1 confirm.select", "1 basic.consume r y"),
+                    new Answers(second, "2").all());
+            brokers.runAllTasks();
+
+            assertFalse(brokers.connection.isRecovering());
+            assertEquals(List.of("recovery started", "recovery succeeded"), recovery.events());
+            assertTrue(ch.isOpen(), "the channel is open again");
+            assertFalse(ch.closeFuture().toCompletableFuture().isDone());
+            assertFalse(refused.isActive());
+            AmqpException why = refused.endFuture().toCompletableFuture().getNow(null);
+            assertTrue(why != null && why.replyCode() == 403, () -> "ended with " + why);
+            assertTrue(kept.isActive());
+            done(ch.whenWritable());
+            second.expectNothing();
+        }
+    }
+
+    /** Two exclusive consumers of one channel refused in turn: the channel is opened again after each refusal. */
+    @Test
+    void twoRefusedConsumersOfOneChannelEndInTurn() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            Answers first = new Answers(brokers.first, "1");
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            var x = ch.consume("q", new ConsumeOptions().consumerTag("x").exclusive(true), d -> {});
+            var z = ch.consume("p", new ConsumeOptions().consumerTag("z").exclusive(true), d -> {});
+            var y = ch.consume("r", new ConsumeOptions().consumerTag("y"), d -> {});
+            first.all();
+            List<ConsumerHandle> handles = List.of(done(x), done(z), done(y));
+
+            FakeBroker second = brokers.cutAndReconnect();
+            for (String queue : List.of("q", "p")) {
+                assertEquals(List.of("1 channel.open", "1 basic.qos 250"), answerUpToConsume(second));
+                second.sendChannelClose(1, 403, "ACCESS_REFUSED - queue '" + queue + "' in exclusive use", 60, 20);
+                second.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
+                brokers.runAllTasks();
+            }
+            assertEquals(
+                    List.of("1 channel.open", "1 basic.qos 250", "1 basic.consume r y"),
+                    new Answers(second, "2").all());
+            brokers.runAllTasks();
+
+            assertFalse(brokers.connection.isRecovering());
+            assertTrue(ch.isOpen());
+            assertEquals(
+                    List.of(false, false, true),
+                    handles.stream().map(ConsumerHandle::isActive).toList());
+            second.expectNothing();
+        }
+    }
+
+    /**
+     * Answers the restore on {@code broker} up to its first basic.consume, which it reads and leaves unanswered;
+     * returns what came before it, as {@link Answers#all} does.
+     */
+    private static List<String> answerUpToConsume(FakeBroker broker) {
+        Answers answers = new Answers(broker, "2");
+        List<String> lines = new ArrayList<>();
+        Frame f;
+        while ((f = broker.next()) != null) {
+            try {
+                ByteBuf p = f.payload();
+                if (p.getInt(p.readerIndex()) == MethodIds.BASIC_CONSUME) {
+                    return lines;
+                }
+                lines.add(f.channel() + " " + answers.answer(f.channel(), p));
+            } finally {
+                f.release();
+            }
+        }
+        throw new AssertionError("no basic.consume came; before it: " + lines);
+    }
+
     /** Two cancels held through an outage end alike: when the one sent after recovery fails, both fail. */
     @Test
     void aSecondHeldCancelFailsWithTheFirst() {

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.warren.AmqpException;
 import io.warren.Channel;
 import io.warren.Connection;
 import io.warren.ConnectionClosedException;
@@ -503,6 +504,80 @@ class RecoveryIT {
             assertTrue(consumer.isActive());
             await(ch.publish("", q, false, null, bytes("after")));
             assertEquals("after", got.poll(30, TimeUnit.SECONDS));
+        }
+    }
+
+    /**
+     * Without awaitExclusiveRelease (the default): right after the loss another connection takes the queue of the
+     * channel's exclusive consumer exclusively, and the broker refuses that consumer's basic.consume with 403
+     * ACCESS_REFUSED, which closes the channel. The refused consumer ends with the refusal; the channel is re-opened
+     * without it, with its qos and confirm mode, its other consumer, and the publish made while it recovered.
+     */
+    @Test
+    void anExclusiveConsumerRefusedWhileRecoveringEndsAndItsChannelComesBackWithoutIt(
+            Broker broker, BrokerExtension.TestNames names) throws Exception {
+        try (FaultProxy proxy = new FaultProxy(broker.host(), broker.port())) {
+            ConnectionOptions o = through(proxy, broker, "recovery-exclusive-refused");
+            // a second for the other connection to take the queue before the first attempt
+            o.recovery(o.recovery().backoff(Duration.ofSeconds(1), Duration.ofSeconds(1), 1.0, 0.0));
+            Connection c = await(BrokerExtension.client().connect(o));
+            names.onCleanup(() -> c.close().toCompletableFuture().get(30, TimeUnit.SECONDS));
+            Events events = new Events();
+            c.addRecoveryListener(events);
+            Channel ch = await(c.openChannel());
+            String held = names.queue("held");
+            String other = names.queue("other");
+            await(ch.queueDeclare(QueueSpec.named(held)));
+            await(ch.queueDeclare(QueueSpec.named(other)));
+            deleteOnCleanup(names, broker, held);
+            deleteOnCleanup(names, broker, other);
+            await(ch.basicQos(0, 10, false));
+            await(ch.confirmSelect());
+            ConsumerHandle refused =
+                    await(ch.consume(held, new ConsumeOptions().noAck(true).exclusive(true), d -> {}));
+            BlockingQueue<String> got = new LinkedBlockingQueue<>();
+            ConsumerHandle kept = await(ch.consume(
+                    other,
+                    new ConsumeOptions().noAck(true),
+                    d -> got.add(d.body().toString(StandardCharsets.UTF_8))));
+
+            assertEquals(1, proxy.cutAll());
+            Connection taker = await(BrokerExtension.client()
+                    .connect(ConnectionOptions.fromUri(broker.uri()).automaticRecovery(false)));
+            names.onCleanup(() -> taker.close().toCompletableFuture().get(30, TimeUnit.SECONDS));
+            takeExclusively(taker, held);
+            CompletionStage<PublishOutcome> meanwhile = ch.publish("", other, false, null, bytes("meanwhile"));
+            events.awaitRecovery();
+
+            assertFalse(ch.closeFuture().toCompletableFuture().isDone(), "the channel was not closed for good");
+            assertTrue(ch.isOpen(), "the channel is open again");
+            AmqpException why = await(refused.endFuture());
+            assertEquals(403, why.replyCode(), why.toString());
+            assertTrue(kept.isActive(), "the channel's other consumer is back");
+            assertEquals(PublishOutcome.CONFIRMED, await(meanwhile));
+            assertEquals("meanwhile", got.poll(30, TimeUnit.SECONDS));
+            assertEquals(PublishOutcome.CONFIRMED, await(ch.publish("", other, false, null, bytes("after"))));
+            assertEquals("after", got.poll(30, TimeUnit.SECONDS));
+        }
+    }
+
+    /**
+     * Consumes from {@code queue} exclusively on {@code c}, trying again until the broker has dropped the consumer of
+     * the connection that was cut (403 until then).
+     */
+    private static void takeExclusively(Connection c, String queue) throws Exception {
+        long deadline = System.nanoTime() + T.toNanos();
+        while (true) {
+            Channel ch = await(c.openChannel());
+            try {
+                await(ch.consume(queue, new ConsumeOptions().noAck(true).exclusive(true), d -> {}));
+                return;
+            } catch (ExecutionException e) {
+                if (System.nanoTime() > deadline) {
+                    throw e;
+                }
+                Thread.sleep(10);
+            }
         }
     }
 

@@ -5,6 +5,7 @@ import io.netty.util.concurrent.EventExecutor;
 import io.warren.AmqpException;
 import io.warren.AsyncDeliveryHandler;
 import io.warren.ChannelClosedException;
+import io.warren.ChannelLostException;
 import io.warren.ConnectionClosedException;
 import io.warren.ConsumeOptions;
 import io.warren.ConsumerCancelledException;
@@ -65,6 +66,9 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
     private final LostConsumers lost = new LostConsumers();
     private final ShortStrings exchangeNames = new ShortStrings();
     private final ShortStrings routingKeyNames = new ShortStrings();
+
+    // event loop only: the refusal of a recovered consumer's basic.consume that closed this state (refusedConsume)
+    private ChannelLostException refusalTaken;
 
     // event loop only: the delivery whose content is being assembled
     private ConsumerImpl assembling;
@@ -444,6 +448,24 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
     void keepLost(ConsumerImpl consumer) {
         assert loop.inEventLoop() : "channel consumers off the event loop";
         lost.keep(consumer);
+    }
+
+    /**
+     * Recovery: whether {@code loss}, which closed this state, is the broker's refusal of a basic.consume that recovery
+     * repairs (ConnectionRecovery re-opens the channel), and the consumer asking is the one refused: the first to ask.
+     * Every basic.consume pending fails with the loss, in the order of the RPC queue, whose first is the one on the
+     * wire, which the refusal answers; the others start again on the re-opened channel.
+     */
+    boolean refusedConsume(ChannelLostException loss) {
+        assert loop.inEventLoop() : "channel consumers off the event loop";
+        if (refusalTaken == loss
+                || !(loss.getCause() instanceof ChannelClosedException refusal)
+                || refusal.classId() != MethodIds.CLASS_BASIC
+                || refusal.methodId() != MethodIds.methodId(MethodIds.BASIC_CONSUME)) {
+            return false;
+        }
+        refusalTaken = loss;
+        return true;
     }
 
     /**

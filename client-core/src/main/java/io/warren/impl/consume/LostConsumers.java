@@ -44,7 +44,8 @@ final class LostConsumers {
      * Starts the lost consumers again on {@code target} ({@link ConsumeRequest}: basic.qos first when they had a
      * prefetch, then basic.consume) on their queue's current name. A consumer the broker refuses ends with the refusal; one whose
      * basic.consume is failed by the loss of {@code target} (before consume-ok) waits with {@code target}'s own
-     * consumers for the next recovery. Completes when every basic.consume is answered.
+     * consumers for the next recovery, and so do the others when a refusal that recovery repairs closed {@code target}
+     * ({@link ChannelConsumers#refusedConsume}). Completes when every basic.consume is answered.
      *
      * @param unpausedOnly only the consumers that do not hold reading paused (the others stay for a later call)
      */
@@ -68,7 +69,17 @@ final class LostConsumers {
             String queue = queueNames.apply(c.queue());
             CompletableFuture<ConsumerHandle> done = new CompletableFuture<>();
             all[i] = done.handle((h, e) -> {
-                if (e instanceof ConnectionLostException || e instanceof ChannelLostException) {
+                if (e instanceof ChannelLostException refusal && target.refusedConsume(refusal)) {
+                    // the broker refused this basic.consume, which closed the channel: recovery re-opens it without
+                    // this consumer
+                    LOG.warn(
+                            "channel {}: consumer '{}' on queue '{}' could not be recovered: {}",
+                            number,
+                            c.consumerTag(),
+                            queue,
+                            refusal.getCause().getMessage());
+                    c.end((AmqpException) refusal.getCause());
+                } else if (e instanceof ConnectionLostException || e instanceof ChannelLostException) {
                     // the new channel went before consume-ok: the broker has no such consumer, and the next
                     // recovery moves it on with the channel's other lost consumers
                     target.keepLost(c);

@@ -13,6 +13,7 @@ import io.warren.ConnectionOptions;
 import io.warren.RecoveryListener;
 import io.warren.RecoveryOptions;
 import io.warren.codec.base.ReplyCode;
+import io.warren.codec.method.MethodIds;
 import io.warren.impl.connection.ConnectionHandler;
 import java.util.ArrayList;
 import java.util.List;
@@ -99,6 +100,9 @@ public final class ConnectionRecovery {
     private final DeadlineTimer loopWatch = new DeadlineTimer(this::watchAgain, this::loopShutDown);
 
     private final TreeMap<Integer, RecoverableChannel> lost = new TreeMap<>();
+    /** Channels a refused basic.consume closed while restoring ({@link #recoversChannelAfter}): re-opened then. */
+    private final List<RecoverableChannel> refused = new ArrayList<>();
+
     private final List<Runnable> afterRecovery = new ArrayList<>();
 
     public ConnectionRecovery(
@@ -172,11 +176,27 @@ public final class ConnectionRecovery {
     /**
      * Whether the broker's close of a channel is one recovery repairs on the same connection: RabbitMQ's delivery
      * acknowledgement timeout ({@code consumer_timeout}: 406 PRECONDITION_FAILED "delivery acknowledgement on
-     * channel N timed out"), after which the application's consumers would otherwise just end.
+     * channel N timed out"), after which the application's consumers would otherwise just end; and, while restoring,
+     * 403 ACCESS_REFUSED to a consumer's basic.consume (its queue in another connection's exclusive use, or the lost
+     * one's the broker has not dropped yet): that consumer ends, and the channel is re-opened without it.
      */
     public boolean recoversChannelAfter(ChannelClosedException close) {
         assert loop.inEventLoop() : "connection recovery off the event loop";
-        return phase == Phase.RUNNING && !loop.isShuttingDown() && isConsumerTimeout(close);
+        if (loop.isShuttingDown()) {
+            return false;
+        }
+        return phase == Phase.RUNNING ? isConsumerTimeout(close) : phase == Phase.RESTORING && isRefusedConsume(close);
+    }
+
+    /**
+     * 403 to basic.consume. While restoring, every basic.consume on the application's channels is recovery's: what the
+     * application calls meanwhile is held until the end.
+     */
+    static boolean isRefusedConsume(ChannelClosedException close) {
+        return close.initiatedByBroker()
+                && close.replyCode() == ReplyCode.ACCESS_REFUSED
+                && close.classId() == MethodIds.CLASS_BASIC
+                && close.methodId() == MethodIds.methodId(MethodIds.BASIC_CONSUME);
     }
 
     static boolean isConsumerTimeout(ChannelClosedException close) {
@@ -196,6 +216,10 @@ public final class ConnectionRecovery {
     void recoverChannel(RecoverableChannel channel, ChannelLostException cause) {
         assert loop.inEventLoop() : "connection recovery off the event loop";
         LOG.warn("channel {} on {}: {}", channel.channelNumber(), connection.address(), cause.getMessage());
+        if (phase == Phase.RESTORING) {
+            refused.add(channel); // part of the connection's recovery, which re-opens it once its consumers are done
+            return;
+        }
         tellListeners(l -> l.channelRecoveryStarted(channel, cause));
         // after the close: its number is freed once the broker's channel.close is answered
         loop.execute(() -> reopen(channel));
@@ -495,6 +519,7 @@ public final class ConnectionRecovery {
     private void restore(int gen, ConnectionHandler handler) {
         assert loop.inEventLoop() : "connection recovery off the event loop";
         phase = Phase.RESTORING;
+        refused.clear(); // closed on a connection since lost: re-opened with the others
         handler.restoring(true);
         LOG.debug(
                 "recovery of the connection to {}: connected; restoring {} channels and {}",
@@ -527,6 +552,7 @@ public final class ConnectionRecovery {
                 // restore is left to read but their own consume-oks, and reading stops with the restore
                 .thenCompose(v -> step(gen, () -> restoreConsumers(gen, channels, true)))
                 .thenCompose(v -> step(gen, () -> restoreConsumers(gen, channels, false)))
+                .thenCompose(v -> step(gen, () -> reopenRefused(gen, handler)))
                 .whenComplete((v, e) -> {
                     assert loop.inEventLoop() : "connection recovery off the event loop";
                     // consumers still over their high-water mark stop the reading now, not while restoring
@@ -572,7 +598,7 @@ public final class ConnectionRecovery {
 
     /**
      * Before exclusive consumers start again: their queues' consumers of the lost connection are gone (see {@link
-     * TopologyRestore#consumersGone}), or a basic.consume refused with 403 would close the application's channel.
+     * TopologyRestore#consumersGone}), or a basic.consume refused with 403 would end the consumer.
      */
     private CompletionStage<Void> exclusiveConsumersGone(ConnectionHandler handler, List<RecoverableChannel> channels) {
         long deadline = exclusiveDeadline();
@@ -617,15 +643,51 @@ public final class ConnectionRecovery {
             if (lost.get(ch.channelNumber()) != ch || !ch.state().isUsable()) {
                 continue;
             }
-            all.add(ch.recovery()
-                    .restoreConsumers(topology::currentName, unpausedOnly)
-                    .toCompletableFuture()
+            all.add(afterClose(ch, ch.recovery().restoreConsumers(topology::currentName, unpausedOnly))
                     .exceptionally(e -> {
                         topologyFailed("consumers of channel " + ch.channelNumber(), e);
                         return null;
                     }));
         }
         return CompletableFuture.allOf(all.toArray(CompletableFuture[]::new));
+    }
+
+    /**
+     * {@code consumers}, the restore of {@code ch}'s consumers; when a close of the channel failed them, only once that
+     * close has run to its end: it fails them before it reaches recovery, which learns then whether to re-open the
+     * channel ({@link #recoverChannel}).
+     */
+    private CompletableFuture<Void> afterClose(RecoverableChannel ch, CompletionStage<Void> consumers) {
+        return consumers
+                .toCompletableFuture()
+                .thenCompose(v -> ch.state().isUsable()
+                        ? CompletableFuture.completedFuture(null)
+                        : CompletableFuture.runAsync(() -> {}, loop));
+    }
+
+    /**
+     * Re-opens the channels a refused basic.consume closed ({@link #recoversChannelAfter}), with their modes and
+     * their other consumers (the refused one has ended), until none is refused: each round ends a consumer.
+     */
+    private CompletionStage<Void> reopenRefused(int gen, ConnectionHandler handler) {
+        if (refused.isEmpty()) {
+            return CompletableFuture.completedFuture(null);
+        }
+        List<RecoverableChannel> again = new ArrayList<>(refused);
+        refused.clear();
+        List<CompletableFuture<?>> reopened = new ArrayList<>();
+        for (RecoverableChannel ch : again) {
+            if (lost.get(ch.channelNumber()) != ch) {
+                continue; // closed by the application meanwhile
+            }
+            CompletableFuture<Channel> f = new CompletableFuture<>();
+            ch.reopen(handler, f);
+            reopened.add(f.thenCompose(c -> ch.recovery().restoreModes())
+                    .thenCompose(v -> afterClose(ch, ch.recovery().restoreConsumers(topology::currentName, false)))
+                    .exceptionally(e -> channelFailed(gen, ch, e)));
+        }
+        return CompletableFuture.allOf(reopened.toArray(CompletableFuture[]::new))
+                .thenCompose(v -> step(gen, () -> reopenRefused(gen, handler)));
     }
 
     private void succeeded(List<RecoverableChannel> channels) {
@@ -710,6 +772,7 @@ public final class ConnectionRecovery {
         }
         List<RecoverableChannel> channels = new ArrayList<>(lost.values());
         lost.clear();
+        refused.clear();
         for (RecoverableChannel ch : channels) {
             ch.abandon(cause);
         }

@@ -130,9 +130,9 @@ final class TopologyRestore {
     /**
      * Waits until none of {@code queues} has a consumer, at most until the deadline, then closes its channel. The
      * lost connection's exclusive consumers are still attached to them when the broker did not see the loss, and a
-     * basic.consume with the exclusive flag meanwhile is refused with 403 ACCESS_REFUSED, which closes the
-     * application's channel. Never fails but with the connection: a queue that cannot be read, or keeps its
-     * consumers, is left to the consume, which reports it.
+     * basic.consume with the exclusive flag meanwhile is refused with 403 ACCESS_REFUSED, which ends that consumer
+     * (its channel is opened again without it). Never fails but with the connection: a queue that cannot be read, or
+     * keeps its consumers, is left to the consume, which reports it.
      */
     CompletionStage<Void> consumersGone(List<String> queues) {
         CompletionStage<Void> done = CompletableFuture.completedFuture(null);
