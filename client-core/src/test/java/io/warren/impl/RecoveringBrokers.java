@@ -62,7 +62,7 @@ final class RecoveringBrokers implements AutoCloseable {
         ConnectionImpl recovering = connection;
         this.recovery = new ConnectionRecovery(
                 connection,
-                options,
+                this.options, // with the test's backoff
                 (o, loop) -> {
                     FakeBroker next = new FakeBroker(o, recovering, metrics);
                     brokers.add(next);
