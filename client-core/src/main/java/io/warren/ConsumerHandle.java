@@ -43,7 +43,8 @@ import java.util.concurrent.CompletionStage;
  * acknowledgement timeout ({@link RecoveryListener#channelRecoveryStarted}): the same handle goes on, with its tag
  * and options. Manual-ack deliveries still queued from before are dropped, not handed to the handler: the broker
  * requeued them and delivers them again. A consumer whose basic.consume the broker refuses then with 403 ACCESS_REFUSED
- * (its queue in another connection's exclusive use) ends with the refusal; its channel is opened again without it.
+ * (its queue in another connection's exclusive use) or 404 NOT_FOUND (its queue deleted meanwhile, and not declared
+ * again by recovery) ends with the refusal; its channel is opened again without it.
  */
 public interface ConsumerHandle {
 

@@ -147,7 +147,8 @@ class RecoveryReadPauseTest {
             FakeBroker second = brokers.cutAndReconnectAfterLoss();
             RecoveringBrokers.reopen(second, 1);
             second.expectAndRelease(1, MethodIds.BASIC_CONSUME); // "refused": the one not holding reading paused
-            second.sendChannelClose(1, 404, "NOT_FOUND - no queue 'q'", 60, 20);
+            // a refusal that ends the channel (a 403 or 404 would end that consumer only, and re-open the channel)
+            second.sendChannelClose(1, 406, "PRECONDITION_FAILED - invalid arg 'x-priority' for queue 'q'", 60, 20);
             second.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
             brokers.runAllTasks();
 

@@ -905,6 +905,43 @@ class RecoveryTest {
         }
     }
 
+    /**
+     * Recovery's basic.consume meets 404 (its queue was deleted while the connection was down, by another application
+     * or as an auto-delete queue the recorded topology does not hold): as with a 403, that consumer ends with the
+     * refusal, and the channel and its other consumer come back. Before, the channel was closed for good.
+     */
+    @Test
+    void aConsumerWhoseQueueIsGoneEndsAndItsChannelIsReopenedWithoutIt() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            RecordingRecoveryListener recovery = RecordingRecoveryListener.on(brokers.connection);
+            Answers first = new Answers(brokers.first, "1");
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            var x = ch.consume("gone", new ConsumeOptions().consumerTag("x"), d -> {});
+            var y = ch.consume("r", new ConsumeOptions().consumerTag("y"), d -> {});
+            first.all();
+            ConsumerHandle refused = done(x);
+            ConsumerHandle kept = done(y);
+
+            FakeBroker second = brokers.cutAndReconnect();
+            assertEquals(List.of("1 channel.open", "1 basic.qos 250"), answerUpToConsume(second));
+            second.sendChannelClose(1, 404, "NOT_FOUND - no queue 'gone' in vhost '/'", 60, 20);
+            second.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
+            brokers.runAllTasks();
+            assertEquals(
+                    List.of("1 channel.open", "1 basic.qos 250", "1 basic.consume r y"),
+                    new Answers(second, "2").all());
+            brokers.runAllTasks();
+
+            assertFalse(brokers.connection.isRecovering());
+            assertEquals(List.of("recovery started", "recovery succeeded"), recovery.events());
+            assertTrue(ch.isOpen(), "the channel is open again");
+            AmqpException why = refused.endFuture().toCompletableFuture().getNow(null);
+            assertTrue(why != null && why.replyCode() == 404, () -> "ended with " + why);
+            assertTrue(kept.isActive());
+            second.expectNothing();
+        }
+    }
+
     /** Two exclusive consumers of one channel refused in turn: the channel is opened again after each refusal. */
     @Test
     void twoRefusedConsumersOfOneChannelEndInTurn() {

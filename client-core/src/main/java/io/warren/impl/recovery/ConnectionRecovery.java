@@ -177,8 +177,9 @@ public final class ConnectionRecovery {
      * Whether the broker's close of a channel is one recovery repairs on the same connection: RabbitMQ's delivery
      * acknowledgement timeout ({@code consumer_timeout}: 406 PRECONDITION_FAILED "delivery acknowledgement on
      * channel N timed out"), after which the application's consumers would otherwise just end; and, while restoring,
-     * 403 ACCESS_REFUSED to a consumer's basic.consume (its queue in another connection's exclusive use, or the lost
-     * one's the broker has not dropped yet): that consumer ends, and the channel is re-opened without it.
+     * 403 ACCESS_REFUSED (its queue in another connection's exclusive use, or the lost one's the broker has not dropped
+     * yet) or 404 NOT_FOUND (its queue gone) to a consumer's basic.consume: that consumer ends, and the channel is
+     * re-opened without it.
      */
     public boolean recoversChannelAfter(ChannelClosedException close) {
         assert loop.inEventLoop() : "connection recovery off the event loop";
@@ -189,12 +190,13 @@ public final class ConnectionRecovery {
     }
 
     /**
-     * 403 to basic.consume. While restoring, every basic.consume on the application's channels is recovery's: what the
-     * application calls meanwhile is held until the end.
+     * 403 (the queue in exclusive use) or 404 (the queue gone: deleted while the connection was down, and not in the
+     * recorded topology) to basic.consume. While restoring, every basic.consume on the application's channels is
+     * recovery's: what the application calls meanwhile is held until the end.
      */
     static boolean isRefusedConsume(ChannelClosedException close) {
         return close.initiatedByBroker()
-                && close.replyCode() == ReplyCode.ACCESS_REFUSED
+                && (close.replyCode() == ReplyCode.ACCESS_REFUSED || close.replyCode() == ReplyCode.NOT_FOUND)
                 && close.classId() == MethodIds.CLASS_BASIC
                 && close.methodId() == MethodIds.methodId(MethodIds.BASIC_CONSUME);
     }
