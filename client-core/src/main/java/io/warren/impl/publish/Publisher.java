@@ -148,12 +148,11 @@ public final class Publisher {
     private final BasicNack nackView = new BasicNack();
     private final ContentAssembler.Listener returnAssembly = new ReturnAssembly();
     private final PublishFrames.MessageBuffers buffers = new PublishFrames.MessageBuffers();
+    /** The tx methods' turns: publishes wait while one waits in the RPC queue. */
+    private final TxSequencer txs = new TxSequencer();
+
     private ConfirmTracker confirms;
     private int selecting;
-    /** tx methods in the channel's RPC queue and not sent yet: publishes wait for them (held). */
-    private int txQueued;
-    /** A tx method is being handed to the RPC queue by {@link #queueTx}, which goes on itself if it is sent at once. */
-    private boolean queueingTx;
     /** The broker stopped this channel's content (channel.flow active=false): publishes wait until it starts it. */
     private boolean flowStopped;
 
@@ -648,12 +647,12 @@ public final class Publisher {
     /** Hands a tx method to the channel's RPC queue; publishes wait until it is sent ({@link #txSent}). */
     private void queueTx(TxTask tx) {
         tx.queued = true;
-        txQueued++;
-        queueingTx = true;
+        txs.queued++;
+        txs.queueing = true;
         try {
             state.call(tx.request);
         } finally {
-            queueingTx = false;
+            txs.queueing = false;
         }
         if (!tx.sent) {
             updateWritability(); // it waits for its turn: so does the next publish
@@ -669,8 +668,8 @@ public final class Publisher {
         }
         tx.sent = true;
         tx.queued = false;
-        txQueued--;
-        if (!queueingTx) {
+        txs.queued--;
+        if (!txs.queueing) {
             // its turn came after a reply: the publishes held for it go now (queueTx's caller goes on by itself)
             releaseHeld();
             updateWritability();
@@ -687,8 +686,8 @@ public final class Publisher {
         if (tx.queued) {
             // left the RPC queue unsent (timed out there, or the channel closed): what waited for it goes on
             tx.queued = false;
-            txQueued--;
-            if (!queueingTx) {
+            txs.queued--;
+            if (!txs.queueing) {
                 releaseHeld();
                 updateWritability();
             }
@@ -741,7 +740,7 @@ public final class Publisher {
     private boolean mustHold() {
         return !held.isEmpty()
                 || selecting > 0
-                || txQueued > 0
+                || txs.holdsPublishes()
                 || flowStopped
                 || flow.holdsWhileBlocked()
                 || (confirms != null && confirms.isFull());
@@ -778,7 +777,7 @@ public final class Publisher {
                 continue;
             }
             PublishTask task = (PublishTask) next;
-            if (txQueued > 0
+            if (txs.holdsPublishes()
                     || flowStopped
                     || flow.holdsWhileBlocked()
                     || (confirms != null && confirms.isFull())
@@ -1073,11 +1072,11 @@ public final class Publisher {
      * round of telling has woken enough publishers' threads already ({@link PublishFlow#mayWake}).
      */
     private void updateWritability() {
-        boolean mayWriteDirect = selecting == 0 && txQueued == 0 && !flowStopped && held.isEmpty() && !closed;
+        boolean mayWriteDirect = selecting == 0 && !txs.holdsPublishes() && !flowStopped && held.isEmpty() && !closed;
         if (mayWriteDirect != direct) {
             direct = mayWriteDirect;
         }
-        boolean full = !held.isEmpty() || selecting > 0 || txQueued > 0 || flowStopped || windowClosed();
+        boolean full = !held.isEmpty() || selecting > 0 || txs.holdsPublishes() || flowStopped || windowClosed();
         if (full != windowFull) {
             windowFull = full;
         }
