@@ -55,9 +55,9 @@ import org.slf4j.LoggerFactory;
  * holds what reaches the loop after it until select-ok, which keeps the numbering exact.
  *
  * <p>tx.select, tx.commit and tx.rollback come through here too, so that they reach the wire in call order with the
- * publishes: one that finds publishes held waits among them ({@code held}) and enters the channel's RPC queue when
- * they are written; while one waits in that queue for its turn, what is published is held. A commit then covers
- * exactly the publishes made before it.
+ * publishes: one that finds publishes held waits among them ({@code held}); when they are written its
+ * {@link TxSequencer} hands it to the channel's RPC queue, and while it waits there for its turn, what is published
+ * is held. A commit then covers exactly the publishes made before it.
  *
  * <p>On close nothing more is written. Held publishes go to the channel's {@link PublishCarryOver recovery} when the
  * connection was lost with recovery to follow, else fail as not written ({@link ChannelClosedException}, or
@@ -119,6 +119,8 @@ public final class Publisher {
     private final PublishFlow flow;
     private final PublishOptions options;
     private final MetricsCollector metrics;
+    /** tx methods' turns: publishes wait while one waits in the channel's RPC queue. */
+    private final TxSequencer txs;
 
     // any thread
     private final CopyOnWriteArrayList<ReturnListener> returnListeners = new CopyOnWriteArrayList<>();
@@ -148,8 +150,6 @@ public final class Publisher {
     private final BasicNack nackView = new BasicNack();
     private final ContentAssembler.Listener returnAssembly = new ReturnAssembly();
     private final PublishFrames.MessageBuffers buffers = new PublishFrames.MessageBuffers();
-    /** The tx methods' turns: publishes wait while one waits in the RPC queue. */
-    private final TxSequencer txs = new TxSequencer();
 
     private ConfirmTracker confirms;
     private int selecting;
@@ -186,6 +186,7 @@ public final class Publisher {
         this.flow = PublishFlow.of(state.connection());
         this.options = flow.options();
         this.metrics = state.connection().metrics();
+        this.txs = new TxSequencer(this, state, carryOver);
         flow.add(this);
         // through the close: RabbitMQ confirms (and returns) what it read before our channel.close
         state.registerThroughClose(60, 80, (ch, frame) -> onAck(frame));
@@ -461,27 +462,19 @@ public final class Publisher {
         return result;
     }
 
-    /** tx.select, in order with this channel's publishes (see the class comment). */
+    /** tx.select, in order with this channel's publishes (see {@link TxSequencer}). */
     public CompletionStage<Void> txSelect() {
-        return tx(MethodIds.TX_SELECT, MethodIds.TX_SELECT_OK, Requests.txSelect(state.alloc(), number));
+        return txs.select();
     }
 
     /** tx.commit: commits the publishes made before it on this channel, and no later one. */
     public CompletionStage<Void> txCommit() {
-        return tx(MethodIds.TX_COMMIT, MethodIds.TX_COMMIT_OK, Requests.txCommit(state.alloc(), number));
+        return txs.commit();
     }
 
     /** tx.rollback: rolls back the publishes made before it on this channel, and no later one. */
     public CompletionStage<Void> txRollback() {
-        return tx(MethodIds.TX_ROLLBACK, MethodIds.TX_ROLLBACK_OK, Requests.txRollback(state.alloc(), number));
-    }
-
-    private CompletionStage<Void> tx(int requestKey, int replyKey, ByteBuf frame) {
-        CompletableFuture<Void> result = new CompletableFuture<>();
-        ChannelRpc.Request<Void> request = ChannelRpc.Request.of(
-                requestKey, replyKey, -1, frame, (reply, f) -> f.complete(null), new CompletableFuture<>());
-        outbound.execute(new TxTask(this, requestKey, frame, request, result));
-        return result;
+        return txs.rollback();
     }
 
     /** confirm.select on the loop; discarded (frame released, caller failed) when the loop has ended. */
@@ -623,7 +616,10 @@ public final class Publisher {
         outbound.deferBehindCaller(task);
     }
 
-    /** A tx method from the outbound path's queue: into the RPC queue now, or behind the publishes held before it. */
+    /**
+     * A tx method from the outbound path's queue takes its place among the publishes: to its {@link TxSequencer} now,
+     * or held behind the publishes held before it.
+     */
     void onTx(TxTask tx) {
         assert outbound.inEventLoop() : "publisher state off the event loop";
         if (tx.deferred) {
@@ -637,80 +633,19 @@ public final class Publisher {
             return;
         }
         if (held.isEmpty() || closed) {
-            queueTx(tx); // closed: the channel's state fails it
+            txs.queue(tx); // closed: the channel's state fails it
         } else {
             held.add(tx);
             updateWritability();
         }
     }
 
-    /** Hands a tx method to the channel's RPC queue; publishes wait until it is sent ({@link #txSent}). */
-    private void queueTx(TxTask tx) {
-        tx.queued = true;
-        txs.queued++;
-        txs.queueing = true;
-        try {
-            state.call(tx.request);
-        } finally {
-            txs.queueing = false;
-        }
-        if (!tx.sent) {
-            updateWritability(); // it waits for its turn: so does the next publish
-        }
-    }
-
-    /** A tx method's frame went to the outbound path: what was published after it may follow. */
-    void txSent(TxTask tx) {
-        assert outbound.inEventLoop() : "publisher state off the event loop";
-        if (tx.method == MethodIds.TX_SELECT) {
-            // the broker may act on it from now on: what follows is in a transaction, before select-ok comes
-            carryOver.transactional();
-        }
-        tx.sent = true;
-        tx.queued = false;
-        txs.queued--;
-        if (!txs.queueing) {
-            // its turn came after a reply: the publishes held for it go now (queueTx's caller goes on by itself)
-            releaseHeld();
-            updateWritability();
-        }
-    }
-
-    /** A tx method's request is answered, or failed (timed out, the channel closed): its caller is told. */
-    void txAnswered(TxTask tx, Throwable error) {
-        assert outbound.inEventLoop() : "publisher state off the event loop";
-        if (tx.sent && tx.method == MethodIds.TX_SELECT && error instanceof RpcTimeoutException timeout) {
-            // the broker may have entered tx mode, where nothing published is routed until a commit nobody will make
-            closeUnknown("tx.select", timeout);
-        }
-        if (tx.queued) {
-            // left the RPC queue unsent (timed out there, or the channel closed): what waited for it goes on
-            tx.queued = false;
-            txs.queued--;
-            if (!txs.queueing) {
-                releaseHeld();
-                updateWritability();
-            }
-        }
-        if (error == null) {
-            tx.result.complete(null);
-        } else {
-            tx.result.completeExceptionally(error);
-        }
-    }
-
     /** A mode switch timed out after it was sent: the channel's mode at the broker is unknown, so the channel goes. */
-    private void closeUnknown(String method, RpcTimeoutException timeout) {
+    void closeUnknown(String method, RpcTimeoutException timeout) {
         if (!closed) {
             LOG.warn("channel {}: {} timed out; closing the channel, whose mode is unknown", number, method);
             state.close(ReplyCode.REPLY_SUCCESS, method + " timed out", timeout);
         }
-    }
-
-    /** The event loop refused a tx method (the client's event loop group is shut down). Any thread. */
-    void onDiscarded(TxTask tx, Throwable cause) {
-        tx.frame.release(); // never handed to the channel's RPC queue
-        tx.result.completeExceptionally(closedError(cause));
     }
 
     /** The event loop refused the task (the client's event loop group is shut down). Any thread. */
@@ -732,6 +667,13 @@ public final class Publisher {
 
     /** The connection's back-pressure changed (writability, blocked, queued bytes). */
     void onFlowChanged() {
+        assert outbound.inEventLoop() : "publisher state off the event loop";
+        releaseHeld();
+        updateWritability();
+    }
+
+    /** A tx method left the channel's RPC queue (sent, or failed there): the publishes held for it may go. */
+    void onTxTurnOver() {
         assert outbound.inEventLoop() : "publisher state off the event loop";
         releaseHeld();
         updateWritability();
@@ -773,7 +715,7 @@ public final class Publisher {
         while ((next = held.peek()) != null && !closed && state.isUsable() && selecting == 0) {
             if (next instanceof TxTask tx) {
                 held.poll();
-                queueTx(tx); // behind a tx method queued before it, if any: the RPC queue keeps their order
+                txs.queue(tx); // behind a tx method queued before it, if any: the RPC queue keeps their order
                 continue;
             }
             PublishTask task = (PublishTask) next;
@@ -1025,7 +967,7 @@ public final class Publisher {
                 flow.unhold(task.bytes);
                 endNotWritten(task);
             } else {
-                state.call(((TxTask) next).request); // the closed channel's state fails it and releases its frame
+                txs.failHeld((TxTask) next);
             }
         }
         windowFull = false;
@@ -1071,7 +1013,7 @@ public final class Publisher {
      * Refreshes {@code windowFull}; tells listeners of a change and completes waiters when writable, unless the flow's
      * round of telling has woken enough publishers' threads already ({@link PublishFlow#mayWake}).
      */
-    private void updateWritability() {
+    void updateWritability() {
         boolean mayWriteDirect = selecting == 0 && !txs.holdsPublishes() && !flowStopped && held.isEmpty() && !closed;
         if (mayWriteDirect != direct) {
             direct = mayWriteDirect;
@@ -1169,7 +1111,7 @@ public final class Publisher {
      * A {@link ChannelClosedException} for an operation refused because the channel is closed: it carries the
      * close's reply code and text, and who closed it, from {@code cause} (the channel's own close) when it has them.
      */
-    private ChannelClosedException closedError(Throwable cause) {
+    ChannelClosedException closedError(Throwable cause) {
         if (cause instanceof ChannelClosedException c && c.channelNumber() == number) {
             return new ChannelClosedException(
                     "channel " + number + " is closed: " + c.getMessage(),
