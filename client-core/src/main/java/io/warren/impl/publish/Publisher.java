@@ -1014,11 +1014,13 @@ public final class Publisher {
      * round of telling has woken enough publishers' threads already ({@link PublishFlow#mayWake}).
      */
     void updateWritability() {
-        boolean mayWriteDirect = selecting == 0 && !txs.holdsPublishes() && !flowStopped && held.isEmpty() && !closed;
+        // read once: runs for every publish the loop writes, and the write to `direct` would force a second read
+        boolean txWaits = txs.holdsPublishes();
+        boolean mayWriteDirect = selecting == 0 && !txWaits && !flowStopped && held.isEmpty() && !closed;
         if (mayWriteDirect != direct) {
             direct = mayWriteDirect;
         }
-        boolean full = !held.isEmpty() || selecting > 0 || txs.holdsPublishes() || flowStopped || windowClosed();
+        boolean full = !held.isEmpty() || selecting > 0 || txWaits || flowStopped || windowClosed();
         if (full != windowFull) {
             windowFull = full;
         }
