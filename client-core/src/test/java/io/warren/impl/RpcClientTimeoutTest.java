@@ -180,15 +180,14 @@ class RpcClientTimeoutTest {
         });
         String blockedThread = blockedOn.get(10, TimeUnit.SECONDS);
 
-        long start = System.nanoTime();
         CompletableFuture<?> other = otherRpc.call("", "rpc", null, body("silence"), Duration.ofMillis(100))
                 .toCompletableFuture();
+        // the wait is bounded under the 10 s the first continuation blocks its thread: a timeout held up behind it
+        // does not come within it (no duration is measured: that is the bound's job, and the benchmarks')
         ExecutionException e = assertThrows(
                 ExecutionException.class,
                 () -> other.get(5, TimeUnit.SECONDS),
                 "a continuation blocking " + blockedThread + " held up another client's timeout");
         assertInstanceOf(RpcTimeoutException.class, e.getCause());
-        long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
-        assertTrue(millis < 2_000, "timed out after " + millis + " ms, while " + blockedThread + " was blocked");
     }
 }
