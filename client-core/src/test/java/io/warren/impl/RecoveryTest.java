@@ -55,6 +55,8 @@ import java.util.List;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 
 /**
  * Automatic recovery without a broker: the connection is cut under a {@link FakeBroker}, recovery reconnects to
@@ -862,19 +864,27 @@ class RecoveryTest {
     }
 
     /**
-     * Recovery's exclusive basic.consume is refused with 403 (its queue in another connection's exclusive use), which
-     * closes the channel: that consumer ends with the refusal, and the channel is opened again with its modes and its
-     * other consumer, which was to go after it; recovery completes.
+     * Recovery's basic.consume is refused, which closes the channel: with 403 (an exclusive consumer's queue in another
+     * connection's exclusive use) or 404 (the queue deleted while the connection was down, by another application or
+     * as an auto-delete queue the recorded topology does not hold). That consumer ends with the refusal, and the
+     * channel is opened again with its modes and its other consumer, which was to go after it; recovery completes.
+     * Before, the channel was closed for good.
      */
-    @Test
-    void aRefusedExclusiveConsumerEndsAndItsChannelIsReopenedWithoutIt() {
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(
+            delimiter = '|',
+            value = {
+                "403 | true | ACCESS_REFUSED - queue 'q' in vhost '/' in exclusive use",
+                "404 | false | NOT_FOUND - no queue 'q' in vhost '/'"
+            })
+    void aRefusedConsumerEndsAndItsChannelIsReopenedWithoutIt(int replyCode, boolean exclusive, String replyText) {
         try (RecoveringBrokers brokers = new RecoveringBrokers()) {
             RecordingRecoveryListener recovery = RecordingRecoveryListener.on(brokers.connection);
             Answers first = new Answers(brokers.first, "1");
             Channel ch = brokers.first.openChannel(brokers.connection, 1);
             var qos = ch.basicQos(0, 5, false);
             var select = ch.confirmSelect();
-            var x = ch.consume("q", new ConsumeOptions().consumerTag("x").exclusive(true), d -> {});
+            var x = ch.consume("q", new ConsumeOptions().consumerTag("x").exclusive(exclusive), d -> {});
             var y = ch.consume("r", new ConsumeOptions().consumerTag("y"), d -> {});
             first.all();
             done(qos);
@@ -884,7 +894,7 @@ class RecoveryTest {
 
             FakeBroker second = brokers.cutAndReconnect();
             assertEquals(List.of("1 channel.open", "1 basic.qos 5", "1 confirm.select"), answerUpToConsume(second));
-            second.sendChannelClose(1, 403, "ACCESS_REFUSED - queue 'q' in vhost '/' in exclusive use", 60, 20);
+            second.sendChannelClose(1, replyCode, replyText, 60, 20);
             second.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
             brokers.runAllTasks();
             assertEquals(
@@ -898,46 +908,9 @@ class RecoveryTest {
             assertFalse(ch.closeFuture().toCompletableFuture().isDone());
             assertFalse(refused.isActive());
             AmqpException why = refused.endFuture().toCompletableFuture().getNow(null);
-            assertTrue(why != null && why.replyCode() == 403, () -> "ended with " + why);
+            assertTrue(why != null && why.replyCode() == replyCode, () -> "ended with " + why);
             assertTrue(kept.isActive());
             done(ch.whenWritable());
-            second.expectNothing();
-        }
-    }
-
-    /**
-     * Recovery's basic.consume meets 404 (its queue was deleted while the connection was down, by another application
-     * or as an auto-delete queue the recorded topology does not hold): as with a 403, that consumer ends with the
-     * refusal, and the channel and its other consumer come back. Before, the channel was closed for good.
-     */
-    @Test
-    void aConsumerWhoseQueueIsGoneEndsAndItsChannelIsReopenedWithoutIt() {
-        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
-            RecordingRecoveryListener recovery = RecordingRecoveryListener.on(brokers.connection);
-            Answers first = new Answers(brokers.first, "1");
-            Channel ch = brokers.first.openChannel(brokers.connection, 1);
-            var x = ch.consume("gone", new ConsumeOptions().consumerTag("x"), d -> {});
-            var y = ch.consume("r", new ConsumeOptions().consumerTag("y"), d -> {});
-            first.all();
-            ConsumerHandle refused = done(x);
-            ConsumerHandle kept = done(y);
-
-            FakeBroker second = brokers.cutAndReconnect();
-            assertEquals(List.of("1 channel.open", "1 basic.qos 250"), answerUpToConsume(second));
-            second.sendChannelClose(1, 404, "NOT_FOUND - no queue 'gone' in vhost '/'", 60, 20);
-            second.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
-            brokers.runAllTasks();
-            assertEquals(
-                    List.of("1 channel.open", "1 basic.qos 250", "1 basic.consume r y"),
-                    new Answers(second, "2").all());
-            brokers.runAllTasks();
-
-            assertFalse(brokers.connection.isRecovering());
-            assertEquals(List.of("recovery started", "recovery succeeded"), recovery.events());
-            assertTrue(ch.isOpen(), "the channel is open again");
-            AmqpException why = refused.endFuture().toCompletableFuture().getNow(null);
-            assertTrue(why != null && why.replyCode() == 404, () -> "ended with " + why);
-            assertTrue(kept.isActive());
             second.expectNothing();
         }
     }
