@@ -50,6 +50,29 @@ class BasicRecoverTest {
             "method " + MethodTable.lookup(60, 110).name();
 
     /** Consumer "c" on queue "q" with {@code options} (manual ack, the default prefetch unless set), answered. */
+    /** A test's body over a channel whose consumer "c" keeps every delivery ({@link #withKeptDeliveries}). */
+    @FunctionalInterface
+    private interface KeptDeliveriesTest {
+        void run(FakeBroker broker, Channel ch, List<Delivery> kept) throws Exception;
+    }
+
+    /**
+     * Runs {@code test} on channel 1 of a fresh broker, with a consumer "c" (manual ack) that retains every delivery
+     * into {@code kept}; releases them afterwards, whatever the test did.
+     */
+    private static void withKeptDeliveries(KeptDeliveriesTest test) throws Exception {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            List<Delivery> kept = new ArrayList<>();
+            consume(broker, ch, new ConsumeOptions(), d -> kept.add(d.retain()));
+            try {
+                test.run(broker, ch, kept);
+            } finally {
+                kept.forEach(Delivery::release);
+            }
+        }
+    }
+
     private static ConsumerHandle consume(
             FakeBroker broker, Channel ch, ConsumeOptions options, DeliveryHandler handler) {
         CompletionStage<ConsumerHandle> c = ch.consume("q", options.consumerTag("c"), handler);
@@ -90,45 +113,38 @@ class BasicRecoverTest {
     }
 
     @Test
-    void aTagFromBeforeBasicRecoverIsRefusedAsStaleAndNothingIsWritten() {
-        try (FakeBroker broker = new FakeBroker()) {
-            Channel ch = broker.openChannel(broker.handshake(), 1);
-            List<Delivery> kept = new ArrayList<>();
-            consume(broker, ch, new ConsumeOptions(), d -> kept.add(d.retain()));
-            try {
-                deliver(broker, 1, false);
-                deliver(broker, 2, false);
-                deliver(broker, 3, false);
-                ch.basicAck(1, false); // made before: goes ahead of basic.recover
-                CompletionStage<Void> recovered = ch.basicRecover(true);
-                assertEquals(List.of("ack 1", BASIC_RECOVER), broker.written());
+    void aTagFromBeforeBasicRecoverIsRefusedAsStaleAndNothingIsWritten() throws Exception {
+        withKeptDeliveries((broker, ch, kept) -> {
+            deliver(broker, 1, false);
+            deliver(broker, 2, false);
+            deliver(broker, 3, false);
+            ch.basicAck(1, false); // made before: goes ahead of basic.recover
+            CompletionStage<Void> recovered = ch.basicRecover(true);
+            assertEquals(List.of("ack 1", BASIC_RECOVER), broker.written());
 
-                // written: the broker requeues 2 and 3 when it reads it, and forgets their tags
-                StaleDeliveryException during = assertThrows(StaleDeliveryException.class, () -> ch.basicAck(2, false));
-                assertEquals(2, during.deliveryTag());
-                assertEquals(1, during.channelNumber());
-                assertTrue(during.getMessage().contains("basic.recover"), during.getMessage());
-                recoverOk(broker, recovered);
-                deliver(broker, 4, true); // the redeliveries, with new tags
-                deliver(broker, 5, true);
-                assertEquals(List.of(1L, 2L, 3L, 4L, 5L), tags(kept));
+            // written: the broker requeues 2 and 3 when it reads it, and forgets their tags
+            StaleDeliveryException during = assertThrows(StaleDeliveryException.class, () -> ch.basicAck(2, false));
+            assertEquals(2, during.deliveryTag());
+            assertEquals(1, during.channelNumber());
+            assertTrue(during.getMessage().contains("basic.recover"), during.getMessage());
+            recoverOk(broker, recovered);
+            deliver(broker, 4, true); // the redeliveries, with new tags
+            deliver(broker, 5, true);
+            assertEquals(List.of(1L, 2L, 3L, 4L, 5L), tags(kept));
 
-                assertThrows(StaleDeliveryException.class, () -> ch.basicAck(3, false));
-                assertThrows(StaleDeliveryException.class, () -> ch.basicAck(3, true));
-                assertThrows(StaleDeliveryException.class, () -> ch.basicNack(2, true, true));
-                assertThrows(StaleDeliveryException.class, () -> ch.basicNack(2, false, false));
-                assertThrows(StaleDeliveryException.class, () -> ch.basicReject(3, true));
-                broker.expectNothing();
-                assertTrue(ch.isOpen());
+            assertThrows(StaleDeliveryException.class, () -> ch.basicAck(3, false));
+            assertThrows(StaleDeliveryException.class, () -> ch.basicAck(3, true));
+            assertThrows(StaleDeliveryException.class, () -> ch.basicNack(2, true, true));
+            assertThrows(StaleDeliveryException.class, () -> ch.basicNack(2, false, false));
+            assertThrows(StaleDeliveryException.class, () -> ch.basicReject(3, true));
+            broker.expectNothing();
+            assertTrue(ch.isOpen());
 
-                // a multiple ack from above the recover covers the redeliveries: the unacknowledged ones the broker
-                // knows up to it
-                ch.basicAck(5, true);
-                assertEquals(List.of("ack 5 multiple"), broker.written());
-            } finally {
-                kept.forEach(Delivery::release);
-            }
-        }
+            // a multiple ack from above the recover covers the redeliveries: the unacknowledged ones the broker
+            // knows up to it
+            ch.basicAck(5, true);
+            assertEquals(List.of("ack 5 multiple"), broker.written());
+        });
     }
 
     /**
@@ -138,36 +154,29 @@ class BasicRecoverTest {
      * basic.recover, to a broker that has forgotten its tag and closes the channel (406).
      */
     @Test
-    void aSettlementMadeByACallbackOfBasicRecoversOwnWriteIsRefusedAsStale() {
-        try (FakeBroker broker = new FakeBroker()) {
-            Channel ch = broker.openChannel(broker.handshake(), 1);
-            List<Delivery> kept = new ArrayList<>();
-            consume(broker, ch, new ConsumeOptions(), d -> kept.add(d.retain()));
-            try {
-                deliver(broker, 1, false);
-                List<Object> settled = new ArrayList<>();
-                ch.addWritabilityListener((channel, writable) -> {
-                    if (!writable && settled.isEmpty()) {
-                        try {
-                            channel.basicAck(1, false);
-                            settled.add("accepted");
-                        } catch (StaleDeliveryException e) {
-                            settled.add(e);
-                        }
+    void aSettlementMadeByACallbackOfBasicRecoversOwnWriteIsRefusedAsStale() throws Exception {
+        withKeptDeliveries((broker, ch, kept) -> {
+            deliver(broker, 1, false);
+            List<Object> settled = new ArrayList<>();
+            ch.addWritabilityListener((channel, writable) -> {
+                if (!writable && settled.isEmpty()) {
+                    try {
+                        channel.basicAck(1, false);
+                        settled.add("accepted");
+                    } catch (StaleDeliveryException e) {
+                        settled.add(e);
                     }
-                });
-                // the next frame written, basic.recover's, takes the connection over its high-water mark
-                broker.client.config().setWriteBufferWaterMark(new WriteBufferWaterMark(1, 2));
-                CompletionStage<Void> recovered = ch.basicRecover(true);
-                assertEquals(List.of(BASIC_RECOVER), broker.written(), "nothing written after basic.recover");
-                assertEquals(1, settled.size(), "the listener ran inside the write: " + settled);
-                assertInstanceOf(StaleDeliveryException.class, settled.get(0));
-                recoverOk(broker, recovered);
-                assertTrue(ch.isOpen());
-            } finally {
-                kept.forEach(Delivery::release);
-            }
-        }
+                }
+            });
+            // the next frame written, basic.recover's, takes the connection over its high-water mark
+            broker.client.config().setWriteBufferWaterMark(new WriteBufferWaterMark(1, 2));
+            CompletionStage<Void> recovered = ch.basicRecover(true);
+            assertEquals(List.of(BASIC_RECOVER), broker.written(), "nothing written after basic.recover");
+            assertEquals(1, settled.size(), "the listener ran inside the write: " + settled);
+            assertInstanceOf(StaleDeliveryException.class, settled.get(0));
+            recoverOk(broker, recovered);
+            assertTrue(ch.isOpen());
+        });
     }
 
     @Test
