@@ -243,9 +243,7 @@ public final class ConnectionRecovery {
             }
             return;
         }
-        CompletableFuture<Channel> opened = new CompletableFuture<>();
-        channel.reopen(handler, opened);
-        opened.thenCompose(c -> channel.recovery().restoreModes())
+        reopenWithModes(channel, handler)
                 .thenCompose(v -> channel.recovery().restoreConsumers(topology::currentName, false))
                 .whenComplete((v, e) -> {
                     assert loop.inEventLoop() : "connection recovery off the event loop";
@@ -536,11 +534,7 @@ public final class ConnectionRecovery {
         }
         List<CompletableFuture<?>> reopened = new ArrayList<>();
         for (RecoverableChannel ch : channels) {
-            CompletableFuture<Channel> f = new CompletableFuture<>();
-            ch.reopen(handler, f);
-            reopened.add(f.thenCompose(c -> ch.recovery().restoreModes())
-                    .toCompletableFuture()
-                    .exceptionally(e -> channelFailed(gen, ch, e)));
+            reopened.add(reopenWithModes(ch, handler).exceptionally(e -> channelFailed(gen, ch, e)));
         }
         CompletableFuture.allOf(reopened.toArray(CompletableFuture[]::new))
                 .thenCompose(v -> step(
@@ -572,6 +566,13 @@ public final class ConnectionRecovery {
                     }
                     succeeded(channels);
                 });
+    }
+
+    /** Opens {@code ch} again with its number on {@code handler}, then restores its qos, confirm and tx modes. */
+    private CompletableFuture<Void> reopenWithModes(RecoverableChannel ch, ConnectionHandler handler) {
+        CompletableFuture<Channel> f = new CompletableFuture<>();
+        ch.reopen(handler, f);
+        return f.thenCompose(c -> ch.recovery().restoreModes()).toCompletableFuture();
     }
 
     private CompletionStage<Void> step(int gen, java.util.function.Supplier<CompletionStage<Void>> next) {
@@ -682,9 +683,7 @@ public final class ConnectionRecovery {
             if (lost.get(ch.channelNumber()) != ch) {
                 continue; // closed by the application meanwhile
             }
-            CompletableFuture<Channel> f = new CompletableFuture<>();
-            ch.reopen(handler, f);
-            reopened.add(f.thenCompose(c -> ch.recovery().restoreModes())
+            reopened.add(reopenWithModes(ch, handler)
                     .thenCompose(v -> afterClose(ch, ch.recovery().restoreConsumers(topology::currentName, false)))
                     .exceptionally(e -> channelFailed(gen, ch, e)));
         }
