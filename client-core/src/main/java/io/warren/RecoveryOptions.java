@@ -26,16 +26,16 @@ import java.util.Objects;
  * basic.qos, basic.get, basic.recover, a consume) waits, and is sent once the channel, its modes, the topology and
  * its consumers are back: it never reaches a re-opened channel before the queues it names are declared again. It
  * waits at most the connection's {@link ConnectionOptions#rpcTimeout RPC timeout} from its call, then fails unsent
- * with {@link RpcTimeoutException}; once sent, its reply is awaited for what is left of that timeout; it fails with the cause when the channel will not be recovered, and with a
- * {@link ConnectionClosedException} when the connection's event loop shuts down meanwhile. Held methods and the
- * publishes held meanwhile go to the channel in one order, the order of the calls (from several threads, the order
- * in which they reached the channel's event loop), as they would have on an open channel: a publish made after a
- * queue.declare is written after it, so the queue exists for it. As on an open channel, a method waits for the
- * replies to the methods before it and a publish waits for none: a publish made after two declares may reach the
- * broker before the second. A held method naming a server-named queue that recovery declared again under a
- * new name fails unsent (see {@link RecoveryListener#queueRenamed}): recovery moved the queue's bindings and
- * consumers to the new one, and the old one is gone, or left behind if it was durable. Transaction and confirm
- * methods are not held: they go through the channel's publisher, whose publishes a loss fails or holds.
+ * with {@link RpcTimeoutException}; once sent, its reply is awaited for what is left of that timeout; it fails with the
+ * cause when the channel will not be recovered, and with a {@link ConnectionClosedException} when the connection's
+ * event loop shuts down meanwhile. Held methods and the publishes held meanwhile go to the channel in one order, the
+ * order of the calls (from several threads, the order in which they reached the channel's event loop), as they would
+ * have on an open channel: a publish made after a queue.declare is written after it, so the queue exists for it. As on
+ * an open channel, a method waits for the replies to the methods before it and a publish waits for none: a publish made
+ * after two declares may reach the broker before the second. A held method naming a server-named queue that recovery
+ * declared again under a new name fails unsent (see {@link RecoveryListener#queueRenamed}): recovery moved the queue's
+ * bindings and consumers to the new one, and the old one is gone, or left behind if it was durable. Transaction and
+ * confirm methods are not held: they go through the channel's publisher, whose publishes a loss fails or holds.
  *
  * <p>A named exclusive queue, or an exclusive consumer's queue, can still be held for the lost connection when the
  * broker did not see the loss: see {@link #awaitExclusiveRelease(boolean)}.

@@ -38,6 +38,7 @@ final class DeadlineTimer {
 
     /** Arms it on {@code loop} for {@code delayNanos} from now; a loop that is going says so at once. */
     void arm(EventExecutor loop, long delayNanos) {
+        assert timer == null : "armed twice: the first timer would run unseen"; // its cancel would go unheard too
         if (loop.isShuttingDown()) {
             loopShutDown.accept(null);
             return;

@@ -22,10 +22,10 @@ import org.slf4j.LoggerFactory;
  * ChannelRecovery}), sent once the channel, its modes, the topology and its consumers are back: none reaches a
  * re-opened channel before the entities it names are declared again (a basic.consume of a queue not yet re-declared
  * would get 404 and close the channel for good). Each waits at most the RPC timeout from its call, then fails unsent
- * with {@link RpcTimeoutException}, and once sent its reply is awaited for what is left of it; all fail with the cause when the channel will not be recovered, and with a
- * {@link ConnectionClosedException} when the event loop shuts down (it cancels the timer: nothing would send them or
- * time them out). Deadlines rise in call order, so one timer, armed for the oldest, expires them. Event loop (the
- * channel's, which is recovery's).
+ * with {@link RpcTimeoutException}, and once sent its reply is awaited for what is left of it; all fail with the cause
+ * when the channel will not be recovered, and with a {@link ConnectionClosedException} when the event loop shuts down
+ * (it cancels the timer: nothing would send them or time them out). Deadlines rise in call order, so one timer, armed
+ * for the oldest, expires them. Event loop (the channel's, which is recovery's).
  */
 final class HeldCalls {
 

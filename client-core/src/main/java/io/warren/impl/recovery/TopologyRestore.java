@@ -19,14 +19,14 @@ import org.slf4j.LoggerFactory;
  * Declares the recorded topology again on a channel of recovery's own (not recorded again): exchanges, queues,
  * then bindings, one at a time; a refusal is reported and skipped.
  *
- * <p>A named exclusive queue can still belong to the connection the loss left behind: after a partition, or a
- * reset the broker never saw, the broker keeps that connection until its heartbeat check gives up on it (two to
- * three heartbeat intervals of silence), and refuses the declaration with 405 RESOURCE_LOCKED until then. With
- * {@link io.warren.RecoveryOptions#awaitExclusiveRelease} on, such a refusal is retried, after 100 ms and then twice
- * as long each time up to a second, until a deadline shared by the whole restore (three heartbeat intervals and a
- * second after the loss; the last try is at the deadline); the rest of the restore waits for it, since the queue's bindings and consumers come after
- * it. The same goes for the lost connection's exclusive consumers: before such a consumer starts again, recovery
- * waits for its queue to have no consumer ({@link #consumersGone}). Event loop.
+ * <p>A named exclusive queue can still belong to the connection the loss left behind: after a partition, or a reset the
+ * broker never saw, the broker keeps that connection until its heartbeat check gives up on it (two to three heartbeat
+ * intervals of silence), and refuses the declaration with 405 RESOURCE_LOCKED until then. With {@link
+ * io.warren.RecoveryOptions#awaitExclusiveRelease} on, such a refusal is retried, after 100 ms and then twice as long
+ * each time up to a second, until a deadline shared by the whole restore (three heartbeat intervals and a second after
+ * the loss; the last try is at the deadline); the rest of the restore waits for it, since the queue's bindings and
+ * consumers come after it. The same goes for the lost connection's exclusive consumers: before such a consumer starts
+ * again, recovery waits for its queue to have no consumer ({@link #consumersGone}). Event loop.
  */
 final class TopologyRestore {
 
