@@ -915,6 +915,53 @@ class RecoveryTest {
         }
     }
 
+    /**
+     * Recovery's basic.consume for x times out on the wire (x ends with the timeout) and stays there until the broker
+     * answers it. y, a paused noAck consumer holding reading paused, is restored after it, in the second pass: its
+     * basic.consume waits behind x's. The broker's refusal of x's closes the channel. It is x's: y starts again on
+     * the re-opened channel. Before, y was taken for the refused one and ended.
+     */
+    @Test
+    void aRefusalOfABasicConsumeThatTimedOutOnTheWireEndsNoOtherConsumer() {
+        try (RecoveringBrokers brokers = withRpcTimeout()) {
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            var x = ch.consume("q", new ConsumeOptions().consumerTag("x").exclusive(true), d -> {});
+            var y = ch.consume(
+                    "r", new ConsumeOptions().consumerTag("y").noAck(true).waterMarks(2, 4), d -> {});
+            new Answers(brokers.first, "1").all();
+            ConsumerHandle timedOut = done(x);
+            ConsumerHandle waiting = done(y);
+            waiting.pause();
+            for (long t = 1; t <= 4; t++) {
+                deliver(brokers.first, "y", t, "m");
+            }
+            assertEquals(1, brokers.first.handler.readPauses(), "y holds reading paused");
+
+            FakeBroker second = brokers.cutAndReconnect();
+            assertEquals(List.of("1 channel.open", "1 basic.qos 250"), answerUpToConsume(second));
+            second.client.advanceTimeBy(6, java.util.concurrent.TimeUnit.SECONDS);
+            second.client.runScheduledPendingTasks();
+            brokers.runAllTasks();
+            assertFalse(timedOut.isActive(), "x ended when its basic.consume timed out");
+            second.expectNothing(); // y's basic.consume waits behind x's, still on the wire
+            second.sendChannelClose(1, 403, "ACCESS_REFUSED - queue 'q' in vhost '/' in exclusive use", 60, 20);
+            second.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
+            brokers.runAllTasks();
+            assertEquals(List.of("1 channel.open", "1 basic.consume r y noAck"), new Answers(second, "2").all());
+            brokers.runAllTasks();
+
+            assertFalse(brokers.connection.isRecovering());
+            assertTrue(ch.isOpen());
+            assertInstanceOf(
+                    io.warren.RpcTimeoutException.class,
+                    timedOut.endFuture().toCompletableFuture().getNow(null));
+            assertTrue(waiting.isActive(), "y was not the one refused");
+            waiting.resume(); // its four deliveries go to its handler, which releases them
+            brokers.runAllTasks();
+            second.expectNothing();
+        }
+    }
+
     /** Two exclusive consumers of one channel refused in turn: the channel is opened again after each refusal. */
     @Test
     void twoRefusedConsumersOfOneChannelEndInTurn() {

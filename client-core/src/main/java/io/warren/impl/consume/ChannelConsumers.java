@@ -452,9 +452,10 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
 
     /**
      * Recovery: whether {@code loss}, which closed this state, is the broker's refusal of a basic.consume that recovery
-     * repairs (ConnectionRecovery re-opens the channel), and the consumer asking is the one refused: the first to ask.
-     * Every basic.consume pending fails with the loss, in the order of the RPC queue, whose first is the one on the
-     * wire, which the refusal answers; the others start again on the re-opened channel.
+     * repairs (ConnectionRecovery re-opens the channel), and the consumer asking is the one refused. Only a consumer
+     * whose basic.consume went on the wire asks: one request is there at a time, and the refusal answers it. When that
+     * one had timed out there (its consumer ended then), nobody asks, and every consumer pending starts again on the
+     * re-opened channel.
      */
     boolean refusedConsume(ChannelLostException loss) {
         assert loop.inEventLoop() : "channel consumers off the event loop";

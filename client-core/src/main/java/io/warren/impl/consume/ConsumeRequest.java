@@ -21,6 +21,8 @@ final class ConsumeRequest {
     // written once; set to null when handed on
     private ByteBuf qos;
     private ByteBuf consume;
+    // event loop only
+    private boolean consumeSent;
 
     private ConsumeRequest(ByteBuf qos, ByteBuf consume) {
         this.qos = qos;
@@ -105,7 +107,16 @@ final class ConsumeRequest {
         }
         state.call(
                 ChannelRpc.Request.of(MethodIds.BASIC_CONSUME, MethodIds.BASIC_CONSUME_OK, -1, c, onConsumeOk, result)
-                        .onLateReply(onLateConsumeOk));
+                        .onLateReply(onLateConsumeOk)
+                        .onSend(() -> consumeSent = true));
+    }
+
+    /**
+     * Whether basic.consume went on the wire: only then can the broker's refusal of a basic.consume that closes the
+     * channel be this one's (one request at a time is on the wire). Event loop.
+     */
+    boolean consumeSent() {
+        return consumeSent;
     }
 
     /** The request will not be sent: its frames are released. Once, and not after {@link #call}. */

@@ -68,10 +68,14 @@ final class LostConsumers {
             ConsumerImpl c = moving[i];
             String queue = queueNames.apply(c.queue());
             CompletableFuture<ConsumerHandle> done = new CompletableFuture<>();
+            ConsumeRequest request = build(state, number, queue, c, done);
             all[i] = done.handle((h, e) -> {
-                if (e instanceof ChannelLostException refusal && target.refusedConsume(refusal)) {
+                if (e instanceof ChannelLostException refusal
+                        && request != null
+                        && request.consumeSent()
+                        && target.refusedConsume(refusal)) {
                     // the broker refused this basic.consume, which closed the channel: recovery re-opens it without
-                    // this consumer
+                    // this consumer (not one that waited behind a basic.consume that timed out on the wire)
                     LOG.warn(
                             "channel {}: consumer '{}' on queue '{}' could not be recovered: {}",
                             number,
@@ -98,17 +102,7 @@ final class LostConsumers {
                 }
                 return null;
             });
-            ConsumeRequest request;
-            try {
-                request = ConsumeRequest.build(
-                        state.alloc(),
-                        number,
-                        queue,
-                        c.consumerTag(),
-                        c.options(),
-                        state.connection().facade().frameMax());
-            } catch (RuntimeException e) {
-                done.completeExceptionally(e);
+            if (request == null) {
                 continue;
             }
             request.call(
@@ -133,6 +127,23 @@ final class LostConsumers {
                     done);
         }
         return CompletableFuture.allOf(all).thenApply(v -> null);
+    }
+
+    /** {@code c}'s frames for {@code target}; null when they cannot be built: then {@code done} has failed. */
+    private static ConsumeRequest build(
+            ChannelState state, int number, String queue, ConsumerImpl c, CompletableFuture<ConsumerHandle> done) {
+        try {
+            return ConsumeRequest.build(
+                    state.alloc(),
+                    number,
+                    queue,
+                    c.consumerTag(),
+                    c.options(),
+                    state.connection().facade().frameMax());
+        } catch (RuntimeException e) {
+            done.completeExceptionally(e);
+            return null;
+        }
     }
 
     /**
