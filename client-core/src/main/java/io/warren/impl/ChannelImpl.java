@@ -285,7 +285,7 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
     public AmqpException brokerCloseCause(ChannelClosedException cause) {
         assert state.outbound().inEventLoop() : "channel state off the event loop";
         ConnectionRecovery r = recoverysOwn ? null : connectionRecovery();
-        if (!open || r == null || !r.recoversChannelAfter(cause)) {
+        if (!open || r == null || !r.recoversChannelAfter(this, cause)) {
             return cause;
         }
         return new ChannelLostException(cause.getMessage() + "; the channel is being recovered", cause);

@@ -12,6 +12,7 @@ import io.warren.ChannelLostException;
 import io.warren.ConsumeOptions;
 import io.warren.ConsumerHandle;
 import io.warren.Delivery;
+import io.warren.DeliveryHandler;
 import io.warren.StaleDeliveryException;
 import io.warren.codec.base.ReplyCode;
 import io.warren.codec.content.BasicProperties;
@@ -25,6 +26,8 @@ import java.util.List;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
 
 /**
  * RabbitMQ's delivery acknowledgement timeout ({@code consumer_timeout}) closes the consumer's channel with 406
@@ -174,6 +177,80 @@ class ConsumerTimeoutRecoveryTest {
                     c.endFuture().toCompletableFuture().join().replyCode());
             assertEquals(1, brokers.connections());
         }
+    }
+
+    /**
+     * While the channel alone is restored, the broker refuses one consumer's basic.consume (404: its queue was deleted
+     * meanwhile; 403: in another connection's exclusive use), which closes the channel again. That consumer ends with
+     * the refusal; the channel is opened again with its mode and its other consumer, as in a connection's recovery.
+     * Before, the channel and both consumers ended for good.
+     */
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(
+            delimiter = '|',
+            value = {
+                "404 | NOT_FOUND - no queue 'q' in vhost '/'",
+                "403 | ACCESS_REFUSED - queue 'q' in vhost '/' in exclusive use"
+            })
+    void aRestoredConsumerRefusedEndsAndTheChannelIsReopenedWithoutIt(int replyCode, String replyText) {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            FakeBroker broker = brokers.first;
+            RecordingRecoveryListener recovery = RecordingRecoveryListener.on(brokers.connection);
+            Channel ch = broker.openChannel(brokers.connection, 1);
+            CompletionStage<Void> qos = ch.basicQos(10);
+            broker.expectAndRelease(1, MethodIds.BASIC_QOS);
+            broker.send(1, new BasicQosOkEncoder());
+            qos.toCompletableFuture().join();
+            ConsumerHandle refused = consume(broker, ch, "q", "x");
+            List<Long> seen = new ArrayList<>();
+            ConsumerHandle kept = consume(broker, ch, "r", "y", d -> {
+                seen.add(d.deliveryTag());
+                d.ack();
+            });
+
+            broker.sendChannelClose(1, ReplyCode.PRECONDITION_FAILED, TIMED_OUT, 0, 0);
+            broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
+            RecoveringBrokers.reopen(broker, 1);
+            broker.expectAndRelease(1, MethodIds.BASIC_QOS);
+            broker.send(1, new BasicQosOkEncoder());
+            broker.expectAndRelease(1, MethodIds.BASIC_CONSUME); // x's, refused
+            broker.sendChannelClose(1, replyCode, replyText, MethodIds.CLASS_BASIC, 20);
+            broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
+            brokers.runAllTasks();
+            RecoveringBrokers.reopen(broker, 1);
+            broker.expectAndRelease(1, MethodIds.BASIC_QOS);
+            broker.send(1, new BasicQosOkEncoder());
+            broker.expectAndRelease(1, MethodIds.BASIC_CONSUME); // y's
+            broker.send(1, new BasicConsumeOkEncoder().consumerTag("y"));
+            brokers.runAllTasks();
+            broker.expectNothing();
+
+            assertEquals(List.of("channel 1 started 406", "channel 1 succeeded"), recovery.events());
+            assertTrue(ch.isOpen(), "the channel is open again");
+            assertFalse(ch.closeFuture().toCompletableFuture().isDone());
+            assertFalse(refused.isActive());
+            assertEquals(
+                    replyCode,
+                    refused.endFuture().toCompletableFuture().getNow(null).replyCode());
+            assertTrue(kept.isActive());
+            broker.sendDeliver(1, "y", 1, true, BasicProperties.EMPTY, BODY);
+            assertEquals(List.of(1L), seen);
+            assertEquals("ack 1", FakeBroker.settlement(broker.next()));
+            assertEquals(1, brokers.connections(), "the connection was not touched");
+        }
+    }
+
+    /** A consumer of {@code queue} with tag {@code tag} under the channel's own qos, answered. */
+    private static ConsumerHandle consume(FakeBroker broker, Channel ch, String queue, String tag) {
+        return consume(broker, ch, queue, tag, Delivery::ack);
+    }
+
+    private static ConsumerHandle consume(
+            FakeBroker broker, Channel ch, String queue, String tag, DeliveryHandler handler) {
+        CompletionStage<ConsumerHandle> stage = ch.consume(queue, new ConsumeOptions().consumerTag(tag), handler);
+        broker.expectAndRelease(1, MethodIds.BASIC_CONSUME);
+        broker.send(1, new BasicConsumeOkEncoder().consumerTag(tag));
+        return stage.toCompletableFuture().join();
     }
 
     @Test

@@ -16,7 +16,9 @@ import io.warren.codec.base.ReplyCode;
 import io.warren.codec.method.MethodIds;
 import io.warren.impl.connection.ConnectionHandler;
 import java.util.ArrayList;
+import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
@@ -102,6 +104,11 @@ public final class ConnectionRecovery {
     private final TreeMap<Integer, RecoverableChannel> lost = new TreeMap<>();
     /** Channels a refused basic.consume closed while restoring ({@link #recoversChannelAfter}): re-opened then. */
     private final List<RecoverableChannel> refused = new ArrayList<>();
+    /**
+     * Channels being re-opened on a running connection ({@link #recoverChannel}), and the round: a restored consumer's
+     * refused basic.consume closes the channel again, and the next round re-opens it without that consumer.
+     */
+    private final Map<RecoverableChannel, Integer> reopening = new IdentityHashMap<>();
 
     private final List<Runnable> afterRecovery = new ArrayList<>();
 
@@ -179,14 +186,18 @@ public final class ConnectionRecovery {
      * channel N timed out"), after which the application's consumers would otherwise just end; and, while restoring,
      * 403 ACCESS_REFUSED (its queue in another connection's exclusive use, or the lost one's the broker has not dropped
      * yet) or 404 NOT_FOUND (its queue gone) to a consumer's basic.consume: that consumer ends, and the channel is
-     * re-opened without it.
+     * re-opened without it. The same refusal while {@code channel} alone is restored (after the timeout) does the same.
      */
-    public boolean recoversChannelAfter(ChannelClosedException close) {
+    public boolean recoversChannelAfter(RecoverableChannel channel, ChannelClosedException close) {
         assert loop.inEventLoop() : "connection recovery off the event loop";
         if (loop.isShuttingDown()) {
             return false;
         }
-        return phase == Phase.RUNNING ? isConsumerTimeout(close) : phase == Phase.RESTORING && isRefusedConsume(close);
+        return switch (phase) {
+            case RUNNING -> isConsumerTimeout(close) || (reopening.containsKey(channel) && isRefusedConsume(close));
+            case RESTORING -> isRefusedConsume(close);
+            default -> false;
+        };
     }
 
     /**
@@ -222,18 +233,25 @@ public final class ConnectionRecovery {
             refused.add(channel); // part of the connection's recovery, which re-opens it once its consumers are done
             return;
         }
-        tellListeners(l -> l.channelRecoveryStarted(channel, cause));
+        Integer last = reopening.get(channel);
+        if (last == null) { // else a consumer of its restore was refused: the listener heard of this recovery
+            tellListeners(l -> l.channelRecoveryStarted(channel, cause));
+        }
+        int round = last == null ? 1 : last + 1;
+        reopening.put(channel, round);
         // after the close: its number is freed once the broker's channel.close is answered
-        loop.execute(() -> reopen(channel));
+        loop.execute(() -> reopen(channel, round));
     }
 
-    private void reopen(RecoverableChannel channel) {
+    private void reopen(RecoverableChannel channel, int round) {
         assert loop.inEventLoop() : "connection recovery off the event loop";
         if (!channel.recovery().isRecovering()) {
+            reopening.remove(channel);
             return; // the application closed it meanwhile
         }
         ConnectionHandler handler = connection.handler();
         if (phase != Phase.RUNNING || !handler.isOpen()) {
+            reopening.remove(channel);
             // the connection went before the channel was re-opened: the connection's recovery restores it, or
             // ends it with the rest
             if (phase == Phase.CLOSED) {
@@ -244,9 +262,16 @@ public final class ConnectionRecovery {
             return;
         }
         reopenWithModes(channel, handler)
-                .thenCompose(v -> channel.recovery().restoreConsumers(topology::currentName, false))
+                .thenCompose(
+                        v -> afterClose(channel, channel.recovery().restoreConsumers(topology::currentName, false)))
                 .whenComplete((v, e) -> {
                     assert loop.inEventLoop() : "connection recovery off the event loop";
+                    // a refused consumer closed it again and the next round has it, or the connection's recovery has
+                    Integer now = reopening.get(channel);
+                    if (now == null || now != round) {
+                        return;
+                    }
+                    reopening.remove(channel);
                     if (!channel.recovery().isRecovering()) {
                         return; // closed by the application
                     }
@@ -316,6 +341,7 @@ public final class ConnectionRecovery {
     public void forget(RecoverableChannel channel) {
         assert loop.inEventLoop() : "connection recovery off the event loop";
         lost.remove(channel.channelNumber(), channel);
+        reopening.remove(channel);
     }
 
     /**
@@ -520,6 +546,7 @@ public final class ConnectionRecovery {
         assert loop.inEventLoop() : "connection recovery off the event loop";
         phase = Phase.RESTORING;
         refused.clear(); // closed on a connection since lost: re-opened with the others
+        reopening.clear(); // the same: the connection's recovery has them
         handler.restoring(true);
         LOG.debug(
                 "recovery of the connection to {}: connected; restoring {} channels and {}",
