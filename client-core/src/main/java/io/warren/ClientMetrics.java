@@ -85,6 +85,12 @@ public interface ClientMetrics {
     long staleDeliveriesDropped();
 
     /**
+     * noAck deliveries dropped because their consumer's queue was full ({@link ConsumeOptions#dropOverflow}): the
+     * broker had forgotten them, so they are lost. Grows while such a consumer is paused or slower than its queue.
+     */
+    long overflowDeliveriesDropped();
+
+    /**
      * How long the oldest delivery the application has not yet settled has waited, in milliseconds, over the
      * channels of the active consumers (a gauge; 0 when nothing waits). RabbitMQ closes a channel whose oldest
      * unacknowledged delivery is older than its {@code consumer_timeout} (30 minutes by default) with 406

@@ -54,6 +54,7 @@ public final class ConsumeOptions {
 
     private int highWaterMark;
     private long initialDemand = Long.MAX_VALUE;
+    private boolean dropOverflow;
 
     public ConsumeOptions() {}
 
@@ -69,6 +70,7 @@ public final class ConsumeOptions {
         this.lowWaterMark = other.lowWaterMark;
         this.highWaterMark = other.highWaterMark;
         this.initialDemand = other.initialDemand;
+        this.dropOverflow = other.dropOverflow;
     }
 
     /** The consumer tag (unique on the channel); {@code ""} (the default) lets the broker generate one. */
@@ -90,7 +92,7 @@ public final class ConsumeOptions {
      * received before a connection loss are still handed to the handler after recovery (there is nothing to
      * redeliver). With manual acknowledgement they would be requeued or redelivered instead. A noAck consumer that
      * stays paused stops its connection's reading, and RabbitMQ closes a connection it cannot write to for long: see
-     * {@link ConsumerHandle}.
+     * {@link ConsumerHandle}, and {@link #dropOverflow(boolean)} for a consumer that may be paused.
      */
     public ConsumeOptions noAck(boolean noAck) {
         this.noAck = noAck;
@@ -330,12 +332,34 @@ public final class ConsumeOptions {
         return initialDemand;
     }
 
+    /**
+     * noAck only: once the consumer's queue holds its high-water mark ({@link #waterMarks}), a delivery that arrives
+     * is dropped (released, never handed to the handler, counted in {@link
+     * ClientMetrics#overflowDeliveriesDropped()}) instead of the connection pausing its reading. The queue keeps the
+     * oldest deliveries, and memory stays bounded while the connection, its other consumers and its method replies go
+     * on however long the consumer stays paused or slow.
+     * Off by default: nothing is dropped, and the connection stops reading instead (see {@link ConsumerHandle}).
+     * {@link Channel#consume} fails with {@link IllegalArgumentException} when this is set without {@link
+     * #noAck(boolean)}: a manual-ack consumer is bounded by its prefetch, and a dropped delivery would stay
+     * unacknowledged at the broker.
+     */
+    public ConsumeOptions dropOverflow(boolean dropOverflow) {
+        this.dropOverflow = dropOverflow;
+        return this;
+    }
+
+    /** Whether a noAck consumer drops what arrives while its queue is full; {@link #dropOverflow(boolean)}. */
+    public boolean dropOverflow() {
+        return dropOverflow;
+    }
+
     @Override
     public String toString() {
         return "ConsumeOptions{consumerTag='" + consumerTag + "', noAck=" + noAck + ", exclusive=" + exclusive
                 + ", arguments=" + arguments + ", prefetch=" + prefetch + ", executor="
                 + (executor == null ? "event loop" : executor) + ", concurrency=" + concurrency + ", waterMarks="
                 + lowWaterMark() + "/" + highWaterMark()
-                + (initialDemand == Long.MAX_VALUE ? "" : ", initialDemand=" + initialDemand) + "}";
+                + (initialDemand == Long.MAX_VALUE ? "" : ", initialDemand=" + initialDemand)
+                + (dropOverflow ? ", dropOverflow" : "") + "}";
     }
 }

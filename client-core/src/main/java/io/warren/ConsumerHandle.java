@@ -26,7 +26,8 @@ import java.util.concurrent.CompletionStage;
  *       long one is not: RabbitMQ closes a connection whose socket it cannot write to for long (seen here after
  *       about 20 s), and with noAck what it had sent and the client had not read is lost. Recovery then
  *       reconnects. Do not leave a noAck consumer paused: use manual acknowledgement with a prefetch for a
- *       consumer that pauses.</li>
+ *       consumer that pauses, or {@link ConsumeOptions#dropOverflow(boolean)}, with which a full queue drops what
+ *       arrives (counted in {@link ClientMetrics#overflowDeliveriesDropped()}) and the connection goes on reading.</li>
  * </ul>
  *
  * <h2>End</h2>

@@ -33,7 +33,8 @@ class OptionsCopyTest {
                 .executor(executor)
                 .concurrency(2)
                 .waterMarks(5, 50)
-                .initialDemand(7);
+                .initialDemand(7)
+                .dropOverflow(true);
         ConsumeOptions copy = new ConsumeOptions(original);
         original.consumerTag("x")
                 .prefetch(99)
@@ -44,7 +45,8 @@ class OptionsCopyTest {
                 .executor(null)
                 .concurrency(1)
                 .waterMarks(1, 2)
-                .initialDemand(0);
+                .initialDemand(0)
+                .dropOverflow(false);
         assertEquals("c", copy.consumerTag());
         assertEquals(10, copy.prefetch());
         assertEquals(Map.of("x-priority", 3), copy.arguments());
@@ -52,6 +54,7 @@ class OptionsCopyTest {
         assertEquals(2, copy.concurrency());
         assertEquals(List.of(5, 50), List.of(copy.lowWaterMark(), copy.highWaterMark()));
         assertEquals(7, copy.initialDemand());
+        assertTrue(copy.dropOverflow());
         assertFalse(copy.noAck());
         assertFalse(copy.exclusive());
     }

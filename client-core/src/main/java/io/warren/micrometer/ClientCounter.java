@@ -29,7 +29,11 @@ enum ClientCounter {
     STALE_DELIVERIES_DROPPED(
             "stale_deliveries_dropped",
             "deliveries of a lost channel, or requeued by basic.recover, dropped before their handler",
-            ClientMetrics::staleDeliveriesDropped);
+            ClientMetrics::staleDeliveriesDropped),
+    OVERFLOW_DROPPED(
+            "consumer.overflow_dropped",
+            "noAck deliveries dropped because their consumer's queue was full (dropOverflow)",
+            ClientMetrics::overflowDeliveriesDropped);
 
     /** Every constant, read once: {@code values()} copies its array at each call. */
     static final ClientCounter[] ALL = values();

@@ -23,7 +23,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * with manual acks, a stream paused for long keeps its connection. <b>A noAck stream must not stay paused</b>: its
  * connection stops reading (the connection's other consumers and method replies wait too), RabbitMQ closes a
  * connection it cannot write to for long (about 20 s here), and what it had sent is lost (see
- * {@link ConsumerHandle}). The stream starts without demand and flows once a handler is set, unless it was paused.
+ * {@link ConsumerHandle}). A noAck stream that may be paused for long sets
+ * {@link io.warren.ConsumeOptions#dropOverflow}: its full queue drops what arrives (as the Vert.x RabbitMQ client's
+ * bounded internal queue does) and the connection goes on. The stream starts without demand and flows once a handler
+ * is set, unless it was paused.
  *
  * <h2>Ownership</h2>
  * The handler borrows each {@link Delivery}: Warren releases it when the handler returns. A handler or a

@@ -43,6 +43,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.function.Consumer;
 import org.junit.jupiter.api.Test;
@@ -746,6 +747,58 @@ class ConsumeTest {
             assertTrue(broker.client.config().isAutoRead());
             assertEquals(0, broker.handler.readPauses());
             written(broker);
+        }
+    }
+
+    /**
+     * A paused noAck consumer with {@code dropOverflow}: its queue keeps the first four (its high-water mark), drops
+     * and counts what comes after, and the connection never stops reading. Without it, reading stops at the mark
+     * ({@link #noAckConsumersOverTheirHighWaterMarkStopReadingUntilAllDrained}).
+     */
+    @Test
+    void aPausedNoAckConsumerThatDropsOverflowKeepsItsQueueBoundedAndTheConnectionReading() {
+        CountingMetrics metrics = new CountingMetrics();
+        try (FakeBroker broker = new FakeBroker(new io.warren.ConnectionOptions(), null, metrics)) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            List<Long> seen = new ArrayList<>();
+            ConsumerHandle c = consume(
+                    broker,
+                    ch,
+                    "c",
+                    new ConsumeOptions().noAck(true).waterMarks(2, 4).dropOverflow(true),
+                    d -> seen.add(d.deliveryTag()));
+            c.pause();
+            for (long t = 1; t <= 7; t++) {
+                deliver(broker, "c", t, HELLO);
+            }
+            assertEquals(4, c.queued(), "the queue stops at its high-water mark");
+            assertEquals(3, metrics.overflowDeliveriesDropped(), "what came after was dropped, and counted");
+            assertTrue(broker.client.config().isAutoRead(), "the connection goes on reading");
+            assertEquals(0, broker.handler.readPauses());
+
+            c.resume();
+            broker.client.runPendingTasks();
+            assertEquals(List.of(1L, 2L, 3L, 4L), seen, "the oldest were kept");
+            deliver(broker, "c", 8, HELLO);
+            assertEquals(List.of(1L, 2L, 3L, 4L, 8L), seen);
+            assertEquals(3, metrics.overflowDeliveriesDropped());
+            broker.expectNothing(); // noAck: nothing to settle
+        }
+    }
+
+    /** dropOverflow is for noAck: with manual acks a dropped delivery would stay unacknowledged at the broker. */
+    @Test
+    void dropOverflowWithManualAcknowledgementFailsBeforeAnythingIsWritten() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            CompletionStage<ConsumerHandle> stage =
+                    ch.consume("q", new ConsumeOptions().prefetch(10).dropOverflow(true), Delivery::ack);
+            broker.client.runPendingTasks();
+            CompletionException e = assertThrows(
+                    CompletionException.class, () -> stage.toCompletableFuture().join());
+            assertInstanceOf(IllegalArgumentException.class, e.getCause());
+            broker.expectNothing();
+            assertTrue(ch.isOpen());
         }
     }
 

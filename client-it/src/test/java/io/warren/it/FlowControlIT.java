@@ -11,23 +11,31 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.ByteBufAllocatorMetric;
 import io.netty.buffer.ByteBufAllocatorMetricProvider;
+import io.warren.AmqpClient;
 import io.warren.Channel;
+import io.warren.ClientMetrics;
+import io.warren.ClientOptions;
 import io.warren.Connection;
 import io.warren.ConsumeOptions;
 import io.warren.ConsumerHandle;
 import io.warren.it.BrokerExtension.TestNames;
 import java.lang.management.ManagementFactory;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Flow control against the broker: a paused noAck consumer stops the connection's reading, so the client's memory
- * stays bounded however much the broker has for it; a paused consumer with manual acks and a prefetch stops at
+ * stays bounded however much the broker has for it, or, with dropOverflow, drops what its full queue cannot take and
+ * lets the connection read on; a paused consumer with manual acks and a prefetch stops at
  * the prefetch without holding up the other consumers of its connection.
  */
 @ExtendWith(BrokerExtension.class)
@@ -132,6 +140,51 @@ class FlowControlIT {
         assertEquals(0, messageCount(ch, q));
         await(c.cancel());
         await(ch.queueDelete(q));
+    }
+
+    /**
+     * With {@link ConsumeOptions#dropOverflow}, a paused noAck consumer's queue stops at its high-water mark and what
+     * arrives after is dropped and counted: the connection reads everything the broker sends, its own method replies
+     * come, and the consumer gets the oldest once resumed. Without it, reading stops at the mark: the counts never add
+     * up, and the passive declare's reply is not read until the consumer drains.
+     */
+    @Test
+    void aPausedNoAckConsumerThatDropsOverflowKeepsItsConnectionReading(Broker broker, TestNames names)
+            throws Exception {
+        int messages = 20_000;
+        AmqpClient client =
+                AmqpClient.create(new ClientOptions().metricsEnabled(true).ioThreads(1));
+        try {
+            Connection connection = await(client.connect(broker.uri()));
+            Channel ch = await(connection.openChannel());
+            String q = names.queue("q");
+            await(ch.queueDeclare(q));
+            publishNumbered(broker, q, messages, BODY);
+            List<Integer> handled = Collections.synchronizedList(new ArrayList<>());
+            ConsumeOptions options = new ConsumeOptions()
+                    .noAck(true)
+                    .initialDemand(0)
+                    .waterMarks(50, 100)
+                    .dropOverflow(true);
+            ConsumerHandle c = await(ch.consume(q, options, d -> handled.add(numberOf(d))));
+            ClientMetrics metrics = client.metrics();
+            awaitTrue(
+                    () -> metrics.overflowDeliveriesDropped() + c.queued() == messages,
+                    Duration.ofSeconds(60),
+                    "every message read while the consumer is paused");
+            assertEquals(100, c.queued(), "the queue holds its high-water mark");
+            assertEquals(messages - 100, metrics.overflowDeliveriesDropped());
+            assertEquals(0, messageCount(ch, q), "the connection's own replies come: it reads");
+            assertEquals(List.of(), handled, "paused: nothing handed over");
+
+            c.resume();
+            awaitTrue(() -> handled.size() == 100, Duration.ofSeconds(30), "the 100 kept");
+            assertEquals(IntStream.range(0, 100).boxed().toList(), handled, "the oldest were kept, in order");
+            await(c.cancel());
+            await(ch.queueDelete(q));
+        } finally {
+            await(client.close());
+        }
     }
 
     @Test

@@ -182,6 +182,10 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
             return CompletableFuture.failedFuture(new IllegalArgumentException("a DeliveryHandler with concurrency "
                     + o.concurrency() + " needs an executor: the event loop runs one delivery at a time"));
         }
+        if (o.dropOverflow() && !o.noAck()) {
+            return CompletableFuture.failedFuture(new IllegalArgumentException("dropOverflow needs noAck: a manual-ack"
+                    + " consumer is bounded by its prefetch, and a delivery dropped would stay unacknowledged"));
+        }
         ConsumeRequest request;
         try {
             request = ConsumeRequest.build(

@@ -62,6 +62,11 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
      * it (none asked, or noAck): the queue never holds more from a broker that keeps to it.
      */
     private final int prefetch;
+    /**
+     * noAck with {@link ConsumeOptions#dropOverflow}: the queue's high-water mark, at which what arrives is dropped
+     * instead of the connection's reading pausing; 0 when the consumer does not drop.
+     */
+    private final int dropAbove;
 
     private final DeliveryQueue queue;
     private final Dispatch dispatch;
@@ -95,6 +100,9 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
     /** Whether this consumer's channel already logged its broker sending beyond the prefetch. */
     private boolean beyondPrefetchLogged;
 
+    /** Whether this consumer already logged that its full queue drops deliveries. Event loop. */
+    private boolean overflowLogged;
+
     // any thread (volatile): the tag is written once, at consume-ok, before the handle is published
     private volatile String consumerTag = "";
     private volatile boolean ended;
@@ -118,6 +126,7 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
         this.handler = handler;
         Executor executor = options.executor() == null ? loop : options.executor();
         this.prefetch = noAck ? 0 : Math.max(0, options.prefetch());
+        this.dropAbove = noAck && options.dropOverflow() ? options.highWaterMark() : 0;
         this.queue = new DeliveryQueue(loop, executor, options.lowWaterMark(), options.highWaterMark());
         if (asyncHandler != null || options.concurrency() > 1) {
             this.slots = new SlotDispatch(
@@ -206,9 +215,13 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
         return readingPausedOn != null;
     }
 
-    /** A complete delivery for this consumer (ownership passes to the queue). */
+    /** A complete delivery for this consumer (ownership passes to the queue, or it is released here). */
     void deliver(DeliveryImpl delivery) {
         assert channel.state().outbound().inEventLoop() : "consumer state off the event loop";
+        if (dropAbove > 0 && queue.pending() >= dropAbove) {
+            dropOverflowing(delivery);
+            return;
+        }
         if (!noAck && channel.isRequeued(delivery.settleTag())) {
             // before basic.recover's recover-ok: requeued with the rest. Counted before the write, which may drop it
             STALE_QUEUED.incrementAndGet(this);
@@ -237,6 +250,23 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
                     prefetch,
                     queue.pending(),
                     options.highWaterMark());
+        }
+    }
+
+    /** The queue is full and the consumer drops what arrives ({@link ConsumeOptions#dropOverflow}). Event loop. */
+    private void dropOverflowing(DeliveryImpl delivery) {
+        delivery.release(); // noAck: nothing to settle, the broker has forgotten it
+        metrics.overflowDeliveryDropped();
+        if (!overflowLogged) {
+            overflowLogged = true;
+            LOG.warn(
+                    "consumer '{}' on channel {} (queue '{}'): its queue holds {} deliveries, its high-water mark, and "
+                            + "drops what arrives (dropOverflow, noAck: they are lost). Logged once for this consumer; "
+                            + "the metric overflowDeliveriesDropped counts each",
+                    consumerTag,
+                    channel.number(),
+                    queueName,
+                    dropAbove);
         }
     }
 
@@ -586,6 +616,9 @@ public final class ConsumerImpl implements ConsumerHandle, UnacknowledgedAge {
 
         @Override
         protected void handlePause() {
+            if (dropAbove > 0) {
+                return; // full: deliver() drops what arrives, and the connection goes on reading
+            }
             ConnectionHandler connection = channel.state().connection();
             readingPausedOn = connection;
             connection.pauseReading();

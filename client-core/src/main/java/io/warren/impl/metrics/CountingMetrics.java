@@ -43,6 +43,7 @@ public final class CountingMetrics implements MetricsCollector, ClientMetrics {
     private final LongAdder bytesWritten = new LongAdder();
     private final LongAdder recoveries = new LongAdder();
     private final LongAdder staleDeliveriesDropped = new LongAdder();
+    private final LongAdder overflowDeliveriesDropped = new LongAdder();
     private final Set<ConsumerHandle> consumers = ConcurrentHashMap.newKeySet();
     private final List<Consumer<ConsumerHandle>> consumerListeners = new CopyOnWriteArrayList<>();
     // any thread (volatile): null until someone records them, so that no clock is read for nothing
@@ -199,6 +200,11 @@ public final class CountingMetrics implements MetricsCollector, ClientMetrics {
         staleDeliveriesDropped.increment();
     }
 
+    @Override
+    public void overflowDeliveryDropped() {
+        overflowDeliveriesDropped.increment();
+    }
+
     // ---- ClientMetrics -----------------------------------------------------------------------------------
 
     @Override
@@ -289,6 +295,11 @@ public final class CountingMetrics implements MetricsCollector, ClientMetrics {
     @Override
     public long staleDeliveriesDropped() {
         return staleDeliveriesDropped.sum();
+    }
+
+    @Override
+    public long overflowDeliveriesDropped() {
+        return overflowDeliveriesDropped.sum();
     }
 
     @Override
@@ -436,6 +447,11 @@ public final class CountingMetrics implements MetricsCollector, ClientMetrics {
 
         @Override
         public long staleDeliveriesDropped() {
+            return 0;
+        }
+
+        @Override
+        public long overflowDeliveriesDropped() {
             return 0;
         }
 

@@ -85,6 +85,9 @@ public interface MetricsCollector {
     /** A manual-ack delivery from a lost channel was dropped before its handler (the broker redelivers it). */
     default void staleDeliveryDropped() {}
 
+    /** A noAck delivery dropped because its consumer's queue was full ({@code ConsumeOptions.dropOverflow}). */
+    default void overflowDeliveryDropped() {}
+
     /** True for a collector that counts: the byte counter is put in the pipeline only then. */
     default boolean counts() {
         return false;
