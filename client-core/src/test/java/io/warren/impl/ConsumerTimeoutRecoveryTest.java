@@ -240,6 +240,49 @@ class ConsumerTimeoutRecoveryTest {
         }
     }
 
+    /**
+     * While the channel alone is restored, the broker closes it for a reason recovery does not repair (406 to the
+     * consumer's basic.consume: an argument the queue refuses). The channel ends, and the listener is told it failed,
+     * with the close. Before, it was told the channel had recovered, and the channel was closed.
+     */
+    @Test
+    void aChannelClosedForGoodDuringItsRestoreIsReportedFailedNotRecovered() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            FakeBroker broker = brokers.first;
+            RecordingRecoveryListener recovery = RecordingRecoveryListener.on(brokers.connection);
+            Channel ch = broker.openChannel(brokers.connection, 1);
+            CompletionStage<Void> qos = ch.basicQos(10);
+            broker.expectAndRelease(1, MethodIds.BASIC_QOS);
+            broker.send(1, new BasicQosOkEncoder());
+            qos.toCompletableFuture().join();
+            ConsumerHandle c = consume(broker, ch, "q", "c");
+
+            broker.sendChannelClose(1, ReplyCode.PRECONDITION_FAILED, TIMED_OUT, 0, 0);
+            broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
+            RecoveringBrokers.reopen(broker, 1);
+            broker.expectAndRelease(1, MethodIds.BASIC_QOS);
+            broker.send(1, new BasicQosOkEncoder());
+            broker.expectAndRelease(1, MethodIds.BASIC_CONSUME);
+            broker.sendChannelClose(
+                    1,
+                    ReplyCode.PRECONDITION_FAILED,
+                    "PRECONDITION_FAILED - invalid arg 'x-priority' for queue 'q'",
+                    MethodIds.CLASS_BASIC,
+                    20);
+            broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
+            brokers.runAllTasks();
+            broker.expectNothing();
+
+            assertEquals(List.of("channel 1 started 406", "channel 1 failed 406"), recovery.events());
+            assertEquals(
+                    "PRECONDITION_FAILED - invalid arg 'x-priority' for queue 'q'",
+                    ((ChannelClosedException) recovery.cause(1)).replyText());
+            assertFalse(ch.isOpen());
+            assertFalse(c.isActive());
+            assertEquals(1, brokers.connections());
+        }
+    }
+
     /** A consumer of {@code queue} with tag {@code tag} under the channel's own qos, answered. */
     private static ConsumerHandle consume(FakeBroker broker, Channel ch, String queue, String tag) {
         return consume(broker, ch, queue, tag, Delivery::ack);

@@ -286,6 +286,12 @@ public final class ConnectionRecovery {
                         channelNotRecovered(channel, e);
                         return;
                     }
+                    if (!channel.state().isUsable()) {
+                        // the broker closed it meanwhile for a reason recovery does not repair: its consumers' restore
+                        // ended with their failure, not the channel's
+                        channelNotRecovered(channel, channel.state().closedError());
+                        return;
+                    }
                     channel.recovered();
                     LOG.info("channel {} on {} recovered", channel.channelNumber(), connection.address());
                     tellListeners(l -> l.channelRecoverySucceeded(channel));
