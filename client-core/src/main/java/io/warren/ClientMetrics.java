@@ -51,7 +51,10 @@ public interface ClientMetrics {
     /** Publishes written in confirm mode and not yet confirmed, nacked or failed (a gauge). */
     long outstandingConfirms();
 
-    /** Messages delivered to consumers (basic.deliver) and fetched (basic.get-ok). */
+    /**
+     * Messages delivered to consumers (basic.deliver) and fetched (basic.get-ok), as they arrive: those dropped
+     * afterwards ({@link #staleDeliveriesDropped()}, {@link #overflowDeliveriesDropped()}) included.
+     */
     long consumed();
 
     /**

@@ -40,6 +40,8 @@ import java.util.Objects;
  *   <tr><td>{@code rabbitmq.recoveries}</td><td>counter</td><td>connections recovered automatically</td></tr>
  *   <tr><td>{@code rabbitmq.stale_deliveries_dropped}</td><td>counter</td><td>manual-ack deliveries of a lost
  *       channel, or requeued by basic.recover, dropped before their handler (the broker redelivers them)</td></tr>
+ *   <tr><td>{@code rabbitmq.consumer.overflow_dropped}</td><td>counter</td><td>noAck deliveries dropped because
+ *       their consumer's queue was full ({@code ConsumeOptions.dropOverflow}): lost</td></tr>
  *   <tr><td>{@code rabbitmq.oldest_unacknowledged_age}</td><td>time gauge</td><td>how long the oldest delivery
  *       not yet settled has waited; RabbitMQ closes its channel at {@code consumer_timeout}</td></tr>
  *   <tr><td>{@code rabbitmq.consumer.queued}</td><td>gauge, tag {@code queue}</td>
