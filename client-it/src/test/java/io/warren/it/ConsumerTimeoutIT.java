@@ -3,6 +3,7 @@ package io.warren.it;
 import static io.warren.it.Await.awaitTrue;
 import static io.warren.it.TopologyIT.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -17,6 +18,7 @@ import io.warren.ConnectionLostException;
 import io.warren.ConsumeOptions;
 import io.warren.ConsumerHandle;
 import io.warren.Delivery;
+import io.warren.QueueSpec;
 import io.warren.RecoveryListener;
 import io.warren.StaleDeliveryException;
 import io.warren.it.BrokerExtension.TestNames;
@@ -165,6 +167,83 @@ class ConsumerTimeoutIT {
             assertEquals(List.of(), connectionLosses, "the connection was never lost");
             assertEquals(0, metrics.recoveries());
             await(ch.queueDelete(q));
+            await(connection.close());
+        } finally {
+            setEnv("consumer_timeout", timeout0);
+            setEnv("channel_tick_interval", tick0);
+            await(client.close());
+        }
+    }
+
+    /**
+     * Two consumers on the timed-out channel: x on an auto-delete queue (it holds a delivery past the timeout) and y on
+     * a plain one. The broker's close of the channel cancels x, its queue's only consumer, so the broker deletes that
+     * queue; the channel-only restore does not declare topology, so x's basic.consume is refused with 404. x ends with
+     * it, and the channel is opened again with y, which goes on receiving. Before 8594c5b the channel and y ended too.
+     */
+    @Test
+    void aConsumerWhoseAutoDeleteQueueWentWithTheChannelEndsAndTheChannelComesBackWithTheOther(
+            Broker broker, TestNames names) throws Exception {
+        String timeout0 = getEnv("consumer_timeout");
+        String tick0 = getEnv("channel_tick_interval");
+        AmqpClient client = AmqpClient.create(new ClientOptions().ioThreads(1));
+        try {
+            Connection connection = await(client.connect(broker.uri()));
+            List<String> events = Collections.synchronizedList(new ArrayList<>());
+            CompletableFuture<Void> settled = new CompletableFuture<>();
+            connection.addRecoveryListener(new RecoveryListener() {
+                @Override
+                public void channelRecoveryStarted(Channel channel, ChannelLostException cause) {
+                    events.add("started " + cause.replyCode());
+                }
+
+                @Override
+                public void channelRecoverySucceeded(Channel channel) {
+                    events.add("succeeded");
+                    settled.complete(null);
+                }
+
+                @Override
+                public void channelRecoveryFailed(Channel channel, Throwable cause) {
+                    events.add("failed " + cause);
+                    settled.complete(null);
+                }
+            });
+            Channel ch;
+            setEnv("channel_tick_interval", Long.toString(TICK_MILLIS));
+            setEnv("consumer_timeout", Long.toString(TIMEOUT_MILLIS));
+            try {
+                ch = await(connection.openChannel());
+            } finally {
+                setEnv("consumer_timeout", timeout0);
+            }
+            String gone = names.queue("auto-delete");
+            String kept = names.queue("kept");
+            await(ch.queueDeclare(QueueSpec.named(gone).autoDelete(true)));
+            await(ch.queueDeclare(kept));
+            await(ch.confirmSelect());
+            await(ch.publish("", gone, false, null, "held".getBytes(StandardCharsets.UTF_8)));
+
+            List<Delivery> held = Collections.synchronizedList(new ArrayList<>());
+            ConsumerHandle x = await(ch.consume(gone, new ConsumeOptions(), d -> held.add(d.retain())));
+            List<String> received = Collections.synchronizedList(new ArrayList<>());
+            ConsumerHandle y = await(ch.consume(kept, new ConsumeOptions(), d -> {
+                received.add(d.body().toString(StandardCharsets.UTF_8));
+                d.ack();
+            }));
+            try {
+                settled.get(30, TimeUnit.SECONDS);
+            } finally {
+                held.forEach(Delivery::release);
+            }
+            assertEquals(List.of("started 406", "succeeded"), events);
+            assertTrue(ch.isOpen(), "the channel is open again");
+            assertFalse(x.isActive());
+            assertEquals(404, await(x.endFuture()).replyCode(), "x's queue went with the channel");
+            assertTrue(y.isActive(), "y goes on");
+            await(ch.publish("", kept, false, null, "after".getBytes(StandardCharsets.UTF_8)));
+            awaitTrue(() -> received.equals(List.of("after")), Duration.ofSeconds(30), "y to receive");
+            await(ch.queueDelete(kept));
             await(connection.close());
         } finally {
             setEnv("consumer_timeout", timeout0);
