@@ -45,10 +45,10 @@ import java.util.concurrent.CompletionStage;
  * and options. Manual-ack deliveries still queued from before are dropped, not handed to the handler: the broker
  * requeued them and delivers them again. A consumer whose basic.consume the broker refuses then with 403 ACCESS_REFUSED
  * (its queue in another connection's exclusive use) or 404 NOT_FOUND (its queue deleted meanwhile, and not declared
- * again by recovery) ends with the refusal; its channel is opened again without it. After the acknowledgement timeout
- * only the channel is opened again, not the topology: an auto-delete queue whose consumers were all on that channel
- * was deleted by the broker when the channel closed, so its consumers end there with 404 (a connection's recovery
- * declares it again).
+ * again by recovery) ends with the refusal; its channel is opened again without it. The broker deletes an auto-delete
+ * queue whose consumers were all on a channel it closed for the acknowledgement timeout: with topology recovery on,
+ * the channel's recovery declares it again (with its bindings; a server-named one under a new name, told to
+ * {@link RecoveryListener#queueRenamed}) before its consumers start again; its messages went with it.
  */
 public interface ConsumerHandle {
 

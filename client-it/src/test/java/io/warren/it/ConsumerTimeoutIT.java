@@ -3,7 +3,6 @@ package io.warren.it;
 import static io.warren.it.Await.awaitTrue;
 import static io.warren.it.TopologyIT.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -18,6 +17,7 @@ import io.warren.ConnectionLostException;
 import io.warren.ConsumeOptions;
 import io.warren.ConsumerHandle;
 import io.warren.Delivery;
+import io.warren.ExchangeSpec;
 import io.warren.QueueSpec;
 import io.warren.RecoveryListener;
 import io.warren.StaleDeliveryException;
@@ -32,6 +32,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * RabbitMQ's delivery acknowledgement timeout against the broker: a delivery held unacknowledged past
@@ -178,12 +180,14 @@ class ConsumerTimeoutIT {
     /**
      * Two consumers on the timed-out channel: x on an auto-delete queue (it holds a delivery past the timeout) and y on
      * a plain one. The broker's close of the channel cancels x, its queue's only consumer, so the broker deletes that
-     * queue; the channel-only restore does not declare topology, so x's basic.consume is refused with 404. x ends with
-     * it, and the channel is opened again with y, which goes on receiving. Before 8594c5b the channel and y ended too.
+     * queue and its message. The channel-only restore declares the queue again, with its binding, before x consumes:
+     * x and y both go on. Before 8594c5b the refused basic.consume ended the channel and both consumers; after it and
+     * before the queue was declared again, x ended with 404.
      */
-    @Test
-    void aConsumerWhoseAutoDeleteQueueWentWithTheChannelEndsAndTheChannelComesBackWithTheOther(
-            Broker broker, TestNames names) throws Exception {
+    @ParameterizedTest(name = "server-named: {0}")
+    @ValueSource(booleans = {false, true})
+    void anAutoDeleteQueueThatWentWithTheTimedOutChannelIsDeclaredAgainAndItsConsumerGoesOn(
+            boolean serverNamed, Broker broker, TestNames names) throws Exception {
         String timeout0 = getEnv("consumer_timeout");
         String tick0 = getEnv("channel_tick_interval");
         AmqpClient client = AmqpClient.create(new ClientOptions().ioThreads(1));
@@ -217,9 +221,17 @@ class ConsumerTimeoutIT {
             } finally {
                 setEnv("consumer_timeout", timeout0);
             }
-            String gone = names.queue("auto-delete");
+            String exchange = names.queue("fanout");
             String kept = names.queue("kept");
-            await(ch.queueDeclare(QueueSpec.named(gone).autoDelete(true)));
+            // a server-named one is exclusive too, as the official clients' queueDeclare() makes it
+            String gone = await(ch.queueDeclare(
+                            serverNamed
+                                    ? QueueSpec.serverNamed()
+                                    : QueueSpec.named(names.queue("auto-delete"))
+                                            .autoDelete(true)))
+                    .queue();
+            await(ch.exchangeDeclare(ExchangeSpec.of(exchange, "fanout")));
+            await(ch.queueBind(gone, exchange, ""));
             await(ch.queueDeclare(kept));
             await(ch.confirmSelect());
             await(ch.publish("", gone, false, null, "held".getBytes(StandardCharsets.UTF_8)));
@@ -231,19 +243,24 @@ class ConsumerTimeoutIT {
                 received.add(d.body().toString(StandardCharsets.UTF_8));
                 d.ack();
             }));
-            try {
-                settled.get(30, TimeUnit.SECONDS);
-            } finally {
-                held.forEach(Delivery::release);
-            }
+            settled.get(30, TimeUnit.SECONDS);
+            held.remove(0).release(); // stale: its queue is gone
             assertEquals(List.of("started 406", "succeeded"), events);
             assertTrue(ch.isOpen(), "the channel is open again");
-            assertFalse(x.isActive());
-            assertEquals(404, await(x.endFuture()).replyCode(), "x's queue went with the channel");
+            assertTrue(x.isActive(), "x goes on: its queue was declared again");
             assertTrue(y.isActive(), "y goes on");
+            await(ch.publish(exchange, "", false, null, "bound".getBytes(StandardCharsets.UTF_8)));
             await(ch.publish("", kept, false, null, "after".getBytes(StandardCharsets.UTF_8)));
             awaitTrue(() -> received.equals(List.of("after")), Duration.ofSeconds(30), "y to receive");
+            awaitTrue(() -> held.size() == 1, Duration.ofSeconds(30), "x to receive through its binding");
+            assertEquals("bound", held.get(0).body().toString(StandardCharsets.UTF_8));
+            held.forEach(Delivery::release);
             await(ch.queueDelete(kept));
+            if (serverNamed) {
+                assertTrue(!x.queue().equals(gone), "declared again under a new name: " + x.queue());
+            }
+            await(ch.queueDelete(x.queue()));
+            await(ch.exchangeDelete(exchange));
             await(connection.close());
         } finally {
             setEnv("consumer_timeout", timeout0);

@@ -492,6 +492,12 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
         lost.exclusiveQueues(into);
     }
 
+    /** Recovery: adds the queues of the lost consumers that will start again to {@code into} (as named before it). */
+    public void lostQueues(java.util.Collection<String> into) {
+        assert loop.inEventLoop() : "channel consumers off the event loop";
+        lost.queues(into);
+    }
+
     /** Recovery will not happen: the consumers lost with the connection end with {@code cause}. */
     public void endLost(AmqpException cause) {
         assert loop.inEventLoop() : "channel consumers off the event loop";

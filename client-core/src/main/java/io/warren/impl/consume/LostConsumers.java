@@ -184,6 +184,15 @@ final class LostConsumers {
         }
     }
 
+    /** Adds the queues of the lost consumers that will start again to {@code into} (as named before the loss). */
+    void queues(java.util.Collection<String> into) {
+        for (ConsumerImpl c : lost) {
+            if (c.isActive()) {
+                into.add(c.queue());
+            }
+        }
+    }
+
     /** Recovery will not happen: the lost consumers end with {@code cause}. */
     void endAll(AmqpException cause) {
         ConsumerImpl[] all = lost;

@@ -329,6 +329,14 @@ public final class ChannelRecovery implements PublishCarryOver {
         }
     }
 
+    /** Adds the queues of the lost consumers that will start again to {@code into}. */
+    public void lostQueues(java.util.Collection<String> into) {
+        assert channel.state().outbound().inEventLoop() : "channel recovery off the event loop";
+        for (ChannelConsumers old : lostConsumers) {
+            old.lostQueues(into);
+        }
+    }
+
     /** Before the topology is declared again: the lost consumers that will not start again end. */
     public void settleConsumers() {
         assert channel.state().outbound().inEventLoop() : "channel recovery off the event loop";

@@ -262,6 +262,7 @@ public final class ConnectionRecovery {
             return;
         }
         reopenWithModes(channel, handler)
+                .thenCompose(v -> autoDeleteQueuesGone(channel, handler))
                 .thenCompose(
                         v -> afterClose(channel, channel.recovery().restoreConsumers(topology::currentName, false)))
                 .whenComplete((v, e) -> {
@@ -296,6 +297,27 @@ public final class ConnectionRecovery {
                     LOG.info("channel {} on {} recovered", channel.channelNumber(), connection.address());
                     tellListeners(l -> l.channelRecoverySucceeded(channel));
                 });
+    }
+
+    /**
+     * The broker's close of {@code channel} ended its consumers, and an auto-delete queue whose last consumers they were
+     * went with them: declared again (with its bindings) before they start again, as a connection's recovery would.
+     */
+    private CompletionStage<Void> autoDeleteQueuesGone(RecoverableChannel channel, ConnectionHandler handler) {
+        if (!recovery.topologyRecovery()) {
+            return CompletableFuture.completedFuture(null);
+        }
+        List<String> read = new ArrayList<>();
+        channel.recovery().lostQueues(read);
+        java.util.Set<String> current = new java.util.HashSet<>();
+        read.forEach(n -> current.add(topology.currentName(n)));
+        List<TopologyRecorder.Queue> candidates = topology.queues().stream()
+                .filter(q -> q.autoDelete() && current.contains(q.name()))
+                .toList();
+        if (candidates.isEmpty()) {
+            return CompletableFuture.completedFuture(null);
+        }
+        return new TopologyRestore(this, topology, connection, handler, loop, 0).declareIfGone(candidates);
     }
 
     /** The channel was re-opened (or not) but could not be restored on a live connection: it ends for good. */

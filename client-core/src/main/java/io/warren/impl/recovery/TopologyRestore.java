@@ -128,6 +128,47 @@ final class TopologyRestore {
     }
 
     /**
+     * After the broker closed one channel (the acknowledgement timeout): declares again those of {@code queues}
+     * (recorded auto-delete queues its consumers read) that the close deleted, as the broker does with an auto-delete
+     * queue whose last consumer goes, then closes its channel. A passive declare tells which are gone (404); such a
+     * queue is declared as recorded (a server-named one gets a new name), after the auto-delete exchanges its bindings
+     * come from (gone with their last binding, perhaps), and its bindings follow. A refusal is reported and skipped.
+     */
+    CompletionStage<Void> declareIfGone(List<TopologyRecorder.Queue> queues) {
+        CompletionStage<Void> done = CompletableFuture.completedFuture(null);
+        for (TopologyRecorder.Queue q : queues) {
+            done = done.thenCompose(v -> attempt(ch -> ch.queueDeclare(QueueSpec.passive(q.name()))))
+                    .thenCompose(
+                            failure -> isNotFound(failure) ? declareAgain(q) : CompletableFuture.completedFuture(null));
+        }
+        return closingChannel(done);
+    }
+
+    private CompletionStage<Void> declareAgain(TopologyRecorder.Queue q) {
+        LOG.debug("recovery: queue '{}' went with its consumers' channel; declaring it again", q.name());
+        List<TopologyRecorder.Binding> to = topology.bindings().stream()
+                .filter(b -> !b.toExchange() && b.destination().equals(q.name()))
+                .toList();
+        CompletionStage<Void> done = CompletableFuture.completedFuture(null);
+        for (TopologyRecorder.Exchange x : topology.exchanges()) {
+            if (x.autoDelete() && to.stream().anyMatch(b -> b.source().equals(x.name()))) {
+                done = done.thenCompose(
+                        v -> each("exchange '" + x.name() + "'", ch -> ch.exchangeDeclare(x.toDeclare())));
+            }
+        }
+        done = done.thenCompose(v -> queue(q, FIRST_RETRY_NANOS));
+        for (TopologyRecorder.Binding b : to) {
+            done = done.thenCompose(v -> {
+                String queue = topology.currentName(q.name()); // renamed when server-named
+                return each(
+                        "queue binding " + b.source() + " -> " + queue + " (" + b.routingKey() + ")",
+                        ch -> ch.queueBind(queue, b.source(), b.routingKey(), b.arguments(), false));
+            });
+        }
+        return done;
+    }
+
+    /**
      * Waits until none of {@code queues} has a consumer, at most until the deadline, then closes its channel. The
      * lost connection's exclusive consumers are still attached to them when the broker did not see the loss, and a
      * basic.consume with the exclusive flag meanwhile is refused with 403 ACCESS_REFUSED, which ends that consumer
@@ -182,6 +223,13 @@ final class TopologyRestore {
         }
         long left = deadline - loop.ticker().nanoTime();
         return left <= 0 ? -1 : Math.min(delay, left);
+    }
+
+    /** A passive declaration the broker answered with 404 NOT_FOUND (it closed the channel). */
+    private static boolean isNotFound(Throwable refusal) {
+        return refusal instanceof ChannelClosedException closed
+                && closed.initiatedByBroker()
+                && closed.replyCode() == ReplyCode.NOT_FOUND;
     }
 
     /** A declaration the broker refused with 405 RESOURCE_LOCKED (it closed the channel). */
