@@ -146,11 +146,7 @@ class ConsumerTimeoutRecoveryTest {
         try (RecoveringBrokers brokers = new RecoveringBrokers()) {
             FakeBroker broker = brokers.first;
             RecordingRecoveryListener recovery = RecordingRecoveryListener.on(brokers.connection);
-            Channel ch = broker.openChannel(brokers.connection, 1);
-            CompletionStage<Void> qos = ch.basicQos(10);
-            broker.expectAndRelease(1, MethodIds.BASIC_QOS);
-            broker.send(1, new BasicQosOkEncoder());
-            qos.toCompletableFuture().join();
+            Channel ch = withChannelQos(brokers);
             CompletionStage<ConsumerHandle> stage =
                     ch.consume("q", new ConsumeOptions().consumerTag("c"), Delivery::ack);
             broker.expectAndRelease(1, MethodIds.BASIC_CONSUME); // the channel's own qos applies: no default
@@ -196,11 +192,7 @@ class ConsumerTimeoutRecoveryTest {
         try (RecoveringBrokers brokers = new RecoveringBrokers()) {
             FakeBroker broker = brokers.first;
             RecordingRecoveryListener recovery = RecordingRecoveryListener.on(brokers.connection);
-            Channel ch = broker.openChannel(brokers.connection, 1);
-            CompletionStage<Void> qos = ch.basicQos(10);
-            broker.expectAndRelease(1, MethodIds.BASIC_QOS);
-            broker.send(1, new BasicQosOkEncoder());
-            qos.toCompletableFuture().join();
+            Channel ch = withChannelQos(brokers);
             ConsumerHandle refused = consume(broker, ch, "q", "x");
             List<Long> seen = new ArrayList<>();
             ConsumerHandle kept = consume(broker, ch, "r", "y", d -> {
@@ -208,11 +200,7 @@ class ConsumerTimeoutRecoveryTest {
                 d.ack();
             });
 
-            broker.sendChannelClose(1, ReplyCode.PRECONDITION_FAILED, TIMED_OUT, 0, 0);
-            broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
-            RecoveringBrokers.reopen(broker, 1);
-            broker.expectAndRelease(1, MethodIds.BASIC_QOS);
-            broker.send(1, new BasicQosOkEncoder());
+            timedOutAndReopened(broker);
             broker.expectAndRelease(1, MethodIds.BASIC_CONSUME); // x's, refused
             broker.sendChannelClose(1, replyCode, replyText, MethodIds.CLASS_BASIC, 20);
             broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
@@ -250,18 +238,10 @@ class ConsumerTimeoutRecoveryTest {
         try (RecoveringBrokers brokers = new RecoveringBrokers()) {
             FakeBroker broker = brokers.first;
             RecordingRecoveryListener recovery = RecordingRecoveryListener.on(brokers.connection);
-            Channel ch = broker.openChannel(brokers.connection, 1);
-            CompletionStage<Void> qos = ch.basicQos(10);
-            broker.expectAndRelease(1, MethodIds.BASIC_QOS);
-            broker.send(1, new BasicQosOkEncoder());
-            qos.toCompletableFuture().join();
+            Channel ch = withChannelQos(brokers);
             ConsumerHandle c = consume(broker, ch, "q", "c");
 
-            broker.sendChannelClose(1, ReplyCode.PRECONDITION_FAILED, TIMED_OUT, 0, 0);
-            broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
-            RecoveringBrokers.reopen(broker, 1);
-            broker.expectAndRelease(1, MethodIds.BASIC_QOS);
-            broker.send(1, new BasicQosOkEncoder());
+            timedOutAndReopened(broker);
             broker.expectAndRelease(1, MethodIds.BASIC_CONSUME);
             broker.sendChannelClose(
                     1,
@@ -281,6 +261,25 @@ class ConsumerTimeoutRecoveryTest {
             assertFalse(c.isActive());
             assertEquals(1, brokers.connections());
         }
+    }
+
+    /** Channel 1 with a basic.qos of its own (10), answered: its consumers send none. */
+    private static Channel withChannelQos(RecoveringBrokers brokers) {
+        Channel ch = brokers.first.openChannel(brokers.connection, 1);
+        CompletionStage<Void> qos = ch.basicQos(10);
+        brokers.first.expectAndRelease(1, MethodIds.BASIC_QOS);
+        brokers.first.send(1, new BasicQosOkEncoder());
+        qos.toCompletableFuture().join();
+        return ch;
+    }
+
+    /** The ack timeout closes channel 1; it is opened again with its basic.qos, answered, up to its consumers. */
+    private static void timedOutAndReopened(FakeBroker broker) {
+        broker.sendChannelClose(1, ReplyCode.PRECONDITION_FAILED, TIMED_OUT, 0, 0);
+        broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
+        RecoveringBrokers.reopen(broker, 1);
+        broker.expectAndRelease(1, MethodIds.BASIC_QOS);
+        broker.send(1, new BasicQosOkEncoder());
     }
 
     /** A consumer of {@code queue} with tag {@code tag} under the channel's own qos, answered. */
