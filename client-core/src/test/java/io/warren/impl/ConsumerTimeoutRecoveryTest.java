@@ -13,12 +13,14 @@ import io.warren.ConsumeOptions;
 import io.warren.ConsumerHandle;
 import io.warren.Delivery;
 import io.warren.DeliveryHandler;
+import io.warren.QueueSpec;
 import io.warren.StaleDeliveryException;
 import io.warren.codec.base.ReplyCode;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.method.BasicConsumeOkEncoder;
 import io.warren.codec.method.BasicQosOkEncoder;
 import io.warren.codec.method.MethodIds;
+import io.warren.codec.method.QueueDeclareOkEncoder;
 import io.warren.impl.consume.ConsumerImpl;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -260,6 +262,47 @@ class ConsumerTimeoutRecoveryTest {
             assertFalse(ch.isOpen());
             assertFalse(c.isActive());
             assertEquals(1, brokers.connections());
+        }
+    }
+
+    /**
+     * The ack timeout closes the channel of the only consumer of auto-delete queue q, which the broker deletes with
+     * it. The channel's restore looks for q (a passive declare on recovery's own channel) and would declare it again,
+     * but the application cancels the consumer while the passive declare is on the wire: q, found gone, is left gone
+     * (declared again it would keep no consumer, so the broker would never delete it), the consumer ends and the
+     * record forgets q.
+     */
+    @Test
+    void anAutoDeleteQueueWhoseConsumerIsCancelledDuringTheRestoreIsNotDeclaredAgain() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            FakeBroker broker = brokers.first;
+            RecordingRecoveryListener recovery = RecordingRecoveryListener.on(brokers.connection);
+            Channel ch = broker.openChannel(brokers.connection, 1);
+            CompletionStage<?> declared = ch.queueDeclare(QueueSpec.named("q").autoDelete(true));
+            broker.expectAndRelease(1, MethodIds.QUEUE_DECLARE);
+            broker.send(1, new QueueDeclareOkEncoder().queue("q"));
+            declared.toCompletableFuture().join();
+            CompletionStage<ConsumerHandle> stage =
+                    ch.consume("q", new ConsumeOptions().consumerTag("c"), Delivery::ack);
+            answerConsume(broker);
+            ConsumerHandle c = stage.toCompletableFuture().join();
+
+            broker.sendChannelClose(1, ReplyCode.PRECONDITION_FAILED, TIMED_OUT, 0, 0);
+            broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
+            RecoveringBrokers.reopen(broker, 1);
+            RecoveringBrokers.reopen(broker, 2); // recovery's own channel
+            broker.expectAndRelease(2, MethodIds.QUEUE_DECLARE); // passive
+            c.cancel();
+            brokers.runAllTasks();
+            broker.sendChannelClose(2, ReplyCode.NOT_FOUND, "NOT_FOUND - no queue 'q' in vhost '/'", 50, 10);
+            brokers.runAllTasks();
+            assertEquals(
+                    List.of("method channel.close-ok"), broker.written(), "the 404 answered; no declare, no consume");
+
+            assertEquals(List.of("channel 1 started 406", "channel 1 succeeded"), recovery.events());
+            assertFalse(c.isActive());
+            assertEquals(List.of(), brokers.recovery.topology().queues(), "q is forgotten, as the broker forgot it");
+            assertTrue(ch.isOpen());
         }
     }
 

@@ -180,7 +180,8 @@ class ConsumerTimeoutIT {
     /**
      * Two consumers on the timed-out channel: x on an auto-delete queue (it holds a delivery past the timeout) and y on
      * a plain one. The broker's close of the channel cancels x, its queue's only consumer, so the broker deletes that
-     * queue and its message. The channel-only restore declares the queue again, with its binding, before x consumes:
+     * queue and its message, the auto-delete exchange whose last binding that was, and the binding into that exchange.
+     * The channel-only restore declares them again, in that order from upstream, before x consumes:
      * x and y both go on. Before 8594c5b the refused basic.consume ended the channel and both consumers; after it and
      * before the queue was declared again, x ended with 404.
      */
@@ -212,6 +213,11 @@ class ConsumerTimeoutIT {
                     events.add("failed " + cause);
                     settled.complete(null);
                 }
+
+                @Override
+                public void topologyRecoveryFailed(Connection c, String entity, Throwable cause) {
+                    events.add("topology failed: " + entity + ": " + cause);
+                }
             });
             Channel ch;
             setEnv("channel_tick_interval", Long.toString(TICK_MILLIS));
@@ -221,6 +227,7 @@ class ConsumerTimeoutIT {
             } finally {
                 setEnv("consumer_timeout", timeout0);
             }
+            String upstream = names.queue("upstream");
             String exchange = names.queue("fanout");
             String kept = names.queue("kept");
             // a server-named one is exclusive too, as the official clients' queueDeclare() makes it
@@ -230,7 +237,12 @@ class ConsumerTimeoutIT {
                                     : QueueSpec.named(names.queue("auto-delete"))
                                             .autoDelete(true)))
                     .queue();
-            await(ch.exchangeDeclare(ExchangeSpec.of(exchange, "fanout")));
+            // upstream -> exchange (auto-delete) -> the queue: the broker deletes the exchange with the queue's
+            // binding,
+            // its last, and the binding into it with it
+            await(ch.exchangeDeclare(ExchangeSpec.of(upstream, "fanout")));
+            await(ch.exchangeDeclare(ExchangeSpec.of(exchange, "fanout").autoDelete(true)));
+            await(ch.exchangeBind(exchange, upstream, ""));
             await(ch.queueBind(gone, exchange, ""));
             await(ch.queueDeclare(kept));
             await(ch.confirmSelect());
@@ -249,7 +261,7 @@ class ConsumerTimeoutIT {
             assertTrue(ch.isOpen(), "the channel is open again");
             assertTrue(x.isActive(), "x goes on: its queue was declared again");
             assertTrue(y.isActive(), "y goes on");
-            await(ch.publish(exchange, "", false, null, "bound".getBytes(StandardCharsets.UTF_8)));
+            await(ch.publish(upstream, "", false, null, "bound".getBytes(StandardCharsets.UTF_8)));
             await(ch.publish("", kept, false, null, "after".getBytes(StandardCharsets.UTF_8)));
             awaitTrue(() -> received.equals(List.of("after")), Duration.ofSeconds(30), "y to receive");
             awaitTrue(() -> held.size() == 1, Duration.ofSeconds(30), "x to receive through its binding");
@@ -259,8 +271,8 @@ class ConsumerTimeoutIT {
             if (serverNamed) {
                 assertTrue(!x.queue().equals(gone), "declared again under a new name: " + x.queue());
             }
-            await(ch.queueDelete(x.queue()));
-            await(ch.exchangeDelete(exchange));
+            await(ch.queueDelete(x.queue())); // and the auto-delete exchange with its last binding
+            await(ch.exchangeDelete(upstream));
             await(connection.close());
         } finally {
             setEnv("consumer_timeout", timeout0);

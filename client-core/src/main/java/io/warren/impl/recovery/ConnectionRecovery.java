@@ -112,6 +112,9 @@ public final class ConnectionRecovery {
 
     private final List<Runnable> afterRecovery = new ArrayList<>();
 
+    /** The last channel's {@link #autoDeleteQueuesGone}: the next one waits for it. Event loop. */
+    private CompletableFuture<Void> declaringAgain = CompletableFuture.completedFuture(null);
+
     public ConnectionRecovery(
             RecoverableConnection connection, ConnectionOptions options, Reconnector reconnector, EventLoop loop) {
         this.connection = connection;
@@ -302,22 +305,25 @@ public final class ConnectionRecovery {
     /**
      * The broker's close of {@code channel} ended its consumers, and an auto-delete queue whose last consumers they were
      * went with them: declared again (with its bindings) before they start again, as a connection's recovery would.
+     * One channel's at a time: two channels whose consumers share a server-named queue must not each declare a new one.
      */
     private CompletionStage<Void> autoDeleteQueuesGone(RecoverableChannel channel, ConnectionHandler handler) {
         if (!recovery.topologyRecovery()) {
             return CompletableFuture.completedFuture(null);
         }
-        List<String> read = new ArrayList<>();
-        channel.recovery().lostQueues(read);
-        java.util.Set<String> current = new java.util.HashSet<>();
-        read.forEach(n -> current.add(topology.currentName(n)));
-        List<TopologyRecorder.Queue> candidates = topology.queues().stream()
-                .filter(q -> q.autoDelete() && current.contains(q.name()))
-                .toList();
-        if (candidates.isEmpty()) {
-            return CompletableFuture.completedFuture(null);
-        }
-        return new TopologyRestore(this, topology, connection, handler, loop, 0).declareIfGone(candidates);
+        CompletableFuture<Void> done = declaringAgain
+                .handle((v, e) -> (Void) null)
+                .thenCompose(v -> {
+                    List<String> read = new ArrayList<>();
+                    channel.recovery().lostQueues(read);
+                    if (read.isEmpty() || !handler.isOpen()) {
+                        return CompletableFuture.completedFuture(null);
+                    }
+                    return new TopologyRestore(this, topology, connection, handler, loop, 0)
+                            .declareIfGone(read, channel.recovery()::settleConsumers);
+                });
+        declaringAgain = done;
+        return done;
     }
 
     /** The channel was re-opened (or not) but could not be restored on a live connection: it ends for good. */
@@ -739,6 +745,7 @@ public final class ConnectionRecovery {
                 continue; // closed by the application meanwhile
             }
             reopened.add(reopenWithModes(ch, handler)
+                    .thenCompose(v -> autoDeleteQueuesGone(ch, handler))
                     .thenCompose(v -> afterClose(ch, ch.recovery().restoreConsumers(topology::currentName, false)))
                     .exceptionally(e -> channelFailed(gen, ch, e)));
         }

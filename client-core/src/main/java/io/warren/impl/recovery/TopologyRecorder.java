@@ -204,6 +204,11 @@ public final class TopologyRecorder implements QueueConsumerCounts {
         return List.copyOf(bindings);
     }
 
+    /** The record of the queue named {@code name} now (see {@link #currentName}), or null when it has none. */
+    public synchronized Queue queue(String name) {
+        return queues.get(currentName(name));
+    }
+
     public synchronized int consumers(String queue) {
         return consumersByQueue.getOrDefault(queue, 0);
     }

@@ -6,6 +6,7 @@ import io.warren.DeclaredQueue;
 import io.warren.QueueSpec;
 import io.warren.codec.base.ReplyCode;
 import io.warren.impl.connection.ConnectionHandler;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -128,42 +129,83 @@ final class TopologyRestore {
     }
 
     /**
-     * After the broker closed one channel (the acknowledgement timeout): declares again those of {@code queues}
-     * (recorded auto-delete queues its consumers read) that the close deleted, as the broker does with an auto-delete
-     * queue whose last consumer goes, then closes its channel. A passive declare tells which are gone (404); such a
-     * queue is declared as recorded (a server-named one gets a new name), after the auto-delete exchanges its bindings
-     * come from (gone with their last binding, perhaps), and its bindings follow. A refusal is reported and skipped.
+     * After the broker closed one channel (the acknowledgement timeout, a refused basic.consume): declares again those
+     * of {@code queues} (as named before: the queues its consumers read) that are recorded auto-delete and that the
+     * close deleted, as the broker does with an auto-delete queue whose last consumer goes, then closes its channel. A
+     * passive declare tells which are gone (404). Before each queue, and again before it is declared, {@code settle}
+     * ends the consumers the application cancelled meanwhile: a queue left without one is forgotten by the recorder
+     * and not declared. A queue gone is declared as recorded (a server-named one gets a new name) after the
+     * auto-delete exchanges upstream of it (gone with their last binding, perhaps), then its bindings and the
+     * exchange-to-exchange bindings into those exchanges. A refusal is reported and skipped.
      */
-    CompletionStage<Void> declareIfGone(List<TopologyRecorder.Queue> queues) {
+    CompletionStage<Void> declareIfGone(List<String> queues, Runnable settle) {
         CompletionStage<Void> done = CompletableFuture.completedFuture(null);
-        for (TopologyRecorder.Queue q : queues) {
-            done = done.thenCompose(v -> attempt(ch -> ch.queueDeclare(QueueSpec.passive(q.name()))))
-                    .thenCompose(
-                            failure -> isNotFound(failure) ? declareAgain(q) : CompletableFuture.completedFuture(null));
+        for (String name : queues) {
+            done = done.thenCompose(v -> declareIfGone(name, settle));
         }
         return closingChannel(done);
     }
 
+    private CompletionStage<Void> declareIfGone(String name, Runnable settle) {
+        settle.run();
+        TopologyRecorder.Queue q = topology.queue(name); // by its name now: another restore may have renamed it
+        if (q == null || !q.autoDelete()) {
+            return CompletableFuture.completedFuture(null);
+        }
+        return attempt(ch -> ch.queueDeclare(QueueSpec.passive(q.name()))).thenCompose(failure -> {
+            if (!isNotFound(failure)) {
+                return CompletableFuture.completedFuture(null);
+            }
+            settle.run();
+            TopologyRecorder.Queue still = topology.queue(name);
+            return still == null ? CompletableFuture.completedFuture(null) : declareAgain(still);
+        });
+    }
+
     private CompletionStage<Void> declareAgain(TopologyRecorder.Queue q) {
         LOG.debug("recovery: queue '{}' went with its consumers' channel; declaring it again", q.name());
-        List<TopologyRecorder.Binding> to = topology.bindings().stream()
+        List<TopologyRecorder.Binding> bindings = topology.bindings();
+        List<TopologyRecorder.Binding> toQueue = bindings.stream()
                 .filter(b -> !b.toExchange() && b.destination().equals(q.name()))
                 .toList();
-        CompletionStage<Void> done = CompletableFuture.completedFuture(null);
-        for (TopologyRecorder.Exchange x : topology.exchanges()) {
-            if (x.autoDelete() && to.stream().anyMatch(b -> b.source().equals(x.name()))) {
-                done = done.thenCompose(
-                        v -> each("exchange '" + x.name() + "'", ch -> ch.exchangeDeclare(x.toDeclare())));
+        // upstream: the auto-delete exchanges the queue's bindings come from, and those bound into them, and so on
+        java.util.Map<String, TopologyRecorder.Exchange> recorded = new java.util.HashMap<>();
+        topology.exchanges().forEach(x -> recorded.put(x.name(), x));
+        java.util.Set<String> upstream = new java.util.LinkedHashSet<>();
+        java.util.ArrayDeque<String> next = new java.util.ArrayDeque<>();
+        toQueue.forEach(b -> next.add(b.source()));
+        List<TopologyRecorder.Binding> intoUpstream = new ArrayList<>();
+        while (!next.isEmpty()) {
+            String name = next.poll();
+            TopologyRecorder.Exchange x = recorded.get(name);
+            if (x == null || !x.autoDelete() || !upstream.add(name)) {
+                continue;
+            }
+            for (TopologyRecorder.Binding b : bindings) {
+                if (b.toExchange() && b.destination().equals(name)) {
+                    intoUpstream.add(b);
+                    next.add(b.source());
+                }
             }
         }
+        CompletionStage<Void> done = CompletableFuture.completedFuture(null);
+        for (String name : upstream) {
+            TopologyRecorder.Exchange x = recorded.get(name);
+            done = done.thenCompose(v -> each("exchange '" + x.name() + "'", ch -> ch.exchangeDeclare(x.toDeclare())));
+        }
         done = done.thenCompose(v -> queue(q, FIRST_RETRY_NANOS));
-        for (TopologyRecorder.Binding b : to) {
+        for (TopologyRecorder.Binding b : toQueue) {
             done = done.thenCompose(v -> {
                 String queue = topology.currentName(q.name()); // renamed when server-named
                 return each(
                         "queue binding " + b.source() + " -> " + queue + " (" + b.routingKey() + ")",
                         ch -> ch.queueBind(queue, b.source(), b.routingKey(), b.arguments(), false));
             });
+        }
+        for (TopologyRecorder.Binding b : intoUpstream) {
+            done = done.thenCompose(v -> each(
+                    "exchange binding " + b.source() + " -> " + b.destination() + " (" + b.routingKey() + ")",
+                    ch -> ch.exchangeBind(b.destination(), b.source(), b.routingKey(), b.arguments(), false)));
         }
         return done;
     }
