@@ -238,8 +238,7 @@ class ConsumerTimeoutIT {
                                             .autoDelete(true)))
                     .queue();
             // upstream -> exchange (auto-delete) -> the queue: the broker deletes the exchange with the queue's
-            // binding,
-            // its last, and the binding into it with it
+            // binding, its last, and the binding into it with it
             await(ch.exchangeDeclare(ExchangeSpec.of(upstream, "fanout")));
             await(ch.exchangeDeclare(ExchangeSpec.of(exchange, "fanout").autoDelete(true)));
             await(ch.exchangeBind(exchange, upstream, ""));

@@ -316,7 +316,11 @@ public final class ConnectionRecovery {
                 .thenCompose(v -> {
                     List<String> read = new ArrayList<>();
                     channel.recovery().lostQueues(read);
-                    if (read.isEmpty() || !handler.isOpen()) {
+                    if (!handler.isOpen()) { // lost meanwhile: the restore stops here, the connection's recovery has it
+                        return CompletableFuture.failedFuture(
+                                new ConnectionLostException("connection to " + connection.address() + " lost", null));
+                    }
+                    if (read.isEmpty()) {
                         return CompletableFuture.completedFuture(null);
                     }
                     return new TopologyRestore(this, topology, connection, handler, loop, 0)

@@ -154,6 +154,9 @@ final class TopologyRestore {
         }
         return attempt(ch -> ch.queueDeclare(QueueSpec.passive(q.name()))).thenCompose(failure -> {
             if (!isNotFound(failure)) {
+                if (failure != null) { // not told apart: left to the consume, which reports what it meets
+                    owner.topologyFailed("queue '" + q.name() + "' (passive)", failure);
+                }
                 return CompletableFuture.completedFuture(null);
             }
             settle.run();
