@@ -209,6 +209,41 @@ public final class TopologyRecorder implements QueueConsumerCounts {
         return queues.get(currentName(name));
     }
 
+    /** The queue bindings to {@code queue}, as recorded. */
+    public synchronized List<Binding> bindingsTo(String queue) {
+        return bindings.stream()
+                .filter(b -> !b.toExchange && b.destination.equals(queue))
+                .toList();
+    }
+
+    /**
+     * What the broker deletes with auto-delete queue {@code queue}, as far as recorded: the auto-delete exchanges its
+     * bindings come from (each loses its last binding as a source, perhaps), those bound into them, and so on upwards,
+     * nearest first; and the exchange-to-exchange bindings into them. One snapshot.
+     */
+    public synchronized Upstream upstreamOf(String queue) {
+        LinkedHashMap<String, Exchange> found = new LinkedHashMap<>();
+        List<Binding> into = new ArrayList<>();
+        java.util.ArrayDeque<String> next = new java.util.ArrayDeque<>();
+        bindingsTo(queue).forEach(b -> next.add(b.source));
+        while (!next.isEmpty()) {
+            Exchange x = exchanges.get(next.poll());
+            if (x == null || !x.autoDelete || found.putIfAbsent(x.name, x) != null) {
+                continue; // not recorded, not auto-delete, or seen (bindings may form a loop)
+            }
+            for (Binding b : bindings) {
+                if (b.toExchange && b.destination.equals(x.name)) {
+                    into.add(b);
+                    next.add(b.source);
+                }
+            }
+        }
+        return new Upstream(List.copyOf(found.values()), into);
+    }
+
+    /** {@link #upstreamOf}: exchanges to declare again, then exchange bindings to make again. */
+    public record Upstream(List<Exchange> exchanges, List<Binding> bindings) {}
+
     public synchronized int consumers(String queue) {
         return consumersByQueue.getOrDefault(queue, 0);
     }

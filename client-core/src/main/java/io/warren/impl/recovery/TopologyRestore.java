@@ -6,7 +6,6 @@ import io.warren.DeclaredQueue;
 import io.warren.QueueSpec;
 import io.warren.codec.base.ReplyCode;
 import io.warren.impl.connection.ConnectionHandler;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -79,17 +78,22 @@ final class TopologyRestore {
         done = done.thenCompose(v -> {
             CompletionStage<Void> b = CompletableFuture.completedFuture(null);
             for (TopologyRecorder.Binding x : t.bindings()) {
-                String what = (x.toExchange() ? "exchange" : "queue") + " binding " + x.source() + " -> "
-                        + x.destination() + " (" + x.routingKey() + ")";
-                b = b.thenCompose(w -> each(
-                        what,
-                        ch -> x.toExchange()
-                                ? ch.exchangeBind(x.destination(), x.source(), x.routingKey(), x.arguments(), false)
-                                : ch.queueBind(x.destination(), x.source(), x.routingKey(), x.arguments(), false)));
+                b = b.thenCompose(w -> bind(x));
             }
             return b;
         });
         return closingChannel(done);
+    }
+
+    /** One recorded binding, made again; a refusal is reported and skipped. */
+    private CompletionStage<Void> bind(TopologyRecorder.Binding x) {
+        String what = (x.toExchange() ? "exchange" : "queue") + " binding " + x.source() + " -> " + x.destination()
+                + " (" + x.routingKey() + ")";
+        return each(
+                what,
+                ch -> x.toExchange()
+                        ? ch.exchangeBind(x.destination(), x.source(), x.routingKey(), x.arguments(), false)
+                        : ch.queueBind(x.destination(), x.source(), x.routingKey(), x.arguments(), false));
     }
 
     /** {@code done}, which then closes the channel the restore opened, if any. */
@@ -167,48 +171,23 @@ final class TopologyRestore {
 
     private CompletionStage<Void> declareAgain(TopologyRecorder.Queue q) {
         LOG.debug("recovery: queue '{}' went with its consumers' channel; declaring it again", q.name());
-        List<TopologyRecorder.Binding> bindings = topology.bindings();
-        List<TopologyRecorder.Binding> toQueue = bindings.stream()
-                .filter(b -> !b.toExchange() && b.destination().equals(q.name()))
-                .toList();
-        // upstream: the auto-delete exchanges the queue's bindings come from, and those bound into them, and so on
-        java.util.Map<String, TopologyRecorder.Exchange> recorded = new java.util.HashMap<>();
-        topology.exchanges().forEach(x -> recorded.put(x.name(), x));
-        java.util.Set<String> upstream = new java.util.LinkedHashSet<>();
-        java.util.ArrayDeque<String> next = new java.util.ArrayDeque<>();
-        toQueue.forEach(b -> next.add(b.source()));
-        List<TopologyRecorder.Binding> intoUpstream = new ArrayList<>();
-        while (!next.isEmpty()) {
-            String name = next.poll();
-            TopologyRecorder.Exchange x = recorded.get(name);
-            if (x == null || !x.autoDelete() || !upstream.add(name)) {
-                continue;
-            }
-            for (TopologyRecorder.Binding b : bindings) {
-                if (b.toExchange() && b.destination().equals(name)) {
-                    intoUpstream.add(b);
-                    next.add(b.source());
-                }
-            }
-        }
+        TopologyRecorder.Upstream up = topology.upstreamOf(q.name());
         CompletionStage<Void> done = CompletableFuture.completedFuture(null);
-        for (String name : upstream) {
-            TopologyRecorder.Exchange x = recorded.get(name);
+        for (TopologyRecorder.Exchange x : up.exchanges()) {
             done = done.thenCompose(v -> each("exchange '" + x.name() + "'", ch -> ch.exchangeDeclare(x.toDeclare())));
         }
         done = done.thenCompose(v -> queue(q, FIRST_RETRY_NANOS));
-        for (TopologyRecorder.Binding b : toQueue) {
-            done = done.thenCompose(v -> {
-                String queue = topology.currentName(q.name()); // renamed when server-named
-                return each(
-                        "queue binding " + b.source() + " -> " + queue + " (" + b.routingKey() + ")",
-                        ch -> ch.queueBind(queue, b.source(), b.routingKey(), b.arguments(), false));
-            });
-        }
-        for (TopologyRecorder.Binding b : intoUpstream) {
-            done = done.thenCompose(v -> each(
-                    "exchange binding " + b.source() + " -> " + b.destination() + " (" + b.routingKey() + ")",
-                    ch -> ch.exchangeBind(b.destination(), b.source(), b.routingKey(), b.arguments(), false)));
+        // the queue's bindings as recorded once it is declared (a server-named one's are under its new name), then
+        // those into the exchanges above
+        done = done.thenCompose(v -> {
+            CompletionStage<Void> b = CompletableFuture.completedFuture(null);
+            for (TopologyRecorder.Binding x : topology.bindingsTo(topology.currentName(q.name()))) {
+                b = b.thenCompose(w -> bind(x));
+            }
+            return b;
+        });
+        for (TopologyRecorder.Binding x : up.bindings()) {
+            done = done.thenCompose(v -> bind(x));
         }
         return done;
     }
@@ -272,16 +251,18 @@ final class TopologyRestore {
 
     /** A passive declaration the broker answered with 404 NOT_FOUND (it closed the channel). */
     private static boolean isNotFound(Throwable refusal) {
-        return refusal instanceof ChannelClosedException closed
-                && closed.initiatedByBroker()
-                && closed.replyCode() == ReplyCode.NOT_FOUND;
+        return isRefused(refusal, ReplyCode.NOT_FOUND);
     }
 
     /** A declaration the broker refused with 405 RESOURCE_LOCKED (it closed the channel). */
     private static boolean isLocked(Throwable refusal) {
+        return isRefused(refusal, ReplyCode.RESOURCE_LOCKED);
+    }
+
+    private static boolean isRefused(Throwable refusal, int replyCode) {
         return refusal instanceof ChannelClosedException closed
                 && closed.initiatedByBroker()
-                && closed.replyCode() == ReplyCode.RESOURCE_LOCKED;
+                && closed.replyCode() == replyCode;
     }
 
     /** One declaration; a refusal is reported and skipped (the refused channel is replaced). */

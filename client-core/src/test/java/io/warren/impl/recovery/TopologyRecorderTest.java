@@ -32,6 +32,34 @@ class TopologyRecorderTest {
         assertEquals("q1", r.queues().get(0).toDeclare().queue());
     }
 
+    /**
+     * Above an auto-delete queue: the auto-delete exchanges its bindings come from and those bound into them, nearest
+     * first, with the bindings into them; a durable exchange ends the walk, and a loop of exchange bindings is walked
+     * once.
+     */
+    @Test
+    void upstreamOfAQueueIsItsAutoDeleteExchangeChain() {
+        r.exchangeDeclared(ExchangeSpec.of("top", "fanout").durable(true));
+        r.exchangeDeclared(ExchangeSpec.of("mid", "fanout").autoDelete(true));
+        r.exchangeDeclared(ExchangeSpec.of("low", "fanout").autoDelete(true));
+        r.queueDeclared(QueueSpec.named("q").autoDelete(true), "q");
+        r.bound(false, "q", "low", "", Map.of());
+        r.bound(true, "low", "mid", "", Map.of());
+        r.bound(true, "mid", "top", "", Map.of());
+        r.bound(true, "mid", "low", "loop", Map.of()); // low -> mid -> low
+        TopologyRecorder.Upstream up = r.upstreamOf("q");
+        assertEquals(
+                List.of("low", "mid"),
+                up.exchanges().stream().map(TopologyRecorder.Exchange::name).toList());
+        assertEquals(
+                List.of("mid -> low", "top -> mid", "low -> mid"),
+                up.bindings().stream()
+                        .map(b -> b.source() + " -> " + b.destination())
+                        .toList());
+        assertEquals(1, r.bindingsTo("q").size());
+        assertEquals(List.of(), r.upstreamOf("other").exchanges());
+    }
+
     @Test
     void passiveAndPredeclaredAreNotRecorded() {
         r.exchangeDeclared(ExchangeSpec.passive("x"));
