@@ -34,6 +34,12 @@ import java.util.concurrent.atomic.AtomicLong;
  * completed later) must {@link Delivery#retain() retain} it and release it when done. Settle it with
  * {@link Delivery#ack()} and friends, from any thread, unless the consumer is noAck.
  *
+ * <h2>Failures</h2>
+ * An exception thrown by the handler goes to the stream's {@link #exceptionHandler}, else, as Vert.x reports a
+ * handler's exception, to the context's {@link Context#exceptionHandler()} or Vert.x's
+ * {@link io.vertx.core.Vertx#exceptionHandler()}; with none set, Warren logs it. The stream goes on with the next
+ * delivery; a manual-ack delivery the handler did not settle stays unacknowledged until the channel closes.
+ *
  * <h2>End</h2>
  * When the consumer ends, the {@link #exceptionHandler} gets the reason if it was a failure (the broker
  * cancelled it or closed the channel or connection, the connection was lost for good), then the
@@ -100,12 +106,27 @@ public final class DeliveryStream implements ReadStream<Delivery> {
         try {
             h.handle(delivery);
         } catch (RuntimeException e) {
-            Handler<Throwable> eh = exceptionHandler;
-            if (eh == null) {
-                throw e; // logged by the consumer
-            }
-            eh.handle(e);
+            unhandled(e).handle(e);
         }
+    }
+
+    /**
+     * Where a handler's exception goes, as Vert.x reports a handler's exception on a context: the stream's exception
+     * handler, else the context's, else Vert.x's; with none of them, the consumer logs it (naming its queue and
+     * delivery, which Vert.x's own log could not).
+     */
+    private Handler<Throwable> unhandled(RuntimeException e) {
+        Handler<Throwable> eh = exceptionHandler;
+        if (eh == null) {
+            eh = context.exceptionHandler();
+        }
+        if (eh == null) {
+            eh = context.owner().exceptionHandler();
+        }
+        if (eh == null) {
+            throw e;
+        }
+        return eh;
     }
 
     private void end(AmqpException cause) {

@@ -537,6 +537,41 @@ class VertxIT {
         assertTrue(channel.get().channel().isOpen());
     }
 
+    /**
+     * A handler's exception, with no exception handler on the stream, reaches the verticle context's exception handler
+     * on that context, as Vert.x reports a handler's exception; and the stream goes on. Before, only Warren's log had it.
+     */
+    @Test
+    void aHandlersExceptionReachesTheContextsExceptionHandlerAndTheStreamGoesOn(
+            Broker broker, Connection connection, TestNames names) throws Exception {
+        String q = names.queue("q");
+        Channel setup = queueOf(broker, connection, q, 3, 16);
+        List<String> events = Collections.synchronizedList(new ArrayList<>());
+        CompletableFuture<Void> all = new CompletableFuture<>();
+        Context[] verticle = new Context[1];
+        streamInAVerticle(connection, q, new ConsumeOptions(), verticle, s -> {
+            verticle[0].exceptionHandler(e -> {
+                onContext(verticle[0], "the context's exception handler");
+                events.add("context: " + e.getMessage());
+            });
+            s.handler(d -> {
+                int n = numberOf(d);
+                d.ack();
+                events.add("delivery " + n);
+                if (n == 2) {
+                    all.complete(null);
+                }
+                if (n == 1) {
+                    throw new IllegalStateException("the handler fails on 1");
+                }
+            });
+        });
+        all.get(30, TimeUnit.SECONDS);
+        assertEquals(List.of("delivery 0", "delivery 1", "context: the handler fails on 1", "delivery 2"), events);
+        Await.queueCounts(q, 0, 0, Duration.ofSeconds(10));
+        await(setup.queueDelete(q));
+    }
+
     @Test
     void publishAndGetThroughTheAdapterCompleteOnTheContext(Connection connection, TestNames names) throws Exception {
         String q = names.queue("q");
