@@ -100,7 +100,8 @@ public interface Channel {
      * basic.qos. RabbitMQ reads {@code global=false} as a limit per new consumer and {@code global=true}
      * as a limit shared by the channel's consumers; {@code prefetchSize} must be 0 for RabbitMQ. Once called,
      * consumers of this channel that set no prefetch of their own get none ({@link ConsumeOptions#DEFAULT_PREFETCH}
-     * is for channels without basic.qos): this one applies.
+     * is for channels without basic.qos): this one applies. A basic.qos that failed (refused, timed out, cut off by a
+     * connection loss) does not count: consumers made after it get the default again.
      */
     CompletionStage<Void> basicQos(int prefetchSize, int prefetchCount, boolean global);
 

@@ -45,6 +45,7 @@ import java.nio.ByteBuffer;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 import java.util.function.Supplier;
 
 /**
@@ -74,8 +75,15 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
      * is not recovered itself (nobody else holds it).
      */
     private volatile boolean recoverysOwn;
-    /** The application asked for a basic.qos of the channel's own: consumers then get no default prefetch. */
-    private volatile boolean ownQos;
+    /**
+     * The broker accepted a basic.qos of the application's, or one is on its way ({@link #qosPending}): consumers then
+     * get no default prefetch. One that failed does not count: the channel has none, and recovery restores none.
+     */
+    private volatile boolean qosAccepted;
+
+    private volatile int qosPending;
+    private static final AtomicIntegerFieldUpdater<ChannelImpl> QOS_PENDING =
+            AtomicIntegerFieldUpdater.newUpdater(ChannelImpl.class, "qosPending");
 
     private final CompletableFuture<AmqpException> closeFuture = new CompletableFuture<>();
 
@@ -178,7 +186,7 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
      */
     @Override
     public boolean hasOwnQos() {
-        return ownQos;
+        return qosAccepted || qosPending > 0;
     }
 
     /** Everything is back after a recovery. */
@@ -604,7 +612,7 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
         if (prefetchSize < 0 || prefetchCount < 0 || prefetchCount > 0xFFFF) {
             return invalid("prefetchSize must not be negative and prefetchCount must be within 0..65535");
         }
-        ownQos = true; // at the call: a consume made right after it on this thread must see it
+        QOS_PENDING.incrementAndGet(this); // at the call: a consume made right after it on this thread must see it
         return rpc(
                         MethodIds.BASIC_QOS,
                         MethodIds.BASIC_QOS_OK,
@@ -616,9 +624,11 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
                         null)
                 .whenComplete((v, e) -> {
                     if (e == null) {
+                        qosAccepted = true;
                         recovery.qosAccepted(prefetchSize, prefetchCount, global);
                         consumers.channelQosAccepted(prefetchCount, global);
                     }
+                    QOS_PENDING.decrementAndGet(this); // after qosAccepted: no moment without either
                 });
     }
 

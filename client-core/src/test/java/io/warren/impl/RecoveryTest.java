@@ -703,6 +703,35 @@ class RecoveryTest {
     }
 
     /**
+     * A basic.qos the connection's loss cut off failed, so recovery does not restore it; a consumer made afterwards
+     * without a prefetch of its own gets the default one, not none. Before, the failed call still counted as the
+     * channel's own qos, and such a consumer started with no prefetch at all.
+     */
+    @Test
+    void aBasicQosThatFailedIsNotTheChannelsOwnQos() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            CompletionStage<Void> qos = ch.basicQos(10);
+            brokers.first.expectAndRelease(1, MethodIds.BASIC_QOS);
+            brokers.cut();
+            assertTrue(qos.toCompletableFuture().isCompletedExceptionally(), "the loss fails the qos in flight");
+
+            FakeBroker second = brokers.cutAndReconnectAfterLoss();
+            brokers.runAllTasks();
+            Answers answers = new Answers(second, "2");
+            assertEquals(List.of("1 channel.open"), answers.all(), "a failed qos is not restored");
+
+            CompletionStage<ConsumerHandle> consumed =
+                    ch.consume("q", new ConsumeOptions().consumerTag("c"), Delivery::ack);
+            brokers.runAllTasks();
+            assertEquals(
+                    List.of("1 basic.qos " + ConsumeOptions.DEFAULT_PREFETCH, "1 basic.consume q c"), answers.all());
+            brokers.runAllTasks();
+            assertTrue(done(consumed).isActive());
+        }
+    }
+
+    /**
      * What waits for the recovery (a whenWritable callback) runs after the held methods are sent: a method it calls
      * goes behind them, not ahead.
      */
