@@ -77,6 +77,7 @@ public final class ConnectionHandler extends PassThroughInboundHandler implement
     private ChannelHandlerContext ctx;
     private OutboundPath outbound;
     private Heartbeats heartbeats;
+    private LoopShutdownWatch loopWatch;
     private Handshake handshake;
 
     // event loop only
@@ -162,11 +163,13 @@ public final class ConnectionHandler extends PassThroughInboundHandler implement
         this.outbound = new OutboundPath(ctx, options.publishOptions());
         this.heartbeats = new Heartbeats(outbound, ctx.alloc(), new MissedHeartbeats());
         this.handshake = new Handshake(options, outbound, ctx.alloc(), this);
+        this.loopWatch = new LoopShutdownWatch(ctx.executor(), new LoopShutDown());
         facade.outboundReady(this);
     }
 
     @Override
     public void channelActive(ChannelHandlerContext ctx) {
+        loopWatch.start();
         handshake.start();
         ctx.fireChannelActive();
     }
@@ -710,6 +713,28 @@ public final class ConnectionHandler extends PassThroughInboundHandler implement
     }
 
     /**
+     * The event loop shut down under the open socket ({@link LoopShutdownWatch}): the socket is closed here, in case
+     * the loop does not, and the connection ends as closed by that.
+     */
+    private final class LoopShutDown implements Runnable {
+        @Override
+        public void run() {
+            if (state == State.CLOSED) {
+                return;
+            }
+            recordCause(loopShutDownCause());
+            ctx.close();
+        }
+    }
+
+    private ConnectionClosedException loopShutDownCause() {
+        return new ConnectionClosedException(
+                "connection to " + address
+                        + " closed: its event loop shut down (was the client or its event loop group closed?)",
+                null);
+    }
+
+    /**
      * The connect attempt took too long. Still in the handshake: it fails with {@code timeout}. Already closing
      * because the attempt failed (a protocol error, the broker's refusal): that failure is why, and the attempt
      * fails with it now rather than with the clock.
@@ -760,6 +785,9 @@ public final class ConnectionHandler extends PassThroughInboundHandler implement
         if (countedOpen) {
             metrics.connectionClosed();
         }
+        if (closeCause == null && ctx.executor().isShuttingDown()) {
+            recordCause(loopShutDownCause()); // the loop closed its sockets as it went
+        }
         if (closeCause == null) {
             if (wasHandshaking
                     && handshake.stage() == Handshake.Stage.AUTHENTICATING
@@ -783,6 +811,7 @@ public final class ConnectionHandler extends PassThroughInboundHandler implement
         }
         state = State.CLOSED;
         heartbeats.stop();
+        loopWatch.stop();
         if (closeTimer != null) {
             closeTimer.cancel(false);
         }
