@@ -882,6 +882,51 @@ class ConsumeTest {
         }
     }
 
+    /**
+     * An asynchronous handler is called one delivery at a time and in order, also for deliveries held for demand
+     * and let go by a fetch. Before, each held one was started as its own executor task: on a pool they were called
+     * at once and in any order (here the executor runs its tasks last first, as two pool threads may).
+     */
+    @Test
+    void anAsyncHandlerIsCalledInOrderOnDeliveriesHeldForDemand() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            java.util.Deque<Runnable> tasks = new java.util.ArrayDeque<>();
+            List<Long> called = new ArrayList<>();
+            CompletionStage<ConsumerHandle> stage = ch.consumeAsync(
+                    "q",
+                    new ConsumeOptions()
+                            .noAck(true)
+                            .executor(tasks::add)
+                            .concurrency(2)
+                            .initialDemand(0),
+                    d -> {
+                        called.add(d.deliveryTag());
+                        return null;
+                    });
+            broker.expectAndRelease(1, MethodIds.BASIC_CONSUME);
+            broker.send(1, new BasicConsumeOkEncoder().consumerTag("a"));
+            ConsumerHandle c = stage.toCompletableFuture().join();
+            deliver(broker, "a", 1, HELLO);
+            deliver(broker, "a", 2, HELLO);
+            runLastFirst(tasks);
+            assertEquals(List.of(), called, "no demand: both held");
+            assertEquals(2, c.queued());
+
+            c.fetch(2);
+            runLastFirst(tasks);
+            assertEquals(List.of(1L, 2L), called);
+            assertEquals(0, c.queued());
+        }
+    }
+
+    private static void runLastFirst(java.util.Deque<Runnable> tasks) {
+        Runnable task;
+        while ((task = tasks.pollLast()) != null) {
+            task.run();
+        }
+    }
+
     @Test
     void badOptionsFailBeforeAnythingIsSent() {
         try (FakeBroker broker = new FakeBroker()) {

@@ -159,6 +159,11 @@ final class DemandGate<T extends DemandGate.Taker> {
         return held.poll();
     }
 
+    /** Whether any is held. Any thread. */
+    boolean anyHeld() {
+        return !held.isEmpty();
+    }
+
     /** How many are held. Any thread. */
     long held() {
         return held.size();

@@ -6,6 +6,7 @@ import io.warren.impl.queue.InboundMessageQueue;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 import java.util.concurrent.atomic.AtomicLongFieldUpdater;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -16,8 +17,9 @@ import org.slf4j.LoggerFactory;
  * {@code completed + n} with a CAS, so at most n deliveries are ever out of the queue and not completed, without
  * a lock. The application's demand is a second gate applied as the drain takes a delivery: without demand it is
  * held (at most n) and started when demand returns. A synchronous handler runs on the executor, one task per
- * delivery (the delivery is the task, {@link #run}); an asynchronous one is called on the drain and its stage
- * says when the slot is free.
+ * delivery (the delivery is the task, {@link #run}); an asynchronous one is called one delivery at a time, in
+ * order, and its stage says when the slot is free: on the drain, or, for deliveries held for demand, by whoever
+ * holds the calling token ({@link #calling}), the drain or a task on the executor, never two at once.
  */
 final class SlotDispatch implements Dispatch {
 
@@ -27,6 +29,8 @@ final class SlotDispatch implements Dispatch {
             AtomicLongFieldUpdater.newUpdater(SlotDispatch.class, "granted");
     private static final AtomicLongFieldUpdater<SlotDispatch> COMPLETED =
             AtomicLongFieldUpdater.newUpdater(SlotDispatch.class, "completed");
+    private static final AtomicIntegerFieldUpdater<SlotDispatch> CALLING =
+            AtomicIntegerFieldUpdater.newUpdater(SlotDispatch.class, "calling");
 
     // immutable
     private final ConsumerImpl consumer;
@@ -42,6 +46,13 @@ final class SlotDispatch implements Dispatch {
     // any thread (volatile, field updaters)
     private volatile long granted;
     private volatile long completed;
+    /**
+     * An asynchronous handler's calls of held deliveries: 0 when nobody calls them, else the one who took it from 0
+     * calls them and this counts the requests to look again it has still to serve (a work-in-progress counter).
+     */
+    private volatile int calling;
+
+    private final Runnable callHeldTask = new CallHeld();
 
     /** Event loop, as the consumer is made. */
     SlotDispatch(
@@ -70,12 +81,10 @@ final class SlotDispatch implements Dispatch {
 
     @Override
     public void onDelivery(DeliveryImpl d) {
-        if (userDemand.take(d)) {
-            if (asyncHandler == null) {
-                start(d);
-            } else {
-                processAsync(d);
-            }
+        if (asyncHandler != null) {
+            onAsyncDelivery(d);
+        } else if (userDemand.take(d)) {
+            start(d);
         } else if (userDemand.hold(d) || !consumer.isActive()) {
             // a resume or an end racing with the hold either sees the delivery or is seen here
             startHeld();
@@ -83,14 +92,22 @@ final class SlotDispatch implements Dispatch {
     }
 
     /**
-     * A delivery {@link #start started} on the executor: runs the synchronous handler, or (a delivery held for
-     * demand, then started) the asynchronous one. Consumer's executor.
+     * Flowing with nothing held and nobody calling held ones (the common case), the handler is called here, on the
+     * drain; else the delivery queues behind the held ones, so that calls stay one at a time and in order. Only the
+     * drain holds, so nothing older can be held once the check passed. Drain.
      */
-    void run(DeliveryImpl d) {
-        if (asyncHandler != null) {
+    private void onAsyncDelivery(DeliveryImpl d) {
+        if (calling == 0 && !userDemand.anyHeld() && userDemand.take(d)) {
             processAsync(d);
             return;
         }
+        userDemand.hold(d);
+        callHeld(true);
+    }
+
+    /** A delivery {@link #start started} on the executor: runs the synchronous handler. Consumer's executor. */
+    void run(DeliveryImpl d) {
+        assert asyncHandler == null : "an asynchronous handler's deliveries are called, not started";
         if (consumer.dropIfLost(d)) {
             lostDemandBack(d);
         } else {
@@ -171,8 +188,74 @@ final class SlotDispatch implements Dispatch {
         }
     }
 
-    /** Starts held deliveries while there is demand; any thread. */
+    /**
+     * Calls the asynchronous handler on held deliveries while there is demand, unless another thread does: that one
+     * looks again before it lets go. {@code here}: on the drain, which may call them itself; elsewhere a task on the
+     * executor does.
+     */
+    private void callHeld(boolean here) {
+        if (CALLING.getAndIncrement(this) != 0) {
+            return;
+        }
+        if (here) {
+            callHeldWhileAsked(false);
+            return;
+        }
+        try {
+            executor.execute(callHeldTask);
+        } catch (RejectedExecutionException e) {
+            LOG.warn(
+                    "consumer '{}' on channel {}: its executor refused to call the handler on held deliveries;"
+                            + " dropped",
+                    consumer.consumerTag(),
+                    consumer.channelNumber(),
+                    e);
+            callHeldWhileAsked(true);
+        }
+    }
+
+    /** Holds the calling token: calls (or, {@code refused}, disposes of) what demand releases until nobody asks. */
+    private void callHeldWhileAsked(boolean refused) {
+        int missed = 1;
+        while (true) {
+            DeliveryImpl d;
+            while ((d = releaseHeld()) != null) {
+                if (refused) {
+                    consumer.dispose(d);
+                    completed();
+                } else {
+                    processAsync(d);
+                }
+            }
+            missed = CALLING.addAndGet(this, -missed);
+            if (missed == 0) {
+                return;
+            }
+        }
+    }
+
+    /** The next held delivery demand lets go, or null; an ended consumer's are disposed of. */
+    private DeliveryImpl releaseHeld() {
+        if (!consumer.isActive()) {
+            disposeHeld();
+            return null;
+        }
+        return userDemand.release();
+    }
+
+    private final class CallHeld implements Runnable {
+        @Override
+        public void run() {
+            callHeldWhileAsked(false);
+        }
+    }
+
+    /** Starts held deliveries while there is demand (an asynchronous handler's: calls them); any thread. */
     private void startHeld() {
+        if (asyncHandler != null) {
+            callHeld(false);
+            return;
+        }
         while (true) {
             if (!consumer.isActive()) {
                 disposeHeld();
