@@ -23,7 +23,9 @@ import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
  * for a later message ({@link #reinit}), but only once nothing can still refer to it legitimately: its count is 0,
  * no settlement of it is on its way to the event loop, and its tag is settled on the channel (one basic.recover
  * requeued unsettled never is). So a delivery settled after its release (once, as the API allows) still names its
- * own message.
+ * own message. One whose tag another settlement covered (a multiple ack) may be reused although it was never
+ * settled itself: the API tells the application not to touch such a delivery again ({@link Delivery}'s
+ * Settlement), since keeping it from reuse would cost an object per delivery to every consumer that acks in batches.
  */
 public abstract class MessageDelivery extends Settlement implements Delivery {
 
