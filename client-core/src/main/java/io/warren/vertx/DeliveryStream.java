@@ -105,28 +105,26 @@ public final class DeliveryStream implements ReadStream<Delivery> {
         }
         try {
             h.handle(delivery);
-        } catch (RuntimeException e) {
-            unhandled(e).handle(e);
+        } catch (RuntimeException | Error e) {
+            Handler<Throwable> eh = unhandled();
+            if (eh == null) {
+                throw e;
+            }
+            eh.handle(e);
         }
     }
 
     /**
      * Where a handler's exception goes, as Vert.x reports a handler's exception on a context: the stream's exception
      * handler, else the context's, else Vert.x's; with none of them, the consumer logs it (naming its queue and
-     * delivery, which Vert.x's own log could not).
+     * delivery, which Vert.x's own log could not): then null.
      */
-    private Handler<Throwable> unhandled(RuntimeException e) {
+    private Handler<Throwable> unhandled() {
         Handler<Throwable> eh = exceptionHandler;
         if (eh == null) {
             eh = context.exceptionHandler();
         }
-        if (eh == null) {
-            eh = context.owner().exceptionHandler();
-        }
-        if (eh == null) {
-            throw e;
-        }
-        return eh;
+        return eh != null ? eh : context.owner().exceptionHandler();
     }
 
     private void end(AmqpException cause) {

@@ -545,7 +545,7 @@ class VertxIT {
     void aHandlersExceptionReachesTheContextsExceptionHandlerAndTheStreamGoesOn(
             Broker broker, Connection connection, TestNames names) throws Exception {
         String q = names.queue("q");
-        Channel setup = queueOf(broker, connection, q, 3, 16);
+        Channel setup = queueOf(broker, connection, q, 4, 16);
         List<String> events = Collections.synchronizedList(new ArrayList<>());
         CompletableFuture<Void> all = new CompletableFuture<>();
         Context[] verticle = new Context[1];
@@ -558,16 +558,27 @@ class VertxIT {
                 int n = numberOf(d);
                 d.ack();
                 events.add("delivery " + n);
-                if (n == 2) {
+                if (n == 3) {
                     all.complete(null);
                 }
                 if (n == 1) {
                     throw new IllegalStateException("the handler fails on 1");
                 }
+                if (n == 2) {
+                    throw new AssertionError("the handler fails on 2"); // an Error too, as Vert.x reports it
+                }
             });
         });
         all.get(30, TimeUnit.SECONDS);
-        assertEquals(List.of("delivery 0", "delivery 1", "context: the handler fails on 1", "delivery 2"), events);
+        assertEquals(
+                List.of(
+                        "delivery 0",
+                        "delivery 1",
+                        "context: the handler fails on 1",
+                        "delivery 2",
+                        "context: the handler fails on 2",
+                        "delivery 3"),
+                events);
         Await.queueCounts(q, 0, 0, Duration.ofSeconds(10));
         await(setup.queueDelete(q));
     }
