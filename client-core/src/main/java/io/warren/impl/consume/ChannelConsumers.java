@@ -597,11 +597,11 @@ public final class ChannelConsumers implements ContentAssembler.Listener {
     }
 
     /**
-     * Writes what the coalescer holds. Event loop; {@code ChannelState} calls it before sending a synchronous
-     * method or channel.close, so settlements made before them go first.
+     * Writes the settlements made so far, from any thread. Event loop; {@code ChannelState} calls it before sending
+     * a synchronous method or channel.close, so settlements made before them go first.
      */
     public void flush() {
         assert loop.inEventLoop() : "channel consumers off the event loop";
-        settlements.flush();
+        settlements.drainAndFlush();
     }
 }

@@ -32,8 +32,9 @@ import org.slf4j.LoggerFactory;
  *       loop through the connection's {@link OutboundPath} (so that a thread's "ack, then close" keeps its
  *       order); the drain settles everything queued and writes the frames at once.</li>
  * </ul>
- * Frames the coalescer holds are written before any synchronous method or channel.close the channel sends
- * ({@link #flush()}, through {@code ChannelState}), so an ack made before a close is never lost to it.
+ * Settlements queued and frames the coalescer holds are written before any synchronous method or channel.close the
+ * channel sends ({@link #drainAndFlush()}, through {@code ChannelState}), so an ack made before a close is never lost
+ * to it, whichever thread's drain it was queued behind.
  *
  * <p>Once basic.recover is written the broker has forgotten the tags it requeues ({@link DeliveryTags#isRequeued}):
  * a settlement of one that reaches the event loop afterwards is dropped here, whatever the way it came (another
@@ -308,6 +309,15 @@ final class SettlementPath {
     private void flushTask() {
         flushScheduled = false;
         flush();
+    }
+
+    /**
+     * Settles what other threads queued, then writes what the coalescer holds: before a synchronous method or
+     * channel.close. Not only {@link #flush()}: a thread's settlement may be queued behind another thread's drain
+     * that has not reached the event loop yet, and the method that thread calls next would pass it.
+     */
+    void drainAndFlush() {
+        drainSettlements();
     }
 
     /** Writes what the coalescer holds. */
