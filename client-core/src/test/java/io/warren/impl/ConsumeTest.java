@@ -587,6 +587,46 @@ class ConsumeTest {
         }
     }
 
+    /**
+     * With concurrency above 1 each delivery is a task on the executor: one still waiting there when the consumer
+     * ends is requeued without reaching the handler, as a queued one is. Before, the handler still got it.
+     */
+    @Test
+    void aDeliveryStillWaitingOnTheExecutorWhenTheConsumerEndsDoesNotReachTheHandler() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            java.util.Deque<Runnable> tasks = new java.util.ArrayDeque<>();
+            List<Long> seen = new ArrayList<>();
+            ConsumerHandle c = consume(
+                    broker,
+                    ch,
+                    "c",
+                    new ConsumeOptions().prefetch(10).executor(tasks::add).concurrency(2),
+                    d -> seen.add(d.deliveryTag()));
+            deliver(broker, "c", 1, HELLO);
+            deliver(broker, "c", 2, HELLO);
+            List<Runnable> started = new ArrayList<>(); // the deliveries' own tasks, kept waiting
+            Runnable task;
+            while ((task = tasks.pollFirst()) != null) {
+                if (task instanceof Delivery) {
+                    started.add(task);
+                } else {
+                    task.run(); // the queue's drain
+                }
+            }
+            assertEquals(2, started.size(), "both started on the executor");
+            CompletionStage<Void> cancel = c.cancel();
+            broker.expectAndRelease(1, MethodIds.BASIC_CANCEL);
+            broker.send(1, new BasicCancelOkEncoder().consumerTag("c"));
+            assertTrue(cancel.toCompletableFuture().isDone());
+
+            started.forEach(Runnable::run);
+            broker.client.runPendingTasks();
+            assertEquals(List.of(), seen, "the consumer had ended");
+            assertEquals(List.of("reject 1 requeue", "reject 2 requeue"), written(broker));
+        }
+    }
+
     @Test
     void theChannelsCloseEndsItsConsumersAndReleasesWhatIsQueued() {
         try (FakeBroker broker = new FakeBroker()) {

@@ -105,10 +105,15 @@ final class SlotDispatch implements Dispatch {
         callHeld(true);
     }
 
-    /** A delivery {@link #start started} on the executor: runs the synchronous handler. Consumer's executor. */
+    /**
+     * A delivery {@link #start started} on the executor: runs the synchronous handler, unless the consumer ended
+     * while the task waited (then it goes as a queued one does). Consumer's executor.
+     */
     void run(DeliveryImpl d) {
         assert asyncHandler == null : "an asynchronous handler's deliveries are called, not started";
-        if (consumer.dropIfLost(d)) {
+        if (!consumer.isActive()) {
+            consumer.dispose(d);
+        } else if (consumer.dropIfLost(d)) {
             lostDemandBack(d);
         } else {
             consumer.handle(d);
