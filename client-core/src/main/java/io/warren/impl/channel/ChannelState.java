@@ -560,7 +560,8 @@ public final class ChannelState implements InboundChannel {
         closeCause = cause;
         boolean wasOpen = facade.stopOpen(); // before the futures below wake anyone: isOpen() is false by then
         rpc.failAll(cause);
-        content.abort(cause);
+        // a basic.return begun before the application's close still comes whole: its publish's ack follows it
+        content.abortAtClose(cause);
         facade.markClosed(cause, wasOpen);
         List<Consumer<AmqpException>> hooks = new ArrayList<>(closeHooks);
         closeHooks.clear();

@@ -46,6 +46,14 @@ public final class ContentAssembler {
 
         /** The message was dropped before it was complete (channel or connection closing, size limit). */
         default void onAbort(Throwable cause) {}
+
+        /**
+         * Whether the message is still wanted after the application's channel.close, until close-ok: true for a
+         * method the broker still sends then (basic.return, whose publish's ack comes through the close too).
+         */
+        default boolean throughClose() {
+            return false;
+        }
     }
 
     private final int channel;
@@ -176,6 +184,16 @@ public final class ContentAssembler {
         }
         if (received == expected) {
             complete();
+        }
+    }
+
+    /**
+     * The application closed the channel: drops a message in progress unless its listener takes it
+     * {@link Listener#throughClose() through the close}.
+     */
+    public void abortAtClose(Throwable cause) {
+        if (listener != null && !listener.throughClose()) {
+            abort(cause);
         }
     }
 

@@ -149,6 +149,9 @@ public final class Publisher {
     private final BasicAck ackView = new BasicAck();
     private final BasicNack nackView = new BasicNack();
     private final ContentAssembler.Listener returnAssembly = new ReturnAssembly();
+    /** A basic.return was dropped for its size: the acks that come through the close confirm nothing. Event loop. */
+    private boolean returnDropped;
+
     private final PublishFrames.MessageBuffers buffers = new PublishFrames.MessageBuffers();
 
     private ConfirmTracker confirms;
@@ -923,6 +926,23 @@ public final class Publisher {
     /** basic.return assembled: tell the tracker (confirm mode) and the listeners, then release it. */
     private final class ReturnAssembly implements ContentAssembler.Listener {
         @Override
+        public boolean throughClose() {
+            return true; // its publish's ack comes through the close, and must not make it CONFIRMED
+        }
+
+        /**
+         * A return over the inbound size limit is dropped, and the channel closes (311): which publish it returned is
+         * not known, so no outstanding one may count as confirmed by an ack that comes through that close.
+         */
+        @Override
+        public void onAbort(Throwable cause) {
+            assert outbound.inEventLoop() : "publisher state off the event loop";
+            if (cause instanceof io.warren.MessageTooLargeException) {
+                returnDropped = true;
+            }
+        }
+
+        @Override
         public void onContent(AssembledContent content) {
             assert outbound.inEventLoop() : "publisher state off the event loop";
             try {
@@ -958,7 +978,7 @@ public final class Publisher {
         direct = false;
         closeCause = cause;
         flow.remove(this);
-        if (!state.isAwaitingCloseOk()) {
+        if (!state.isAwaitingCloseOk() || returnDropped) {
             failUnconfirmed(cause); // before the held ones: outcomes fail in publish order
         }
         OutboundPath.DiscardableTask next;
