@@ -264,7 +264,9 @@ public interface Channel {
      * flushed once per batch.
      *
      * <p>The stage completes on the event loop: without confirm mode with {@link PublishOutcome#SENT} once the
-     * frames are written to the socket; in confirm mode see {@link #confirmSelect()}. It fails with
+     * frames are written to the socket; in confirm mode see {@link #confirmSelect()}. A publish the calling thread
+     * wrote to the socket itself (the connection idle, nothing queued before it) completes {@code SENT} on that thread
+     * before {@code publish} returns, so a callback attached to it runs at once on the caller's thread. It fails with
      * {@link IllegalArgumentException} (an exchange or routing key over 255 bytes, a body already released),
      * {@link BackPressureException}
      * (over {@link PublishOptions#maxPendingBytes()}), {@link ConnectionBlockedException} (blocked, policy

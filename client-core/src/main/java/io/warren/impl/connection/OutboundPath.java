@@ -29,6 +29,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 import org.jctools.queues.MessagePassingQueue;
 import org.jctools.queues.MpscUnboundedArrayQueue;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The one way out of a connection: every frame Warren writes, from any thread, goes through here.
@@ -81,6 +83,8 @@ import org.jctools.queues.MpscUnboundedArrayQueue;
  * when written, or when the write fails (including on a closed connection).
  */
 public final class OutboundPath {
+
+    private static final Logger LOG = LoggerFactory.getLogger(OutboundPath.class);
 
     /**
      * Told, on the event loop, that a write finished: {@code cause} is {@code null} on success. It listens to the
@@ -536,6 +540,19 @@ public final class OutboundPath {
         } while (!queue.isEmpty() && DRAIN_SCHEDULED.compareAndSet(this, 0, 1));
     }
 
+    /**
+     * Runs a queued task. One that throws (an Error from an application's listener, say) is logged and the path goes
+     * on, as Netty's loop does with its own tasks: thrown out of the drain, it would leave the drain's flag set, and
+     * nothing queued afterwards would ever run.
+     */
+    private void runTask(Runnable task) {
+        try {
+            task.run();
+        } catch (Throwable t) {
+            LOG.warn("{}: a task on the outbound path failed; the path goes on", channel(), t);
+        }
+    }
+
     private void drain() {
         if (midMessage) {
             // run from inside a message's writes (an executor that runs tasks at once): after the message
@@ -571,7 +588,7 @@ public final class OutboundPath {
                     writePendingEnds();
                     writeNow(pw.frames, pw.listener);
                 } else {
-                    ((Runnable) item).run();
+                    runTask((Runnable) item);
                 }
             }
         } finally {

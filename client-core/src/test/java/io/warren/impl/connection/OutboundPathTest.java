@@ -116,6 +116,46 @@ class OutboundPathTest {
         ch.finishAndReleaseAll();
     }
 
+    /**
+     * A task on the path that throws an Error (a listener's AssertionError, say) is logged and the path goes on.
+     * Before, the Error left the drain with its flag still set: nothing offered afterwards was ever run, and every
+     * later publish on the connection waited for ever.
+     */
+    @Test
+    void aTaskThatThrowsAnErrorDoesNotStopThePath() throws Exception {
+        DefaultEventLoopGroup group = new DefaultEventLoopGroup(1);
+        LocalAddress address = new LocalAddress("outbound-path-error-" + System.nanoTime());
+        io.netty.channel.Channel serverChannel = new ServerBootstrap()
+                .group(group)
+                .channel(LocalServerChannel.class)
+                .childHandler(new ChannelInboundHandlerAdapter())
+                .bind(address)
+                .sync()
+                .channel();
+        Holder holder = new Holder();
+        io.netty.channel.Channel client = new Bootstrap()
+                .group(group)
+                .channel(LocalChannel.class)
+                .handler(holder)
+                .connect(address)
+                .sync()
+                .channel();
+        try {
+            OutboundPath path = holder.path;
+            // from this thread, not the loop's: queued and run by the loop's drain
+            path.execute(() -> {
+                throw new AssertionError("a task's Error (test)");
+            });
+            CompletableFuture<Void> after = new CompletableFuture<>();
+            path.execute(() -> after.complete(null));
+            after.get(10, TimeUnit.SECONDS);
+        } finally {
+            client.close().sync();
+            serverChannel.close().sync();
+            group.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
+        }
+    }
+
     @Test
     void writesFromManyThreadsKeepEachThreadsOrderAndCoalesceFlushes() throws Exception {
         DefaultEventLoopGroup group = new DefaultEventLoopGroup(1);
