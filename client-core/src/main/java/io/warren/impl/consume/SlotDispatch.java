@@ -93,11 +93,13 @@ final class SlotDispatch implements Dispatch {
 
     /**
      * Flowing with nothing held and nobody calling held ones (the common case), the handler is called here, on the
-     * drain; else the delivery queues behind the held ones, so that calls stay one at a time and in order. Only the
-     * drain holds, so nothing older can be held once the check passed. Drain.
+     * drain; else the delivery queues behind the held ones, so that calls stay one at a time and in order. Held is
+     * read first: only the drain holds, so once nothing is held nothing older can be, and a token holder still
+     * calling one it took before is then seen in {@link #calling} (read second, it keeps the token until its last
+     * call returns). Drain.
      */
     private void onAsyncDelivery(DeliveryImpl d) {
-        if (calling == 0 && !userDemand.anyHeld() && userDemand.take(d)) {
+        if (!userDemand.anyHeld() && calling == 0 && userDemand.take(d)) {
             processAsync(d);
             return;
         }
@@ -132,6 +134,11 @@ final class SlotDispatch implements Dispatch {
     }
 
     private void processAsync(DeliveryImpl d) {
+        if (!consumer.isActive()) {
+            consumer.dispose(d); // ended while it waited: as a queued one
+            completed();
+            return;
+        }
         if (consumer.dropIfLost(d)) {
             lostDemandBack(d);
             completed();
