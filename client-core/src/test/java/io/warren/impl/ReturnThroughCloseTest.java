@@ -91,4 +91,29 @@ class ReturnThroughCloseTest {
             assertEquals(ReplyCode.CONTENT_TOO_LARGE, closed.replyCode());
         }
     }
+    /**
+     * The same when the oversized return's content is read after the application's close (the return goes on
+     * through it): the close has come already, so the outstanding publishes fail as the return is dropped. Found by a
+     * review of the commit that let returns through the close: the ack that followed made it CONFIRMED.
+     */
+    @Test
+    void aReturnOverTheInboundLimitReadThroughTheApplicationsCloseLeavesNoPublishConfirmed() {
+        try (FakeBroker broker = new FakeBroker(new ConnectionOptions().maxInboundMessageBodySize(16))) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            confirmMode(broker, ch);
+            CompletionStage<PublishOutcome> f =
+                    ch.publish("", "nowhere", true, BasicProperties.EMPTY, text("a body of more than 16 bytes"));
+            PublishFixture.Published p = expectPublish(broker, 1);
+            returnUnroutable(broker);
+            CompletionStage<Void> closed = ch.close();
+            broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE);
+            broker.sendContent(1, p.properties(), p.body()); // over the limit: the return is dropped
+            ack(broker, 1, 1, false);
+            broker.sendChannelCloseOk(1);
+            assertTrue(closed.toCompletableFuture().isDone());
+            PublishNotConfirmedException e =
+                    assertInstanceOf(PublishNotConfirmedException.class, ChannelTest.failure(f));
+            assertInstanceOf(io.warren.MessageTooLargeException.class, e.getCause());
+        }
+    }
 }

@@ -932,13 +932,17 @@ public final class Publisher {
 
         /**
          * A return over the inbound size limit is dropped, and the channel closes (311): which publish it returned is
-         * not known, so no outstanding one may count as confirmed by an ack that comes through that close.
+         * not known, so no outstanding one may count as confirmed by an ack that comes through that close. Dropped
+         * after the application's close (its content read through it), the close has come already: they fail now.
          */
         @Override
         public void onAbort(Throwable cause) {
             assert outbound.inEventLoop() : "publisher state off the event loop";
-            if (cause instanceof io.warren.MessageTooLargeException) {
+            if (cause instanceof io.warren.MessageTooLargeException tooLarge) {
                 returnDropped = true;
+                if (closed) {
+                    failUnconfirmed(tooLarge);
+                }
             }
         }
 
