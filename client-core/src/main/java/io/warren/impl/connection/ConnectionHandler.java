@@ -169,8 +169,10 @@ public final class ConnectionHandler extends PassThroughInboundHandler implement
 
     @Override
     public void channelActive(ChannelHandlerContext ctx) {
-        loopWatch.start();
-        handshake.start();
+        loopWatch.start(); // a loop already going closes the socket at once: no handshake then
+        if (ctx.channel().isActive()) {
+            handshake.start();
+        }
         ctx.fireChannelActive();
     }
 

@@ -478,7 +478,7 @@ public final class OutboundPath {
         Object item;
         while ((item = queue.relaxedPoll()) != null) {
             if (item instanceof Runnable r) {
-                r.run();
+                runTask(r); // one that throws must not keep the rest from being discarded
             } else if (item instanceof PendingWrite pw) {
                 ReferenceCountUtil.release(pw.frames);
                 pw.listener.written(cause);
