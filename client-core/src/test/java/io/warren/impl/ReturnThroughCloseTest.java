@@ -39,6 +39,21 @@ class ReturnThroughCloseTest {
                         .routingKey("nowhere"));
     }
 
+    /** A mandatory publish in confirm mode, written, and the broker's basic.return method for it (its content next). */
+    private record Returned(
+            Channel channel, CompletionStage<PublishOutcome> outcome, PublishFixture.Published published) {}
+
+    /** {@link Returned} with a body over the 16 bytes {@code broker}'s client takes inbound. */
+    private static Returned returnedOverTheLimit(FakeBroker broker) {
+        Channel ch = broker.openChannel(broker.handshake(), 1);
+        confirmMode(broker, ch);
+        CompletionStage<PublishOutcome> f =
+                ch.publish("", "nowhere", true, BasicProperties.EMPTY, text("a body of more than 16 bytes"));
+        PublishFixture.Published p = expectPublish(broker, 1);
+        returnUnroutable(broker);
+        return new Returned(ch, f, p);
+    }
+
     /**
      * The return's method frame is read before the application's close and its content after it (a large body
      * spans reads; the loop runs the close between them). Before, the close dropped the return half-read: the ack
@@ -74,23 +89,19 @@ class ReturnThroughCloseTest {
     @Test
     void aReturnOverTheInboundLimitLeavesNoPublishConfirmed() {
         try (FakeBroker broker = new FakeBroker(new ConnectionOptions().maxInboundMessageBodySize(16))) {
-            Channel ch = broker.openChannel(broker.handshake(), 1);
-            confirmMode(broker, ch);
-            CompletionStage<PublishOutcome> f =
-                    ch.publish("", "nowhere", true, BasicProperties.EMPTY, text("a body of more than 16 bytes"));
-            PublishFixture.Published p = expectPublish(broker, 1);
-            returnUnroutable(broker);
-            broker.sendContent(1, p.properties(), p.body());
+            Returned r = returnedOverTheLimit(broker);
+            broker.sendContent(1, r.published().properties(), r.published().body());
             broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE); // 311, the client's limit
             ack(broker, 1, 1, false);
             broker.sendChannelCloseOk(1);
             PublishNotConfirmedException e =
-                    assertInstanceOf(PublishNotConfirmedException.class, ChannelTest.failure(f));
+                    assertInstanceOf(PublishNotConfirmedException.class, ChannelTest.failure(r.outcome()));
             assertTrue(e.mayHaveReachedBroker());
             ChannelClosedException closed = assertInstanceOf(ChannelClosedException.class, e.getCause());
             assertEquals(ReplyCode.CONTENT_TOO_LARGE, closed.replyCode());
         }
     }
+
     /**
      * The same when the oversized return's content is read after the application's close (the return goes on
      * through it): the close has come already, so the outstanding publishes fail as the return is dropped. Found by a
@@ -99,20 +110,15 @@ class ReturnThroughCloseTest {
     @Test
     void aReturnOverTheInboundLimitReadThroughTheApplicationsCloseLeavesNoPublishConfirmed() {
         try (FakeBroker broker = new FakeBroker(new ConnectionOptions().maxInboundMessageBodySize(16))) {
-            Channel ch = broker.openChannel(broker.handshake(), 1);
-            confirmMode(broker, ch);
-            CompletionStage<PublishOutcome> f =
-                    ch.publish("", "nowhere", true, BasicProperties.EMPTY, text("a body of more than 16 bytes"));
-            PublishFixture.Published p = expectPublish(broker, 1);
-            returnUnroutable(broker);
-            CompletionStage<Void> closed = ch.close();
+            Returned r = returnedOverTheLimit(broker);
+            CompletionStage<Void> closed = r.channel().close();
             broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE);
-            broker.sendContent(1, p.properties(), p.body()); // over the limit: the return is dropped
+            broker.sendContent(1, r.published().properties(), r.published().body()); // over the limit: dropped
             ack(broker, 1, 1, false);
             broker.sendChannelCloseOk(1);
             assertTrue(closed.toCompletableFuture().isDone());
             PublishNotConfirmedException e =
-                    assertInstanceOf(PublishNotConfirmedException.class, ChannelTest.failure(f));
+                    assertInstanceOf(PublishNotConfirmedException.class, ChannelTest.failure(r.outcome()));
             assertInstanceOf(io.warren.MessageTooLargeException.class, e.getCause());
         }
     }

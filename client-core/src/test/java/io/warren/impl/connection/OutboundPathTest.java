@@ -70,6 +70,33 @@ class OutboundPathTest {
         }
     }
 
+    /** A client and server {@link LocalChannel} on {@code group}, connected; the client's path is in its holder. */
+    private record LocalPair(io.netty.channel.Channel server, io.netty.channel.Channel client, Holder holder) {
+        OutboundPath path() {
+            return holder.path;
+        }
+
+        static LocalPair open(DefaultEventLoopGroup group, String name) throws InterruptedException {
+            LocalAddress address = new LocalAddress(name + "-" + System.nanoTime());
+            io.netty.channel.Channel server = new ServerBootstrap()
+                    .group(group)
+                    .channel(LocalServerChannel.class)
+                    .childHandler(new ChannelInboundHandlerAdapter())
+                    .bind(address)
+                    .sync()
+                    .channel();
+            Holder holder = new Holder();
+            io.netty.channel.Channel client = new Bootstrap()
+                    .group(group)
+                    .channel(LocalChannel.class)
+                    .handler(holder)
+                    .connect(address)
+                    .sync()
+                    .channel();
+            return new LocalPair(server, client, holder);
+        }
+    }
+
     static final class Holder extends ChannelInboundHandlerAdapter {
         volatile OutboundPath path;
 
@@ -124,24 +151,9 @@ class OutboundPathTest {
     @Test
     void aTaskThatThrowsAnErrorDoesNotStopThePath() throws Exception {
         DefaultEventLoopGroup group = new DefaultEventLoopGroup(1);
-        LocalAddress address = new LocalAddress("outbound-path-error-" + System.nanoTime());
-        io.netty.channel.Channel serverChannel = new ServerBootstrap()
-                .group(group)
-                .channel(LocalServerChannel.class)
-                .childHandler(new ChannelInboundHandlerAdapter())
-                .bind(address)
-                .sync()
-                .channel();
-        Holder holder = new Holder();
-        io.netty.channel.Channel client = new Bootstrap()
-                .group(group)
-                .channel(LocalChannel.class)
-                .handler(holder)
-                .connect(address)
-                .sync()
-                .channel();
+        LocalPair pair = LocalPair.open(group, "outbound-path-error");
         try {
-            OutboundPath path = holder.path;
+            OutboundPath path = pair.path();
             // from this thread, not the loop's: queued and run by the loop's drain
             path.execute(() -> {
                 throw new AssertionError("a task's Error (test)");
@@ -150,8 +162,8 @@ class OutboundPathTest {
             path.execute(() -> after.complete(null));
             after.get(10, TimeUnit.SECONDS);
         } finally {
-            client.close().sync();
-            serverChannel.close().sync();
+            pair.client().close().sync();
+            pair.server().close().sync();
             group.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
         }
     }
@@ -244,22 +256,9 @@ class OutboundPathTest {
     @Test
     void whenTheEventLoopIsGoneQueuedWorkIsDiscardedNotLeaked() throws Exception {
         DefaultEventLoopGroup group = new DefaultEventLoopGroup(1);
-        Holder holder = new Holder();
-        LocalAddress address = new LocalAddress("outbound-path-gone-" + System.nanoTime());
-        io.netty.channel.Channel server = new ServerBootstrap()
-                .group(group)
-                .channel(LocalServerChannel.class)
-                .childHandler(new ChannelInboundHandlerAdapter())
-                .bind(address)
-                .sync()
-                .channel();
-        new Bootstrap()
-                .group(group)
-                .channel(LocalChannel.class)
-                .handler(holder)
-                .connect(address)
-                .sync();
-        server.close().sync();
+        LocalPair pair = LocalPair.open(group, "outbound-path-gone");
+        Holder holder = pair.holder();
+        pair.server().close().sync();
         group.shutdownGracefully(0, 0, TimeUnit.SECONDS).sync();
         ByteBuf buf = Unpooled.directBuffer(4).writeInt(1);
         holder.path.write(buf);
