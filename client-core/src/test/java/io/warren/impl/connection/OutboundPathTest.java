@@ -168,6 +168,45 @@ class OutboundPathTest {
         }
     }
 
+    /**
+     * Discarding a closed connection's queue goes on past a task that throws: before, the throw left
+     * {@code discardQueued} half-way, so the tasks behind it never failed their futures and the connection's close
+     * (which discards the queue before it completes its close future) stopped there.
+     */
+    @Test
+    void discardingTheQueueGoesOnPastATaskThatThrows() throws Exception {
+        DefaultEventLoopGroup group = new DefaultEventLoopGroup(1);
+        LocalPair pair = LocalPair.open(group, "outbound-path-discard");
+        try {
+            OutboundPath path = pair.path();
+            CountDownLatch queued = new CountDownLatch(1);
+            // the loop waits in a task of its own while this thread queues two tasks behind it, then discards them
+            io.netty.util.concurrent.Future<Throwable> discarding = pair.client()
+                    .eventLoop()
+                    .submit(() -> {
+                        assertTrue(queued.await(10, TimeUnit.SECONDS));
+                        try {
+                            path.discardQueued(new java.io.IOException("closed (test)"));
+                            return null;
+                        } catch (Throwable t) {
+                            return t;
+                        }
+                    });
+            path.execute(() -> {
+                throw new AssertionError("a task's Error (test)");
+            });
+            CompletableFuture<Void> after = new CompletableFuture<>();
+            path.execute(() -> after.complete(null));
+            queued.countDown();
+            assertEquals(null, discarding.get(10, TimeUnit.SECONDS), "discardQueued went through");
+            assertTrue(after.isDone(), "the task behind the one that threw was run");
+        } finally {
+            pair.client().close().sync();
+            pair.server().close().sync();
+            group.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
+        }
+    }
+
     @Test
     void writesFromManyThreadsKeepEachThreadsOrderAndCoalesceFlushes() throws Exception {
         DefaultEventLoopGroup group = new DefaultEventLoopGroup(1);
