@@ -306,6 +306,38 @@ class ConsumerTimeoutRecoveryTest {
         }
     }
 
+    /**
+     * Two consumers of one auto-delete queue on the timed-out channel: the restore asks once whether the queue is
+     * gone, not once per consumer. Before, the queue was looked for twice.
+     */
+    @Test
+    void anAutoDeleteQueueReadByTwoConsumersIsLookedForOnce() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            FakeBroker broker = brokers.first;
+            Channel ch = withChannelQos(brokers);
+            CompletionStage<?> declared = ch.queueDeclare(QueueSpec.named("q").autoDelete(true));
+            broker.expectAndRelease(1, MethodIds.QUEUE_DECLARE);
+            broker.send(1, new QueueDeclareOkEncoder().queue("q"));
+            declared.toCompletableFuture().join();
+            ConsumerHandle a = consume(broker, ch, "q", "a");
+            ConsumerHandle b = consume(broker, ch, "q", "b");
+
+            timedOutAndReopened(broker);
+            RecoveringBrokers.reopen(broker, 2); // recovery's own channel
+            broker.expectAndRelease(2, MethodIds.QUEUE_DECLARE); // passive: q is still there
+            broker.send(2, new QueueDeclareOkEncoder().queue("q"));
+            brokers.runAllTasks();
+            broker.expectAndRelease(2, MethodIds.CHANNEL_CLOSE); // not a second passive declare
+            broker.sendChannelCloseOk(2);
+            for (String tag : List.of("a", "b")) {
+                broker.expectAndRelease(1, MethodIds.BASIC_CONSUME);
+                broker.send(1, new BasicConsumeOkEncoder().consumerTag(tag));
+            }
+            brokers.runAllTasks();
+            assertTrue(a.isActive() && b.isActive());
+        }
+    }
+
     /** Channel 1 with a basic.qos of its own (10), answered: its consumers send none. */
     private static Channel withChannelQos(RecoveringBrokers brokers) {
         Channel ch = brokers.first.openChannel(brokers.connection, 1);

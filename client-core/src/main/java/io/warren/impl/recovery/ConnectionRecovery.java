@@ -314,7 +314,7 @@ public final class ConnectionRecovery {
         CompletableFuture<Void> done = declaringAgain
                 .handle((v, e) -> (Void) null)
                 .thenCompose(v -> {
-                    List<String> read = new ArrayList<>();
+                    java.util.Set<String> read = new java.util.LinkedHashSet<>(); // once, however many consumers
                     channel.recovery().lostQueues(read);
                     if (!handler.isOpen()) { // lost meanwhile: the restore stops here, the connection's recovery has it
                         return CompletableFuture.failedFuture(

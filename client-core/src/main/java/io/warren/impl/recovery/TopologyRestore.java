@@ -6,6 +6,7 @@ import io.warren.DeclaredQueue;
 import io.warren.QueueSpec;
 import io.warren.codec.base.ReplyCode;
 import io.warren.impl.connection.ConnectionHandler;
+import java.util.Collection;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -142,7 +143,7 @@ final class TopologyRestore {
      * auto-delete exchanges upstream of it (gone with their last binding, perhaps), then its bindings and the
      * exchange-to-exchange bindings into those exchanges. A refusal is reported and skipped.
      */
-    CompletionStage<Void> declareIfGone(List<String> queues, Runnable settle) {
+    CompletionStage<Void> declareIfGone(Collection<String> queues, Runnable settle) {
         CompletionStage<Void> done = CompletableFuture.completedFuture(null);
         for (String name : queues) {
             done = done.thenCompose(v -> declareIfGone(name, settle));
