@@ -60,7 +60,7 @@ final class SettlementPath {
     private final DeliveryTags tags;
 
     private final Runnable flushTask = this::flushTask;
-    private final Runnable drainTask = this::drainSettlements;
+    private final Runnable drainTask = this::drainAndFlush;
 
     // event loop only
     private boolean flushScheduled;
@@ -280,7 +280,12 @@ final class SettlementPath {
         }
     }
 
-    private void drainSettlements() {
+    /**
+     * Settles what other threads queued, then writes what the coalescer holds: the drain task, and the flush before a
+     * synchronous method or channel.close (a thread's settlement may wait behind another thread's drain that has not
+     * reached the event loop yet, and the method that thread calls next would pass it).
+     */
+    void drainAndFlush() {
         assert loop.inEventLoop() : "settlement path off the event loop";
         // Cleared before polling: an offer that finds it 0 hands a new drain over, so nothing is stranded.
         drainScheduled = 0;
@@ -309,15 +314,6 @@ final class SettlementPath {
     private void flushTask() {
         flushScheduled = false;
         flush();
-    }
-
-    /**
-     * Settles what other threads queued, then writes what the coalescer holds: before a synchronous method or
-     * channel.close. Not only {@link #flush()}: a thread's settlement may be queued behind another thread's drain
-     * that has not reached the event loop yet, and the method that thread calls next would pass it.
-     */
-    void drainAndFlush() {
-        drainSettlements();
     }
 
     /** Writes what the coalescer holds. */

@@ -7,6 +7,7 @@ import io.warren.BackPressureException;
 import io.warren.Channel;
 import io.warren.ChannelClosedException;
 import io.warren.ConnectionBlockedException;
+import io.warren.MessageTooLargeException;
 import io.warren.PublishNotConfirmedException;
 import io.warren.PublishOptions;
 import io.warren.PublishOutcome;
@@ -938,7 +939,7 @@ public final class Publisher {
         @Override
         public void onAbort(Throwable cause) {
             assert outbound.inEventLoop() : "publisher state off the event loop";
-            if (cause instanceof io.warren.MessageTooLargeException tooLarge) {
+            if (cause instanceof MessageTooLargeException tooLarge) {
                 returnDropped = true;
                 if (closed) {
                     failUnconfirmed(tooLarge);

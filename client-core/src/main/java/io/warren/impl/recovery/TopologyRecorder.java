@@ -3,6 +3,7 @@ package io.warren.impl.recovery;
 import io.warren.ExchangeSpec;
 import io.warren.QueueSpec;
 import io.warren.impl.consume.QueueConsumerCounts;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -224,7 +225,7 @@ public final class TopologyRecorder implements QueueConsumerCounts {
     public synchronized Upstream upstreamOf(String queue) {
         LinkedHashMap<String, Exchange> found = new LinkedHashMap<>();
         List<Binding> into = new ArrayList<>();
-        java.util.ArrayDeque<String> next = new java.util.ArrayDeque<>();
+        ArrayDeque<String> next = new ArrayDeque<>();
         bindingsTo(queue).forEach(b -> next.add(b.source));
         while (!next.isEmpty()) {
             Exchange x = exchanges.get(next.poll());
