@@ -3,17 +3,13 @@ package io.warren.impl;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import io.warren.Channel;
-import io.warren.ConsumeOptions;
 import io.warren.ConsumerHandle;
 import io.warren.codec.content.BasicProperties;
-import io.warren.codec.method.BasicConsumeOkEncoder;
-import io.warren.codec.method.MethodIds;
 import java.lang.reflect.Constructor;
 import java.lang.reflect.Field;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Queue;
-import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentLinkedDeque;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -57,33 +53,23 @@ class AsyncHeldCallRaceTest {
             AtomicInteger maxInHandler = new AtomicInteger();
             CountDownLatch firstEntered = new CountDownLatch(1);
             CountDownLatch letFirstGo = new CountDownLatch(1);
-            CompletionStage<ConsumerHandle> stage = ch.consumeAsync(
-                    "q",
-                    new ConsumeOptions()
-                            .noAck(true)
-                            .executor(tasks::add)
-                            .concurrency(2)
-                            .initialDemand(0),
-                    d -> {
-                        int now = inHandler.incrementAndGet();
-                        maxInHandler.accumulateAndGet(now, Math::max);
-                        events.add("enter " + d.deliveryTag() + " on "
-                                + Thread.currentThread().getName());
-                        if (d.deliveryTag() == 1) {
-                            firstEntered.countDown();
-                            try {
-                                letFirstGo.await(5, TimeUnit.SECONDS);
-                            } catch (InterruptedException e) {
-                                Thread.currentThread().interrupt();
-                            }
-                        }
-                        events.add("exit " + d.deliveryTag());
-                        inHandler.decrementAndGet();
-                        return null;
-                    });
-            broker.expectAndRelease(1, MethodIds.BASIC_CONSUME);
-            broker.send(1, new BasicConsumeOkEncoder().consumerTag("a"));
-            ConsumerHandle c = stage.toCompletableFuture().join();
+            ConsumerHandle c = ConsumeTest.heldAsyncConsumer(broker, ch, tasks::add, d -> {
+                int now = inHandler.incrementAndGet();
+                maxInHandler.accumulateAndGet(now, Math::max);
+                events.add("enter " + d.deliveryTag() + " on "
+                        + Thread.currentThread().getName());
+                if (d.deliveryTag() == 1) {
+                    firstEntered.countDown();
+                    try {
+                        letFirstGo.await(5, TimeUnit.SECONDS);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                }
+                events.add("exit " + d.deliveryTag());
+                inHandler.decrementAndGet();
+                return null;
+            });
 
             // swap the held queue for one with a hook (same initial demand 0)
             Field slotsF = c.getClass().getDeclaredField("slots");

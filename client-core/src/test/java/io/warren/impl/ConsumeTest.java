@@ -933,20 +933,10 @@ class ConsumeTest {
             Channel ch = broker.openChannel(broker.handshake(), 1);
             java.util.Deque<Runnable> tasks = new java.util.ArrayDeque<>();
             List<Long> called = new ArrayList<>();
-            CompletionStage<ConsumerHandle> stage = ch.consumeAsync(
-                    "q",
-                    new ConsumeOptions()
-                            .noAck(true)
-                            .executor(tasks::add)
-                            .concurrency(2)
-                            .initialDemand(0),
-                    d -> {
-                        called.add(d.deliveryTag());
-                        return null;
-                    });
-            broker.expectAndRelease(1, MethodIds.BASIC_CONSUME);
-            broker.send(1, new BasicConsumeOkEncoder().consumerTag("a"));
-            ConsumerHandle c = stage.toCompletableFuture().join();
+            ConsumerHandle c = heldAsyncConsumer(broker, ch, tasks::add, d -> {
+                called.add(d.deliveryTag());
+                return null;
+            });
             deliver(broker, "a", 1, HELLO);
             deliver(broker, "a", 2, HELLO);
             runLastFirst(tasks);
@@ -958,6 +948,28 @@ class ConsumeTest {
             assertEquals(List.of(1L, 2L), called);
             assertEquals(0, c.queued());
         }
+    }
+
+    /**
+     * A noAck consumer "a" of "q" on channel 1 with an asynchronous handler, its tasks on {@code executor}, two in
+     * flight at most, started without demand (what arrives is held until a fetch); consume-ok answered.
+     */
+    static ConsumerHandle heldAsyncConsumer(
+            FakeBroker broker,
+            Channel ch,
+            java.util.concurrent.Executor executor,
+            io.warren.AsyncDeliveryHandler handler) {
+        CompletionStage<ConsumerHandle> stage = ch.consumeAsync(
+                "q",
+                new ConsumeOptions()
+                        .noAck(true)
+                        .executor(executor)
+                        .concurrency(2)
+                        .initialDemand(0),
+                handler);
+        broker.expectAndRelease(1, MethodIds.BASIC_CONSUME);
+        broker.send(1, new BasicConsumeOkEncoder().consumerTag("a"));
+        return stage.toCompletableFuture().join();
     }
 
     private static void runLastFirst(java.util.Deque<Runnable> tasks) {
