@@ -71,9 +71,22 @@ class OutboundPathTest {
     }
 
     /** A client and server {@link LocalChannel} on {@code group}, connected; the client's path is in its holder. */
-    private record LocalPair(io.netty.channel.Channel server, io.netty.channel.Channel client, Holder holder) {
+    private record LocalPair(
+            DefaultEventLoopGroup group,
+            io.netty.channel.Channel server,
+            io.netty.channel.Channel client,
+            Holder holder)
+            implements AutoCloseable {
         OutboundPath path() {
             return holder.path;
+        }
+
+        /** Closes both channels and shuts the group down. */
+        @Override
+        public void close() throws InterruptedException {
+            client.close().sync();
+            server.close().sync();
+            group.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
         }
 
         static LocalPair open(DefaultEventLoopGroup group, String name) throws InterruptedException {
@@ -93,7 +106,7 @@ class OutboundPathTest {
                     .connect(address)
                     .sync()
                     .channel();
-            return new LocalPair(server, client, holder);
+            return new LocalPair(group, server, client, holder);
         }
     }
 
@@ -150,9 +163,7 @@ class OutboundPathTest {
      */
     @Test
     void aTaskThatThrowsAnErrorDoesNotStopThePath() throws Exception {
-        DefaultEventLoopGroup group = new DefaultEventLoopGroup(1);
-        LocalPair pair = LocalPair.open(group, "outbound-path-error");
-        try {
+        try (LocalPair pair = LocalPair.open(new DefaultEventLoopGroup(1), "outbound-path-error")) {
             OutboundPath path = pair.path();
             // from this thread, not the loop's: queued and run by the loop's drain
             path.execute(() -> {
@@ -161,10 +172,6 @@ class OutboundPathTest {
             CompletableFuture<Void> after = new CompletableFuture<>();
             path.execute(() -> after.complete(null));
             after.get(10, TimeUnit.SECONDS);
-        } finally {
-            pair.client().close().sync();
-            pair.server().close().sync();
-            group.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
         }
     }
 
@@ -175,9 +182,7 @@ class OutboundPathTest {
      */
     @Test
     void discardingTheQueueGoesOnPastATaskThatThrows() throws Exception {
-        DefaultEventLoopGroup group = new DefaultEventLoopGroup(1);
-        LocalPair pair = LocalPair.open(group, "outbound-path-discard");
-        try {
+        try (LocalPair pair = LocalPair.open(new DefaultEventLoopGroup(1), "outbound-path-discard")) {
             OutboundPath path = pair.path();
             CountDownLatch queued = new CountDownLatch(1);
             // the loop waits in a task of its own while this thread queues two tasks behind it, then discards them
@@ -200,10 +205,6 @@ class OutboundPathTest {
             queued.countDown();
             assertEquals(null, discarding.get(10, TimeUnit.SECONDS), "discardQueued went through");
             assertTrue(after.isDone(), "the task behind the one that threw was run");
-        } finally {
-            pair.client().close().sync();
-            pair.server().close().sync();
-            group.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
         }
     }
 
