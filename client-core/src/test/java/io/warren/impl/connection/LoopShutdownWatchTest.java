@@ -47,9 +47,19 @@ class LoopShutdownWatchTest {
     @Test
     void aLoopAlreadyShuttingDownTellsTheWatchAtStart() throws Exception {
         DefaultEventLoop loop = new DefaultEventLoop(LOOP_THREADS);
-        loop.shutdownGracefully(1, 10, TimeUnit.SECONDS); // still runs tasks in its quiet period
+        java.util.concurrent.CountDownLatch busy = new java.util.concurrent.CountDownLatch(1);
+        loop.execute(() -> {
+            try {
+                busy.await(10, TimeUnit.SECONDS); // the loop is inside a task while its shutdown begins
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        loop.shutdownGracefully(1, 10, TimeUnit.SECONDS); // it still runs the tasks queued before its quiet period
         LoopShutdownWatch watch = watchOn(loop);
-        loop.submit(watch::start).get(10, TimeUnit.SECONDS);
+        io.netty.util.concurrent.Future<?> started = loop.submit(watch::start);
+        busy.countDown();
+        started.get(10, TimeUnit.SECONDS);
         assertEquals(List.of("watched-loop"), told);
         loop.shutdownGracefully(0, 0, TimeUnit.SECONDS).sync();
         assertEquals(List.of("watched-loop"), told, "once");
