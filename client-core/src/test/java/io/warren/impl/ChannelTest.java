@@ -205,6 +205,28 @@ class ChannelTest {
     }
 
     @Test
+    void aPublishRefusedWhileTheApplicationsCloseFailsWhatWaitedCarriesTheClosesReplyCode() {
+        try (FakeBroker broker = new FakeBroker()) {
+            ConnectionImpl c = broker.handshake();
+            Channel ch = broker.openChannel(c, 1);
+            List<CompletionStage<?>> published = new ArrayList<>();
+            CompletionStage<DeclaredQueue> pending = ch.queueDeclare("q");
+            // runs on the event loop while close() fails what waited: the channel is closing, not yet closed
+            pending.whenComplete((ok, e) -> published.add(ch.publish("", "q", false, null, new byte[] {1})));
+            broker.expectAndRelease(1, MethodIds.QUEUE_DECLARE);
+            CompletionStage<Void> closed = ch.close(320, "going away");
+            broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE);
+            ChannelClosedException e = assertInstanceOf(ChannelClosedException.class, failure(published.get(0)));
+            assertEquals(320, e.replyCode());
+            assertEquals("going away", e.replyText());
+            assertFalse(e.initiatedByBroker());
+            broker.sendChannelCloseOk(1);
+            closed.toCompletableFuture().join();
+            broker.expectNothing(); // the refused publish wrote nothing
+        }
+    }
+
+    @Test
     void closeFromBothSidesAtOnce() {
         try (FakeBroker broker = new FakeBroker(new ConnectionOptions().requestedChannelMax(1))) {
             ConnectionImpl c = broker.handshake(1, 131072, 0);

@@ -89,7 +89,8 @@ public final class ChannelState implements InboundChannel {
     /** Nothing more is awaited from the broker on this channel; the after-close hooks ran. */
     private boolean closeEnded;
 
-    private AmqpException closeCause;
+    // volatile: a publish refused on another thread reads it while the close-future is not yet complete
+    private volatile AmqpException closeCause;
     private CompletableFuture<Void> closeRequest;
     private boolean numberFreed;
     private ScheduledFuture<?> closeTimer;
@@ -148,7 +149,7 @@ public final class ChannelState implements InboundChannel {
         return state == State.OPENING || state == State.OPEN;
     }
 
-    /** Why the channel closed, or {@code null} while open. */
+    /** Why the channel closed (or is closing), or {@code null} while open. Any thread. */
     public AmqpException closeCause() {
         return closeCause;
     }

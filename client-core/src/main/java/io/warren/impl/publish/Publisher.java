@@ -250,8 +250,11 @@ public final class Publisher {
         }
         if (!channel.isOpen()) {
             body.release();
-            // refused, not "unconfirmed": nothing was attempted, whatever the confirm mode
-            return closedError(channel.closeFuture().toCompletableFuture().getNow(null));
+            // refused, not "unconfirmed": nothing was attempted, whatever the confirm mode. While the channel's close
+            // is still failing what waited (a callback publishing), its close-future is not complete yet: the
+            // state has the cause already
+            AmqpException closed = channel.closeFuture().toCompletableFuture().getNow(null);
+            return closedError(closed != null ? closed : state.closeCause());
         }
         if (flow.isBlocked() && options.blockedPolicy() == PublishOptions.BlockedPolicy.FAIL) {
             body.release();
