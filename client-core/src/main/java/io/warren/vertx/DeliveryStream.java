@@ -1,8 +1,11 @@
 package io.warren.vertx;
 
+import io.vertx.core.Closeable;
+import io.vertx.core.Completable;
 import io.vertx.core.Context;
 import io.vertx.core.Future;
 import io.vertx.core.Handler;
+import io.vertx.core.internal.ContextInternal;
 import io.vertx.core.streams.ReadStream;
 import io.warren.AmqpException;
 import io.warren.ConsumerHandle;
@@ -49,9 +52,14 @@ import java.util.concurrent.atomic.AtomicLong;
  * queued are released without reaching the handler. With manual acks the broker delivers them again: they are
  * requeued when the channel is still open, and requeued by the broker itself when the channel or connection
  * closed. <b>With noAck they are lost</b>: the broker forgot each message when it sent it, so what a paused or slow
- * stream holds when it is cancelled or its channel or connection closed is gone. Undeploying a verticle does not
- * end its streams by itself: cancel them, or close their channel or connection, in its {@code stop()}. Use manual acks for
- * messages that must not be lost.
+ * stream holds when it is cancelled or its channel or connection closed is gone. Use manual acks for messages that
+ * must not be lost.
+ *
+ * <p>A stream made in a verticle ends with it, as the verticle's event-bus consumers do: undeploying the verticle
+ * cancels the consumer. From then on the handler is not called (deliveries still arriving go back to the queue with
+ * manual acks), and the end handler follows the broker's cancel-ok on the verticle's context. The undeploy does not
+ * wait for that cancel-ok, so that a broker out of reach cannot hold it up. The channel the stream was made on stays
+ * open: it is the application's.
  *
  * <h2>Recovery</h2>
  * The stream survives a connection loss (and the channel's recovery after RabbitMQ's consumer acknowledgement
@@ -77,6 +85,10 @@ public final class DeliveryStream implements ReadStream<Delivery> {
 
     // the context only
     private boolean ended;
+    /** Cancels the consumer when the verticle that made the stream is undeployed; null outside a verticle. */
+    private Closeable undeployHook;
+    /** The verticle was undeployed: the handler is not called again. Any thread (volatile). */
+    private volatile boolean undeployed;
 
     DeliveryStream(Context context) {
         this.context = context;
@@ -86,15 +98,35 @@ public final class DeliveryStream implements ReadStream<Delivery> {
     DeliveryStream started(ConsumerHandle handle) {
         this.consumer = handle;
         handle.endFuture().whenComplete((cause, never) -> context.runOnContext(ignored -> end(cause)));
+        if (context instanceof ContextInternal ci && ci.isDeployment()) {
+            Closeable hook = this::undeploy;
+            undeployHook = hook;
+            if (!ci.closeFuture().add(hook)) {
+                undeploy(null); // undeployed while the consume was on its way
+                return this;
+            }
+        }
         applyDemand();
         return this;
+    }
+
+    /** The verticle's close hook (its undeploy, or Vert.x's close): on the thread undeploying it. */
+    private void undeploy(Completable<Void> done) {
+        undeployed = true;
+        ConsumerHandle c = consumer;
+        c.pause();
+        // not awaited: a cancel waits for recovery while the connection is lost, and must not hold up the undeploy
+        c.cancel();
+        if (done != null) {
+            done.succeed();
+        }
     }
 
     /** The consumer's handler, on the context. */
     void onDelivery(Delivery delivery) throws Exception {
         Handler<Delivery> h = handler;
-        if (h == null || ended) {
-            // the handler was removed while this one was on its way: give it back rather than lose it
+        if (h == null || ended || undeployed) {
+            // the handler was removed (or its verticle undeployed) while this one was on its way: give it back
             ConsumerEnds.giveBack(delivery);
             return;
         }
@@ -132,6 +164,11 @@ public final class DeliveryStream implements ReadStream<Delivery> {
             return;
         }
         ended = true;
+        Closeable hook = undeployHook;
+        if (hook != null) {
+            // the verticle's close future must not keep every stream it ever made
+            ((ContextInternal) context).closeFuture().remove(hook);
+        }
         Handler<Throwable> eh = exceptionHandler;
         try {
             // the application's own close ends the stream in order: a pipeTo ends its write stream and succeeds

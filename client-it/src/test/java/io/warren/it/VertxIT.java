@@ -583,6 +583,38 @@ class VertxIT {
         await(setup.queueDelete(q));
     }
 
+    /**
+     * Undeploying the verticle that made a stream cancels its consumer, as Vert.x unregisters a verticle's event-bus
+     * consumers: the end handler runs on the verticle's context, what the paused stream held goes back to the queue,
+     * and the handler is never called. Before, the consumer outlived its verticle and kept the messages.
+     */
+    @Test
+    void undeployingTheVerticleCancelsItsStreamsConsumer(Broker broker, Connection connection, TestNames names)
+            throws Exception {
+        String q = names.queue("q");
+        Channel setup = queueOf(broker, connection, q, 0, 16);
+        VertxAmqp amqp = VertxAmqp.create(vertx);
+        AtomicInteger handled = new AtomicInteger();
+        CompletableFuture<Void> ended = new CompletableFuture<>();
+        String deployment = deploy(context -> amqp.wrap(connection)
+                .openChannel()
+                .compose(ch -> ch.consume(q, new ConsumeOptions().prefetch(10)))
+                .onSuccess(stream -> stream.pause()
+                        .handler(d -> handled.incrementAndGet())
+                        .endHandler(v -> {
+                            onContext(context, "endHandler");
+                            ended.complete(null);
+                        })));
+        publishNumbered(broker, q, 5, 16);
+        Await.queueCounts(q, 0, 5, Duration.ofSeconds(10)); // all five held by the paused stream
+        vertx.undeploy(deployment).await(30, TimeUnit.SECONDS);
+        ended.get(30, TimeUnit.SECONDS);
+        Await.queueCounts(q, 5, 0, Duration.ofSeconds(10));
+        assertEquals(0, await(setup.queueDeclare(QueueSpec.passive(q))).consumerCount());
+        assertEquals(0, handled.get());
+        await(setup.queueDelete(q));
+    }
+
     @Test
     void publishAndGetThroughTheAdapterCompleteOnTheContext(Connection connection, TestNames names) throws Exception {
         String q = names.queue("q");
