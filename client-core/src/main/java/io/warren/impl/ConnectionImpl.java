@@ -18,7 +18,6 @@ import io.warren.impl.publish.PublishFlow;
 import io.warren.impl.recovery.ConnectionRecovery;
 import io.warren.impl.recovery.RecoverableChannel;
 import io.warren.impl.recovery.RecoverableConnection;
-import java.util.Collections;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
@@ -176,7 +175,7 @@ public final class ConnectionImpl implements ConnectionEvents, RecoverableConnec
 
     @Override
     public void opened(Map<String, Object> serverProperties) {
-        this.serverProperties = Collections.unmodifiableMap(serverProperties);
+        this.serverProperties = serverProperties; // immutable, and shared with connections sent the same
         this.open = true;
     }
 

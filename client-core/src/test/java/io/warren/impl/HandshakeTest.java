@@ -3,6 +3,8 @@ package io.warren.impl;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.netty.buffer.ByteBuf;
@@ -181,6 +183,31 @@ class HandshakeTest {
             assertTrue(c.isOpen());
             assertEquals("FakeBroker", String.valueOf(c.serverProperties().get("product")));
         }
+    }
+
+    /**
+     * Connections sent equal server properties share one decoded table (a few KiB an idle connection no longer holds
+     * on its own), immutable throughout, since others read it too; a different table is not mixed up with it.
+     */
+    @Test
+    @SuppressWarnings("unchecked")
+    void connectionsSentTheSameServerPropertiesShareOneImmutableTable() {
+        Map<String, Object>[] seen = new Map[3];
+        for (int i = 0; i < 3; i++) {
+            try (FakeBroker broker = new FakeBroker()) {
+                // the third broker differs in one capability
+                broker.sendStart("PLAIN", Map.of("publisher_confirms", true, "per_consumer_qos", i < 2));
+                broker.expectAndRelease(0, MethodIds.CONNECTION_START_OK);
+                seen[i] = broker.handshakeAfterStartOk().serverProperties();
+            }
+        }
+        assertSame(seen[0], seen[1]);
+        assertEquals(Boolean.FALSE, ((Map<?, ?>) seen[2].get("capabilities")).get("per_consumer_qos"));
+        assertEquals(Boolean.TRUE, ((Map<?, ?>) seen[1].get("capabilities")).get("per_consumer_qos"));
+        assertThrows(UnsupportedOperationException.class, () -> seen[0].put("product", "mine"));
+        assertThrows(
+                UnsupportedOperationException.class,
+                () -> ((Map<String, Object>) seen[0].get("capabilities")).put("basic.nack", true));
     }
 
     @Test

@@ -185,7 +185,7 @@ final class Handshake {
                     10,
                     -1);
         }
-        serverProperties = start.serverProperties().toMap();
+        serverProperties = ServerProperties.shared(start.serverProperties().toMap());
         List<String> offered = words(start.mechanismsAsString());
         String wanted = options.authMechanism().saslName();
         if (!offered.contains(wanted)) {
