@@ -21,6 +21,7 @@ import io.warren.RecoveryOptions;
 import io.warren.ReturnListener;
 import io.warren.WritabilityListener;
 import io.warren.codec.base.ReplyCode;
+import io.warren.codec.base.Utf8;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.method.MethodIds;
 import io.warren.impl.channel.ChannelHandle;
@@ -330,6 +331,12 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
         if (replyCode < 0 || replyCode > 0xFFFF || replyText == null) {
             result.completeExceptionally(
                     new IllegalArgumentException("replyCode must be within 0..65535 and replyText not null"));
+            return result;
+        }
+        try {
+            Utf8.encodedLength("replyText", replyText); // refused here: the close must not fail half-way on the loop
+        } catch (IllegalArgumentException e) {
+            result.completeExceptionally(e);
             return result;
         }
         HandOver.run(

@@ -9,6 +9,7 @@ import io.warren.ConnectionClosedException;
 import io.warren.ConnectionOptions;
 import io.warren.RecoveryListener;
 import io.warren.codec.base.ReplyCode;
+import io.warren.codec.base.Utf8;
 import io.warren.impl.connection.ConnectionEvents;
 import io.warren.impl.connection.ConnectionHandler;
 import io.warren.impl.connection.HandOver;
@@ -257,6 +258,12 @@ public final class ConnectionImpl implements ConnectionEvents, RecoverableConnec
         if (replyCode < 0 || replyCode > 0xFFFF || replyText == null) {
             result.completeExceptionally(
                     new IllegalArgumentException("replyCode must be within 0..65535 and replyText not null"));
+            return result;
+        }
+        try {
+            Utf8.encodedLength("replyText", replyText); // refused here: the close must not fail half-way on the loop
+        } catch (IllegalArgumentException e) {
+            result.completeExceptionally(e);
             return result;
         }
         if (closeFuture.isDone()) {

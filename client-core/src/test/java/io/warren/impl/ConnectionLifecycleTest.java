@@ -76,6 +76,30 @@ class ConnectionLifecycleTest {
         }
     }
 
+    /**
+     * A reply text with no UTF-8 form (an unpaired surrogate) is a bad argument: the close fails with
+     * IllegalArgumentException before anything changes, and a close with a good text then closes. Before, the
+     * connection went to closing without writing connection.close or arming its timer, and never closed.
+     */
+    @Test
+    void aCloseWhoseReplyTextHasNoUtf8FormIsRefusedAndChangesNothing() {
+        try (FakeBroker broker = new FakeBroker()) {
+            ConnectionImpl c = broker.handshake();
+            Channel ch = broker.openChannel(c, 1);
+            assertInstanceOf(IllegalArgumentException.class, ChannelTest.failure(c.close(200, "bye\uD800")));
+            assertInstanceOf(IllegalArgumentException.class, ChannelTest.failure(ch.close(200, "bye\uDC00")));
+            broker.expectNothing();
+            assertTrue(c.isOpen());
+            assertTrue(ch.isOpen());
+            CompletionStage<Void> closed = c.close(320, "bye \uD83D\uDE00"); // a pair is one character
+            Frame close = broker.expect(0, MethodIds.CONNECTION_CLOSE);
+            assertEquals("bye \uD83D\uDE00", closeView(close).replyTextAsString());
+            close.release();
+            broker.send(0, new ConnectionCloseOkEncoder());
+            closed.toCompletableFuture().join();
+        }
+    }
+
     @Test
     void brokerCloseIsAnsweredAndSurfacesTheBrokersReason() {
         try (FakeBroker broker = new FakeBroker()) {

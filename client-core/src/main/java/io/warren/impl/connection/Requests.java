@@ -5,6 +5,7 @@ import io.netty.buffer.ByteBufAllocator;
 import io.warren.ExchangeSpec;
 import io.warren.QueueSpec;
 import io.warren.codec.Frames;
+import io.warren.codec.base.Utf8;
 import io.warren.codec.method.BasicAckEncoder;
 import io.warren.codec.method.BasicGetEncoder;
 import io.warren.codec.method.BasicNackEncoder;
@@ -31,6 +32,7 @@ import io.warren.codec.method.QueueUnbindEncoder;
 import io.warren.codec.method.TxCommitEncoder;
 import io.warren.codec.method.TxRollbackEncoder;
 import io.warren.codec.method.TxSelectEncoder;
+import java.nio.charset.StandardCharsets;
 import java.util.Map;
 
 /**
@@ -272,15 +274,23 @@ public final class Requests {
         return frame(alloc, channel, new ConfirmSelectEncoder().nowait(noWait));
     }
 
-    /** A reply text is a short string: an over-long one is cut rather than failing a close. */
+    /**
+     * A reply text is a short string: an over-long one is cut, and an unpaired surrogate (an exception's message may
+     * quote anything) written as {@code '?'}, rather than failing a close.
+     */
     static String truncate(String text) {
         if (text == null) {
             return "";
         }
+        try {
+            Utf8.encodedLength("replyText", text);
+        } catch (IllegalArgumentException e) {
+            text = new String(text.getBytes(StandardCharsets.UTF_8), StandardCharsets.UTF_8); // '?' for each
+        }
         if (text.length() <= 85) {
             return text; // at most 3 UTF-8 bytes per char: 255 bytes
         }
-        byte[] bytes = text.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        byte[] bytes = text.getBytes(StandardCharsets.UTF_8);
         if (bytes.length <= 255) {
             return text;
         }
@@ -288,6 +298,6 @@ public final class Requests {
         while (end > 0 && (bytes[end] & 0xC0) == 0x80) {
             end--; // do not cut a character in two
         }
-        return new String(bytes, 0, end, java.nio.charset.StandardCharsets.UTF_8);
+        return new String(bytes, 0, end, StandardCharsets.UTF_8);
     }
 }
