@@ -157,7 +157,7 @@ public final class ConnectionImpl implements ConnectionEvents, RecoverableConnec
 
     @Override
     public void outboundReady(ConnectionHandler handler) {
-        PublishFlow.attach(handler, this);
+        PublishFlow.attach(handler);
     }
 
     @Override
@@ -184,6 +184,10 @@ public final class ConnectionImpl implements ConnectionEvents, RecoverableConnec
     public void blocked(String reason) {
         blocked = true;
         LOG.info("connection to {} blocked by the broker: {}", address, reason);
+        PublishFlow flow = PublishFlow.of(handler);
+        if (flow != null) {
+            flow.blocked(reason); // the current connection's publishes first
+        }
         for (BlockedListener l : blockedListeners) {
             try {
                 l.blocked(reason);
@@ -197,6 +201,10 @@ public final class ConnectionImpl implements ConnectionEvents, RecoverableConnec
     public void unblocked() {
         blocked = false;
         LOG.info("connection to {} unblocked by the broker", address);
+        PublishFlow flow = PublishFlow.of(handler);
+        if (flow != null) {
+            flow.unblocked();
+        }
         for (BlockedListener l : blockedListeners) {
             try {
                 l.unblocked();

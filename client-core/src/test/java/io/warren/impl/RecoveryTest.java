@@ -18,12 +18,15 @@ import io.netty.buffer.ByteBuf;
 import io.warren.AmqpException;
 import io.warren.Channel;
 import io.warren.ChannelClosedException;
+import io.warren.ConnectionBlockedException;
 import io.warren.ConnectionLostException;
+import io.warren.ConnectionOptions;
 import io.warren.ConsumeOptions;
 import io.warren.ConsumerHandle;
 import io.warren.Delivery;
 import io.warren.ExchangeSpec;
 import io.warren.PublishNotConfirmedException;
+import io.warren.PublishOptions;
 import io.warren.PublishOutcome;
 import io.warren.QueueSpec;
 import io.warren.RpcTimeoutException;
@@ -41,6 +44,8 @@ import io.warren.codec.method.BasicQosOkEncoder;
 import io.warren.codec.method.ChannelCloseOkEncoder;
 import io.warren.codec.method.ChannelOpenOkEncoder;
 import io.warren.codec.method.ConfirmSelectOkEncoder;
+import io.warren.codec.method.ConnectionBlockedEncoder;
+import io.warren.codec.method.ConnectionUnblockedEncoder;
 import io.warren.codec.method.ExchangeBind;
 import io.warren.codec.method.ExchangeBindOkEncoder;
 import io.warren.codec.method.ExchangeDeclareOkEncoder;
@@ -1278,6 +1283,42 @@ class RecoveryTest {
             assertTrue(writable.toCompletableFuture().isDone(), "whenWritable() completed");
             assertEquals(List.of("recovery started", "recovery failed"), recovery.events());
             assertFalse(second.client.isOpen(), "the connection being restored is closed");
+        }
+    }
+
+    /**
+     * A recovering connection keeps nothing of its earlier connections or failed attempts as blocked listeners: before,
+     * each one's publish flow joined them for good, and with it its Netty channel and pipeline (4 after one recovery
+     * and one failed attempt). The current connection's publishes still follow connection.blocked.
+     */
+    @Test
+    void noEarlierConnectionIsKeptAsABlockedListenerAndBlockedStillReachesPublishes() throws Exception {
+        ConnectionOptions options = new ConnectionOptions()
+                .publishOptions(new PublishOptions().blockedPolicy(PublishOptions.BlockedPolicy.FAIL));
+        try (RecoveringBrokers brokers = new RecoveringBrokers(options)) {
+            brokers.cutAndReconnect();
+            brokers.cut();
+            FakeBroker lost = brokers.current();
+            for (int step = 0; step < 1000 && brokers.current() == lost; step++) {
+                brokers.first.client.advanceTimeBy(RecoveringBrokers.BACKOFF_MILLIS, TimeUnit.MILLISECONDS);
+                brokers.runRecoveryTasks();
+            }
+            FakeBroker refused = brokers.current();
+            assertNotSame(lost, refused, "an attempt was made");
+            refused.client.pipeline().fireExceptionCaught(new java.io.IOException("Connection refused (test)"));
+            refused.client.runPendingTasks();
+            FakeBroker now = brokers.cutAndReconnectAfterLoss();
+            assertEquals(4, brokers.connections()); // the first, the recovered, the refused attempt, this one
+            java.lang.reflect.Field listeners = ConnectionImpl.class.getDeclaredField("blockedListeners");
+            listeners.setAccessible(true);
+            assertEquals(List.of(), listeners.get(brokers.connection), "the application added none");
+
+            Channel ch = now.openChannel(brokers.connection, 1);
+            now.send(0, new ConnectionBlockedEncoder().reason("low on memory"));
+            assertInstanceOf(ConnectionBlockedException.class, failure(ch.publish("", "q", false, null, text("x"))));
+            now.send(0, new ConnectionUnblockedEncoder());
+            ch.publish("", "q", false, null, text("after"));
+            assertEquals("after", expectPublish(now, 1).text());
         }
     }
 }

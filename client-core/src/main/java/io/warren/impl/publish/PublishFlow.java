@@ -4,7 +4,6 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelOutboundBuffer;
 import io.netty.util.AttributeKey;
 import io.warren.BlockedListener;
-import io.warren.Connection;
 import io.warren.PublishOptions;
 import io.warren.impl.connection.ConnectionEvents;
 import io.warren.impl.connection.ConnectionHandler;
@@ -125,14 +124,15 @@ public final class PublishFlow implements BlockedListener {
 
     /**
      * Makes the flow of the connection {@code handler} runs, when the handler joins its pipeline (the handle's
-     * {@link ConnectionEvents#outboundReady}): it then watches the outbound path's
-     * writability and {@code connection}'s connection.blocked.
+     * {@link ConnectionEvents#outboundReady}): it then watches the outbound path's writability. The handle tells it
+     * of connection.blocked ({@link #blocked}); it is not one of the connection's blocked listeners, which would
+     * keep every flow (and its Netty channel) a recovering connection ever made.
      */
-    public static void attach(ConnectionHandler handler, Connection connection) {
+    public static void attach(ConnectionHandler handler) {
         assert handler.outbound().inEventLoop() : "publish flow attached off the event loop";
         ChannelHandlerContext ctx = handler.context();
-        PublishFlow flow = new PublishFlow(
-                ctx, handler.outbound(), connection, handler.options().publishOptions());
+        PublishFlow flow =
+                new PublishFlow(ctx, handler.outbound(), handler.options().publishOptions());
         handler.outbound().addWritabilityListener(flow.writabilityChanged);
         ctx.channel().attr(FLOW).set(flow);
     }
@@ -176,8 +176,7 @@ public final class PublishFlow implements BlockedListener {
         return handler.context().channel().attr(FLOW).get();
     }
 
-    private PublishFlow(
-            ChannelHandlerContext ctx, OutboundPath outbound, Connection connection, PublishOptions options) {
+    private PublishFlow(ChannelHandlerContext ctx, OutboundPath outbound, PublishOptions options) {
         this.ctx = ctx;
         this.outbound = outbound;
         this.options = new PublishOptions(options);
@@ -186,7 +185,6 @@ public final class PublishFlow implements BlockedListener {
         this.turns = new WakeTurns(ctx.executor(), new WritableNow(this), writabilityChanged);
         this.mark = new WriteBufferMark(ctx.channel().config(), options, outbound.stagesHeapBodies());
         this.maxMessagesPerFlush = options.maxMessagesPerFlush();
-        connection.addBlockedListener(this);
     }
 
     PublishOptions options() {
