@@ -295,6 +295,50 @@ class CredentialsTest {
         }
     }
 
+    /** A provider that answers a refresh with null (not a stage) is a failure like another: retried, not the end. */
+    @Test
+    void aRefreshThatTheProviderAnswersWithNullIsRetriedWhileTheSecretIsValid() {
+        AtomicInteger asked = new AtomicInteger();
+        CredentialsProvider provider = () -> asked.incrementAndGet() == 1
+                ? CompletableFuture.completedFuture(
+                        Credentials.of("svc", "token-1", Instant.now().plusSeconds(100)))
+                : null;
+        try (FakeBroker broker = new FakeBroker(options().credentialsProvider(provider))) {
+            broker.sendStart("PLAIN");
+            broker.expectAndRelease(0, MethodIds.CONNECTION_START_OK);
+            broker.handshakeAfterStartOk();
+            broker.client.advanceTimeBy(81, TimeUnit.SECONDS);
+            broker.client.runScheduledPendingTasks();
+            assertEquals(2, asked.get());
+            broker.client.advanceTimeBy(10, TimeUnit.SECONDS);
+            broker.client.runScheduledPendingTasks();
+            assertEquals(3, asked.get(), "asked again");
+            assertTrue(broker.client.isOpen());
+        }
+    }
+
+    /**
+     * A new secret whose update-secret frame would pass the connection's frame-max is refused before anything is
+     * written: RabbitMQ closes the whole connection over such a frame (501). The message gives sizes, not the secret.
+     */
+    @Test
+    void anUpdateSecretOverTheFrameMaxIsRefusedBeforeAnythingIsWritten() {
+        try (FakeBroker broker = new FakeBroker(options())) {
+            ConnectionImpl connection = broker.handshake(2047, 4096, 0);
+            String secret = "x".repeat(10_000);
+            IllegalArgumentException e = assertInstanceOf(
+                    IllegalArgumentException.class, failure(connection.updateSecret(secret, "rotation")));
+            assertTrue(e.getMessage().contains("frame-max of 4096"), e.getMessage());
+            assertFalse(e.getMessage().contains("xxxx"), e.getMessage());
+            broker.expectNothing();
+            assertTrue(connection.isOpen());
+            CompletionStage<Void> fits = connection.updateSecret("x".repeat(4000), "rotation");
+            broker.expectAndRelease(0, MethodIds.CONNECTION_UPDATE_SECRET);
+            broker.send(0, new ConnectionUpdateSecretOkEncoder());
+            fits.toCompletableFuture().join();
+        }
+    }
+
     @Test
     void updateSecretCompletesOnUpdateSecretOkInOrder() {
         try (FakeBroker broker = new FakeBroker(options())) {

@@ -389,7 +389,13 @@ public final class ConnectionHandler extends PassThroughInboundHandler implement
         facade.attach(this, address); // a recovery's new connection takes the facade over (no-op otherwise)
         facade.opened(serverProperties);
         secrets = new SecretRefresher(
-                outbound, ctx.alloc(), ctx.executor(), options.credentialsProvider(), address, rpcTimeoutNanos);
+                outbound,
+                ctx.alloc(),
+                ctx.executor(),
+                options.credentialsProvider(),
+                address,
+                rpcTimeoutNanos,
+                facade.frameMax());
         if (options.credentialsProvider() != null) {
             secrets.start(handshake.credentials());
         }

@@ -48,6 +48,9 @@ public final class SecretRefresher {
     private final Address address;
     private final long rpcTimeoutNanos;
 
+    /** The connection's negotiated frame-max (0: none): a larger update-secret would make the broker close it. */
+    private final int frameMax;
+
     // event loop only
     private final ArrayDeque<CompletableFuture<Void>> pending = new ArrayDeque<>();
     private Credentials current;
@@ -63,8 +66,10 @@ public final class SecretRefresher {
             EventExecutor executor,
             CredentialsProvider provider,
             Address address,
-            long rpcTimeoutNanos) {
+            long rpcTimeoutNanos,
+            int frameMax) {
         this.outbound = outbound;
+        this.frameMax = frameMax;
         this.alloc = alloc;
         this.executor = executor;
         this.provider = provider;
@@ -104,6 +109,14 @@ public final class SecretRefresher {
             encoder.newSecret(newSecret).reason(reason);
         } catch (IllegalArgumentException e) {
             result.completeExceptionally(e);
+            return;
+        }
+        int length = Frames.methodFrameLength(encoder);
+        if (frameMax != 0 && length > frameMax) {
+            // named by its size only: the secret never goes into a message
+            result.completeExceptionally(new IllegalArgumentException("connection.update-secret makes a frame of "
+                    + length + " bytes, over the connection's frame-max of " + frameMax
+                    + " (the new secret is too large; the broker would close the connection)"));
             return;
         }
         pending.add(result);
@@ -172,6 +185,11 @@ public final class SecretRefresher {
             asked = provider.credentials();
         } catch (RuntimeException e) {
             asked = CompletableFuture.failedFuture(e);
+        }
+        if (asked == null) {
+            // a failure like any other: retried while the current secret lasts, not the end of all refreshes
+            asked = CompletableFuture.failedFuture(
+                    new NullPointerException("the credentials provider returned null instead of a stage"));
         }
         asked.whenComplete((c, error) -> {
             if (executor.inEventLoop()) {
