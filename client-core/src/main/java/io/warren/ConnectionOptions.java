@@ -273,8 +273,16 @@ public final class ConnectionOptions {
         return tls;
     }
 
-    /** Sent as {@code connection_name} in the client properties; shown by the management UI and rabbitmqctl. */
+    /**
+     * Sent as {@code connection_name} in the client properties; shown by the management UI and rabbitmqctl.
+     *
+     * @throws IllegalArgumentException when it has no UTF-8 form (an unpaired surrogate), here rather than at every
+     *         connect
+     */
     public ConnectionOptions connectionName(String connectionName) {
+        if (connectionName != null) {
+            Utf8.encodedLength("connectionName", connectionName);
+        }
         this.connectionName = connectionName;
         return this;
     }

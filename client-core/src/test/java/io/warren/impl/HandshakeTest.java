@@ -310,6 +310,43 @@ class HandshakeTest {
         }
     }
 
+    /**
+     * A broker that resets the socket after a start-ok larger than the 4,096 bytes it takes before tune (RabbitMQ
+     * before 4.1) leaves a bare "connection reset": the failure says how large the start-ok was and what limits it,
+     * without the secret. A small start-ok's failure says nothing of it.
+     */
+    @Test
+    void aConnectionDroppedAfterAnOversizedStartOkSaysHowLargeItWas() {
+        String token = "t".repeat(5000);
+        try (FakeBroker broker =
+                new FakeBroker(new ConnectionOptions().username("svc").password(token))) {
+            broker.sendStart("PLAIN", Map.of("authentication_failure_close", true));
+            broker.expectAndRelease(0, MethodIds.CONNECTION_START_OK);
+            broker.client.pipeline().fireExceptionCaught(new java.io.IOException("Connection reset by peer (test)"));
+            broker.client.runPendingTasks();
+            Throwable e = failure(broker.connected);
+            assertTrue(e.getMessage().contains("Connection reset by peer"), e.getMessage());
+            assertTrue(e.getMessage().contains("start-ok was 5"), e.getMessage());
+            assertTrue(e.getMessage().contains("initial_frame_max"), e.getMessage());
+            assertFalse(e.getMessage().contains("tttt"), e.getMessage());
+        }
+        try (FakeBroker broker = new FakeBroker()) {
+            broker.sendStart("PLAIN", Map.of("authentication_failure_close", true));
+            broker.expectAndRelease(0, MethodIds.CONNECTION_START_OK);
+            broker.client.close();
+            Throwable e = failure(broker.connected);
+            assertFalse(e.getMessage().contains("start-ok was"), e.getMessage());
+        }
+    }
+
+    /** A connection name with no UTF-8 form is refused when it is set, not at every connect as an I/O failure. */
+    @Test
+    void aConnectionNameWithoutAUtf8FormIsRefusedWhenSet() {
+        IllegalArgumentException e = assertThrows(
+                IllegalArgumentException.class, () -> new ConnectionOptions().connectionName("orders\uD800"));
+        assertTrue(e.getMessage().contains("connectionName"), e.getMessage());
+    }
+
     /** RabbitMQ closes with 403 only for a client that advertised it: one whose own capabilities replaced ours did not. */
     @Test
     void aDropWhileAuthenticatingIsStillARefusalWhenTheClientDidNotAdvertiseTheClose() {

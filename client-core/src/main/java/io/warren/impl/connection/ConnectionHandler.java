@@ -214,8 +214,9 @@ public final class ConnectionHandler extends PassThroughInboundHandler implement
                     ? "TLS failure"
                     : "I/O failure";
             LOG.debug("connection to {}: {}", address, what, cause);
-            recordCause(
-                    new ConnectionClosedException("connection to " + address + " lost: " + what + ": " + cause, cause));
+            recordCause(new ConnectionClosedException(
+                    "connection to " + address + " lost: " + what + ": " + cause + handshake.oversizedStartOk(),
+                    cause));
             ctx.close();
         }
     }
@@ -805,7 +806,8 @@ public final class ConnectionHandler extends PassThroughInboundHandler implement
                 connectFailure = new AuthenticationException(
                         "the broker at " + address
                                 + " closed the connection during authentication: wrong credentials for user '"
-                                + handshake.username() + "' (" + options.authMechanism() + ")?",
+                                + handshake.username() + "' (" + options.authMechanism() + ")?"
+                                + handshake.oversizedStartOk(),
                         null,
                         ReplyCode.ACCESS_REFUSED,
                         null,
@@ -814,7 +816,10 @@ public final class ConnectionHandler extends PassThroughInboundHandler implement
             }
             recordCause(new ConnectionClosedException(
                     "connection to " + address + " lost"
-                            + (wasHandshaking ? " during the handshake (" + handshake.stage().description + ")" : ""),
+                            + (wasHandshaking
+                                    ? " during the handshake (" + handshake.stage().description + ")"
+                                            + handshake.oversizedStartOk()
+                                    : ""),
                     null));
         }
         state = State.CLOSED;

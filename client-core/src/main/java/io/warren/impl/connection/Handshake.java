@@ -91,6 +91,9 @@ final class Handshake {
 
     // event loop only
     private Stage stage = Stage.AWAITING_START;
+    /** The size of the start-ok frame sent, for {@link #oversizedStartOk()}. */
+    private int startOkBytes;
+
     private SaslMechanism mechanism;
     private Credentials credentials;
     private Map<String, Object> serverProperties = Map.of();
@@ -278,15 +281,28 @@ final class Handshake {
                 wanted);
         Map<String, Object> clientProperties = ClientProperties.of(options);
         clientAdvertisedAuthenticationFailureClose = advertises(clientProperties);
-        outbound.write(Frames.method(
-                alloc,
-                0,
-                new ConnectionStartOkEncoder()
-                        .clientProperties(clientProperties)
-                        .mechanism(wanted)
-                        .response(mechanism.initialResponse())
-                        .locale("en_US")));
+        ConnectionStartOkEncoder startOk = new ConnectionStartOkEncoder()
+                .clientProperties(clientProperties)
+                .mechanism(wanted)
+                .response(mechanism.initialResponse())
+                .locale("en_US");
+        startOkBytes = Frames.methodFrameLength(startOk);
+        outbound.write(Frames.method(alloc, 0, startOk));
         stage = Stage.AUTHENTICATING;
+    }
+
+    /**
+     * Why a broker may have dropped the connection after start-ok, when that frame was larger than the 4,096 bytes
+     * every broker takes before tune (RabbitMQ from 4.1 takes 8,192; its {@code initial_frame_max} sets it): a long
+     * token or large client properties. Not a limit of Warren's, as brokers differ: said when the connection drops.
+     * Empty otherwise.
+     */
+    String oversizedStartOk() {
+        return stage == Stage.AUTHENTICATING && startOkBytes > Frames.FRAME_MIN_SIZE
+                ? "; its connection.start-ok was " + startOkBytes + " bytes, over the " + Frames.FRAME_MIN_SIZE
+                        + " a broker takes before tune (RabbitMQ from 4.1: 8192, or its initial_frame_max): a long"
+                        + " token or large client properties?"
+                : "";
     }
 
     private void onTune(ConnectionTune tune) {
