@@ -98,7 +98,9 @@ public final class DeliveryStream implements ReadStream<Delivery> {
     DeliveryStream started(ConsumerHandle handle) {
         this.consumer = handle;
         handle.endFuture().whenComplete((cause, never) -> context.runOnContext(ignored -> end(cause)));
-        if (context instanceof ContextInternal ci && ci.isDeployment()) {
+        // made in a verticle: its deployment ID stays set after the undeploy (isDeployment() does not), so a consume
+        // that completes after the verticle is gone finds its close future closed and cancels at once
+        if (context.deploymentID() != null && context instanceof ContextInternal ci) {
             Closeable hook = this::undeploy;
             undeployHook = hook;
             if (!ci.closeFuture().add(hook)) {

@@ -615,6 +615,54 @@ class VertxIT {
         await(setup.queueDelete(q));
     }
 
+    /**
+     * A verticle undeployed while the consume it started is still on its way (its consume-ok comes after the
+     * undeploy) cancels the consumer when the consume completes. Vert.x no longer counts the context a deployment
+     * by then; before, the stream added no hook and the consumer outlived its verticle (review of the change above).
+     */
+    @Test
+    void aVerticleUndeployedWhileItsConsumeIsOnItsWayCancelsTheConsumer(
+            Broker broker, Connection connection, TestNames names) throws Exception {
+        String q = names.queue("q");
+        Channel setup = await(connection.openChannel());
+        await(setup.queueDeclare(q));
+        VertxAmqp amqp = VertxAmqp.create(vertx);
+        // the connection's loop is held: the consume the verticle starts waits until it is let go
+        java.util.concurrent.CountDownLatch holding = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+        connection.eventLoop().execute(() -> {
+            holding.countDown();
+            try {
+                release.await(30, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        holding.await();
+        AtomicInteger handled = new AtomicInteger();
+        CompletableFuture<Void> started = new CompletableFuture<>();
+        String deployment = deploy(context -> {
+            amqp.wrap(setup).consume(q, new ConsumeOptions().prefetch(10)).onSuccess(stream -> {
+                stream.handler(d -> handled.incrementAndGet());
+                started.complete(null);
+            });
+            return Future.succeededFuture();
+        });
+        vertx.undeploy(deployment).await(30, TimeUnit.SECONDS);
+        release.countDown(); // the consume goes out now: its consume-ok comes after the undeploy
+        started.get(30, TimeUnit.SECONDS);
+        long consumers = -1;
+        for (int i = 0; i < 100 && consumers != 0; i++) {
+            consumers = await(setup.queueDeclare(QueueSpec.passive(q))).consumerCount();
+            Thread.sleep(consumers == 0 ? 0 : 100);
+        }
+        assertEquals(0, consumers, "the consumer of the undeployed verticle is cancelled");
+        publishNumbered(broker, q, 1, 16);
+        Await.queueCounts(q, 1, 0, Duration.ofSeconds(10));
+        assertEquals(0, handled.get());
+        await(setup.queueDelete(q));
+    }
+
     @Test
     void publishAndGetThroughTheAdapterCompleteOnTheContext(Connection connection, TestNames names) throws Exception {
         String q = names.queue("q");
