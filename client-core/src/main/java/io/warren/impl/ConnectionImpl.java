@@ -118,6 +118,12 @@ public final class ConnectionImpl implements ConnectionEvents, RecoverableConnec
         assert handler.outbound().inEventLoop() : "connection taken over off the event loop";
         this.handler = handler;
         this.address = address;
+        if (blocked) {
+            // the lost connection's block ends with it: a new connection starts unblocked, and a connection.blocked
+            // the broker sends it from open-ok on (its alarm still on) comes after this and stands
+            LOG.info("connection to {}: the block of the connection it replaces ends with it", address);
+            endBlock();
+        }
     }
 
     /** Turns automatic recovery on for this connection (once, when it first opened). */
@@ -137,13 +143,10 @@ public final class ConnectionImpl implements ConnectionEvents, RecoverableConnec
         return r != null && r.willRecover(closeRequested) ? r.lossCause(cause) : cause;
     }
 
-    /** Recovery is complete: the connection is open again, and no longer blocked (a new connection is not). */
+    /** Recovery is complete: the connection is open again. */
     @Override
     public void recovered() {
         open = true;
-        if (blocked) {
-            unblocked();
-        }
     }
 
     /** Recovery gave up: the connection is closed for good, with why. */
@@ -199,8 +202,13 @@ public final class ConnectionImpl implements ConnectionEvents, RecoverableConnec
 
     @Override
     public void unblocked() {
-        blocked = false;
         LOG.info("connection to {} unblocked by the broker", address);
+        endBlock();
+    }
+
+    /** The connection is no longer blocked: its publishes and the application's listeners are told. Event loop. */
+    private void endBlock() {
+        blocked = false;
         PublishFlow flow = PublishFlow.of(handler);
         if (flow != null) {
             flow.unblocked();

@@ -1321,4 +1321,43 @@ class RecoveryTest {
             assertEquals("after", expectPublish(now, 1).text());
         }
     }
+
+    /**
+     * A connection blocked when it was lost, whose new connection the broker blocks again right after open-ok (its
+     * alarm still on), stays blocked when recovery completes. Before, the end of recovery cleared the old block after
+     * the new one came: publishes were let through, and the application told "unblocked" (review).
+     */
+    @Test
+    void aRecoveredConnectionTheBrokerBlocksAgainStaysBlocked() {
+        ConnectionOptions options = new ConnectionOptions()
+                .publishOptions(new PublishOptions().blockedPolicy(PublishOptions.BlockedPolicy.FAIL));
+        try (RecoveringBrokers brokers = new RecoveringBrokers(options)) {
+            List<String> events = new ArrayList<>();
+            brokers.connection.addBlockedListener(new io.warren.BlockedListener() {
+                @Override
+                public void blocked(String reason) {
+                    events.add("blocked: " + reason);
+                }
+
+                @Override
+                public void unblocked() {
+                    events.add("unblocked");
+                }
+            });
+            Channel ch = brokers.first.openChannel(brokers.connection, 1);
+            brokers.first.send(0, new ConnectionBlockedEncoder().reason("low on memory"));
+            brokers.cut();
+            FakeBroker now = brokers.cutAndReconnectAfterLoss();
+            now.send(0, new ConnectionBlockedEncoder().reason("low on memory (still)"));
+            RecoveringBrokers.reopen(now, 1);
+            brokers.runAllTasks();
+            assertTrue(ch.isOpen(), "recovered");
+            assertTrue(brokers.connection.isBlocked(), "the broker still blocks the recovered connection");
+            assertInstanceOf(ConnectionBlockedException.class, failure(ch.publish("", "q", false, null, text("x"))));
+            assertEquals(List.of("blocked: low on memory", "unblocked", "blocked: low on memory (still)"), events);
+            now.send(0, new ConnectionUnblockedEncoder());
+            ch.publish("", "q", false, null, text("after"));
+            assertEquals("after", expectPublish(now, 1).text());
+        }
+    }
 }
