@@ -204,6 +204,22 @@ class HandshakeTest {
         assertSame(seen[0], seen[1]);
         assertEquals(Boolean.FALSE, ((Map<?, ?>) seen[2].get("capabilities")).get("per_consumer_qos"));
         assertEquals(Boolean.TRUE, ((Map<?, ?>) seen[1].get("capabilities")).get("per_consumer_qos"));
+        // a table holding a byte array (field type 'x') is never kept: the array equals only itself, and is mutable;
+        // before, each such connection took a place among the kept tables, and ten of them pushed the others out
+        Map<String, Object>[] withArray = new Map[10];
+        for (int i = 0; i < withArray.length; i++) {
+            try (FakeBroker broker = new FakeBroker()) {
+                broker.sendStart("PLAIN", Map.of("publisher_confirms", true, "blob", new byte[] {1, 2, 3}));
+                broker.expectAndRelease(0, MethodIds.CONNECTION_START_OK);
+                withArray[i] = broker.handshakeAfterStartOk().serverProperties();
+            }
+        }
+        org.junit.jupiter.api.Assertions.assertNotSame(withArray[0], withArray[1]);
+        try (FakeBroker broker = new FakeBroker()) {
+            broker.sendStart("PLAIN", Map.of("publisher_confirms", true, "per_consumer_qos", true));
+            broker.expectAndRelease(0, MethodIds.CONNECTION_START_OK);
+            assertSame(seen[0], broker.handshakeAfterStartOk().serverProperties(), "still kept");
+        }
         assertThrows(UnsupportedOperationException.class, () -> seen[0].put("product", "mine"));
         assertThrows(
                 UnsupportedOperationException.class,

@@ -28,6 +28,10 @@ final class ServerProperties {
      * connection.
      */
     static Map<String, Object> shared(Map<String, Object> decoded) {
+        if (holdsArrays(decoded)) {
+            // a byte array ('x') equals only itself and cannot be made immutable: such a table is the connection's own
+            return frozenTable(decoded);
+        }
         for (int i = 0; i < KEPT; i++) {
             Map<String, Object> kept = KEPT_TABLES.get(i);
             if (kept == null) {
@@ -46,6 +50,19 @@ final class ServerProperties {
         return frozen;
     }
 
+    private static boolean holdsArrays(Object value) {
+        if (value instanceof byte[]) {
+            return true;
+        }
+        if (value instanceof Map<?, ?> m) {
+            return m.values().stream().anyMatch(ServerProperties::holdsArrays);
+        }
+        if (value instanceof List<?> l) {
+            return l.stream().anyMatch(ServerProperties::holdsArrays);
+        }
+        return false;
+    }
+
     private static Map<String, Object> frozenTable(Map<String, Object> table) {
         Map<String, Object> copy = new LinkedHashMap<>(Math.max(2, table.size() * 4 / 3 + 1));
         table.forEach((k, v) -> copy.put(k, frozen(v)));
@@ -62,6 +79,6 @@ final class ServerProperties {
             l.forEach(v -> copy.add(frozen(v)));
             return Collections.unmodifiableList(copy);
         }
-        return value; // strings, numbers, LongString and the like are immutable already
+        return value; // strings, numbers, LongString and the like are immutable already (byte arrays: see shared)
     }
 }
