@@ -218,13 +218,22 @@ public interface Channel {
      * reply is timed ({@link ConnectionOptions#rpcTimeout}) from when it goes to the channel's queue of synchronous
      * methods, so not while it waits behind held publishes (a blocked connection, say).
      *
+     * <p>Settlements (acks, nacks, rejects) on a transactional channel keep the same order with its publishes and tx
+     * methods, so a commit covers the settlements made before it and none made after. Publishes and settlements made
+     * after a tx.commit are written once its commit-ok has come: RabbitMQ closes the whole connection (504) over any
+     * command on a channel while it commits. So an application may publish, settle and commit without waiting for
+     * each commit's stage.
+     *
      * <p>A connection loss rolls the transaction back: a transactional channel that is recovered holds no publish
      * across it (those not yet written, and those made while it recovers, fail as not written), and the application
      * publishes and commits again once it is back.
      */
     CompletionStage<Void> txSelect();
 
-    /** tx.commit: commits the publishes made on this channel before it and none made after (see {@link #txSelect}). */
+    /**
+     * tx.commit: commits the publishes and settlements made on this channel before it and none made after; those wait
+     * for its commit-ok (see {@link #txSelect}).
+     */
     CompletionStage<Void> txCommit();
 
     /** tx.rollback: discards the publishes made on this channel since the last commit or rollback. */

@@ -60,7 +60,10 @@ class TxOrderTest {
         }
     }
 
-    /** Before: "next" was written at once, before the second commit, which then committed it. */
+    /**
+     * Before: "next" was written at once, before the second commit, which then committed it. And it waits for that
+     * commit's commit-ok: RabbitMQ closes the connection (504) over any command on a channel while it commits.
+     */
     @Test
     void aPublishAfterACommitWaitingForItsTurnFollowsThatCommit() {
         try (FakeBroker broker = new FakeBroker()) {
@@ -75,12 +78,13 @@ class TxOrderTest {
             broker.send(1, new TxCommitOkEncoder());
             c1.toCompletableFuture().join();
             broker.expectAndRelease(1, MethodIds.TX_COMMIT);
-            assertEquals("next", expectPublish(broker, 1).text());
-            broker.expectNothing();
-            assertSame(PublishOutcome.SENT, next.toCompletableFuture().join());
-            assertTrue(ch.isWritable());
+            broker.expectNothing(); // the second commit is being committed
+            assertFalse(ch.isWritable());
             broker.send(1, new TxCommitOkEncoder());
             c2.toCompletableFuture().join();
+            assertEquals("next", expectPublish(broker, 1).text());
+            assertSame(PublishOutcome.SENT, next.toCompletableFuture().join());
+            assertTrue(ch.isWritable());
         }
     }
 
@@ -120,10 +124,10 @@ class TxOrderTest {
             broker.send(0, new ConnectionUnblockedEncoder());
             assertEquals("a", expectPublish(broker, 1).text());
             broker.expectAndRelease(1, MethodIds.TX_COMMIT);
-            assertEquals("b", expectPublish(broker, 1).text());
-            broker.expectNothing(); // the rollback waits for its turn in the RPC queue: "c" waits with it
+            broker.expectNothing(); // "b", the rollback and "c" wait for commit-ok
             broker.send(1, new TxCommitOkEncoder());
             first.toCompletableFuture().join();
+            assertEquals("b", expectPublish(broker, 1).text());
             broker.expectAndRelease(1, MethodIds.TX_ROLLBACK);
             assertEquals("c", expectPublish(broker, 1).text());
             broker.send(1, new TxRollbackOkEncoder());
@@ -170,6 +174,106 @@ class TxOrderTest {
             broker.client.runPendingTasks();
             assertSame(PublishOutcome.SENT, after.toCompletableFuture().join());
             assertTrue(ch.isOpen());
+        }
+    }
+
+    /** The methods the client wrote, in order (settlements by name and tag); content frames skipped. */
+    private static java.util.List<String> methods(FakeBroker broker) {
+        java.util.List<String> wire = new java.util.ArrayList<>();
+        io.warren.codec.Frame f;
+        while ((f = broker.next()) != null) {
+            if (f.type() == io.warren.codec.base.FrameType.METHOD) {
+                wire.add(FakeBroker.settlement(f));
+            } else {
+                f.release();
+            }
+        }
+        return wire;
+    }
+
+    /**
+     * A transactional consumer that commits without waiting (publish its output, ack, commit; the next message
+     * likewise while the commit is on its way): each message's publish and ack go into the transaction its own commit
+     * ends, and nothing is written while a commit waits for commit-ok. Before, message 3's ack went out before the
+     * second commit (which committed it, while its output went into the third), and the second message's publish and
+     * ack were written while the first commit was being committed, over which RabbitMQ closes the connection (504).
+     */
+    @Test
+    void eachMessagesPublishAndAckGoIntoTheTransactionItsOwnCommitEnds() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            ch.txSelect();
+            broker.expectAndRelease(1, MethodIds.TX_SELECT);
+            broker.send(1, new TxSelectOkEncoder());
+            java.util.List<io.warren.Delivery> got = new java.util.ArrayList<>();
+            ch.consume("q", new io.warren.ConsumeOptions().prefetch(10), d -> got.add(d.retain()));
+            broker.expectAndRelease(1, MethodIds.BASIC_QOS);
+            broker.send(1, new io.warren.codec.method.BasicQosOkEncoder());
+            broker.expectAndRelease(1, MethodIds.BASIC_CONSUME);
+            broker.send(1, new io.warren.codec.method.BasicConsumeOkEncoder().consumerTag("c"));
+            for (int tag = 1; tag <= 3; tag++) {
+                broker.sendDeliver(
+                        1, "c", tag, false, PROPS, ("m" + tag).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            }
+            assertEquals(3, got.size());
+
+            ch.publish("", "out", false, PROPS, text("out-1"));
+            got.get(0).ack();
+            CompletionStage<Void> c1 = ch.txCommit();
+            assertEquals(java.util.List.of("method basic.publish", "ack 1", "method tx.commit"), methods(broker));
+            ch.publish("", "out", false, PROPS, text("out-2"));
+            got.get(1).ack();
+            CompletionStage<Void> c2 = ch.txCommit();
+            ch.publish("", "out", false, PROPS, text("out-3"));
+            got.get(2).ack();
+            CompletionStage<Void> c3 = ch.txCommit();
+            assertEquals(java.util.List.of(), methods(broker), "nothing while the first commit is committed");
+            broker.send(1, new TxCommitOkEncoder());
+            assertEquals(java.util.List.of("method basic.publish", "ack 2", "method tx.commit"), methods(broker));
+            broker.send(1, new TxCommitOkEncoder());
+            assertEquals(java.util.List.of("method basic.publish", "ack 3", "method tx.commit"), methods(broker));
+            broker.send(1, new TxCommitOkEncoder());
+            c1.toCompletableFuture().join();
+            c2.toCompletableFuture().join();
+            c3.toCompletableFuture().join();
+            got.forEach(io.warren.Delivery::release);
+        }
+    }
+
+    /** The same from another thread: its acks travel with its publishes and commits, not ahead of them. */
+    @Test
+    void anotherThreadsAcksKeepTheirPlaceAmongItsPublishesAndCommits() throws Exception {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            ch.txSelect();
+            broker.expectAndRelease(1, MethodIds.TX_SELECT);
+            broker.send(1, new TxSelectOkEncoder());
+            java.util.List<io.warren.Delivery> got = new java.util.ArrayList<>();
+            ch.consume("q", new io.warren.ConsumeOptions().prefetch(10), d -> got.add(d.retain()));
+            broker.expectAndRelease(1, MethodIds.BASIC_QOS);
+            broker.send(1, new io.warren.codec.method.BasicQosOkEncoder());
+            broker.expectAndRelease(1, MethodIds.BASIC_CONSUME);
+            broker.send(1, new io.warren.codec.method.BasicConsumeOkEncoder().consumerTag("c"));
+            for (int tag = 1; tag <= 2; tag++) {
+                broker.sendDeliver(
+                        1, "c", tag, false, PROPS, ("m" + tag).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            }
+            Thread t = new Thread(() -> {
+                ch.publish("", "out", false, PROPS, text("out-1"));
+                got.get(0).ack();
+                ch.txCommit();
+                ch.publish("", "out", false, PROPS, text("out-2"));
+                got.get(1).ack();
+                ch.txCommit();
+            });
+            t.start();
+            t.join();
+            broker.client.runPendingTasks();
+            assertEquals(java.util.List.of("method basic.publish", "ack 1", "method tx.commit"), methods(broker));
+            broker.send(1, new TxCommitOkEncoder());
+            assertEquals(java.util.List.of("method basic.publish", "ack 2", "method tx.commit"), methods(broker));
+            broker.send(1, new TxCommitOkEncoder());
+            got.forEach(io.warren.Delivery::release);
         }
     }
 }

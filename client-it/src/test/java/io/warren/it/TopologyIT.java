@@ -221,4 +221,49 @@ class TopologyIT {
         await(confirms.close());
         assertNotNull(connection.serverProperties().get("product"));
     }
+
+    /**
+     * A transactional relay that commits without waiting: publish, ack, commit, for each message, on the event loop in
+     * one pass. RabbitMQ closes the connection (504 CHANNEL_ERROR) over any command on a channel while it commits;
+     * before, the next message's publish and ack were written right behind tx.commit. Each commit covers its own
+     * message: the queue holds all of them, none left unacknowledged.
+     */
+    @Test
+    void aTransactionalRelayThatCommitsWithoutWaitingKeepsItsConnection(Connection connection, TestNames names)
+            throws Exception {
+        Channel ch = await(connection.openChannel());
+        String in = names.queue("in");
+        String out = names.queue("out");
+        await(ch.queueDeclare(in));
+        await(ch.queueDeclare(out));
+        for (int i = 0; i < 20; i++) {
+            await(ch.publish("", in, false, null, new byte[] {(byte) i}));
+        }
+        await(ch.txSelect());
+        CompletableFuture<Void> relayed = new CompletableFuture<>();
+        java.util.concurrent.atomic.AtomicInteger seen = new java.util.concurrent.atomic.AtomicInteger();
+        List<CompletionStage<Void>> commits = java.util.Collections.synchronizedList(new ArrayList<>());
+        await(ch.consume(in, new io.warren.ConsumeOptions().prefetch(20), d -> {
+            // on the event loop: the three calls of each message go in one pass, the next message's behind them
+            ch.publish(
+                    "", out, false, null, new byte[] {d.body().getByte(d.body().readerIndex())});
+            d.ack();
+            commits.add(ch.txCommit());
+            if (seen.incrementAndGet() == 20) {
+                relayed.complete(null);
+            }
+        }));
+        relayed.get(30, TimeUnit.SECONDS);
+        for (int i = 0; i < 20; i++) {
+            while (commits.size() <= i) {
+                Thread.sleep(1);
+            }
+            await(commits.get(i));
+        }
+        assertTrue(connection.isOpen());
+        assertEquals(20, await(ch.queueDeclare(QueueSpec.passive(out))).messageCount());
+        Await.queueCounts(in, 0, 0, Duration.ofSeconds(10));
+        await(ch.queueDelete(in));
+        await(ch.queueDelete(out));
+    }
 }

@@ -91,6 +91,11 @@ public final class ChannelState implements InboundChannel {
 
     // volatile: a publish refused on another thread reads it while the close-future is not yet complete
     private volatile AmqpException closeCause;
+    /** tx.select was called: settlements then keep their order with publishes and tx methods. Any thread. */
+    private volatile boolean transactional;
+    /** Where a transactional channel's settlements wait their turn; set by the channel's publisher. */
+    private TxGate txGate;
+
     private CompletableFuture<Void> closeRequest;
     private boolean numberFreed;
     private ScheduledFuture<?> closeTimer;
@@ -147,6 +152,26 @@ public final class ChannelState implements InboundChannel {
     /** True while requests may be sent: opening or open. */
     public boolean isUsable() {
         return state == State.OPENING || state == State.OPEN;
+    }
+
+    /** tx.select was called on this channel. Any thread. */
+    public boolean isTransactional() {
+        return transactional;
+    }
+
+    /** tx.select is being called: from now on settlements keep their order with publishes and tx methods. */
+    public void transactional() {
+        transactional = true;
+    }
+
+    /** The channel's publisher, where a transactional channel's settlements wait their turn. Set once, first. */
+    public void txGate(TxGate gate) {
+        this.txGate = gate;
+    }
+
+    /** See {@link #txGate(TxGate)}; null before the publisher is made. Event loop. */
+    public TxGate txGate() {
+        return txGate;
     }
 
     /** Why the channel closed (or is closing), or {@code null} while open. Any thread. */

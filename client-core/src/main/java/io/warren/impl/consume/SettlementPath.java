@@ -4,6 +4,7 @@ import io.netty.buffer.ByteBuf;
 import io.netty.util.concurrent.EventExecutor;
 import io.warren.ChannelClosedException;
 import io.warren.impl.channel.ChannelState;
+import io.warren.impl.channel.TxGate;
 import io.warren.impl.connection.OutboundPath;
 import io.warren.impl.metrics.MetricsCollector;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
@@ -177,7 +178,9 @@ final class SettlementPath {
 
     /** A settlement by broker tag ({@code op}: {@link AckCoalescer#ACK} ... with its flags). Any thread. */
     void settle(long brokerTag, int op) {
-        if (loop.inEventLoop()) {
+        if (state.isTransactional()) {
+            settleInTx(brokerTag, null, op);
+        } else if (loop.inEventLoop()) {
             settleNow(brokerTag, op);
         } else {
             offer(new Settlement.Tagged(brokerTag, op));
@@ -186,12 +189,64 @@ final class SettlementPath {
 
     /** A delivery settled. Any thread. */
     void settle(MessageDelivery delivery, int op) {
-        if (loop.inEventLoop()) {
+        if (state.isTransactional()) {
+            settleInTx(0, delivery, op);
+        } else if (loop.inEventLoop()) {
             settleNow(delivery.settleTag(), op);
             delivery.markSettled();
         } else {
             delivery.settleOp = op;
             offer(delivery);
+        }
+    }
+
+    /**
+     * A transactional channel's settlement keeps its order with its thread's publishes and tx methods, so that a
+     * commit covers the settlements made before it and no later one: off the loop it travels the outbound path's
+     * queue with them (not the settlement queue, which the flush before a tx method drains whole), and on the loop
+     * it waits behind a tx method not yet sent or a commit not yet answered ({@link TxGate}). Any thread.
+     */
+    private void settleInTx(long brokerTag, MessageDelivery delivery, int op) {
+        if (loop.inEventLoop()) {
+            settleOrHold(brokerTag, delivery, op);
+        } else {
+            state.outbound().execute(new TxSettlement(brokerTag, delivery, op));
+        }
+    }
+
+    private void settleOrHold(long brokerTag, MessageDelivery delivery, int op) {
+        long tag = brokerTag;
+        if (delivery != null) {
+            tag = delivery.settleTag();
+            delivery.markSettled(); // its tag is read: it may be reused from here on
+        }
+        long settled = tag;
+        TxGate gate = state.txGate();
+        if (gate == null || !gate.holdSettlement(() -> settleNow(settled, op))) {
+            settleNow(settled, op);
+        }
+    }
+
+    /** A transactional channel's settlement on its way to the event loop, in order with its thread's publishes. */
+    private final class TxSettlement implements OutboundPath.DiscardableTask {
+        private final long brokerTag;
+        private final MessageDelivery delivery;
+        private final int op;
+
+        TxSettlement(long brokerTag, MessageDelivery delivery, int op) {
+            this.brokerTag = brokerTag;
+            this.delivery = delivery;
+            this.op = op;
+        }
+
+        @Override
+        public void run() {
+            settleOrHold(brokerTag, delivery, op);
+        }
+
+        @Override
+        public void discard(Throwable cause) {
+            // the event loop is gone, and the connection with it: the broker requeues what was not settled
         }
     }
 

@@ -29,6 +29,7 @@ import io.warren.impl.channel.ChannelRpc;
 import io.warren.impl.channel.ChannelState;
 import io.warren.impl.channel.ContentAssembler;
 import io.warren.impl.channel.RepeatedName;
+import io.warren.impl.channel.TxGate;
 import io.warren.impl.connection.DirectNioSocketChannel;
 import io.warren.impl.connection.OutboundPath;
 import io.warren.impl.connection.Replies;
@@ -191,6 +192,7 @@ public final class Publisher {
         this.options = flow.options();
         this.metrics = state.connection().metrics();
         this.txs = new TxSequencer(this, state, carryOver);
+        state.txGate(new SettlementGate());
         flow.add(this);
         // through the close: RabbitMQ confirms (and returns) what it read before our channel.close
         state.registerThroughClose(60, 80, (ch, frame) -> onAck(frame));
@@ -471,6 +473,7 @@ public final class Publisher {
 
     /** tx.select, in order with this channel's publishes (see {@link TxSequencer}). */
     public CompletionStage<Void> txSelect() {
+        state.transactional(); // before the select is queued: a settlement made after this call is ordered with it
         return txs.select();
     }
 
@@ -482,6 +485,41 @@ public final class Publisher {
     /** tx.rollback: rolls back the publishes made before it on this channel, and no later one. */
     public CompletionStage<Void> txRollback() {
         return txs.rollback();
+    }
+
+    /**
+     * A transactional channel's settlement made while its publishes wait (behind a tx method, or anything held before
+     * it) waits with them, in its place: a commit covers the settlements made before it and no later one.
+     */
+    private final class SettlementGate implements TxGate {
+        @Override
+        public boolean holdSettlement(Runnable settle) {
+            assert outbound.inEventLoop() : "publisher state off the event loop";
+            if (closed || (held.isEmpty() && !txs.holdsPublishes())) {
+                return false;
+            }
+            held.add(new HeldSettlement(settle));
+            return true;
+        }
+    }
+
+    /** A settlement in the held queue: run in its turn, dropped with the channel's close. */
+    private static final class HeldSettlement implements OutboundPath.DiscardableTask {
+        private final Runnable settle;
+
+        HeldSettlement(Runnable settle) {
+            this.settle = settle;
+        }
+
+        @Override
+        public void run() {
+            settle.run();
+        }
+
+        @Override
+        public void discard(Throwable cause) {
+            // never queued on the outbound path: only the held queue, which drops it with the channel
+        }
     }
 
     /** confirm.select on the loop; discarded (frame released, caller failed) when the loop has ended. */
@@ -679,6 +717,12 @@ public final class Publisher {
         updateWritability();
     }
 
+    /** No publish is written on a caller's thread until {@link #updateWritability} allows it again. Event loop. */
+    void stopCallerWrites() {
+        assert outbound.inEventLoop() : "publisher state off the event loop";
+        direct = false;
+    }
+
     /** A tx method left the channel's RPC queue (sent, or failed there): the publishes held for it may go. */
     void onTxTurnOver() {
         assert outbound.inEventLoop() : "publisher state off the event loop";
@@ -723,6 +767,14 @@ public final class Publisher {
             if (next instanceof TxTask tx) {
                 held.poll();
                 txs.queue(tx); // behind a tx method queued before it, if any: the RPC queue keeps their order
+                continue;
+            }
+            if (next instanceof HeldSettlement settlement) {
+                if (txs.holdsPublishes()) {
+                    return; // behind a tx method not yet sent, or a commit not yet answered
+                }
+                held.poll();
+                settlement.run();
                 continue;
             }
             PublishTask task = (PublishTask) next;
@@ -994,9 +1046,9 @@ public final class Publisher {
             if (next instanceof PublishTask task) {
                 flow.unhold(task.bytes);
                 endNotWritten(task);
-            } else {
-                txs.failHeld((TxTask) next);
-            }
+            } else if (next instanceof TxTask tx) {
+                txs.failHeld(tx);
+            } // a held settlement is dropped: the broker requeues the channel's unsettled deliveries with its close
         }
         windowFull = false;
         if (waiters != null) {

@@ -35,6 +35,11 @@ final class TxSequencer {
     private int queued;
     /** A tx method is being handed to the RPC queue by {@link #queue}, which goes on itself if it is sent at once. */
     private boolean queueing;
+    /**
+     * tx.commit sent and not answered: RabbitMQ closes the connection (504 CHANNEL_ERROR) over any command on the
+     * channel while it commits, so publishes and settlements wait for commit-ok.
+     */
+    private int committing;
 
     /** Created by its publisher, with it. */
     TxSequencer(Publisher publisher, ChannelState state, PublishCarryOver carryOver) {
@@ -81,7 +86,7 @@ final class TxSequencer {
 
     /** Whether publishes must wait: a tx method called before them waits for its turn in the RPC queue. */
     boolean holdsPublishes() {
-        return queued > 0;
+        return queued > 0 || committing > 0;
     }
 
     /** Hands a tx method to the channel's RPC queue; publishes wait until it is sent ({@link #onSent}). */
@@ -89,14 +94,19 @@ final class TxSequencer {
         assert outbound.inEventLoop() : "tx state off the event loop";
         tx.queued = true;
         queued++;
+        if (tx.method == MethodIds.TX_COMMIT) {
+            // no caller writes a publish from now until commit-ok: not even between the commit's frame and the
+            // bookkeeping after it (a caller checks `direct` under the writer token, which the loop holds to write)
+            publisher.stopCallerWrites();
+        }
         queueing = true;
         try {
             state.call(tx.request);
         } finally {
             queueing = false;
         }
-        if (!tx.sent) {
-            publisher.updateWritability(); // it waits for its turn: so does the next publish
+        if (!tx.sent || tx.committing) {
+            publisher.updateWritability(); // it waits for its turn, or its commit-ok: so does the next publish
         }
     }
 
@@ -119,6 +129,11 @@ final class TxSequencer {
         tx.sent = true;
         tx.queued = false;
         queued--;
+        if (tx.method == MethodIds.TX_COMMIT) {
+            tx.committing = true;
+            committing++;
+            return; // what follows it waits for commit-ok (onAnswered)
+        }
         if (!queueing) {
             // its turn came after a reply: the publishes held for it go now (queue's caller goes on by itself)
             publisher.onTxTurnOver();
@@ -136,6 +151,13 @@ final class TxSequencer {
             // left the RPC queue unsent (timed out there, or the channel closed): what waited for it goes on
             tx.queued = false;
             queued--;
+            if (!queueing) {
+                publisher.onTxTurnOver();
+            }
+        } else if (tx.committing) {
+            // commit-ok (or the commit failed, timed out, or the channel closed): what waited for it goes on
+            tx.committing = false;
+            committing--;
             if (!queueing) {
                 publisher.onTxTurnOver();
             }

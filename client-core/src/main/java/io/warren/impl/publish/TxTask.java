@@ -33,6 +33,8 @@ final class TxTask implements OutboundPath.DiscardableTask {
     boolean queued;
     /** Handed to the outbound path: its place on the wire is fixed. */
     boolean sent;
+    /** A tx.commit sent and not yet answered: counted by the sequencer, which holds what follows it. */
+    boolean committing;
 
     TxTask(
             Publisher publisher,
