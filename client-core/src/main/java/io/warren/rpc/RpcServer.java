@@ -140,7 +140,11 @@ public final class RpcServer {
         CompletionStage<Reply> reply;
         try {
             reply = Objects.requireNonNull(handler.handle(request), "the RPC handler returned a null stage");
-        } catch (RuntimeException e) {
+        } catch (VirtualMachineError e) {
+            throw e;
+        } catch (RuntimeException | Error e) {
+            // an Error too (an assertion, a class that failed to initialise): as a failed stage, the request is
+            // rejected rather than left unsettled, holding a prefetch slot until the channel closes
             reply = CompletableFuture.failedFuture(e);
         }
         // completes, normally, once the request is settled: every failure is logged below as what it is

@@ -95,6 +95,25 @@ class RpcServerTest {
         }
     }
 
+    /**
+     * A handler that throws an Error (an assertion, a class that failed to initialise) rejects its request as one that
+     * throws a RuntimeException does. Before, the request was left unsettled, holding a prefetch slot until the channel
+     * closed: after as many as the prefetch, the server received nothing more.
+     */
+    @Test
+    void aHandlerThatThrowsAnErrorRejectsTheRequestWithoutRequeue() {
+        try (FakeBroker broker = new FakeBroker()) {
+            Channel ch = broker.openChannel(broker.handshake(), 1);
+            serve(broker, ch, request -> {
+                throw new AssertionError("a bug in the handler");
+            });
+            String log = Logged.during(() -> request(broker, 1, "XAUUSD"));
+            assertEquals("reject 1", settlement(broker));
+            broker.expectNothing();
+            assertTrue(log.contains("a bug in the handler"), log);
+        }
+    }
+
     /** A reply the channel refuses as it is (IllegalArgumentException) would be refused on every attempt. */
     @Test
     void aReplyThatCannotBePublishedAsItIsRejectsTheRequestWithoutRequeue() {
