@@ -177,6 +177,27 @@ class TxOrderTest {
         }
     }
 
+    /**
+     * Puts channel 1 in tx mode and starts a consumer on it that keeps its deliveries (retained: the test releases
+     * them); the broker delivers {@code count}. Returns them.
+     */
+    private static java.util.List<io.warren.Delivery> transactionalConsumer(FakeBroker broker, Channel ch, int count) {
+        ch.txSelect();
+        broker.expectAndRelease(1, MethodIds.TX_SELECT);
+        broker.send(1, new TxSelectOkEncoder());
+        java.util.List<io.warren.Delivery> got = new java.util.ArrayList<>();
+        ch.consume("q", new io.warren.ConsumeOptions().prefetch(10), d -> got.add(d.retain()));
+        broker.expectAndRelease(1, MethodIds.BASIC_QOS);
+        broker.send(1, new io.warren.codec.method.BasicQosOkEncoder());
+        broker.expectAndRelease(1, MethodIds.BASIC_CONSUME);
+        broker.send(1, new io.warren.codec.method.BasicConsumeOkEncoder().consumerTag("c"));
+        for (int tag = 1; tag <= count; tag++) {
+            broker.sendDeliver(
+                    1, "c", tag, false, PROPS, ("m" + tag).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        }
+        return got;
+    }
+
     /** The methods the client wrote, in order (settlements by name and tag); content frames skipped. */
     private static java.util.List<String> methods(FakeBroker broker) {
         java.util.List<String> wire = new java.util.ArrayList<>();
@@ -202,19 +223,7 @@ class TxOrderTest {
     void eachMessagesPublishAndAckGoIntoTheTransactionItsOwnCommitEnds() {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
-            ch.txSelect();
-            broker.expectAndRelease(1, MethodIds.TX_SELECT);
-            broker.send(1, new TxSelectOkEncoder());
-            java.util.List<io.warren.Delivery> got = new java.util.ArrayList<>();
-            ch.consume("q", new io.warren.ConsumeOptions().prefetch(10), d -> got.add(d.retain()));
-            broker.expectAndRelease(1, MethodIds.BASIC_QOS);
-            broker.send(1, new io.warren.codec.method.BasicQosOkEncoder());
-            broker.expectAndRelease(1, MethodIds.BASIC_CONSUME);
-            broker.send(1, new io.warren.codec.method.BasicConsumeOkEncoder().consumerTag("c"));
-            for (int tag = 1; tag <= 3; tag++) {
-                broker.sendDeliver(
-                        1, "c", tag, false, PROPS, ("m" + tag).getBytes(java.nio.charset.StandardCharsets.UTF_8));
-            }
+            java.util.List<io.warren.Delivery> got = transactionalConsumer(broker, ch, 3);
             assertEquals(3, got.size());
 
             ch.publish("", "out", false, PROPS, text("out-1"));
@@ -245,19 +254,7 @@ class TxOrderTest {
     void anotherThreadsAcksKeepTheirPlaceAmongItsPublishesAndCommits() throws Exception {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
-            ch.txSelect();
-            broker.expectAndRelease(1, MethodIds.TX_SELECT);
-            broker.send(1, new TxSelectOkEncoder());
-            java.util.List<io.warren.Delivery> got = new java.util.ArrayList<>();
-            ch.consume("q", new io.warren.ConsumeOptions().prefetch(10), d -> got.add(d.retain()));
-            broker.expectAndRelease(1, MethodIds.BASIC_QOS);
-            broker.send(1, new io.warren.codec.method.BasicQosOkEncoder());
-            broker.expectAndRelease(1, MethodIds.BASIC_CONSUME);
-            broker.send(1, new io.warren.codec.method.BasicConsumeOkEncoder().consumerTag("c"));
-            for (int tag = 1; tag <= 2; tag++) {
-                broker.sendDeliver(
-                        1, "c", tag, false, PROPS, ("m" + tag).getBytes(java.nio.charset.StandardCharsets.UTF_8));
-            }
+            java.util.List<io.warren.Delivery> got = transactionalConsumer(broker, ch, 2);
             Thread t = new Thread(() -> {
                 ch.publish("", "out", false, PROPS, text("out-1"));
                 got.get(0).ack();
