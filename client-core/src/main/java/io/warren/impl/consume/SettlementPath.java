@@ -220,6 +220,10 @@ final class SettlementPath {
             tag = delivery.settleTag();
             delivery.markSettled(); // its tag is read: it may be reused from here on
         }
+        if (tag == 0 && (op & AckCoalescer.MULTIPLE) != 0 && acks.lastDelivered() > 0) {
+            // "every delivery so far" means so far at the call: one that arrives while this waits is not covered
+            tag = acks.lastDelivered();
+        }
         long settled = tag;
         TxGate gate = state.txGate();
         if (gate == null || !gate.holdSettlement(() -> settleNow(settled, op))) {
