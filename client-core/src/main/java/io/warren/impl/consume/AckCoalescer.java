@@ -109,17 +109,17 @@ final class AckCoalescer {
         delivered(tag, needsAck, 0);
     }
 
+    /** The highest tag delivered so far (0 for none): what tag 0 with multiple means now. */
+    long lastDelivered() {
+        return next - 1;
+    }
+
     /**
      * The application settled {@code tag}; {@code op} is {@link #ACK}, {@link #NACK} or {@link #REJECT}, plus
      * {@link #MULTIPLE} and {@link #REQUEUE}. Returns false when the settlement was dropped because the tag
      * (or, for a multiple one, every tag it covers) is already settled: for tag 0 with {@link #MULTIPLE} (every
      * outstanding delivery), when none is outstanding, nothing delivered yet included.
      */
-    /** The highest tag delivered so far (0 for none): what tag 0 with multiple means now. */
-    long lastDelivered() {
-        return next - 1;
-    }
-
     boolean settle(long tag, int op) {
         int kind = op & KIND_MASK;
         boolean multiple = (op & MULTIPLE) != 0 && kind != REJECT;
