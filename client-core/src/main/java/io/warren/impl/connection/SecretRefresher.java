@@ -1,5 +1,6 @@
 package io.warren.impl.connection;
 
+import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.util.concurrent.EventExecutor;
 import io.netty.util.concurrent.ScheduledFuture;
@@ -111,16 +112,16 @@ public final class SecretRefresher {
             result.completeExceptionally(e);
             return;
         }
-        int length = Frames.methodFrameLength(encoder);
-        if (frameMax != 0 && length > frameMax) {
-            // named by its size only: the secret never goes into a message
-            result.completeExceptionally(new IllegalArgumentException("connection.update-secret makes a frame of "
-                    + length + " bytes, over the connection's frame-max of " + frameMax
-                    + " (the new secret is too large; the broker would close the connection)"));
+        ByteBuf frame;
+        try {
+            // checkFits names the method and sizes only: the secret never goes into its message
+            frame = Requests.checkFits(Frames.method(alloc, 0, encoder), frameMax, 0);
+        } catch (IllegalArgumentException e) {
+            result.completeExceptionally(e);
             return;
         }
         pending.add(result);
-        outbound.write(Frames.method(alloc, 0, encoder));
+        outbound.write(frame);
         ScheduledFuture<?> timeout = executor.schedule(
                 () -> {
                     result.completeExceptionally(new RpcTimeoutException(
