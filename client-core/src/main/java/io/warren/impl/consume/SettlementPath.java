@@ -224,10 +224,30 @@ final class SettlementPath {
             // "every delivery so far" means so far at the call: one that arrives while this waits is not covered
             tag = acks.lastDelivered();
         }
-        long settled = tag;
         TxGate gate = state.txGate();
-        if (gate == null || !gate.holdSettlement(() -> settleNow(settled, op))) {
-            settleNow(settled, op);
+        if (gate == null || !gate.holdSettlement(new HeldSettlement(tag, op))) {
+            settleNow(tag, op);
+        }
+    }
+
+    /** A settlement the channel's publisher holds in its place (its tag resolved): settled in its turn. */
+    private final class HeldSettlement implements TxGate.Settlement {
+        private final long tag;
+        private final int op;
+
+        HeldSettlement(long tag, int op) {
+            this.tag = tag;
+            this.op = op;
+        }
+
+        @Override
+        public void run() {
+            settleNow(tag, op);
+        }
+
+        @Override
+        public void discard(Throwable cause) {
+            // dropped with the channel's close: the broker requeues its unsettled deliveries
         }
     }
 

@@ -493,32 +493,13 @@ public final class Publisher {
      */
     private final class SettlementGate implements TxGate {
         @Override
-        public boolean holdSettlement(Runnable settle) {
+        public boolean holdSettlement(TxGate.Settlement settlement) {
             assert outbound.inEventLoop() : "publisher state off the event loop";
             if (closed || (held.isEmpty() && !txs.holdsPublishes())) {
                 return false;
             }
-            held.add(new HeldSettlement(settle));
+            held.add(settlement);
             return true;
-        }
-    }
-
-    /** A settlement in the held queue: run in its turn, dropped with the channel's close. */
-    private static final class HeldSettlement implements OutboundPath.DiscardableTask {
-        private final Runnable settle;
-
-        HeldSettlement(Runnable settle) {
-            this.settle = settle;
-        }
-
-        @Override
-        public void run() {
-            settle.run();
-        }
-
-        @Override
-        public void discard(Throwable cause) {
-            // never queued on the outbound path: only the held queue, which drops it with the channel
         }
     }
 
@@ -769,7 +750,7 @@ public final class Publisher {
                 txs.queue(tx); // behind a tx method queued before it, if any: the RPC queue keeps their order
                 continue;
             }
-            if (next instanceof HeldSettlement settlement) {
+            if (next instanceof TxGate.Settlement settlement) {
                 if (txs.holdsPublishes()) {
                     return; // behind a tx method not yet sent, or a commit not yet answered
                 }
