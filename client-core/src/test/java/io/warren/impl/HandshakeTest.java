@@ -3,6 +3,7 @@ package io.warren.impl;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -214,7 +215,7 @@ class HandshakeTest {
                 withArray[i] = broker.handshakeAfterStartOk().serverProperties();
             }
         }
-        org.junit.jupiter.api.Assertions.assertNotSame(withArray[0], withArray[1]);
+        assertNotSame(withArray[0], withArray[1]);
         try (FakeBroker broker = new FakeBroker()) {
             broker.sendStart("PLAIN", Map.of("publisher_confirms", true, "per_consumer_qos", true));
             broker.expectAndRelease(0, MethodIds.CONNECTION_START_OK);

@@ -16,6 +16,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.netty.buffer.ByteBuf;
 import io.warren.AmqpException;
+import io.warren.BlockedListener;
 import io.warren.Channel;
 import io.warren.ChannelClosedException;
 import io.warren.ConnectionBlockedException;
@@ -54,6 +55,7 @@ import io.warren.codec.method.QueueBind;
 import io.warren.codec.method.QueueBindOkEncoder;
 import io.warren.codec.method.QueueDeclareOkEncoder;
 import io.warren.impl.connection.MethodNames;
+import java.lang.reflect.Field;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -1309,7 +1311,7 @@ class RecoveryTest {
             refused.client.runPendingTasks();
             FakeBroker now = brokers.cutAndReconnectAfterLoss();
             assertEquals(4, brokers.connections()); // the first, the recovered, the refused attempt, this one
-            java.lang.reflect.Field listeners = ConnectionImpl.class.getDeclaredField("blockedListeners");
+            Field listeners = ConnectionImpl.class.getDeclaredField("blockedListeners");
             listeners.setAccessible(true);
             assertEquals(List.of(), listeners.get(brokers.connection), "the application added none");
 
@@ -1333,7 +1335,7 @@ class RecoveryTest {
                 .publishOptions(new PublishOptions().blockedPolicy(PublishOptions.BlockedPolicy.FAIL));
         try (RecoveringBrokers brokers = new RecoveringBrokers(options)) {
             List<String> events = new ArrayList<>();
-            brokers.connection.addBlockedListener(new io.warren.BlockedListener() {
+            brokers.connection.addBlockedListener(new BlockedListener() {
                 @Override
                 public void blocked(String reason) {
                     events.add("blocked: " + reason);

@@ -13,9 +13,15 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.warren.Channel;
 import io.warren.ChannelClosedException;
 import io.warren.ConnectionOptions;
+import io.warren.ConsumeOptions;
+import io.warren.Delivery;
 import io.warren.PublishOutcome;
 import io.warren.RpcTimeoutException;
+import io.warren.codec.Frame;
+import io.warren.codec.base.FrameType;
 import io.warren.codec.content.BasicProperties;
+import io.warren.codec.method.BasicConsumeOkEncoder;
+import io.warren.codec.method.BasicQosOkEncoder;
 import io.warren.codec.method.ConnectionBlockedEncoder;
 import io.warren.codec.method.ConnectionUnblockedEncoder;
 import io.warren.codec.method.MethodIds;
@@ -24,7 +30,10 @@ import io.warren.codec.method.TxCommitOkEncoder;
 import io.warren.codec.method.TxRollbackOkEncoder;
 import io.warren.codec.method.TxSelectOkEncoder;
 import io.warren.impl.PublishFixture.TrackedBody;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -181,29 +190,28 @@ class TxOrderTest {
      * Puts channel 1 in tx mode and starts a consumer on it that keeps its deliveries (retained: the test releases
      * them); the broker delivers {@code count}. Returns them.
      */
-    private static java.util.List<io.warren.Delivery> transactionalConsumer(FakeBroker broker, Channel ch, int count) {
+    private static List<Delivery> transactionalConsumer(FakeBroker broker, Channel ch, int count) {
         ch.txSelect();
         broker.expectAndRelease(1, MethodIds.TX_SELECT);
         broker.send(1, new TxSelectOkEncoder());
-        java.util.List<io.warren.Delivery> got = new java.util.ArrayList<>();
-        ch.consume("q", new io.warren.ConsumeOptions().prefetch(10), d -> got.add(d.retain()));
+        List<Delivery> got = new ArrayList<>();
+        ch.consume("q", new ConsumeOptions().prefetch(10), d -> got.add(d.retain()));
         broker.expectAndRelease(1, MethodIds.BASIC_QOS);
-        broker.send(1, new io.warren.codec.method.BasicQosOkEncoder());
+        broker.send(1, new BasicQosOkEncoder());
         broker.expectAndRelease(1, MethodIds.BASIC_CONSUME);
-        broker.send(1, new io.warren.codec.method.BasicConsumeOkEncoder().consumerTag("c"));
+        broker.send(1, new BasicConsumeOkEncoder().consumerTag("c"));
         for (int tag = 1; tag <= count; tag++) {
-            broker.sendDeliver(
-                    1, "c", tag, false, PROPS, ("m" + tag).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            broker.sendDeliver(1, "c", tag, false, PROPS, ("m" + tag).getBytes(StandardCharsets.UTF_8));
         }
         return got;
     }
 
     /** The methods the client wrote, in order (settlements by name and tag); content frames skipped. */
-    private static java.util.List<String> methods(FakeBroker broker) {
-        java.util.List<String> wire = new java.util.ArrayList<>();
-        io.warren.codec.Frame f;
+    private static List<String> methods(FakeBroker broker) {
+        List<String> wire = new ArrayList<>();
+        Frame f;
         while ((f = broker.next()) != null) {
-            if (f.type() == io.warren.codec.base.FrameType.METHOD) {
+            if (f.type() == FrameType.METHOD) {
                 wire.add(FakeBroker.settlement(f));
             } else {
                 f.release();
@@ -223,29 +231,29 @@ class TxOrderTest {
     void eachMessagesPublishAndAckGoIntoTheTransactionItsOwnCommitEnds() {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
-            java.util.List<io.warren.Delivery> got = transactionalConsumer(broker, ch, 3);
+            List<Delivery> got = transactionalConsumer(broker, ch, 3);
             assertEquals(3, got.size());
 
             ch.publish("", "out", false, PROPS, text("out-1"));
             got.get(0).ack();
             CompletionStage<Void> c1 = ch.txCommit();
-            assertEquals(java.util.List.of("method basic.publish", "ack 1", "method tx.commit"), methods(broker));
+            assertEquals(List.of("method basic.publish", "ack 1", "method tx.commit"), methods(broker));
             ch.publish("", "out", false, PROPS, text("out-2"));
             got.get(1).ack();
             CompletionStage<Void> c2 = ch.txCommit();
             ch.publish("", "out", false, PROPS, text("out-3"));
             got.get(2).ack();
             CompletionStage<Void> c3 = ch.txCommit();
-            assertEquals(java.util.List.of(), methods(broker), "nothing while the first commit is committed");
+            assertEquals(List.of(), methods(broker), "nothing while the first commit is committed");
             broker.send(1, new TxCommitOkEncoder());
-            assertEquals(java.util.List.of("method basic.publish", "ack 2", "method tx.commit"), methods(broker));
+            assertEquals(List.of("method basic.publish", "ack 2", "method tx.commit"), methods(broker));
             broker.send(1, new TxCommitOkEncoder());
-            assertEquals(java.util.List.of("method basic.publish", "ack 3", "method tx.commit"), methods(broker));
+            assertEquals(List.of("method basic.publish", "ack 3", "method tx.commit"), methods(broker));
             broker.send(1, new TxCommitOkEncoder());
             c1.toCompletableFuture().join();
             c2.toCompletableFuture().join();
             c3.toCompletableFuture().join();
-            got.forEach(io.warren.Delivery::release);
+            got.forEach(Delivery::release);
         }
     }
 
@@ -254,7 +262,7 @@ class TxOrderTest {
     void anotherThreadsAcksKeepTheirPlaceAmongItsPublishesAndCommits() throws Exception {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
-            java.util.List<io.warren.Delivery> got = transactionalConsumer(broker, ch, 2);
+            List<Delivery> got = transactionalConsumer(broker, ch, 2);
             Thread t = new Thread(() -> {
                 ch.publish("", "out", false, PROPS, text("out-1"));
                 got.get(0).ack();
@@ -266,11 +274,11 @@ class TxOrderTest {
             t.start();
             t.join();
             broker.client.runPendingTasks();
-            assertEquals(java.util.List.of("method basic.publish", "ack 1", "method tx.commit"), methods(broker));
+            assertEquals(List.of("method basic.publish", "ack 1", "method tx.commit"), methods(broker));
             broker.send(1, new TxCommitOkEncoder());
-            assertEquals(java.util.List.of("method basic.publish", "ack 2", "method tx.commit"), methods(broker));
+            assertEquals(List.of("method basic.publish", "ack 2", "method tx.commit"), methods(broker));
             broker.send(1, new TxCommitOkEncoder());
-            got.forEach(io.warren.Delivery::release);
+            got.forEach(Delivery::release);
         }
     }
 
@@ -282,17 +290,15 @@ class TxOrderTest {
     void aHeldAckOfEveryDeliverySoFarCoversOnlyWhatHadArrived() {
         try (FakeBroker broker = new FakeBroker()) {
             Channel ch = broker.openChannel(broker.handshake(), 1);
-            java.util.List<io.warren.Delivery> got = transactionalConsumer(broker, ch, 1);
+            List<Delivery> got = transactionalConsumer(broker, ch, 1);
             ch.txCommit();
-            assertEquals(java.util.List.of("method tx.commit"), methods(broker));
+            assertEquals(List.of("method tx.commit"), methods(broker));
             ch.basicAck(0, true);
-            broker.sendDeliver(1, "c", 2, false, PROPS, "m2".getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            broker.sendDeliver(1, "c", 2, false, PROPS, "m2".getBytes(StandardCharsets.UTF_8));
             broker.send(1, new TxCommitOkEncoder());
-            java.util.List<String> wire = methods(broker);
-            assertTrue(
-                    wire.equals(java.util.List.of("ack 1")) || wire.equals(java.util.List.of("ack 1 multiple")),
-                    wire.toString());
-            got.forEach(io.warren.Delivery::release);
+            List<String> wire = methods(broker);
+            assertTrue(wire.equals(List.of("ack 1")) || wire.equals(List.of("ack 1 multiple")), wire.toString());
+            got.forEach(Delivery::release);
         }
     }
 }

@@ -253,13 +253,11 @@ class TopologyIT {
                 relayed.complete(null);
             }
         }));
-        relayed.get(30, TimeUnit.SECONDS);
-        for (int i = 0; i < 20; i++) {
-            while (commits.size() <= i) {
-                Thread.sleep(1);
-            }
-            await(commits.get(i));
+        relayed.get(30, TimeUnit.SECONDS); // each message's commit was called before it counted
+        for (CompletionStage<Void> commit : new ArrayList<>(commits)) {
+            await(commit);
         }
+        assertEquals(20, commits.size());
         assertTrue(connection.isOpen());
         assertEquals(20, await(ch.queueDeclare(QueueSpec.passive(out))).messageCount());
         Await.queueCounts(in, 0, 0, Duration.ofSeconds(10));

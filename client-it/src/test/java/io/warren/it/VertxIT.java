@@ -33,6 +33,7 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
@@ -628,8 +629,8 @@ class VertxIT {
         await(setup.queueDeclare(q));
         VertxAmqp amqp = VertxAmqp.create(vertx);
         // the connection's loop is held: the consume the verticle starts waits until it is let go
-        java.util.concurrent.CountDownLatch holding = new java.util.concurrent.CountDownLatch(1);
-        java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+        CountDownLatch holding = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
         connection.eventLoop().execute(() -> {
             holding.countDown();
             try {
