@@ -17,8 +17,10 @@ import io.warren.codec.method.MethodIds;
 import io.warren.impl.connection.ConnectionHandler;
 import java.util.ArrayList;
 import java.util.IdentityHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
@@ -314,7 +316,7 @@ public final class ConnectionRecovery {
         CompletableFuture<Void> done = declaringAgain
                 .handle((v, e) -> (Void) null)
                 .thenCompose(v -> {
-                    java.util.Set<String> read = new java.util.LinkedHashSet<>(); // once, however many consumers
+                    Set<String> read = new LinkedHashSet<>(); // once, however many consumers
                     channel.recovery().lostQueues(read);
                     if (!handler.isOpen()) { // lost meanwhile: the restore stops here, the connection's recovery has it
                         return CompletableFuture.failedFuture(
@@ -673,7 +675,7 @@ public final class ConnectionRecovery {
         if (deadline == 0) {
             return CompletableFuture.completedFuture(null);
         }
-        java.util.Set<String> queues = new java.util.LinkedHashSet<>();
+        Set<String> queues = new LinkedHashSet<>();
         for (RecoverableChannel ch : channels) {
             if (lost.get(ch.channelNumber()) == ch && ch.state().isUsable()) {
                 ch.recovery().lostExclusiveQueues(queues);
