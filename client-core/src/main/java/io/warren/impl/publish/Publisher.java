@@ -250,13 +250,21 @@ public final class Publisher {
             // not released again (that would throw); refused before its bytes are read by anyone
             return new IllegalArgumentException("channel " + number + ": body was already released (refCnt 0)");
         }
+        boolean toLoop = false;
         if (!channel.isOpen()) {
-            body.release();
-            // refused, not "unconfirmed": nothing was attempted, whatever the confirm mode. While the channel's close
-            // is still failing what waited (a callback publishing), its close-future is not complete yet: the
-            // state has the cause already
-            AmqpException closed = channel.closeFuture().toCompletableFuture().getNow(null);
-            return closedError(closed != null ? closed : state.closeCause());
+            CompletableFuture<AmqpException> closing = channel.closeFuture().toCompletableFuture();
+            if (outbound.inEventLoop() || closing.isDone()) {
+                body.release();
+                // refused, not "unconfirmed": nothing was attempted, whatever the confirm mode. While the channel's
+                // close is still failing what waited (a callback publishing), its close-future is not complete yet:
+                // the state has the cause already
+                AmqpException closed = closing.getNow(null);
+                return closedError(closed != null ? closed : state.closeCause());
+            }
+            // The event loop is closing the channel at this moment and has not decided yet whether recovery takes
+            // it over (the channel then holds what is published) or it ends. Queued, the publish meets the decision
+            // there, as one queued just before the loss does: carried over, or failed.
+            toLoop = true;
         }
         if (flow.isBlocked() && options.blockedPolicy() == PublishOptions.BlockedPolicy.FAIL) {
             body.release();
@@ -286,6 +294,7 @@ public final class Publisher {
             return e;
         }
         if (direct
+                && !toLoop
                 && body.isReadable()
                 && (frameMax == 0 || body.readableBytes() <= frameMax - Frames.FRAME_OVERHEAD)
                 && body.nioBufferCount() == 1
