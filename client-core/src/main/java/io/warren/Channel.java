@@ -163,7 +163,8 @@ public interface Channel {
      * basic.recover: the broker requeues every delivery of this channel not yet settled when it reads the method
      * (acknowledged, nacked or rejected), and delivers them again, flagged redelivered, with new delivery tags; the
      * stage completes at recover-ok. Settlements made before this call go ahead of it, also those waiting in the
-     * acknowledgement coalescing.
+     * acknowledgement coalescing, and on a transactional channel those waiting with its publishes or for a commit-ok
+     * (see {@link #txSelect}): there it waits with them.
      *
      * <p>The broker forgets the tags of what it requeues, and would close the channel (406 PRECONDITION_FAILED
      * unknown delivery tag) for a settlement of one. So once basic.recover is written, a settlement of a manual-ack

@@ -695,7 +695,19 @@ public final class ChannelImpl implements ChannelHandle, ConsumerHost, Recoverab
         }
         // the channel's consumers learn when it is written: the broker forgets the tags it requeues from then on
         ChannelRpc.Request<Void> request = RecoverRequest.of(this, frame, future);
-        HandOver.run(state.outbound(), () -> callOrHold(request, true, null), frame, future);
+        HandOver.run(
+                state.outbound(),
+                () -> {
+                    if (state.isTransactional() && !recovery.isHolding()) {
+                        // behind the settlements the publisher holds for the transaction: an ack made before the
+                        // recover and written after it would find its delivery requeued
+                        publisher.callInTurn(MethodIds.BASIC_RECOVER, frame, request);
+                    } else {
+                        callOrHold(request, true, null);
+                    }
+                },
+                frame,
+                future);
         return future;
     }
 

@@ -675,6 +675,18 @@ public final class Publisher {
         }
     }
 
+    /**
+     * A synchronous method of a transactional channel that must not pass the settlements made before it (basic.recover:
+     * the broker requeues what is unsettled when it reads it, so a held ack written after it is lost): it takes its
+     * place among what the publisher holds as a tx method does. {@code frame} is {@code request}'s, owned by it. Event
+     * loop.
+     */
+    public void callInTurn(int method, ByteBuf frame, ChannelRpc.Request<Void> request) {
+        assert outbound.inEventLoop() : "publisher state off the event loop";
+        // the request completes its own future: the task's result is that future, completed once
+        onTx(new TxTask(this, txs, method, frame, request, request.future()));
+    }
+
     /** A mode switch timed out after it was sent: the channel's mode at the broker is unknown, so the channel goes. */
     void closeUnknown(String method, RpcTimeoutException timeout) {
         if (!closed) {
