@@ -233,7 +233,10 @@ public interface Channel {
 
     /**
      * tx.commit: commits the publishes and settlements made on this channel before it and none made after; those wait
-     * for its commit-ok (see {@link #txSelect}).
+     * for its commit-ok (see {@link #txSelect}). A commit that times out once written may still be committing at the
+     * broker, which accepts nothing on the channel but its close until it answers: the channel is closed, the stage
+     * fails with {@link RpcTimeoutException}, and what waited fails as not written. Whether the transaction committed
+     * is unknown.
      */
     CompletionStage<Void> txCommit();
 

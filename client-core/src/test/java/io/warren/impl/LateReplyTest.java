@@ -22,6 +22,7 @@ import io.warren.codec.method.BasicGetOkEncoder;
 import io.warren.codec.method.BasicQosOkEncoder;
 import io.warren.codec.method.ConfirmSelectOkEncoder;
 import io.warren.codec.method.MethodIds;
+import io.warren.codec.method.TxCommitOkEncoder;
 import io.warren.codec.method.TxSelectOkEncoder;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -172,6 +173,35 @@ class LateReplyTest {
             assertFalse(ch.isOpen());
 
             broker.send(1, new TxSelectOkEncoder());
+            broker.sendChannelCloseOk(1);
+            assertEquals(List.of(), written(broker));
+            assertTrue(c.isOpen());
+        }
+    }
+
+    /**
+     * A tx.commit timed out on the wire may still be being committed, and RabbitMQ closes the connection (504) over any
+     * command on the channel but channel.close until it answers. Before, the publish held for the commit was written
+     * at the timeout; now the channel closes and the held publish fails unwritten.
+     */
+    @Test
+    void aTxCommitTimedOutOnTheWireClosesTheChannel() {
+        try (FakeBroker broker = broker()) {
+            ConnectionImpl c = broker.handshake();
+            Channel ch = broker.openChannel(c, 1);
+            ch.txSelect();
+            broker.expectAndRelease(1, MethodIds.TX_SELECT);
+            broker.send(1, new TxSelectOkEncoder());
+            CompletionStage<Void> commit = ch.txCommit();
+            broker.expectAndRelease(1, MethodIds.TX_COMMIT);
+            CompletionStage<PublishOutcome> held = ch.publish("", "q", false, BasicProperties.EMPTY, BODY);
+            timeOut(broker);
+            assertInstanceOf(RpcTimeoutException.class, failure(commit));
+            assertInstanceOf(ChannelClosedException.class, failure(held));
+            assertEquals(List.of("method channel.close"), written(broker), "the held publish is not written");
+            assertFalse(ch.isOpen());
+
+            broker.send(1, new TxCommitOkEncoder()); // late: dropped while closing
             broker.sendChannelCloseOk(1);
             assertEquals(List.of(), written(broker));
             assertTrue(c.isOpen());

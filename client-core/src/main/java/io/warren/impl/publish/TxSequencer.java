@@ -146,6 +146,9 @@ final class TxSequencer {
         if (tx.sent && tx.method == MethodIds.TX_SELECT && error instanceof RpcTimeoutException timeout) {
             // the broker may have entered tx mode, where nothing published is routed until a commit nobody will make
             publisher.closeUnknown("tx.select", timeout);
+        } else if (tx.committing && error instanceof RpcTimeoutException timeout) {
+            // the broker may still be committing: anything but channel.close written now closes the connection (504)
+            publisher.closeUnknown("tx.commit", timeout);
         }
         if (tx.queued) {
             // left the RPC queue unsent (timed out there, or the channel closed): what waited for it goes on
