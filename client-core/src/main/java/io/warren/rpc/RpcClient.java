@@ -279,7 +279,9 @@ public final class RpcClient {
         }
     }
 
+    /** The reply consumer ended (cancelled by the broker, say) while the channel may stay open: it keeps nothing. */
     private void ended(AmqpException cause) {
+        channel.removeReturnListener(returns);
         failAll(cause != null ? cause : new AmqpException("the RPC client's reply consumer was cancelled"));
     }
 
