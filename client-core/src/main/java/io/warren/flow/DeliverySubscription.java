@@ -13,6 +13,8 @@ import java.util.concurrent.Flow;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 import java.util.concurrent.atomic.AtomicLongFieldUpdater;
 import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * One subscription of a {@link DeliveryPublisher}: one consumer, the subscriber's demand handed to it, and the
@@ -27,6 +29,8 @@ import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
  * next delivery over after this one returns, never inside it.
  */
 final class DeliverySubscription implements Flow.Subscription {
+
+    private static final Logger LOG = LoggerFactory.getLogger(DeliverySubscription.class);
 
     private static final int IDLE = 0;
     private static final int EMITTING = 1;
@@ -80,9 +84,18 @@ final class DeliverySubscription implements Flow.Subscription {
     void start(Channel channel, String queue, ConsumeOptions options) {
         try {
             subscriber.onSubscribe(this);
-        } finally {
-            leaveSignal();
+        } catch (Throwable t) {
+            // rule 2.13 broken: the subscription is cancelled and nothing more is signalled (we hold the emitter), and
+            // subscribe still returns normally (rule 1.9): no consumer is made
+            cancelled = true;
+            state = DONE;
+            if (t instanceof VirtualMachineError e) {
+                throw e;
+            }
+            LOG.warn("subscriber {} threw from onSubscribe; its subscription is cancelled", subscriber, t);
+            return;
         }
+        leaveSignal();
         if (limit == 0) {
             signalTerminal(COMPLETE);
             return;

@@ -85,6 +85,31 @@ class DeliveryPublisherTest {
         assertSame(refused, subscriber.error);
     }
 
+    /**
+     * A subscriber whose onSubscribe throws breaks rule 2.13: its subscription is cancelled, no consumer is made and
+     * nothing more is signalled, and subscribe returns normally (rule 1.9; before, the exception came out of it).
+     */
+    @Test
+    void aSubscriberWhoseOnSubscribeThrowsIsCancelledAndSubscribeReturns() {
+        List<String> calls = new ArrayList<>();
+        Recorder subscriber = new Recorder() {
+            @Override
+            public void onSubscribe(Flow.Subscription subscription) {
+                super.onSubscribe(subscription); // requests 1
+                throw new IllegalStateException("broken subscriber");
+            }
+        };
+        DeliveryPublisher.of(
+                        channel(() -> {
+                            calls.add("consume");
+                            return CompletableFuture.completedFuture(handle(calls));
+                        }),
+                        "q")
+                .subscribe(subscriber);
+        assertEquals(List.of("onSubscribe"), subscriber.signals);
+        assertEquals(List.of(), calls, "no consumer");
+    }
+
     @Test
     void aConsumeWhoseStageFailsIsOnSubscribeThenOnErrorWithTheCause() {
         IllegalArgumentException refused = new IllegalArgumentException("bad argument");
