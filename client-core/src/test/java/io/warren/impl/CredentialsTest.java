@@ -275,6 +275,31 @@ class CredentialsTest {
         }
     }
 
+    /**
+     * The same secret without an expiry any more is adopted: nothing is refreshed again (before, the old expiry was
+     * kept, the provider asked again and again, and at that expiry a warning said the secret had expired).
+     */
+    @Test
+    void theSameSecretWithoutAnExpiryIsAdoptedAndNotRefreshedAgain() {
+        ScriptedProvider provider = new ScriptedProvider();
+        try (FakeBroker broker = new FakeBroker(options().credentialsProvider(provider))) {
+            broker.sendStart("PLAIN");
+            provider.answer(Credentials.of("svc", "password", Instant.now().plusSeconds(100)));
+            broker.expectAndRelease(0, MethodIds.CONNECTION_START_OK);
+            broker.handshakeAfterStartOk();
+            broker.client.advanceTimeBy(81, TimeUnit.SECONDS);
+            broker.client.runScheduledPendingTasks();
+            provider.answer(Credentials.of("svc", "password", null));
+            broker.client.runPendingTasks();
+            for (int s = 0; s < 60; s++) {
+                broker.client.advanceTimeBy(10, TimeUnit.SECONDS);
+                broker.client.runScheduledPendingTasks();
+            }
+            assertEquals(2, provider.asked.get(), "not asked again");
+            broker.expectNothing();
+        }
+    }
+
     @Test
     void aFailedRefreshIsRetriedWhileTheSecretIsValid() {
         ScriptedProvider provider = new ScriptedProvider();

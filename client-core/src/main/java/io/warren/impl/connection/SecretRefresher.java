@@ -220,10 +220,11 @@ public final class SecretRefresher {
             return;
         }
         if (fresh.secret().equals(current.secret())) {
-            // Nothing to tell the broker. A later expiry (a password re-issued with a new lease) is adopted; the
-            // same one means the provider's token is not due yet (it was fetched before this connection
-            // opened): ask again halfway to the expiry.
-            if (fresh.expiresAt() != null && fresh.expiresAt().isAfter(current.expiresAt())) {
+            // Nothing to tell the broker. A later expiry (a password re-issued with a new lease) is adopted, and so
+            // is none (the provider says it no longer expires: nothing to refresh); the same one means the
+            // provider's token is not due yet (it was fetched before this connection opened): ask again halfway
+            // to the expiry.
+            if (fresh.expiresAt() == null || fresh.expiresAt().isAfter(current.expiresAt())) {
                 adopt(fresh);
                 scheduleRefresh(REFRESH_RATIO);
             } else if (currentStillValid()) {
