@@ -49,6 +49,8 @@ public final class RefreshingCredentialsProvider implements CredentialsProvider 
     private Instant staleAt;
     private CompletableFuture<Credentials> fetching;
     private long fetches;
+    /** Counts {@link #invalidate()} calls: a token from a fetch started before the last one is not taken up late. */
+    private long invalidations;
 
     private RefreshingCredentialsProvider(TokenSource source, Clock clock, Duration fetchTimeout) {
         this.source = Objects.requireNonNull(source, "source");
@@ -90,9 +92,14 @@ public final class RefreshingCredentialsProvider implements CredentialsProvider 
         return f.copy();
     }
 
-    /** Forgets the current token: the next {@link #credentials()} fetches a new one. */
+    /**
+     * Forgets the current token (the broker refused it, say): the next {@link #credentials()} fetches a new one, and
+     * if that fetch fails its failure reaches the caller; the forgotten token is never handed out again.
+     */
     public synchronized void invalidate() {
-        staleAt = clock.instant();
+        current = null;
+        staleAt = null;
+        invalidations++;
     }
 
     /** How many fetches were started, for tests and monitoring. */
@@ -106,13 +113,14 @@ public final class RefreshingCredentialsProvider implements CredentialsProvider 
         fetching = f;
         fetches++;
         Instant fetchedAt = clock.instant();
+        long generation = invalidations;
         CompletionStage<Credentials> stage;
         try {
             stage = Objects.requireNonNull(source.fetch(), "the token source returned a null stage");
         } catch (RuntimeException e) {
             stage = CompletableFuture.failedFuture(e);
         }
-        stage.whenComplete((creds, error) -> fetched(f, fetchedAt, creds, error));
+        stage.whenComplete((creds, error) -> fetched(f, generation, fetchedAt, creds, error));
         if (!f.isDone()) {
             long nanos = TimeUnit.NANOSECONDS.convert(fetchTimeout); // saturates at Long.MAX_VALUE (292 years)
             // a timer on the JDK's delayer thread, cancelled (its task removed) when the fetch answers: it would
@@ -123,6 +131,7 @@ public final class RefreshingCredentialsProvider implements CredentialsProvider 
                     new CompletableFuture<Void>().completeOnTimeout(null, nanos, TimeUnit.NANOSECONDS);
             timer.thenRunAsync(() -> fetched(
                     f,
+                    generation,
                     fetchedAt,
                     null,
                     new TimeoutException("the token source did not answer within " + fetchTimeout)));
@@ -131,8 +140,12 @@ public final class RefreshingCredentialsProvider implements CredentialsProvider 
         return f;
     }
 
-    /** A fetch's answer, or its timeout: the first of the two settles {@code f}; a late token is still kept. */
-    private void fetched(CompletableFuture<Credentials> f, Instant fetchedAt, Credentials creds, Throwable error) {
+    /**
+     * A fetch's answer, or its timeout: the first of the two settles {@code f}; a late token is still kept, unless
+     * {@link #invalidate()} was called after its fetch started ({@code generation}).
+     */
+    private void fetched(
+            CompletableFuture<Credentials> f, long generation, Instant fetchedAt, Credentials creds, Throwable error) {
         Credentials result = null;
         Throwable failure = error != null
                 ? error
@@ -140,8 +153,9 @@ public final class RefreshingCredentialsProvider implements CredentialsProvider 
         synchronized (this) {
             if (fetching != f) {
                 // answered after its timeout (or the timeout after the answer): a token that came late is kept,
-                // unless one that lasts longer came meanwhile or a fetch is on its way (invalidate() asked for one)
-                if (failure == null && fetching == null && outlasts(creds, current)) {
+                // unless one that lasts longer came meanwhile, a fetch is on its way, or invalidate() was called since
+                // it started (it may be the very token the broker refused)
+                if (failure == null && fetching == null && generation == invalidations && outlasts(creds, current)) {
                     current = creds;
                     staleAt = staleAt(fetchedAt, creds.expiresAt());
                 }

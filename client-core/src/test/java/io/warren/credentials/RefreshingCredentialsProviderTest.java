@@ -118,6 +118,22 @@ class RefreshingCredentialsProviderTest {
         assertEquals(1, fetches.size());
     }
 
+    /**
+     * After invalidate() a failed fetch fails the caller: the token the application forgot (the broker refused it, say)
+     * is not handed back (before, it was, while it had not expired).
+     */
+    @Test
+    void aFailedFetchAfterInvalidateFailsInsteadOfHandingBackTheForgottenToken() {
+        provider.credentials();
+        fetches.poll().complete(token("t1", 100));
+        provider.invalidate();
+        CompletionStage<Credentials> after = provider.credentials();
+        fetches.poll().completeExceptionally(new IllegalStateException("endpoint down"));
+        CompletionException e = assertThrows(
+                CompletionException.class, () -> after.toCompletableFuture().join());
+        assertEquals("endpoint down", e.getCause().getMessage());
+    }
+
     @Test
     void aThrowingTokenSourceFailsTheStage() {
         RefreshingCredentialsProvider broken = RefreshingCredentialsProvider.create(() -> {
@@ -192,6 +208,25 @@ class RefreshingCredentialsProviderTest {
         fetches.poll().complete(fresh);
         assertSame(fresh, asked.toCompletableFuture().join());
         assertSame(fresh, meanwhile.toCompletableFuture().join());
+    }
+
+    /**
+     * A token from a fetch started before invalidate() that answers late is not taken up after it, however long it
+     * lasts (before, it replaced the fresh one: it may be the very token the broker refused).
+     */
+    @Test
+    void aLateTokenFromBeforeInvalidateIsNotTakenUp() throws Exception {
+        RefreshingCredentialsProvider p = withFetchTimeout(Duration.ofMillis(20));
+        renewalTimedOutWhileValid(p);
+        CompletableFuture<Credentials> timedOut = fetches.poll();
+        p.invalidate();
+        CompletionStage<Credentials> asked = p.credentials();
+        Credentials fresh = token("fresh", 100);
+        fetches.poll().complete(fresh);
+        assertSame(fresh, asked.toCompletableFuture().join());
+        timedOut.complete(token("late", 500));
+        assertSame(fresh, p.credentials().toCompletableFuture().join());
+        assertEquals(3, p.fetches(), "the first, the timed-out renewal, the one invalidate() asked for");
     }
 
     /**
