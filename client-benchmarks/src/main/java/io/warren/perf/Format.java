@@ -17,10 +17,11 @@ final class Format {
         if (Double.isNaN(micros)) {
             return "-";
         }
-        if (micros < 1_000) {
+        // compared as printed: 999.6 us is "1.0 ms", not "1000 us"
+        if (Math.round(micros) < 1_000) {
             return String.format(Locale.ROOT, "%.0f us", micros);
         }
-        if (micros < 1_000_000) {
+        if (Math.round(micros / 100) < 10_000) {
             return String.format(Locale.ROOT, "%.1f ms", micros / 1e3);
         }
         return String.format(Locale.ROOT, "%.2f s", micros / 1e6);

@@ -3,6 +3,7 @@ package io.warren.perf;
 import java.io.PrintStream;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 import org.HdrHistogram.Histogram;
@@ -38,6 +39,10 @@ final class ProgressTicker {
     private long previousCpu;
 
     private volatile boolean stopped;
+    /** Set by {@link #close()}: the thread, idle since {@link #finish}, ends. */
+    private volatile boolean exit;
+    /** Counted down by the thread once it has stopped ticking: the caller owns the fields from then on. */
+    private final CountDownLatch idle = new CountDownLatch(1);
 
     /**
      * @param copies deliveries each publish makes (one per consumer's own queue, one for a shared queue); 0 when
@@ -68,16 +73,30 @@ final class ProgressTicker {
         thread.start();
     }
 
-    /** Stops ticking and closes the last (possibly partial) interval at {@code nanos}. */
+    /**
+     * Stops ticking and closes the last (possibly partial) interval at {@code nanos}, the run's end: its counts are
+     * read first, so that nothing done after the end is counted. The thread stays, idle, until {@link #close()}: it
+     * is one of the tool's threads, whose CPU the meter's reading at the end leaves out only while it lives.
+     */
     void finish(long nanos) throws InterruptedException {
+        Metrics.Counters atEnd = metrics.counters();
         stopped = true;
         LockSupport.unpark(thread);
-        thread.join();
+        idle.await();
         if (nanos - previousNanos >= TICK_NANOS || timeline.isEmpty()) {
-            tick(nanos, true);
+            tick(nanos, true, atEnd);
         } else {
             // too short to be a rate of its own: its counts and latencies still go to the totals
-            collect(nanos);
+            collect(nanos, atEnd);
+        }
+    }
+
+    /** Ends the thread, idle since {@link #finish} (or never started). */
+    void close() throws InterruptedException {
+        exit = true;
+        LockSupport.unpark(thread);
+        if (thread.isAlive()) {
+            thread.join();
         }
     }
 
@@ -121,6 +140,17 @@ final class ProgressTicker {
     }
 
     private void loop() {
+        try {
+            tickUntilStopped();
+        } finally {
+            idle.countDown();
+        }
+        while (!exit) {
+            LockSupport.park(this);
+        }
+    }
+
+    private void tickUntilStopped() {
         long nextSecond = startNanos + SECOND_NANOS;
         while (!stopped) {
             LockSupport.parkNanos(TICK_NANOS);
@@ -130,7 +160,7 @@ final class ProgressTicker {
             meter.sampleDirect();
             long now = System.nanoTime();
             if (now - nextSecond >= 0) {
-                tick(now, false);
+                tick(now, false, metrics.counters());
                 nextSecond += SECOND_NANOS;
                 if (now - nextSecond >= 0) {
                     nextSecond = now + SECOND_NANOS; // a stall (GC, a suspended machine): no burst of ticks
@@ -139,13 +169,13 @@ final class ProgressTicker {
         }
     }
 
-    private void tick(long now, boolean last) {
+    private void tick(long now, boolean last, Metrics.Counters counters) {
         Metrics.Counters before = previous;
         double seconds = (now - previousNanos) / 1e9;
         long cpu = meter.processCpuNanos();
         double cpuPercent = cpu < 0 || previousCpu < 0 ? Double.NaN : (cpu - previousCpu) / 1e7 / seconds;
         previousCpu = cpu;
-        collect(now);
+        collect(now, counters);
         Metrics.Counters c = previous;
         TimelinePoint point = new TimelinePoint(
                 (now - startNanos) / 1e9,
@@ -164,8 +194,8 @@ final class ProgressTicker {
         out.println(format(point, last));
     }
 
-    private void collect(long now) {
-        previous = metrics.counters();
+    private void collect(long now, Metrics.Counters counters) {
+        previous = counters;
         previousNanos = now;
         confirmInterval = metrics.intervalConfirmLatency(confirmInterval);
         consumerInterval = metrics.intervalConsumerLatency(consumerInterval);

@@ -67,7 +67,7 @@ final class ResourceMeter {
 
     private static final String PEER_THREADS = "warren-peer";
     // each within Linux's 15 characters of a native thread name, so /proc tells them apart from the client's threads
-    private static final String[] EXCLUDED_THREADS = {PEER_THREADS, "warren-progress"};
+    private static final String[] EXCLUDED_THREADS = {PEER_THREADS, "warren-progress", PerfRun.RUN_THREAD};
     /** The tool's publishing threads, as both drivers name them. */
     private static final String PRODUCER_THREADS = "warren-perf-producer-";
 

@@ -151,12 +151,14 @@ record RunResult(
 
     /**
      * A warning when the consumers did not keep up: the backlog at the end is more than half a second of
-     * publishing (and more than 1,000 messages), so consumer latency measured mostly time spent in a queue.
+     * deliveries (each publish's copies, one per consumer's own queue, counted) and more than 1,000 messages, so
+     * consumer latency measured mostly time spent in a queue.
      * Null when there is nothing to warn about.
      */
     String backlogWarning() {
         Long end = backlogAtEnd();
-        if (end == null || end <= Math.max(1000, sentRate() / 2)) {
+        // the backlog counts every copy: so does the half second it is held against
+        if (end == null || end <= Math.max(1000, sentRate() * options.deliveriesPerPublish() / 2)) {
             return null;
         }
         double mid = Double.NaN;
