@@ -2,18 +2,22 @@ package io.warren.impl;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.nio.NioIoHandler;
 import io.warren.Address;
+import io.warren.AmqpException;
 import io.warren.Channel;
 import io.warren.Connection;
 import io.warren.ConnectionOptions;
 import io.warren.PublishOutcome;
 import io.warren.QueueSpec;
 import io.warren.RecoveryOptions;
+import io.warren.RecoveryOptions.PublishDuringRecovery;
 import io.warren.codec.content.BasicProperties;
 import io.warren.impl.connection.Transport;
 import io.warren.impl.metrics.MetricsCollector;
@@ -71,36 +75,10 @@ class RecoveryLossWindowTest {
      */
     @Test
     void aPublishMadeWhileTheLoopClosesTheLostChannelIsHeldForTheRecoveredOne() throws Exception {
-        lost = new Peer("window-lost-peer");
-        next = new Peer("window-next-peer");
-        Connection connection = new Connector(group, Transport.channelClassFor(group), MetricsCollector.NOOP)
-                .connect(new ConnectionOptions()
-                        .addresses(
-                                List.of(new Address("127.0.0.1", lost.port()), new Address("127.0.0.1", next.port())))
-                        .recovery(
-                                new RecoveryOptions().backoff(Duration.ofMillis(10), Duration.ofMillis(10), 1.0, 0.0)))
-                .toCompletableFuture()
-                .get(10, TimeUnit.SECONDS);
+        Connection connection = connect(new RecoveryOptions());
         Channel ch = connection.openChannel().toCompletableFuture().get(10, TimeUnit.SECONDS);
-
-        // A declare the peer never answers: the loss fails it on the event loop, in the middle of closing the channel
-        // (after it stopped being open, before recovery takes it over). Its callback keeps the loop there until this
-        // thread has published.
-        CountDownLatch inWindow = new CountDownLatch(1);
         CountDownLatch published = new CountDownLatch(1);
-        ch.queueDeclare(QueueSpec.named("q")).whenComplete((ok, e) -> {
-            inWindow.countDown();
-            try {
-                published.await(10, TimeUnit.SECONDS);
-            } catch (InterruptedException ie) {
-                Thread.currentThread().interrupt();
-            }
-        });
-
-        lost.cut();
-        lost.close(); // the reconnection goes to the next peer
-        assertTrue(inWindow.await(10, TimeUnit.SECONDS), "the loss reached the declare");
-        assertFalse(ch.isOpen(), "the channel is being closed");
+        holdTheLoopInTheLossWindow(ch, published);
         CompletableFuture<PublishOutcome> inTheWindow = ch.publish(
                         "", "q", false, BasicProperties.EMPTY, Unpooled.copiedBuffer("window", StandardCharsets.UTF_8))
                 .toCompletableFuture();
@@ -116,5 +94,62 @@ class RecoveryLossWindowTest {
         next.awaitEnd(10_000);
         assertEquals(List.of("window", "after"), next.bodies, "both written, in call order, on the new connection");
         assertEquals(List.of(), next.errors);
+    }
+
+    /** A connection to the first peer, recovering to the next with {@code recovery}'s settings and a 10 ms backoff. */
+    private Connection connect(RecoveryOptions recovery) throws Exception {
+        lost = new Peer("window-lost-peer");
+        next = new Peer("window-next-peer");
+        return new Connector(group, Transport.channelClassFor(group), MetricsCollector.NOOP)
+                .connect(new ConnectionOptions()
+                        .addresses(
+                                List.of(new Address("127.0.0.1", lost.port()), new Address("127.0.0.1", next.port())))
+                        .recovery(recovery.backoff(Duration.ofMillis(10), Duration.ofMillis(10), 1.0, 0.0)))
+                .toCompletableFuture()
+                .get(10, TimeUnit.SECONDS);
+    }
+
+    /**
+     * Cuts the first peer's socket and returns with the event loop held in the middle of closing {@code ch} (after it
+     * stopped being open, before recovery takes it over) until {@code published} is counted down: a declare the peer
+     * never answers is failed by the loss there, and its callback waits.
+     */
+    private void holdTheLoopInTheLossWindow(Channel ch, CountDownLatch published) throws Exception {
+        CountDownLatch inWindow = new CountDownLatch(1);
+        ch.queueDeclare(QueueSpec.named("q")).whenComplete((ok, e) -> {
+            inWindow.countDown();
+            try {
+                published.await(10, TimeUnit.SECONDS);
+            } catch (InterruptedException ie) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        lost.cut();
+        lost.close(); // the reconnection goes to the next peer
+        assertTrue(inWindow.await(10, TimeUnit.SECONDS), "the loss reached the declare");
+        assertFalse(ch.isOpen(), "the channel is being closed");
+    }
+
+    /**
+     * Under FAIL_FAST a publishNoOutcome in that window is refused on the caller's thread, as one a moment later is
+     * (review: with the first version of the window's fix it was queued and dropped silently).
+     */
+    @Test
+    void underFailFastAPublishNoOutcomeInTheWindowIsRefusedOnTheCallersThread() throws Exception {
+        Connection connection = connect(new RecoveryOptions().publishDuringRecovery(PublishDuringRecovery.FAIL_FAST));
+        Channel ch = connection.openChannel().toCompletableFuture().get(10, TimeUnit.SECONDS);
+        CountDownLatch published = new CountDownLatch(1);
+        holdTheLoopInTheLossWindow(ch, published);
+        ByteBuf body = Unpooled.copiedBuffer("window", StandardCharsets.UTF_8);
+        try {
+            assertThrows(
+                    AmqpException.class,
+                    () -> ch.publishNoOutcome("", "q", false, BasicProperties.EMPTY, body),
+                    "refused on the caller's thread");
+        } finally {
+            published.countDown();
+        }
+        assertEquals(0, body.refCnt(), "the refused body was released");
+        connection.close().toCompletableFuture().get(10, TimeUnit.SECONDS);
     }
 }

@@ -19,6 +19,12 @@ public interface PublishCarryOver {
     void transactional();
 
     /**
+     * Whether a publish accepted now would be carried over should the channel be lost: recovery is on, waits for the
+     * channel ({@code PublishDuringRecovery.WAIT}), and the channel is not transactional. Any thread.
+     */
+    boolean wouldCarry();
+
+    /**
      * Takes over a publish the lost channel had accepted but not written: true when it is held to be written after
      * recovery, and then owns {@code body}; false when it is not: the caller still owns it and fails the publish.
      * Event loop.

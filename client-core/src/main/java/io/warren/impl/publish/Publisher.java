@@ -6,7 +6,9 @@ import io.warren.AmqpException;
 import io.warren.BackPressureException;
 import io.warren.Channel;
 import io.warren.ChannelClosedException;
+import io.warren.ChannelLostException;
 import io.warren.ConnectionBlockedException;
+import io.warren.ConnectionLostException;
 import io.warren.MessageTooLargeException;
 import io.warren.PublishNotConfirmedException;
 import io.warren.PublishOptions;
@@ -253,7 +255,11 @@ public final class Publisher {
         boolean toLoop = false;
         if (!channel.isOpen()) {
             CompletableFuture<AmqpException> closing = channel.closeFuture().toCompletableFuture();
-            if (outbound.inEventLoop() || closing.isDone()) {
+            AmqpException cause = state.closeCause();
+            if (outbound.inEventLoop()
+                    || closing.isDone()
+                    || !(cause instanceof ConnectionLostException || cause instanceof ChannelLostException)
+                    || !carryOver.wouldCarry()) {
                 body.release();
                 // refused, not "unconfirmed": nothing was attempted, whatever the confirm mode. While the channel's
                 // close is still failing what waited (a callback publishing), its close-future is not complete yet:
@@ -261,9 +267,10 @@ public final class Publisher {
                 AmqpException closed = closing.getNow(null);
                 return closedError(closed != null ? closed : state.closeCause());
             }
-            // The event loop is closing the channel at this moment and has not decided yet whether recovery takes
-            // it over (the channel then holds what is published) or it ends. Queued, the publish meets the decision
-            // there, as one queued just before the loss does: carried over, or failed.
+            // The event loop is closing the channel for a loss at this moment and has not decided yet whether recovery
+            // takes it over (the channel then holds what is published) or it ends. Queued, the publish meets the
+            // decision there, as one queued just before the loss does: carried over, or failed. Only where it would
+            // be carried over: a refusal (FAIL_FAST, a transactional channel, no recovery) stays the caller's to see
             toLoop = true;
         }
         if (flow.isBlocked() && options.blockedPolicy() == PublishOptions.BlockedPolicy.FAIL) {

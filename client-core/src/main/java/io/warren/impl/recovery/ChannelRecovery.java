@@ -131,6 +131,12 @@ public final class ChannelRecovery implements PublishCarryOver {
         txMode = true;
     }
 
+    @Override
+    public boolean wouldCarry() {
+        RecoveryOptions o = channel.recoveryOptions();
+        return o.enabled() && !txMode && o.publishDuringRecovery() == RecoveryOptions.PublishDuringRecovery.WAIT;
+    }
+
     public void confirmSelected() {
         confirmMode = true;
     }
