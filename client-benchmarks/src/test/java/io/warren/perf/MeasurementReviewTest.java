@@ -19,27 +19,7 @@ import org.junit.jupiter.api.Test;
 class MeasurementReviewTest {
 
     private static RunOptions options(String uri, int producers, int consumers) {
-        return new RunOptions(
-                List.of(uri),
-                producers,
-                consumers,
-                12,
-                0,
-                0,
-                -1,
-                -1,
-                0,
-                0,
-                false,
-                "",
-                false,
-                false,
-                "rk",
-                "direct",
-                "direct",
-                Map.of(),
-                true,
-                false);
+        return RunWarningsTest.options(uri, producers, consumers);
     }
 
     /**

@@ -21,8 +21,13 @@ import org.junit.jupiter.api.Test;
 class RunWarningsTest {
 
     private static RunOptions options(int producers, int consumers) {
+        return options(WarrenPerf.DEFAULT_URI, producers, consumers);
+    }
+
+    /** Run options to {@code uri} with {@code producers} and {@code consumers}, the rest the tool's defaults. */
+    static RunOptions options(String uri, int producers, int consumers) {
         return new RunOptions(
-                List.of(WarrenPerf.DEFAULT_URI),
+                List.of(uri),
                 producers,
                 consumers,
                 12,

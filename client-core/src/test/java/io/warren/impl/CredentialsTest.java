@@ -283,10 +283,7 @@ class CredentialsTest {
     void theSameSecretWithoutAnExpiryIsAdoptedAndNotRefreshedAgain() {
         ScriptedProvider provider = new ScriptedProvider();
         try (FakeBroker broker = new FakeBroker(options().credentialsProvider(provider))) {
-            broker.sendStart("PLAIN");
-            provider.answer(Credentials.of("svc", "password", Instant.now().plusSeconds(100)));
-            broker.expectAndRelease(0, MethodIds.CONNECTION_START_OK);
-            broker.handshakeAfterStartOk();
+            openWith(broker, provider, "password", 100);
             broker.client.advanceTimeBy(81, TimeUnit.SECONDS);
             broker.client.runScheduledPendingTasks();
             provider.answer(Credentials.of("svc", "password", null));
