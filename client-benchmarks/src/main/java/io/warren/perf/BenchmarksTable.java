@@ -162,7 +162,7 @@ public final class BenchmarksTable {
                         Double warren = medians.get(clients.indexOf(Clients.WARREN));
                         line.append(' ')
                                 .append(
-                                        base == null || warren == null || base == 0
+                                        base == null || warren == null || shownAsZero(figure, base)
                                                 ? "-"
                                                 : String.format(Locale.ROOT, "%.2f", warren / base))
                                 .append(" |");
@@ -179,6 +179,19 @@ public final class BenchmarksTable {
                         : "Medians of " + fewestRuns + " to " + mostRuns
                                 + " runs per client and scenario (and target, where it has several).");
         return lines;
+    }
+
+    /**
+     * Whether {@code value} shows as zero in {@code figure}'s column: a ratio over it would compare a figure with a
+     * rounding ("0" against "5" as 16.7x), so it gets none, as in the comparison table ({@link Summary.Row#isZero}).
+     */
+    private static boolean shownAsZero(String figure, double value) {
+        for (Summary.Row row : Summary.COMPARED) {
+            if (row.key().equals(figure)) {
+                return row.isZero(value);
+            }
+        }
+        return value == 0;
     }
 
     private static String label(String figure) {

@@ -67,4 +67,15 @@ class BenchmarksTableTest {
         assertTrue(table.contains("| pubsub 16 B [peer:sink] | sent msg/s | 100,000 | 900,000 | 9.00 |"), text);
         assertTrue(table.contains("| pubsub 16 B [peer:source] | sent msg/s | - | 0 | - |"), text);
     }
+
+    /** A base that shows as zero in its column gets no ratio, as in warren-perf's comparison table. */
+    @Test
+    void aBaseShownAsZeroGetsNoRatio() {
+        Map<String, Object> a = run("pubsub 16 B", "amqp-client", 100, 0.3);
+        Map<String, Object> w = run("pubsub 16 B", "warren", 100, 5.0);
+        List<String> table =
+                BenchmarksTable.table(List.of(a, w), Map.of("pubsub 16 B", List.of("alloc_bytes_per_msg")));
+        String text = String.join("\n", table);
+        assertTrue(table.contains("| pubsub 16 B | allocated B/msg | 0 | 5 | - |"), text);
+    }
 }
