@@ -51,7 +51,9 @@ public final class RecoveryOptions {
          * takes longer than {@link #publishWaitTimeout()} or gives up, or the connection's event loop shuts down
          * meanwhile. Publishes accepted before the loss but not yet written (held
          * for the confirm window or a blocked connection) are held the same way and written first, in order: they
-         * never reached the broker, so this cannot duplicate them.
+         * never reached the broker, so this cannot duplicate them. A publish made from a callback of something the
+         * loss failed (a retry in a failed declare's or publish's callback, on the event loop) is held too, behind
+         * those.
          */
         WAIT,
         /**

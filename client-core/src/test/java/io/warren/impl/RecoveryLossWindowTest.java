@@ -28,6 +28,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -94,6 +95,64 @@ class RecoveryLossWindowTest {
         next.awaitEnd(10_000);
         assertEquals(List.of("window", "after"), next.bodies, "both written, in call order, on the new connection");
         assertEquals(List.of(), next.errors);
+    }
+
+    /**
+     * The "retry in the failure callback" pattern: the declare the loss fails is answered by a publish from its callback,
+     * on the event loop inside the channel's close. Recovery takes the channel over a moment later, so the publish is
+     * held for the recovered channel, before the application's next one (before, it was refused: "channel 1 is closed").
+     */
+    @Test
+    void aPublishFromACallbackOnTheLoopInsideTheLossIsHeldForTheRecoveredOne() throws Exception {
+        Connection connection = connect(new RecoveryOptions());
+        Channel ch = connection.openChannel().toCompletableFuture().get(10, TimeUnit.SECONDS);
+        CompletableFuture<CompletableFuture<PublishOutcome>> retried = new CompletableFuture<>();
+        ch.queueDeclare(QueueSpec.named("q")).whenComplete((ok, e) -> {
+            try {
+                retried.complete(ch.publish(
+                                "",
+                                "q",
+                                false,
+                                BasicProperties.EMPTY,
+                                Unpooled.copiedBuffer("retry", StandardCharsets.UTF_8))
+                        .toCompletableFuture());
+            } catch (RuntimeException refused) {
+                retried.completeExceptionally(refused);
+            }
+        });
+        lost.cut();
+        lost.close(); // the reconnection goes to the next peer
+        CompletableFuture<PublishOutcome> retry = retried.get(10, TimeUnit.SECONDS);
+        CompletableFuture<PublishOutcome> after = ch.publish(
+                        "", "q", false, BasicProperties.EMPTY, Unpooled.copiedBuffer("after", StandardCharsets.UTF_8))
+                .toCompletableFuture();
+
+        assertEquals(PublishOutcome.SENT, retry.get(10, TimeUnit.SECONDS));
+        assertEquals(PublishOutcome.SENT, after.get(10, TimeUnit.SECONDS));
+        connection.close().toCompletableFuture().get(10, TimeUnit.SECONDS);
+        next.awaitEnd(10_000);
+        assertEquals(List.of("retry", "after"), next.bodies, "both written, in call order, on the new connection");
+        assertEquals(List.of(), next.errors);
+    }
+
+    /**
+     * Without recovery the same publish from the callback is refused as before: nothing will carry it, and its future
+     * says so at once.
+     */
+    @Test
+    void withoutRecoveryAPublishFromTheCallbackIsRefused() throws Exception {
+        Connection connection = connect(new RecoveryOptions().enabled(false));
+        Channel ch = connection.openChannel().toCompletableFuture().get(10, TimeUnit.SECONDS);
+        CompletableFuture<CompletableFuture<PublishOutcome>> retried = new CompletableFuture<>();
+        ByteBuf body = Unpooled.copiedBuffer("retry", StandardCharsets.UTF_8);
+        ch.queueDeclare(QueueSpec.named("q"))
+                .whenComplete((ok, e) -> retried.complete(
+                        ch.publish("", "q", false, BasicProperties.EMPTY, body).toCompletableFuture()));
+        lost.cut();
+        CompletableFuture<PublishOutcome> retry = retried.get(10, TimeUnit.SECONDS);
+        ExecutionException failed = assertThrows(ExecutionException.class, () -> retry.get(10, TimeUnit.SECONDS));
+        assertTrue(failed.getCause() instanceof AmqpException, String.valueOf(failed.getCause()));
+        assertEquals(0, body.refCnt(), "the refused body was released");
     }
 
     /** A connection to the first peer, recovering to the next with {@code recovery}'s settings and a 10 ms backoff. */

@@ -256,8 +256,7 @@ public final class Publisher {
         if (!channel.isOpen()) {
             CompletableFuture<AmqpException> closing = channel.closeFuture().toCompletableFuture();
             AmqpException cause = state.closeCause();
-            if (outbound.inEventLoop()
-                    || closing.isDone()
+            if (closing.isDone()
                     || !(cause instanceof ConnectionLostException || cause instanceof ChannelLostException)
                     || !carryOver.wouldCarry()) {
                 body.release();
@@ -270,7 +269,9 @@ public final class Publisher {
             // The event loop is closing the channel for a loss at this moment and has not decided yet whether recovery
             // takes it over (the channel then holds what is published) or it ends. Queued, the publish meets the
             // decision there, as one queued just before the loss does: carried over, or failed. Only where it would
-            // be carried over: a refusal (FAIL_FAST, a transactional channel, no recovery) stays the caller's to see
+            // be carried over: a refusal (FAIL_FAST, a transactional channel, no recovery) stays the caller's to see.
+            // On the loop itself (a callback of what the close fails) it is queued too, not run at once: the close
+            // makes the decision after its callbacks return
             toLoop = true;
         }
         if (flow.isBlocked() && options.blockedPolicy() == PublishOptions.BlockedPolicy.FAIL) {
@@ -356,7 +357,11 @@ public final class Publisher {
         }
         PublishTask task = flow.acquireTask();
         task.set(this, exchange, routingKey, mandatory, props, body, bytes, future);
-        outbound.execute(task);
+        if (toLoop && outbound.inEventLoop()) {
+            outbound.deferBehindCaller(task); // behind the close that runs now: see toLoop
+        } else {
+            outbound.execute(task);
+        }
         return null;
     }
 
