@@ -94,11 +94,14 @@ public final class RefreshingCredentialsProvider implements CredentialsProvider 
 
     /**
      * Forgets the current token (the broker refused it, say): the next {@link #credentials()} fetches a new one, and
-     * if that fetch fails its failure reaches the caller; the forgotten token is never handed out again.
+     * if that fetch fails its failure reaches the caller; the forgotten token is never handed out again. A fetch
+     * already on its way answers those who asked before this call, and its token is not kept: it may be the very one
+     * refused.
      */
     public synchronized void invalidate() {
         current = null;
         staleAt = null;
+        fetching = null; // the next caller starts a fetch of its own
         invalidations++;
     }
 
@@ -142,7 +145,8 @@ public final class RefreshingCredentialsProvider implements CredentialsProvider 
 
     /**
      * A fetch's answer, or its timeout: the first of the two settles {@code f}; a late token is still kept, unless
-     * {@link #invalidate()} was called after its fetch started ({@code generation}).
+     * {@link #invalidate()} was called after its fetch started ({@code generation}), and a token from such a fetch is
+     * never kept, late or not.
      */
     private void fetched(
             CompletableFuture<Credentials> f, long generation, Instant fetchedAt, Credentials creds, Throwable error) {
@@ -151,7 +155,11 @@ public final class RefreshingCredentialsProvider implements CredentialsProvider 
                 ? error
                 : creds == null ? new NullPointerException("the token source completed with null") : null;
         synchronized (this) {
-            if (fetching != f) {
+            if (fetching != f && generation != invalidations && !f.isDone()) {
+                // a fetch invalidate() let go of before it answered: it answers those who asked before that call (the
+                // first of the answer and the timeout to come settles it), and its token is not kept
+                result = failure == null ? creds : null;
+            } else if (fetching != f) {
                 // answered after its timeout (or the timeout after the answer): a token that came late is kept,
                 // unless one that lasts longer came meanwhile, a fetch is on its way, or invalidate() was called since
                 // it started (it may be the very token the broker refused)
@@ -160,19 +168,20 @@ public final class RefreshingCredentialsProvider implements CredentialsProvider 
                     staleAt = staleAt(fetchedAt, creds.expiresAt());
                 }
                 return;
-            }
-            fetching = null;
-            if (failure == null) {
-                current = creds;
-                staleAt = staleAt(fetchedAt, creds.expiresAt());
-                result = creds;
-            } else if (current != null
-                    && (current.expiresAt() == null || clock.instant().isBefore(current.expiresAt()))) {
-                LOG.warn(
-                        "could not fetch a new token, going on with the current one (expires at {}): {}",
-                        current.expiresAt(),
-                        failure.toString());
-                result = current;
+            } else {
+                fetching = null;
+                if (failure == null) {
+                    current = creds;
+                    staleAt = staleAt(fetchedAt, creds.expiresAt());
+                    result = creds;
+                } else if (current != null
+                        && (current.expiresAt() == null || clock.instant().isBefore(current.expiresAt()))) {
+                    LOG.warn(
+                            "could not fetch a new token, going on with the current one (expires at {}): {}",
+                            current.expiresAt(),
+                            failure.toString());
+                    result = current;
+                }
             }
         }
         if (result != null) {

@@ -134,6 +134,30 @@ class RefreshingCredentialsProviderTest {
         assertEquals("endpoint down", e.getCause().getMessage());
     }
 
+    /**
+     * A fetch already on its way when invalidate() is called answers only those who asked before it: a caller after it
+     * gets a fetch of its own, and the earlier fetch's token is not kept (it may be the very token the broker refused;
+     * before, the caller after invalidate() joined that fetch and its token was kept as the current one).
+     */
+    @Test
+    void aFetchStartedBeforeInvalidateAnswersOnlyThoseWhoAskedBeforeIt() {
+        CompletionStage<Credentials> before = provider.credentials();
+        provider.invalidate();
+        CompletionStage<Credentials> after = provider.credentials();
+        assertEquals(2, provider.fetches(), "a fetch of its own for the caller after invalidate()");
+        Credentials refused = token("refused", 100);
+        fetches.poll().complete(refused);
+        assertSame(refused, before.toCompletableFuture().join(), "the earlier caller gets its fetch's answer");
+        CompletionStage<Credentials> meanwhile = provider.credentials();
+        assertFalse(meanwhile.toCompletableFuture().isDone(), "the earlier fetch's token is not kept");
+        Credentials fresh = token("fresh", 100);
+        fetches.poll().complete(fresh);
+        assertSame(fresh, after.toCompletableFuture().join());
+        assertSame(fresh, meanwhile.toCompletableFuture().join());
+        assertSame(fresh, provider.credentials().toCompletableFuture().join());
+        assertEquals(2, provider.fetches());
+    }
+
     @Test
     void aThrowingTokenSourceFailsTheStage() {
         RefreshingCredentialsProvider broken = RefreshingCredentialsProvider.create(() -> {
