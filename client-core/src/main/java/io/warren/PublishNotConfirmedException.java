@@ -8,7 +8,8 @@ package io.warren;
  * ({@link RecoveryOptions.PublishDuringRecovery}; cause: the {@link ConnectionLostException}).
  *
  * <p>{@link #mayHaveReachedBroker()} tells the two cases apart: false when the message was never written (a
- * publish still queued or held when the channel closed), true when it was written and its confirm did not
+ * publish still queued or held when the channel closed, or one whose write the socket refused on its caller's
+ * thread), true when it was written and its confirm did not
  * arrive (the broker may have routed it: a retry can duplicate it). A publish made on a channel that is already
  * closed is refused with a {@link ChannelClosedException} instead, and so is a queued one when confirms are off:
  * there is no confirm to miss. See {@code docs/ERRORS.md}.

@@ -50,7 +50,8 @@ public final class RecoveryOptions {
          * meanwhile; it fails with a {@link PublishNotConfirmedException} (not written, retryable) when recovery
          * takes longer than {@link #publishWaitTimeout()} or gives up, or the connection's event loop shuts down
          * meanwhile. Publishes accepted before the loss but not yet written (held
-         * for the confirm window or a blocked connection) are held the same way and written first, in order: they
+         * for the confirm window or a blocked connection, or refused by the socket on their caller's thread) are
+         * held the same way and written first, in order: they
          * never reached the broker, so this cannot duplicate them. A publish made from a callback of something the
          * loss failed (a retry in a failed declare's or publish's callback, on the event loop) is held too, behind
          * those.

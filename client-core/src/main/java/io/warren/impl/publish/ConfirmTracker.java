@@ -6,7 +6,9 @@ import io.warren.PublishNotConfirmedException;
 import io.warren.PublishOutcome;
 import io.warren.impl.metrics.MetricsCollector;
 import java.util.ArrayDeque;
+import java.util.Arrays;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicReferenceFieldUpdater;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -95,6 +97,20 @@ final class ConfirmTracker {
 
     private volatile long takenForCallers = 1;
 
+    /**
+     * Caller-written publishes the socket refused (nothing written) whose task has not reached the loop yet: the
+     * sequence numbers, copied on write (rare: a connection going). Callers add, the loop removes.
+     */
+    private volatile long[] refused = NONE;
+
+    private static final long[] NONE = new long[0];
+    private static final AtomicReferenceFieldUpdater<ConfirmTracker, long[]> REFUSED =
+            AtomicReferenceFieldUpdater.newUpdater(ConfirmTracker.class, long[].class, "refused");
+
+    // event loop only
+    /** The outcomes of refused publishes that {@link #failAll} left to their task (see {@link #forgetRefused}). */
+    private LongObjectHashMap<Object> refusedOutcomes;
+
     ConfirmTracker(int channel, int maxSpan, MetricsCollector metrics) {
         this.channel = channel;
         this.maxSpan = maxSpan;
@@ -139,7 +155,90 @@ final class ConfirmTracker {
         numbered = sequence + 1; // publishes the record to the loop
     }
 
+    /**
+     * The socket refused the write of the publish its caller recorded as {@code sequence}: nothing of it was written.
+     * Its task follows to the loop ({@link #forgetRefused}); meanwhile {@link #failAll} leaves its outcome alone. Any
+     * thread, after {@link #recordCaller}.
+     */
+    void refusedByCaller(long sequence) {
+        long[] before;
+        long[] after;
+        do {
+            before = refused;
+            after = Arrays.copyOf(before, before.length + 1);
+            after[before.length] = sequence;
+        } while (!REFUSED.compareAndSet(this, before, after));
+    }
+
     // ---- event loop --------------------------------------------------------------------------------------
+
+    /**
+     * Takes a refused publish ({@link #refusedByCaller}) out of the tracker: no ack will come for it and no close
+     * fails it. True when its outcome is its task's to settle (not written); false when a close failed it before it
+     * was marked (then its outcome is settled already).
+     */
+    boolean forgetRefused(long sequence) {
+        takeCallers();
+        removeRefusedMark(sequence);
+        if (refusedOutcomes != null && refusedOutcomes.remove(sequence) != null) {
+            return true; // failAll left it
+        }
+        if (sequence < lowest || sequence >= next) {
+            return false;
+        }
+        int i = (int) sequence & mask;
+        if (slots[i] == null) {
+            return false;
+        }
+        slots[i] = null;
+        flags[i] = 0;
+        if (sentAt != null) {
+            sentAt[i] = 0;
+        }
+        outstanding--;
+        metrics.publishesUnconfirmed(1); // no longer awaiting a confirm
+        skipSettled();
+        lowestForCallers = lowest;
+        return true;
+    }
+
+    private boolean isRefused(long sequence) {
+        for (long r : refused) {
+            if (r == sequence) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private void removeRefusedMark(long sequence) {
+        long[] before;
+        long[] after;
+        do {
+            before = refused;
+            int at = -1;
+            for (int i = 0; i < before.length; i++) {
+                if (before[i] == sequence) {
+                    at = i;
+                    break;
+                }
+            }
+            if (at < 0) {
+                return;
+            }
+            after = new long[before.length - 1];
+            System.arraycopy(before, 0, after, 0, at);
+            System.arraycopy(before, at + 1, after, at, after.length - at);
+        } while (!REFUSED.compareAndSet(this, before, after));
+    }
+
+    /** A refused publish's outcome {@link #failAll} leaves to its task. */
+    private void leaveToRefusedTask(long sequence, Object slot) {
+        if (refusedOutcomes == null) {
+            refusedOutcomes = new LongObjectHashMap<>(2);
+        }
+        refusedOutcomes.put(sequence, slot);
+    }
 
     /**
      * Takes the callers' records into the tracker, in sequence order; after {@link #failAll} they fail at once.
@@ -172,6 +271,10 @@ final class ConfirmTracker {
     /** A caller's record taken after {@link #failAll}: it fails as those did, counted as they were. */
     private void failLate(long seq, Object slot) {
         metrics.publishesUnconfirmed(1);
+        if (isRefused(seq)) {
+            leaveToRefusedTask(seq, slot); // never written: its task fails it as such, or carries it over
+            return;
+        }
         if (slot != NO_OUTCOME) {
             ((CompletableFuture<?>) slot).completeExceptionally(notConfirmed(seq, failedBy));
         }
@@ -422,7 +525,9 @@ final class ConfirmTracker {
             flags[i] = 0;
             if (slot != null) {
                 outstanding--;
-                if (slot != NO_OUTCOME) {
+                if (isRefused(seq)) {
+                    leaveToRefusedTask(seq, slot); // never written: its task fails it as such, or carries it over
+                } else if (slot != NO_OUTCOME) {
                     ((CompletableFuture<?>) slot).completeExceptionally(notConfirmed(seq, cause));
                 }
             }

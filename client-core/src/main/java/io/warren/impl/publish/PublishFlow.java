@@ -219,6 +219,14 @@ public final class PublishFlow implements BlockedListener {
     }
 
     /**
+     * Counts {@code bytes} as queued whatever the bound: a publish accepted already, which the socket refused on its
+     * caller's thread, on its way to the event loop (see {@link #tryReserve}).
+     */
+    void reserveAnyway(long bytes) {
+        QUEUED.getAndAdd(this, bytes);
+    }
+
+    /**
      * True when the socket takes more without waiting: Netty writable, the queue not full, not blocked. The queue
      * reads full from its mark down to half of it (hysteresis, like Netty's water marks): a publisher that waits
      * is woken once per half a queue, not once per message taken. The flag is cleared by whoever sees the queue

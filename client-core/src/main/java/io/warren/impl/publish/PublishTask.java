@@ -31,6 +31,11 @@ final class PublishTask implements OutboundPath.DiscardableTask {
     CompletableFuture<PublishOutcome> future;
     // event loop only: queued behind a caller's write by the publisher (confirm mode), to be numbered in its turn
     boolean deferred;
+    /**
+     * The confirm sequence number its caller spent on it before the socket refused the write (nothing written), or
+     * 0: the publish is not sent again on this connection, which is going (see Publisher#onRefused).
+     */
+    long refusedSequence;
 
     void set(
             Publisher publisher,
@@ -82,5 +87,6 @@ final class PublishTask implements OutboundPath.DiscardableTask {
         bytes = 0;
         future = null;
         deferred = false;
+        refusedSequence = 0;
     }
 }

@@ -149,6 +149,8 @@ public final class Publisher {
     // event loop only
     /** Publishes waiting to be written, in order, and the tx methods called between them ({@link TxTask}). */
     private final ArrayDeque<OutboundPath.DiscardableTask> held = new ArrayDeque<>();
+    /** Refused publishes ({@link #onRefused}) waiting for the connection's close, which is on its way. */
+    private final ArrayDeque<PublishTask> refusedBeforeClose = new ArrayDeque<>(0);
 
     private final BasicAck ackView = new BasicAck();
     private final BasicNack nackView = new BasicNack();
@@ -331,7 +333,7 @@ public final class Publisher {
                 // the window is full (held on the loop, in order), or a head too large for the caller's buffer
                 outbound.releaseCaller();
             } else if (c != null) {
-                return writeConfirmed(c, sequence, head, body, mandatory, future);
+                return writeConfirmed(c, sequence, head, exchange, routingKey, mandatory, props, body, bytes, future);
             } else {
                 try {
                     if (writeDirect(head, body, future)) {
@@ -403,9 +405,13 @@ public final class Publisher {
             ConfirmTracker c,
             long sequence,
             ByteBuf head,
-            ByteBuf body,
+            CharSequence exchange,
+            CharSequence routingKey,
             boolean mandatory,
-            CompletableFuture<PublishOutcome> future) {
+            BasicProperties props,
+            ByteBuf body,
+            long bytes,
+            PublishFuture future) {
         try {
             outbound.gatherDirect(head, body);
         } catch (RuntimeException e) {
@@ -424,8 +430,17 @@ public final class Publisher {
                 outbound.handOver(null);
             }
         } catch (java.io.IOException | RuntimeException e) {
+            // Nothing of it was written (an interrupted caller's write closes the socket, say): not a publish that may
+            // have reached the broker, but one accepted and not written. Its number is spent on a connection that is
+            // going, so it is not sent again here: its task takes it out of the tracker, and the close carries it
+            // over to the recovered channel or fails it as not written (onRefused)
             LOG.debug("channel {}: the socket refused publish {} ({}); closing the connection", number, sequence, e);
-            ReferenceCountUtil.safeRelease(body);
+            c.refusedByCaller(sequence);
+            flow.reserveAnyway(bytes);
+            PublishTask task = flow.acquireTask();
+            task.set(this, exchange, routingKey, mandatory, props, body, bytes, future);
+            task.refusedSequence = sequence;
+            outbound.execute(task);
             outbound.channel().close();
         }
         if (!direct) {
@@ -619,6 +634,10 @@ public final class Publisher {
     /** A publish from the outbound path's queue. */
     void onTask(PublishTask task) {
         assert outbound.inEventLoop() : "publisher state off the event loop";
+        if (task.refusedSequence != 0) {
+            onRefused(task);
+            return;
+        }
         long bytes = task.bytes;
         lastTaskBytes = bytes;
         if (task.deferred) {
@@ -655,6 +674,27 @@ public final class Publisher {
         send(task);
         flow.dequeued(bytes);
         updateWritability();
+    }
+
+    /**
+     * A confirm-mode publish whose caller's write the socket refused ({@link #writeConfirmed}): out of the tracker, then
+     * at the close carried over or failed as not written, like the publishes held then. One that a close failed before
+     * its caller marked it is settled already: only its body is left to release.
+     */
+    private void onRefused(PublishTask task) {
+        ConfirmTracker c = callerConfirms;
+        boolean settles = c != null && c.forgetRefused(task.refusedSequence);
+        flow.dequeued(task.bytes);
+        if (!settles) {
+            task.releaseBody();
+            flow.releaseTask(task);
+        } else if (closed) {
+            endNotWritten(task);
+        } else {
+            direct = false; // nothing else is written by callers on a connection that is going
+            refusedBeforeClose.add(task);
+            outbound.channel().close();
+        }
     }
 
     private void deferBehindCaller(PublishTask task) {
@@ -1054,6 +1094,10 @@ public final class Publisher {
         flow.remove(this);
         if (!state.isAwaitingCloseOk() || returnDropped) {
             failUnconfirmed(cause); // before the held ones: outcomes fail in publish order
+        }
+        PublishTask refused;
+        while ((refused = refusedBeforeClose.poll()) != null) {
+            endNotWritten(refused); // before the held ones: made before them
         }
         OutboundPath.DiscardableTask next;
         while ((next = held.poll()) != null) {

@@ -138,4 +138,48 @@ class ConfirmTrackerTest {
         assertEquals(1, unconfirmed[0], "counted alone: failAll's caller counted the others");
         assertEquals(0, tracker.outstanding());
     }
+
+    /**
+     * A caller's publish the socket refused (nothing written) is its task's to settle, whichever comes first on the
+     * loop, the task or the close; one the close failed before it was marked stays failed, and the task is told so.
+     */
+    @Test
+    void aRefusedPublishIsLeftToItsTaskWhicheverComesFirst() {
+        ConfirmTracker tracker = new ConfirmTracker(1, 100, MetricsCollector.NOOP);
+        CompletableFuture<PublishOutcome> written = new CompletableFuture<>();
+        CompletableFuture<PublishOutcome> refusedThenClosed = new CompletableFuture<>();
+        CompletableFuture<PublishOutcome> refusedTaskFirst = new CompletableFuture<>();
+        tracker.recordCaller(tracker.callerSequence(), written, false, 0);
+        tracker.recordCaller(tracker.callerSequence(), refusedThenClosed, false, 0);
+        tracker.refusedByCaller(2);
+        tracker.recordCaller(tracker.callerSequence(), refusedTaskFirst, false, 0);
+        tracker.refusedByCaller(3);
+        assertTrue(tracker.forgetRefused(3), "its task came first: taken out, its outcome the task's");
+        assertEquals(2, tracker.outstanding(), "publishes 1 and 2");
+        tracker.ack(1, false);
+        assertEquals(PublishOutcome.CONFIRMED, written.join());
+        assertEquals(1, tracker.outstanding());
+
+        tracker.failAll(new IllegalStateException("lost"));
+        assertFalse(refusedThenClosed.isDone(), "the refused one is left to its task");
+        assertTrue(tracker.forgetRefused(2));
+        assertFalse(refusedTaskFirst.isDone());
+
+        ConfirmTracker closedFirst = new ConfirmTracker(1, 100, MetricsCollector.NOOP);
+        CompletableFuture<PublishOutcome> failed = new CompletableFuture<>();
+        closedFirst.recordCaller(closedFirst.callerSequence(), failed, false, 0);
+        assertEquals(1, closedFirst.outstanding(), "taken by the loop");
+        closedFirst.failAll(new IllegalStateException("lost")); // before its caller marked it
+        closedFirst.refusedByCaller(1);
+        assertFalse(closedFirst.forgetRefused(1), "settled by the close already");
+        assertTrue(failed.isCompletedExceptionally());
+
+        ConfirmTracker takenLate = new ConfirmTracker(1, 100, MetricsCollector.NOOP);
+        takenLate.failAll(new IllegalStateException("lost"));
+        CompletableFuture<PublishOutcome> late = new CompletableFuture<>();
+        takenLate.recordCaller(takenLate.callerSequence(), late, false, 0); // a caller that held the token across it
+        takenLate.refusedByCaller(1);
+        assertTrue(takenLate.forgetRefused(1), "taken after the close, and refused: its task's");
+        assertFalse(late.isDone());
+    }
 }
