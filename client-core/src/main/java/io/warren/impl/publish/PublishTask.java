@@ -32,9 +32,11 @@ final class PublishTask implements OutboundPath.DiscardableTask {
     // event loop only: queued behind a caller's write by the publisher (confirm mode), to be numbered in its turn
     boolean deferred;
     /**
-     * The confirm sequence number its caller spent on it before the socket refused the write (nothing written), or
-     * 0: the publish is not sent again on this connection, which is going (see Publisher#onRefused).
+     * The socket refused its caller's write (nothing written): not sent again on this connection, which is going
+     * (see Publisher#onRefused).
      */
+    boolean refused;
+    /** For a refused one in confirm mode, the sequence number its caller spent on it; else 0. */
     long refusedSequence;
 
     void set(
@@ -87,6 +89,7 @@ final class PublishTask implements OutboundPath.DiscardableTask {
         bytes = 0;
         future = null;
         deferred = false;
+        refused = false;
         refusedSequence = 0;
     }
 }

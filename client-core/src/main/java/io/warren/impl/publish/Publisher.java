@@ -345,9 +345,10 @@ public final class Publisher {
                     ReferenceCountUtil.safeRelease(body);
                     return e;
                 }
+                // the socket refused it (the connection is going): not written, as one held at the close is
+                handRefused(0, exchange, routingKey, mandatory, props, body, bytes, future);
+                return null;
             }
-            // else the socket refused it (the connection is going): the event loop's way decides its fate (failed,
-            // or carried over by recovery) as for any publish that meets a lost connection
         }
         if (!flow.tryReserve(bytes)) {
             body.release();
@@ -436,12 +437,7 @@ public final class Publisher {
             // over to the recovered channel or fails it as not written (onRefused)
             LOG.debug("channel {}: the socket refused publish {} ({}); closing the connection", number, sequence, e);
             c.refusedByCaller(sequence);
-            flow.reserveAnyway(bytes);
-            PublishTask task = flow.acquireTask();
-            task.set(this, exchange, routingKey, mandatory, props, body, bytes, future);
-            task.refusedSequence = sequence;
-            outbound.execute(task);
-            outbound.channel().close();
+            handRefused(sequence, exchange, routingKey, mandatory, props, body, bytes, future);
         }
         if (!direct) {
             // The loop cleared `direct` (a close, say) and may have taken the records before this one: it takes
@@ -451,6 +447,28 @@ public final class Publisher {
             outbound.execute(new TakeCallers(sequence, future));
         }
         return null;
+    }
+
+    /**
+     * Sends a publish the socket refused on its caller's thread (nothing written; {@code sequence} its confirm number,
+     * or 0) to the event loop ({@link #onRefused}), and closes the connection, which is going. Takes {@code body}.
+     */
+    private void handRefused(
+            long sequence,
+            CharSequence exchange,
+            CharSequence routingKey,
+            boolean mandatory,
+            BasicProperties props,
+            ByteBuf body,
+            long bytes,
+            PublishFuture future) {
+        flow.reserveAnyway(bytes); // accepted already: counted whatever the bound, as it is held until the close
+        PublishTask task = flow.acquireTask();
+        task.set(this, exchange, routingKey, mandatory, props, body, bytes, future);
+        task.refused = true;
+        task.refusedSequence = sequence;
+        outbound.execute(task);
+        outbound.channel().close();
     }
 
     /** True when a publish now would be written at once; see {@link io.warren.Channel#isWritable()}. */
@@ -634,7 +652,7 @@ public final class Publisher {
     /** A publish from the outbound path's queue. */
     void onTask(PublishTask task) {
         assert outbound.inEventLoop() : "publisher state off the event loop";
-        if (task.refusedSequence != 0) {
+        if (task.refused) {
             onRefused(task);
             return;
         }
@@ -677,13 +695,13 @@ public final class Publisher {
     }
 
     /**
-     * A confirm-mode publish whose caller's write the socket refused ({@link #writeConfirmed}): out of the tracker, then
-     * at the close carried over or failed as not written, like the publishes held then. One that a close failed before
-     * its caller marked it is settled already: only its body is left to release.
+     * A publish whose caller's write the socket refused ({@link #handRefused}): in confirm mode out of the tracker
+     * first; then at the close carried over or failed as not written, like the publishes held then. One that a close
+     * failed before its caller marked it is settled already: only its body is left to release.
      */
     private void onRefused(PublishTask task) {
         ConfirmTracker c = callerConfirms;
-        boolean settles = c != null && c.forgetRefused(task.refusedSequence);
+        boolean settles = task.refusedSequence == 0 || c != null && c.forgetRefused(task.refusedSequence);
         flow.dequeued(task.bytes);
         if (!settles) {
             task.releaseBody();

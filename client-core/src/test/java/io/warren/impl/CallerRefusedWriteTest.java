@@ -35,13 +35,14 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * A confirm-mode publish that its caller offers to the socket and the socket refuses (an IOException: nothing written;
- * here the JDK socket's output was shut down under the connection, as an interrupted publishing thread's write closes
- * it) was never written, so it is treated as one: held for the recovered channel under
- * {@link RecoveryOptions.PublishDuringRecovery#WAIT}, and otherwise failed as not having reached the broker. Before,
- * it failed with the connection's written publishes, as one that may have reached the broker.
+ * A publish that its caller offers to the socket and the socket refuses (an IOException: nothing written; here the JDK
+ * socket's output was shut down under the connection, as an interrupted publishing thread's write closes it) was never
+ * written, so it is treated as one: held for the recovered channel under
+ * {@link RecoveryOptions.PublishDuringRecovery#WAIT}, and otherwise failed as not having reached the broker. Before, in
+ * confirm mode it failed with the connection's written publishes, as one that may have reached the broker, and
+ * outside it the event loop wrote it to the broken connection and failed it ("could not be written").
  */
-class ConfirmCallerRefusedTest {
+class CallerRefusedWriteTest {
 
     private final MultiThreadIoEventLoopGroup group = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
     private Peer first;
@@ -85,6 +86,21 @@ class ConfirmCallerRefusedTest {
         assertEquals(PublishOutcome.CONFIRMED, refused.get(10, TimeUnit.SECONDS));
         assertEquals(List.of("refused"), next.bodies, "written once, on the new connection");
         connection.close().toCompletableFuture().get(10, TimeUnit.SECONDS);
+        assertEquals(List.of(), next.errors);
+    }
+
+    /** Outside confirm mode the same: the refused publish goes the event loop's way, and recovery carries it over. */
+    @Test
+    void withoutConfirmsTheRefusedPublishIsHeldAndSentOnTheRecoveredChannel() throws Exception {
+        Connection connection = connect(new RecoveryOptions());
+        Channel ch = connection.openChannel().toCompletableFuture().get(10, TimeUnit.SECONDS);
+        CompletableFuture<PublishOutcome> refused = publishRefused(connection, ch, "refused");
+        first.close();
+
+        assertEquals(PublishOutcome.SENT, refused.get(10, TimeUnit.SECONDS));
+        connection.close().toCompletableFuture().get(10, TimeUnit.SECONDS);
+        next.awaitEnd(10_000);
+        assertEquals(List.of("refused"), next.bodies, "written once, on the new connection");
         assertEquals(List.of(), next.errors);
     }
 
