@@ -10,10 +10,8 @@ import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.nio.NioIoHandler;
-import io.warren.Address;
 import io.warren.Channel;
 import io.warren.Connection;
-import io.warren.ConnectionOptions;
 import io.warren.PublishNotConfirmedException;
 import io.warren.PublishOutcome;
 import io.warren.RecoveryOptions;
@@ -21,11 +19,8 @@ import io.warren.codec.content.BasicProperties;
 import io.warren.codec.method.BasicAckEncoder;
 import io.warren.impl.connection.CallerSockets;
 import io.warren.impl.connection.OutboundPath;
-import io.warren.impl.connection.Transport;
-import io.warren.impl.metrics.MetricsCollector;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -122,13 +117,7 @@ class CallerRefusedWriteTest {
     private Connection connect(RecoveryOptions recovery) throws Exception {
         first = new Peer("refused-first-peer");
         next = new Peer("refused-next-peer");
-        return new Connector(group, Transport.channelClassFor(group), MetricsCollector.NOOP)
-                .connect(new ConnectionOptions()
-                        .addresses(
-                                List.of(new Address("127.0.0.1", first.port()), new Address("127.0.0.1", next.port())))
-                        .recovery(recovery.backoff(Duration.ofMillis(10), Duration.ofMillis(10), 1.0, 0.0)))
-                .toCompletableFuture()
-                .get(10, TimeUnit.SECONDS);
+        return RecoveryLossWindowTest.connect(group, first, next, recovery);
     }
 
     /** A channel in confirm mode whose first publish was confirmed: the outbound path is idle. */

@@ -159,10 +159,17 @@ class RecoveryLossWindowTest {
     private Connection connect(RecoveryOptions recovery) throws Exception {
         lost = new Peer("window-lost-peer");
         next = new Peer("window-next-peer");
+        return connect(group, lost, next, recovery);
+    }
+
+    /** A connection on {@code group} to {@code first}, recovering to {@code next} with a 10 ms backoff. */
+    static Connection connect(
+            MultiThreadIoEventLoopGroup group, SocketPeer first, SocketPeer next, RecoveryOptions recovery)
+            throws Exception {
         return new Connector(group, Transport.channelClassFor(group), MetricsCollector.NOOP)
                 .connect(new ConnectionOptions()
                         .addresses(
-                                List.of(new Address("127.0.0.1", lost.port()), new Address("127.0.0.1", next.port())))
+                                List.of(new Address("127.0.0.1", first.port()), new Address("127.0.0.1", next.port())))
                         .recovery(recovery.backoff(Duration.ofMillis(10), Duration.ofMillis(10), 1.0, 0.0)))
                 .toCompletableFuture()
                 .get(10, TimeUnit.SECONDS);
