@@ -19,6 +19,7 @@ import io.warren.QueueSpec;
 import io.warren.RecoveryOptions;
 import io.warren.RecoveryOptions.PublishDuringRecovery;
 import io.warren.codec.content.BasicProperties;
+import io.warren.codec.method.MethodIds;
 import io.warren.impl.connection.Transport;
 import io.warren.impl.metrics.MetricsCollector;
 import java.io.IOException;
@@ -44,9 +45,13 @@ class RecoveryLossWindowTest {
     private Peer lost;
     private Peer next;
 
-    /** Answers the handshake and channel.open, never queue.declare; records the bodies published to it. */
+    /**
+     * Answers the handshake and channel.open, never queue.declare; records the bodies published to it, and in
+     * {@code wire} those bodies and the queue.declares in the order it read them.
+     */
     static final class Peer extends SocketPeer {
         final List<String> bodies = new CopyOnWriteArrayList<>();
+        final List<String> wire = new CopyOnWriteArrayList<>();
 
         Peer(String name) throws IOException {
             super(0, false, name);
@@ -55,8 +60,17 @@ class RecoveryLossWindowTest {
 
         @Override
         protected boolean publish(int channel, Stream st) {
-            bodies.add(st.body.toString(StandardCharsets.UTF_8));
+            String body = st.body.toString(StandardCharsets.UTF_8);
+            bodies.add(body);
+            wire.add(body);
             return true;
+        }
+
+        @Override
+        protected void methodRead(int channel, int key) {
+            if (key == MethodIds.QUEUE_DECLARE) {
+                wire.add("queue.declare");
+            }
         }
     }
 
@@ -133,6 +147,88 @@ class RecoveryLossWindowTest {
         next.awaitEnd(10_000);
         assertEquals(List.of("retry", "after"), next.bodies, "both written, in call order, on the new connection");
         assertEquals(List.of(), next.errors);
+    }
+
+    /**
+     * Publishes made on the event loop inside the loss keep their call order on the recovered channel: one from a
+     * callback while the channel was being closed (queued behind the close), then one made once the channel holds
+     * (here from the callback of another channel's declare). Before, the second took its place at once, ahead of the
+     * first (review).
+     */
+    @Test
+    void publishesOnTheLoopInsideTheLossKeepTheirCallOrder() throws Exception {
+        Connection connection = connect(new RecoveryOptions());
+        Channel a = connection.openChannel().toCompletableFuture().get(10, TimeUnit.SECONDS);
+        Channel b = connection.openChannel().toCompletableFuture().get(10, TimeUnit.SECONDS);
+        List<CompletableFuture<PublishOutcome>> made = new CopyOnWriteArrayList<>();
+        a.queueDeclare(QueueSpec.named("q")).whenComplete((ok, e) -> made.add(publish(a, "x")));
+        b.queueDeclare(QueueSpec.named("q")).whenComplete((ok, e) -> made.add(publish(a, "y")));
+        lost.cut();
+        lost.close();
+        awaitBodies(2);
+        assertEquals(List.of("x", "y"), next.bodies, "call order, on the loop's thread");
+        for (CompletableFuture<PublishOutcome> f : made) {
+            assertEquals(PublishOutcome.SENT, f.get(10, TimeUnit.SECONDS));
+        }
+        connection.close().toCompletableFuture().get(10, TimeUnit.SECONDS);
+    }
+
+    /**
+     * A method held for the recovered channel keeps its call order with such a publish: the declare called on the loop
+     * after the publish goes after it (before, it took its place at once, ahead of the publish).
+     */
+    @Test
+    void aMethodHeldOnTheLoopInsideTheLossGoesAfterAPublishMadeBeforeIt() throws Exception {
+        Connection connection = connect(new RecoveryOptions());
+        Channel a = connection.openChannel().toCompletableFuture().get(10, TimeUnit.SECONDS);
+        Channel b = connection.openChannel().toCompletableFuture().get(10, TimeUnit.SECONDS);
+        a.queueDeclare(QueueSpec.named("q")).whenComplete((ok, e) -> publish(a, "x"));
+        b.queueDeclare(QueueSpec.named("q")).whenComplete((ok, e) -> a.queueDeclare(QueueSpec.named("z")));
+        lost.cut();
+        lost.close();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (next.wire.size() < 2 && System.nanoTime() < deadline) {
+            Thread.sleep(1);
+        }
+        assertEquals(List.of("x", "queue.declare"), next.wire, "call order, on the loop's thread");
+        connection.close().toCompletableFuture().get(10, TimeUnit.SECONDS);
+    }
+
+    /**
+     * In confirm mode the same with a retry from a failed publish's callback: the declare's retry was made first, and
+     * goes first (review: before, the publish's retry overtook it).
+     */
+    @Test
+    void aRetryFromAFailedPublishDoesNotOvertakeAnEarlierRetryFromTheLoop() throws Exception {
+        Connection connection = connect(new RecoveryOptions());
+        Channel a = connection.openChannel().toCompletableFuture().get(10, TimeUnit.SECONDS);
+        a.confirmSelect().toCompletableFuture().get(10, TimeUnit.SECONDS);
+        CompletableFuture<PublishOutcome> unconfirmed = publish(a, "p"); // the first peer confirms nothing
+        a.queueDeclare(QueueSpec.named("q")).whenComplete((ok, e) -> publish(a, "x"));
+        unconfirmed.whenComplete((o, e) -> publish(a, "y"));
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (lost.bodies.isEmpty() && System.nanoTime() < deadline) {
+            Thread.sleep(1);
+        }
+        assertEquals(List.of("p"), lost.bodies, "p written before the loss");
+        lost.cut();
+        lost.close();
+        awaitBodies(2);
+        assertEquals(List.of("x", "y"), next.bodies, "call order, on the loop's thread");
+        connection.close().toCompletableFuture().get(10, TimeUnit.SECONDS);
+    }
+
+    private static CompletableFuture<PublishOutcome> publish(Channel ch, String body) {
+        return ch.publish("", "q", false, BasicProperties.EMPTY, Unpooled.copiedBuffer(body, StandardCharsets.UTF_8))
+                .toCompletableFuture();
+    }
+
+    /** Waits (10 s at most) until the next peer has read {@code n} publishes. */
+    private void awaitBodies(int n) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (next.bodies.size() < n && System.nanoTime() < deadline) {
+            Thread.sleep(1);
+        }
     }
 
     /**

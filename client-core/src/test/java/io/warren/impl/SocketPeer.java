@@ -133,6 +133,9 @@ abstract class SocketPeer implements AutoCloseable, Runnable {
     /** On the peer's thread before it reads each frame; {@code inputDry}: no byte of it has arrived yet. */
     protected void beforeFrame(boolean inputDry) throws IOException {}
 
+    /** A method frame was read on {@code channel}, before the peer answers it ({@code key}: class and method ids). */
+    protected void methodRead(int channel, int key) {}
+
     /** A publish's content header was read on {@code channel}; {@code st.mandatory} says its publish's bit. */
     protected void contentHeader(int channel, Stream st, ContentHeader header) {}
 
@@ -265,6 +268,7 @@ abstract class SocketPeer implements AutoCloseable, Runnable {
             return false;
         }
         int key = p.getInt(0);
+        methodRead(channel, key);
         if (key == MethodIds.CONNECTION_START_OK) {
             send(
                     0,

@@ -723,6 +723,15 @@ public final class OutboundPath {
         defer(task);
     }
 
+    /**
+     * Whether the loop has queued writes or tasks of its own that have not run yet ({@link #deferBehindCaller}): what
+     * the loop does now in their order must go behind them. Event loop.
+     */
+    public boolean defersLoopWrites() {
+        assert loop.inEventLoop() : "the loop's queue looked at off the event loop";
+        return deferring;
+    }
+
     /** Takes the token for the loop unless a caller holds it; writes a handed rest first. Event loop. */
     private boolean takeToken() {
         int o = owner;

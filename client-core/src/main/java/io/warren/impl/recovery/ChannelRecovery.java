@@ -4,12 +4,14 @@ import io.netty.buffer.ByteBuf;
 import io.netty.util.concurrent.EventExecutor;
 import io.warren.AmqpException;
 import io.warren.ChannelLostException;
+import io.warren.ConnectionClosedException;
 import io.warren.ConnectionLostException;
 import io.warren.PublishOutcome;
 import io.warren.RecoveryOptions;
 import io.warren.ReturnListener;
 import io.warren.WritabilityListener;
 import io.warren.codec.content.BasicProperties;
+import io.warren.impl.connection.OutboundPath;
 import io.warren.impl.consume.ChannelConsumers;
 import io.warren.impl.publish.PublishCarryOver;
 import io.warren.impl.publish.Publisher;
@@ -181,12 +183,33 @@ public final class ChannelRecovery implements PublishCarryOver {
      */
     public boolean holdCall(
             int methodKey, String queue, long timeoutNanos, Runnable send, Consumer<AmqpException> fail) {
-        assert channel.state().outbound().inEventLoop() : "channel recovery off the event loop";
-        long place = place();
-        if (place < 0) {
+        OutboundPath outbound = channel.state().outbound();
+        assert outbound.inEventLoop() : "channel recovery off the event loop";
+        if (!holding) {
             return false;
         }
-        calls.hold(loop, place, timeoutNanos, methodKey, queue, send, fail);
+        if (outbound.defersLoopWrites()) {
+            // behind what the loop queued before it (a publish made inside the loss): its place after theirs
+            outbound.deferBehindCaller(new OutboundPath.DiscardableTask() {
+                @Override
+                public void run() {
+                    long place = place();
+                    if (place < 0) {
+                        send.run(); // the channel holds nothing any more: sent now, as it would have been
+                    } else {
+                        calls.hold(loop, place, timeoutNanos, methodKey, queue, send, fail);
+                    }
+                }
+
+                @Override
+                public void discard(Throwable cause) {
+                    fail.accept(new ConnectionClosedException(
+                            "the connection's event loop shut down while the channel was being recovered", cause));
+                }
+            });
+            return true;
+        }
+        calls.hold(loop, place(), timeoutNanos, methodKey, queue, send, fail);
         return true;
     }
 

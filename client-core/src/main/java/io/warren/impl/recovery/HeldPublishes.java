@@ -143,10 +143,15 @@ final class HeldPublishes {
             return refuse(full, body, outcome);
         }
         CompletableFuture<PublishOutcome> future = new CompletableFuture<>();
-        channel.state()
-                .outbound()
-                .execute(new TakePlace(
-                        new Publish(exchange, routingKey, mandatory, props, body, outcome ? future : null, size)));
+        TakePlace take =
+                new TakePlace(new Publish(exchange, routingKey, mandatory, props, body, outcome ? future : null, size));
+        OutboundPath outbound = channel.state().outbound();
+        if (outbound.inEventLoop() && outbound.defersLoopWrites()) {
+            // on the loop behind what it queued before (a publish made inside the loss): its place after theirs
+            outbound.deferBehindCaller(take);
+        } else {
+            outbound.execute(take);
+        }
         return future;
     }
 
