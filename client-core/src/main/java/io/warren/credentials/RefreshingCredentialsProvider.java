@@ -15,7 +15,7 @@ import org.slf4j.LoggerFactory;
  * Credentials from a {@link TokenSource} (an OAuth 2 token endpoint, say), kept until
  * {@value CredentialsProvider#REFRESH_RATIO_PERCENT}% of the token's lifetime has passed and then fetched
  * again. One provider may serve many connections: they share the token, and at most one fetch is in flight
- * at a time (callers meanwhile get the same stage). A fetch that fails while the current token is still valid
+ * at a time (callers meanwhile get the same stage), but for a renewal that {@link #invalidate()} let go of. A fetch that fails while the current token is still valid
  * leaves that token in use (logged) so that a flaky token endpoint does not close connections; once the token
  * has expired, the failure reaches the caller. A fetch that has not answered within its timeout
  * ({@value #DEFAULT_FETCH_TIMEOUT_SECONDS} s unless given) fails the same way and the next call starts another: one
@@ -48,6 +48,9 @@ public final class RefreshingCredentialsProvider implements CredentialsProvider 
     private Credentials current;
     private Instant staleAt;
     private CompletableFuture<Credentials> fetching;
+    /** {@code fetching} renews a token that was current when it started (it may answer with that very token). */
+    private boolean fetchingRenews;
+
     private long fetches;
     /** Counts {@link #invalidate()} calls: a token from a fetch started before the last one is not taken up late. */
     private long invalidations;
@@ -94,14 +97,18 @@ public final class RefreshingCredentialsProvider implements CredentialsProvider 
 
     /**
      * Forgets the current token (the broker refused it, say): the next {@link #credentials()} fetches a new one, and
-     * if that fetch fails its failure reaches the caller; the forgotten token is never handed out again. A fetch
-     * already on its way answers those who asked before this call, and its token is not kept: it may be the very one
-     * refused.
+     * if that fetch fails its failure reaches the caller; the forgotten token is never handed out again. A renewal
+     * of that token already on its way answers those who asked before this call, and its token is not kept (it may be
+     * the very one refused); a fetch started after the token was forgotten goes on serving every caller, so that
+     * connections refused together, each calling this, still share one fetch.
      */
     public synchronized void invalidate() {
         current = null;
         staleAt = null;
-        fetching = null; // the next caller starts a fetch of its own
+        if (fetchingRenews) {
+            fetching = null; // the next caller starts a fetch of its own
+            fetchingRenews = false;
+        }
         invalidations++;
     }
 
@@ -114,6 +121,7 @@ public final class RefreshingCredentialsProvider implements CredentialsProvider 
     private CompletableFuture<Credentials> startFetch() {
         CompletableFuture<Credentials> f = new CompletableFuture<>();
         fetching = f;
+        fetchingRenews = current != null;
         fetches++;
         Instant fetchedAt = clock.instant();
         long generation = invalidations;
@@ -156,9 +164,10 @@ public final class RefreshingCredentialsProvider implements CredentialsProvider 
                 : creds == null ? new NullPointerException("the token source completed with null") : null;
         synchronized (this) {
             if (fetching != f && generation != invalidations && !f.isDone()) {
-                // a fetch invalidate() let go of before it answered: it answers those who asked before that call (the
-                // first of the answer and the timeout to come settles it), and its token is not kept
-                result = failure == null ? creds : null;
+                // a renewal invalidate() let go of before it answered: it answers those who asked before that call
+                // (the first of the answer and the timeout to come settles it), and its token is not kept; failed, it
+                // hands them a token fetched since, while that one is valid
+                result = failure == null ? creds : validCurrent();
             } else if (fetching != f) {
                 // answered after its timeout (or the timeout after the answer): a token that came late is kept,
                 // unless one that lasts longer came meanwhile, a fetch is on its way, or invalidate() was called since
@@ -170,12 +179,12 @@ public final class RefreshingCredentialsProvider implements CredentialsProvider 
                 return;
             } else {
                 fetching = null;
+                fetchingRenews = false;
                 if (failure == null) {
                     current = creds;
                     staleAt = staleAt(fetchedAt, creds.expiresAt());
                     result = creds;
-                } else if (current != null
-                        && (current.expiresAt() == null || clock.instant().isBefore(current.expiresAt()))) {
+                } else if (validCurrent() != null) {
                     LOG.warn(
                             "could not fetch a new token, going on with the current one (expires at {}): {}",
                             current.expiresAt(),
@@ -189,6 +198,12 @@ public final class RefreshingCredentialsProvider implements CredentialsProvider 
         } else {
             f.completeExceptionally(failure);
         }
+    }
+
+    /** The current token while it has not expired, else null. Guarded by this. */
+    private Credentials validCurrent() {
+        Credentials c = current;
+        return c != null && (c.expiresAt() == null || clock.instant().isBefore(c.expiresAt())) ? c : null;
     }
 
     /** Whether {@code fresh} is worth more than {@code held}: there is none, or it expires later (or never). */

@@ -135,27 +135,70 @@ class RefreshingCredentialsProviderTest {
     }
 
     /**
-     * A fetch already on its way when invalidate() is called answers only those who asked before it: a caller after it
-     * gets a fetch of its own, and the earlier fetch's token is not kept (it may be the very token the broker refused;
-     * before, the caller after invalidate() joined that fetch and its token was kept as the current one).
+     * A renewal already on its way when invalidate() is called answers only those who asked before it: a caller after
+     * it gets a fetch of its own, and the renewal's token is not kept (it may be the very token the broker refused;
+     * before, the caller after invalidate() joined the renewal and its token was kept as the current one).
      */
     @Test
-    void aFetchStartedBeforeInvalidateAnswersOnlyThoseWhoAskedBeforeIt() {
-        CompletionStage<Credentials> before = provider.credentials();
+    void aRenewalStartedBeforeInvalidateAnswersOnlyThoseWhoAskedBeforeIt() {
+        renewalInFlight();
+        CompletionStage<Credentials> before = provider.credentials(); // joins the renewal
         provider.invalidate();
         CompletionStage<Credentials> after = provider.credentials();
-        assertEquals(2, provider.fetches(), "a fetch of its own for the caller after invalidate()");
+        assertEquals(3, provider.fetches(), "a fetch of its own for the caller after invalidate()");
         Credentials refused = token("refused", 100);
         fetches.poll().complete(refused);
         assertSame(refused, before.toCompletableFuture().join(), "the earlier caller gets its fetch's answer");
         CompletionStage<Credentials> meanwhile = provider.credentials();
-        assertFalse(meanwhile.toCompletableFuture().isDone(), "the earlier fetch's token is not kept");
+        assertFalse(meanwhile.toCompletableFuture().isDone(), "the renewal's token is not kept");
         Credentials fresh = token("fresh", 100);
         fetches.poll().complete(fresh);
         assertSame(fresh, after.toCompletableFuture().join());
         assertSame(fresh, meanwhile.toCompletableFuture().join());
         assertSame(fresh, provider.credentials().toCompletableFuture().join());
-        assertEquals(2, provider.fetches());
+        assertEquals(3, provider.fetches());
+    }
+
+    /**
+     * Connections refused together each call invalidate(), then credentials(): they share one fetch, as the class
+     * promises (review: with every invalidate() letting go of the fetch on its way, each started its own).
+     */
+    @Test
+    void invalidatesOneAfterTheOtherShareOneFetch() {
+        renewalInFlight();
+        provider.invalidate();
+        CompletionStage<Credentials> first = provider.credentials();
+        provider.invalidate();
+        CompletionStage<Credentials> second = provider.credentials();
+        assertEquals(3, provider.fetches(), "the renewal, then one fetch for both");
+        fetches.poll().complete(token("renewal", 100));
+        Credentials fresh = token("fresh", 100);
+        fetches.poll().complete(fresh);
+        assertSame(fresh, first.toCompletableFuture().join());
+        assertSame(fresh, second.toCompletableFuture().join());
+    }
+
+    /** A renewal let go of that fails hands those who waited for it a token fetched since, while that one is valid. */
+    @Test
+    void aRenewalLetGoOfThatFailsHandsItsCallersTheTokenFetchedSince() {
+        renewalInFlight();
+        CompletionStage<Credentials> before = provider.credentials();
+        provider.invalidate();
+        provider.credentials();
+        CompletableFuture<Credentials> renewal = fetches.poll();
+        Credentials fresh = token("fresh", 100);
+        fetches.poll().complete(fresh);
+        renewal.completeExceptionally(new IllegalStateException("endpoint down"));
+        assertSame(fresh, before.toCompletableFuture().join());
+    }
+
+    /** A token t1 fetched, then 85 % of its lifetime passed: the next call starts a renewal (fetch 2), unanswered. */
+    private void renewalInFlight() {
+        provider.credentials();
+        fetches.poll().complete(token("t1", 100));
+        clock.advance(Duration.ofSeconds(85));
+        provider.credentials();
+        assertEquals(2, provider.fetches(), "a renewal on its way");
     }
 
     @Test
