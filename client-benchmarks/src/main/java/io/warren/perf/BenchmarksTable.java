@@ -191,7 +191,7 @@ public final class BenchmarksTable {
                 return row.isZero(value);
             }
         }
-        return value == 0;
+        return Math.abs(value) < 0.005; // format's: two decimals below 10, so 0.004 shows as "0.00"
     }
 
     private static String label(String figure) {

@@ -77,5 +77,10 @@ class BenchmarksTableTest {
                 BenchmarksTable.table(List.of(a, w), Map.of("pubsub 16 B", List.of("alloc_bytes_per_msg")));
         String text = String.join("\n", table);
         assertTrue(table.contains("| pubsub 16 B | allocated B/msg | 0 | 5 | - |"), text);
+
+        a.put("gc_pause_ms_per_s", 0.004); // a figure warren-perf does not label: shown with two decimals
+        w.put("gc_pause_ms_per_s", 2.0);
+        List<String> other = BenchmarksTable.table(List.of(a, w), Map.of("pubsub 16 B", List.of("gc_pause_ms_per_s")));
+        assertTrue(other.contains("| pubsub 16 B | gc_pause_ms_per_s | 0.00 | 2.00 | - |"), String.join("\n", other));
     }
 }
