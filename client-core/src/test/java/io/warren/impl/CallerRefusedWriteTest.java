@@ -19,15 +19,19 @@ import io.warren.codec.content.BasicProperties;
 import io.warren.codec.method.BasicAckEncoder;
 import io.warren.impl.connection.CallerSockets;
 import io.warren.impl.connection.OutboundPath;
+import io.warren.impl.metrics.CountingMetrics;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * A publish that its caller offers to the socket and the socket refuses (an IOException: nothing written; here the JDK
@@ -40,6 +44,7 @@ import org.junit.jupiter.api.Test;
 class CallerRefusedWriteTest {
 
     private final MultiThreadIoEventLoopGroup group = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
+    private final CountingMetrics metrics = new CountingMetrics();
     private Peer first;
     private Peer next;
 
@@ -99,6 +104,44 @@ class CallerRefusedWriteTest {
         assertEquals(List.of(), next.errors);
     }
 
+    /**
+     * A publish queued right behind the refused one is not written to the connection that is going either: both are
+     * carried over, in call order, and each counts once as published (review: the second was written into the closed
+     * channel and failed, and in confirm mode the refused one counted as published, unconfirmed and confirmed).
+     */
+    @ParameterizedTest
+    @ValueSource(booleans = {true, false})
+    void aPublishQueuedBehindTheRefusedOneIsCarriedOverWithIt(boolean confirmMode) throws Exception {
+        Connection connection = connect(new RecoveryOptions());
+        Channel ch = confirmMode
+                ? confirming(connection)
+                : connection.openChannel().toCompletableFuture().get(10, TimeUnit.SECONDS);
+        OutboundPath outbound = ((ConnectionImpl) connection).handler().outbound();
+        CountDownLatch loopHeld = new CountDownLatch(1);
+        outbound.eventLoop().execute(() -> {
+            try {
+                loopHeld.await(10, TimeUnit.SECONDS); // the loop meets both tasks only once both are queued
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        CompletableFuture<PublishOutcome> refused = publishRefused(connection, ch, "p1");
+        CompletableFuture<PublishOutcome> queued = ch.publish(
+                        "", "q", false, BasicProperties.EMPTY, Unpooled.copiedBuffer("p2", StandardCharsets.UTF_8))
+                .toCompletableFuture();
+        loopHeld.countDown();
+        first.close();
+
+        PublishOutcome expected = confirmMode ? PublishOutcome.CONFIRMED : PublishOutcome.SENT;
+        assertEquals(expected, refused.get(10, TimeUnit.SECONDS));
+        assertEquals(expected, queued.get(10, TimeUnit.SECONDS));
+        assertEquals(List.of("p1", "p2"), next.bodies, "both carried over, in call order");
+        assertEquals(confirmMode ? 3 : 2, metrics.published(), "each written publish once (the first one's too)");
+        assertEquals(0, metrics.unconfirmed());
+        assertEquals(0, metrics.failedToPublish());
+        connection.close().toCompletableFuture().get(10, TimeUnit.SECONDS);
+    }
+
     @Test
     void withoutRecoveryTheRefusedPublishFailsAsNotWritten() throws Exception {
         Connection connection = connect(new RecoveryOptions().enabled(false));
@@ -117,7 +160,7 @@ class CallerRefusedWriteTest {
     private Connection connect(RecoveryOptions recovery) throws Exception {
         first = new Peer("refused-first-peer");
         next = new Peer("refused-next-peer");
-        return RecoveryLossWindowTest.connect(group, first, next, recovery);
+        return RecoveryLossWindowTest.connect(group, first, next, recovery, metrics);
     }
 
     /** A channel in confirm mode whose first publish was confirmed: the outbound path is idle. */

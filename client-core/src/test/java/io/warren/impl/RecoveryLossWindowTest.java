@@ -262,7 +262,18 @@ class RecoveryLossWindowTest {
     static Connection connect(
             MultiThreadIoEventLoopGroup group, SocketPeer first, SocketPeer next, RecoveryOptions recovery)
             throws Exception {
-        return new Connector(group, Transport.channelClassFor(group), MetricsCollector.NOOP)
+        return connect(group, first, next, recovery, MetricsCollector.NOOP);
+    }
+
+    /** As {@link #connect(MultiThreadIoEventLoopGroup, SocketPeer, SocketPeer, RecoveryOptions)}, counting in {@code metrics}. */
+    static Connection connect(
+            MultiThreadIoEventLoopGroup group,
+            SocketPeer first,
+            SocketPeer next,
+            RecoveryOptions recovery,
+            MetricsCollector metrics)
+            throws Exception {
+        return new Connector(group, Transport.channelClassFor(group), metrics)
                 .connect(new ConnectionOptions()
                         .addresses(
                                 List.of(new Address("127.0.0.1", first.port()), new Address("127.0.0.1", next.port())))

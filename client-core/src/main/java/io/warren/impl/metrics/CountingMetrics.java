@@ -111,6 +111,14 @@ public final class CountingMetrics implements MetricsCollector, ClientMetrics {
     }
 
     @Override
+    public void publishNotWritten(boolean awaitedConfirm) {
+        published.decrement();
+        if (awaitedConfirm) {
+            outstandingConfirms.decrement();
+        }
+    }
+
+    @Override
     public void messageReturned() {
         returned.increment();
     }

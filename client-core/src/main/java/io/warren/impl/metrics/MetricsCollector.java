@@ -42,6 +42,12 @@ public interface MetricsCollector {
     /** Outstanding confirms failed by a channel or connection close. */
     default void publishesUnconfirmed(int count) {}
 
+    /**
+     * A publish counted as written ({@link #messagePublished}, and {@link #awaitingConfirm} in confirm mode) before
+     * its caller's write, which the socket then refused: nothing of it was written.
+     */
+    default void publishNotWritten(boolean awaitedConfirm) {}
+
     default void messageReturned() {}
 
     /** A message reached a consumer or basic.get. */

@@ -196,14 +196,18 @@ final class ConfirmTracker {
             sentAt[i] = 0;
         }
         outstanding--;
-        metrics.publishesUnconfirmed(1); // no longer awaiting a confirm
+        metrics.publishNotWritten(true); // counted as written and awaiting a confirm before the refused write
         skipSettled();
         lowestForCallers = lowest;
         return true;
     }
 
     private boolean isRefused(long sequence) {
-        for (long r : refused) {
+        return contains(refused, sequence);
+    }
+
+    private static boolean contains(long[] marks, long sequence) {
+        for (long r : marks) {
             if (r == sequence) {
                 return true;
             }
@@ -232,8 +236,9 @@ final class ConfirmTracker {
         } while (!REFUSED.compareAndSet(this, before, after));
     }
 
-    /** A refused publish's outcome {@link #failAll} leaves to its task. */
+    /** A refused publish's outcome {@link #failAll} leaves to its task; its counts as written are taken back. */
     private void leaveToRefusedTask(long sequence, Object slot) {
+        metrics.publishNotWritten(true);
         if (refusedOutcomes == null) {
             refusedOutcomes = new LongObjectHashMap<>(2);
         }
@@ -270,11 +275,11 @@ final class ConfirmTracker {
 
     /** A caller's record taken after {@link #failAll}: it fails as those did, counted as they were. */
     private void failLate(long seq, Object slot) {
-        metrics.publishesUnconfirmed(1);
         if (isRefused(seq)) {
             leaveToRefusedTask(seq, slot); // never written: its task fails it as such, or carries it over
             return;
         }
+        metrics.publishesUnconfirmed(1);
         if (slot != NO_OUTCOME) {
             ((CompletableFuture<?>) slot).completeExceptionally(notConfirmed(seq, failedBy));
         }
@@ -514,9 +519,21 @@ final class ConfirmTracker {
      * {@link PublishNotConfirmedException} (its message was written, so the broker may have it).
      */
     void failAll(Throwable cause) {
-        // Not takeCallers(): the publisher counted what is outstanding; records taken later fail and count one by one
+        takeCallers(); // the callers' records so far fail with the rest; those recorded later fail one by one
+        // (failLate)
         failedBy = cause;
         pendingReturns.clear();
+        // counted before any future fails: whoever its completion wakes sees the metrics include it
+        long[] marks = refused; // one view of the refusals for both passes: a mark made after it comes too late
+        int unconfirmedCount = 0;
+        for (long seq = lowest; seq < next; seq++) {
+            if (slots[(int) seq & mask] != null && !contains(marks, seq)) {
+                unconfirmedCount++;
+            }
+        }
+        if (unconfirmedCount > 0) {
+            metrics.publishesUnconfirmed(unconfirmedCount);
+        }
         while (lowest < next) {
             long seq = lowest++;
             int i = (int) seq & mask;
@@ -525,7 +542,7 @@ final class ConfirmTracker {
             flags[i] = 0;
             if (slot != null) {
                 outstanding--;
-                if (isRefused(seq)) {
+                if (contains(marks, seq)) {
                     leaveToRefusedTask(seq, slot); // never written: its task fails it as such, or carries it over
                 } else if (slot != NO_OUTCOME) {
                     ((CompletableFuture<?>) slot).completeExceptionally(notConfirmed(seq, cause));

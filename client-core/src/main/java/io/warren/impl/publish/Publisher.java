@@ -151,6 +151,8 @@ public final class Publisher {
     private final ArrayDeque<OutboundPath.DiscardableTask> held = new ArrayDeque<>();
     /** Refused publishes ({@link #onRefused}) waiting for the connection's close, which is on its way. */
     private final ArrayDeque<PublishTask> refusedBeforeClose = new ArrayDeque<>(0);
+    /** The socket refused a caller's write: the connection is going, nothing more is written on it. */
+    private boolean connectionGoing;
 
     private final BasicAck ackView = new BasicAck();
     private final BasicNack nackView = new BasicNack();
@@ -400,7 +402,8 @@ public final class Publisher {
      * Writes a framed publish in confirm mode on the caller's thread under the token (held on entry, given back or
      * handed to the loop on return). Its number is spent before the write: recorded for the tracker first, so that
      * the ack always finds it. A socket that refuses it (nothing written) is a connection going: it is closed, as
-     * Netty closes one whose write fails, and the publish fails unconfirmed with the channel's others.
+     * Netty closes one whose write fails, and the publish, never written, is carried over or failed as not written at
+     * the close ({@link #handRefused}).
      */
     private RuntimeException writeConfirmed(
             ConfirmTracker c,
@@ -709,8 +712,11 @@ public final class Publisher {
         } else if (closed) {
             endNotWritten(task);
         } else {
-            direct = false; // nothing else is written by callers on a connection that is going
+            // The connection is going: nothing more is written on it, by callers or the loop. What follows is held
+            // (mustHold) and, with this one, carried over or failed as not written at the close, in call order
+            connectionGoing = true;
             refusedBeforeClose.add(task);
+            updateWritability();
             outbound.channel().close();
         }
     }
@@ -804,6 +810,7 @@ public final class Publisher {
 
     private boolean mustHold() {
         return !held.isEmpty()
+                || connectionGoing
                 || selecting > 0
                 || txs.holdsPublishes()
                 || flowStopped
@@ -835,7 +842,7 @@ public final class Publisher {
         }
         OutboundPath.DiscardableTask next;
         // isUsable: nothing after our channel.close (a select or tx method failed by the close comes here first)
-        while ((next = held.peek()) != null && !closed && state.isUsable() && selecting == 0) {
+        while ((next = held.peek()) != null && !closed && !connectionGoing && state.isUsable() && selecting == 0) {
             if (next instanceof TxTask tx) {
                 held.poll();
                 txs.queue(tx); // behind a tx method queued before it, if any: the RPC queue keeps their order
@@ -1111,7 +1118,8 @@ public final class Publisher {
         closeCause = cause;
         flow.remove(this);
         if (!state.isAwaitingCloseOk() || returnDropped) {
-            failUnconfirmed(cause); // before the held ones: outcomes fail in publish order
+            failUnconfirmed(cause); // before the held ones (a refused one's confirm number may be lower: it is not
+            // failed with these but carried over or failed as not written, below)
         }
         PublishTask refused;
         while ((refused = refusedBeforeClose.poll()) != null) {
@@ -1140,12 +1148,7 @@ public final class Publisher {
     private void failUnconfirmed(AmqpException cause) {
         assert outbound.inEventLoop() : "publisher state off the event loop";
         if (confirms != null) {
-            int outstanding = confirms.outstanding();
-            // counted before any future fails: whoever its completion wakes sees the metrics include it
-            if (outstanding > 0) {
-                metrics.publishesUnconfirmed(outstanding);
-            }
-            confirms.failAll(cause);
+            confirms.failAll(cause); // counts them first (not the refused ones: never written)
         }
     }
 
@@ -1172,11 +1175,12 @@ public final class Publisher {
     void updateWritability() {
         // read once: runs for every publish the loop writes, and the write to `direct` would force a second read
         boolean txWaits = txs.holdsPublishes();
-        boolean mayWriteDirect = selecting == 0 && !txWaits && !flowStopped && held.isEmpty() && !closed;
+        boolean mayWriteDirect =
+                selecting == 0 && !txWaits && !flowStopped && held.isEmpty() && !closed && !connectionGoing;
         if (mayWriteDirect != direct) {
             direct = mayWriteDirect;
         }
-        boolean full = !held.isEmpty() || selecting > 0 || txWaits || flowStopped || windowClosed();
+        boolean full = !held.isEmpty() || selecting > 0 || txWaits || flowStopped || connectionGoing || windowClosed();
         if (full != windowFull) {
             windowFull = full;
         }
