@@ -135,11 +135,12 @@ class CallerRefusedWriteTest {
         PublishOutcome expected = confirmMode ? PublishOutcome.CONFIRMED : PublishOutcome.SENT;
         assertEquals(expected, refused.get(10, TimeUnit.SECONDS));
         assertEquals(expected, queued.get(10, TimeUnit.SECONDS));
+        connection.close().toCompletableFuture().get(10, TimeUnit.SECONDS);
+        next.awaitEnd(10_000); // SENT says written to the socket, not read by the peer yet
         assertEquals(List.of("p1", "p2"), next.bodies, "both carried over, in call order");
         assertEquals(confirmMode ? 3 : 2, metrics.published(), "each written publish once (the first one's too)");
         assertEquals(0, metrics.unconfirmed());
         assertEquals(0, metrics.failedToPublish());
-        connection.close().toCompletableFuture().get(10, TimeUnit.SECONDS);
     }
 
     @Test
