@@ -149,9 +149,10 @@ public final class Publisher {
     // event loop only
     /** Publishes waiting to be written, in order, and the tx methods called between them ({@link TxTask}). */
     private final ArrayDeque<OutboundPath.DiscardableTask> held = new ArrayDeque<>();
-    /** Refused publishes ({@link #onRefused}) waiting for the connection's close, which is on its way. */
-    private final ArrayDeque<PublishTask> refusedBeforeClose = new ArrayDeque<>(0);
-    /** The socket refused a caller's write: the connection is going, nothing more is written on it. */
+    /**
+     * The socket refused a caller's write: the connection is going, nothing more is written on it; what is published
+     * meanwhile, the refused publish first, is held until the close.
+     */
     private boolean connectionGoing;
 
     private final BasicAck ackView = new BasicAck();
@@ -403,7 +404,8 @@ public final class Publisher {
      * handed to the loop on return). Its number is spent before the write: recorded for the tracker first, so that
      * the ack always finds it. A socket that refuses it (nothing written) is a connection going: it is closed, as
      * Netty closes one whose write fails, and the publish, never written, is carried over or failed as not written at
-     * the close ({@link #handRefused}).
+     * the close ({@link #handRefused}). Takes {@code body} in every case: written (released once written), handed over
+     * with the rest, handed to the loop with the refusal, or released when it cannot be written at all.
      */
     private RuntimeException writeConfirmed(
             ConfirmTracker c,
@@ -705,17 +707,20 @@ public final class Publisher {
     private void onRefused(PublishTask task) {
         ConfirmTracker c = callerConfirms;
         boolean settles = task.refusedSequence == 0 || c != null && c.forgetRefused(task.refusedSequence);
-        flow.dequeued(task.bytes);
         if (!settles) {
+            flow.dequeued(task.bytes);
             task.releaseBody();
             flow.releaseTask(task);
         } else if (closed) {
+            flow.dequeued(task.bytes);
             endNotWritten(task);
         } else {
-            // The connection is going: nothing more is written on it, by callers or the loop. What follows is held
-            // (mustHold) and, with this one, carried over or failed as not written at the close, in call order
+            // The connection is going: nothing more is written on it, by callers or the loop. This one and what
+            // follows are held (mustHold, and releaseHeld lets none go) until the close carries them over or fails
+            // them as not written, in call order
             connectionGoing = true;
-            refusedBeforeClose.add(task);
+            held.add(task);
+            flow.hold(task.bytes);
             updateWritability();
             outbound.channel().close();
         }
@@ -1120,10 +1125,6 @@ public final class Publisher {
         if (!state.isAwaitingCloseOk() || returnDropped) {
             failUnconfirmed(cause); // before the held ones (a refused one's confirm number may be lower: it is not
             // failed with these but carried over or failed as not written, below)
-        }
-        PublishTask refused;
-        while ((refused = refusedBeforeClose.poll()) != null) {
-            endNotWritten(refused); // before the held ones: made before them
         }
         OutboundPath.DiscardableTask next;
         while ((next = held.poll()) != null) {
