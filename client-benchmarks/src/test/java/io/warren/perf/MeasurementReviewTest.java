@@ -12,7 +12,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.locks.LockSupport;
-import org.HdrHistogram.Histogram;
 import org.junit.jupiter.api.Test;
 
 /** How warren-perf measures and reports: each test failed before its fix (a review of the tool found them). */
@@ -38,26 +37,7 @@ class MeasurementReviewTest {
             timeline.add(new ProgressTicker.TimelinePoint(
                     t, sent / 10.0, 0, received / 10.0, Double.NaN, Double.NaN, 100, 200, backlog, 50, 20));
         }
-        ResourceMeter.Usage usage = new ResourceMeter.Usage(
-                1_000_000L, 1000L, 1, null, null, 0, 0, 0, 0, 10L, 5L, null, 0, null, null, 0, null);
-        RunResult r = new RunResult(
-                null,
-                "warren",
-                "nio",
-                1,
-                o,
-                "amqp://guest@localhost:5672",
-                0,
-                10.0,
-                new Metrics.Counters(sent, 0, 0, 0, received, 0, 0),
-                new Histogram(3),
-                new Histogram(3),
-                new Histogram(3),
-                timeline,
-                usage,
-                null,
-                "time",
-                null);
+        RunResult r = RunWarningsTest.result(o, sent, received, timeline, null, null);
         assertEquals(8_000L, r.backlogAtEnd());
         assertNull(
                 r.backlogWarning(),

@@ -65,6 +65,17 @@ class RunWarningsTest {
             timeline.add(new ProgressTicker.TimelinePoint(
                     t, sent / 10.0, 0, received / 10.0, Double.NaN, Double.NaN, 100, 200, backlog, 50, 20));
         }
+        return result(options, sent, received, timeline, stolenPercent, failure);
+    }
+
+    /** A 10 s Warren run that sent and received so many, over {@code timeline}. */
+    static RunResult result(
+            RunOptions options,
+            long sent,
+            long received,
+            List<ProgressTicker.TimelinePoint> timeline,
+            Double stolenPercent,
+            String failure) {
         ResourceMeter.Usage usage = new ResourceMeter.Usage(
                 1_000_000L, 1000L, 1, null, null, 0, 0, 0, 0, 10L, 5L, null, 0, stolenPercent, null, 0, null);
         return new RunResult(

@@ -15,9 +15,9 @@ import org.slf4j.LoggerFactory;
  * Credentials from a {@link TokenSource} (an OAuth 2 token endpoint, say), kept until
  * {@value CredentialsProvider#REFRESH_RATIO_PERCENT}% of the token's lifetime has passed and then fetched
  * again. One provider may serve many connections: they share the token, and at most one fetch is in flight
- * at a time (callers meanwhile get the same stage), but for a renewal that {@link #invalidate()} let go of. A fetch that fails while the current token is still valid
- * leaves that token in use (logged) so that a flaky token endpoint does not close connections; once the token
- * has expired, the failure reaches the caller. A fetch that has not answered within its timeout
+ * at a time (callers meanwhile get the same stage), but for a renewal that {@link #invalidate()} let go of. A
+ * fetch that fails while the current token is still valid leaves that token in use (logged) so that a flaky token
+ * endpoint does not close connections; once the token has expired, the failure reaches the caller. A fetch that has not answered within its timeout
  * ({@value #DEFAULT_FETCH_TIMEOUT_SECONDS} s unless given) fails the same way and the next call starts another: one
  * hung request (an HTTP client without a request timeout) must not hold every later connect and refresh for ever.
  * A timeout completes the waiting stages on {@link CompletableFuture}'s default asynchronous pool, never on the

@@ -126,9 +126,7 @@ class CallerRefusedWriteTest {
             }
         });
         CompletableFuture<PublishOutcome> refused = publishRefused(connection, ch, "p1");
-        CompletableFuture<PublishOutcome> queued = ch.publish(
-                        "", "q", false, BasicProperties.EMPTY, Unpooled.copiedBuffer("p2", StandardCharsets.UTF_8))
-                .toCompletableFuture();
+        CompletableFuture<PublishOutcome> queued = RecoveryLossWindowTest.publish(ch, "p2");
         loopHeld.countDown();
         first.close();
 
@@ -170,14 +168,7 @@ class CallerRefusedWriteTest {
         ch.confirmSelect().toCompletableFuture().get(10, TimeUnit.SECONDS);
         assertEquals(
                 PublishOutcome.CONFIRMED,
-                ch.publish(
-                                "",
-                                "q",
-                                false,
-                                BasicProperties.EMPTY,
-                                Unpooled.copiedBuffer("before", StandardCharsets.UTF_8))
-                        .toCompletableFuture()
-                        .get(10, TimeUnit.SECONDS));
+                RecoveryLossWindowTest.publish(ch, "before").get(10, TimeUnit.SECONDS));
         return ch;
     }
 

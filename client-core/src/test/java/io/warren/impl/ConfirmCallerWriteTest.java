@@ -41,7 +41,6 @@ import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -420,14 +419,6 @@ class ConfirmCallerWriteTest {
                             + "sequence number " + stamped);
                 }
             }
-        }
-
-        boolean await(BooleanSupplier condition) throws InterruptedException {
-            long deadline = System.currentTimeMillis() + 30_000;
-            while (!condition.getAsBoolean() && System.currentTimeMillis() < deadline && errors.isEmpty()) {
-                Thread.sleep(5);
-            }
-            return condition.getAsBoolean();
         }
 
         String state() {

@@ -94,13 +94,9 @@ class RecoveryLossWindowTest {
         Channel ch = connection.openChannel().toCompletableFuture().get(10, TimeUnit.SECONDS);
         CountDownLatch published = new CountDownLatch(1);
         holdTheLoopInTheLossWindow(ch, published);
-        CompletableFuture<PublishOutcome> inTheWindow = ch.publish(
-                        "", "q", false, BasicProperties.EMPTY, Unpooled.copiedBuffer("window", StandardCharsets.UTF_8))
-                .toCompletableFuture();
+        CompletableFuture<PublishOutcome> inTheWindow = publish(ch, "window");
         published.countDown();
-        CompletableFuture<PublishOutcome> after = ch.publish(
-                        "", "q", false, BasicProperties.EMPTY, Unpooled.copiedBuffer("after", StandardCharsets.UTF_8))
-                .toCompletableFuture();
+        CompletableFuture<PublishOutcome> after = publish(ch, "after");
 
         assertEquals(PublishOutcome.SENT, inTheWindow.get(10, TimeUnit.SECONDS));
         assertEquals(PublishOutcome.SENT, after.get(10, TimeUnit.SECONDS));
@@ -112,9 +108,10 @@ class RecoveryLossWindowTest {
     }
 
     /**
-     * The "retry in the failure callback" pattern: the declare the loss fails is answered by a publish from its callback,
-     * on the event loop inside the channel's close. Recovery takes the channel over a moment later, so the publish is
-     * held for the recovered channel, before the application's next one (before, it was refused: "channel 1 is closed").
+     * The "retry in the failure callback" pattern: the declare the loss fails is answered by a publish from its
+     * callback, on the event loop inside the channel's close. Recovery takes the channel over a moment later, so the
+     * publish is held for the recovered channel, before the application's next one (before, it was refused: "channel 1
+     * is closed").
      */
     @Test
     void aPublishFromACallbackOnTheLoopInsideTheLossIsHeldForTheRecoveredOne() throws Exception {
@@ -123,13 +120,7 @@ class RecoveryLossWindowTest {
         CompletableFuture<CompletableFuture<PublishOutcome>> retried = new CompletableFuture<>();
         ch.queueDeclare(QueueSpec.named("q")).whenComplete((ok, e) -> {
             try {
-                retried.complete(ch.publish(
-                                "",
-                                "q",
-                                false,
-                                BasicProperties.EMPTY,
-                                Unpooled.copiedBuffer("retry", StandardCharsets.UTF_8))
-                        .toCompletableFuture());
+                retried.complete(publish(ch, "retry"));
             } catch (RuntimeException refused) {
                 retried.completeExceptionally(refused);
             }
@@ -137,9 +128,7 @@ class RecoveryLossWindowTest {
         lost.cut();
         lost.close(); // the reconnection goes to the next peer
         CompletableFuture<PublishOutcome> retry = retried.get(10, TimeUnit.SECONDS);
-        CompletableFuture<PublishOutcome> after = ch.publish(
-                        "", "q", false, BasicProperties.EMPTY, Unpooled.copiedBuffer("after", StandardCharsets.UTF_8))
-                .toCompletableFuture();
+        CompletableFuture<PublishOutcome> after = publish(ch, "after");
 
         assertEquals(PublishOutcome.SENT, retry.get(10, TimeUnit.SECONDS));
         assertEquals(PublishOutcome.SENT, after.get(10, TimeUnit.SECONDS));
@@ -165,7 +154,7 @@ class RecoveryLossWindowTest {
         b.queueDeclare(QueueSpec.named("q")).whenComplete((ok, e) -> made.add(publish(a, "y")));
         lost.cut();
         lost.close();
-        awaitBodies(2);
+        assertTrue(next.await(() -> next.bodies.size() >= 2), "both written: " + next.bodies);
         assertEquals(List.of("x", "y"), next.bodies, "call order, on the loop's thread");
         for (CompletableFuture<PublishOutcome> f : made) {
             assertEquals(PublishOutcome.SENT, f.get(10, TimeUnit.SECONDS));
@@ -186,10 +175,7 @@ class RecoveryLossWindowTest {
         b.queueDeclare(QueueSpec.named("q")).whenComplete((ok, e) -> a.queueDeclare(QueueSpec.named("z")));
         lost.cut();
         lost.close();
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (next.wire.size() < 2 && System.nanoTime() < deadline) {
-            Thread.sleep(1);
-        }
+        assertTrue(next.await(() -> next.wire.size() >= 2), "both sent: " + next.wire);
         assertEquals(List.of("x", "queue.declare"), next.wire, "call order, on the loop's thread");
         connection.close().toCompletableFuture().get(10, TimeUnit.SECONDS);
     }
@@ -206,29 +192,19 @@ class RecoveryLossWindowTest {
         CompletableFuture<PublishOutcome> unconfirmed = publish(a, "p"); // the first peer confirms nothing
         a.queueDeclare(QueueSpec.named("q")).whenComplete((ok, e) -> publish(a, "x"));
         unconfirmed.whenComplete((o, e) -> publish(a, "y"));
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (lost.bodies.isEmpty() && System.nanoTime() < deadline) {
-            Thread.sleep(1);
-        }
+        assertTrue(lost.await(() -> !lost.bodies.isEmpty()), "p written before the loss");
         assertEquals(List.of("p"), lost.bodies, "p written before the loss");
         lost.cut();
         lost.close();
-        awaitBodies(2);
+        assertTrue(next.await(() -> next.bodies.size() >= 2), "both written: " + next.bodies);
         assertEquals(List.of("x", "y"), next.bodies, "call order, on the loop's thread");
         connection.close().toCompletableFuture().get(10, TimeUnit.SECONDS);
     }
 
-    private static CompletableFuture<PublishOutcome> publish(Channel ch, String body) {
+    /** Publishes {@code body} to queue q through the default exchange; its outcome. */
+    static CompletableFuture<PublishOutcome> publish(Channel ch, String body) {
         return ch.publish("", "q", false, BasicProperties.EMPTY, Unpooled.copiedBuffer(body, StandardCharsets.UTF_8))
                 .toCompletableFuture();
-    }
-
-    /** Waits (10 s at most) until the next peer has read {@code n} publishes. */
-    private void awaitBodies(int n) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (next.bodies.size() < n && System.nanoTime() < deadline) {
-            Thread.sleep(1);
-        }
     }
 
     /**
@@ -265,7 +241,7 @@ class RecoveryLossWindowTest {
         return connect(group, first, next, recovery, MetricsCollector.NOOP);
     }
 
-    /** As {@link #connect(MultiThreadIoEventLoopGroup, SocketPeer, SocketPeer, RecoveryOptions)}, counting in {@code metrics}. */
+    /** As the other {@code connect} with a group, counting in {@code metrics}. */
     static Connection connect(
             MultiThreadIoEventLoopGroup group,
             SocketPeer first,

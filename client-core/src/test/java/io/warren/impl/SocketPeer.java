@@ -38,6 +38,7 @@ import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BooleanSupplier;
 
 /**
  * A broker on a real loopback socket, for tests of what callers write to the JDK socket (which an
@@ -165,6 +166,15 @@ abstract class SocketPeer implements AutoCloseable, Runnable {
         s.setSoLinger(true, 0);
         s.close();
         resume();
+    }
+
+    /** Waits up to 30 s for {@code condition}, less when the peer records an error; whether it holds. */
+    boolean await(BooleanSupplier condition) throws InterruptedException {
+        long deadline = System.currentTimeMillis() + 30_000;
+        while (!condition.getAsBoolean() && System.currentTimeMillis() < deadline && errors.isEmpty()) {
+            Thread.sleep(5);
+        }
+        return condition.getAsBoolean();
     }
 
     /** Waits for the peer to end its reading: the client closed, or the peer failed. */
