@@ -101,9 +101,14 @@ class RecoveryLossWindowTest {
         assertEquals(PublishOutcome.SENT, inTheWindow.get(10, TimeUnit.SECONDS));
         assertEquals(PublishOutcome.SENT, after.get(10, TimeUnit.SECONDS));
         assertTrue(ch.isOpen(), "the channel was recovered");
+        assertWrittenInCallOrder(connection, "window", "after");
+    }
+
+    /** Closes {@code connection}, then: the next peer read {@code bodies}, in that order, and found no fault. */
+    private void assertWrittenInCallOrder(Connection connection, String... bodies) throws Exception {
         connection.close().toCompletableFuture().get(10, TimeUnit.SECONDS);
         next.awaitEnd(10_000);
-        assertEquals(List.of("window", "after"), next.bodies, "both written, in call order, on the new connection");
+        assertEquals(List.of(bodies), next.bodies, "written, in call order, on the new connection");
         assertEquals(List.of(), next.errors);
     }
 
@@ -132,10 +137,7 @@ class RecoveryLossWindowTest {
 
         assertEquals(PublishOutcome.SENT, retry.get(10, TimeUnit.SECONDS));
         assertEquals(PublishOutcome.SENT, after.get(10, TimeUnit.SECONDS));
-        connection.close().toCompletableFuture().get(10, TimeUnit.SECONDS);
-        next.awaitEnd(10_000);
-        assertEquals(List.of("retry", "after"), next.bodies, "both written, in call order, on the new connection");
-        assertEquals(List.of(), next.errors);
+        assertWrittenInCallOrder(connection, "retry", "after");
     }
 
     /**
