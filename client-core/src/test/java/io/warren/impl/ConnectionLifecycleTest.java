@@ -28,6 +28,7 @@ import io.warren.codec.method.ConnectionBlockedEncoder;
 import io.warren.codec.method.ConnectionClose;
 import io.warren.codec.method.ConnectionCloseEncoder;
 import io.warren.codec.method.ConnectionCloseOkEncoder;
+import io.warren.codec.method.ConnectionTuneEncoder;
 import io.warren.codec.method.ConnectionUnblockedEncoder;
 import io.warren.codec.method.MethodIds;
 import io.warren.codec.method.QueueDeclareOkEncoder;
@@ -431,7 +432,7 @@ class ConnectionLifecycleTest {
             });
             broker.sendRaw(FakeBroker.ALLOC.buffer(7).writeByte(9).writeShort(0).writeInt(0));
             assertTrue(broker.client.isOpen());
-            long graceMillis = TimeUnit.NANOSECONDS.toMillis(ConnectionHandler.FRAME_ERROR_CLOSE_GRACE_NANOS);
+            long graceMillis = TimeUnit.NANOSECONDS.toMillis(ConnectionHandler.CLOSE_WRITE_GRACE_NANOS);
             broker.client.advanceTimeBy(graceMillis - 1, TimeUnit.MILLISECONDS);
             broker.client.runScheduledPendingTasks();
             assertTrue(broker.client.isOpen());
@@ -439,6 +440,77 @@ class ConnectionLifecycleTest {
             broker.client.runScheduledPendingTasks();
             assertFalse(broker.client.isOpen(), "closed after the grace, far within the 10 s close timeout");
             assertEquals(501, c.closeFuture().toCompletableFuture().join().replyCode());
+        }
+    }
+
+    /** A peer that sent connection.close and then stopped reading cannot hold the socket open: close-ok is unwritten. */
+    @Test
+    void theBrokersCloseClosesTheSocketAfterAShortGraceWhenCloseOkCannotBeWritten() {
+        try (FakeBroker broker = new FakeBroker(new ConnectionOptions().closeTimeout(Duration.ofSeconds(10)))) {
+            broker.client.freezeTime();
+            ConnectionImpl c = broker.handshake();
+            broker.client.pipeline().addFirst(new ChannelOutboundHandlerAdapter() {
+                @Override
+                public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
+                    io.netty.util.ReferenceCountUtil.release(msg); // never written: the promise stays open
+                }
+            });
+            broker.send(0, new ConnectionCloseEncoder().replyCode(320).replyText("CONNECTION_FORCED - shutdown"));
+            assertTrue(broker.client.isOpen());
+            long graceMillis = TimeUnit.NANOSECONDS.toMillis(ConnectionHandler.CLOSE_WRITE_GRACE_NANOS);
+            broker.client.advanceTimeBy(graceMillis - 1, TimeUnit.MILLISECONDS);
+            broker.client.runScheduledPendingTasks();
+            assertTrue(broker.client.isOpen());
+            broker.client.advanceTimeBy(1, TimeUnit.MILLISECONDS);
+            broker.client.runScheduledPendingTasks();
+            assertFalse(broker.client.isOpen(), "closed after the grace, without waiting on the peer");
+            ConnectionClosedException reason =
+                    c.closeFuture().toCompletableFuture().join();
+            assertEquals(320, reason.replyCode());
+            assertTrue(reason.initiatedByBroker());
+        }
+    }
+
+    /** Crossing closes: the broker's close shortens the wait that the application's close armed, and leaves no timer. */
+    @Test
+    void theBrokersCloseCrossingOursClosesTheSocketOnceCloseOkIsWritten() {
+        try (FakeBroker broker = new FakeBroker(new ConnectionOptions().closeTimeout(Duration.ofSeconds(10)))) {
+            broker.client.freezeTime();
+            ConnectionImpl c = broker.handshake();
+            CompletionStage<Void> closed = c.close();
+            broker.expectAndRelease(0, MethodIds.CONNECTION_CLOSE);
+            broker.send(0, new ConnectionCloseEncoder().replyCode(320).replyText("CONNECTION_FORCED - shutdown"));
+            broker.expectAndRelease(0, MethodIds.CONNECTION_CLOSE_OK);
+            broker.client.runPendingTasks();
+            assertFalse(broker.client.isOpen());
+            closed.toCompletableFuture().join();
+            assertEquals(-1, broker.client.runScheduledPendingTasks(), "no timer left behind");
+        }
+    }
+
+    /** Channel 0 carries the connection class only: another class's method there is 504, as RabbitMQ answers it. */
+    @Test
+    void aChannelClassMethodOnChannelZeroIs504() {
+        try (FakeBroker broker = new FakeBroker()) {
+            ConnectionImpl c = broker.handshake();
+            broker.send(0, new BasicAckEncoder().deliveryTag(1));
+            expectClose(broker, 504);
+            broker.send(0, new ConnectionCloseOkEncoder());
+            assertEquals(504, c.closeFuture().toCompletableFuture().join().replyCode());
+        }
+    }
+
+    /** A connection method out of its sequence (a second connection.tune on an open connection) is 503. */
+    @Test
+    void aConnectionMethodOutOfSequenceIs503() {
+        try (FakeBroker broker = new FakeBroker()) {
+            ConnectionImpl c = broker.handshake();
+            broker.send(
+                    0,
+                    new ConnectionTuneEncoder().channelMax(0).frameMax(131072).heartbeat(0));
+            expectClose(broker, 503);
+            broker.send(0, new ConnectionCloseOkEncoder());
+            assertEquals(503, c.closeFuture().toCompletableFuture().join().replyCode());
         }
     }
 

@@ -21,6 +21,7 @@ import io.warren.codec.base.AmqpProtocolException;
 import io.warren.codec.base.FrameType;
 import io.warren.codec.base.ReplyCode;
 import io.warren.codec.method.ConnectionBlocked;
+import io.warren.codec.method.ConnectionClose;
 import io.warren.codec.method.MethodIds;
 import io.warren.impl.metrics.MetricsCollector;
 import java.util.Map;
@@ -49,10 +50,11 @@ public final class ConnectionHandler extends PassThroughInboundHandler implement
     private static final Logger LOG = LoggerFactory.getLogger(ConnectionHandler.class);
 
     /**
-     * After a frame-level error the socket closes once connection.close is written; this bounds the wait for
-     * that write (a peer that does not read), when it is shorter than the close timeout.
+     * After a frame-level error the socket closes once connection.close is written, and after the broker's
+     * connection.close once close-ok is written; this bounds the wait for that write (a peer that does not read),
+     * when it is shorter than the close timeout.
      */
-    public static final long FRAME_ERROR_CLOSE_GRACE_NANOS = TimeUnit.SECONDS.toNanos(1);
+    public static final long CLOSE_WRITE_GRACE_NANOS = TimeUnit.SECONDS.toNanos(1);
 
     enum State {
         HANDSHAKE,
@@ -357,9 +359,12 @@ public final class ConnectionHandler extends PassThroughInboundHandler implement
         } else if (key == MethodIds.CONNECTION_UPDATE_SECRET_OK) {
             secrets.onUpdateSecretOk();
         } else {
+            // Channel 0 is the connection's: another class's method there uses a channel nobody opened (504, as
+            // RabbitMQ answers it); a connection method out of its sequence is an invalid command (503).
+            boolean connectionClass = MethodIds.classId(key) == ConnectionClose.CLASS_ID;
             throw new AmqpProtocolException(
-                    ReplyCode.UNEXPECTED_FRAME,
-                    "unexpected " + MethodNames.describe(key) + " on an open connection",
+                    connectionClass ? ReplyCode.COMMAND_INVALID : ReplyCode.CHANNEL_ERROR,
+                    "unexpected " + MethodNames.describe(key) + " on channel 0 of an open connection",
                     FrameType.METHOD,
                     0,
                     MethodIds.classId(key),
@@ -550,7 +555,7 @@ public final class ConnectionHandler extends PassThroughInboundHandler implement
      * Sends connection.close and closes the socket on close-ok, or after the close timeout. When the frame
      * decoder has failed ({@code closeOkReadable} false) close-ok could never be read: the socket closes as soon
      * as connection.close is written (the peer learns why; waiting for its answer would only hold the caller),
-     * and no later than {@link #FRAME_ERROR_CLOSE_GRACE_NANOS}.
+     * and no later than {@link #CLOSE_WRITE_GRACE_NANOS}.
      */
     private void startClosing(
             AmqpException cause, int replyCode, String replyText, int classId, int methodId, boolean closeOkReadable) {
@@ -561,16 +566,11 @@ public final class ConnectionHandler extends PassThroughInboundHandler implement
         ByteBuf close = Requests.connectionClose(ctx.alloc(), replyCode, replyText, classId, methodId);
         if (closeOkReadable) {
             outbound.write(close);
-            closeTimer = ctx.executor()
-                    .schedule(new CloseTimeout(false), options.closeTimeout().toNanos(), TimeUnit.NANOSECONDS);
+            armCloseTimer(new CloseTimeout(CloseTimeout.NO_CLOSE_OK), Long.MAX_VALUE);
         } else {
             outbound.write(close, failure -> ctx.close()); // written or not: nothing more to wait for
             outbound.flushNow();
-            closeTimer = ctx.executor()
-                    .schedule(
-                            new CloseTimeout(true),
-                            Math.min(options.closeTimeout().toNanos(), FRAME_ERROR_CLOSE_GRACE_NANOS),
-                            TimeUnit.NANOSECONDS);
+            armCloseTimer(new CloseTimeout(CloseTimeout.CLOSE_NOT_WRITTEN), CLOSE_WRITE_GRACE_NANOS);
         }
     }
 
@@ -591,23 +591,33 @@ public final class ConnectionHandler extends PassThroughInboundHandler implement
         }
     }
 
-    /** No close-ok in time (or, after a frame error, connection.close not written within the grace). */
+    /**
+     * No close-ok in time; or connection.close (after a frame error), or close-ok (after the broker's close), not
+     * written within the grace.
+     */
     private final class CloseTimeout implements Runnable {
-        private final boolean frameError;
+        static final int NO_CLOSE_OK = 0;
+        static final int CLOSE_NOT_WRITTEN = 1;
+        static final int CLOSE_OK_NOT_WRITTEN = 2;
 
-        CloseTimeout(boolean frameError) {
-            this.frameError = frameError;
+        private final int reason;
+
+        CloseTimeout(int reason) {
+            this.reason = reason;
         }
 
         @Override
         public void run() {
-            if (frameError) {
-                LOG.debug("connection.close to {} not written within the grace; closing the socket", address);
-            } else {
-                LOG.debug(
-                        "no connection.close-ok from {} within {}; closing the socket",
-                        address,
-                        options.closeTimeout());
+            switch (reason) {
+                case CLOSE_NOT_WRITTEN ->
+                    LOG.debug("connection.close to {} not written within the grace; closing the socket", address);
+                case CLOSE_OK_NOT_WRITTEN ->
+                    LOG.debug("connection.close-ok to {} not written within the grace; closing the socket", address);
+                default ->
+                    LOG.debug(
+                            "no connection.close-ok from {} within {}; closing the socket",
+                            address,
+                            options.closeTimeout());
             }
             ctx.close();
         }
@@ -629,8 +639,23 @@ public final class ConnectionHandler extends PassThroughInboundHandler implement
         state = State.CLOSING;
         facade.closing();
         failChannels(closeCause);
-        // The broker closes the socket once it has our close-ok; we close it too, in case it does not.
+        // The broker closes the socket once it has our close-ok; we close it too, in case it does not, once close-ok
+        // is written, or after the grace when a peer that stopped reading keeps it (and what was queued before it)
+        // from being written.
         outbound.write(Requests.connectionCloseOk(ctx.alloc()), c -> ctx.close());
+        armCloseTimer(new CloseTimeout(CloseTimeout.CLOSE_OK_NOT_WRITTEN), CLOSE_WRITE_GRACE_NANOS);
+    }
+
+    /**
+     * Closes the socket after {@code nanos} (bounded by the close timeout) unless it closes first; replaces a timer
+     * already armed, as when the broker's connection.close crosses ours.
+     */
+    private void armCloseTimer(CloseTimeout timeout, long nanos) {
+        if (closeTimer != null) {
+            closeTimer.cancel(false);
+        }
+        closeTimer = ctx.executor()
+                .schedule(timeout, Math.min(options.closeTimeout().toNanos(), nanos), TimeUnit.NANOSECONDS);
     }
 
     private ConnectionClosedException handshakeRefusal(Replies.Close close) {
