@@ -15,8 +15,10 @@ public interface RecoveryListener {
     /**
      * A reconnection attempt failed. {@code willRetry} false means recovery gave up (the bound of
      * {@link RecoveryOptions#maxAttempts} or {@link RecoveryOptions#maxDuration} was reached, or the broker refused
-     * the connection for a reason a retry cannot fix, such as authentication): the connection is closed, and its
-     * {@link Connection#closeFuture()} says why.
+     * the connection for a reason a retry cannot fix, such as authentication, or the client's event loop shut
+     * down): the connection is closed, and its {@link Connection#closeFuture()} says why. Each failed attempt is told
+     * once, and {@code true} only when the next attempt is already scheduled: the last failure is not told as retried
+     * first.
      */
     default void recoveryFailed(Connection connection, Throwable cause, boolean willRetry) {}
 

@@ -54,13 +54,16 @@ class RecoveryLoopShutdownTest {
         final RecordingRecoveryListener recovery;
 
         Recovering(Duration backoff, HoldingPeer then) throws Exception {
+            this(new RecoveryOptions().backoff(backoff, backoff, 1.0, 0.0), then);
+        }
+
+        Recovering(RecoveryOptions recoveryOptions, HoldingPeer then) throws Exception {
             List<Address> addresses = then == null
                     ? List.of(new Address("127.0.0.1", first.port()))
                     : List.of(new Address("127.0.0.1", first.port()), new Address("127.0.0.1", then.port()));
             AmqpClient client = AmqpClient.create(new ClientOptions().eventLoopGroup(group));
-            connection = client.connect(new ConnectionOptions()
-                            .addresses(addresses)
-                            .recovery(new RecoveryOptions().backoff(backoff, backoff, 1.0, 0.0)))
+            connection = client.connect(
+                            new ConnectionOptions().addresses(addresses).recovery(recoveryOptions))
                     .toCompletableFuture()
                     .get(10, TimeUnit.SECONDS);
             channel = connection.openChannel().toCompletableFuture().get(10, TimeUnit.SECONDS);
@@ -82,9 +85,18 @@ class RecoveryLoopShutdownTest {
 
         /** Shuts the group down and checks that everything ended, as when recovery's attempts run out. */
         void shutDownAndExpectTheEnd() throws Exception {
+            shutDownAndExpectTheEnd(0);
+        }
+
+        /**
+         * As {@link #shutDownAndExpectTheEnd()}, with a quiet period: the loop closes its sockets at once and runs
+         * what they complete, while it already counts as shutting down.
+         */
+        void shutDownAndExpectTheEnd(long quietSeconds) throws Exception {
             CompletionStage<Void> writable = channel.whenWritable();
             assertFalse(connection.closeFuture().toCompletableFuture().isDone());
-            group.shutdownGracefully(0, 0, TimeUnit.SECONDS).sync();
+            group.shutdownGracefully(quietSeconds, quietSeconds + 10, TimeUnit.SECONDS)
+                    .sync();
             var closed = connection.closeFuture().toCompletableFuture().get(10, TimeUnit.SECONDS);
             assertTrue(closed.getMessage().contains("event loop shut down"), () -> "closed: " + closed);
             assertTrue(channel.closeFuture().toCompletableFuture().isDone(), "the channel's close future completed");
@@ -109,6 +121,32 @@ class RecoveryLoopShutdownTest {
         r.lose();
         assertTrue(second.held.await(10, TimeUnit.SECONDS), "the attempt reached connection.open");
         r.shutDownAndExpectTheEnd();
+    }
+
+    /**
+     * The attempt's socket, closed by the shutting-down loop, fails the attempt on that loop: the listeners hear that
+     * recovery gave up, not first that it will retry.
+     */
+    @Test
+    void whileAnAttemptIsInFlightAndTheLoopRunsOnForAQuietPeriod() throws Exception {
+        second = new HoldingPeer(3, "recovery-peer"); // start-ok, tune-ok, then connection.open waits
+        Recovering r = new Recovering(Duration.ofMillis(1), second);
+        r.lose();
+        assertTrue(second.held.await(10, TimeUnit.SECONDS), "the attempt reached connection.open");
+        r.shutDownAndExpectTheEnd(1);
+    }
+
+    /** An attempt that fails once maxDuration has passed is the last: no "will retry" before the end. */
+    @Test
+    void anAttemptThatFailsAfterMaxDurationIsToldAsTheLast() throws Exception {
+        Duration backoff = Duration.ofMinutes(1); // the wait is cut to maxDuration: one attempt, at the deadline
+        Recovering r = new Recovering(
+                new RecoveryOptions().backoff(backoff, backoff, 1.0, 0.0).maxDuration(Duration.ofMillis(200)), null);
+        r.lose(); // the first peer is closed: the attempt is refused
+        var closed = r.connection.closeFuture().toCompletableFuture().get(10, TimeUnit.SECONDS);
+        assertTrue(closed.getMessage().contains("maxDuration"), () -> "closed: " + closed);
+        group.submit(() -> {}).sync(); // what the loop recorded is visible
+        assertEquals(List.of("recovery started", "recovery failed"), r.recovery.events());
     }
 
     @Test

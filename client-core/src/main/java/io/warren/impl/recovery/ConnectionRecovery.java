@@ -432,12 +432,17 @@ public final class ConnectionRecovery {
             loopWatch.arm(loop, LOOP_WATCH_NANOS);
         }
         if (phase == Phase.CONNECTING) { // not given up by a loop that refused the watch
-            scheduleAttempt();
+            scheduleAttempt(null);
         }
         return true;
     }
 
-    private void scheduleAttempt() {
+    /**
+     * Schedules the next attempt, or gives up (attempts or time run out, the loop shuts down). {@code failed}, the
+     * attempt that just failed, is told to the listeners as retried only once the next attempt is scheduled: a
+     * failure that turns out to be the last is told once, with {@code willRetry=false}.
+     */
+    private void scheduleAttempt(Throwable failed) {
         attempts++;
         if (recovery.maxAttempts() > 0 && attempts > recovery.maxAttempts()) {
             giveUp(
@@ -476,6 +481,10 @@ public final class ConnectionRecovery {
             timer = loop.schedule(() -> attempt(gen), delay, TimeUnit.NANOSECONDS);
         } catch (RejectedExecutionException e) {
             loopShutDown(e);
+            return;
+        }
+        if (failed != null) {
+            tell(failed, true); // on the loop: before the attempt it scheduled can run
         }
     }
 
@@ -547,12 +556,7 @@ public final class ConnectionRecovery {
             giveUp(error instanceof AmqpException a ? a : new ConnectionClosedException(describe(error), error), true);
             return;
         }
-        if (recovery.maxAttempts() > 0 && attempts >= recovery.maxAttempts()) {
-            scheduleAttempt(); // gives up, telling the listeners willRetry=false for this last failure
-            return;
-        }
-        tell(error, true);
-        scheduleAttempt();
+        scheduleAttempt(error);
     }
 
     /**
