@@ -38,7 +38,6 @@ import io.warren.impl.connection.Replies;
 import io.warren.impl.connection.Requests;
 import io.warren.impl.metrics.MetricsCollector;
 import java.util.ArrayDeque;
-import java.util.ArrayList;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
@@ -128,7 +127,8 @@ public final class Publisher {
 
     // any thread
     private final CopyOnWriteArrayList<ReturnListener> returnListeners = new CopyOnWriteArrayList<>();
-    private final CopyOnWriteArrayList<WritabilityListener> writabilityListeners = new CopyOnWriteArrayList<>();
+    /** whenWritable's waiters and the writability listeners. */
+    private final WritabilityWaiters writability;
     /** The names this channel publishes to, encoded once when they repeat. */
     private final RepeatedName exchangeName = new RepeatedName();
 
@@ -170,15 +170,6 @@ public final class Publisher {
 
     private boolean closed;
     private AmqpException closeCause;
-    private ArrayList<CompletableFuture<Void>> waiters;
-    /**
-     * What a woken waiter is expected to publish: the counted size (wire size and task overhead) of this channel's
-     * last publish that reached the loop. Publishes written by callers' threads do not update it; 0 (none yet) wakes
-     * always.
-     */
-    private long lastTaskBytes;
-
-    private boolean lastWritable = true;
     /** The confirm window filled up and has not drained to half yet: reads unwritable (hysteresis). */
     private boolean windowClosed;
     /** A retry of the held publishes is queued behind a caller's token ({@link #tokenToNumber}). */
@@ -199,6 +190,7 @@ public final class Publisher {
         this.options = flow.options();
         this.metrics = state.connection().metrics();
         this.txs = new TxSequencer(this, state, carryOver);
+        this.writability = new WritabilityWaiters(channel, flow);
         state.txGate(new SettlementGate());
         flow.add(this);
         // through the close: RabbitMQ confirms (and returns) what it read before our channel.close
@@ -494,11 +486,11 @@ public final class Publisher {
     }
 
     public void addWritabilityListener(WritabilityListener listener) {
-        writabilityListeners.add(Objects.requireNonNull(listener, "listener"));
+        writability.addListener(listener);
     }
 
     public void removeWritabilityListener(WritabilityListener listener) {
-        writabilityListeners.remove(listener);
+        writability.removeListener(listener);
     }
 
     public void addReturnListener(ReturnListener listener) {
@@ -662,7 +654,7 @@ public final class Publisher {
             return;
         }
         long bytes = task.bytes;
-        lastTaskBytes = bytes;
+        writability.lastTaskBytes(bytes);
         if (task.deferred) {
             task.deferred = false; // its turn behind the caller came
             deferredBehindCaller--;
@@ -1136,13 +1128,7 @@ public final class Publisher {
             } // a held settlement is dropped: the broker requeues the channel's unsettled deliveries with its close
         }
         windowFull = false;
-        if (waiters != null) {
-            ArrayList<CompletableFuture<Void>> w = waiters;
-            waiters = null;
-            for (CompletableFuture<Void> f : w) {
-                f.completeExceptionally(closedError(cause));
-            }
-        }
+        writability.failAll(() -> closedError(cause));
     }
 
     /** Nothing more will be confirmed: what is still outstanding fails, retryably. */
@@ -1163,10 +1149,7 @@ public final class Publisher {
             f.complete(null);
             return;
         }
-        if (waiters == null) {
-            waiters = new ArrayList<>(2);
-        }
-        waiters.add(f);
+        writability.add(f);
     }
 
     /**
@@ -1185,26 +1168,8 @@ public final class Publisher {
         if (full != windowFull) {
             windowFull = full;
         }
-        if (waiters == null && writabilityListeners.isEmpty()) {
-            return;
-        }
-        boolean writable = !full && !closed && flow.isWritable();
-        if (writable != lastWritable) {
-            lastWritable = writable;
-            for (WritabilityListener l : writabilityListeners) {
-                try {
-                    l.writabilityChanged(channel, writable);
-                } catch (RuntimeException e) {
-                    LOG.warn("channel {}: writability listener failed", number, e);
-                }
-            }
-        }
-        if (writable && waiters != null && flow.mayWake(lastTaskBytes * waiters.size())) {
-            ArrayList<CompletableFuture<Void>> w = waiters;
-            waiters = null;
-            for (CompletableFuture<Void> f : w) {
-                f.complete(null);
-            }
+        if (!writability.isEmpty()) {
+            writability.changed(!full && !closed && flow.isWritable());
         }
     }
 
