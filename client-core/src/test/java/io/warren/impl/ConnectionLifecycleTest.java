@@ -423,22 +423,9 @@ class ConnectionLifecycleTest {
         try (FakeBroker broker = new FakeBroker(new ConnectionOptions().closeTimeout(Duration.ofSeconds(10)))) {
             broker.client.freezeTime();
             ConnectionImpl c = broker.handshake();
-            // a peer that does not read: the write of connection.close never completes
-            broker.client.pipeline().addFirst(new ChannelOutboundHandlerAdapter() {
-                @Override
-                public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
-                    io.netty.util.ReferenceCountUtil.release(msg);
-                }
-            });
+            stopWriting(broker); // the write of connection.close never completes
             broker.sendRaw(FakeBroker.ALLOC.buffer(7).writeByte(9).writeShort(0).writeInt(0));
-            assertTrue(broker.client.isOpen());
-            long graceMillis = TimeUnit.NANOSECONDS.toMillis(ConnectionHandler.CLOSE_WRITE_GRACE_NANOS);
-            broker.client.advanceTimeBy(graceMillis - 1, TimeUnit.MILLISECONDS);
-            broker.client.runScheduledPendingTasks();
-            assertTrue(broker.client.isOpen());
-            broker.client.advanceTimeBy(1, TimeUnit.MILLISECONDS);
-            broker.client.runScheduledPendingTasks();
-            assertFalse(broker.client.isOpen(), "closed after the grace, far within the 10 s close timeout");
+            assertClosedAfterTheGraceOnly(broker);
             assertEquals(501, c.closeFuture().toCompletableFuture().join().replyCode());
         }
     }
@@ -449,21 +436,9 @@ class ConnectionLifecycleTest {
         try (FakeBroker broker = new FakeBroker(new ConnectionOptions().closeTimeout(Duration.ofSeconds(10)))) {
             broker.client.freezeTime();
             ConnectionImpl c = broker.handshake();
-            broker.client.pipeline().addFirst(new ChannelOutboundHandlerAdapter() {
-                @Override
-                public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
-                    io.netty.util.ReferenceCountUtil.release(msg); // never written: the promise stays open
-                }
-            });
+            stopWriting(broker); // the write of close-ok never completes
             broker.send(0, new ConnectionCloseEncoder().replyCode(320).replyText("CONNECTION_FORCED - shutdown"));
-            assertTrue(broker.client.isOpen());
-            long graceMillis = TimeUnit.NANOSECONDS.toMillis(ConnectionHandler.CLOSE_WRITE_GRACE_NANOS);
-            broker.client.advanceTimeBy(graceMillis - 1, TimeUnit.MILLISECONDS);
-            broker.client.runScheduledPendingTasks();
-            assertTrue(broker.client.isOpen());
-            broker.client.advanceTimeBy(1, TimeUnit.MILLISECONDS);
-            broker.client.runScheduledPendingTasks();
-            assertFalse(broker.client.isOpen(), "closed after the grace, without waiting on the peer");
+            assertClosedAfterTheGraceOnly(broker);
             ConnectionClosedException reason =
                     c.closeFuture().toCompletableFuture().join();
             assertEquals(320, reason.replyCode());
@@ -494,9 +469,7 @@ class ConnectionLifecycleTest {
         try (FakeBroker broker = new FakeBroker()) {
             ConnectionImpl c = broker.handshake();
             broker.send(0, new BasicAckEncoder().deliveryTag(1));
-            expectClose(broker, 504);
-            broker.send(0, new ConnectionCloseOkEncoder());
-            assertEquals(504, c.closeFuture().toCompletableFuture().join().replyCode());
+            assertClosedWith(broker, c, 504);
         }
     }
 
@@ -508,9 +481,7 @@ class ConnectionLifecycleTest {
             broker.send(
                     0,
                     new ConnectionTuneEncoder().channelMax(0).frameMax(131072).heartbeat(0));
-            expectClose(broker, 503);
-            broker.send(0, new ConnectionCloseOkEncoder());
-            assertEquals(503, c.closeFuture().toCompletableFuture().join().replyCode());
+            assertClosedWith(broker, c, 503);
         }
     }
 
@@ -568,6 +539,35 @@ class ConnectionLifecycleTest {
     }
 
     /** The client's connection.close, with {@code code}. */
+    /** A peer that does not read: what the client writes from now on is never written, its promise left open. */
+    private static void stopWriting(FakeBroker broker) {
+        broker.client.pipeline().addFirst(new ChannelOutboundHandlerAdapter() {
+            @Override
+            public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
+                io.netty.util.ReferenceCountUtil.release(msg);
+            }
+        });
+    }
+
+    /** The socket stays open until {@link ConnectionHandler#CLOSE_WRITE_GRACE_NANOS} has passed, and closes then. */
+    private static void assertClosedAfterTheGraceOnly(FakeBroker broker) {
+        assertTrue(broker.client.isOpen());
+        long graceMillis = TimeUnit.NANOSECONDS.toMillis(ConnectionHandler.CLOSE_WRITE_GRACE_NANOS);
+        broker.client.advanceTimeBy(graceMillis - 1, TimeUnit.MILLISECONDS);
+        broker.client.runScheduledPendingTasks();
+        assertTrue(broker.client.isOpen());
+        broker.client.advanceTimeBy(1, TimeUnit.MILLISECONDS);
+        broker.client.runScheduledPendingTasks();
+        assertFalse(broker.client.isOpen(), "closed after the grace, far within the 10 s close timeout");
+    }
+
+    /** The client closes the connection with {@code code}; close-ok ends it with that code. */
+    private static void assertClosedWith(FakeBroker broker, ConnectionImpl c, int code) {
+        expectClose(broker, code);
+        broker.send(0, new ConnectionCloseOkEncoder());
+        assertEquals(code, c.closeFuture().toCompletableFuture().join().replyCode());
+    }
+
     private static void expectClose(FakeBroker broker, int code) {
         Frame close = broker.expect(0, MethodIds.CONNECTION_CLOSE);
         try {

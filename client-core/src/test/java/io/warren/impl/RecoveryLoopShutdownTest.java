@@ -116,11 +116,15 @@ class RecoveryLoopShutdownTest {
 
     @Test
     void whileAnAttemptIsInFlight() throws Exception {
+        shutDownWhileAnAttemptIsInFlight(0);
+    }
+
+    private void shutDownWhileAnAttemptIsInFlight(long quietSeconds) throws Exception {
         second = new HoldingPeer(3, "recovery-peer"); // start-ok, tune-ok, then connection.open waits
         Recovering r = new Recovering(Duration.ofMillis(1), second);
         r.lose();
         assertTrue(second.held.await(10, TimeUnit.SECONDS), "the attempt reached connection.open");
-        r.shutDownAndExpectTheEnd();
+        r.shutDownAndExpectTheEnd(quietSeconds);
     }
 
     /**
@@ -129,11 +133,7 @@ class RecoveryLoopShutdownTest {
      */
     @Test
     void whileAnAttemptIsInFlightAndTheLoopRunsOnForAQuietPeriod() throws Exception {
-        second = new HoldingPeer(3, "recovery-peer"); // start-ok, tune-ok, then connection.open waits
-        Recovering r = new Recovering(Duration.ofMillis(1), second);
-        r.lose();
-        assertTrue(second.held.await(10, TimeUnit.SECONDS), "the attempt reached connection.open");
-        r.shutDownAndExpectTheEnd(1);
+        shutDownWhileAnAttemptIsInFlight(1);
     }
 
     /** An attempt that fails once maxDuration has passed is the last: no "will retry" before the end. */
