@@ -52,8 +52,9 @@ public interface RecoveryListener {
 
     /**
      * The channel of {@link #channelRecoveryStarted} could not be re-opened or restored: it is closed for good and
-     * its {@link Channel#closeFuture()} says why. (A connection lost meanwhile is not this: the connection's
-     * recovery takes the channel over.)
+     * its {@link Channel#closeFuture()} says why. Told too when the connection closes for good meanwhile because its
+     * event loop shut down (not when the application closes it). (A connection lost meanwhile is not this: the
+     * connection's recovery takes the channel over.)
      */
     default void channelRecoveryFailed(Channel channel, Throwable cause) {}
 }

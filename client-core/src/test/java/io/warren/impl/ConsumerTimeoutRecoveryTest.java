@@ -1,5 +1,7 @@
 package io.warren.impl;
 
+import static io.warren.impl.PublishFixture.failure;
+import static io.warren.impl.PublishFixture.text;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
@@ -9,16 +11,20 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import io.warren.Channel;
 import io.warren.ChannelClosedException;
 import io.warren.ChannelLostException;
+import io.warren.ConnectionClosedException;
 import io.warren.ConsumeOptions;
 import io.warren.ConsumerHandle;
 import io.warren.Delivery;
 import io.warren.DeliveryHandler;
+import io.warren.PublishNotConfirmedException;
+import io.warren.PublishOutcome;
 import io.warren.QueueSpec;
 import io.warren.StaleDeliveryException;
 import io.warren.codec.base.ReplyCode;
 import io.warren.codec.content.BasicProperties;
 import io.warren.codec.method.BasicConsumeOkEncoder;
 import io.warren.codec.method.BasicQosOkEncoder;
+import io.warren.codec.method.ConnectionCloseOkEncoder;
 import io.warren.codec.method.MethodIds;
 import io.warren.codec.method.QueueDeclareOkEncoder;
 import io.warren.impl.consume.ConsumerImpl;
@@ -227,6 +233,49 @@ class ConsumerTimeoutRecoveryTest {
             assertEquals(List.of(1L), seen);
             assertEquals("ack 1", FakeBroker.settlement(broker.next()));
             assertEquals(1, brokers.connections(), "the connection was not touched");
+        }
+    }
+
+    /**
+     * The application closes the connection while the channel alone is re-opened (its channel.open unanswered): the
+     * channel ends with the connection, and so do its consumer, the publish and the method held for it and
+     * whenWritable(). As when it closes the connection during the connection's recovery, the listener is told nothing
+     * more. Before, the consumer and whenWritable() waited for ever, and what was held until its own timeout.
+     */
+    @Test
+    void theConnectionClosedWhileTheChannelIsReopenedEndsTheChannelsRecovery() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            FakeBroker broker = brokers.first;
+            RecordingRecoveryListener recovery = RecordingRecoveryListener.on(brokers.connection);
+            Channel ch = withChannelQos(brokers);
+            ConsumerHandle c = consume(broker, ch, "q", "c");
+            broker.sendChannelClose(1, ReplyCode.PRECONDITION_FAILED, TIMED_OUT, 0, 0);
+            broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
+            broker.expectAndRelease(1, MethodIds.CHANNEL_OPEN); // not answered
+            CompletionStage<PublishOutcome> published = ch.publish("", "q", false, BasicProperties.EMPTY, text("held"));
+            CompletionStage<?> declared = ch.queueDeclare(QueueSpec.named("s"));
+            CompletionStage<Void> writable = ch.whenWritable();
+
+            CompletionStage<Void> closing = brokers.connection.close();
+            brokers.runAllTasks();
+            broker.expectAndRelease(0, MethodIds.CONNECTION_CLOSE);
+            broker.send(0, new ConnectionCloseOkEncoder());
+            brokers.runAllTasks();
+
+            assertTrue(closing.toCompletableFuture().isDone());
+            assertFalse(ch.isOpen());
+            assertInstanceOf(
+                    ConnectionClosedException.class,
+                    ch.closeFuture().toCompletableFuture().getNow(null));
+            assertInstanceOf(
+                    ConnectionClosedException.class,
+                    c.endFuture().toCompletableFuture().getNow(null),
+                    "the consumer ended with the connection");
+            assertInstanceOf(PublishNotConfirmedException.class, failure(published));
+            assertInstanceOf(ConnectionClosedException.class, failure(declared));
+            assertInstanceOf(ConnectionClosedException.class, failure(writable));
+            assertEquals(List.of("channel 1 started 406"), recovery.events());
+            broker.expectNothing();
         }
     }
 

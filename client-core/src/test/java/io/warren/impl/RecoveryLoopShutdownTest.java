@@ -13,11 +13,16 @@ import io.warren.Channel;
 import io.warren.ClientOptions;
 import io.warren.Connection;
 import io.warren.ConnectionOptions;
+import io.warren.ConsumerHandle;
 import io.warren.RecoveryOptions;
+import io.warren.codec.base.ReplyCode;
+import io.warren.codec.method.ChannelCloseEncoder;
+import io.warren.codec.method.MethodIds;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletionStage;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -26,7 +31,8 @@ import org.junit.jupiter.api.Test;
  * The application's event loop group shuts down while a connection recovers, on real loops: the loop cancels its
  * timers and closes its sockets (not always: a shutdown with no quiet period that comes in the middle of a loop round
  * ends it without), and recovery gives up as when its attempts run out, in every phase: waiting to reconnect, with an
- * attempt in flight, restoring. Every future completes and the listeners hear the end.
+ * attempt in flight, restoring; and while a channel alone is re-opened on the running connection. Every future
+ * completes and the listeners hear the end.
  */
 class RecoveryLoopShutdownTest {
 
@@ -157,5 +163,89 @@ class RecoveryLoopShutdownTest {
         r.lose();
         assertTrue(second.held.await(10, TimeUnit.SECONDS), "the restore reached basic.qos");
         r.shutDownAndExpectTheEnd();
+    }
+
+    /**
+     * The group shuts down while channel 1 alone is being re-opened on the running connection, after RabbitMQ's
+     * acknowledgement timeout closed it (the peer leaves the re-open's channel.open unanswered): the connection closes,
+     * the channel and its consumer end, whenWritable() completes, and the listener hears the channel's recovery failed.
+     * Before, the consumer and whenWritable() waited for ever, and the listener heard only that it had started.
+     */
+    @Test
+    void whileAChannelAloneIsReopened() throws Exception {
+        try (TimingOutPeer peer = new TimingOutPeer()) {
+            AmqpClient client = AmqpClient.create(new ClientOptions().eventLoopGroup(group));
+            Connection connection = client.connect(new ConnectionOptions()
+                            .addresses(List.of(new Address("127.0.0.1", peer.port())))
+                            .recovery(new RecoveryOptions()))
+                    .toCompletableFuture()
+                    .get(10, TimeUnit.SECONDS);
+            Channel channel = connection.openChannel().toCompletableFuture().get(10, TimeUnit.SECONDS);
+            ConsumerHandle consumer =
+                    channel.consume("q", d -> {}).toCompletableFuture().get(10, TimeUnit.SECONDS);
+            RecordingRecoveryListener recovery = RecordingRecoveryListener.on(connection);
+            peer.timeOut();
+            assertTrue(peer.reopening.await(10, TimeUnit.SECONDS), "the channel's re-open reached the peer");
+            CompletionStage<Void> writable = channel.whenWritable();
+
+            group.shutdownGracefully(0, 10, TimeUnit.SECONDS).sync();
+            var closed = connection.closeFuture().toCompletableFuture().get(10, TimeUnit.SECONDS);
+            assertTrue(closed.getMessage().contains("event loop shut down"), () -> "closed: " + closed);
+            assertTrue(channel.closeFuture().toCompletableFuture().isDone(), "the channel's close future completed");
+            assertTrue(consumer.endFuture().toCompletableFuture().isDone(), "the consumer ended");
+            assertTrue(writable.toCompletableFuture().isDone(), "whenWritable() completed");
+            // the loop has terminated: what it recorded is visible
+            assertEquals(
+                    List.of("channel 1 started 406", "channel 1 failed ConnectionClosedException"), recovery.events());
+        }
+    }
+
+    /**
+     * A peer that closes channel 1 as RabbitMQ's acknowledgement timeout does when the test says, and reads nothing
+     * from the channel's re-open (its second channel.open) on, so that it stays unanswered.
+     */
+    private static final class TimingOutPeer extends SocketPeer {
+        final CountDownLatch reopening = new CountDownLatch(1);
+        private final CountDownLatch release = new CountDownLatch(1);
+        private int opens; // the peer's thread only
+
+        TimingOutPeer() throws IOException {
+            super(0, false, "recovery-peer");
+            start();
+        }
+
+        /** From the test's thread. */
+        void timeOut() throws IOException {
+            send(
+                    1,
+                    new ChannelCloseEncoder()
+                            .replyCode(ReplyCode.PRECONDITION_FAILED)
+                            .replyText("PRECONDITION_FAILED - delivery acknowledgement on channel 1 timed out")
+                            .classId(0)
+                            .methodId(0));
+        }
+
+        @Override
+        protected void methodRead(int channel, int key) {
+            if (key == MethodIds.CHANNEL_OPEN && ++opens == 2) {
+                reopening.countDown();
+                try {
+                    release.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        }
+
+        @Override
+        protected boolean publish(int channel, Stream st) {
+            return true;
+        }
+
+        @Override
+        public void close() throws IOException, InterruptedException {
+            release.countDown();
+            super.close();
+        }
     }
 }

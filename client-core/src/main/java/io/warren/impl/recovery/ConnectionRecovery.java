@@ -16,6 +16,7 @@ import io.warren.codec.base.ReplyCode;
 import io.warren.codec.method.MethodIds;
 import io.warren.impl.connection.ConnectionHandler;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.IdentityHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -277,17 +278,16 @@ public final class ConnectionRecovery {
                     if (now == null || now != round) {
                         return;
                     }
-                    reopening.remove(channel);
                     if (!channel.recovery().isRecovering()) {
+                        reopening.remove(channel);
                         return; // closed by the application
                     }
-                    if (phase == Phase.CLOSED) {
-                        channel.abandon(closedMeanwhile(channel));
+                    if (channelTakenOver(channel, handler)) {
+                        // the connection went meanwhile, and its channels are failed before it learns whether it
+                        // recovers: left here, the channel is taken over by its recovery or ended by its end (onClosed)
                         return;
                     }
-                    if (channelTakenOver(channel, handler)) {
-                        return; // the connection was lost meanwhile: its recovery has the channel
-                    }
+                    reopening.remove(channel);
                     if (e != null) {
                         channelNotRecovered(channel, e);
                         return;
@@ -377,6 +377,30 @@ public final class ConnectionRecovery {
                 || lost.get(channel.channelNumber()) == channel;
     }
 
+    /**
+     * The running connection closed for good (the application closed it, or its event loop shut down) while channels
+     * were being re-opened on it alone ({@link #recoverChannel}): they end with {@code cause}, as the channels of a
+     * connection's recovery that gives up; the listeners hear it unless the application closed it ({@code tell}).
+     */
+    private void endChannelsReopened(ConnectionClosedException cause, boolean tell) {
+        Set<RecoverableChannel> ending = Collections.newSetFromMap(new IdentityHashMap<>());
+        ending.addAll(reopening.keySet());
+        ending.addAll(lost.values()); // met a closing connection before their channel.open (reopen)
+        reopening.clear();
+        lost.clear();
+        for (RecoverableChannel ch : ending) {
+            ch.abandon(cause);
+            if (tell) {
+                LOG.warn(
+                        "channel {} on {} could not be recovered: {}",
+                        ch.channelNumber(),
+                        connection.address(),
+                        cause.getMessage());
+                tellListeners(l -> l.channelRecoveryFailed(ch, cause));
+            }
+        }
+    }
+
     /** The application closed a channel that was waiting for recovery. */
     public void forget(RecoverableChannel channel) {
         assert loop.inEventLoop() : "connection recovery off the event loop";
@@ -398,6 +422,9 @@ public final class ConnectionRecovery {
                     // the loop shuts down and closes its sockets: an attempt's, or the one being restored
                     loopShutDown(cause);
                 }
+            } else {
+                // the loop's own shutdown closes this socket (ConnectionHandler's watch): no watch of recovery's needed
+                endChannelsReopened(cause, !closeRequested);
             }
             phase = Phase.CLOSED;
             return false;
@@ -846,6 +873,7 @@ public final class ConnectionRecovery {
         List<RecoverableChannel> channels = new ArrayList<>(lost.values());
         lost.clear();
         refused.clear();
+        reopening.clear(); // re-opened alone when the connection was lost: in lost too
         for (RecoverableChannel ch : channels) {
             ch.abandon(cause);
         }
