@@ -1,5 +1,6 @@
 package io.warren.impl;
 
+import static io.warren.impl.PublishFixture.expectPublish;
 import static io.warren.impl.PublishFixture.failure;
 import static io.warren.impl.PublishFixture.text;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -14,6 +15,7 @@ import io.warren.ChannelLostException;
 import io.warren.ConnectionClosedException;
 import io.warren.ConsumeOptions;
 import io.warren.ConsumerHandle;
+import io.warren.DeclaredQueue;
 import io.warren.Delivery;
 import io.warren.DeliveryHandler;
 import io.warren.PublishNotConfirmedException;
@@ -233,6 +235,47 @@ class ConsumerTimeoutRecoveryTest {
             assertEquals(List.of(1L), seen);
             assertEquals("ack 1", FakeBroker.settlement(broker.next()));
             assertEquals(1, brokers.connections(), "the connection was not touched");
+        }
+    }
+
+    /**
+     * What the application calls while the channel alone is restored is held through a consumer's refusal (it closes the
+     * channel again) and goes out, in its order, once the channel is back with its other consumer.
+     */
+    @Test
+    void whatIsHeldSurvivesARefusedConsumerOfTheRestore() {
+        try (RecoveringBrokers brokers = new RecoveringBrokers()) {
+            FakeBroker broker = brokers.first;
+            Channel ch = withChannelQos(brokers);
+            ConsumerHandle refused = consume(broker, ch, "q", "x");
+            ConsumerHandle kept = consume(broker, ch, "r", "y");
+
+            timedOutAndReopened(broker);
+            CompletionStage<PublishOutcome> published = ch.publish("", "r", false, BasicProperties.EMPTY, text("held"));
+            CompletionStage<DeclaredQueue> declared = ch.queueDeclare(QueueSpec.named("s"));
+            brokers.runAllTasks();
+            broker.expectAndRelease(1, MethodIds.BASIC_CONSUME); // x's, refused
+            broker.sendChannelClose(1, ReplyCode.NOT_FOUND, "NOT_FOUND - no queue 'q' in vhost '/'", 60, 20);
+            broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
+            brokers.runAllTasks();
+            RecoveringBrokers.reopen(broker, 1);
+            broker.expectAndRelease(1, MethodIds.BASIC_QOS);
+            broker.send(1, new BasicQosOkEncoder());
+            broker.expectAndRelease(1, MethodIds.BASIC_CONSUME); // y's
+            broker.send(1, new BasicConsumeOkEncoder().consumerTag("y"));
+            brokers.runAllTasks();
+            assertEquals("held", expectPublish(broker, 1).text());
+            broker.expectAndRelease(1, MethodIds.QUEUE_DECLARE);
+            broker.send(1, new QueueDeclareOkEncoder().queue("s"));
+            brokers.runAllTasks();
+            broker.expectNothing();
+
+            assertTrue(published.toCompletableFuture().isDone(), "the held publish was written");
+            assertFalse(published.toCompletableFuture().isCompletedExceptionally());
+            assertEquals("s", declared.toCompletableFuture().join().queue());
+            assertFalse(refused.isActive());
+            assertTrue(kept.isActive());
+            assertTrue(ch.isOpen());
         }
     }
 
