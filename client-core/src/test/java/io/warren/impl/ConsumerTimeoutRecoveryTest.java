@@ -187,7 +187,7 @@ class ConsumerTimeoutRecoveryTest {
 
     /**
      * While the channel alone is restored, the broker refuses one consumer's basic.consume (404: its queue was deleted
-     * meanwhile; 403: in another connection's exclusive use), which closes the channel again. That consumer ends with
+     * meanwhile; 403: in another connection's exclusive use; 405: another connection's exclusive queue), which closes the channel again. That consumer ends with
      * the refusal; the channel is opened again with its mode and its other consumer, as in a connection's recovery.
      * Before, the channel and both consumers ended for good.
      */
@@ -196,7 +196,8 @@ class ConsumerTimeoutRecoveryTest {
             delimiter = '|',
             value = {
                 "404 | NOT_FOUND - no queue 'q' in vhost '/'",
-                "403 | ACCESS_REFUSED - queue 'q' in vhost '/' in exclusive use"
+                "403 | ACCESS_REFUSED - queue 'q' in vhost '/' in exclusive use",
+                "405 | RESOURCE_LOCKED - cannot obtain exclusive access to locked queue 'q' in vhost '/'"
             })
     void aRestoredConsumerRefusedEndsAndTheChannelIsReopenedWithoutIt(int replyCode, String replyText) {
         try (RecoveringBrokers brokers = new RecoveringBrokers()) {

@@ -901,8 +901,9 @@ class RecoveryTest {
 
     /**
      * Recovery's basic.consume is refused, which closes the channel: with 403 (an exclusive consumer's queue in another
-     * connection's exclusive use) or 404 (the queue deleted while the connection was down, by another application or
-     * as an auto-delete queue the recorded topology does not hold). That consumer ends with the refusal, and the
+     * connection's exclusive use), 404 (the queue deleted while the connection was down, by another application or
+     * as an auto-delete queue the recorded topology does not hold) or 405 (an exclusive queue another connection
+     * holds). That consumer ends with the refusal, and the
      * channel is opened again with its modes and its other consumer, which was to go after it; recovery completes.
      * Before, the channel was closed for good.
      */
@@ -911,7 +912,8 @@ class RecoveryTest {
             delimiter = '|',
             value = {
                 "403 | true | ACCESS_REFUSED - queue 'q' in vhost '/' in exclusive use",
-                "404 | false | NOT_FOUND - no queue 'q' in vhost '/'"
+                "404 | false | NOT_FOUND - no queue 'q' in vhost '/'",
+                "405 | false | RESOURCE_LOCKED - cannot obtain exclusive access to locked queue 'q' in vhost '/'"
             })
     void aRefusedConsumerEndsAndItsChannelIsReopenedWithoutIt(int replyCode, boolean exclusive, String replyText) {
         try (RecoveringBrokers brokers = new RecoveringBrokers()) {

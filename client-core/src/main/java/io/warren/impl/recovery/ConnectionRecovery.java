@@ -207,13 +207,17 @@ public final class ConnectionRecovery {
     }
 
     /**
-     * 403 (the queue in exclusive use) or 404 (the queue gone: deleted while the connection was down, and not in the
-     * recorded topology) to basic.consume. While restoring, every basic.consume on the application's channels is
+     * 403 (the queue in exclusive use), 404 (the queue gone: deleted while the connection was down, and not in the
+     * recorded topology) or 405 (an exclusive queue another connection holds: declared by it, or the lost connection's
+     * not yet dropped) to basic.consume. While restoring, every basic.consume on the application's channels is
      * recovery's: what the application calls meanwhile is held until the end.
      */
     static boolean isRefusedConsume(ChannelClosedException close) {
+        int code = close.replyCode();
         return close.initiatedByBroker()
-                && (close.replyCode() == ReplyCode.ACCESS_REFUSED || close.replyCode() == ReplyCode.NOT_FOUND)
+                && (code == ReplyCode.ACCESS_REFUSED
+                        || code == ReplyCode.NOT_FOUND
+                        || code == ReplyCode.RESOURCE_LOCKED)
                 && close.classId() == MethodIds.CLASS_BASIC
                 && close.methodId() == MethodIds.methodId(MethodIds.BASIC_CONSUME);
     }
