@@ -238,14 +238,13 @@ public final class AmqpClientDriver implements ClientDriver {
             byte[] body = new byte[options.size()];
             AMQP.BasicProperties props =
                     options.persistent() ? MessageProperties.MINIMAL_PERSISTENT_BASIC : MessageProperties.MINIMAL_BASIC;
-            Pacer pacer = new Pacer(options.rate());
+            PublishGate gate = new PublishGate(new Pacer(options.rate()), confirms);
             long limit = options.producerMessages();
             long sent = 0;
             try {
                 while (running && (limit == 0 || sent < limit)) {
-                    pacer.await();
-                    if (confirms != null && !confirms.acquire(100)) {
-                        continue;
+                    if (!gate.await()) {
+                        continue; // no room in the window yet: look at the stop flag, then wait again
                     }
                     long now = System.nanoTime();
                     MessageBody.stamp(body, now);
@@ -257,7 +256,7 @@ public final class AmqpClientDriver implements ClientDriver {
                     sent++;
                 }
                 if (running && confirms != null) {
-                    while (running && !confirms.awaitDrained(100)) {
+                    while (running && !confirms.awaitDrained(PublishGate.WAIT_SLICE_MILLIS)) {
                         // the last confirms are still on their way
                     }
                 }

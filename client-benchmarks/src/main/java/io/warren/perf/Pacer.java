@@ -1,7 +1,5 @@
 package io.warren.perf;
 
-import java.util.concurrent.locks.LockSupport;
-
 /**
  * Paces one producer to a fixed rate ({@code --rate}): each call to {@link #await()} returns at the next
  * slot of a fixed schedule. A producer that fell behind by more than one second restarts the schedule
@@ -12,13 +10,20 @@ public final class Pacer {
     private static final long MAX_LAG_NANOS = 1_000_000_000L;
 
     private final long intervalNanos;
+    private final NanoClock clock;
     // producer thread only
     private long next;
 
     /** {@code ratePerSecond} of 0 or less means unpaced: {@link #await()} returns at once. */
     public Pacer(double ratePerSecond) {
+        this(ratePerSecond, NanoClock.SYSTEM);
+    }
+
+    /** As {@link #Pacer(double)}, on {@code clock}'s time; the schedule starts at its reading now. */
+    Pacer(double ratePerSecond, NanoClock clock) {
         this.intervalNanos = ratePerSecond > 0 ? Math.max(1, (long) (1e9 / ratePerSecond)) : 0;
-        this.next = System.nanoTime();
+        this.clock = clock;
+        this.next = clock.nanoTime();
     }
 
     /** Whether this pacer limits the rate at all. */
@@ -31,13 +36,13 @@ public final class Pacer {
         if (intervalNanos == 0) {
             return;
         }
-        long now = System.nanoTime();
+        long now = clock.nanoTime();
         if (now - next > MAX_LAG_NANOS) {
             next = now;
         }
         while (next - now > 0 && !Thread.currentThread().isInterrupted()) {
-            LockSupport.parkNanos(next - now);
-            now = System.nanoTime();
+            clock.parkNanos(next - now);
+            now = clock.nanoTime();
         }
         next += intervalNanos;
     }

@@ -1,8 +1,5 @@
 package io.warren.perf;
 
-import io.netty.buffer.ByteBuf;
-import io.netty.buffer.ByteBufAllocator;
-import io.netty.buffer.PooledByteBufAllocator;
 import io.netty.util.concurrent.FastThreadLocalThread;
 import io.warren.Address;
 import io.warren.AmqpClient;
@@ -14,22 +11,17 @@ import io.warren.ConsumeOptions;
 import io.warren.ConsumerHandle;
 import io.warren.Delivery;
 import io.warren.DeliveryHandler;
-import io.warren.PublishNackedException;
 import io.warren.PublishOptions;
-import io.warren.PublishOutcome;
 import io.warren.QueueSpec;
-import io.warren.codec.content.BasicProperties;
 import io.warren.codec.content.ShortString;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.function.BiConsumer;
 
 /**
  * Warren, driven as {@link AmqpClientDriver} drives amqp-client: one connection and one channel per producer
@@ -54,7 +46,7 @@ import java.util.function.BiConsumer;
  *       {@link ShortString}s encoded once. Without confirms the fire-and-forget
  *       {@link Channel#publishNoOutcome} allocates no outcome; with confirms {@link Channel#publish} returns
  *       the future the broker's ack completes, which is the only way Warren reports a confirm (see
- *       {@link Producer#confirmCallback}).</li>
+ *       {@link WarrenProducer}).</li>
  *   <li><b>Back-pressure</b> without blocking Warren: the producer thread waits, with a timeout so it sees
  *       {@link #stop}, on {@link Channel#whenWritable()} whenever {@link Channel#isWritable()} is false (socket
  *       or Warren's queue above the high-water mark, or the confirm window full), so Warren never refuses a
@@ -77,11 +69,10 @@ public final class WarrenDriver implements ClientDriver {
      * application's ordinary threads pay (see the class comment).
      */
     static final boolean PLAIN_PRODUCER_THREADS = Boolean.getBoolean("warren.perf.plainProducerThreads");
-    /** How long a waiting producer sleeps at most before it looks at the stop flag again. */
-    private static final long WAIT_SLICE_MILLIS = 100;
 
     private final List<io.warren.Connection> connections = new ArrayList<>();
-    private final List<Producer> producers = new ArrayList<>();
+    private final List<WarrenProducer> producers = new ArrayList<>();
+    private final List<Thread> producerThreads = new ArrayList<>();
     private final List<Consumer> consumers = new ArrayList<>();
     private AmqpClient client;
     private RunOptions options;
@@ -119,7 +110,15 @@ public final class WarrenDriver implements ClientDriver {
         }
         for (int i = 0; i < options.producers(); i++) {
             Channel channel = open(base, "warren-perf-producer-" + i, i);
-            producers.add(new Producer(i, channel));
+            ConfirmTracker confirms = null;
+            if (options.confirms()) {
+                confirms = new ConfirmTracker(options.confirm(), metrics);
+                await(channel.confirmSelect());
+            }
+            if (options.mandatory()) {
+                channel.addReturnListener(returned -> metrics.returned());
+            }
+            producers.add(new WarrenProducer(channel, confirms, options, metrics, () -> running, NanoClock.SYSTEM));
         }
         for (int i = 0; i < options.consumers(); i++) {
             consumers.add(new Consumer(open(base, "warren-perf-consumer-" + i, options.producers() + i)));
@@ -155,7 +154,7 @@ public final class WarrenDriver implements ClientDriver {
 
     @Override
     public void declare() throws Exception {
-        Channel any = !producers.isEmpty() ? producers.get(0).channel : consumers.get(0).channel;
+        Channel any = !producers.isEmpty() ? producers.get(0).channel() : consumers.get(0).channel;
         if (options.declaresExchange()) {
             await(any.exchangeDeclare(options.exchange(), options.exchangeType()));
         }
@@ -205,23 +204,23 @@ public final class WarrenDriver implements ClientDriver {
     public void startProducers() {
         ShortString exchange = ShortString.of(options.exchange());
         ShortString routingKey = ShortString.of(options.routingKeyFor(options.queue()));
-        for (Producer producer : producers) {
+        for (int i = 0; i < producers.size(); i++) {
+            WarrenProducer producer = producers.get(i);
             Runnable run = () -> producer.run(exchange, routingKey);
-            String threadName = "warren-perf-producer-" + producer.index;
-            producer.thread =
+            String threadName = "warren-perf-producer-" + i;
+            Thread thread =
                     PLAIN_PRODUCER_THREADS ? new Thread(run, threadName) : new FastThreadLocalThread(run, threadName);
-            producer.thread.start();
+            producerThreads.add(thread);
+            thread.start();
         }
     }
 
     @Override
     public void stop() throws Exception {
         running = false;
-        for (Producer producer : producers) {
-            if (producer.thread != null) {
-                producer.thread.join(CLOSE_TIMEOUT_MILLIS);
-                producer.thread.interrupt();
-            }
+        for (Thread thread : producerThreads) {
+            thread.join(CLOSE_TIMEOUT_MILLIS);
+            thread.interrupt();
         }
         List<CompletableFuture<Void>> cancels = new ArrayList<>();
         for (Consumer consumer : consumers) {
@@ -238,21 +237,18 @@ public final class WarrenDriver implements ClientDriver {
     @Override
     public void close() {
         running = false;
-        for (Producer producer : producers) {
-            if (producer.thread != null) {
-                producer.thread.interrupt();
+        for (Thread thread : producerThreads) {
+            thread.interrupt();
+        }
+        for (Thread thread : producerThreads) {
+            try {
+                thread.join(CLOSE_TIMEOUT_MILLIS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                break;
             }
         }
-        for (Producer producer : producers) {
-            if (producer.thread != null) {
-                try {
-                    producer.thread.join(CLOSE_TIMEOUT_MILLIS);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    break;
-                }
-            }
-        }
+        producerThreads.clear();
         producers.clear();
         consumers.clear();
         connections.clear();
@@ -275,151 +271,6 @@ public final class WarrenDriver implements ClientDriver {
             return stage.toCompletableFuture().get(RPC_TIMEOUT_SECONDS, TimeUnit.SECONDS);
         } catch (ExecutionException e) {
             throw e.getCause() instanceof Exception cause ? cause : e;
-        }
-    }
-
-    private static Throwable unwrap(Throwable t) {
-        return t instanceof CompletionException && t.getCause() != null ? t.getCause() : t;
-    }
-
-    /** One publishing thread on its own connection and channel. */
-    private final class Producer {
-        final int index;
-        final Channel channel;
-        final ConfirmTracker confirms;
-        Thread thread;
-
-        Producer(int index, Channel channel) throws Exception {
-            this.index = index;
-            this.channel = channel;
-            if (options.confirms()) {
-                confirms = new ConfirmTracker(options.confirm(), metrics);
-                await(channel.confirmSelect());
-            } else {
-                confirms = null;
-            }
-            if (options.mandatory()) {
-                channel.addReturnListener(returned -> metrics.returned());
-            }
-        }
-
-        void run(ShortString exchange, ShortString routingKey) {
-            ByteBufAllocator alloc = PooledByteBufAllocator.DEFAULT;
-            int size = options.size();
-            boolean mandatory = options.mandatory();
-            BasicProperties props = options.persistent()
-                    ? BasicProperties.builder().deliveryMode(2).build()
-                    : BasicProperties.EMPTY;
-            Pacer pacer = new Pacer(options.rate());
-            long limit = options.producerMessages();
-            long sent = 0;
-            CompletableFuture<PublishOutcome> lastWritten = null;
-            try {
-                while (running && (limit == 0 || sent < limit)) {
-                    pacer.await();
-                    if (!awaitRoom()) {
-                        break; // stopping, or the channel closed (its closeFuture reported it)
-                    }
-                    ByteBuf body = alloc.directBuffer(size, size).writeZero(size);
-                    long now = System.nanoTime();
-                    MessageBody.stamp(body, now);
-                    if (confirms == null && limit > 0 && sent + 1 == limit) {
-                        // the last of --pmessages: its outcome says when it is written to the socket, and the channel's
-                        // publishes are written in order, so then all of them are (amqp-client's are when the call
-                        // returns)
-                        lastWritten = channel.publish(exchange, routingKey, mandatory, props, body)
-                                .toCompletableFuture();
-                    } else if (confirms == null) {
-                        channel.publishNoOutcome(exchange, routingKey, mandatory, props, body);
-                    } else {
-                        long sequence = sent + 1;
-                        confirms.sent(sequence, now);
-                        channel.publish(exchange, routingKey, mandatory, props, body)
-                                .whenComplete(confirmCallback(sequence));
-                    }
-                    metrics.published();
-                    sent++;
-                }
-                if (running && confirms != null) {
-                    while (running && channel.isOpen() && !confirms.awaitDrained(WAIT_SLICE_MILLIS)) {
-                        // the last confirms are still on their way
-                    }
-                }
-                while (running && lastWritten != null && !written(lastWritten)) {
-                    // the last publishes are still on their way to the socket
-                }
-                if (running && channel.isOpen()) {
-                    metrics.producerDone();
-                }
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            } catch (RuntimeException e) {
-                // a refusal thrown by publishNoOutcome: the channel or connection closed under the producer
-                if (running) {
-                    metrics.fail(e);
-                }
-            }
-        }
-
-        /** Waits a little for {@code write}; true once it is written (or failed: the close is reported elsewhere). */
-        private boolean written(CompletableFuture<PublishOutcome> write) throws InterruptedException {
-            try {
-                write.get(WAIT_SLICE_MILLIS, TimeUnit.MILLISECONDS);
-                return true;
-            } catch (TimeoutException e) {
-                return false;
-            } catch (ExecutionException e) {
-                if (running) {
-                    metrics.fail(unwrap(e.getCause()));
-                }
-                return true;
-            }
-        }
-
-        /**
-         * Waits until a publish now is written at once (Warren writable) and, with confirms, the window has room.
-         * Returns false when the run is stopping or the channel closed.
-         */
-        private boolean awaitRoom() throws InterruptedException {
-            while (running) {
-                if (!channel.isWritable()) {
-                    if (!channel.isOpen()) {
-                        return false;
-                    }
-                    try {
-                        channel.whenWritable().toCompletableFuture().get(WAIT_SLICE_MILLIS, TimeUnit.MILLISECONDS);
-                    } catch (TimeoutException e) {
-                        // look at the stop flag, then wait again
-                    } catch (ExecutionException e) {
-                        return false; // the channel closed
-                    }
-                    continue;
-                }
-                if (confirms == null || confirms.acquire(WAIT_SLICE_MILLIS)) {
-                    return true;
-                }
-            }
-            return false;
-        }
-
-        /**
-         * The callback of one confirmed publish: Warren reports confirms only through each publish's future, so
-         * this object (and the future's dependent) is the per-message cost of measuring confirms with Warren.
-         * Runs on the event loop.
-         */
-        private BiConsumer<PublishOutcome, Throwable> confirmCallback(long sequence) {
-            return (outcome, error) -> {
-                if (error == null) {
-                    confirms.ack(sequence, false); // RETURNED counts too: the broker acked it, as amqp-client counts it
-                    return;
-                }
-                Throwable cause = unwrap(error);
-                if (cause instanceof PublishNackedException) {
-                    confirms.nack(sequence, false);
-                } else if (running) {
-                    metrics.fail(cause); // not confirmed: the channel or connection closed
-                }
-            };
         }
     }
 
