@@ -244,7 +244,8 @@ public final class AmqpClientDriver implements ClientDriver {
             try {
                 while (running && (limit == 0 || sent < limit)) {
                     if (!gate.await()) {
-                        continue; // no room in the window yet: look at the stop flag, then wait again
+                        continue; // no room in the window yet: look at the stop flag, then wait again (the slot is
+                        // kept)
                     }
                     long now = System.nanoTime();
                     MessageBody.stamp(body, now);
