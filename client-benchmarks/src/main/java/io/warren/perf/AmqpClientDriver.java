@@ -28,6 +28,12 @@ import java.util.Map;
  *
  * <p>A producer re-stamps and re-sends one {@code byte[]} per thread: {@code basicPublish} writes the
  * body to the socket before it returns, so the array is free again when the call comes back.
+ *
+ * <p>Where latency starts, as for Warren: each publish waits for its turn ({@link PublishGate}: its slot in the
+ * pace, then room in the confirm window) and is stamped then, right before {@code basicPublish}. The client's
+ * back-pressure comes after the stamp, inside the call (blocked in the socket write while the socket is full, the
+ * broker reading slowly or not at all under an alarm), so it is in the latency, as Warren's wait for writability is
+ * in Warren's; the confirm window's wait is in neither.
  */
 public final class AmqpClientDriver implements ClientDriver {
 

@@ -9,12 +9,16 @@ package io.warren.perf;
  * <p>To compare clients fairly every driver does the same work:
  * <ul>
  *   <li>one connection and one channel per producer and per consumer (PerfTest's shape);</li>
- *   <li>producers publish bodies of exactly {@link RunOptions#size()} bytes stamped with
- *       {@link MessageBody#stamp} right before the publish call, count each publish with
- *       {@link Metrics#published()}, pace themselves to {@link RunOptions#rate()} with a {@link Pacer},
- *       and with confirms keep at most {@link RunOptions#confirm()} publishes outstanding
- *       ({@link ConfirmTracker} does the window and the latency) and report acks, nacks and, when
+ *   <li>producers publish bodies of exactly {@link RunOptions#size()} bytes, count each publish with
+ *       {@link Metrics#published()}, pace themselves to {@link RunOptions#rate()} and with confirms keep at most
+ *       {@link RunOptions#confirm()} publishes outstanding through a {@link PublishGate} (a {@link Pacer} and a
+ *       {@link ConfirmTracker}, which also does the confirm latency), and report acks, nacks and, when
  *       mandatory, returns;</li>
+ *   <li>each body is stamped with {@link MessageBody#stamp} when the gate lets the publish go, before anything
+ *       the client makes the producer wait for (amqp-client blocked in its socket write, Warren not writable):
+ *       latency includes the client's back-pressure and leaves out the pace and the confirm window, which are the
+ *       tool's and the same for every client. The time is the call as made, not the slot of the pace: a producer
+ *       behind its schedule is not counted late;</li>
  *   <li>consumers report each delivery with {@link Metrics#received(long)} given the body's
  *       {@link MessageBody#publishNanos}, acknowledge as {@link RunOptions#autoAck()},
  *       {@link RunOptions#multiAckEvery()} and {@link RunOptions#qos()} say, and after
@@ -28,7 +32,7 @@ package io.warren.perf;
  * <p>A client whose publish returns a future completed by the confirm (Warren's) may keep the window
  * with {@link ConfirmTracker} (numbering its publishes 1, 2, 3, ... on the channel) or on its own; either
  * way every confirmed publish is counted once with {@link Metrics#confirmed(int)} and its latency, from
- * the publish call to the confirm, recorded with {@link Metrics#confirmLatency(long)}. Bodies that are
+ * the stamp to the confirm, recorded with {@link Metrics#confirmLatency(long)}. Bodies that are
  * {@code ByteBuf}s are stamped with {@link MessageBody#stamp(io.netty.buffer.ByteBuf, long)} and read
  * with {@link MessageBody#publishNanos(io.netty.buffer.ByteBuf)}.
  *

@@ -115,10 +115,10 @@ final class Summary {
         if (r.consumerLatency().getTotalCount() > 0) {
             field(
                     out,
-                    "from the publish call to the consumer's handler, queueing in the client and "
-                            + "the broker included%n"
-                            + "                    (timed from the call as made, not from its slot in the pace: a"
-                            + " producer behind its schedule is not counted late)%n",
+                    "from the publish call to the consumer's handler, the client's back-pressure and queueing in"
+                            + " the client and the broker included%n"
+                            + "                    (timed from the call as made, once the confirm window has room,"
+                            + " not from its slot in the pace: a producer behind its schedule is not counted late)%n",
                     "");
         }
         if (r.backlogAtEnd() != null) {

@@ -41,7 +41,7 @@ import java.util.concurrent.TimeoutException;
  *       thread per connection), on NIO unless {@code --transport native} asks for io_uring or epoll (said on the
  *       standard error when none loads). Loop threads are {@code warren-io-*}.</li>
  *   <li><b>Publishing.</b> Each message is a pooled direct buffer written with the body and
- *       {@link MessageBody#stamp stamped} right before the call; ownership passes to Warren, which writes the
+ *       {@link MessageBody#stamp stamped} at its turn (below); ownership passes to Warren, which writes the
  *       buffer object itself to the socket (zero copy) and returns it to the pool. Exchange and routing key are
  *       {@link ShortString}s encoded once. Without confirms the fire-and-forget
  *       {@link Channel#publishNoOutcome} allocates no outcome; with confirms {@link Channel#publish} returns
@@ -49,12 +49,19 @@ import java.util.concurrent.TimeoutException;
  *       {@link WarrenProducer}).</li>
  *   <li><b>Back-pressure</b> without blocking Warren: the producer thread waits, with a timeout so it sees
  *       {@link #stop}, on {@link Channel#whenWritable()} whenever {@link Channel#isWritable()} is false (socket
- *       or Warren's queue above the high-water mark, or the confirm window full), so Warren never refuses a
- *       publish nor holds one for long.</li>
+ *       or Warren's queue above the high-water mark, the connection blocked by the broker), so Warren never
+ *       refuses a publish nor holds one for long.</li>
  *   <li><b>Confirm window.</b> {@link ConfirmTracker}, as amqp-client's driver uses it, numbering publishes 1,
  *       2, 3, ... as the channel does (confirm.select is answered before the first publish); Warren's own window
- *       ({@link PublishOptions#maxOutstandingConfirms}) is set to the same size, so the two agree on when the
- *       window is full and Warren holds nothing back in the client.</li>
+ *       ({@link PublishOptions#maxOutstandingConfirms}) is set beyond it ({@link #ownConfirmWindow}), so the tool's
+ *       window alone makes the producer wait for confirms, as it does amqp-client's, and Warren holds nothing
+ *       back in the client.</li>
+ *   <li><b>Where latency starts</b>, as for amqp-client: each publish waits for its turn ({@link PublishGate}: its
+ *       slot in the pace, then room in the confirm window) and is stamped then; the wait for writability comes
+ *       after the stamp. That wait is Warren's back-pressure, where amqp-client's producer is blocked in its
+ *       socket write after its stamp, so both latencies include the client's back-pressure and neither the
+ *       confirm window's wait. (Stamped after the writability wait, as before, a Warren message left out a wait
+ *       an amqp-client message counted: under a broker alarm, the whole alarm.)</li>
  *   <li><b>Consumers</b> run on the connection's event loop (Warren's default and fastest context: the handler
  *       is called in the read's stack, no hand-off) with a {@link DeliveryHandler} that reads the stamp in
  *       place, so no body byte is copied; acknowledgements go through Warren's coalescer.</li>
@@ -69,6 +76,8 @@ public final class WarrenDriver implements ClientDriver {
      * application's ordinary threads pay (see the class comment).
      */
     static final boolean PLAIN_PRODUCER_THREADS = Boolean.getBoolean("warren.perf.plainProducerThreads");
+    /** The largest {@link PublishOptions#maxOutstandingConfirms} Warren takes. */
+    private static final int MAX_CONFIRM_WINDOW = 1 << 24;
 
     private final List<io.warren.Connection> connections = new ArrayList<>();
     private final List<WarrenProducer> producers = new ArrayList<>();
@@ -106,7 +115,7 @@ public final class WarrenDriver implements ClientDriver {
                 .rpcTimeout(Duration.ofSeconds(RPC_TIMEOUT_SECONDS))
                 .closeTimeout(Duration.ofMillis(CLOSE_TIMEOUT_MILLIS));
         if (options.confirms()) {
-            base.publishOptions(new PublishOptions().maxOutstandingConfirms(options.confirm()));
+            base.publishOptions(new PublishOptions().maxOutstandingConfirms(ownConfirmWindow(options.confirm())));
         }
         for (int i = 0; i < options.producers(); i++) {
             Channel channel = open(base, "warren-perf-producer-" + i, i);
@@ -123,6 +132,17 @@ public final class WarrenDriver implements ClientDriver {
         for (int i = 0; i < options.consumers(); i++) {
             consumers.add(new Consumer(open(base, "warren-perf-consumer-" + i, options.producers() + i)));
         }
+    }
+
+    /**
+     * Warren's own confirm window for the tool's {@code window}: twice as large (within Warren's bound), so that it
+     * never closes before the tool's does. Warren's window, once full, stays closed ({@link Channel#isWritable()}
+     * false) until half of it is confirmed; of the same size as the tool's, it made Warren's producer wait for half a
+     * window where amqp-client's waits for one slot, and, with the stamp taken before Warren's writability wait, would
+     * put that wait in Warren's latency. The tool's {@link ConfirmTracker} keeps the window for both clients.
+     */
+    static int ownConfirmWindow(int window) {
+        return (int) Math.min(2L * window, MAX_CONFIRM_WINDOW);
     }
 
     /** Connection {@code index}: to its own broker of {@code --uris} first, the others as failover. */

@@ -794,8 +794,10 @@ public final class WarrenPerf implements Callable<Integer> {
                 plan.warmupSeconds() > 0 ? ", each run measured after " + plan.warmupSeconds() + " s of warm-up" : "";
         return "warren-perf: comparing " + String.join(", ", plan.clients()) + ": " + plan.runs()
                 + " run(s) per client, alternating, " + pace + warmup
-                + ". Consumer latency is from the publish call to the "
-                + "consumer's handler, queueing in the client and the broker included.";
+                + ". Consumer latency is from the publish call (once the producer has its slot in the pace and room"
+                + " in the confirm window, the same for every client) to the consumer's handler, the client's"
+                + " back-pressure (amqp-client blocked in its socket write, Warren waiting to be writable) and"
+                + " queueing in the client and the broker included.";
     }
 
     /** Messages per second per producer: -r when given (0 or less = unpaced), else --compare's pace, else unpaced. */

@@ -19,6 +19,11 @@ import java.util.function.BooleanSupplier;
 /**
  * One {@link WarrenDriver} producer: the loop of its publishing thread on its own channel, already open (and in
  * confirm mode when {@code confirms} is given). See {@link WarrenDriver} for how it publishes and waits.
+ *
+ * <p>Each publish waits, in this order: for its turn ({@link PublishGate}: the pacer's slot, then room in the tool's
+ * confirm window), as amqp-client's producer does; then it is stamped; then it waits while Warren is not writable.
+ * That last wait is Warren's back-pressure, what amqp-client's producer spends blocked in {@code basicPublish}'s
+ * socket write after its stamp: so it is in the latency of both, and the confirm window's wait in neither.
  */
 final class WarrenProducer {
 
@@ -63,19 +68,33 @@ final class WarrenProducer {
         boolean mandatory = options.mandatory();
         BasicProperties props =
                 options.persistent() ? BasicProperties.builder().deliveryMode(2).build() : BasicProperties.EMPTY;
-        Pacer pacer = new Pacer(options.rate(), clock);
+        PublishGate gate = new PublishGate(new Pacer(options.rate(), clock), confirms);
         long limit = options.producerMessages();
         long sent = 0;
         CompletableFuture<PublishOutcome> lastWritten = null;
         try {
             while (running() && (limit == 0 || sent < limit)) {
-                pacer.await();
-                if (!awaitRoom()) {
-                    break; // stopping, or the channel closed (its closeFuture reported it)
+                if (!gate.await()) {
+                    if (!channel.isOpen()) {
+                        break; // no confirm will come (the channel's closeFuture reported the close)
+                    }
+                    continue; // no room in the window yet: look at the stop flag, then wait again (the slot is kept)
                 }
+                // the body is made before the stamp: amqp-client re-sends one array, so neither pays this in latency
                 ByteBuf body = alloc.directBuffer(size, size).writeZero(size);
                 long now = clock.nanoTime();
                 MessageBody.stamp(body, now);
+                boolean writable = false;
+                try {
+                    writable = awaitWritable();
+                } finally {
+                    if (!writable) {
+                        body.release(); // stopping, closed or interrupted: the body never went to Warren
+                    }
+                }
+                if (!writable) {
+                    break; // stopping, or the channel closed (its closeFuture reported it)
+                }
                 if (confirms == null && limit > 0 && sent + 1 == limit) {
                     // the last of --pmessages: its outcome says when it is written to the socket, and the channel's
                     // publishes are written in order, so then all of them are (amqp-client's are when the call
@@ -134,26 +153,25 @@ final class WarrenProducer {
     }
 
     /**
-     * Waits until a publish now is written at once (Warren writable) and, with confirms, the window has room.
-     * Returns false when the run is stopping or the channel closed.
+     * Waits until a publish now is written at once: Warren writable (its queue and the socket below the high-water
+     * mark, the connection not blocked by the broker). Warren's own confirm window never closes first
+     * ({@link WarrenDriver#ownConfirmWindow}), so this is back-pressure only. Returns false when the run is stopping or
+     * the channel closed.
      */
-    private boolean awaitRoom() throws InterruptedException {
+    private boolean awaitWritable() throws InterruptedException {
         while (running()) {
-            if (!channel.isWritable()) {
-                if (!channel.isOpen()) {
-                    return false;
-                }
-                try {
-                    channel.whenWritable().toCompletableFuture().get(WAIT_SLICE_MILLIS, TimeUnit.MILLISECONDS);
-                } catch (TimeoutException e) {
-                    // look at the stop flag, then wait again
-                } catch (ExecutionException e) {
-                    return false; // the channel closed
-                }
-                continue;
-            }
-            if (confirms == null || confirms.acquire(WAIT_SLICE_MILLIS)) {
+            if (channel.isWritable()) {
                 return true;
+            }
+            if (!channel.isOpen()) {
+                return false;
+            }
+            try {
+                channel.whenWritable().toCompletableFuture().get(WAIT_SLICE_MILLIS, TimeUnit.MILLISECONDS);
+            } catch (TimeoutException e) {
+                // look at the stop flag, then wait again
+            } catch (ExecutionException e) {
+                return false; // the channel closed
             }
         }
         return false;
