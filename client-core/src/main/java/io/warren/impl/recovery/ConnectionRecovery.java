@@ -4,7 +4,6 @@ import io.netty.channel.EventLoop;
 import io.netty.util.concurrent.ScheduledFuture;
 import io.warren.AmqpException;
 import io.warren.AuthenticationException;
-import io.warren.Channel;
 import io.warren.ChannelClosedException;
 import io.warren.ChannelLostException;
 import io.warren.ConnectionClosedException;
@@ -13,14 +12,10 @@ import io.warren.ConnectionOptions;
 import io.warren.RecoveryListener;
 import io.warren.RecoveryOptions;
 import io.warren.codec.base.ReplyCode;
-import io.warren.codec.method.MethodIds;
 import io.warren.impl.connection.ConnectionHandler;
 import java.util.ArrayList;
-import java.util.Collections;
-import java.util.IdentityHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
@@ -107,16 +102,10 @@ public final class ConnectionRecovery {
     private final TreeMap<Integer, RecoverableChannel> lost = new TreeMap<>();
     /** Channels a refused basic.consume closed while restoring ({@link #recoversChannelAfter}): re-opened then. */
     private final List<RecoverableChannel> refused = new ArrayList<>();
-    /**
-     * Channels being re-opened on a running connection ({@link #recoverChannel}), and the round: a restored consumer's
-     * refused basic.consume closes the channel again, and the next round re-opens it without that consumer.
-     */
-    private final Map<RecoverableChannel, Integer> reopening = new IdentityHashMap<>();
+    /** Channels the broker closed on the running connection, re-opened alone ({@link #recoverChannel}). */
+    private final ChannelReopen reopens;
 
     private final List<Runnable> afterRecovery = new ArrayList<>();
-
-    /** The last channel's {@link #autoDeleteQueuesGone}: the next one waits for it. Event loop. */
-    private CompletableFuture<Void> declaringAgain = CompletableFuture.completedFuture(null);
 
     public ConnectionRecovery(
             RecoverableConnection connection, ConnectionOptions options, Reconnector reconnector, EventLoop loop) {
@@ -130,6 +119,7 @@ public final class ConnectionRecovery {
                 recovery.maxDelay().toNanos(),
                 recovery.multiplier(),
                 recovery.jitter());
+        this.reopens = new ChannelReopen(new ReopenOwner(), connection, loop, recovery, topology);
     }
 
     public RecoveryOptions options() {
@@ -200,41 +190,17 @@ public final class ConnectionRecovery {
             return false;
         }
         return switch (phase) {
-            case RUNNING -> isConsumerTimeout(close) || (reopening.containsKey(channel) && isRefusedConsume(close));
-            case RESTORING -> isRefusedConsume(close);
+            case RUNNING -> reopens.recoversAfter(channel, close);
+            case RESTORING -> ChannelReopen.isRefusedConsume(close);
             default -> false;
         };
     }
 
     /**
-     * 403 (the queue in exclusive use), 404 (the queue gone: deleted while the connection was down, and not in the
-     * recorded topology) or 405 (an exclusive queue another connection holds: declared by it, or the lost connection's
-     * not yet dropped) to basic.consume. While restoring, every basic.consume on the application's channels is
-     * recovery's: what the application calls meanwhile is held until the end.
-     */
-    static boolean isRefusedConsume(ChannelClosedException close) {
-        int code = close.replyCode();
-        return close.initiatedByBroker()
-                && (code == ReplyCode.ACCESS_REFUSED
-                        || code == ReplyCode.NOT_FOUND
-                        || code == ReplyCode.RESOURCE_LOCKED)
-                && close.classId() == MethodIds.CLASS_BASIC
-                && close.methodId() == MethodIds.methodId(MethodIds.BASIC_CONSUME);
-    }
-
-    static boolean isConsumerTimeout(ChannelClosedException close) {
-        String text = close.replyText();
-        return close.initiatedByBroker()
-                && close.replyCode() == ReplyCode.PRECONDITION_FAILED
-                && text != null
-                && text.contains("acknowledgement")
-                && text.contains("timed out");
-    }
-
-    /**
      * The broker closed {@code channel} (its state is closed, its consumers wait in its {@link ChannelRecovery}):
      * re-open it with its number on the current connection once the close is done with, then restore its modes and
-     * consumers, as after a connection loss. A connection lost meanwhile takes the channel over. Event loop.
+     * consumers, as after a connection loss: alone on the running connection ({@link ChannelReopen#recover}), or,
+     * while restoring, with the connection's other channels once their consumers are done. Event loop.
      */
     void recoverChannel(RecoverableChannel channel, ChannelLostException cause) {
         assert loop.inEventLoop() : "connection recovery off the event loop";
@@ -243,117 +209,7 @@ public final class ConnectionRecovery {
             refused.add(channel); // part of the connection's recovery, which re-opens it once its consumers are done
             return;
         }
-        Integer last = reopening.get(channel);
-        if (last == null) { // else a consumer of its restore was refused: the listener heard of this recovery
-            tellListeners(l -> l.channelRecoveryStarted(channel, cause));
-        }
-        int round = last == null ? 1 : last + 1;
-        reopening.put(channel, round);
-        // after the close: its number is freed once the broker's channel.close is answered
-        loop.execute(() -> reopen(channel, round));
-    }
-
-    private void reopen(RecoverableChannel channel, int round) {
-        assert loop.inEventLoop() : "connection recovery off the event loop";
-        if (!channel.recovery().isRecovering()) {
-            reopening.remove(channel);
-            return; // the application closed it meanwhile
-        }
-        ConnectionHandler handler = connection.handler();
-        if (phase != Phase.RUNNING || !handler.isOpen()) {
-            reopening.remove(channel);
-            // the connection went before the channel was re-opened: the connection's recovery restores it, or
-            // ends it with the rest
-            if (phase == Phase.CLOSED) {
-                channel.abandon(closedMeanwhile(channel));
-            } else {
-                channelLost(channel);
-            }
-            return;
-        }
-        reopenWithModes(channel, handler)
-                .thenCompose(v -> autoDeleteQueuesGone(channel, handler))
-                .thenCompose(
-                        v -> afterClose(channel, channel.recovery().restoreConsumers(topology::currentName, false)))
-                .whenComplete((v, e) -> {
-                    assert loop.inEventLoop() : "connection recovery off the event loop";
-                    // a refused consumer closed it again and the next round has it, or the connection's recovery has
-                    Integer now = reopening.get(channel);
-                    if (now == null || now != round) {
-                        return;
-                    }
-                    if (!channel.recovery().isRecovering()) {
-                        reopening.remove(channel);
-                        return; // closed by the application
-                    }
-                    if (channelTakenOver(channel, handler)) {
-                        // the connection went meanwhile, and its channels are failed before it learns whether it
-                        // recovers: left here, the channel is taken over by its recovery or ended by its end (onClosed)
-                        return;
-                    }
-                    reopening.remove(channel);
-                    if (e != null) {
-                        channelNotRecovered(channel, e);
-                        return;
-                    }
-                    if (!channel.state().isUsable()) {
-                        // the broker closed it meanwhile for a reason recovery does not repair: its consumers' restore
-                        // ended with their failure, not the channel's
-                        channelNotRecovered(channel, channel.state().closedError());
-                        return;
-                    }
-                    channel.recovered();
-                    LOG.info("channel {} on {} recovered", channel.channelNumber(), connection.address());
-                    tellListeners(l -> l.channelRecoverySucceeded(channel));
-                });
-    }
-
-    /**
-     * The broker's close of {@code channel} ended its consumers, and an auto-delete queue whose last consumers they were
-     * went with them: declared again (with its bindings) before they start again, as a connection's recovery would.
-     * One channel's at a time: two channels whose consumers share a server-named queue must not each declare a new one.
-     */
-    private CompletionStage<Void> autoDeleteQueuesGone(RecoverableChannel channel, ConnectionHandler handler) {
-        if (!recovery.topologyRecovery()) {
-            return CompletableFuture.completedFuture(null);
-        }
-        CompletableFuture<Void> done = declaringAgain
-                .handle((v, e) -> (Void) null)
-                .thenCompose(v -> {
-                    Set<String> read = new LinkedHashSet<>(); // once, however many consumers
-                    channel.recovery().lostQueues(read);
-                    if (!handler.isOpen()) { // lost meanwhile: the restore stops here, the connection's recovery has it
-                        return CompletableFuture.failedFuture(
-                                new ConnectionLostException("connection to " + connection.address() + " lost", null));
-                    }
-                    if (read.isEmpty()) {
-                        return CompletableFuture.completedFuture(null);
-                    }
-                    return new TopologyRestore(this, topology, connection, handler, loop, 0)
-                            .declareIfGone(read, channel.recovery()::settleConsumers);
-                });
-        declaringAgain = done;
-        return done;
-    }
-
-    /** The channel was re-opened (or not) but could not be restored on a live connection: it ends for good. */
-    private void channelNotRecovered(RecoverableChannel channel, Throwable failure) {
-        Throwable why = cause(failure);
-        LOG.warn(
-                "channel {} on {} could not be recovered: {}",
-                channel.channelNumber(),
-                connection.address(),
-                describe(why));
-        channel.abandon(
-                why instanceof AmqpException a
-                        ? a
-                        : new AmqpException(
-                                "channel " + channel.channelNumber() + " could not be recovered: " + describe(why),
-                                why));
-        if (channel.state().isUsable()) {
-            channel.close(); // opened, but a mode was refused: not left half restored
-        }
-        tellListeners(l -> l.channelRecoveryFailed(channel, why));
+        reopens.recover(channel, cause);
     }
 
     private void tellListeners(java.util.function.Consumer<RecoveryListener> event) {
@@ -366,42 +222,37 @@ public final class ConnectionRecovery {
         }
     }
 
-    private ConnectionClosedException closedMeanwhile(RecoverableChannel channel) {
-        return new ConnectionClosedException(
-                "connection to " + connection.address() + " closed before channel " + channel.channelNumber()
-                        + " was recovered",
-                null);
-    }
+    /** What {@link ChannelReopen} may see of this recovery, and no more. Event loop. */
+    private final class ReopenOwner implements ChannelReopen.Owner {
 
-    /** Whether the connection was lost while {@code channel} was being restored on {@code handler}. */
-    private boolean channelTakenOver(RecoverableChannel channel, ConnectionHandler handler) {
-        return connection.handler() != handler
-                || !handler.isOpen()
-                || phase != Phase.RUNNING
-                || lost.get(channel.channelNumber()) == channel;
-    }
+        @Override
+        public boolean isRunning() {
+            return phase == Phase.RUNNING;
+        }
 
-    /**
-     * The running connection closed for good (the application closed it, or its event loop shut down) while channels
-     * were being re-opened on it alone ({@link #recoverChannel}): they end with {@code cause}, as the channels of a
-     * connection's recovery that gives up; the listeners hear it unless the application closed it ({@code tell}).
-     */
-    private void endChannelsReopened(ConnectionClosedException cause, boolean tell) {
-        Set<RecoverableChannel> ending = Collections.newSetFromMap(new IdentityHashMap<>());
-        ending.addAll(reopening.keySet());
-        ending.addAll(lost.values()); // met a closing connection before their channel.open (reopen)
-        reopening.clear();
-        lost.clear();
-        for (RecoverableChannel ch : ending) {
-            ch.abandon(cause);
-            if (tell) {
-                LOG.warn(
-                        "channel {} on {} could not be recovered: {}",
-                        ch.channelNumber(),
-                        connection.address(),
-                        cause.getMessage());
-                tellListeners(l -> l.channelRecoveryFailed(ch, cause));
-            }
+        @Override
+        public boolean isClosed() {
+            return phase == Phase.CLOSED;
+        }
+
+        @Override
+        public boolean isLost(RecoverableChannel channel) {
+            return lost.get(channel.channelNumber()) == channel;
+        }
+
+        @Override
+        public void channelLost(RecoverableChannel channel) {
+            ConnectionRecovery.this.channelLost(channel);
+        }
+
+        @Override
+        public TopologyRestore topologyRestore(ConnectionHandler handler) {
+            return new TopologyRestore(ConnectionRecovery.this, topology, connection, handler, loop, 0);
+        }
+
+        @Override
+        public void tellListeners(java.util.function.Consumer<RecoveryListener> event) {
+            ConnectionRecovery.this.tellListeners(event);
         }
     }
 
@@ -409,7 +260,7 @@ public final class ConnectionRecovery {
     public void forget(RecoverableChannel channel) {
         assert loop.inEventLoop() : "connection recovery off the event loop";
         lost.remove(channel.channelNumber(), channel);
-        reopening.remove(channel);
+        reopens.forget(channel);
     }
 
     /**
@@ -428,7 +279,9 @@ public final class ConnectionRecovery {
                 }
             } else {
                 // the loop's own shutdown closes this socket (ConnectionHandler's watch): no watch of recovery's needed
-                endChannelsReopened(cause, !closeRequested);
+                List<RecoverableChannel> metTheClose = new ArrayList<>(lost.values());
+                lost.clear();
+                reopens.endChannelsReopened(cause, !closeRequested, metTheClose);
             }
             phase = Phase.CLOSED;
             return false;
@@ -621,7 +474,7 @@ public final class ConnectionRecovery {
         assert loop.inEventLoop() : "connection recovery off the event loop";
         phase = Phase.RESTORING;
         refused.clear(); // closed on a connection since lost: re-opened with the others
-        reopening.clear(); // the same: the connection's recovery has them
+        reopens.forgetAll(); // the same: the connection's recovery has them
         handler.restoring(true);
         LOG.debug(
                 "recovery of the connection to {}: connected; restoring {} channels and {}",
@@ -636,7 +489,7 @@ public final class ConnectionRecovery {
         }
         List<CompletableFuture<?>> reopened = new ArrayList<>();
         for (RecoverableChannel ch : channels) {
-            reopened.add(reopenWithModes(ch, handler).exceptionally(e -> channelFailed(gen, ch, e)));
+            reopened.add(ChannelReopen.reopenWithModes(ch, handler).exceptionally(e -> channelFailed(gen, ch, e)));
         }
         CompletableFuture.allOf(reopened.toArray(CompletableFuture[]::new))
                 .thenCompose(v -> step(
@@ -668,13 +521,6 @@ public final class ConnectionRecovery {
                     }
                     succeeded(channels);
                 });
-    }
-
-    /** Opens {@code ch} again with its number on {@code handler}, then restores its qos, confirm and tx modes. */
-    private CompletableFuture<Void> reopenWithModes(RecoverableChannel ch, ConnectionHandler handler) {
-        CompletableFuture<Channel> f = new CompletableFuture<>();
-        ch.reopen(handler, f);
-        return f.thenCompose(c -> ch.recovery().restoreModes()).toCompletableFuture();
     }
 
     private CompletionStage<Void> step(int gen, java.util.function.Supplier<CompletionStage<Void>> next) {
@@ -748,7 +594,7 @@ public final class ConnectionRecovery {
             if (lost.get(ch.channelNumber()) != ch || !ch.state().isUsable()) {
                 continue;
             }
-            all.add(afterClose(ch, ch.recovery().restoreConsumers(topology::currentName, unpausedOnly))
+            all.add(reopens.afterClose(ch, ch.recovery().restoreConsumers(topology::currentName, unpausedOnly))
                     .exceptionally(e -> {
                         topologyFailed("consumers of channel " + ch.channelNumber(), e);
                         return null;
@@ -758,21 +604,9 @@ public final class ConnectionRecovery {
     }
 
     /**
-     * {@code consumers}, the restore of {@code ch}'s consumers; when a close of the channel failed them, only once that
-     * close has run to its end: it fails them before it reaches recovery, which learns then whether to re-open the
-     * channel ({@link #recoverChannel}).
-     */
-    private CompletableFuture<Void> afterClose(RecoverableChannel ch, CompletionStage<Void> consumers) {
-        return consumers
-                .toCompletableFuture()
-                .thenCompose(v -> ch.state().isUsable()
-                        ? CompletableFuture.completedFuture(null)
-                        : CompletableFuture.runAsync(() -> {}, loop));
-    }
-
-    /**
      * Re-opens the channels a refused basic.consume closed ({@link #recoversChannelAfter}), with their modes and
-     * their other consumers (the refused one has ended), until none is refused: each round ends a consumer.
+     * their other consumers (the refused one has ended), until none is refused: each round ends a consumer. As one
+     * re-opened alone ({@link ChannelReopen#restore}): the declares of their auto-delete queues take turns with its.
      */
     private CompletionStage<Void> reopenRefused(int gen, ConnectionHandler handler) {
         if (refused.isEmpty()) {
@@ -785,10 +619,7 @@ public final class ConnectionRecovery {
             if (lost.get(ch.channelNumber()) != ch) {
                 continue; // closed by the application meanwhile
             }
-            reopened.add(reopenWithModes(ch, handler)
-                    .thenCompose(v -> autoDeleteQueuesGone(ch, handler))
-                    .thenCompose(v -> afterClose(ch, ch.recovery().restoreConsumers(topology::currentName, false)))
-                    .exceptionally(e -> channelFailed(gen, ch, e)));
+            reopened.add(reopens.restore(ch, handler).exceptionally(e -> channelFailed(gen, ch, e)));
         }
         return CompletableFuture.allOf(reopened.toArray(CompletableFuture[]::new))
                 .thenCompose(v -> step(gen, () -> reopenRefused(gen, handler)));
@@ -877,7 +708,7 @@ public final class ConnectionRecovery {
         List<RecoverableChannel> channels = new ArrayList<>(lost.values());
         lost.clear();
         refused.clear();
-        reopening.clear(); // re-opened alone when the connection was lost: in lost too
+        reopens.forgetAll(); // re-opened alone when the connection was lost: in lost too
         for (RecoverableChannel ch : channels) {
             ch.abandon(cause);
         }
