@@ -181,7 +181,8 @@ public final class ConnectionRecovery {
      * acknowledgement timeout ({@code consumer_timeout}: 406 PRECONDITION_FAILED "delivery acknowledgement on
      * channel N timed out"), after which the application's consumers would otherwise just end; and, while restoring,
      * 403 ACCESS_REFUSED (its queue in another connection's exclusive use, or the lost one's the broker has not dropped
-     * yet) or 404 NOT_FOUND (its queue gone) to a consumer's basic.consume: that consumer ends, and the channel is
+     * yet), 404 NOT_FOUND (its queue gone) or 405 RESOURCE_LOCKED (another connection's exclusive queue) to a
+     * consumer's basic.consume: that consumer ends, and the channel is
      * re-opened without it. The same refusal while {@code channel} alone is restored (after the timeout) does the same.
      */
     public boolean recoversChannelAfter(RecoverableChannel channel, ChannelClosedException close) {
