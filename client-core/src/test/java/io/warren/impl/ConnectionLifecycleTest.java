@@ -38,6 +38,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
 /** The connection's close handshake in both directions, connection.blocked, heartbeats and protocol errors. */
@@ -446,6 +447,31 @@ class ConnectionLifecycleTest {
         }
     }
 
+    /**
+     * A peer that stopped reading and repeats its connection.close cannot hold the socket open either: the repeats
+     * are discarded (one close-ok), and the grace the first one started is not moved, nor the application's close
+     * timeout lengthened.
+     */
+    @Test
+    void theBrokersRepeatedClosesDoNotPutOffTheSocketsClose() {
+        try (FakeBroker broker = new FakeBroker(new ConnectionOptions().closeTimeout(Duration.ofSeconds(10)))) {
+            broker.client.freezeTime();
+            ConnectionImpl c = broker.handshake();
+            AtomicInteger writes = stopWriting(broker);
+            c.close(); // connection.close, never written: the close timeout is armed
+            broker.client.runPendingTasks();
+            int beforeBrokersClose = writes.get();
+            long graceMillis = TimeUnit.NANOSECONDS.toMillis(ConnectionHandler.CLOSE_WRITE_GRACE_NANOS);
+            for (int i = 0; i < 2; i++) {
+                broker.send(0, new ConnectionCloseEncoder().replyCode(320).replyText("CONNECTION_FORCED - shutdown"));
+                broker.client.advanceTimeBy(graceMillis * 9 / 10, TimeUnit.MILLISECONDS);
+                broker.client.runScheduledPendingTasks();
+            }
+            assertFalse(broker.client.isOpen(), "closed within the grace of the broker's first close");
+            assertEquals(beforeBrokersClose + 1, writes.get(), "one close-ok");
+        }
+    }
+
     /** Crossing closes: the broker's close shortens the wait that the application's close armed, and leaves no timer. */
     @Test
     void theBrokersCloseCrossingOursClosesTheSocketOnceCloseOkIsWritten() {
@@ -538,15 +564,20 @@ class ConnectionLifecycleTest {
                         .routingKey("rk"));
     }
 
-    /** The client's connection.close, with {@code code}. */
-    /** A peer that does not read: what the client writes from now on is never written, its promise left open. */
-    private static void stopWriting(FakeBroker broker) {
+    /**
+     * A peer that does not read: what the client writes from now on is never written, its promise left open. Returns
+     * the count of such writes.
+     */
+    private static AtomicInteger stopWriting(FakeBroker broker) {
+        AtomicInteger writes = new AtomicInteger();
         broker.client.pipeline().addFirst(new ChannelOutboundHandlerAdapter() {
             @Override
             public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
+                writes.incrementAndGet();
                 io.netty.util.ReferenceCountUtil.release(msg);
             }
         });
+        return writes;
     }
 
     /** The socket stays open until {@link ConnectionHandler#CLOSE_WRITE_GRACE_NANOS} has passed, and closes then. */
@@ -568,6 +599,7 @@ class ConnectionLifecycleTest {
         assertEquals(code, c.closeFuture().toCompletableFuture().join().replyCode());
     }
 
+    /** The client's connection.close, with {@code code}. */
     private static void expectClose(FakeBroker broker, int code) {
         Frame close = broker.expect(0, MethodIds.CONNECTION_CLOSE);
         try {

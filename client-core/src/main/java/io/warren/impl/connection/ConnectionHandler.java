@@ -93,6 +93,8 @@ public final class ConnectionHandler extends PassThroughInboundHandler implement
     private AmqpException closeCause;
     private AmqpException connectFailure;
     private ScheduledFuture<?> closeTimer;
+    /** connection.close-ok went out for the broker's connection.close: a later close from it is discarded. */
+    private boolean closeOkSent;
     /** Consumers' queues over their high-water mark: reading stays paused while above 0. */
     private int readPauses;
     /** Recovery is restoring channels and consumers onto this connection: pauses are counted, not applied. */
@@ -624,6 +626,9 @@ public final class ConnectionHandler extends PassThroughInboundHandler implement
     }
 
     private void onBrokerClose(Frame frame) {
+        if (closeOkSent) {
+            return; // answered already: the spec has the rest discarded, and a peer repeating it must not hold us open
+        }
         Replies.Close close = Replies.close(frame);
         ConnectionClosedException cause;
         if (state == State.HANDSHAKE) {
@@ -642,20 +647,25 @@ public final class ConnectionHandler extends PassThroughInboundHandler implement
         // The broker closes the socket once it has our close-ok; we close it too, in case it does not, once close-ok
         // is written, or after the grace when a peer that stopped reading keeps it (and what was queued before it)
         // from being written.
+        closeOkSent = true;
         outbound.write(Requests.connectionCloseOk(ctx.alloc()), c -> ctx.close());
         armCloseTimer(new CloseTimeout(CloseTimeout.CLOSE_OK_NOT_WRITTEN), CLOSE_WRITE_GRACE_NANOS);
     }
 
     /**
-     * Closes the socket after {@code nanos} (bounded by the close timeout) unless it closes first; replaces a timer
-     * already armed, as when the broker's connection.close crosses ours.
+     * Closes the socket after {@code nanos} (bounded by the close timeout) unless it closes first. A timer already
+     * armed is replaced when this one is sooner (the broker's connection.close crossing ours), and kept otherwise:
+     * the wait is only ever shortened.
      */
     private void armCloseTimer(CloseTimeout timeout, long nanos) {
+        long delay = Math.min(options.closeTimeout().toNanos(), nanos);
         if (closeTimer != null) {
+            if (closeTimer.getDelay(TimeUnit.NANOSECONDS) <= delay) {
+                return;
+            }
             closeTimer.cancel(false);
         }
-        closeTimer = ctx.executor()
-                .schedule(timeout, Math.min(options.closeTimeout().toNanos(), nanos), TimeUnit.NANOSECONDS);
+        closeTimer = ctx.executor().schedule(timeout, delay, TimeUnit.NANOSECONDS);
     }
 
     private ConnectionClosedException handshakeRefusal(Replies.Close close) {
