@@ -20,7 +20,7 @@ import org.slf4j.LoggerFactory;
  */
 final class WritabilityWaiters {
 
-    private static final Logger LOG = LoggerFactory.getLogger(WritabilityWaiters.class);
+    private static final Logger LOG = LoggerFactory.getLogger(Publisher.class); // its log settings cover what it tells
 
     private final Channel channel;
     private final PublishFlow flow;

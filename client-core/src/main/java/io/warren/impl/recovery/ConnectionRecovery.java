@@ -282,6 +282,7 @@ public final class ConnectionRecovery {
                 // the loop's own shutdown closes this socket (ConnectionHandler's watch): no watch of recovery's needed
                 List<RecoverableChannel> metTheClose = new ArrayList<>(lost.values());
                 lost.clear();
+                phase = Phase.CLOSED; // before the channels' ends and the listeners: what they call sees it closed
                 reopens.endChannelsReopened(cause, !closeRequested, metTheClose);
             }
             phase = Phase.CLOSED;
