@@ -73,6 +73,15 @@ class WarrenProducerTest {
         producerThread.start();
     }
 
+    /** Waits until the producer thread is parked (here: waiting for room in the confirm window). */
+    private void awaitProducerParked() throws InterruptedException {
+        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(BOUND_SECONDS);
+        while (producerThread.getState() != Thread.State.TIMED_WAITING && System.nanoTime() < end) {
+            Thread.sleep(1);
+        }
+        assertEquals(Thread.State.TIMED_WAITING, producerThread.getState(), "the producer waits for the window");
+    }
+
     private void awaitProducerDone() throws InterruptedException {
         producerThread.join(TimeUnit.SECONDS.toMillis(BOUND_SECONDS));
         assertFalse(producerThread.isAlive(), "the producer ended");
@@ -102,6 +111,7 @@ class WarrenProducerTest {
         start(options(2, 1), window);
 
         CompletableFuture<PublishOutcome> confirm1 = fake.awaitPublish(0);
+        awaitProducerParked(); // publish 2 waits for the window: a stamp taken before that wait would be taken now
         clock.advance(5_000_000L); // publish 2 waits for the confirm of publish 1 meanwhile
         long afterTheConfirm = clock.nanoTime();
         confirm1.complete(PublishOutcome.CONFIRMED);
