@@ -134,16 +134,18 @@ public final class AmqpClientDriver implements ClientDriver {
     }
 
     @Override
-    public void declare() throws Exception {
+    public long declare() throws Exception {
         Channel any = !producers.isEmpty()
                 ? producers.get(0).channel
                 : consumers.get(0).getChannel();
         if (options.declaresExchange()) {
             any.exchangeDeclare(options.exchange(), options.exchangeType());
         }
+        long queued = 0;
         if (!options.serverNamedQueues()) {
             Map<String, Object> args = options.queueArgs().isEmpty() ? null : options.queueArgs();
-            any.queueDeclare(options.queue(), true, false, options.autoDelete(), args);
+            queued = any.queueDeclare(options.queue(), true, false, options.autoDelete(), args)
+                    .getMessageCount();
             if (!options.exchange().isEmpty()) {
                 any.queueBind(options.queue(), options.exchange(), options.routingKey());
             }
@@ -158,6 +160,7 @@ public final class AmqpClientDriver implements ClientDriver {
                 consumer.queue = options.queue();
             }
         }
+        return queued;
     }
 
     @Override

@@ -65,8 +65,11 @@ public interface ClientDriver extends AutoCloseable {
      */
     void connect(RunOptions options, Metrics metrics) throws Exception;
 
-    /** Declares the exchange and queues and binds them, as {@link RunOptions} describes. */
-    void declare() throws Exception;
+    /**
+     * Declares the exchange and queues and binds them, as {@link RunOptions} describes. Returns how many messages the
+     * named queue ({@link RunOptions#queue()}) held already, as its declare-ok counts them; 0 for server-named queues.
+     */
+    long declare() throws Exception;
 
     /** Starts consuming on every consumer channel; returns once the broker confirmed each consume. */
     void startConsumers() throws Exception;

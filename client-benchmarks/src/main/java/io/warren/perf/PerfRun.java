@@ -109,7 +109,10 @@ final class PerfRun {
                     "%s run %d: %d producer(s), %d consumer(s), %d B messages, to %s%n",
                     driver.name(), runNumber, options.producers(), options.consumers(), options.size(), target);
             driver.connect(options, metrics);
-            driver.declare();
+            String queuedBefore = queuedBeforeWarning(options, driver.declare());
+            if (queuedBefore != null) {
+                out.println("  WARNING: " + queuedBefore);
+            }
 
             // every run starts from a collected heap, so earlier runs' garbage is not billed to this one
             System.gc();
@@ -247,6 +250,20 @@ final class PerfRun {
     }
 
     /** "what failed: why", walking the causes for the most telling message. */
+    /**
+     * A warning when the named queue the consumers read held {@code queued} messages before the run (a queue not
+     * auto-deleted, left by an earlier run or another publisher): the consumers take them first, and their stamps are
+     * not this run's, so latency counts them wrongly until they are gone. Null when there is nothing to warn about.
+     */
+    static String queuedBeforeWarning(RunOptions options, long queued) {
+        if (queued <= 0 || options.consumers() == 0 || options.serverNamedQueues()) {
+            return null;
+        }
+        return "queue '" + options.queue() + "' held " + Format.count(queued) + " message(s) before this run: the "
+                + "consumers take them first, and their latency is not this run's (stamped by an earlier run or "
+                + "another publisher) until they are gone; purge the queue or name another (-u)";
+    }
+
     static String describe(Throwable failure) {
         StringBuilder s = new StringBuilder(failure.toString());
         for (Throwable cause = failure.getCause(); cause != null && cause != failure; cause = cause.getCause()) {

@@ -133,17 +133,19 @@ public final class RawDriver implements ClientDriver {
     }
 
     @Override
-    public void declare() throws Exception {
+    public long declare() throws Exception {
         Connection any = connections.get(0);
         if (options.declaresExchange()) {
             any.rpc(new ExchangeDeclareEncoder().exchange(options.exchange()).type(options.exchangeType()));
         }
+        long queued = 0;
         if (!options.serverNamedQueues()) {
-            any.rpc(new QueueDeclareEncoder()
-                    .queue(options.queue())
-                    .durable(true)
-                    .autoDelete(options.autoDelete())
-                    .arguments(options.queueArgs()));
+            queued = any.rpc(new QueueDeclareEncoder()
+                            .queue(options.queue())
+                            .durable(true)
+                            .autoDelete(options.autoDelete())
+                            .arguments(options.queueArgs()))
+                    .messageCount();
             if (!options.exchange().isEmpty()) {
                 any.rpc(new QueueBindEncoder()
                         .queue(options.queue())
@@ -174,6 +176,7 @@ public final class RawDriver implements ClientDriver {
                 }
             }
         }
+        return queued;
     }
 
     @Override
@@ -433,14 +436,16 @@ public final class RawDriver implements ClientDriver {
                 }
                 case MethodIds.CONNECTION_OPEN_OK ->
                     channel.writeAndFlush(Frames.method(channel.alloc(), 1, new ChannelOpenEncoder()));
-                case MethodIds.QUEUE_DECLARE_OK ->
-                    complete(key, new Reply(new QueueDeclareOk().wrap(p, at).queueAsString()));
+                case MethodIds.QUEUE_DECLARE_OK -> {
+                    QueueDeclareOk ok = new QueueDeclareOk().wrap(p, at);
+                    complete(key, new Reply(ok.queueAsString(), ok.messageCount()));
+                }
                 case MethodIds.CONNECTION_CLOSE ->
                     fail(new IllegalStateException(
                             "connection closed by the server: " + new ConnectionClose().wrap(p, at)));
                 case MethodIds.CHANNEL_CLOSE ->
                     fail(new IllegalStateException("channel closed by the server: " + new ChannelClose().wrap(p, at)));
-                default -> complete(key, new Reply(null));
+                default -> complete(key, new Reply(null, 0));
             }
         }
 
@@ -480,5 +485,6 @@ public final class RawDriver implements ClientDriver {
     }
 
     /** What an RPC's reply carried that the driver needs. */
-    private record Reply(String queueName) {}
+    /** An -ok: queue.declare-ok's queue name and message count, else null and 0. */
+    private record Reply(String queueName, long messageCount) {}
 }

@@ -173,16 +173,18 @@ public final class WarrenDriver implements ClientDriver {
     }
 
     @Override
-    public void declare() throws Exception {
+    public long declare() throws Exception {
         Channel any = !producers.isEmpty() ? producers.get(0).channel() : consumers.get(0).channel;
         if (options.declaresExchange()) {
             await(any.exchangeDeclare(options.exchange(), options.exchangeType()));
         }
+        long queued = 0;
         if (!options.serverNamedQueues()) {
-            await(any.queueDeclare(QueueSpec.named(options.queue())
-                    .durable(true)
-                    .autoDelete(options.autoDelete())
-                    .arguments(options.queueArgs())));
+            queued = await(any.queueDeclare(QueueSpec.named(options.queue())
+                            .durable(true)
+                            .autoDelete(options.autoDelete())
+                            .arguments(options.queueArgs())))
+                    .messageCount();
             if (!options.exchange().isEmpty()) {
                 await(any.queueBind(options.queue(), options.exchange(), options.routingKey()));
             }
@@ -198,6 +200,7 @@ public final class WarrenDriver implements ClientDriver {
                 consumer.queue = options.queue();
             }
         }
+        return queued;
     }
 
     @Override

@@ -16,6 +16,8 @@ import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * A short end-to-end run of amqp-client against the real broker (Warren's: {@link WarrenDriverTest}) (AMQP_URI, or guest/guest on
@@ -96,6 +98,53 @@ public class BrokerRunTest {
             assertTrue(run.out().contains("RabbitMQ node(s) serving the run, on this machine"), run.out());
         } else {
             assertNull(r.get("broker_cpu_ns_per_msg"), "a broker elsewhere, or not readable: no figure");
+        }
+    }
+
+    /**
+     * A named queue that is not auto-deleted may hold what an earlier run left: its consumers would take those first,
+     * stamped by that run. Each client's run says so before it starts, with the count its declare-ok gave.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"amqp-client", "warren"})
+    void aNamedQueueThatHeldMessagesBeforeTheRunIsWarnedAbout(String client) throws Exception {
+        String uri = requireBroker();
+        String queue = "warren-perf-queued-before-" + client + "-" + System.nanoTime();
+        com.rabbitmq.client.ConnectionFactory factory = new com.rabbitmq.client.ConnectionFactory();
+        factory.setUri(uri);
+        try (com.rabbitmq.client.Connection connection = factory.newConnection();
+                com.rabbitmq.client.Channel channel = connection.createChannel()) {
+            channel.queueDeclare(queue, true, false, false, null);
+            channel.confirmSelect();
+            for (int i = 0; i < 3; i++) {
+                channel.basicPublish("", queue, null, new byte[16]);
+            }
+            channel.waitForConfirmsOrDie(10_000);
+            try {
+                OptionsTest.Captured run = OptionsTest.run(
+                        "--client",
+                        client,
+                        "-h",
+                        uri,
+                        "-x",
+                        "1",
+                        "-y",
+                        "1",
+                        "-u",
+                        queue,
+                        "-ad",
+                        "false",
+                        "-C",
+                        "100",
+                        "-s",
+                        "16");
+                assertEquals(0, run.exit(), run.out() + run.err());
+                assertTrue(
+                        run.out().contains("WARNING: queue '" + queue + "' held 3 message(s) before this run"),
+                        run.out());
+            } finally {
+                channel.queueDelete(queue);
+            }
         }
     }
 

@@ -71,7 +71,9 @@ class MeasurementReviewTest {
         }
 
         @Override
-        public void declare() {}
+        public long declare() {
+            return 0;
+        }
 
         @Override
         public void startConsumers() {
