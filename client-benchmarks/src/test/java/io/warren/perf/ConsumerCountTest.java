@@ -11,15 +11,27 @@ import org.junit.jupiter.api.Test;
 class ConsumerCountTest {
 
     private static RunOptions options(long consumerMessages, boolean autoAck, int multiAckEvery) {
+        return options(1, 1, 0, consumerMessages, 0, multiAckEvery, autoAck);
+    }
+
+    /** Unpaced run options with the smallest body and the counts given, the rest the tool's defaults. */
+    static RunOptions options(
+            int producers,
+            int consumers,
+            long producerMessages,
+            long consumerMessages,
+            int confirm,
+            int multiAckEvery,
+            boolean autoAck) {
         return new RunOptions(
                 List.of("amqp://localhost"),
-                1,
-                1,
+                producers,
+                consumers,
                 MessageBody.MIN_SIZE,
-                0,
+                producerMessages,
                 consumerMessages,
                 -1,
-                0,
+                confirm,
                 0,
                 multiAckEvery,
                 autoAck,

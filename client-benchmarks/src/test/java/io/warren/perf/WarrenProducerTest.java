@@ -11,7 +11,6 @@ import io.warren.PublishOutcome;
 import io.warren.codec.content.ShortString;
 import java.lang.reflect.Proxy;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Semaphore;
@@ -44,27 +43,7 @@ class WarrenProducerTest {
     }
 
     private static RunOptions options(long producerMessages, int confirm) {
-        return new RunOptions(
-                List.of("amqp://localhost"),
-                1,
-                0,
-                MessageBody.MIN_SIZE,
-                producerMessages,
-                0,
-                -1,
-                confirm,
-                0,
-                0,
-                false,
-                "",
-                false,
-                false,
-                "k",
-                "",
-                "direct",
-                Map.of(),
-                true,
-                false);
+        return ConsumerCountTest.options(1, 0, producerMessages, 0, confirm, 0, false);
     }
 
     private void start(RunOptions options, ConfirmTracker confirms) {

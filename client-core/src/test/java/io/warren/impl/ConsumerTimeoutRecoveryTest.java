@@ -92,8 +92,7 @@ class ConsumerTimeoutRecoveryTest {
                 assertEquals("ack 1", FakeBroker.settlement(broker.next()));
                 assertEquals(3_000, ageMillis(c), "now the second is the oldest");
 
-                broker.sendChannelClose(1, ReplyCode.PRECONDITION_FAILED, TIMED_OUT, 0, 0);
-                broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
+                ackTimeout(broker);
                 // the same number again on the same connection, then the consumer with its tag and prefetch
                 RecoveringBrokers.reopen(broker, 1);
                 answerConsume(broker);
@@ -157,14 +156,9 @@ class ConsumerTimeoutRecoveryTest {
             FakeBroker broker = brokers.first;
             RecordingRecoveryListener recovery = RecordingRecoveryListener.on(brokers.connection);
             Channel ch = withChannelQos(brokers);
-            CompletionStage<ConsumerHandle> stage =
-                    ch.consume("q", new ConsumeOptions().consumerTag("c"), Delivery::ack);
-            broker.expectAndRelease(1, MethodIds.BASIC_CONSUME); // the channel's own qos applies: no default
-            broker.send(1, new BasicConsumeOkEncoder().consumerTag("c"));
-            ConsumerHandle c = stage.toCompletableFuture().join();
+            ConsumerHandle c = consume(broker, ch, "q", "c"); // the channel's own qos applies: no default
 
-            broker.sendChannelClose(1, ReplyCode.PRECONDITION_FAILED, TIMED_OUT, 0, 0);
-            broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
+            ackTimeout(broker);
             RecoveringBrokers.reopen(broker, 1);
             broker.expectAndRelease(1, MethodIds.BASIC_QOS); // the channel's mode first: refused this time
             broker.sendChannelClose(1, ReplyCode.ACCESS_REFUSED, "ACCESS_REFUSED - no", 60, 10);
@@ -293,8 +287,7 @@ class ConsumerTimeoutRecoveryTest {
             RecordingRecoveryListener recovery = RecordingRecoveryListener.on(brokers.connection);
             Channel ch = withChannelQos(brokers);
             ConsumerHandle c = consume(broker, ch, "q", "c");
-            broker.sendChannelClose(1, ReplyCode.PRECONDITION_FAILED, TIMED_OUT, 0, 0);
-            broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
+            ackTimeout(broker);
             broker.expectAndRelease(1, MethodIds.CHANNEL_OPEN); // not answered
             CompletionStage<PublishOutcome> published = ch.publish("", "q", false, BasicProperties.EMPTY, text("held"));
             CompletionStage<?> declared = ch.queueDeclare(QueueSpec.named("s"));
@@ -380,8 +373,7 @@ class ConsumerTimeoutRecoveryTest {
             answerConsume(broker);
             ConsumerHandle c = stage.toCompletableFuture().join();
 
-            broker.sendChannelClose(1, ReplyCode.PRECONDITION_FAILED, TIMED_OUT, 0, 0);
-            broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
+            ackTimeout(broker);
             RecoveringBrokers.reopen(broker, 1);
             RecoveringBrokers.reopen(broker, 2); // recovery's own channel
             broker.expectAndRelease(2, MethodIds.QUEUE_DECLARE); // passive
@@ -443,11 +435,16 @@ class ConsumerTimeoutRecoveryTest {
 
     /** The ack timeout closes channel 1; it is opened again with its basic.qos, answered, up to its consumers. */
     private static void timedOutAndReopened(FakeBroker broker) {
-        broker.sendChannelClose(1, ReplyCode.PRECONDITION_FAILED, TIMED_OUT, 0, 0);
-        broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
+        ackTimeout(broker);
         RecoveringBrokers.reopen(broker, 1);
         broker.expectAndRelease(1, MethodIds.BASIC_QOS);
         broker.send(1, new BasicQosOkEncoder());
+    }
+
+    /** RabbitMQ's delivery acknowledgement timeout closes channel 1; the client answers close-ok. */
+    private static void ackTimeout(FakeBroker broker) {
+        broker.sendChannelClose(1, ReplyCode.PRECONDITION_FAILED, TIMED_OUT, 0, 0);
+        broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
     }
 
     /** A consumer of {@code queue} with tag {@code tag} under the channel's own qos, answered. */
@@ -476,8 +473,7 @@ class ConsumerTimeoutRecoveryTest {
             });
             answerConsume(broker);
             ConsumerHandle c = stage.toCompletableFuture().join();
-            broker.sendChannelClose(1, ReplyCode.PRECONDITION_FAILED, TIMED_OUT, 0, 0);
-            broker.expectAndRelease(1, MethodIds.CHANNEL_CLOSE_OK);
+            ackTimeout(broker);
             broker.expectAndRelease(1, MethodIds.CHANNEL_OPEN); // not answered: the connection goes first
 
             FakeBroker second = brokers.cutAndReconnect();
