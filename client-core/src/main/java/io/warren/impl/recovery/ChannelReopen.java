@@ -313,14 +313,10 @@ final class ChannelReopen {
         ending.addAll(metTheClose);
         reopening.clear();
         for (RecoverableChannel ch : ending) {
-            ch.abandon(cause);
             if (tell) {
-                LOG.warn(
-                        "channel {} on {} could not be recovered: {}",
-                        ch.channelNumber(),
-                        connection.address(),
-                        cause.getMessage());
-                owner.tellListeners(l -> l.channelRecoveryFailed(ch, cause));
+                channelNotRecovered(ch, cause);
+            } else {
+                ch.abandon(cause);
             }
         }
     }
